@@ -1,0 +1,86 @@
+/* lhost.c: helpers shared by the binding files. */
+#include "lhost.h"
+
+int lh_pushfail(lua_State *L, const ks_status *st)
+{
+    luaL_pushfail(L);
+    lua_pushstring(L, st->msg[0] ? st->msg : ks_code_name(st->code));
+    lua_pushstring(L, ks_code_name(st->code));
+    return 3;
+}
+
+int lh_raise(lua_State *L, const ks_status *st)
+{
+    return luaL_error(L, "%s", st->msg[0] ? st->msg : ks_code_name(st->code));
+}
+
+void lh_newclass(lua_State *L, const char *tname, const luaL_Reg *methods,
+                 const luaL_Reg *metamethods)
+{
+    luaL_newmetatable(L, tname);
+    if (metamethods)
+        luaL_setfuncs(L, metamethods, 0);
+    if (methods) {
+        lua_newtable(L);
+        luaL_setfuncs(L, methods, 0);
+        lua_setfield(L, -2, "__index");
+    }
+}
+
+static int field_type(lua_State *L, int t, const char *k, int want, const char *wname)
+{
+    int ty = lua_getfield(L, t, k);
+    if (ty == LUA_TNIL)
+        return 0;
+    if (ty != want && !(want == LUA_TNUMBER && ty == LUA_TSTRING && lua_isnumber(L, -1)))
+        luaL_error(L, "field '%s' must be %s, got %s", k, wname, luaL_typename(L, -1));
+    return 1;
+}
+
+lua_Integer lh_optintfield(lua_State *L, int t, const char *k, lua_Integer dflt)
+{
+    if (!field_type(L, t, k, LUA_TNUMBER, "an integer")) {
+        lua_pop(L, 1);
+        return dflt;
+    }
+    int isint = 0;
+    lua_Integer v = lua_tointegerx(L, -1, &isint);
+    if (!isint)
+        luaL_error(L, "field '%s' must be an integer", k);
+    lua_pop(L, 1);
+    return v;
+}
+
+lua_Number lh_optnumfield(lua_State *L, int t, const char *k, lua_Number dflt)
+{
+    if (!field_type(L, t, k, LUA_TNUMBER, "a number")) {
+        lua_pop(L, 1);
+        return dflt;
+    }
+    lua_Number v = lua_tonumber(L, -1);
+    lua_pop(L, 1);
+    return v;
+}
+
+int lh_optboolfield(lua_State *L, int t, const char *k, int dflt)
+{
+    if (!field_type(L, t, k, LUA_TBOOLEAN, "a boolean")) {
+        lua_pop(L, 1);
+        return dflt;
+    }
+    int v = lua_toboolean(L, -1);
+    lua_pop(L, 1);
+    return v;
+}
+
+const char *lh_optstrfield(lua_State *L, int t, const char *k, const char *dflt)
+{
+    if (!field_type(L, t, k, LUA_TSTRING, "a string")) {
+        lua_pop(L, 1);
+        return dflt;
+    }
+    /* The string stays alive: it is referenced by the table at t. */
+    const char *v = lua_tostring(L, -1);
+    lua_pop(L, 1);
+    return v;
+}

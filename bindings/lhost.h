@@ -1,0 +1,40 @@
+/*
+ * lhost.h: what every binding file shares. The only header besides the
+ * binding files themselves that includes lua.h.
+ *
+ * Conventions (see README "Conventions"):
+ *   - bindings/l_<mod>.c defines luaopen_klab_<mod>; the build registers it
+ *     as package.preload["klab.<mod>"] automatically.
+ *   - misuse (wrong type, freed handle) raises; ordinary failures return
+ *     nil, message, code (lh_pushfail).
+ *   - handles are full userdata with one idempotent release used by
+ *     __gc, __close and :free().
+ */
+#ifndef KLAB_BINDINGS_LHOST_H
+#define KLAB_BINDINGS_LHOST_H
+
+#include <lua.h>
+#include <lauxlib.h>
+#include <lualib.h>
+
+#include "../host/status.h"
+
+/* [-0, +3, -] Pushes nil, st->msg, code name; returns 3. */
+int lh_pushfail(lua_State *L, const ks_status *st);
+
+/* [-0, +0, v] Raises st->msg as a Lua error (for misuse). */
+int lh_raise(lua_State *L, const ks_status *st);
+
+/* [-0, +1, m] Creates a metatable named tname with methods (also its
+ * __index) and metamethods; leaves it on the stack. */
+void lh_newclass(lua_State *L, const char *tname, const luaL_Reg *methods,
+                 const luaL_Reg *metamethods);
+
+/* [-0, +0, -] Optional integer/number/boolean/string fields of a table at
+ * absolute index t; return dflt when the field is nil, raise on wrong type. */
+lua_Integer lh_optintfield(lua_State *L, int t, const char *k, lua_Integer dflt);
+lua_Number lh_optnumfield(lua_State *L, int t, const char *k, lua_Number dflt);
+int lh_optboolfield(lua_State *L, int t, const char *k, int dflt);
+const char *lh_optstrfield(lua_State *L, int t, const char *k, const char *dflt);
+
+#endif

@@ -1,0 +1,141 @@
+-- tests/lua/run.lua: klab's Lua test runner, run by klab itself.
+--
+--   klab tests/lua/run.lua [FILE...]      (default: every tests/lua/*_test.lua)
+--
+-- A test file returns a table of functions name -> function(t). A test passes
+-- when it raises nothing and every assertion held; t.skip(reason) skips it.
+-- The last line is "lua: N passed, N failed, N skipped".
+
+local sys_ok, sys = pcall(require, "klab.sys")
+
+local function here()
+  local src = debug.getinfo(1, "S").source:sub(2)
+  return src:match("^(.*)/[^/]*$") or "."
+end
+
+local function list_tests(dir)
+  local files = {}
+  local p = io.popen('ls "' .. dir .. '"/*_test.lua 2>/dev/null')
+  for line in p:lines() do files[#files + 1] = line end
+  p:close()
+  table.sort(files)
+  return files
+end
+
+local function self_exe()
+  local f = io.open("/proc/self/exe")
+  if f then f:close() end
+  local p = io.popen("readlink -f /proc/" .. (sys_ok and sys.getpid() or "self") .. "/exe")
+  local exe = p:read("l")
+  p:close()
+  return exe
+end
+
+local SKIP = {}
+
+local function new_t(name, failures)
+  local t = { klab = self_exe(), name = name, root = here():gsub("/tests/lua$", "") }
+  local function fail(msg, level)
+    local info = debug.getinfo(level or 3, "Sl")
+    failures[#failures + 1] = string.format("%s:%d: %s", info.short_src, info.currentline or 0, msg)
+  end
+  function t.ok(v, msg)
+    if not v then fail("expected a true value" .. (msg and (": " .. msg) or "")) end
+    return v
+  end
+  function t.eq(got, want, msg)
+    if got ~= want then
+      fail(string.format("expected %s, got %s%s", tostring(want), tostring(got), msg and (": " .. msg) or ""))
+    end
+    return got == want
+  end
+  function t.near(got, want, tol, msg)
+    local good = type(got) == "number" and math.abs(got - want) <= tol
+    if not good then
+      fail(string.format("expected %s +- %s, got %s%s", tostring(want), tostring(tol), tostring(got),
+        msg and (": " .. msg) or ""))
+    end
+    return good
+  end
+  function t.match(s, pattern, msg)
+    local good = type(s) == "string" and s:find(pattern) ~= nil
+    if not good then
+      fail(string.format("%q does not match %q%s", tostring(s), pattern, msg and (": " .. msg) or ""))
+    end
+    return good
+  end
+  function t.raises(fn, pattern, msg)
+    local ok, err = pcall(fn)
+    if ok then
+      fail("expected an error" .. (msg and (": " .. msg) or ""))
+      return false
+    end
+    if pattern and not tostring(err):find(pattern) then
+      fail(string.format("error %q does not match %q", tostring(err), pattern))
+      return false
+    end
+    return true
+  end
+  function t.skip(reason) error(setmetatable({ reason = reason }, SKIP), 0) end
+  function t.tmpdir()
+    local p = io.popen("mktemp -d")
+    local d = p:read("l")
+    p:close()
+    return d
+  end
+  -- Runs a shell command; returns exit code, stdout, stderr.
+  function t.sh(cmd)
+    local errf = os.tmpname()
+    local p = io.popen(cmd .. " 2>" .. errf)
+    local out = p:read("a")
+    local _, _, code = p:close()
+    local f = io.open(errf)
+    local err = f and f:read("a") or ""
+    if f then f:close() end
+    os.remove(errf)
+    return code, out, err
+  end
+  return t
+end
+
+local files = { ... }
+if #files == 0 then files = list_tests(here()) end
+
+local passed, failed, skipped = 0, 0, 0
+for _, file in ipairs(files) do
+  local chunk, err = loadfile(file)
+  local tests
+  if chunk then
+    local ok, res = xpcall(chunk, debug.traceback)
+    if ok and type(res) == "table" then tests = res else err = ok and "did not return a table" or res end
+  end
+  if not tests then
+    failed = failed + 1
+    io.stderr:write("FAIL ", file, ": ", tostring(err), "\n")
+  else
+    local names = {}
+    for name in pairs(tests) do names[#names + 1] = name end
+    table.sort(names)
+    for _, name in ipairs(names) do
+      local failures = {}
+      local t = new_t(name, failures)
+      local ok, e = xpcall(tests[name], function(m)
+        if getmetatable(m) == SKIP then return m end
+        return debug.traceback(tostring(m), 2)
+      end, t)
+      if not ok and getmetatable(e) == SKIP then
+        skipped = skipped + 1
+        io.stderr:write("skip ", file, " ", name, ": ", tostring(e.reason), "\n")
+      elseif not ok or #failures > 0 then
+        failed = failed + 1
+        io.stderr:write("FAIL ", file, " ", name, "\n")
+        for _, f in ipairs(failures) do io.stderr:write("    ", f, "\n") end
+        if not ok then io.stderr:write("    ", tostring(e), "\n") end
+      else
+        passed = passed + 1
+      end
+    end
+  end
+end
+print(string.format("lua: %d passed, %d failed, %d skipped", passed, failed, skipped))
+os.exit(failed == 0 and 0 or 1)

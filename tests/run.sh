@@ -1,0 +1,44 @@
+#!/bin/sh
+# tests/run.sh BUILD_DIR...: runs the C unit tests and the Lua tests of each
+# build directory and prints one closing line "N passed, N failed, N skipped".
+set -u
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+total_p=0; total_f=0; total_s=0
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+
+add() {   # parses "... N passed, N failed, N skipped" lines from $log
+    line=$(grep -E '[0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1)
+    if [ -z "$line" ]; then total_f=$((total_f + 1)); echo "  (no summary line: counted as one failure)"; return; fi
+    p=$(echo "$line" | sed -E 's/.* ([0-9]+) passed.*/\1/; s/^([0-9]+) passed.*/\1/')
+    f=$(echo "$line" | sed -E 's/.* ([0-9]+) failed.*/\1/')
+    s=$(echo "$line" | sed -nE 's/.* ([0-9]+) skipped.*/\1/p')
+    total_p=$((total_p + p)); total_f=$((total_f + f)); total_s=$((total_s + ${s:-0}))
+}
+
+for build in "$@"; do
+    echo "== $build"
+    for t in "$build"/tests/test_*; do
+        [ -x "$t" ] || continue
+        case "$t" in *.d) continue;; esac
+        timeout 300 "$t" >"$log" 2>&1
+        rc=$?
+        tail -n 40 "$log" | grep -vE '^ctest ' | grep -E 'FAIL|skip|ERROR|Sanitizer|runtime error' | sed 's/^/  /'
+        grep -E '^ctest ' "$log" | sed 's/^/  /'
+        add
+        if [ $rc -ne 0 ] && ! grep -qE '[1-9][0-9]* failed' "$log"; then
+            echo "  $t exited with status $rc"; total_f=$((total_f + 1))
+        fi
+    done
+    timeout 900 "$build/klab" tests/lua/run.lua >"$log" 2>&1
+    rc=$?
+    grep -E '^(FAIL|skip|    )|Sanitizer|runtime error' "$log" | sed 's/^/  /'
+    grep -E '^lua: ' "$log" | sed 's/^/  /'
+    add
+    if [ $rc -ne 0 ] && ! grep -qE '[1-9][0-9]* failed' "$log"; then
+        echo "  lua tests exited with status $rc"; tail -n 20 "$log"; total_f=$((total_f + 1))
+    fi
+done
+echo "$total_p passed, $total_f failed, $total_s skipped"
+[ "$total_f" -eq 0 ]

@@ -1,0 +1,22 @@
+#!/bin/sh
+# Installs the Debian packages klab's build and tests need, when missing.
+# Needs root (or sudo) only when something is missing.
+set -eu
+pkgs="build-essential pkg-config liblua5.4-dev lua-cjson-dev libsqlite3-dev libcurl4-openssl-dev gnuplot-nox python3"
+missing=""
+for p in $pkgs; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing="$missing $p"
+done
+cuda_check() {
+    if [ ! -f "${CUDA_HOME:-/usr/local/cuda}/include/cuda.h" ]; then
+        echo "deps: no CUDA toolkit headers under ${CUDA_HOME:-/usr/local/cuda} (set CUDA_HOME)" >&2
+        exit 1
+    fi
+}
+[ -z "$missing" ] && { cuda_check; exit 0; }
+echo "deps: installing$missing"
+if [ "$(id -u)" -eq 0 ]; then sudo=""; else sudo="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends $missing >/dev/null
+cuda_check
