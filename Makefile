@@ -52,6 +52,8 @@ LUA_SRC := $(sort $(shell find scripts -name '*.lua' 2>/dev/null))
 CTEST_SRC := $(sort $(wildcard tests/c/test_*.c))
 
 HOST_OBJ := $(HOST_SRC:%.c=$(BUILD)/obj/%.o)
+KERNEL_SRC := $(sort $(wildcard host/kernels/*.cu))
+KERNEL_OBJ := $(KERNEL_SRC:host/kernels/%.cu=$(BUILD)/obj/gen/kernel_%.o)
 LUA_OBJ := $(LUA_HOST_SRC:%.c=$(BUILD)/obj/%.o) $(BIND_SRC:%.c=$(BUILD)/obj/%.o) \
 	$(BUILD)/obj/gen/stdlib.o $(BUILD)/obj/gen/modules.o
 CTEST_BIN := $(CTEST_SRC:tests/c/%.c=$(BUILD)/tests/%)
@@ -63,7 +65,7 @@ all: $(BUILD)/klab tests-bin
 
 klab: $(BUILD)/klab
 
-$(BUILD)/libkhost.a: $(HOST_OBJ)
+$(BUILD)/libkhost.a: $(HOST_OBJ) $(KERNEL_OBJ)
 	@mkdir -p $(@D)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
@@ -99,6 +101,16 @@ $(BUILD)/gen/stdlib.c: $(BUILD)/tools/embed $(LUA_SRC)
 	@echo "  EMBED   scripts/"
 	$(Q)$(BUILD)/tools/embed scripts $(LUA_SRC) > $@.tmp && mv $@.tmp $@
 
+# klab's own device kernels (host/kernels/NAME.cu), embedded as source for
+# NVRTC: const char klab_kernel_NAME[] in libkhost.a.
+$(BUILD)/gen/kernel_%.c: host/kernels/%.cu $(BUILD)/tools/embed
+	@mkdir -p $(@D)
+	$(Q)$(BUILD)/tools/embed --blob klab_kernel_$* $< > $@.tmp && mv $@.tmp $@
+
+$(BUILD)/obj/gen/kernel_%.o: $(BUILD)/gen/kernel_%.c
+	@mkdir -p $(@D)
+	$(Q)$(CC) -std=c11 -c -o $@ $<
+
 # One preload entry per bindings/l_<mod>.c: luaopen_klab_<mod> as "klab.<mod>".
 $(BUILD)/gen/modules.h: $(BIND_SRC) Makefile
 	@mkdir -p $(@D)
@@ -117,7 +129,7 @@ $(BUILD)/gen/modules.c: $(BIND_SRC) Makefile
 $(BUILD)/tests/%: tests/c/%.c tests/c/check.h $(BUILD)/libkhost.a
 	@mkdir -p $(@D)
 	@echo "  CC      $<"
-	$(Q)$(CC) $(BASE_CFLAGS) -Ihost -o $@ $< $(BUILD)/libkhost.a -ldl -lpthread -lm
+	$(Q)$(CC) $(BASE_CFLAGS) -Ihost -o $@ $< $(BUILD)/libkhost.a -Wl,-Bstatic -lsqlite3 -Wl,-Bdynamic -ldl -lpthread -lm
 
 tests-bin: $(CTEST_BIN) $(CTEST_HELPER_BIN)
 
@@ -142,5 +154,7 @@ gpu-check: all
 
 clean:
 	rm -rf build
+
+.PRECIOUS: $(BUILD)/gen/%.c
 
 -include $(shell find $(BUILD)/obj $(BUILD)/tests -name '*.d' 2>/dev/null)

@@ -1,0 +1,645 @@
+/* test_store.c: the result store (host/store.c), Lua-free. */
+#include "check.h"
+#include "store.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static char dir[256];
+
+static void path_in(char *out, size_t n, const char *name)
+{
+    snprintf(out, n, "%s/%s", dir, name);
+}
+
+static void remove_db(const char *path)
+{
+    char p[600];
+    unlink(path);
+    snprintf(p, sizeof p, "%s-wal", path);
+    unlink(p);
+    snprintf(p, sizeof p, "%s-shm", path);
+    unlink(p);
+}
+
+/* First column of the first row of sql as an integer; -1 on failure. */
+static int64_t scalar(store *db, const char *sql)
+{
+    ks_status st;
+    store_stmt *s;
+    if (store_prepare(db, sql, &s, &st) != KS_OK) {
+        fprintf(stderr, "scalar: %s\n", st.msg);
+        return -1;
+    }
+    int64_t v = -1;
+    if (store_step(s, &st) == STORE_ROW)
+        v = store_column_int(s, 0);
+    store_finalize(s);
+    return v;
+}
+
+/* First column of the first row as text into out ("" on failure). */
+static void scalar_text(store *db, const char *sql, char *out, size_t n)
+{
+    ks_status st;
+    store_stmt *s;
+    out[0] = '\0';
+    if (store_prepare(db, sql, &s, &st) != KS_OK)
+        return;
+    if (store_step(s, &st) == STORE_ROW)
+        snprintf(out, n, "%s", store_column_text(s, 0, NULL));
+    store_finalize(s);
+}
+
+static store *open_db(const char *path)
+{
+    store *db = NULL;
+    ks_status st;
+    int rc = store_open(&db, path, NULL, &st);
+    CHECKF(rc == KS_OK, "open %s: %s", path, st.msg);
+    return db;
+}
+
+static int64_t put_cand(store *db, const char *code, const char *plan, int *created)
+{
+    store_candidate c = {.language = "ptx", .code = code, .plan = plan, .source = "test"};
+    int64_t id = 0;
+    int made = -1;
+    ks_status st;
+    int rc = store_put_candidate(db, &c, &id, &made, NULL, &st);
+    CHECKF(rc == KS_OK, "put_candidate: %s", st.msg);
+    if (created)
+        *created = made;
+    return id;
+}
+
+static void test_hash(void)
+{
+    char out[STORE_HASH_HEX + 1];
+    const char *abc[] = {"abc"};
+    store_hash_parts(abc, NULL, 1, out);
+    CHECK(strcmp(out, "ce91dc5eec0139adf091900d225971d6ad246a845bad791b5693a9d0d55dd391") == 0);
+    char big[1001];
+    memset(big, 'a', 1000);
+    big[1000] = '\0';
+    const char *parts[] = {big, NULL, ""};
+    store_hash_parts(parts, NULL, 3, out);
+    CHECK(strcmp(out, "9424378e16c501b043e45c77b829b262f5e38b3859127cabf79635f954a47977") == 0);
+    store_hash_parts(NULL, NULL, 0, out);
+    CHECK(strcmp(out, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855") == 0);
+}
+
+static void test_schema(void)
+{
+    char path[512];
+    path_in(path, sizeof path, "schema.db");
+    store *db = open_db(path);
+    if (!db)
+        return;
+    CHECK(store_schema_version(db) == STORE_SCHEMA_VERSION);
+    const char *tables[] = {"schema_version", "environments", "candidates", "compiles",
+                            "evaluations", "measurements", "responses"};
+    for (size_t i = 0; i < sizeof tables / sizeof tables[0]; i++) {
+        char sql[200];
+        snprintf(sql, sizeof sql, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name='%s'",
+                 tables[i]);
+        CHECKF(scalar(db, sql) == 1, "table %s", tables[i]);
+    }
+    char mode[32];
+    scalar_text(db, "PRAGMA journal_mode", mode, sizeof mode);
+    CHECKF(strcmp(mode, "wal") == 0, "journal mode %s", mode);
+    CHECK(scalar(db, "PRAGMA foreign_keys") == 1);
+    CHECK(scalar(db, "SELECT max(version) FROM schema_version") == STORE_SCHEMA_VERSION);
+    store_close(&db);
+    CHECK(db == NULL);
+    store_close(&db); /* idempotent */
+    store_close(NULL);
+
+    /* Reopening neither recreates nor re-applies anything. */
+    db = open_db(path);
+    if (!db)
+        return;
+    CHECK(scalar(db, "SELECT count(*) FROM schema_version") == STORE_SCHEMA_VERSION);
+    /* Foreign keys are enforced. */
+    ks_status st;
+    int rc = store_exec(db, "INSERT INTO compiles(candidate_id, arch, hash, ok) VALUES (999, 'sm_90a', 'h', 1)", &st);
+    CHECKF(rc == KS_EREJECT && strstr(st.msg, "FOREIGN KEY"), "fk: %d %s", rc, st.msg);
+
+    /* A file from a newer klab is refused. */
+    CHECK(store_exec(db, "INSERT INTO schema_version(version, description) VALUES (99, 'future')", &st) == KS_OK);
+    store_close(&db);
+    rc = store_open(&db, path, NULL, &st);
+    CHECKF(rc == KS_EUNSUPPORTED && db == NULL && strstr(st.msg, "99"), "newer: %d %s", rc, st.msg);
+    remove_db(path);
+
+    /* An SQLite file that is not a store is refused, not adopted. */
+    path_in(path, sizeof path, "other.db");
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL);
+    if (f) {
+        fputs("this is not a database, just some text that is long enough to matter..........", f);
+        fclose(f);
+    }
+    rc = store_open(&db, path, NULL, &st);
+    CHECKF(rc == KS_EIO && db == NULL && strstr(st.msg, "SQLITE_NOTADB"), "not a db: %d %s", rc, st.msg);
+    remove_db(path);
+
+    /* Read-only: reads work, writes fail as ordinary I/O failures. */
+    path_in(path, sizeof path, "ro.db");
+    db = open_db(path);
+    put_cand(db, "ro", NULL, NULL);
+    store_close(&db);
+    store_options ro = {.readonly = 1};
+    rc = store_open(&db, path, &ro, &st);
+    CHECKF(rc == KS_OK, "readonly open: %s", st.msg);
+    if (db) {
+        CHECK(scalar(db, "SELECT count(*) FROM candidates") == 1);
+        rc = store_exec(db, "DELETE FROM candidates", &st);
+        CHECKF(rc == KS_EIO && strstr(st.msg, "SQLITE_READONLY"), "readonly write: %d %s", rc, st.msg);
+        store_close(&db);
+    }
+    remove_db(path);
+
+    rc = store_open(&db, "", NULL, &st);
+    CHECK(rc == KS_EINVAL && db == NULL);
+}
+
+static void test_statements(void)
+{
+    store *db = NULL;
+    ks_status st;
+    CHECK(store_open(&db, ":memory:", NULL, &st) == KS_OK);
+    if (!db)
+        return;
+    CHECK(store_exec(db, "CREATE TABLE t(a, b, c, d, e)", &st) == KS_OK);
+    store_stmt *s = NULL;
+    CHECK(store_prepare(db, "INSERT INTO t VALUES (?, ?, ?, ?, :e);", &s, &st) == KS_OK);
+    if (!s)
+        return;
+    CHECK(store_param_count(s) == 5);
+    CHECK(store_param_index(s, ":e") == 5);
+    CHECK(store_param_index(s, ":nope") == 0);
+    const char blob[] = {1, 0, 2, (char)0xff};
+    CHECK(store_bind_int(s, 1, INT64_C(9007199254740993), &st) == KS_OK);
+    CHECK(store_bind_double(s, 2, 2.5, &st) == KS_OK);
+    CHECK(store_bind_text(s, 3, "x\0y", 3, &st) == KS_OK);
+    CHECK(store_bind_blob(s, 4, blob, sizeof blob, &st) == KS_OK);
+    CHECK(store_bind_null(s, 5, &st) == KS_OK);
+    int rc = store_bind_int(s, 6, 1, &st);
+    CHECKF(rc == KS_EINVAL && strstr(st.msg, "out of range"), "range: %s", st.msg);
+    CHECK(store_step(s, &st) == KS_OK);
+    CHECK(store_last_rowid(db) == 1);
+    CHECK(store_changes(db) == 1);
+    /* Reuse: reset keeps bindings. */
+    CHECK(store_reset(s, &st) == KS_OK);
+    CHECK(store_bind_blob(s, 4, NULL, 0, &st) == KS_OK);
+    CHECK(store_step(s, &st) == KS_OK);
+    store_finalize(s);
+
+    CHECK(store_prepare(db, "SELECT a, b, c, d, e FROM t ORDER BY rowid", &s, &st) == KS_OK);
+    CHECK(store_column_count(s) == 5);
+    CHECK(strcmp(store_column_name(s, 2), "c") == 0);
+    CHECK(store_step(s, &st) == STORE_ROW);
+    CHECK(store_column_type(s, 0) == STORE_INT && store_column_int(s, 0) == INT64_C(9007199254740993));
+    CHECK(store_column_type(s, 1) == STORE_FLOAT && store_column_double(s, 1) == 2.5);
+    size_t n = 0;
+    const char *txt = store_column_text(s, 2, &n);
+    CHECK(store_column_type(s, 2) == STORE_TEXT && n == 3 && memcmp(txt, "x\0y", 3) == 0);
+    const void *b = store_column_blob(s, 3, &n);
+    CHECK(store_column_type(s, 3) == STORE_BLOB && n == 4 && memcmp(b, blob, 4) == 0);
+    CHECK(store_column_type(s, 4) == STORE_NULL);
+    CHECK(store_step(s, &st) == STORE_ROW);
+    CHECK(store_column_type(s, 3) == STORE_BLOB);   /* empty blob, not NULL */
+    store_column_blob(s, 3, &n);
+    CHECK(n == 0);
+    CHECK(store_step(s, &st) == KS_OK);
+    store_finalize(s);
+    store_finalize(NULL);
+
+    /* Errors name the SQL error. */
+    s = NULL;
+    rc = store_prepare(db, "SELEC 1", &s, &st);
+    CHECKF(rc == KS_EINVAL && s == NULL && strstr(st.msg, "syntax error") && strstr(st.msg, "SQLITE_ERROR"),
+           "syntax: %s", st.msg);
+    rc = store_prepare(db, "SELECT * FROM nope", &s, &st);
+    CHECKF(rc == KS_EINVAL && strstr(st.msg, "no such table: nope"), "table: %s", st.msg);
+    rc = store_prepare(db, "SELECT 1; SELECT 2", &s, &st);
+    CHECKF(rc == KS_EINVAL && s == NULL && strstr(st.msg, "more than one"), "two: %s", st.msg);
+    rc = store_prepare(db, "SELECT 1; -- just a comment", &s, &st);
+    CHECK(rc == KS_OK);
+    store_finalize(s);
+    rc = store_prepare(db, "  -- nothing", &s, &st);
+    CHECK(rc == KS_EINVAL);
+    CHECK(store_exec(db, "CREATE TABLE u(k TEXT PRIMARY KEY); INSERT INTO u VALUES ('a')", &st) == KS_OK);
+    rc = store_exec(db, "INSERT INTO u VALUES ('a')", &st);
+    CHECKF(rc == KS_EREJECT && strstr(st.msg, "UNIQUE constraint failed: u.k") &&
+           strstr(st.msg, "SQLITE_CONSTRAINT") && (st.sub & 0xff) == 19, "constraint: %s", st.msg);
+    CHECK(store_prepare(db, "INSERT INTO u VALUES (?)", &s, &st) == KS_OK);
+    store_bind_text(s, 1, "a", 1, &st);
+    rc = store_step(s, &st);
+    CHECKF(rc == KS_EREJECT && strstr(st.msg, "UNIQUE"), "step constraint: %s", st.msg);
+    store_finalize(s);
+    store_close(&db);
+}
+
+static void test_candidates(void)
+{
+    store *db = NULL;
+    ks_status st;
+    CHECK(store_open(&db, ":memory:", NULL, &st) == KS_OK);
+    if (!db)
+        return;
+    int c1, c2, c3, c4;
+    int64_t a = put_cand(db, ".version 8.0\n", NULL, &c1);
+    int64_t b = put_cand(db, ".version 8.0\n", NULL, &c2);
+    int64_t c = put_cand(db, ".version 8.0\n", "return {}", &c3);
+    int64_t d = put_cand(db, ".version 8.0\n", "", &c4);
+    CHECK(a > 0 && a == b && c1 == 1 && c2 == 0);
+    CHECK(c != a && c3 == 1);
+    CHECK(d != a && d != c && c4 == 1); /* NULL plan and "" differ */
+    CHECK(scalar(db, "SELECT count(*) FROM candidates") == 3);
+    /* The stored hash is the documented one. */
+    char h[STORE_HASH_HEX + 1], want[STORE_HASH_HEX + 1];
+    store_candidate cc = {.language = "ptx", .code = ".version 8.0\n"};
+    store_candidate_hash(&cc, want);
+    const char *parts[] = {"klab.candidate.1", "ptx", ".version 8.0\n", NULL};
+    store_hash_parts(parts, NULL, 4, h);
+    CHECK(strcmp(h, want) == 0);
+    char got[80];
+    scalar_text(db, "SELECT hash FROM candidates WHERE id = 1", got, sizeof got);
+    CHECK(strcmp(got, want) == 0);
+    /* The language is part of the identity. */
+    store_candidate cu = {.language = "cuda", .code = ".version 8.0\n"};
+    int64_t e = 0;
+    int made = 0;
+    CHECK(store_put_candidate(db, &cu, &e, &made, h, &st) == KS_OK && made == 1 && e != a);
+    CHECK(strcmp(h, want) != 0);
+    store_candidate bad = {.language = "ptx"};
+    CHECK(store_put_candidate(db, &bad, &e, &made, NULL, &st) == KS_EINVAL);
+    store_close(&db);
+}
+
+static store_eval eval_of(const char *key, int64_t cand)
+{
+    store_eval ev = {.key = key, .candidate_id = cand, .task = "gemm_f16", .arch = "sm_90a"};
+    return ev;
+}
+
+static void test_evaluations(void)
+{
+    char path[512];
+    path_in(path, sizeof path, "eval.db");
+    store *db = open_db(path);
+    if (!db)
+        return;
+    ks_status st;
+    int64_t cand = put_cand(db, "code-1", NULL, NULL);
+    store_eval ev = eval_of("k1", cand);
+    int64_t id = 0, id2 = 0;
+    int done = -1;
+
+    CHECK(store_evaluation_done(db, "k1", &id, &st) == KS_OK && id == 0);
+    CHECK(store_begin_evaluation(db, &ev, &id, &done, &st) == KS_OK && id > 0 && done == 0);
+    CHECK(scalar(db, "SELECT count(*) FROM evaluations WHERE state = 'running'") == 1);
+    CHECK(store_evaluation_done(db, "k1", &id2, &st) == KS_OK && id2 == 0); /* running is not done */
+
+    store_measurement m[] = {{"median_us", 12.5, "us"}, {"tflops", 410.0, "TFLOP/s"}};
+    store_result r = {.verdict = "passed", .reason = "ok", .timing_method = "cupti",
+                      .stage_times = "{\"build\":0.1}", .m = m, .nm = 2};
+    CHECKF(store_finish_evaluation(db, id, &r, &st) == KS_OK, "finish: %s", st.msg);
+    CHECK(store_evaluation_done(db, "k1", &id2, &st) == KS_OK && id2 == id);
+    CHECK(scalar(db, "SELECT count(*) FROM measurements") == 2);
+
+    /* Same key again: reported done, nothing written. */
+    done = -1;
+    CHECK(store_begin_evaluation(db, &ev, &id2, &done, &st) == KS_OK && done == 1 && id2 == id);
+    CHECK(scalar(db, "SELECT attempts FROM evaluations WHERE key = 'k1'") == 1);
+    CHECK(scalar(db, "SELECT count(*) FROM evaluations") == 1);
+    /* Finishing twice is refused and changes nothing. */
+    r.verdict = "incorrect";
+    int rc = store_finish_evaluation(db, id, &r, &st);
+    CHECKF(rc == KS_ENOTFOUND, "finish twice: %d %s", rc, st.msg);
+    char v[64];
+    scalar_text(db, "SELECT verdict FROM evaluations WHERE key = 'k1'", v, sizeof v);
+    CHECK(strcmp(v, "passed") == 0);
+    CHECK(store_finish_evaluation(db, 12345, &r, &st) == KS_ENOTFOUND);
+
+    /* A key reused for another evaluation is misuse. */
+    store_eval other = eval_of("k1", cand);
+    other.arch = "sm_100a";
+    rc = store_begin_evaluation(db, &other, &id2, &done, &st);
+    CHECKF(rc == KS_EINVAL && strstr(st.msg, "already used"), "reuse: %s", st.msg);
+
+    /* Bad input. */
+    r.verdict = "pass";
+    CHECK(store_finish_evaluation(db, id, &r, &st) == KS_EINVAL && strstr(st.msg, "pass"));
+    store_eval nokey = eval_of("", cand);
+    CHECK(store_begin_evaluation(db, &nokey, &id2, &done, &st) == KS_EINVAL);
+    store_eval nocand = eval_of("k9", 424242);
+    rc = store_begin_evaluation(db, &nocand, &id2, &done, &st);
+    CHECKF(rc == KS_EREJECT && strstr(st.msg, "FOREIGN KEY"), "fk: %s", st.msg);
+
+    /* An unfinished evaluation is redone and replaced after a restart. */
+    store_eval ev2 = eval_of("k2", cand);
+    int64_t first = 0;
+    CHECK(store_begin_evaluation(db, &ev2, &first, &done, &st) == KS_OK && done == 0);
+    store_close(&db);
+    db = open_db(path);
+    if (!db)
+        return;
+    CHECK(store_evaluation_done(db, "k2", &id2, &st) == KS_OK && id2 == 0);
+    CHECK(store_begin_evaluation(db, &ev2, &id2, &done, &st) == KS_OK && done == 0 && id2 == first);
+    CHECK(scalar(db, "SELECT attempts FROM evaluations WHERE key = 'k2'") == 2);
+    store_measurement m2[] = {{"median_us", 7.0, "us"}};
+    store_result r2 = {.verdict = "timeout", .reason = "stage timing passed 10 s", .m = m2, .nm = 1};
+    CHECK(store_finish_evaluation(db, id2, &r2, &st) == KS_OK);
+    CHECK(scalar(db, "SELECT count(*) FROM evaluations WHERE key = 'k2'") == 1);
+    CHECK(scalar(db, "SELECT count(*) FROM evaluations WHERE key = 'k2' AND state = 'done'") == 1);
+    CHECK(scalar(db, "SELECT count(*) FROM measurements WHERE evaluation_id = (SELECT id FROM evaluations WHERE key = 'k2')") == 1);
+
+    /* record_evaluation: all or nothing. A duplicate measurement name makes
+     * the whole evaluation vanish, not half of it. */
+    store_measurement dup[] = {{"median_us", 1.0, "us"}, {"median_us", 2.0, "us"}};
+    store_result rd = {.verdict = "passed", .m = dup, .nm = 2};
+    store_eval ev3 = eval_of("k3", cand);
+    rc = store_record_evaluation(db, &ev3, &rd, &id2, &done, &st);
+    CHECKF(rc == KS_EREJECT && strstr(st.msg, "UNIQUE"), "dup measurement: %d %s", rc, st.msg);
+    CHECK(scalar(db, "SELECT count(*) FROM evaluations WHERE key = 'k3'") == 0);
+    CHECK(!store_in_transaction(db));
+    store_measurement nan[] = {{"x", 0.0 / 0.0, NULL}};
+    store_result rn = {.verdict = "passed", .m = nan, .nm = 1};
+    CHECK(store_record_evaluation(db, &ev3, &rn, &id2, &done, &st) == KS_EINVAL);
+    rd.nm = 1;
+    CHECK(store_record_evaluation(db, &ev3, &rd, &id2, &done, &st) == KS_OK && done == 0);
+    int64_t id3 = id2;
+    CHECK(store_record_evaluation(db, &ev3, &rd, &id2, &done, &st) == KS_OK && done == 1 && id2 == id3);
+    CHECK(scalar(db, "SELECT count(*) FROM evaluations WHERE key = 'k3'") == 1);
+    CHECK(scalar(db, "SELECT count(*) FROM measurements WHERE evaluation_id = (SELECT id FROM evaluations WHERE key = 'k3')") == 1);
+    store_close(&db);
+    remove_db(path);
+}
+
+static void test_transactions(void)
+{
+    char path[512];
+    path_in(path, sizeof path, "tx.db");
+    store *db = open_db(path);
+    if (!db)
+        return;
+    ks_status st;
+    int64_t cand = put_cand(db, "base", NULL, NULL);
+
+    /* A rollback leaves nothing: candidates, evaluations, measurements. */
+    CHECK(store_begin(db, &st) == KS_OK && store_in_transaction(db));
+    int64_t c2 = put_cand(db, "rolled back", NULL, NULL);
+    store_eval ev = eval_of("tx1", c2);
+    store_measurement m[] = {{"median_us", 1.0, "us"}};
+    store_result r = {.verdict = "passed", .m = m, .nm = 1};
+    int64_t id;
+    int done;
+    CHECK(store_record_evaluation(db, &ev, &r, &id, &done, &st) == KS_OK);
+    CHECK(scalar(db, "SELECT count(*) FROM evaluations") == 1); /* visible inside */
+    CHECK(store_rollback(db, &st) == KS_OK && !store_in_transaction(db));
+    CHECK(scalar(db, "SELECT count(*) FROM candidates") == 1);
+    CHECK(scalar(db, "SELECT count(*) FROM evaluations") == 0);
+    CHECK(scalar(db, "SELECT count(*) FROM measurements") == 0);
+    CHECK(store_rollback(db, &st) == KS_OK); /* nothing open: fine */
+    CHECK(store_commit(db, &st) == KS_EINVAL);
+
+    /* Nested: the inner rollback undoes only the inner part. */
+    CHECK(store_begin(db, &st) == KS_OK);
+    ev = eval_of("outer", cand);
+    CHECK(store_record_evaluation(db, &ev, &r, &id, &done, &st) == KS_OK);
+    CHECK(store_begin(db, &st) == KS_OK);
+    ev = eval_of("inner", cand);
+    CHECK(store_record_evaluation(db, &ev, &r, &id, &done, &st) == KS_OK);
+    CHECK(store_rollback(db, &st) == KS_OK && store_in_transaction(db));
+    CHECK(store_commit(db, &st) == KS_OK && !store_in_transaction(db));
+    CHECK(scalar(db, "SELECT count(*) FROM evaluations WHERE key = 'outer'") == 1);
+    CHECK(scalar(db, "SELECT count(*) FROM evaluations WHERE key = 'inner'") == 0);
+
+    /* Another writer holding the lock past the busy timeout: a timeout. */
+    store *db2 = NULL;
+    store_options quick = {.busy_timeout_ms = 100};
+    CHECK(store_open(&db2, path, &quick, &st) == KS_OK);
+    if (db2) {
+        CHECK(store_begin(db, &st) == KS_OK);
+        int rc = store_begin(db2, &st);
+        CHECKF(rc == KS_ETIMEOUT && strstr(st.msg, "SQLITE_BUSY"), "busy: %d %s", rc, st.msg);
+        ev = eval_of("busy", cand);
+        rc = store_record_evaluation(db2, &ev, &r, &id, &done, &st);
+        CHECK(rc == KS_ETIMEOUT);
+        /* Readers are not blocked by the writer in WAL mode. */
+        CHECK(scalar(db2, "SELECT count(*) FROM evaluations") == 1);
+        CHECK(store_commit(db, &st) == KS_OK);
+        CHECK(store_record_evaluation(db2, &ev, &r, &id, &done, &st) == KS_OK && done == 0);
+        store_close(&db2);
+    }
+    store_close(&db);
+    remove_db(path);
+}
+
+/* Child: writes n evaluations with keys "<tag>-<i>", one transaction each. */
+static int child_writer(const char *path, const char *tag, int n)
+{
+    store *db = NULL;
+    ks_status st;
+    if (store_open(&db, path, NULL, &st) != KS_OK) {
+        fprintf(stderr, "child %s: %s\n", tag, st.msg);
+        return 2;
+    }
+    store_candidate c = {.language = "ptx", .code = "shared candidate"};
+    int64_t cand;
+    if (store_put_candidate(db, &c, &cand, NULL, NULL, &st) != KS_OK) {
+        fprintf(stderr, "child %s: %s\n", tag, st.msg);
+        return 3;
+    }
+    for (int i = 0; i < n; i++) {
+        char key[64];
+        snprintf(key, sizeof key, "%s-%d", tag, i);
+        store_eval ev = {.key = key, .candidate_id = cand, .task = "t", .arch = "sm_90a"};
+        store_measurement m[] = {{"median_us", (double)i, "us"}};
+        store_result r = {.verdict = "passed", .m = m, .nm = 1};
+        int64_t id;
+        int done;
+        if (store_record_evaluation(db, &ev, &r, &id, &done, &st) != KS_OK || done) {
+            fprintf(stderr, "child %s at %d: %s\n", tag, i, st.msg);
+            return 4;
+        }
+    }
+    store_close(&db);
+    return 0;
+}
+
+static void test_concurrent_processes(void)
+{
+    char path[512];
+    path_in(path, sizeof path, "conc.db");
+    remove_db(path);
+    const char *tags[2] = {"A", "B"};
+    pid_t pids[2];
+    for (int i = 0; i < 2; i++) {
+        pids[i] = fork();
+        if (pids[i] == 0)
+            _exit(child_writer(path, tags[i], 200));
+        CHECK(pids[i] > 0);
+    }
+    for (int i = 0; i < 2; i++) {
+        int status = 0;
+        if (pids[i] > 0) {
+            waitpid(pids[i], &status, 0);
+            CHECKF(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child %s status %d", tags[i], status);
+        }
+    }
+    store *db = open_db(path);
+    if (!db)
+        return;
+    CHECK(scalar(db, "SELECT count(*) FROM evaluations") == 400);
+    CHECK(scalar(db, "SELECT count(DISTINCT key) FROM evaluations") == 400);
+    CHECK(scalar(db, "SELECT count(*) FROM evaluations WHERE key LIKE 'A-%'") == 200);
+    CHECK(scalar(db, "SELECT count(*) FROM measurements") == 400);
+    CHECK(scalar(db, "SELECT count(*) FROM candidates") == 1);
+    CHECK(scalar(db, "SELECT count(*) FROM schema_version") == STORE_SCHEMA_VERSION);
+    store_close(&db);
+    remove_db(path);
+}
+
+/* Child: commits 10 evaluations and one begun-but-unfinished one, then
+ * writes 5 more inside an open transaction and dies without committing. */
+static int child_crasher(const char *path)
+{
+    store *db = NULL;
+    ks_status st;
+    if (store_open(&db, path, NULL, &st) != KS_OK)
+        return 2;
+    store_candidate c = {.language = "ptx", .code = "crash candidate"};
+    int64_t cand, id;
+    int done;
+    if (store_put_candidate(db, &c, &cand, NULL, NULL, &st) != KS_OK)
+        return 3;
+    store_measurement m[] = {{"median_us", 1.0, "us"}};
+    store_result r = {.verdict = "passed", .m = m, .nm = 1};
+    for (int i = 0; i < 15; i++) {
+        if (i == 10) {
+            store_eval ev = {.key = "interrupted", .candidate_id = cand, .task = "t", .arch = "sm_90a"};
+            if (store_begin_evaluation(db, &ev, &id, &done, &st) != KS_OK)
+                return 4;
+            if (store_begin(db, &st) != KS_OK)
+                return 5;
+        }
+        char key[32];
+        snprintf(key, sizeof key, "c-%d", i);
+        store_eval ev = {.key = key, .candidate_id = cand, .task = "t", .arch = "sm_90a"};
+        if (store_record_evaluation(db, &ev, &r, &id, &done, &st) != KS_OK)
+            return 6;
+    }
+    _exit(0); /* mid-transaction: no commit, no close */
+}
+
+static void test_crash(void)
+{
+    char path[512];
+    path_in(path, sizeof path, "crash.db");
+    remove_db(path);
+    pid_t pid = fork();
+    if (pid == 0)
+        _exit(child_crasher(path));
+    int status = 0;
+    CHECK(pid > 0);
+    if (pid > 0)
+        waitpid(pid, &status, 0);
+    CHECKF(WIFEXITED(status) && WEXITSTATUS(status) == 0, "crasher status %d", status);
+    store *db = open_db(path);
+    if (!db)
+        return;
+    CHECK(scalar(db, "SELECT count(*) FROM evaluations WHERE key LIKE 'c-%' AND state = 'done'") == 10);
+    CHECK(scalar(db, "SELECT count(*) FROM evaluations WHERE key IN ('c-10','c-11','c-12','c-13','c-14')") == 0);
+    CHECK(scalar(db, "SELECT count(*) FROM measurements") == 10);
+    CHECK(scalar(db, "SELECT count(*) FROM evaluations WHERE key = 'interrupted' AND state = 'running'") == 1);
+    /* The restarted run picks the interrupted one up again. */
+    ks_status st;
+    int64_t cand = 0, id = 0;
+    int done = -1;
+    store_candidate c = {.language = "ptx", .code = "crash candidate"};
+    int created = -1;
+    CHECK(store_put_candidate(db, &c, &cand, &created, NULL, &st) == KS_OK && created == 0);
+    store_eval ev = {.key = "interrupted", .candidate_id = cand, .task = "t", .arch = "sm_90a"};
+    CHECK(store_begin_evaluation(db, &ev, &id, &done, &st) == KS_OK && done == 0);
+    store_eval ev0 = {.key = "c-0", .candidate_id = cand, .task = "t", .arch = "sm_90a"};
+    CHECK(store_begin_evaluation(db, &ev0, &id, &done, &st) == KS_OK && done == 1);
+    char check[32];
+    scalar_text(db, "PRAGMA integrity_check", check, sizeof check);
+    CHECK(strcmp(check, "ok") == 0);
+    store_close(&db);
+    remove_db(path);
+}
+
+static void test_environment_and_cache(void)
+{
+    store *db = NULL;
+    ks_status st;
+    CHECK(store_open(&db, ":memory:", NULL, &st) == KS_OK);
+    if (!db)
+        return;
+    store_env e = {.gpu_name = "NVIDIA H200", .driver_version = "580.65", .sm_clock_mhz = 1980,
+                   .libs = "{\"nvrtc\":\"13.0\"}"};
+    int64_t id = 0;
+    CHECKF(store_put_environment(db, &e, &id, &st) == KS_OK && id == 1, "env: %s", st.msg);
+    CHECK(store_put_environment(db, NULL, &id, &st) == KS_OK && id == 2);
+    char s[256];
+    scalar_text(db, "SELECT host FROM environments WHERE id = 1", s, sizeof s);
+    CHECK(s[0] != '\0');
+    scalar_text(db, "SELECT klab_version FROM environments WHERE id = 2", s, sizeof s);
+    CHECK(strcmp(s, KLAB_VERSION) == 0);
+    CHECK(scalar(db, "SELECT sm_clock_mhz FROM environments WHERE id = 1") == 1980);
+    CHECK(scalar(db, "SELECT sm_clock_mhz IS NULL FROM environments WHERE id = 2") == 1);
+
+    CHECK(store_has_credential("{\"headers\": {\"Authorization\" : \"Bearer x\"}}"));
+    CHECK(store_has_credential("{\"x-api-key\":\"k\"}"));
+    CHECK(!store_has_credential("{\"messages\":[{\"content\":\"the api_key field\"}]}"));
+    CHECK(!store_has_credential("{\"content\":\"say \\\"api_key\\\": here\"}"));
+    CHECK(!store_has_credential("{\"model\":\"m\"}"));
+
+    store_response r = {.hash = "h1", .request = "{\"model\":\"m\"}", .response = "{\"ok\":1}",
+                        .status = 200, .model = "m", .latency_ms = 12.5, .input_tokens = 10,
+                        .output_tokens = 20, .cost_usd = -1};
+    CHECK(store_cache_put(db, &r, &st) == KS_OK);
+    CHECK(scalar(db, "SELECT output_tokens FROM responses WHERE hash = 'h1'") == 20);
+    CHECK(scalar(db, "SELECT cost_usd IS NULL FROM responses WHERE hash = 'h1'") == 1);
+    r.response = "{\"ok\":2}";
+    CHECK(store_cache_put(db, &r, &st) == KS_OK);
+    CHECK(scalar(db, "SELECT count(*) FROM responses") == 1);
+    scalar_text(db, "SELECT response FROM responses", s, sizeof s);
+    CHECK(strcmp(s, "{\"ok\":2}") == 0);
+    store_response leak = {.hash = "h2", .request = "{\"api_key\":\"sk-123\"}"};
+    int rc = store_cache_put(db, &leak, &st);
+    CHECKF(rc == KS_EINVAL && strstr(st.msg, "credential"), "leak: %s", st.msg);
+    CHECK(scalar(db, "SELECT count(*) FROM responses") == 1);
+    store_close(&db);
+}
+
+int main(int argc, char **argv)
+{
+    (void)argc;
+    check_prog = "test_store";
+    const char *tmp = getenv("TMPDIR");
+    snprintf(dir, sizeof dir, "%s/klab_store_XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(dir)) {
+        fprintf(stderr, "%s: mkdtemp failed\n", argv[0]);
+        return 1;
+    }
+    test_hash();
+    test_schema();
+    test_statements();
+    test_candidates();
+    test_evaluations();
+    test_transactions();
+    test_concurrent_processes();
+    test_crash();
+    test_environment_and_cache();
+    rmdir(dir);
+    return check_done();
+}
