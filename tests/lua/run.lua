@@ -33,8 +33,18 @@ end
 
 local SKIP = {}
 
+-- The repository root, absolute: tests run from any working directory.
+local ROOT = (function()
+  local dir = here():gsub("/?tests/lua$", "")
+  if dir == "" then dir = "." end
+  local p = io.popen('cd "' .. dir .. '" && pwd')
+  local abs = p:read("l")
+  p:close()
+  return abs or dir
+end)()
+
 local function new_t(name, failures)
-  local t = { klab = self_exe(), name = name, root = here():gsub("/tests/lua$", "") }
+  local t = { klab = self_exe(), name = name, root = ROOT }
   local function fail(msg, level)
     local info = debug.getinfo(level or 3, "Sl")
     failures[#failures + 1] = string.format("%s:%d: %s", info.short_src, info.currentline or 0, msg)

@@ -1,0 +1,172 @@
+/*
+ * l_sys.c: require "klab.sys", small operating-system facts and actions.
+ *
+ *   sys.getpid() -> integer              sys.getppid() -> integer
+ *   sys.kill(pid, sig) -> true | nil, msg, code
+ *       sig: a name ("SEGV", "SIGKILL", "TERM", ...) or a number; a
+ *       negative pid signals a process group, as kill(2) does
+ *   sys.sleep(seconds)                   (fractions allowed; resumes after signals)
+ *   sys.now() -> seconds                 monotonic clock, float
+ *   sys.time() -> seconds                wall clock (Unix time), float
+ *   sys.hostname() -> string
+ *   sys.exe() -> path | nil, msg, code   this program (/proc/self/exe)
+ *   sys.signal_name(n) -> "SEGV" | nil   sys.signal_number("SEGV") -> 11 | nil
+ */
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "lhost.h"
+#include "../host/worker.h"
+
+static int signal_number(const char *name)
+{
+    if (strncmp(name, "SIG", 3) == 0)
+        name += 3;
+    for (int s = 1; s < NSIG; s++) {
+        const char *n = worker_signal_name(s);
+        if (n && strcmp(n, name) == 0)
+            return s;
+    }
+    return 0;
+}
+
+static int l_getpid(lua_State *L)
+{
+    lua_pushinteger(L, (lua_Integer)getpid());
+    return 1;
+}
+
+static int l_getppid(lua_State *L)
+{
+    lua_pushinteger(L, (lua_Integer)getppid());
+    return 1;
+}
+
+static int l_kill(lua_State *L)
+{
+    lua_Integer pid = luaL_checkinteger(L, 1);
+    int sig;
+    if (lua_type(L, 2) == LUA_TSTRING) {
+        sig = signal_number(lua_tostring(L, 2));
+        if (sig == 0)
+            return luaL_argerror(L, 2, "unknown signal name");
+    } else {
+        lua_Integer n = luaL_checkinteger(L, 2);
+        if (n < 0 || n >= NSIG)
+            return luaL_argerror(L, 2, "signal number out of range");
+        sig = (int)n;
+    }
+    if (pid == 0 || pid == -1)
+        return luaL_argerror(L, 1, "pid 0 and -1 (every process) are refused");
+    if (kill((pid_t)pid, sig) != 0) {
+        ks_status st;
+        int err = errno;
+        ks_fail(&st, err == ESRCH ? KS_ENOTFOUND : KS_EIO, err, "kill(%lld, %d): %s",
+                (long long)pid, sig, strerror(err));
+        return lh_pushfail(L, &st);
+    }
+    lua_pushboolean(L, 1);
+    return 1;
+}
+
+static int l_sleep(lua_State *L)
+{
+    lua_Number s = luaL_checknumber(L, 1);
+    if (!(s >= 0) || s > 1e9)
+        return luaL_argerror(L, 1, "seconds must be between 0 and 1e9");
+    struct timespec ts;
+    ts.tv_sec = (time_t)s;
+    ts.tv_nsec = (long)((s - (lua_Number)ts.tv_sec) * 1e9);
+    if (ts.tv_nsec > 999999999L)
+        ts.tv_nsec = 999999999L;
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+    return 0;
+}
+
+static lua_Number clock_seconds(clockid_t id)
+{
+    struct timespec ts;
+    clock_gettime(id, &ts);
+    return (lua_Number)ts.tv_sec + (lua_Number)ts.tv_nsec * 1e-9;
+}
+
+static int l_now(lua_State *L)
+{
+    lua_pushnumber(L, clock_seconds(CLOCK_MONOTONIC));
+    return 1;
+}
+
+static int l_time(lua_State *L)
+{
+    lua_pushnumber(L, clock_seconds(CLOCK_REALTIME));
+    return 1;
+}
+
+static int l_hostname(lua_State *L)
+{
+    char buf[HOST_NAME_MAX + 1];
+    if (gethostname(buf, sizeof buf) != 0)
+        buf[0] = '\0';
+    buf[sizeof buf - 1] = '\0';
+    lua_pushstring(L, buf);
+    return 1;
+}
+
+static int l_exe(lua_State *L)
+{
+    char buf[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+    if (n < 0) {
+        ks_status st;
+        ks_fail(&st, KS_EIO, errno, "readlink /proc/self/exe: %s", strerror(errno));
+        return lh_pushfail(L, &st);
+    }
+    lua_pushlstring(L, buf, (size_t)n);
+    return 1;
+}
+
+static int l_signal_name(lua_State *L)
+{
+    lua_Integer n = luaL_checkinteger(L, 1);
+    const char *name = n > 0 && n < NSIG ? worker_signal_name((int)n) : NULL;
+    if (name)
+        lua_pushstring(L, name);
+    else
+        luaL_pushfail(L);
+    return 1;
+}
+
+static int l_signal_number(lua_State *L)
+{
+    int s = signal_number(luaL_checkstring(L, 1));
+    if (s)
+        lua_pushinteger(L, s);
+    else
+        luaL_pushfail(L);
+    return 1;
+}
+
+static const luaL_Reg sys_funcs[] = {
+    {"getpid", l_getpid},
+    {"getppid", l_getppid},
+    {"kill", l_kill},
+    {"sleep", l_sleep},
+    {"now", l_now},
+    {"time", l_time},
+    {"hostname", l_hostname},
+    {"exe", l_exe},
+    {"signal_name", l_signal_name},
+    {"signal_number", l_signal_number},
+    {NULL, NULL},
+};
+
+int luaopen_klab_sys(lua_State *L)
+{
+    luaL_newlib(L, sys_funcs);
+    return 1;
+}

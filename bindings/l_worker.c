@@ -1,0 +1,391 @@
+/*
+ * l_worker.c: require "klab.worker", worker processes (host/worker.h).
+ *
+ * Supervisor side:
+ *   worker.spawn{argv=?, env=?, rlimits=?, output_cap=?} -> Worker | nil, msg, code
+ *       argv        list of strings; default {<this klab binary>, "--worker"},
+ *                   run through /proc/self/exe, so the worker is this very
+ *                   binary even when its file is rebuilt while we run
+ *       env         name -> string (set or override) or false (remove), applied
+ *                   to this process's environment
+ *       rlimits     {as=bytes, cpu=seconds, nofile=n}
+ *       output_cap  bytes of stdout/stderr kept (default 65536)
+ *   w:call(payload, deadline_seconds?) -> reply, info
+ *                                       | nil, msg, code, detail
+ *       info   = {elapsed=, output_tail=}
+ *       detail = {outcome="timeout"|"crashed"|"exited"|"protocol",
+ *                 signal=, signal_name=, exit_code=, elapsed=, output_tail=}
+ *       code is "ETIMEOUT", "ECHILD" or "EPROTO". After a failure the worker
+ *       is dead; calling it again raises. No deadline (nil or <= 0) waits forever.
+ *   w:alive() -> boolean     w:pid() -> integer     w:output() -> string
+ *   w:free() -> true if it freed the worker (also __gc and __close)
+ *
+ * Worker side (in the child):
+ *   worker.read_job(timeout?) -> payload | nil at end of input | nil, msg, code
+ *   worker.write_result(payload) -> true | nil, msg, code
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "lhost.h"
+#include "../host/frame.h"
+#include "../host/worker.h"
+
+#define WORKER_T "klab.Worker"
+
+extern char **environ;
+
+typedef struct {
+    worker *w; /* NULL once released */
+} lworker;
+
+/* [-0, +0, v] The live worker at absolute index i, or raise. */
+static worker *check_worker(lua_State *L, int i)
+{
+    lworker *lw = luaL_checkudata(L, i, WORKER_T);
+    if (lw->w == NULL)
+        luaL_error(L, "attempt to use a freed worker");
+    return lw->w;
+}
+
+/* [-0, +1, m] A new, released Worker userdata. */
+static lworker *new_worker(lua_State *L)
+{
+    lworker *lw = lua_newuserdatauv(L, sizeof *lw, 0);
+    lw->w = NULL;
+    luaL_setmetatable(L, WORKER_T);
+    return lw;
+}
+
+/* [-0, +1, m] Pushes a userdata block of n pointers, NULL-filled; it lives
+ * while it stays on the stack. */
+static const char **push_ptrs(lua_State *L, size_t n)
+{
+    const char **p = lua_newuserdatauv(L, (n + 1) * sizeof *p, 0);
+    memset(p, 0, (n + 1) * sizeof *p);
+    return p;
+}
+
+/* [-0, +(1|2), e] argv from field "argv" of the options table at o (0: none),
+ * or the default {this program, "--worker"}. What the pointers point into is
+ * left on the stack (or is the caller's argv table). */
+static const char **build_argv(lua_State *L, int o)
+{
+    if (o && lua_getfield(L, o, "argv") != LUA_TNIL) {
+        if (!lua_istable(L, -1))
+            luaL_error(L, "field 'argv' must be a list of strings");
+        int t = lua_gettop(L);
+        lua_Integer n = luaL_len(L, t);
+        if (n < 1)
+            luaL_error(L, "field 'argv' must not be empty");
+        const char **argv = push_ptrs(L, (size_t)n);
+        for (lua_Integer i = 1; i <= n; i++) {
+            if (lua_rawgeti(L, t, i) != LUA_TSTRING)
+                luaL_error(L, "argv[%d] must be a string", (int)i);
+            argv[i - 1] = lua_tostring(L, -1); /* kept alive by the argv table */
+            lua_pop(L, 1);
+        }
+        return argv;
+    }
+    char exe[PATH_MAX];
+    ssize_t k = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (k < 0)
+        luaL_error(L, "cannot find this program (/proc/self/exe): %s", strerror(errno));
+    const char *del = " (deleted)"; /* rebuilt since we started: name only */
+    size_t dl = strlen(del);
+    if ((size_t)k > dl && memcmp(exe + k - dl, del, dl) == 0)
+        k -= (ssize_t)dl;
+    lua_pushlstring(L, exe, (size_t)k);
+    const char *path = lua_tostring(L, -1);
+    const char **argv = push_ptrs(L, 2);
+    argv[0] = path;
+    argv[1] = "--worker";
+    return argv;
+}
+
+/* [-0, +(0|4), e] envp from field "env" (name -> string | false) merged over
+ * this process's environment, or NULL (inherit) without that field. What the
+ * pointers point into is left on the stack. */
+static const char **build_env(lua_State *L, int o)
+{
+    if (!o)
+        return NULL;
+    if (lua_getfield(L, o, "env") == LUA_TNIL) {
+        lua_pop(L, 1);
+        return NULL;
+    }
+    if (!lua_istable(L, -1))
+        luaL_error(L, "field 'env' must be a table of name = string|false");
+    int e = lua_gettop(L);
+    size_t n = 0, extra = 0;
+    for (char **p = environ; *p; p++)
+        n++;
+    lua_pushnil(L);
+    while (lua_next(L, e)) {
+        if (lua_type(L, -2) != LUA_TSTRING || strchr(lua_tostring(L, -2), '=') ||
+            !(lua_type(L, -1) == LUA_TSTRING || lua_type(L, -1) == LUA_TNUMBER ||
+              (lua_isboolean(L, -1) && !lua_toboolean(L, -1))))
+            luaL_error(L, "field 'env' must map names to strings or false");
+        extra++;
+        lua_pop(L, 1);
+    }
+    const char **envp = push_ptrs(L, n + extra);
+    lua_newtable(L); /* anchor for the "K=V" strings made here */
+    int anchor = lua_gettop(L);
+    size_t j = 0;
+    for (char **p = environ; *p; p++) {
+        const char *eq = strchr(*p, '=');
+        lua_pushlstring(L, *p, eq ? (size_t)(eq - *p) : strlen(*p));
+        int overridden = lua_rawget(L, e) != LUA_TNIL;
+        lua_pop(L, 1);
+        if (!overridden)
+            envp[j++] = *p;
+    }
+    lua_pushnil(L);
+    while (lua_next(L, e)) {
+        if (lua_type(L, -1) != LUA_TBOOLEAN) {
+            const char *k = lua_tostring(L, -2); /* a string key: no conversion */
+            const char *v = luaL_tolstring(L, -1, NULL);
+            lua_pushfstring(L, "%s=%s", k, v);
+            envp[j++] = lua_tostring(L, -1);
+            lua_rawseti(L, anchor, (lua_Integer)j);
+            lua_pop(L, 1); /* the tolstring copy */
+        }
+        lua_pop(L, 1);
+    }
+    envp[j] = NULL;
+    return envp;
+}
+
+static int l_spawn(lua_State *L)
+{
+    int o = 0;
+    if (!lua_isnoneornil(L, 1)) {
+        luaL_checktype(L, 1, LUA_TTABLE);
+        o = 1;
+    }
+    worker_opts opts;
+    memset(&opts, 0, sizeof opts);
+    if (o) {
+        if (lua_getfield(L, o, "rlimits") != LUA_TNIL) {
+            if (!lua_istable(L, -1))
+                luaL_error(L, "field 'rlimits' must be a table");
+            int r = lua_gettop(L);
+            opts.rlimit_as = lh_optintfield(L, r, "as", 0);
+            opts.rlimit_cpu = lh_optintfield(L, r, "cpu", 0);
+            opts.rlimit_nofile = lh_optintfield(L, r, "nofile", 0);
+        }
+        lua_pop(L, 1);
+        lua_Integer cap = lh_optintfield(L, o, "output_cap", 0);
+        if (cap < 0 || cap > ((lua_Integer)1 << 30))
+            luaL_error(L, "field 'output_cap' out of range");
+        opts.output_cap = (size_t)cap;
+    }
+    const char **argv = build_argv(L, o);
+    if (!o || lua_getfield(L, o, "argv") == LUA_TNIL)
+        opts.path = "/proc/self/exe"; /* in the child: the same image as ours */
+    if (o)
+        lua_pop(L, 1);
+    opts.envp = build_env(L, o);
+
+    lworker *lw = new_worker(L);
+    ks_status st;
+    ks_clear(&st);
+    worker *w = NULL;
+    if (worker_spawn(argv, &opts, &w, &st) != KS_OK) {
+        if (st.code == KS_EINVAL)
+            return lh_raise(L, &st);
+        return lh_pushfail(L, &st);
+    }
+    lw->w = w;
+    return 1;
+}
+
+static const char *outcome_name(worker_outcome o)
+{
+    switch (o) {
+    case WORKER_FINISHED: return "finished";
+    case WORKER_TIMEOUT: return "timeout";
+    case WORKER_CRASHED: return "crashed";
+    case WORKER_EXITED: return "exited";
+    case WORKER_PROTOCOL: return "protocol";
+    }
+    return "unknown";
+}
+
+/* [-0, +1, m] The detail table of a reply. */
+static void push_detail(lua_State *L, const worker_reply *r)
+{
+    lua_createtable(L, 0, 6);
+    lua_pushstring(L, outcome_name(r->outcome));
+    lua_setfield(L, -2, "outcome");
+    if (r->outcome == WORKER_CRASHED) {
+        lua_pushinteger(L, r->signal);
+        lua_setfield(L, -2, "signal");
+        const char *name = worker_signal_name(r->signal);
+        if (name) {
+            lua_pushstring(L, name);
+            lua_setfield(L, -2, "signal_name");
+        }
+    }
+    if (r->outcome == WORKER_EXITED) {
+        lua_pushinteger(L, r->exit_code);
+        lua_setfield(L, -2, "exit_code");
+    }
+    lua_pushnumber(L, r->elapsed);
+    lua_setfield(L, -2, "elapsed");
+    lua_pushlstring(L, r->output ? r->output : "", r->output ? r->output_len : 0);
+    lua_setfield(L, -2, "output_tail");
+}
+
+static int l_call(lua_State *L)
+{
+    worker *w = check_worker(L, 1);
+    size_t n;
+    const char *job = luaL_checklstring(L, 2, &n);
+    lua_Number deadline = luaL_optnumber(L, 3, 0);
+    if (n > FRAME_MAX)
+        return luaL_argerror(L, 2, "job larger than the frame limit (256 MiB)");
+    /* Everything that can raise is done before the call: a raise after it
+     * would leak the reply. */
+    luaL_checkstack(L, 8, "worker call");
+    worker_reply r;
+    ks_status st;
+    ks_clear(&st);
+    int rc = worker_call(w, job, n, deadline, &r, &st);
+    if (rc == KS_EINVAL) {
+        worker_reply_clear(&r);
+        return lh_raise(L, &st);
+    }
+    /* Only a memory error can raise from here on (and would leak r). */
+    if (rc == KS_OK && r.outcome == WORKER_FINISHED) {
+        lua_pushlstring(L, r.payload, r.payload_len);
+        lua_createtable(L, 0, 2);
+        lua_pushnumber(L, r.elapsed);
+        lua_setfield(L, -2, "elapsed");
+        lua_pushlstring(L, r.output ? r.output : "", r.output ? r.output_len : 0);
+        lua_setfield(L, -2, "output_tail");
+        worker_reply_clear(&r);
+        return 2;
+    }
+    lh_pushfail(L, &st);
+    push_detail(L, &r);
+    worker_reply_clear(&r);
+    return 4;
+}
+
+static int l_alive(lua_State *L)
+{
+    lworker *lw = luaL_checkudata(L, 1, WORKER_T);
+    lua_pushboolean(L, lw->w != NULL && worker_alive(lw->w));
+    return 1;
+}
+
+static int l_pid(lua_State *L)
+{
+    worker *w = check_worker(L, 1);
+    lua_pushinteger(L, (lua_Integer)worker_pid(w));
+    return 1;
+}
+
+static int l_output(lua_State *L)
+{
+    worker *w = check_worker(L, 1);
+    size_t n;
+    const char *s = worker_output(w, &n);
+    lua_pushlstring(L, s, n);
+    return 1;
+}
+
+/* The one release shared by __gc, __close and :free(). */
+static int l_free(lua_State *L)
+{
+    lworker *lw = luaL_checkudata(L, 1, WORKER_T);
+    worker *w = lw->w;
+    lw->w = NULL;
+    worker_free(w);
+    lua_pushboolean(L, w != NULL);
+    return 1;
+}
+
+static int l_tostring(lua_State *L)
+{
+    lworker *lw = luaL_checkudata(L, 1, WORKER_T);
+    if (lw->w == NULL)
+        lua_pushstring(L, WORKER_T " (freed)");
+    else
+        lua_pushfstring(L, WORKER_T " (pid %d%s)", (int)worker_pid(lw->w),
+                        worker_alive(lw->w) ? "" : ", dead");
+    return 1;
+}
+
+/* ---- worker side ---- */
+
+static int l_read_job(lua_State *L)
+{
+    lua_Number timeout = luaL_optnumber(L, 1, -1);
+    double deadline = timeout >= 0 ? frame_now() + timeout : -1;
+    void *p;
+    size_t n;
+    int eof;
+    ks_status st;
+    ks_clear(&st);
+    if (frame_read(0, deadline, &p, &n, &eof, &st) != KS_OK)
+        return lh_pushfail(L, &st);
+    if (eof) {
+        lua_pushnil(L);
+        return 1;
+    }
+    lua_pushlstring(L, p, n); /* a memory error here would leak p: rare, accepted */
+    free(p);
+    return 1;
+}
+
+static int l_write_result(lua_State *L)
+{
+    size_t n;
+    const char *s = luaL_checklstring(L, 1, &n);
+    ks_status st;
+    ks_clear(&st);
+    if (frame_write(3, s, n, &st) != KS_OK) {
+        if (st.code == KS_EINVAL)
+            return lh_raise(L, &st);
+        return lh_pushfail(L, &st);
+    }
+    lua_pushboolean(L, 1);
+    return 1;
+}
+
+static const luaL_Reg worker_funcs[] = {
+    {"spawn", l_spawn},
+    {"read_job", l_read_job},
+    {"write_result", l_write_result},
+    {NULL, NULL},
+};
+
+static const luaL_Reg worker_methods[] = {
+    {"call", l_call},
+    {"alive", l_alive},
+    {"pid", l_pid},
+    {"output", l_output},
+    {"free", l_free},
+    {NULL, NULL},
+};
+
+static const luaL_Reg worker_meta[] = {
+    {"__gc", l_free},
+    {"__close", l_free},
+    {"__tostring", l_tostring},
+    {NULL, NULL},
+};
+
+int luaopen_klab_worker(lua_State *L)
+{
+    lh_newclass(L, WORKER_T, worker_methods, worker_meta);
+    lua_pop(L, 1);
+    luaL_newlib(L, worker_funcs);
+    return 1;
+}

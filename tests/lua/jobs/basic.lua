@@ -1,0 +1,36 @@
+-- Jobs for tests/lua/worker_test.lua that finish or raise.
+local sys = require "klab.sys"
+
+local M = {}
+
+function M.add(args) return args.a + args.b end
+
+function M.echo(args) return args end
+
+function M.pid() return sys.getpid() end
+
+function M.chatty(args)
+  print("hello from the job")
+  io.stderr:write("a warning on stderr\n")
+  return args and args.n or 0
+end
+
+-- A job must not be able to read the protocol stream.
+function M.read_stdin() return io.read("a") end
+
+function M.fail(args) error(args and args.msg or "job failed") end
+
+function M.fail_object()
+  error(setmetatable({}, { __tostring = function() return "custom error object" end }))
+end
+
+function M.nested(args)
+  local function inner() error("deep failure") end
+  inner()
+end
+
+function M.unencodable() return { f = function() end } end
+
+function M.big(args) return string.rep("x", args.n) end
+
+return M
