@@ -44,7 +44,7 @@ Environment:
                  (default: the one klab was built with)
   KLAB_SCRIPTS   read klab's Lua library from this directory instead of the
                  copy embedded in the binary (for development)
-  KLAB_CACHE_DIR compile cache (default: $XDG_CACHE_HOME/klab or ~/.cache/klab)
+  KLAB_CACHE_DIR compile cache (default: $XDG_CACHE_HOME/klab/jit or ~/.cache/klab/jit)
   LUA_PATH, LUA_CPATH  as for lua
 ]]):format(commands()))
   return 0

@@ -1,0 +1,176 @@
+-- klab compile: compile one kernel file for one target, without a GPU.
+--
+--   klab compile FILE.ptx|FILE.cu --arch sm_90a [--json] [-o OUT.cubin]
+--                [--no-cache] [--lang ptx|cuda] [--no-lineinfo]
+--
+-- Exit status: 0 compiled; 1 compile error (the log is printed), rejected
+-- input or unreadable file; 2 bad command line.
+local M = {}
+
+M.summary = "compile a PTX or CUDA file for a target; resources, census, hash"
+
+local USAGE = [[
+usage: klab compile FILE.ptx|FILE.cu --arch sm_XY [options]
+
+Compiles one kernel file whole-program for one exact target, with ptxas
+(PTX) or NVRTC (CUDA C++ device code), without a GPU. Prints each kernel's
+registers, spills, static shared memory and stack frame, a census of PTX
+instruction families, the content hash and the compile time.
+
+Options:
+  --arch sm_XY     target, for example sm_90a, sm_100a, sm_120 (required)
+  --lang ptx|cuda  source language (default: from the file name or content)
+  -o, --output F   write the cubin to F
+  --json           print one JSON object (everything except the cubin bytes)
+  --no-cache       neither read nor write the compile cache
+  --no-lineinfo    compile without -lineinfo
+  -h, --help       print this help
+
+Exit status: 0 compiled; 1 compile error (log printed), rejected input or
+unreadable file; 2 bad command line.
+Cache: $KLAB_CACHE_DIR, else $XDG_CACHE_HOME/klab/jit, else ~/.cache/klab/jit.
+]]
+
+local function fail(msg, code)
+  io.stderr:write("klab compile: ", msg, "\n")
+  return code or 1
+end
+
+-- Parses args; returns an options table, or nil, message.
+local function parse(args)
+  local o = { cache = true, lineinfo = true }
+  local i = 1
+  local function value(flag, inline)
+    if inline then return inline end
+    i = i + 1
+    local v = args[i]
+    if v == nil or v == "" or (v:sub(1, 1) == "-" and v ~= "-") then
+      return nil, "option " .. flag .. " needs a value"
+    end
+    return v
+  end
+  while i <= #args do
+    local a = args[i]
+    local flag, inline = a:match("^(%-%-[%w-]+)=(.*)$")
+    flag = flag or a
+    if flag == "-h" or flag == "--help" then
+      o.help = true
+    elseif flag == "--arch" then
+      local v, err = value(flag, inline)
+      if not v then return nil, err end
+      o.arch = v
+    elseif flag == "--lang" then
+      local v, err = value(flag, inline)
+      if not v then return nil, err end
+      if v ~= "ptx" and v ~= "cuda" then return nil, "--lang must be ptx or cuda, not " .. v end
+      o.lang = v
+    elseif flag == "-o" or flag == "--output" then
+      local v, err = value(flag, inline)
+      if not v then return nil, err end
+      o.output = v
+    elseif flag == "--json" and not inline then
+      o.json = true
+    elseif flag == "--no-cache" and not inline then
+      o.cache = false
+    elseif flag == "--no-lineinfo" and not inline then
+      o.lineinfo = false
+    elseif a:sub(1, 1) == "-" and a ~= "-" then
+      return nil, "unknown option " .. a
+    elseif o.file then
+      return nil, "only one input file, got " .. o.file .. " and " .. a
+    else
+      o.file = a
+    end
+    i = i + 1
+  end
+  return o
+end
+
+-- A copy of the result without the binary, for JSON.
+local function plain(r, file)
+  local out = {}
+  for k, v in pairs(r) do
+    if k ~= "cubin" then out[k] = v end
+  end
+  out.file = file
+  if r.cubin then out.cubin_size = #r.cubin end
+  return out
+end
+
+local function num(v)
+  if v == nil then return "?" end
+  return tostring(v)
+end
+
+local function report(r, file, output)
+  local lines = {}
+  local function add(...) lines[#lines + 1] = string.format(...) end
+  add("%s -> %s  (%s, %.1f ms%s)", file, r.arch, r.compiler, r.compile_ms,
+    r.cached and ", from cache" or "")
+  add("%-32s %5s %13s %9s %7s", "kernel", "regs", "spill st/ld", "smem", "stack")
+  for _, k in ipairs(r.kernels) do
+    add("%-32s %5s %13s %9s %7s", k.name, num(k.registers),
+      num(k.spill_stores) .. "/" .. num(k.spill_loads), num(k.shared_static), num(k.local_bytes))
+  end
+  local fams = {}
+  if r.census then
+    for _, f in ipairs(require("klab.jit").families) do
+      local n = r.census[f]
+      if n and n > 0 then fams[#fams + 1] = f .. " " .. n end
+    end
+    add("census: %d instructions%s%s", r.census.instructions, #fams > 0 and "; " or "",
+      table.concat(fams, ", "))
+  end
+  add("hash    %s", r.hash)
+  add("cubin   %s (%d bytes)%s", r.cubin_hash, #r.cubin, output and (" -> " .. output) or "")
+  if r.cache_note and r.cache_note ~= "cache bypassed" then add("cache: %s", r.cache_note) end
+  print(table.concat(lines, "\n"))
+end
+
+function M.main(args)
+  local o, err = parse(args or {})
+  if not o then
+    io.stderr:write("klab compile: ", err, "\n", "usage: klab compile FILE --arch sm_XY [--json] [-o OUT] [--no-cache]; see --help\n")
+    return 2
+  end
+  if o.help then
+    io.write(USAGE)
+    return 0
+  end
+  if not o.file then return fail("no input file (usage: klab compile FILE --arch sm_XY)", 2) end
+  if not o.arch then return fail("--arch is required (for example --arch sm_90a)", 2) end
+
+  local jit = require("klab.jit")
+  local r, msg, code, partial = jit.compile_file(o.file, {
+    arch = o.arch, lang = o.lang, cache = o.cache, lineinfo = o.lineinfo,
+  })
+  if not r then
+    if o.json then
+      local cjson = require("cjson")
+      local obj = partial and plain(partial, o.file) or { ok = false, file = o.file }
+      obj.ok, obj.error, obj.code = false, msg, code
+      print(cjson.encode(obj))
+    elseif partial and partial.log and partial.log ~= "" then
+      io.stderr:write(partial.log, partial.log:sub(-1) == "\n" and "" or "\n")
+    end
+    return fail(msg .. " [" .. tostring(code) .. "]", 1)
+  end
+
+  if o.output then
+    local f, ferr = io.open(o.output, "wb")
+    if not f then return fail("cannot write " .. o.output .. ": " .. tostring(ferr), 1) end
+    local ok, werr = f:write(r.cubin)
+    f:close()
+    if not ok then return fail("cannot write " .. o.output .. ": " .. tostring(werr), 1) end
+  end
+  if o.json then
+    local obj = plain(r, o.file)
+    obj.output = o.output
+    print(require("cjson").encode(obj))
+  else
+    report(r, o.file, o.output)
+  end
+  return 0
+end
+
+return M
