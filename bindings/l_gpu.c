@@ -47,165 +47,17 @@
 #include <string.h>
 
 #include "lhost.h"
+#include "lgpu.h"
 #include "../host/cuda.h"
 
-#define CTX_T "klab.gpu.Context"
-#define MOD_T "klab.gpu.Module"
-#define FUNC_T "klab.gpu.Function"
-#define BUF_T "klab.gpu.Buffer"
-
-enum { K_CTX, K_MOD, K_FUNC, K_BUF };
-
-/* The part every handle shares. `closed` is what Lua sees (freed by :free,
- * __close or __gc); `released` says the driver resource is gone, which waits
- * until no live child needs it. */
-typedef struct gnode {
-    int kind;
-    int closed;
-    int released;
-    int children;
-    struct gnode *parent;
-} gnode;
-
-typedef struct l_ctx {
-    gnode n;
-    cuda_ctx *ctx;
-} l_ctx;
-
-typedef struct l_mod {
-    gnode n;
-    CUmodule mod;
-} l_mod;
-
-enum { P_UNKNOWN = 0, P_KNOWN = 1, P_UNSUPPORTED = 2 };
-
-typedef struct l_func {
-    gnode n;
-    CUfunction fn;
-    int pstate;
-    size_t nparams;
-    cuda_param *params;
-    char pmsg[KS_MSG_MAX];   /* why params are unsupported */
-    char name[256];
-} l_func;
-
-typedef struct l_buf {
-    gnode n;
-    CUdeviceptr ptr;
-    size_t size;
-} l_buf;
-
-/* ---- lifetimes ---- */
-
-static l_ctx *node_ctx(gnode *n)
-{
-    while (n && n->kind != K_CTX)
-        n = n->parent;
-    return (l_ctx *)n;
-}
-
-/* Frees the driver resource of n; errors are ignored (after a sticky error
- * every call fails, and there is nothing left to do about it). */
-static void release_resource(gnode *n)
-{
-    ks_status st;
-    ks_clear(&st);
-    l_ctx *c = node_ctx(n);
-    switch (n->kind) {
-    case K_CTX:
-        cuda_ctx_close(c->ctx, &st);
-        c->ctx = NULL;
-        break;
-    case K_MOD: {
-        l_mod *m = (l_mod *)n;
-        if (m->mod)
-            cuda_module_unload(c->ctx, m->mod, &st);
-        m->mod = NULL;
-        break;
-    }
-    case K_FUNC: {
-        l_func *f = (l_func *)n;
-        free(f->params);
-        f->params = NULL;
-        f->fn = NULL;
-        break;
-    }
-    case K_BUF: {
-        l_buf *b = (l_buf *)n;
-        if (b->ptr)
-            cuda_mem_free(c->ctx, b->ptr, &st);
-        b->ptr = 0;
-        break;
-    }
-    }
-}
-
-/* Releases n and then any closed ancestor it was the last child of. */
-static void node_settle(gnode *n)
-{
-    while (n && n->closed && !n->released && n->children == 0) {
-        release_resource(n);
-        n->released = 1;
-        gnode *p = n->parent;
-        if (p)
-            p->children--;
-        n = p;
-    }
-}
-
-/* The one release shared by :free, __close and __gc: 1 if it closed now. */
-static int node_close(gnode *n)
-{
-    if (n->closed)
-        return 0;
-    n->closed = 1;
-    node_settle(n);
-    return 1;
-}
-
-/* [-0, +1, m] A new handle of type tname, created closed and released (so a
- * failure before it is filled leaves nothing to free), with user value 1 =
- * the value at parent_idx (or nil). */
-static void *new_handle(lua_State *L, size_t sz, const char *tname, int kind, int parent_idx)
-{
-    if (parent_idx)
-        parent_idx = lua_absindex(L, parent_idx);
-    gnode *n = lua_newuserdatauv(L, sz, 1);
-    memset(n, 0, sz);
-    n->kind = kind;
-    n->closed = 1;
-    n->released = 1;
-    luaL_setmetatable(L, tname);
-    if (parent_idx) {
-        lua_pushvalue(L, parent_idx);
-        lua_setiuservalue(L, -2, 1);
-    }
-    return n;
-}
-
-/* Marks a filled handle live and links it under its parent. */
-static void handle_open(gnode *n, gnode *parent)
-{
-    n->closed = 0;
-    n->released = 0;
-    n->parent = parent;
-    if (parent)
-        parent->children++;
-}
-
-static void *check_handle(lua_State *L, int idx, const char *tname)
-{
-    gnode *n = luaL_checkudata(L, idx, tname);
-    if (n->closed)
-        luaL_error(L, "attempt to use a freed %s", tname);
-    return n;
-}
-
-#define check_ctx(L, i) ((l_ctx *)check_handle(L, i, CTX_T))
-#define check_mod(L, i) ((l_mod *)check_handle(L, i, MOD_T))
-#define check_func(L, i) ((l_func *)check_handle(L, i, FUNC_T))
-#define check_buf(L, i) ((l_buf *)check_handle(L, i, BUF_T))
-
+#define check_ctx(L, i) lgpu_check_ctx(L, i)
+#define check_mod(L, i) ((l_mod *)lgpu_check(L, i, MOD_T))
+#define check_func(L, i) lgpu_check_func(L, i)
+#define check_buf(L, i) lgpu_check_buf(L, i)
+#define node_ctx lgpu_ctx_of
+#define new_handle lgpu_new_handle
+#define handle_open lgpu_open
+#define node_close lgpu_close
 /* ---- failures ---- */
 
 /* [-0, +1, m] {cuda_error=, code=, sticky=} for a driver result. */

@@ -1,0 +1,519 @@
+/*
+ * l_blas.c: require "klab.blas", the cuBLASLt GEMM baseline (host/blas.h).
+ *
+ *   blas.version()             -> "13.1.0" | nil, msg, code   (no driver needed)
+ *   blas.library()             -> path of the loaded libcublasLt | nil, msg, code
+ *   blas.map(spec)             -> how C = A·Bᵀ is posed to cuBLASLt (pure):
+ *                                 {m=, n=, k=, transa="T", transb="N", lda=, ldb=,
+ *                                  ldc=, a_is_user_b=true}
+ *   blas.gemm_plan(ctx, spec)  -> Plan | nil, msg, code
+ *       spec = {dtype="bf16"|"f16"|"e4m3"|"f32", compute="f32"|"tf32" (f32 only),
+ *               M=, N=, K=, algos=8, workspace=bytes (32 MiB), fast_accum=false}
+ *       A[M,K], B[N,K], C[M,N] row-major; C = A·Bᵀ. Out dtype: bf16 for e4m3,
+ *       the in dtype otherwise. A bad spec raises; no driver (ENODRIVER), no
+ *       cuBLASLt (ENOLIB) or no algorithm for the case (EUNSUPPORTED) return
+ *       nil, msg, code.
+ *   plan:algos()               -> list of {index=1.., algo_id=, tile="128x256",
+ *                                 tile_id=, stages="64x4", stages_id=, splitk=,
+ *                                 reduction_scheme=, swizzle=, custom_option=,
+ *                                 inner_shape_id=, cluster_shape_id=,
+ *                                 workspace_bytes=, waves=}
+ *                                 in the heuristic's order: index 1 is its own
+ *                                 first choice (what PyTorch would run).
+ *   plan:info()                -> {dtype=, out_dtype=, compute=, M=, N=, K=, algos=,
+ *                                 workspace_bytes=, fast_accum=, flops=, a_bytes=,
+ *                                 b_bytes=, c_bytes=, m=, n=, k=, transa=, transb=,
+ *                                 lda=, ldb=, ldc=}
+ *   plan:run(A, B, C [, opts]) -> true | nil, msg, code
+ *       A, B, C: gpu.Buffer of the plan's context, large enough;
+ *       opts = {algo=1, scale_a=Buffer, scale_b=Buffer (e4m3 only, one fp32
+ *       each; default 1.0), workspace=Buffer (>= the plan's workspace; default
+ *       the plan's own)}. Enqueued asynchronously on the context's stream
+ *       (the legacy default stream, the one ctx:launch uses); ctx:sync()
+ *       waits for it.
+ *   plan:time(A, B, C [, opts]) -> {method=, fallback=, flush_bytes=,
+ *                                 clock_before_mhz=, clock_after_mhz=, best_index=,
+ *                                 first=T, best=T, algos={T...}} | nil, msg, code
+ *       Times every algorithm with host/timing (L2 flush before every sample,
+ *       CUPTI or events, adaptive sampling). T = {index=, algo_id=, tile=,
+ *       stages=, splitk=, median_us=, mean_us=, min_us=, max_us=, p10_us=,
+ *       p90_us=, ci_low_us=, ci_high_us=, rel_halfwidth=, samples=, tflops=,
+ *       stop_reason=}; first is the heuristic's choice, best the fastest.
+ *       opts: the run options above (algo is ignored) and method="auto"|
+ *       "cupti"|"events", warmup=, min_samples=, max_samples=, budget_s=,
+ *       target_ci=, no_flush=.
+ *   plan:free() -> true | false; __close, __gc, __tostring.
+ *
+ * A Plan holds its Context in user value 1 and counts as one of the
+ * context's children, so the driver context outlives the plan even when
+ * ctx:free() is called first.
+ */
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "lhost.h"
+#include "lgpu.h"
+#include "../host/blas.h"
+#include "../host/cuda.h"
+
+#define PLAN_T "klab.blas.Plan"
+
+/* [-0, +0, v] luaL_error with the full printf formats (%zu, %lld), which
+ * lua_pushfstring lacks. */
+static int raisef(lua_State *L, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int raisef(lua_State *L, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return luaL_error(L, "%s", msg);
+}
+
+/* ---- Plan ---- */
+
+typedef struct l_plan {
+    blas_gemm_plan *plan;   /* NULL once released */
+    l_ctx *ctx;           /* the context userdata (also user value 1) */
+} l_plan;
+
+/* Idempotent release shared by :free, __close and __gc: 1 if freed now. */
+static int plan_release(l_plan *p)
+{
+    if (!p->plan)
+        return 0;
+    blas_gemm_plan *bp = p->plan;
+    p->plan = NULL;
+    ks_status st;
+    ks_clear(&st);
+    blas_gemm_plan_free(bp, &st);
+    if (p->ctx)
+        lgpu_unhold(&p->ctx->n);
+    p->ctx = NULL;
+    return 1;
+}
+
+static l_plan *check_plan(lua_State *L, int idx)
+{
+    l_plan *p = luaL_checkudata(L, idx, PLAN_T);
+    if (!p->plan)
+        luaL_error(L, "attempt to use a freed " PLAN_T);
+    return p;
+}
+
+/* Reads a GEMM spec table at absolute index t into d. Raises on misuse
+ * (missing or bad fields). */
+static void read_spec(lua_State *L, int t, blas_gemm_desc *d)
+{
+    luaL_checktype(L, t, LUA_TTABLE);
+    memset(d, 0, sizeof *d);
+    ks_status st;
+    ks_clear(&st);
+    const char *dt = lh_optstrfield(L, t, "dtype", NULL);
+    if (!dt)
+        luaL_error(L, "GEMM spec needs dtype (bf16, f16, e4m3 or f32)");
+    if (blas_dtype_parse(dt, &d->dtype, &st))
+        lh_raise(L, &st);
+    const char *cm = lh_optstrfield(L, t, "compute", "f32");
+    if (blas_compute_parse(cm, &d->compute, &st))
+        lh_raise(L, &st);
+    const char *dims[] = {"M", "N", "K"};
+    int64_t *vals[] = {&d->M, &d->N, &d->K};
+    for (int i = 0; i < 3; i++) {
+        lua_Integer v = lh_optintfield(L, t, dims[i], 0);
+        if (v < 1)
+            luaL_error(L, "GEMM spec needs %s >= 1", dims[i]);
+        *vals[i] = (int64_t)v;
+    }
+    lua_Integer algos = lh_optintfield(L, t, "algos", BLAS_DEFAULT_ALGOS);
+    if (algos < 1 || algos > BLAS_MAX_ALGOS)
+        luaL_error(L, "algos must be between 1 and %d", BLAS_MAX_ALGOS);
+    d->algos = (int)algos;
+    lua_Integer ws = lh_optintfield(L, t, "workspace", (lua_Integer)BLAS_DEFAULT_WORKSPACE);
+    if (ws < 1)
+        luaL_error(L, "workspace must be a positive number of bytes");
+    d->workspace_bytes = (size_t)ws;
+    d->fast_accum = lh_optboolfield(L, t, "fast_accum", 0);
+    if (d->fast_accum && d->dtype != BLAS_E4M3)
+        luaL_error(L, "fast_accum applies to e4m3 GEMMs only");
+}
+
+static void set_int(lua_State *L, const char *k, lua_Integer v)
+{
+    lua_pushinteger(L, v);
+    lua_setfield(L, -2, k);
+}
+
+static void set_num(lua_State *L, const char *k, lua_Number v)
+{
+    lua_pushnumber(L, v);
+    lua_setfield(L, -2, k);
+}
+
+static void set_str(lua_State *L, const char *k, const char *v)
+{
+    lua_pushstring(L, v);
+    lua_setfield(L, -2, k);
+}
+
+static void set_bool(lua_State *L, const char *k, int v)
+{
+    lua_pushboolean(L, v);
+    lua_setfield(L, -2, k);
+}
+
+/* [-0, +0, m] Adds the mapping's fields to the table on top. */
+static void set_map(lua_State *L, const blas_gemm_map *mp)
+{
+    set_int(L, "m", (lua_Integer)mp->m);
+    set_int(L, "n", (lua_Integer)mp->n);
+    set_int(L, "k", (lua_Integer)mp->k);
+    set_str(L, "transa", mp->transa ? "T" : "N");
+    set_str(L, "transb", mp->transb ? "T" : "N");
+    set_int(L, "lda", mp->lda);
+    set_int(L, "ldb", mp->ldb);
+    set_int(L, "ldc", mp->ldc);
+    set_bool(L, "a_is_user_b", mp->a_is_user_b);
+}
+
+/* ---- module functions ---- */
+
+static int l_version(lua_State *L)
+{
+    char v[64];
+    ks_status st;
+    ks_clear(&st);
+    if (blas_version(v, sizeof v, &st))
+        return lh_pushfail(L, &st);
+    lua_pushstring(L, v);
+    return 1;
+}
+
+static int l_library(lua_State *L)
+{
+    ks_status st;
+    ks_clear(&st);
+    const char *path = blas_library_path(&st);
+    if (!path)
+        return lh_pushfail(L, &st);
+    lua_pushstring(L, path);
+    return 1;
+}
+
+static int l_map(lua_State *L)
+{
+    blas_gemm_desc d;
+    read_spec(L, 1, &d);
+    blas_gemm_map mp;
+    ks_status st;
+    ks_clear(&st);
+    if (blas_gemm_map_dims(&d, &mp, &st))
+        return lh_raise(L, &st);
+    lua_createtable(L, 0, 9);
+    set_map(L, &mp);
+    return 1;
+}
+
+static int l_gemm_plan(lua_State *L)
+{
+    l_ctx *c = lgpu_check_ctx(L, 1);
+    blas_gemm_desc d;
+    read_spec(L, 2, &d);
+    ks_status st;
+    ks_clear(&st);
+    blas_gemm_map mp;
+    if (blas_gemm_map_dims(&d, &mp, &st))   /* a bad shape for the dtype is misuse */
+        return lh_raise(L, &st);
+
+    /* Released first: a failure below leaves nothing to free. */
+    l_plan *p = lua_newuserdatauv(L, sizeof *p, 1);
+    p->plan = NULL;
+    p->ctx = NULL;
+    luaL_setmetatable(L, PLAN_T);
+    lua_pushvalue(L, 1);
+    lua_setiuservalue(L, -2, 1);
+
+    blas_gemm_plan *bp = NULL;
+    if (blas_gemm_plan_create(&d, c->ctx, &bp, &st))
+        return lh_pushfail(L, &st);
+    p->plan = bp;
+    p->ctx = c;
+    lgpu_hold(&c->n);
+    return 1;
+}
+
+/* ---- methods ---- */
+
+static int plan_algos(lua_State *L)
+{
+    l_plan *p = check_plan(L, 1);
+    int n = blas_gemm_plan_algo_count(p->plan);
+    lua_createtable(L, n, 0);
+    for (int i = 0; i < n; i++) {
+        const blas_algo_info *a = blas_gemm_plan_algo(p->plan, i);
+        lua_createtable(L, 0, 15);
+        set_int(L, "index", a->index + 1);
+        set_int(L, "algo_id", a->algo_id);
+        set_str(L, "tile", a->tile);
+        set_int(L, "tile_id", a->tile_id);
+        set_str(L, "stages", a->stages);
+        set_int(L, "stages_id", a->stages_id);
+        set_int(L, "splitk", a->splitk);
+        set_int(L, "reduction_scheme", a->reduction_scheme);
+        set_int(L, "swizzle", a->swizzle);
+        set_int(L, "custom_option", a->custom_option);
+        set_int(L, "inner_shape_id", a->inner_shape_id);
+        set_int(L, "cluster_shape_id", a->cluster_shape_id);
+        set_int(L, "workspace_bytes", (lua_Integer)a->workspace_bytes);
+        set_num(L, "waves", a->waves);
+        lua_rawseti(L, -2, i + 1);
+    }
+    return 1;
+}
+
+static int plan_info(lua_State *L)
+{
+    l_plan *p = check_plan(L, 1);
+    const blas_gemm_desc *d = blas_gemm_plan_desc(p->plan);
+    lua_createtable(L, 0, 24);
+    set_str(L, "dtype", blas_dtype_name((int)d->dtype));
+    set_str(L, "out_dtype", d->dtype == BLAS_E4M3 ? "bf16" : blas_dtype_name((int)d->dtype));
+    set_str(L, "compute", blas_compute_name((int)d->compute));
+    set_int(L, "M", d->M);
+    set_int(L, "N", d->N);
+    set_int(L, "K", d->K);
+    set_int(L, "algos", blas_gemm_plan_algo_count(p->plan));
+    set_int(L, "algos_requested", d->algos);
+    set_int(L, "workspace_bytes", (lua_Integer)d->workspace_bytes);
+    set_bool(L, "fast_accum", d->fast_accum);
+    set_num(L, "flops", blas_gemm_plan_flops(p->plan));
+    size_t in = blas_dtype_in_bytes((int)d->dtype), out = blas_dtype_out_bytes((int)d->dtype);
+    set_int(L, "a_bytes", (lua_Integer)((size_t)d->M * (size_t)d->K * in));
+    set_int(L, "b_bytes", (lua_Integer)((size_t)d->N * (size_t)d->K * in));
+    set_int(L, "c_bytes", (lua_Integer)((size_t)d->M * (size_t)d->N * out));
+    set_map(L, blas_gemm_plan_map(p->plan));
+    return 1;
+}
+
+/* An optional buffer field of opts (absolute index o, may be 0 for none):
+ * its device pointer, or 0. Checks context and size. */
+static CUdeviceptr opt_buf(lua_State *L, int o, const char *k, const l_ctx *c, size_t need)
+{
+    if (!o)
+        return 0;
+    if (lua_getfield(L, o, k) == LUA_TNIL) {
+        lua_pop(L, 1);
+        return 0;
+    }
+    l_buf *b = lgpu_check_buf_of(L, lua_gettop(L), c, k);
+    if (b->size < need)
+        raisef(L, "%s is %zu bytes, needs at least %zu", k, b->size, need);
+    lua_pop(L, 1);
+    return b->ptr;
+}
+
+/* Checks plan:run/plan:time's operands (A, B, C at 2..4, opts at 5) and
+ * fills a; returns the 1-based algo option (default 1) and the opts index
+ * (0 when absent) in *opts. Raises on misuse. */
+static lua_Integer read_operands(lua_State *L, l_plan *p, blas_gemm_args *a, int *opts)
+{
+    l_ctx *c = p->ctx;
+    if (c->n.closed)
+        luaL_error(L, "the plan's " CTX_T " was freed");
+    const blas_gemm_desc *d = blas_gemm_plan_desc(p->plan);
+    size_t in = blas_dtype_in_bytes((int)d->dtype), out = blas_dtype_out_bytes((int)d->dtype);
+    size_t need[3] = {(size_t)d->M * (size_t)d->K * in, (size_t)d->N * (size_t)d->K * in,
+                      (size_t)d->M * (size_t)d->N * out};
+    const char *names[3] = {"A", "B", "C"};
+    CUdeviceptr ptr[3];
+    for (int i = 0; i < 3; i++) {
+        l_buf *b = lgpu_check_buf_of(L, i + 2, c, names[i]);
+        if (b->size < need[i])
+            raisef(L, "%s is %zu bytes, a %s M=%lld N=%lld K=%lld GEMM needs %zu", names[i],
+                   b->size, blas_dtype_name((int)d->dtype), (long long)d->M, (long long)d->N,
+                   (long long)d->K, need[i]);
+        ptr[i] = b->ptr;
+    }
+    int o = 0;
+    if (!lua_isnoneornil(L, 5)) {
+        luaL_checktype(L, 5, LUA_TTABLE);
+        o = 5;
+    }
+    int n = blas_gemm_plan_algo_count(p->plan);
+    lua_Integer algo = o ? lh_optintfield(L, o, "algo", 1) : 1;
+    if (algo < 1 || algo > n)
+        raisef(L, "algo must be between 1 and %d, got %lld", n, (long long)algo);
+    if (d->dtype != BLAS_E4M3 && o) {
+        lua_getfield(L, o, "scale_a");
+        lua_getfield(L, o, "scale_b");
+        int any = !lua_isnil(L, -1) || !lua_isnil(L, -2);
+        lua_pop(L, 2);
+        if (any)
+            luaL_error(L, "scale_a/scale_b apply to e4m3 GEMMs only, not %s",
+                       blas_dtype_name((int)d->dtype));
+    }
+    memset(a, 0, sizeof *a);
+    a->A = ptr[0];
+    a->B = ptr[1];
+    a->C = ptr[2];
+    a->scale_a = opt_buf(L, o, "scale_a", c, sizeof(float));
+    a->scale_b = opt_buf(L, o, "scale_b", c, sizeof(float));
+    a->workspace = opt_buf(L, o, "workspace", c, d->workspace_bytes);
+    *opts = o;
+    return algo;
+}
+
+static int plan_run(lua_State *L)
+{
+    l_plan *p = check_plan(L, 1);
+    blas_gemm_args a;
+    int o;
+    lua_Integer algo = read_operands(L, p, &a, &o);
+    ks_status st;
+    ks_clear(&st);
+    if (blas_gemm_enqueue(p->plan, (int)algo - 1, a.A, a.B, a.C, a.scale_a, a.scale_b,
+                          a.workspace, NULL, &st))
+        return lh_pushfail(L, &st);
+    lua_pushboolean(L, 1);
+    return 1;
+}
+
+/* [-0, +1, m] One algorithm's timing as a table. */
+static void push_timing(lua_State *L, const blas_gemm_plan *bp, const blas_algo_timing *t)
+{
+    const blas_algo_info *a = blas_gemm_plan_algo(bp, t->index);
+    const stats_summary *s = &t->stats;
+    lua_createtable(L, 0, 16);
+    set_int(L, "index", t->index + 1);
+    set_int(L, "algo_id", a ? a->algo_id : -1);
+    set_str(L, "tile", a ? a->tile : "");
+    set_str(L, "stages", a ? a->stages : "");
+    set_int(L, "splitk", a ? a->splitk : -1);
+    set_num(L, "median_us", s->median);
+    set_num(L, "mean_us", s->mean);
+    set_num(L, "min_us", s->min);
+    set_num(L, "max_us", s->max);
+    set_num(L, "p10_us", s->p10);
+    set_num(L, "p90_us", s->p90);
+    set_num(L, "ci_low_us", s->ci_low);
+    set_num(L, "ci_high_us", s->ci_high);
+    set_num(L, "rel_halfwidth", s->rel_halfwidth);
+    set_int(L, "samples", (lua_Integer)s->n);
+    set_num(L, "tflops", t->tflops);
+    set_str(L, "stop_reason", t->stop_reason);
+}
+
+static int plan_time(lua_State *L)
+{
+    l_plan *p = check_plan(L, 1);
+    blas_gemm_args a;
+    int o;
+    (void)read_operands(L, p, &a, &o);
+    timing_opts to;
+    timing_opts_default(&to);
+    if (o) {
+        const char *m = lh_optstrfield(L, o, "method", "auto");
+        to.method = timing_method_parse(m);
+        if (to.method < 0)
+            luaL_error(L, "method must be auto, cupti or events, not '%s'", m);
+        to.warmup = (int)lh_optintfield(L, o, "warmup", to.warmup);
+        lua_Integer mn = lh_optintfield(L, o, "min_samples", (lua_Integer)to.min_samples);
+        lua_Integer mx = lh_optintfield(L, o, "max_samples", (lua_Integer)to.max_samples);
+        if (mn < 1 || mx < mn)
+            luaL_error(L, "need 1 <= min_samples <= max_samples");
+        to.min_samples = (size_t)mn;
+        to.max_samples = (size_t)mx;
+        to.budget_s = lh_optnumfield(L, o, "budget_s", to.budget_s);
+        to.target_ci = lh_optnumfield(L, o, "target_ci", to.target_ci);
+        to.no_flush = lh_optboolfield(L, o, "no_flush", 0);
+        if (to.warmup < 0)
+            luaL_error(L, "warmup must be >= 0");
+    }
+    ks_status st;
+    ks_clear(&st);
+    if (blas_gemm_bind(p->plan, &a, &st))
+        return lh_pushfail(L, &st);
+    /* The result lives in a Lua-owned block, so a raise below leaks nothing. */
+    blas_gemm_timing *t = lua_newuserdatauv(L, sizeof *t, 0);
+    int tidx = lua_gettop(L);
+    if (blas_gemm_time(p->plan, &to, t, &st))
+        return lh_pushfail(L, &st);
+    lua_createtable(L, 0, 10);
+    set_str(L, "method", timing_method_name(t->method));
+    set_str(L, "fallback", t->fallback);
+    set_int(L, "flush_bytes", (lua_Integer)t->flush_bytes);
+    set_int(L, "clock_before_mhz", t->clock_before_mhz);
+    set_int(L, "clock_after_mhz", t->clock_after_mhz);
+    set_int(L, "best_index", t->best + 1);
+    lua_createtable(L, t->n, 0);
+    for (int i = 0; i < t->n; i++) {
+        push_timing(L, p->plan, &t->a[i]);
+        lua_rawseti(L, -2, i + 1);
+    }
+    lua_setfield(L, -2, "algos");
+    lua_getfield(L, -1, "algos");
+    lua_rawgeti(L, -1, 1);
+    lua_setfield(L, -3, "first");
+    lua_rawgeti(L, -1, t->best + 1);
+    lua_setfield(L, -3, "best");
+    lua_pop(L, 1);
+    lua_remove(L, tidx);
+    return 1;
+}
+
+/* ---- metamethods ---- */
+
+static int plan_free(lua_State *L)
+{
+    lua_pushboolean(L, plan_release(luaL_checkudata(L, 1, PLAN_T)));
+    return 1;
+}
+
+static int plan_gc(lua_State *L)
+{
+    plan_release(luaL_checkudata(L, 1, PLAN_T));
+    return 0;
+}
+
+static int plan_tostring(lua_State *L)
+{
+    l_plan *p = luaL_checkudata(L, 1, PLAN_T);
+    if (!p->plan) {
+        lua_pushstring(L, PLAN_T " (freed)");
+        return 1;
+    }
+    const blas_gemm_desc *d = blas_gemm_plan_desc(p->plan);
+    char s[160];
+    snprintf(s, sizeof s, PLAN_T " (%s%s M=%lld N=%lld K=%lld, %d algos)",
+             blas_dtype_name((int)d->dtype), d->compute == BLAS_COMPUTE_TF32 ? "/tf32" : "",
+             (long long)d->M, (long long)d->N, (long long)d->K,
+             blas_gemm_plan_algo_count(p->plan));
+    lua_pushstring(L, s);
+    return 1;
+}
+
+static const luaL_Reg blas_funcs[] = {
+    {"version", l_version}, {"library", l_library}, {"map", l_map},
+    {"gemm_plan", l_gemm_plan}, {NULL, NULL},
+};
+
+static const luaL_Reg plan_methods[] = {
+    {"algos", plan_algos}, {"info", plan_info}, {"run", plan_run}, {"time", plan_time},
+    {"free", plan_free},
+    {NULL, NULL},
+};
+
+static const luaL_Reg plan_meta[] = {
+    {"__gc", plan_gc}, {"__close", plan_gc}, {"__tostring", plan_tostring}, {NULL, NULL},
+};
+
+int luaopen_klab_blas(lua_State *L)
+{
+    lh_newclass(L, PLAN_T, plan_methods, plan_meta);
+    lua_pop(L, 1);
+    luaL_newlib(L, blas_funcs);
+    return 1;
+}

@@ -1,0 +1,598 @@
+/*
+ * l_timing.c: require "klab.timing", statistics of timing samples and the
+ * timing of launches described in Lua (host/stats.h, host/timing.h).
+ *
+ *   timing.stats(samples [, confidence=0.95])
+ *       -> {n=, median=, mean=, min=, max=, p10=, p90=, stddev=, ci_low=, ci_high=,
+ *           ci_coverage=, rel_halfwidth=, confidence=}
+ *       The CI is the distribution-free CI of the median (order statistics);
+ *       with too few samples ci_low/ci_high are -inf/+inf and rel_halfwidth
+ *       is +inf. samples is a list of numbers (raises otherwise).
+ *   timing.percentile(samples, p)          -> number (type 7 interpolation)
+ *   timing.ci_rank(n [, confidence])       -> l, coverage  (interval = ranks l and n+1-l; 0 if none)
+ *   timing.should_stop(samples, rule, elapsed_s)
+ *       -> "continue" | "converged" | "max_samples" | "budget", rel_halfwidth
+ *       rule = {min_samples=10, max_samples=1000, budget_s=10, target_ci=0.005, confidence=0.95}
+ *   timing.clock([device=0])               -> mhz, reasons | nil, msg, code   (NVML)
+ *
+ *   timing.measure(ctx, spec) -> result | nil, msg, code, result
+ *       ctx  a klab.gpu Context.
+ *       spec = {
+ *         runs = {{func=Function, grid=, block=, cluster=, shared=, args=}, ...},
+ *                  -- one run = these launches in order, through ctx:launch;
+ *                  -- the entries are read again for every run, so a before
+ *                  -- hook may change their args (rotate input sets)
+ *         run = function() ... return n end,   -- instead of runs: launches with
+ *                  -- ctx:launch and returns how many it made (-1: a library call)
+ *         flops = n,                           -- per run, for TFLOP/s
+ *         baseline = {runs=... | run=..., flops=},  -- optional: timed interleaved
+ *         before = function(target, sample) return check end,  -- target 1|2, sample 1..
+ *         check = function(target, sample) return ok end,
+ *         flush_bytes=, no_flush=, warmup=3, min_samples=10, max_samples=1000,
+ *         budget_s=10, target_ci=0.005, confidence=0.95, method="auto"|"cupti"|"events",
+ *         peak_tflops=,
+ *       }
+ *       result = {method=, fallback=, stop_reason=, wall_s=, warmup=, flush_bytes=,
+ *                 launch_checked=, stream_id=, dropped=, speedup=,
+ *                 clock_source=, clock_before_mhz=, clock_after_mhz=,
+ *                 throttle_before=, throttle_after=,
+ *                 candidate = series, baseline = series,
+ *                 seen = {{kind=, name=, stream=, klab_stream=, count=}, ...},
+ *                 unexpected = {target=, sample=, why=} | nil}
+ *       series = stats fields above + {label=, samples={...}, event_samples={...}|nil,
+ *                 planned=, checks=, check_failures=, first_failed_sample=,
+ *                 tflops=, frac_peak=, event_median=}
+ *       Failures: "EREJECT" when unexpected launches were seen (result
+ *       attached), "ENODRIVER", "EUNSUPPORTED" (method="cupti" refused), a
+ *       launch's own code. An error raised inside run/before/check is
+ *       re-raised once the measurement is cleaned up.
+ *
+ * The launches go through ctx:launch, so on the context's legacy stream
+ * (the klab.gpu binding has no streams yet); timing uses the same stream,
+ * and CUPTI checks that every kernel ran there. Timing opens its own
+ * reference to the device's primary context (the one the Context uses).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lhost.h"
+#include "lgpu.h"
+#include "../host/cuda.h"
+#include "../host/stats.h"
+#include "../host/timing.h"
+
+
+/* ---- samples from Lua ---- */
+
+/* [-0, +1, v] Copies the list of numbers at idx into a new userdata (pushed,
+ * so Lua owns the memory) and returns it; raises on a non-number. */
+static double *check_samples(lua_State *L, int idx, size_t *n)
+{
+    luaL_checktype(L, idx, LUA_TTABLE);
+    lua_Unsigned len = lua_rawlen(L, idx);
+    double *x = lua_newuserdatauv(L, (len ? len : 1) * sizeof *x, 0);
+    for (lua_Unsigned i = 0; i < len; i++) {
+        lua_rawgeti(L, idx, (lua_Integer)i + 1);
+        int isnum;
+        x[i] = lua_tonumberx(L, -1, &isnum);
+        if (!isnum || lua_type(L, -1) != LUA_TNUMBER)
+            luaL_error(L, "samples[%d] must be a number, got %s", (int)(i + 1),
+                       luaL_typename(L, -1));
+        lua_pop(L, 1);
+    }
+    *n = (size_t)len;
+    return x;
+}
+
+static double check_confidence(lua_State *L, int idx)
+{
+    double c = luaL_optnumber(L, idx, 0.95);
+    luaL_argcheck(L, c > 0 && c < 1, idx, "confidence must be in (0, 1)");
+    return c;
+}
+
+static void set_num(lua_State *L, const char *k, double v)
+{
+    lua_pushnumber(L, v);
+    lua_setfield(L, -2, k);
+}
+
+static void set_int(lua_State *L, const char *k, lua_Integer v)
+{
+    lua_pushinteger(L, v);
+    lua_setfield(L, -2, k);
+}
+
+static void set_str(lua_State *L, const char *k, const char *v)
+{
+    lua_pushstring(L, v);
+    lua_setfield(L, -2, k);
+}
+
+static void set_bool(lua_State *L, const char *k, int v)
+{
+    lua_pushboolean(L, v);
+    lua_setfield(L, -2, k);
+}
+
+/* [-0, +0, m] Sets the stats fields into the table on top. */
+static void set_summary(lua_State *L, const stats_summary *s)
+{
+    set_int(L, "n", (lua_Integer)s->n);
+    set_num(L, "median", s->median);
+    set_num(L, "mean", s->mean);
+    set_num(L, "min", s->min);
+    set_num(L, "max", s->max);
+    set_num(L, "p10", s->p10);
+    set_num(L, "p90", s->p90);
+    set_num(L, "stddev", s->stddev);
+    set_num(L, "ci_low", s->ci_low);
+    set_num(L, "ci_high", s->ci_high);
+    set_num(L, "ci_coverage", s->ci_coverage);
+    set_num(L, "rel_halfwidth", s->rel_halfwidth);
+    set_num(L, "confidence", s->confidence);
+}
+
+static int l_stats(lua_State *L)
+{
+    double conf = check_confidence(L, 2);
+    lua_settop(L, 1);
+    size_t n;
+    double *x = check_samples(L, 1, &n);
+    stats_sort(x, n);
+    stats_summary s;
+    stats_summarize_sorted(x, n, conf, &s);
+    lua_createtable(L, 0, 13);
+    set_summary(L, &s);
+    return 1;
+}
+
+static int l_percentile(lua_State *L)
+{
+    double p = luaL_checknumber(L, 2);
+    luaL_argcheck(L, p >= 0 && p <= 100, 2, "percentile must be in [0, 100]");
+    lua_settop(L, 1);
+    size_t n;
+    double *x = check_samples(L, 1, &n);
+    stats_sort(x, n);
+    lua_pushnumber(L, stats_percentile_sorted(x, n, p));
+    return 1;
+}
+
+static int l_ci_rank(lua_State *L)
+{
+    lua_Integer n = luaL_checkinteger(L, 1);
+    luaL_argcheck(L, n >= 0, 1, "n must be >= 0");
+    double conf = check_confidence(L, 2);
+    double cov = 0;
+    size_t l = stats_median_ci_rank((size_t)n, conf, &cov);
+    lua_pushinteger(L, (lua_Integer)l);
+    lua_pushnumber(L, cov);
+    return 2;
+}
+
+static int l_should_stop(lua_State *L)
+{
+    luaL_checktype(L, 2, LUA_TTABLE);
+    double elapsed = luaL_checknumber(L, 3);
+    lua_Integer mins = lh_optintfield(L, 2, "min_samples", 10);
+    lua_Integer maxs = lh_optintfield(L, 2, "max_samples", 1000);
+    luaL_argcheck(L, mins >= 0 && maxs >= 0, 2, "sample counts must be >= 0");
+    stats_stop_rule r = {
+        .min_samples = (size_t)mins,
+        .max_samples = (size_t)maxs,
+        .budget_s = lh_optnumfield(L, 2, "budget_s", 10),
+        .target_rel_hw = lh_optnumfield(L, 2, "target_ci", 0.005),
+        .confidence = lh_optnumfield(L, 2, "confidence", 0.95),
+    };
+    luaL_argcheck(L, r.confidence > 0 && r.confidence < 1, 2, "confidence must be in (0, 1)");
+    lua_settop(L, 3);
+    size_t n;
+    double *x = check_samples(L, 1, &n);
+    stats_sort(x, n);
+    double hw = 0;
+    stats_stop s = stats_should_stop(&r, x, n, elapsed, &hw);
+    lua_pushstring(L, stats_stop_name(s));
+    lua_pushnumber(L, hw);
+    return 2;
+}
+
+static int l_clock(lua_State *L)
+{
+    lua_Integer dev = luaL_optinteger(L, 1, 0);
+    luaL_argcheck(L, dev >= 0 && dev < 1 << 20, 1, "device ordinal must be >= 0");
+    ks_status st;
+    ks_clear(&st);
+    int mhz = -1;
+    unsigned long long reasons = 0;
+    if (timing_sm_clock((int)dev, &mhz, &reasons, &st))
+        return lh_pushfail(L, &st);
+    lua_pushinteger(L, mhz);
+    lua_pushinteger(L, (lua_Integer)reasons);
+    return 2;
+}
+
+/* ---- measure: calling back into Lua ---- */
+
+typedef struct lcall {
+    lua_State *L;
+    int ctx;          /* stack index of the Context */
+    int msgh;         /* stack index of the traceback handler */
+    int target[2];    /* stack indices of the target tables (spec, spec.baseline) */
+    int hooks;        /* stack index of spec (before/check fields) */
+    int err;          /* stack index of the slot holding a raised error, or 0 */
+    int raised;       /* 1 once a Lua callback raised */
+} lcall;
+
+static int msgh(lua_State *L)
+{
+    const char *m = lua_tostring(L, 1);
+    if (!m) {
+        if (luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING)
+            return 1;
+        m = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
+    }
+    luaL_traceback(L, L, m, 1);
+    return 1;
+}
+
+/* Calls the function below nargs arguments on the stack, protected, with
+ * nres results. On a raise, keeps the message (the first one) and returns
+ * -1 with st filled; else 0. */
+static int pcall_kept(lcall *lc, int nargs, int nres, ks_status *st)
+{
+    lua_State *L = lc->L;
+    if (lua_pcall(L, nargs, nres, lc->msgh) == LUA_OK)
+        return 0;
+    if (!lc->raised) {
+        lc->raised = 1;
+        lua_replace(L, lc->err);
+    } else {
+        lua_pop(L, 1);
+    }
+    ks_fail(st, KS_EINVAL, 0, "a Lua callback raised an error");
+    return -1;
+}
+
+static int code_from_name(const char *name)
+{
+    for (int c = 0; c >= -20; c--)
+        if (name && strcmp(ks_code_name(c), name) == 0)
+            return c;
+    return KS_ECUDA;
+}
+
+/* After ctx:launch or a run function returned nil, msg, code: st. */
+static int fail_from_lua(lua_State *L, int base, ks_status *st)
+{
+    const char *msg = lua_tostring(L, base + 1);
+    const char *code = lua_tostring(L, base + 2);
+    return ks_fail(st, code_from_name(code), 0, "%s", msg ? msg : "launch failed");
+}
+
+/* timing_run_fn for a Lua target. */
+static int lua_run(void *user, CUstream stream, int *planned, ks_status *st)
+{
+    (void)stream; /* ctx:launch uses the legacy stream, which is what timing gets */
+    lcall *lc = ((lcall **)user)[0];
+    int t = (int)(intptr_t)((void **)user)[1];
+    lua_State *L = lc->L;
+    int top = lua_gettop(L);
+    int rc = KS_OK;
+    int spec = lc->target[t];
+    if (lua_getfield(L, spec, "run") == LUA_TFUNCTION) {
+        /* run() -> n, or nil, msg, code like any klab failure. */
+        if (pcall_kept(lc, 0, 3, st)) {
+            rc = st->code;
+        } else if (lua_isnil(L, top + 1) && lua_type(L, top + 2) == LUA_TSTRING) {
+            rc = fail_from_lua(L, top, st);
+        } else {
+            int isint;
+            lua_Integer n = lua_tointegerx(L, top + 1, &isint);
+            if (!isint || lua_type(L, top + 1) != LUA_TNUMBER || n < -1 || n > 1000000)
+                rc = ks_fail(st, KS_EINVAL, 0,
+                             "run must return the number of launches it made (or -1), got %s",
+                             luaL_typename(L, top + 1));
+            else
+                *planned = (int)n;
+        }
+        lua_settop(L, top);
+        return rc;
+    }
+    lua_pop(L, 1);
+    lua_getfield(L, spec, "runs");
+    int runs = lua_gettop(L);
+    lua_Integer n = (lua_Integer)lua_rawlen(L, runs);
+    for (lua_Integer i = 1; i <= n && rc == KS_OK; i++) {
+        int base = lua_gettop(L);
+        lua_getfield(L, lc->ctx, "launch");
+        lua_pushvalue(L, lc->ctx);
+        lua_rawgeti(L, runs, i);
+        lua_getfield(L, -1, "func");
+        lua_insert(L, -2);             /* launch, ctx, func, entry */
+        if (pcall_kept(lc, 3, 3, st))
+            rc = st->code;
+        else if (!lua_toboolean(L, base + 1))
+            rc = fail_from_lua(L, base, st);
+        lua_settop(L, base);
+    }
+    *planned = (int)n;
+    lua_settop(L, top);
+    return rc;
+}
+
+static int lua_before(void *hook_user, int target, size_t sample, int *check, ks_status *st)
+{
+    lcall *lc = hook_user;
+    lua_State *L = lc->L;
+    int top = lua_gettop(L);
+    *check = 0;
+    if (lua_getfield(L, lc->hooks, "before") != LUA_TFUNCTION) {
+        lua_settop(L, top);
+        return KS_OK;
+    }
+    lua_pushinteger(L, target + 1);
+    lua_pushinteger(L, (lua_Integer)sample + 1);
+    int rc = pcall_kept(lc, 2, 1, st) ? st->code : KS_OK;
+    if (rc == KS_OK)
+        *check = lua_toboolean(L, -1);
+    lua_settop(L, top);
+    return rc;
+}
+
+static int lua_check(void *hook_user, int target, size_t sample, int *ok, ks_status *st)
+{
+    lcall *lc = hook_user;
+    lua_State *L = lc->L;
+    int top = lua_gettop(L);
+    *ok = 1;
+    if (lua_getfield(L, lc->hooks, "check") != LUA_TFUNCTION) {
+        lua_settop(L, top);
+        return KS_OK;
+    }
+    lua_pushinteger(L, target + 1);
+    lua_pushinteger(L, (lua_Integer)sample + 1);
+    int rc = pcall_kept(lc, 2, 1, st) ? st->code : KS_OK;
+    if (rc == KS_OK)
+        *ok = lua_toboolean(L, -1);
+    lua_settop(L, top);
+    return rc;
+}
+
+/* Raises unless the table at t describes a target (runs list or run fn). */
+static void check_target(lua_State *L, int t, const char *what)
+{
+    int ty = lua_getfield(L, t, "run");
+    lua_pop(L, 1);
+    if (ty == LUA_TFUNCTION)
+        return;
+    if (ty != LUA_TNIL)
+        luaL_error(L, "%s.run must be a function", what);
+    if (lua_getfield(L, t, "runs") != LUA_TTABLE)
+        luaL_error(L, "%s needs runs = {{func=, grid=, block=, args=}, ...} or run = function",
+                   what);
+    lua_Integer n = (lua_Integer)lua_rawlen(L, -1);
+    if (n < 1)
+        luaL_error(L, "%s.runs must list at least one launch", what);
+    for (lua_Integer i = 1; i <= n; i++) {
+        if (lua_rawgeti(L, -1, i) != LUA_TTABLE)
+            luaL_error(L, "%s.runs[%d] must be a table", what, (int)i);
+        if (lua_getfield(L, -1, "func") != LUA_TUSERDATA)
+            luaL_error(L, "%s.runs[%d].func must be a klab.gpu Function", what, (int)i);
+        lua_pop(L, 2);
+    }
+    lua_pop(L, 1);
+}
+
+/* ---- measure: the result ---- */
+
+static void push_series(lua_State *L, const timing_series *s)
+{
+    lua_createtable(L, 0, 24);
+    set_summary(L, &s->stats);
+    set_str(L, "label", s->label);
+    lua_createtable(L, (int)s->n, 0);
+    for (size_t i = 0; i < s->n; i++) {
+        lua_pushnumber(L, s->samples_us[i]);
+        lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+    lua_setfield(L, -2, "samples");
+    if (s->event_us) {
+        lua_createtable(L, (int)s->n, 0);
+        for (size_t i = 0; i < s->n; i++) {
+            lua_pushnumber(L, s->event_us[i]);
+            lua_rawseti(L, -2, (lua_Integer)i + 1);
+        }
+        lua_setfield(L, -2, "event_samples");
+        set_num(L, "event_median", s->event_stats.median);
+    }
+    set_int(L, "planned", s->planned);
+    set_int(L, "checks", (lua_Integer)s->checks);
+    set_int(L, "check_failures", (lua_Integer)s->check_failures);
+    if (s->first_failed_sample >= 0)
+        set_int(L, "first_failed_sample", s->first_failed_sample + 1);
+    set_num(L, "tflops", s->tflops);
+    set_num(L, "frac_peak", s->frac_peak);
+}
+
+static void push_result(lua_State *L, const timing_result *r)
+{
+    lua_createtable(L, 0, 24);
+    set_str(L, "method", timing_method_name(r->method));
+    if (r->fallback[0])
+        set_str(L, "fallback", r->fallback);
+    set_str(L, "stop_reason", r->stop_reason);
+    set_num(L, "wall_s", r->wall_s);
+    set_int(L, "warmup", r->warmup);
+    set_int(L, "flush_bytes", (lua_Integer)r->flush_bytes);
+    set_bool(L, "launch_checked", r->launch_checked);
+    if (r->launch_checked)
+        set_int(L, "stream_id", r->stream_id);
+    set_int(L, "dropped", (lua_Integer)r->dropped);
+    if (r->ntargets == 2)
+        set_num(L, "speedup", r->speedup);
+    set_str(L, "clock_source", r->clock_source);
+    if (r->clock_before_mhz >= 0)
+        set_int(L, "clock_before_mhz", r->clock_before_mhz);
+    if (r->clock_after_mhz >= 0)
+        set_int(L, "clock_after_mhz", r->clock_after_mhz);
+    if (strcmp(r->clock_source, "nvml") == 0) {
+        set_int(L, "throttle_before", (lua_Integer)r->throttle_before);
+        set_int(L, "throttle_after", (lua_Integer)r->throttle_after);
+    }
+    push_series(L, &r->t[0]);
+    lua_setfield(L, -2, "candidate");
+    if (r->ntargets == 2) {
+        push_series(L, &r->t[1]);
+        lua_setfield(L, -2, "baseline");
+    }
+    lua_createtable(L, (int)r->nseen, 0);
+    for (size_t i = 0; i < r->nseen; i++) {
+        const timing_seen *s = &r->seen[i];
+        lua_createtable(L, 0, 5);
+        set_str(L, "kind", cupti_act_kind_name(s->kind));
+        if (s->name[0])
+            set_str(L, "name", s->name);
+        set_int(L, "stream", s->stream_id);
+        set_bool(L, "klab_stream", s->klab_stream);
+        set_int(L, "count", (lua_Integer)s->count);
+        lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+    lua_setfield(L, -2, "seen");
+    if (r->seen_overflow)
+        set_int(L, "seen_overflow", (lua_Integer)r->seen_overflow);
+    if (r->unexpected) {
+        lua_createtable(L, 0, 3);
+        set_int(L, "target", r->unexpected_target + 1);
+        /* Samples count from 1; warm-up runs are negative: -1 is the first. */
+        set_int(L, "sample", r->unexpected_sample >= 0 ? r->unexpected_sample + 1
+                                                       : r->unexpected_sample);
+        set_str(L, "why", r->unexpected_why);
+        lua_setfield(L, -2, "unexpected");
+    }
+}
+
+static size_t opt_count(lua_State *L, int t, const char *k, lua_Integer dflt, lua_Integer max)
+{
+    lua_Integer v = lh_optintfield(L, t, k, dflt);
+    if (v < 0 || v > max)
+        luaL_error(L, "%s must be in 0..%I", k, max);
+    return (size_t)v;
+}
+
+static int l_measure(lua_State *L)
+{
+    /* The measurement holds its own reference to the device's primary
+     * context, so a callback that frees the Context cannot pull it away. */
+    int ordinal = cuda_ctx_ordinal(lgpu_check_ctx(L, 1)->ctx);
+    luaL_checktype(L, 2, LUA_TTABLE);
+    lua_settop(L, 2);
+
+    /* Options (misuse raises before anything reaches the GPU). */
+    timing_opts o;
+    timing_opts_default(&o);
+    o.stream = NULL;
+    lua_Integer fb = lh_optintfield(L, 2, "flush_bytes", 0);
+    if (fb < 0)
+        return luaL_error(L, "flush_bytes must be >= 0");
+    o.flush_bytes = (size_t)fb;
+    o.no_flush = lh_optboolfield(L, 2, "no_flush", 0);
+    o.warmup = (int)opt_count(L, 2, "warmup", 3, 100000);
+    o.min_samples = opt_count(L, 2, "min_samples", 10, 10000000);
+    o.max_samples = opt_count(L, 2, "max_samples", 1000, 10000000);
+    o.budget_s = lh_optnumfield(L, 2, "budget_s", 10);
+    o.target_ci = lh_optnumfield(L, 2, "target_ci", 0.005);
+    o.confidence = lh_optnumfield(L, 2, "confidence", 0.95);
+    o.peak_tflops = lh_optnumfield(L, 2, "peak_tflops", 0);
+    const char *method = lh_optstrfield(L, 2, "method", "auto");
+    o.method = timing_method_parse(method);
+    if (o.method < 0)
+        return luaL_error(L, "method must be \"auto\", \"cupti\" or \"events\", got \"%s\"",
+                          method);
+    if (!(o.confidence > 0 && o.confidence < 1))
+        return luaL_error(L, "confidence must be in (0, 1)");
+    if (o.max_samples < 1 || o.min_samples > o.max_samples)
+        return luaL_error(L, "need 1 <= max_samples and min_samples <= max_samples");
+    check_target(L, 2, "spec");
+    int nt = 1;
+    if (lua_getfield(L, 2, "baseline") == LUA_TTABLE) {
+        check_target(L, 3, "spec.baseline");
+        nt = 2;
+    } else if (!lua_isnil(L, 3)) {
+        return luaL_error(L, "spec.baseline must be a table");
+    }
+    /* stack: 1 ctx, 2 spec, 3 baseline|nil */
+    int ty = lua_getfield(L, 2, "before");
+    if (ty != LUA_TNIL && ty != LUA_TFUNCTION)
+        return luaL_error(L, "spec.before must be a function");
+    ty = lua_getfield(L, 2, "check");
+    if (ty != LUA_TNIL && ty != LUA_TFUNCTION)
+        return luaL_error(L, "spec.check must be a function");
+    int has_hooks = !lua_isnil(L, -1) || !lua_isnil(L, -2);
+    lua_settop(L, 3);
+
+    lua_pushcfunction(L, msgh);    /* 4 */
+    lua_pushnil(L);                /* 5: a raised error, kept */
+    lcall lc = {.L = L, .ctx = 1, .msgh = 4, .target = {2, 3}, .hooks = 2, .err = 5};
+    void *u0[2] = {&lc, (void *)(intptr_t)0};
+    void *u1[2] = {&lc, (void *)(intptr_t)1};
+    timing_target tg[2] = {
+        {"candidate", lua_run, u0, lh_optnumfield(L, 2, "flops", 0)},
+        {"baseline", lua_run, u1, nt == 2 ? lh_optnumfield(L, 3, "flops", 0) : 0},
+    };
+    if (has_hooks) {
+        o.before = lua_before;
+        o.check = lua_check;
+        o.hook_user = &lc;
+    }
+
+    ks_status st;
+    ks_clear(&st);
+    cuda_ctx *c = NULL;
+    if (cuda_ctx_open(ordinal, &c, &st))
+        return lh_pushfail(L, &st);
+    timing_result r;
+    int rc = nt == 2 ? timing_measure2(c, &tg[0], &tg[1], &o, &r, &st)
+                     : timing_measure(c, &tg[0], &o, &r, &st);
+    ks_status ignore;
+    cuda_ctx_close(c, &ignore);
+    if (lc.raised) {
+        timing_result_free(&r);
+        lua_pushvalue(L, lc.err);
+        return lua_error(L);
+    }
+    /* Pushing may raise (memory): r's arrays then leak; they are bounded
+     * by max_samples and this is an out-of-memory path. */
+    if (rc == KS_OK) {
+        push_result(L, &r);
+        timing_result_free(&r);
+        return 1;
+    }
+    lh_pushfail(L, &st);
+    if (!r.unexpected && r.t[0].n == 0) {
+        timing_result_free(&r);
+        return 3;
+    }
+    push_result(L, &r);
+    timing_result_free(&r);
+    return 4;
+}
+
+/* ---- registration ---- */
+
+static const luaL_Reg timing_funcs[] = {
+    {"stats", l_stats},
+    {"percentile", l_percentile},
+    {"ci_rank", l_ci_rank},
+    {"should_stop", l_should_stop},
+    {"clock", l_clock},
+    {"measure", l_measure},
+    {NULL, NULL},
+};
+
+int luaopen_klab_timing(lua_State *L)
+{
+    luaL_newlib(L, timing_funcs);
+    return 1;
+}
