@@ -149,7 +149,10 @@ run: deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)build/klab experiments/quickstart.lua
 
-gpu-check: all
+# Runs where the GPU is, on what `make` built (the GPU machine needs no
+# compiler or Lua): copy the checkout with build/ there and run this.
+gpu-check:
+	$(Q)test -x build/klab || { echo "gpu-check: build/klab is missing; run make first" >&2; exit 1; }
 	$(Q)build/klab tests/gpu/check.lua
 
 clean:

@@ -120,6 +120,12 @@ function Supervisor:pid()
   return self.worker and self.worker:alive() and self.worker:pid() or nil
 end
 
+-- Kills the current worker so that the next job starts a new one: for a
+-- worker whose job finished but left it unfit (a sticky CUDA error).
+function Supervisor:retire()
+  self:_discard()
+end
+
 function Supervisor:close()
   self:_discard()
 end

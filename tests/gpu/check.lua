@@ -1,0 +1,112 @@
+-- tests/gpu/check.lua: the GPU suite, run by `make gpu-check` on a machine
+-- with a GPU. Prints a table last; exits non-zero when any check fails.
+--
+--   klab tests/gpu/check.lua [--quick]     (--quick: skip the unit suites)
+--
+-- It proves: the driver loads and the device is described; PTX compiled for
+-- the device's exact architecture loads, launches and gives the right
+-- answer; a kernel that faults and one that never ends are contained by the
+-- worker layer, which goes on with a fresh worker; and the C and Lua unit
+-- suites pass with their GPU sections enabled.
+
+local supervisor = require "klab.supervisor"
+local sys = require "klab.sys"
+
+local quick = false
+for _, a in ipairs(arg or {}) do if a == "--quick" then quick = true end end
+
+local ROOT = (function()
+  local p = io.popen("pwd")
+  local d = p:read("l")
+  p:close()
+  return d
+end)()
+
+local rows, failed = {}, 0
+local function row(name, ok, detail)
+  rows[#rows + 1] = { name, ok == nil and "skip" or (ok and "pass" or "FAIL"), detail or "" }
+  if ok == false then failed = failed + 1 end
+  io.stderr:write(string.format("[gpu-check] %-34s %s  %s\n", name, rows[#rows][2], detail or ""))
+end
+
+local env = { LUA_PATH = ROOT .. "/tests/gpu/?.lua;;", KLAB_ROOT = ROOT }
+local sup <close> = supervisor.new { env = env, deadline = 120 }
+local function job(fn, args, deadline)
+  return sup:run({ module = "jobs", fn = fn, args = args or {} }, { deadline = deadline })
+end
+
+-- 1. Driver and device.
+local r = job("describe")
+if r.status ~= "finished" then
+  row("driver loads", false, r.error)
+  print("no GPU here: " .. tostring(r.error))
+  os.exit(1)
+end
+local d = r.result
+row("driver loads", true, "driver " .. tostring(d.driver_version))
+row("device described", d.sm_count > 0 and d.l2_bytes > 0,
+  string.format("%s %s, %d SMs, L2 %d MiB, smem opt-in %d KiB, SM clock %d MHz", d.name, d.arch, d.sm_count,
+    d.l2_bytes // (1 << 20), d.smem_per_block_optin // 1024, d.clock_khz // 1000))
+
+-- 2. A kernel compiled for the exact architecture, right answer.
+r = job("vector_add", { n = 1 << 20 })
+row("PTX for " .. d.arch .. " runs right", r.status == "finished" and r.result.wrong == 0,
+  r.status == "finished" and string.format("%d of %d elements wrong, %d registers", r.result.wrong, r.result.n,
+    r.result.registers) or r.error)
+if d.arch == "sm_90a" then
+  r = job("wgmma_tile")
+  row("wgmma tile (sm_90a) runs right", r.status == "finished" and r.result.wrong == 0,
+    r.status == "finished" and (r.result.wrong .. " of 512 wrong") or r.error)
+end
+
+-- 3. A faulting kernel: the error is sticky, the worker is replaced, the next job runs.
+local pid_before = sup:pid()
+r = job("fault")
+local sticky = r.status == "finished" and r.result.sticky
+row("fault reported as sticky", sticky, r.status == "finished" and tostring(r.result.cuda_error) or
+  (r.status .. ": " .. tostring(r.error)))
+sup:retire()
+r = job("vector_add", { n = 4096 })
+row("fresh worker after the fault", r.status == "finished" and r.result.wrong == 0 and sup:pid() ~= pid_before,
+  "worker " .. tostring(pid_before) .. " -> " .. tostring(sup:pid()))
+
+-- 4. A kernel that never ends: killed at the deadline, the next job runs.
+local t0 = sys.now()
+r = job("spin", {}, 3)
+local late = sys.now() - t0 - 3
+row("hung kernel killed at deadline", r.status == "timeout" and late < 1.0,
+  string.format("%s, %.2f s past the 3 s deadline", r.status, late))
+t0 = sys.now()
+r = job("vector_add", { n = 4096 })
+row("fresh worker after the hang", r.status == "finished" and r.result.wrong == 0,
+  string.format("%s in %.2f s", r.status, sys.now() - t0))
+
+-- 5. The unit suites with their GPU sections.
+local function suite(name, cmd)
+  local p = io.popen(cmd .. " 2>&1")
+  local out = p:read("a")
+  local _, _, code = p:close()
+  local pass, fail, skip = out:match("(%d+) passed, (%d+) failed, (%d+) skipped")
+  if not pass then pass, fail = out:match("(%d+) passed, (%d+) failed") end
+  local ok = code == 0 and pass ~= nil and tonumber(fail) == 0
+  if not ok then io.stderr:write(out:sub(-3000), "\n") end
+  row(name, ok, pass and string.format("%s passed, %s failed, %s skipped", pass, fail, skip or 0) or
+    ("no summary, exit " .. tostring(code)))
+end
+if not quick then
+  local p = io.popen("ls build/tests/test_* 2>/dev/null")
+  for t in p:lines() do
+    if not t:match("%.d$") then suite(t:match("([^/]+)$"), t) end
+  end
+  p:close()
+  suite("lua tests", "build/klab tests/lua/run.lua")
+end
+
+-- The table, last.
+print()
+print(string.format("%-34s %-5s %s", "check", "", "detail"))
+print(string.rep("-", 100))
+for _, rw in ipairs(rows) do print(string.format("%-34s %-5s %s", rw[1], rw[2], rw[3])) end
+print(string.rep("-", 100))
+print(string.format("%d checks, %d failed", #rows, failed))
+os.exit(failed == 0 and 0 or 1)

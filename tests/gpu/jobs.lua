@@ -1,0 +1,112 @@
+-- Jobs that the GPU check runs in worker processes (klab --worker).
+local gpu = require "klab.gpu"
+local jit = require "klab.jit"
+
+local M = {}
+
+local function root() return os.getenv("KLAB_ROOT") or "." end
+
+local function must(v, msg, code) if v == nil then error(tostring(msg) .. " (" .. tostring(code) .. ")", 2) end return v end
+
+local function context()
+  local ok, why = gpu.available()
+  if not ok then error("no GPU: " .. tostring(why)) end
+  return must(gpu.context(0))
+end
+
+local function load(ctx, file, arch)
+  local res = must(jit.compile_file(root() .. "/tasks/samples/" .. file, { arch = arch }))
+  local mod = must(ctx:load(res.cubin))
+  return mod, res
+end
+
+function M.describe()
+  local p = must(gpu.device(0))
+  p.driver_version = gpu.driver_version()
+  p.uuid = nil
+  return p
+end
+
+-- c = a + b over n floats, compiled for the device's exact architecture.
+function M.vector_add(args)
+  local n = args and args.n or (1 << 20)
+  local ctx <close> = context()
+  local arch = gpu.device(0).arch
+  local mod, res = load(ctx, "vector_add.ptx", arch)
+  local fn = must(mod:func("vector_add"))
+  local a, b = {}, {}
+  for i = 1, n do a[i] = (i % 1000) * 0.5; b[i] = (i % 7) - 3.0 end
+  -- string.pack takes a bounded number of arguments: pack in chunks.
+  local function upload(buf, vals)
+    local parts = {}
+    for i = 1, n, 4096 do
+      parts[#parts + 1] = string.pack("<" .. ("f"):rep(math.min(4096, n - i + 1)), table.unpack(vals, i, math.min(n, i + 4095)))
+    end
+    buf:upload(table.concat(parts))
+  end
+  local A = must(ctx:alloc(4 * n)); upload(A, a)
+  local B = must(ctx:alloc(4 * n)); upload(B, b)
+  local C = must(ctx:alloc(4 * n)); C:fill(0xff)
+  must(ctx:launch(fn, { grid = { (n + 255) // 256 }, block = { 256 }, args = { A, B, C, { "u32", n } } }))
+  must(ctx:sync())
+  local out = C:download()
+  local bad = 0
+  for i = 1, n do
+    local v = string.unpack("<f", out, 4 * (i - 1) + 1)
+    if v ~= a[i] + b[i] then bad = bad + 1 end
+  end
+  return { arch = arch, n = n, wrong = bad, registers = res.kernels[1].registers }
+end
+
+-- One 64x8x16 bf16 wgmma tile against a host reference (small integers:
+-- exact in bf16 and fp32).
+function M.wgmma_tile()
+  local ctx <close> = context()
+  local mod = load(ctx, "wgmma_tile.ptx", "sm_90a")
+  local fn = must(mod:func("wgmma_tile"))
+  local function bf16(x) return string.pack("<f", x):sub(3, 4) end
+  local A, B = {}, {}
+  local pa, pb = {}, {}
+  for m = 0, 63 do for k = 0, 15 do
+    local v = ((m * 3 + k * 5) % 7) - 3; A[m * 16 + k] = v; pa[#pa + 1] = bf16(v)
+  end end
+  for nn = 0, 7 do for k = 0, 15 do
+    local v = ((nn * 2 + k) % 5) - 2; B[nn * 16 + k] = v; pb[#pb + 1] = bf16(v)
+  end end
+  local dA = must(ctx:alloc(64 * 16 * 2)); dA:upload(table.concat(pa))
+  local dB = must(ctx:alloc(8 * 16 * 2)); dB:upload(table.concat(pb))
+  local dD = must(ctx:alloc(64 * 8 * 4)); dD:fill(0xff)
+  must(ctx:launch(fn, { grid = { 1 }, block = { 128 }, args = { dA, dB, dD } }))
+  must(ctx:sync())
+  local out, wrong = dD:download(), 0
+  for m = 0, 63 do for nn = 0, 7 do
+    local want = 0
+    for k = 0, 15 do want = want + A[m * 16 + k] * B[nn * 16 + k] end
+    if string.unpack("<f", out, 4 * (m * 8 + nn) + 1) ~= want then wrong = wrong + 1 end
+  end end
+  return { wrong = wrong }
+end
+
+-- A kernel that stores to an unmapped address: the error comes back and is
+-- sticky; the worker that ran it must be replaced.
+function M.fault()
+  local ctx = context()
+  local mod = load(ctx, "fault.ptx", gpu.device(0).arch)
+  local fn = must(mod:func("fault"))
+  must(ctx:launch(fn, { grid = { 1 }, block = { 32 }, args = { { "u64", 16 } } }))
+  local ok, msg, code, detail = ctx:sync()
+  return { ok = ok or false, msg = msg, code = code, sticky = detail and detail.sticky or false,
+    cuda_error = detail and detail.cuda_error }
+end
+
+-- A kernel that never ends: only the supervisor's deadline stops it.
+function M.spin()
+  local ctx = context()
+  local mod = load(ctx, "spin.ptx", gpu.device(0).arch)
+  local fn = must(mod:func("spin"))
+  must(ctx:launch(fn, { grid = { 1 }, block = { 32 }, args = {} }))
+  ctx:sync()
+  return { returned = true }
+end
+
+return M
