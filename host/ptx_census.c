@@ -197,6 +197,14 @@ void ptx_census_count(const char *text, size_t len, ptx_census *out)
         while (j < len && !isspace((unsigned char)s[j]) && s[j] != ';' && s[j] != '{' &&
                s[j] != '}' && s[j] != ',')
             j++;
+        if (s[i] == '.' && ((j - i == 4 && memcmp(s + i, ".loc", 4) == 0) ||
+                            (j - i == 5 && memcmp(s + i, ".file", 5) == 0))) {
+            /* Debug directives (-lineinfo) end at the newline, not at ';'. */
+            while (j < len && s[j] != '\n')
+                j++;
+            i = j;
+            continue;
+        }
         if (s[i] == '.') {
             /* A directive ends at ';', or at the '{' that opens a body
              * unless it has an initialiser ("= {1, 2}"). */

@@ -365,14 +365,24 @@ static int migrate(store *db, ks_status *st)
 }
 
 /* Sets the journal mode to WAL and checks that it took (":memory:" reports
- * "memory", which is fine: nothing else can open it). */
-static int set_wal(store *db, ks_status *st)
+ * "memory", which is fine: nothing else can open it). Switching a new file
+ * to WAL needs an exclusive lock and SQLite does not run the busy handler
+ * for it, so two processes opening one new store at once retry here, for
+ * up to busy_ms. */
+static int set_wal(store *db, int busy_ms, ks_status *st)
 {
     sqlite3_stmt *s;
     int rc = prep(db, "PRAGMA journal_mode = WAL", &s, st);
     if (rc)
         return rc;
-    int srs = sqlite3_step(s);
+    int srs;
+    for (int waited = 0;; waited += 5) {
+        srs = sqlite3_step(s);
+        if ((srs != SQLITE_BUSY && srs != SQLITE_LOCKED) || waited >= busy_ms)
+            break;
+        sqlite3_reset(s);
+        sqlite3_sleep(5);
+    }
     if (srs != SQLITE_ROW) {
         rc = sql_fail(db->h, srs, st, "setting WAL mode", NULL);
         sqlite3_finalize(s);
@@ -413,7 +423,7 @@ int store_open(store **out, const char *path, const store_options *opt, ks_statu
 
     int r = run(db, "PRAGMA foreign_keys = ON", st);
     if (r == KS_OK && !readonly)
-        r = set_wal(db, st);
+        r = set_wal(db, busy, st);
     if (r == KS_OK && !readonly)
         r = run(db, "PRAGMA synchronous = NORMAL", st);
     if (r == KS_OK && !readonly)

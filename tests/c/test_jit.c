@@ -263,6 +263,22 @@ static void test_census(void)
     CHECKF(c.instructions == 29, "instructions %ld", c.instructions);
     CHECK(ptx_family_name(PTX_NFAMILIES) == NULL);
 
+    /* -lineinfo PTX: .loc and .file end at the newline, so the instruction
+     * after each still counts. */
+    const char *lined =
+        "\t.file\t1 \"k.cu\"\n"
+        "\t.loc\t1 10 3\n"
+        "\tsetmaxnreg.inc.sync.aligned.u32 232;\n"
+        "\t.loc\t1 11 3\n"
+        "\tcp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%r1], [%rd1, {%r2, %r3}], [%r4];\n"
+        "\t.loc\t1 12 3\n"
+        "\tmma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%f1,%f2,%f3,%f4}, {%r5,%r6,%r7,%r8}, {%r9,%r10}, {%f1,%f2,%f3,%f4};\n";
+    ptx_census_count(lined, strlen(lined), &c);
+    CHECKF(c.instructions == 3, "lineinfo instructions %ld", c.instructions);
+    CHECK(c.count[PTX_SETMAXNREG] == 1);
+    CHECK(c.count[PTX_CP_ASYNC_BULK_TENSOR] == 1);
+    CHECK(c.count[PTX_MMA_SYNC] == 1);
+
     /* A truncated statement does not count; an empty text has none. */
     ptx_census_count("wgmma.fence.sync.aligned", 24, &c);
     CHECK(c.instructions == 0);
