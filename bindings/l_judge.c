@@ -14,7 +14,9 @@
  *
  * Device addresses are a klab.gpu.Buffer (its start) or an integer address
  * (a place inside a buffer, e.g. past a guard region). Methods (j = Judge):
- *   j:fill(ptr, n, dtype, dist, seed [, a, b, scale])   dist: normal|uniform|spiky|int|const
+ *   j:fill(ptr, n, dtype, dist, seed [, a, b, scale])   dist: normal (a mean, b std),
+ *         uniform (a low, b high), spiky (a spike probability, b spike std),
+ *         int (a..b), const (a)
  *   j:pattern(ptr, bytes, pattern32)
  *   j:pattern_check(ptr, bytes, pattern32) -> bad_bytes, first_offset|nil
  *   j:checksum(ptr, bytes)                 -> integer (64-bit)
@@ -245,8 +247,8 @@ static int j_fill(lua_State *L)
     static const char *const dists[] = {"normal", "uniform", "spiky", "int", "const", NULL};
     int dist = luaL_checkoption(L, 5, NULL, dists);
     uint64_t seed = (uint64_t)luaL_checkinteger(L, 6);
-    double a = luaL_optnumber(L, 7, dist == KD_NORMAL ? 0.0 : dist == KD_UNIFORM ? -1.0 : 0.0);
-    double b = luaL_optnumber(L, 8, 1.0);
+    double a = luaL_optnumber(L, 7, dist == KD_UNIFORM ? -1.0 : dist == KD_SPIKY ? 0.001 : 0.0);
+    double b = luaL_optnumber(L, 8, dist == KD_SPIKY ? 10.0 : 1.0);
     double scale = luaL_optnumber(L, 9, 1.0);
     ks_status st;
     ks_clear(&st);

@@ -72,7 +72,8 @@ __device__ __forceinline__ void store_elem(void *p, u64 i, int dt, double v)
 }
 
 // Fills n elements: dist picks the law, a and b its parameters (mean/std,
-// low/high, or the integer range), scale the KernelBench-Verified transform
+// low/high, the integer range, or spike probability/spike std), scale the
+// KernelBench-Verified transform
 // (x3, x0.01, x-1) applied after sampling. Zeros stay zeros under scaling.
 extern "C" __global__ void k_fill(void *p, u64 n, int dt, int dist, u64 seed, double a, double b,
                                   double scale)
@@ -83,11 +84,12 @@ extern "C" __global__ void k_fill(void *p, u64 n, int dt, int dist, u64 seed, do
         case DIST_NORMAL: v = a + b * normal(seed, i, 0); break;
         case DIST_UNIFORM: v = a + (b - a) * unit(mix64(seed ^ mix64(i * 4 + 1))); break;
         case DIST_SPIKY: {
-            // N(0,1) + N(0,100) * Bernoulli(0.001): rare large outliers that
-            // break kernels whose softmax or accumulation is not robust.
+            // N(0,1) + N(0, b^2) * Bernoulli(a): rare large outliers that break
+            // kernels whose softmax or accumulation is not robust (PTXBench's
+            // mix is a = 0.001, b = 10).
             v = normal(seed, i, 0);
-            if (unit(mix64(seed ^ mix64(i * 4 + 2))) <= 0.001)
-                v += 100.0 * normal(seed, i, 3);
+            if (unit(mix64(seed ^ mix64(i * 4 + 2))) <= a)
+                v += b * normal(seed, i, 3);
             break;
         }
         case DIST_INT: {

@@ -40,9 +40,9 @@ local function lang_of(name)
   return nil
 end
 
+-- The same hash the store keys candidates by (store_candidate_hash).
 function M.hash(c)
-  local jit = require("klab.jit")
-  return jit.sha256(table.concat({ "klab-candidate-v1", c.lang, #c.code, c.code, c.plan or "" }, "\0"))
+  return require("klab.store").hash("klab.candidate.1", c.lang, c.code, c.plan)
 end
 
 function M.new(c)

@@ -81,7 +81,42 @@ r = job("vector_add", { n = 4096 })
 row("fresh worker after the hang", r.status == "finished" and r.result.wrong == 0,
   string.format("%s in %.2f s", r.status, sys.now() - t0))
 
--- 5. The unit suites with their GPU sections.
+-- 5. The GEMM samples and known-bad kernels, each with the verdict it must get.
+local eval_rows = {}
+do
+  local eval = require "klab.eval"
+  local es <close> = eval.session { deadline = 60 }
+  local function judge(task, cand, want, opts)
+    local t0 = sys.now()
+    local r, err = es:evaluate(task, cand, opts or { timing_opts = { budget_s = 3 } })
+    local got = r and r.verdict or ("error: " .. tostring(err))
+    local tm = r and r.stages.timing
+    local perf = ""
+    if tm and tm.candidate and tm.candidate.median then
+      perf = string.format("%.1f us, %.0f TFLOP/s", tm.candidate.median, tm.candidate.tflops or 0)
+      if tm.speedup then perf = perf .. string.format(", %.2fx cuBLASLt", tm.speedup) end
+    end
+    eval_rows[#eval_rows + 1] = { cand:match("([^/]+)$"), task, want, got, perf,
+      r and (r.reason or ""):sub(1, 90) or "" }
+    row(cand:match("([^/]+/[^/]+)$") .. " on " .. task, got == want,
+      string.format("want %s, got %s (%.1f s) %s", want, got, sys.now() - t0, perf))
+    if got ~= want and r then io.stderr:write("  reason: ", tostring(r.reason), "\n") end
+  end
+  judge("gemm_bf16/123x457x789", "tasks/gemm/samples/naive", "passed")
+  judge("gemm_bf16/1000x1000x1000", "tasks/gemm/samples/naive", "passed")
+  judge("gemm_bf16/4097x4095x4099", "tasks/gemm/samples/mma_sync", "passed")
+  judge("gemm_bf16/8192x7168x5120", "tasks/gemm/samples/mma_sync", "passed")
+  judge("gemm_bf16/4096x4096x4096", "tasks/gemm/samples/wgmma_tma", "passed")
+  judge("gemm_bf16/8192x7168x5120", "tasks/gemm/samples/wgmma_tma", "passed",
+    { timing_opts = { budget_s = 6 } })
+  local expected = dofile("tasks/gemm/bad/expected.lua")
+  for _, e in ipairs(expected) do
+    judge("gemm_bf16/4096x4096x4096", "tasks/gemm/bad/" .. e.name, e.verdict,
+      { timing_opts = { budget_s = 2 }, deadline = 20 })
+  end
+end
+
+-- 6. The unit suites with their GPU sections.
 local function suite(name, cmd)
   local p = io.popen(cmd .. " 2>&1")
   local out = p:read("a")
@@ -104,6 +139,13 @@ end
 
 -- The table, last.
 print()
+if #eval_rows > 0 then
+  print(string.format("%-18s %-26s %-18s %-18s %-40s", "candidate", "task", "expected", "actual", "time"))
+  for _, e in ipairs(eval_rows) do
+    print(string.format("%-18s %-26s %-18s %-18s %-40s", e[1], e[2], e[3], e[4], e[5]))
+  end
+  print()
+end
 print(string.format("%-34s %-5s %s", "check", "", "detail"))
 print(string.rep("-", 100))
 for _, rw in ipairs(rows) do print(string.format("%-34s %-5s %s", rw[1], rw[2], rw[3])) end

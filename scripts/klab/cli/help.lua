@@ -18,7 +18,7 @@ local function commands()
 end
 
 function M.main()
-  io.write(([[
+  io.write(([==[
 klab: a judge for GPU kernels written by language models, scripted in Lua 5.4.
 
 usage: klab [options] [script [args...]]
@@ -46,7 +46,7 @@ Environment:
                  copy embedded in the binary (for development)
   KLAB_CACHE_DIR compile cache (default: $XDG_CACHE_HOME/klab/jit or ~/.cache/klab/jit)
   LUA_PATH, LUA_CPATH  as for lua
-]]):format(commands()))
+]==]):format(commands()))
   return 0
 end
 

@@ -1,0 +1,143 @@
+-- klab eval: evaluate one candidate on one task.
+--
+--   klab eval TASK CANDIDATE [--arch sm_90a] [--json] [--db FILE] [options]
+local M = {}
+
+M.summary = "evaluate a candidate kernel on a task: verdict, errors, timing against the library"
+
+local USAGE = [[
+usage: klab eval TASK CANDIDATE [options]
+
+TASK is a task name as `klab tasks` lists it (gemm_bf16/8192x7168x5120), or a
+task file with a single variant. CANDIDATE is a folder holding the device
+code (kernel.cu or kernel.ptx) and optionally plan.lua, or a .cu/.ptx file
+(the task's default plan is used).
+
+The build and the plan check run here; the GPU stages (correctness trials,
+timing against the library baseline) run in a worker process. Without a GPU
+the verdict is "unknown" and says why, after the build and the plan passed.
+
+Options:
+  --arch sm_XY      compile target (default: sm_90a)
+  --db FILE         record the result in this SQLite store (created if new);
+                    a finished evaluation is answered from it
+  --force           evaluate again even when the store has the answer
+  --no-timing       stop after correctness
+  --budget S        timing budget in seconds (default 10)
+  --deadline S      kill the worker after S seconds (default 180)
+  --json            print the result as one JSON object
+  -h, --help        print this help
+
+Exit status: 0 when the verdict is "passed", 1 for any other verdict or an
+error, 2 for a bad command line.
+]]
+
+local function fail(msg, code)
+  io.stderr:write("klab eval: ", msg, "\n")
+  return code or 1
+end
+
+local function parse(args)
+  local o = { positional = {} }
+  local i = 1
+  local function value(flag)
+    i = i + 1
+    local v = args[i]
+    if v == nil or v:sub(1, 2) == "--" then return nil, "option " .. flag .. " needs a value" end
+    return v
+  end
+  while i <= #args do
+    local a = args[i]
+    if a == "-h" or a == "--help" then
+      o.help = true
+    elseif a == "--json" then
+      o.json = true
+    elseif a == "--no-timing" then
+      o.no_timing = true
+    elseif a == "--force" then
+      o.force = true
+    elseif a == "--arch" or a == "--db" or a == "--budget" or a == "--deadline" then
+      local v, err = value(a)
+      if not v then return nil, err end
+      o[a:sub(3)] = v
+    elseif a:sub(1, 1) == "-" and a ~= "-" then
+      return nil, "unknown option " .. a
+    else
+      o.positional[#o.positional + 1] = a
+    end
+    i = i + 1
+  end
+  for _, k in ipairs { "budget", "deadline" } do
+    if o[k] then
+      local n = tonumber(o[k])
+      if not n or n <= 0 then return nil, "--" .. k .. " needs a positive number of seconds" end
+      o[k] = n
+    end
+  end
+  return o
+end
+
+local function fmt_us(v) return v and string.format("%.2f us", v) or "-" end
+
+local function human(r)
+  local out = {}
+  local function say(...) out[#out + 1] = string.format(...) end
+  say("task       %s", r.task)
+  say("candidate  %s  (%s)", r.name or "?", (r.candidate or ""):sub(1, 16))
+  say("arch       %s%s", r.arch, r.device and ("  on " .. r.device.name) or "")
+  local b = r.stages.build
+  if b and b.ok then
+    for _, k in ipairs(b.kernels or {}) do
+      say("kernel     %s: %d registers, %d B spills, %d B static smem, %d B stack", k.name, k.registers,
+        k.spill_stores + k.spill_loads, k.shared_static, k.local_bytes)
+    end
+  end
+  local c = r.stages.correctness
+  if c and c.trials then say("trials     %d passed", #c.trials) end
+  local t = r.stages.timing
+  if t and t.candidate then
+    say("time       median %s (p10 %s, p90 %s, %d samples, %s)", fmt_us(t.candidate.median), fmt_us(t.candidate.p10),
+      fmt_us(t.candidate.p90), t.candidate.n or 0, t.method or "?")
+    if t.candidate.tflops then say("           %.1f TFLOP/s", t.candidate.tflops) end
+    if t.baseline then
+      say("baseline   cuBLASLt median %s; speedup %.3fx", fmt_us(t.baseline.median), t.speedup or 0)
+    end
+    if t.speedup_tf32 then say("           speedup over cuBLASLt TF32: %.3fx", t.speedup_tf32) end
+  end
+  say("verdict    %s: %s", r.verdict, r.reason or "")
+  if r.cached then say("(answered from the store)") end
+  return table.concat(out, "\n")
+end
+
+function M.main(args)
+  local o, err = parse(args)
+  if not o then
+    io.stderr:write("klab eval: ", err, "\n", USAGE)
+    return 2
+  end
+  if o.help then
+    io.write(USAGE)
+    return 0
+  end
+  if #o.positional ~= 2 then
+    io.stderr:write("klab eval: expected TASK and CANDIDATE\n", USAGE)
+    return 2
+  end
+  local eval = require "klab.eval"
+  local ok, s = pcall(eval.session, { db = o.db, deadline = o.deadline })
+  if not ok then return fail(tostring(s)) end
+  local r, rerr = s:evaluate(o.positional[1], o.positional[2], {
+    arch = o.arch, timing = not o.no_timing, force = o.force, timing_opts = { budget_s = o.budget },
+    deadline = o.deadline,
+  })
+  s:close()
+  if not r then return fail(rerr) end
+  if o.json then
+    print(require("cjson").encode(r))
+  else
+    print(human(r))
+  end
+  return r.verdict == "passed" and 0 or 1
+end
+
+return M

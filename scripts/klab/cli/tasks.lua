@@ -1,0 +1,170 @@
+-- klab tasks: list the tasks (every variant of every task file).
+--
+--   klab tasks [--json] [--family F] [--root DIR] [--tag T]
+--
+-- Exit status: 0 listed (and every task file loaded); 1 some task file
+-- failed to load (its error is printed, the others are listed); 2 bad
+-- command line.
+local M = {}
+
+M.summary = "list tasks: name, family, shape, dtypes, FLOPs, targets"
+
+local USAGE = [[
+usage: klab tasks [--json] [--family F] [--tag T] [--root DIR]
+
+Lists every task defined under the tasks directory: one line per variant
+with its name, family, dimensions, buffer dtypes (inputs -> outputs),
+GFLOP per run and target instruction families per architecture.
+
+Options:
+  --json        print a JSON array, one object per task
+  --family F    only tasks of family F
+  --tag T       only tasks carrying tag T (e.g. ptxbench, odd, small)
+  --root DIR    task directory (default: $KLAB_TASKS, else ./tasks, else
+                the repository's tasks/)
+  -h, --help    print this help
+
+Exit status: 0 listed; 1 a task file failed to load (reported on stderr,
+the rest still listed); 2 bad command line.
+]]
+
+local function parse(args)
+  local o = {}
+  local i = 1
+  while i <= #args do
+    local a = args[i]
+    local flag, inline = a:match("^(%-%-[%w-]+)=(.*)$")
+    flag = flag or a
+    if flag == "-h" or flag == "--help" then
+      o.help = true
+    elseif flag == "--json" then
+      o.json = true
+    elseif flag == "--family" or flag == "--root" or flag == "--tag" then
+      local v = inline
+      if not v then
+        i = i + 1
+        v = args[i]
+      end
+      if v == nil or v == "" then return nil, "option " .. flag .. " needs a value" end
+      o[flag:sub(3)] = v
+    else
+      return nil, "unknown argument '" .. a .. "'"
+    end
+    i = i + 1
+  end
+  return o
+end
+
+local function has_tag(t, tag)
+  for _, x in ipairs(t.tags) do
+    if x == tag then return true end
+  end
+  return false
+end
+
+local function dtypes(t)
+  local ins, outs = {}, {}
+  local seen_in, seen_out = {}, {}
+  for _, name in ipairs(t.buffer_order) do
+    local b = t.buffers[name]
+    if b.role == "input" and not seen_in[b.dtype] then
+      seen_in[b.dtype] = true
+      ins[#ins + 1] = b.dtype
+    elseif b.role == "output" and not seen_out[b.dtype] then
+      seen_out[b.dtype] = true
+      outs[#outs + 1] = b.dtype
+    end
+  end
+  return table.concat(ins, ","), table.concat(outs, ",")
+end
+
+local function shape_text(t)
+  local parts = {}
+  for _, d in ipairs(t.dim_order) do parts[#parts + 1] = d .. "=" .. t.dims[d] end
+  return table.concat(parts, " ")
+end
+
+local function targets_text(t)
+  local archs = {}
+  for arch in pairs(t.targets) do archs[#archs + 1] = arch end
+  table.sort(archs)
+  local parts = {}
+  for _, arch in ipairs(archs) do
+    local fams = {}
+    for _, f in ipairs(t.targets[arch]) do fams[#fams + 1] = f end
+    parts[#parts + 1] = arch .. ":" .. table.concat(fams, "+")
+  end
+  return table.concat(parts, " ")
+end
+
+local function record(t)
+  local task = require("klab.task")
+  local ins, outs = dtypes(t)
+  local dims = task.plain(t.dims)
+  local buffers = {}
+  for _, name in ipairs(t.buffer_order) do
+    local b = t.buffers[name]
+    buffers[#buffers + 1] = { name = name, role = b.role, dtype = b.dtype, shape = task.plain(b.shape), bytes = b.bytes }
+  end
+  return {
+    name = t.name, base = t.base, variant = t.variant, family = t.family, file = t.file,
+    dims = dims, dim_order = task.plain(t.dim_order), inputs = ins, outputs = outs,
+    buffers = buffers, flops = t.flops, bytes = t.bytes, targets = task.plain(t.targets),
+    tags = task.plain(t.tags), baseline = task.plain(t.baseline), tolerance = task.plain(t.tolerance),
+  }
+end
+
+function M.main(args)
+  local o, err = parse(args or {})
+  if not o then
+    io.stderr:write("klab tasks: ", err, "\n", USAGE)
+    return 2
+  end
+  if o.help then
+    io.write(USAGE)
+    return 0
+  end
+  local task = require("klab.task")
+  local root = o.root or task.default_root()
+  if not task.is_dir(root) then
+    io.stderr:write("klab tasks: no task directory at ", root, " (use --root DIR or set KLAB_TASKS)\n")
+    return 1
+  end
+  local all, errs = task.list(root)
+  local shown = {}
+  for _, t in ipairs(all) do
+    if (not o.family or t.family == o.family) and (not o.tag or has_tag(t, o.tag)) then
+      shown[#shown + 1] = t
+    end
+  end
+  if o.json then
+    local cjson = require("cjson")
+    local recs = {}
+    for i, t in ipairs(shown) do recs[i] = record(t) end
+    local text = #recs == 0 and "[]" or cjson.encode(recs)
+    io.write(text, "\n")
+  else
+    local rows = { { "NAME", "FAMILY", "SHAPE", "DTYPES", "GFLOP", "TARGETS" } }
+    for _, t in ipairs(shown) do
+      local ins, outs = dtypes(t)
+      rows[#rows + 1] = { t.name, t.family, shape_text(t), ins .. "->" .. outs, ("%.3f"):format(t.flops / 1e9),
+                          targets_text(t) }
+    end
+    local widths = {}
+    for _, r in ipairs(rows) do
+      for c, cell in ipairs(r) do widths[c] = math.max(widths[c] or 0, #cell) end
+    end
+    for _, r in ipairs(rows) do
+      local cells = {}
+      for c, cell in ipairs(r) do
+        cells[c] = c == #r and cell or (cell .. string.rep(" ", widths[c] - #cell))
+      end
+      io.write(table.concat(cells, "  "), "\n")
+    end
+    io.write(("%d task%s\n"):format(#shown, #shown == 1 and "" or "s"))
+  end
+  for _, e in ipairs(errs) do io.stderr:write("klab tasks: ", e, "\n") end
+  return #errs == 0 and 0 or 1
+end
+
+return M

@@ -1,0 +1,293 @@
+-- klab.eval: evaluate a candidate on a task, the supervisor's side.
+--
+--   local eval = require "klab.eval"
+--   local s <close> = eval.session{db = "results.db", deadline = 120}
+--   local r = s:evaluate(task, candidate, {arch = "sm_90a", timing = true})
+--   eval.evaluate(task, candidate, opts)     -- a one-off session
+--
+-- task is a name ("gemm_bf16/8192x7168x5120") or a descriptor from
+-- klab.task; candidate a path (folder or file) or a table from
+-- klab.candidate. Compiling and the plan sandbox run here, on the CPU; the
+-- GPU stages run in a worker process (klab.evaljob) that this session keeps
+-- alive across evaluations and replaces when it hangs, crashes or is left
+-- unfit by a sticky CUDA error. The supervisor never calls CUDA.
+--
+-- The result: {task=, candidate=<hash>, name=, arch=, verdict=, reason=,
+-- stages={build=, plan=, load=, correctness=, timing=}, device=, cached=}.
+-- With a store (opts.db or session db), every result is recorded under an
+-- idempotency key, and an evaluation already finished is returned from the
+-- store instead of being run again.
+
+local jit = require "klab.jit"
+local candidate_mod = require "klab.candidate"
+local supervisor = require "klab.supervisor"
+local task_mod = require "klab.task"
+local plan_mod = require "klab.plan"
+local verdicts = require "klab.verdict"
+local cjson = require "cjson"
+
+local M = {}
+
+local Session = {}
+Session.__index = Session
+
+function M.session(opts)
+  opts = opts or {}
+  local s = setmetatable({ opts = opts, deadline = opts.deadline or 180 }, Session)
+  s.sup = supervisor.new { deadline = s.deadline, env = opts.env }
+  if opts.db then
+    if type(opts.db) == "string" then
+      s.db = assert(require("klab.store").open(opts.db))
+      s.own_db = true
+    else
+      s.db = opts.db
+    end
+  end
+  return s
+end
+
+function Session:close()
+  if self.sup then self.sup:close() end
+  if self.own_db and self.db then self.db:close() end
+  self.sup, self.db = nil, nil
+end
+Session.__close = Session.close
+Session.__gc = Session.close
+
+local function first_error_line(log)
+  for line in (log or ""):gmatch("[^\n]+") do
+    if line:find("error") then return line end
+  end
+  return (log or ""):match("[^\n]+")
+end
+
+-- A task input law in the worker's terms: {dist=, a=, b=}.
+local function law(init)
+  if not init then return nil end
+  local d = init.dist
+  if d == "normal" then return { dist = d, a = init.mean or 0, b = init.std or 1 } end
+  if d == "uniform" or d == "int" then return { dist = d, a = init.lo, b = init.hi } end
+  if d == "spiky" then return { dist = d, a = init.p or 0.001, b = init.spike_std or 10 } end
+  if d == "const" then return { dist = d, a = init.value or 0 } end
+  return { dist = d }
+end
+
+-- Per-tensor fp8 scales: fixed powers of two, different for A and B, so a
+-- kernel that ignores either scale is wrong by a factor of 2 or 4 while the
+-- values stay exact. (The task's "amax" mode names how a framework would
+-- choose them; the inputs here are drawn directly in e4m3's range.)
+local FP8_SCALES = { A = 0.5, B = 0.25 }
+
+-- The plain description of a task that the worker needs (no functions).
+local function job_task(t)
+  local spec = { name = t.name, family = t.family, dims = {}, buffers = {}, tolerance = {}, flops = t.flops }
+  for k, v in pairs(t.dims) do spec.dims[k] = v end
+  local scale_of = {}
+  for operand, sc in pairs(t.scales or {}) do scale_of[sc.buffer] = FP8_SCALES[operand] or 1.0 end
+  for _, name in ipairs(t.buffer_order) do
+    local b = t.buffers[name]
+    local e = { name = name, role = b.role, dtype = b.dtype, count = b.numel, bytes = b.bytes, init = law(t.inputs[name]) }
+    if #b.shape == 2 then e.rows, e.cols = b.shape[1], b.shape[2] end
+    if scale_of[name] then e.init = { dist = "const", a = scale_of[name] } end
+    spec.buffers[#spec.buffers + 1] = e
+    if b.role == "output" then
+      local tol = t.tolerance[b.dtype]
+      spec.tolerance[name] = { atol = tol.atol, rtol = tol.rtol, matched = tol.matched }
+    end
+  end
+  -- The GEMM family's reference: C = scale_a * scale_b * A . B^T.
+  spec.reference = { op = "gemm", A = "A", B = "B", C = "C" }
+  local scaled = t.scales and t.scales.A and t.scales.B
+  if scaled then
+    spec.reference.scale_a = FP8_SCALES.A
+    spec.reference.scale_b = FP8_SCALES.B
+  end
+  local b = t.baseline
+  if b and b.lib == "cublaslt" then
+    local map = { bf16 = "bf16", f16 = "f16", fp8e4m3 = "e4m3", f32 = "f32" }
+    local dt = t.buffers.A.dtype
+    local modes = {}
+    for _, m in ipairs(b.modes or {}) do
+      if m == "fp32" or m == "strict" or m == "default" then modes[#modes + 1] = "f32"
+      elseif m == "tf32" then modes[#modes + 1] = "tf32" end
+    end
+    if #modes == 0 then modes = { "f32" } end
+    spec.baseline = { lib = "cublaslt", dtype = map[dt] or dt, modes = modes }
+    if scaled then spec.baseline.scale_a, spec.baseline.scale_b = t.scales.A.buffer, t.scales.B.buffer end
+  end
+  return spec
+end
+
+-- The correctness trials: `trials` fresh seeds, then each distribution of
+-- the task (scaled inputs, per-buffer laws, a tolerance scale).
+local function job_trials(t)
+  local out = {}
+  for i = 1, t.trials or 3 do out[#out + 1] = { seed = i, label = "trial " .. i .. " (seed " .. i .. ")" } end
+  for i, d in ipairs(t.distributions or {}) do
+    local tr = { seed = 100 + i, scale = d.scale, tol_scale = d.tol_scale, label = "distribution " .. (d.name or i) }
+    if d.inputs then
+      tr.inputs = {}
+      for name, init in pairs(d.inputs) do tr.inputs[name] = law(init) end
+    end
+    out[#out + 1] = tr
+  end
+  return out
+end
+
+local function key_of(t, c, arch, opts)
+  return require("klab.store").hash("klab.eval.1", c.hash, t.name, arch, tostring(opts.timing ~= false),
+    tostring(opts.replica or 0))
+end
+
+local function write_temp(bytes)
+  local path = os.tmpname()
+  local f = assert(io.open(path, "wb"))
+  f:write(bytes)
+  f:close()
+  return path
+end
+
+local function record(self, t, c, arch, key, result)
+  if not self.db then return end
+  local db = self.db
+  local cand = db:put_candidate { language = c.lang, code = c.code, plan = c.plan, source = c.source }
+  local meas = {}
+  local tm = result.stages.timing
+  if tm and tm.candidate then
+    meas.median_us = { value = tm.candidate.median, unit = "us" }
+    meas.mean_us = { value = tm.candidate.mean, unit = "us" }
+    meas.min_us = { value = tm.candidate.min, unit = "us" }
+    meas.p10_us = { value = tm.candidate.p10, unit = "us" }
+    meas.p90_us = { value = tm.candidate.p90, unit = "us" }
+    meas.ci_low_us = { value = tm.candidate.ci_low, unit = "us" }
+    meas.ci_high_us = { value = tm.candidate.ci_high, unit = "us" }
+    meas.samples = { value = tm.candidate.n, unit = "count" }
+    meas.tflops = { value = tm.candidate.tflops, unit = "TFLOP/s" }
+    if tm.baseline then
+      meas.baseline_median_us = { value = tm.baseline.median, unit = "us" }
+      meas.speedup = { value = tm.speedup, unit = "x" }
+    end
+    if tm.speedup_tf32 then meas.speedup_tf32 = { value = tm.speedup_tf32, unit = "x" } end
+  end
+  local b = result.stages.build
+  if b and b.kernels and b.kernels[1] then
+    meas.registers = { value = b.kernels[1].registers, unit = "count" }
+  end
+  for k, v in pairs(meas) do if v.value == nil or v.value ~= v.value or v.value == math.huge then meas[k] = nil end end
+  db:record_evaluation {
+    key = key, candidate = cand, task = t.name, arch = arch, verdict = result.verdict, reason = result.reason,
+    timing_method = tm and tm.method, detail = cjson.encode(result), measurements = meas,
+  }
+end
+
+-- Runs the GPU stages in the worker and turns a dead worker into a verdict.
+function Session:_gpu(job, deadline)
+  local rep = self.sup:run({ module = "klab.evaljob", fn = "evaluate", args = job }, { deadline = deadline })
+  if rep.status == "finished" then
+    local r = rep.result
+    if r.unfit then self.sup:retire() end
+    return r
+  end
+  local r = { stages = {}, worker = { status = rep.status, pid = rep.worker_pid, output_tail = rep.output_tail } }
+  if rep.status == "timeout" then
+    r.verdict = "timeout"
+    r.reason = string.format("the evaluation did not finish within %g s; the kernel was stopped by killing its worker",
+      deadline)
+  elseif rep.status == "crashed" then
+    r.verdict = "runtime_error"
+    r.reason = "the worker died with " .. tostring(rep.signal_name or rep.signal) .. " while running the kernel"
+  elseif rep.status == "exited" then
+    r.verdict = "runtime_error"
+    r.reason = "the worker exited with status " .. tostring(rep.exit_code) .. " while running the kernel"
+  else
+    r.verdict = "unknown"
+    r.reason = "the evaluation itself failed: " .. tostring(rep.error)
+  end
+  return r
+end
+
+function Session:evaluate(t, c, opts)
+  opts = opts or {}
+  if type(t) == "string" then
+    local ok, tt = pcall(task_mod.get, t)
+    if not ok then return nil, (tostring(tt):gsub("^[%w_/%.]+:%d+: ", "")) end
+    t = tt
+  end
+  if type(c) == "string" then
+    local cc, err = candidate_mod.load(c)
+    if not cc then return nil, err end
+    c = cc
+  end
+  local arch = opts.arch or self.opts.arch or "sm_90a"
+  local key = key_of(t, c, arch, opts)
+  if self.db and not opts.force then
+    local done = self.db:evaluation_done(key)
+    if done and done.detail then
+      local ok, prev = pcall(cjson.decode, done.detail)
+      if ok and type(prev) == "table" then
+        prev.cached = true
+        return prev
+      end
+    end
+  end
+  local result = { task = t.name, candidate = c.hash, name = c.name, arch = arch, stages = {} }
+  local function finish(v, reason)
+    if v then result.verdict, result.reason = v, reason end
+    record(self, t, c, arch, key, result)
+    return result
+  end
+
+  -- 1. build
+  local res, err, code, partial = jit.compile { source = c.code, lang = c.lang, arch = arch, name = c.name }
+  if not res then
+    result.stages.build = { ok = false, log = partial and partial.log or err, code = code }
+    local line = first_error_line(partial and partial.log) or err
+    if code == "EREJECT" then return finish("compile_error", "rejected: " .. tostring(err)) end
+    return finish("compile_error", "compile error: " .. tostring(line))
+  end
+  result.stages.build = {
+    ok = true, kernels = res.kernels, census = res.census, compile_ms = res.compile_ms, cached = res.cached,
+    hash = res.hash, cubin_hash = res.cubin_hash, log = res.log, compiler = res.compiler,
+  }
+
+  -- 2. plan (sandboxed), checked against what the code defines
+  local limits = { max_shared = opts.max_shared or 227 * 1024 }
+  local launches, perr = plan_mod.run(t, c.plan, limits)
+  if not launches then return finish("plan_error", perr) end
+  result.stages.plan = { launches = #launches.launches }
+  local entries = {}
+  for _, k in ipairs(res.kernels) do entries[k.name] = true end
+  for _, l in ipairs(launches.launches) do
+    if not entries[l.kernel] then
+      local names = {}
+      for n in pairs(entries) do names[#names + 1] = n end
+      table.sort(names)
+      return finish("plan_error", string.format("the plan launches kernel '%s', but the code defines only %s",
+        l.kernel, table.concat(names, ", ")))
+    end
+  end
+
+  -- 3. the GPU stages, in the worker
+  local cubin_path = write_temp(res.cubin)
+  local job = {
+    task = job_task(t), cubin_path = cubin_path, launches = launches.launches,
+    tensormaps = launches.tensormaps, workspace = launches.workspace, trials = opts.trials or job_trials(t),
+    timing = opts.timing ~= false, opts = opts.timing_opts or {},
+  }
+  if next(job.tensormaps or {}) == nil then job.tensormaps = nil end
+  if next(job.workspace or {}) == nil then job.workspace = nil end
+  local g = self:_gpu(job, opts.deadline or self.deadline)
+  os.remove(cubin_path)
+  for k, v in pairs(g.stages or {}) do result.stages[k] = v end
+  result.device, result.worker_pid = g.device, g.worker_pid
+  result.worker = g.worker
+  return finish(g.verdict, g.reason)
+end
+
+function M.evaluate(t, c, opts)
+  local s <close> = M.session(opts)
+  return s:evaluate(t, c, opts)
+end
+
+M.verdicts = verdicts
+return M
