@@ -464,7 +464,7 @@ end
 function M.evaluate(args)
   local res = { stages = {}, worker_pid = sys.getpid() }
   local ok, why = ensure_gpu()
-  if not ok then return verdict(res, "unknown", "no GPU: " .. tostring(why)) end
+  if not ok then return verdict(res, "unknown", "GPU stages skipped: " .. tostring(why)) end
   res.device = { name = S.props.name, arch = S.props.arch, sm_count = S.props.sm_count }
   local task = args.task
   task.buffer_by_name = {}

@@ -1,0 +1,165 @@
+-- Tests of klab.judge: the judge kernels compile for every target klab
+-- supports, the tensor-map rules, and (on a GPU) each check against values
+-- computed here.
+local judge = require "klab.judge"
+local jit = require "klab.jit"
+local gpu = require "klab.gpu"
+
+local T = {}
+
+local function cache(t)
+  local d = t.tmpdir()
+  return d
+end
+
+function T.source_compiles_everywhere(t)
+  local dir = cache(t)
+  for _, arch in ipairs { "sm_80", "sm_90a", "sm_100a" } do
+    local r, err, code, partial = jit.compile { source = judge.source(), lang = "cuda", arch = arch, name = "judge.cu",
+      cache_dir = dir }
+    t.ok(r, arch .. ": " .. tostring(err) .. " " .. tostring(partial and partial.log))
+    if r then
+      local names = {}
+      for _, k in ipairs(r.kernels) do names[k.name] = true end
+      for _, k in ipairs { "k_fill", "k_pattern", "k_pattern_check", "k_checksum", "k_compare", "k_bitdiff",
+        "k_gemm_ref", "k_convert" } do
+        t.ok(names[k], arch .. " lacks " .. k)
+      end
+      for _, k in ipairs(r.kernels) do t.eq(k.spill_stores, 0, k.name .. " spills on " .. arch) end
+    end
+  end
+end
+
+function T.dtype_sizes(t)
+  t.eq(judge.dtype_size("bf16"), 2)
+  t.eq(judge.dtype_size("fp8e4m3"), 1)
+  t.eq(judge.dtype_size("f32"), 4)
+  t.eq(judge.dtype_size("f64"), 8)
+  t.eq(judge.dtype_size("nonsense"), nil)
+end
+
+function T.tensormap_rules(t)
+  local ok = judge.tensormap_check(4096, { dtype = "bf16", dims = { 5120, 8192 }, box = { 64, 128 }, swizzle = "128B" })
+  t.eq(ok, true)
+  local _, why = judge.tensormap_check(4096, { dtype = "bf16", dims = { 5120, 8192 }, box = { 128, 128 },
+    swizzle = "128B" })
+  t.match(why, "128%-byte swizzle")
+  _, why = judge.tensormap_check(4096, { dtype = "bf16", dims = { 789, 123 }, box = { 64, 64 } })
+  t.match(why, "multiple of 16")
+  _, why = judge.tensormap_check(4104, { dtype = "bf16", dims = { 64, 64 }, box = { 64, 64 } })
+  t.match(why, "16%-byte aligned")
+  _, why = judge.tensormap_check(4096, { dtype = "bf16", dims = { 64, 64 }, box = { 512, 64 } })
+  t.match(why, "1%.%.256")
+  t.raises(function() judge.tensormap_check(4096, { dtype = "bf16", dims = { 64 }, box = { 64, 64 } }) end, "box has")
+end
+
+-- ---- on a GPU ----
+
+local function need(t)
+  local ok, why = gpu.available()
+  if not ok then t.skip(why) end
+  local ctx = assert(gpu.context(0))
+  local arch = gpu.device(0).arch
+  local r = assert(jit.compile { source = judge.source(), lang = "cuda", arch = arch, name = "judge.cu" })
+  return ctx, assert(judge.open(ctx, r.cubin))
+end
+
+local function floats(buf, n)
+  local s = buf:download(4 * n)
+  local out = {}
+  for i = 1, n do out[i] = string.unpack("<f", s, 4 * i - 3) end
+  return out
+end
+
+function T.gpu_fill_is_seeded(t)
+  local ctx, j = need(t)
+  local a, b = assert(ctx:alloc(4 << 20)), assert(ctx:alloc(4 << 20))
+  assert(j:fill(a, 1 << 20, "f32", "normal", 7))
+  assert(j:fill(b, 1 << 20, "f32", "normal", 7))
+  t.eq(j:checksum(a, 4 << 20), j:checksum(b, 4 << 20), "same seed, same data")
+  assert(j:fill(b, 1 << 20, "f32", "normal", 8))
+  t.ok(j:checksum(a, 4 << 20) ~= j:checksum(b, 4 << 20), "another seed, other data")
+  local v = floats(a, 1 << 16)
+  local sum, sq = 0, 0
+  for _, x in ipairs(v) do sum = sum + x; sq = sq + x * x end
+  t.near(sum / #v, 0, 0.02, "mean of N(0,1)")
+  t.near(sq / #v, 1, 0.03, "variance of N(0,1)")
+  assert(j:fill(b, 1 << 20, "f32", "normal", 7, 0, 1, -1))
+  local w = floats(b, 16)
+  for i = 1, 16 do t.eq(w[i], -v[i], "x-1 transform") end
+  assert(j:fill(b, 1 << 20, "f32", "int", 3, -2, 2))
+  local ints = floats(b, 4096)
+  local seen = {}
+  for _, x in ipairs(ints) do seen[x] = true; t.ok(x >= -2 and x <= 2 and x == math.floor(x)) end
+  for k = -2, 2 do t.ok(seen[k], "int value " .. k .. " drawn") end
+end
+
+function T.gpu_guards_and_compare(t)
+  local ctx, j = need(t)
+  local buf = assert(ctx:alloc(4096))
+  assert(j:pattern(buf, 4096, 0xA5C3E10F))
+  local bad, first = j:pattern_check(buf, 4096, 0xA5C3E10F)
+  t.eq(bad, 0)
+  t.eq(first, nil)
+  buf:upload("\0\0", 1000)
+  bad, first = j:pattern_check(buf, 4096, 0xA5C3E10F)
+  t.eq(bad, 2)
+  t.eq(first, 1000)
+  -- compare: got (f32) against want with a known set of errors.
+  local n = 1000
+  local got, want = assert(ctx:alloc(4 * n)), assert(ctx:alloc(4 * n))
+  local g, w = {}, {}
+  for i = 1, n do w[i] = i * 0.5; g[i] = i * 0.5 end
+  g[10] = g[10] + 1.0   -- fails: abs 1 > atol and rel > rtol
+  g[20] = g[20] + 1e-4  -- passes: within atol
+  g[30] = 0 / 0         -- NaN
+  g[40] = math.huge     -- Inf
+  local function up(b, v)
+    local parts = {}
+    for i = 1, n do parts[i] = string.pack("<f", v[i]) end
+    b:upload(table.concat(parts))
+  end
+  up(got, g); up(want, w)
+  local r = assert(j:compare(got, "f32", want, n, 1e-3, 1e-3))
+  t.eq(r.total, n)
+  t.eq(r.failed, 3)
+  t.eq(r.nan, 1)
+  t.eq(r.inf, 1)
+  t.eq(r.first_fail, 9)
+  local r2 = assert(j:compare(want, "f32", want, n, 0, 0))
+  t.eq(r2.failed, 0)
+  t.eq(r2.max_abs, 0)
+  local cnt, at = j:bitdiff(got, want, 4 * n)
+  t.ok(cnt >= 4 and at == 4 * 9, "bitdiff finds the first changed byte")
+end
+
+function T.gpu_gemm_ref_exact(t)
+  local ctx, j = need(t)
+  local M, N, K = 37, 19, 41
+  local A, B = {}, {}
+  local function bf16(x) return string.pack("<f", x):sub(3, 4) end
+  local pa, pb = {}, {}
+  for i = 0, M * K - 1 do A[i] = (i * 7 % 9) - 4; pa[#pa + 1] = bf16(A[i]) end
+  for i = 0, N * K - 1 do B[i] = (i * 5 % 7) - 3; pb[#pb + 1] = bf16(B[i]) end
+  local dA, dB = assert(ctx:alloc(2 * M * K)), assert(ctx:alloc(2 * N * K))
+  dA:upload(table.concat(pa)); dB:upload(table.concat(pb))
+  local dC = assert(ctx:alloc(4 * M * N))
+  assert(j:gemm_ref(dA, "bf16", dB, "bf16", dC, M, N, K, 0.5))
+  local c = floats(dC, M * N)
+  local wrong = 0
+  for m = 0, M - 1 do for n = 0, N - 1 do
+    local s = 0
+    for k = 0, K - 1 do s = s + A[m * K + k] * B[n * K + k] end
+    if c[m * N + n + 1] ~= 0.5 * s then wrong = wrong + 1 end
+  end end
+  t.eq(wrong, 0, "reference GEMM on small integers is exact")
+end
+
+function T.gpu_tensormap_encodes(t)
+  local ctx = need(t)
+  local buf = assert(ctx:alloc(2 * 256 * 256))
+  local s = assert(judge.tensormap(buf, { dtype = "bf16", dims = { 256, 256 }, box = { 64, 128 }, swizzle = "128B" }))
+  t.eq(#s, 128)
+end
+
+return T
