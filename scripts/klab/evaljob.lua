@@ -459,9 +459,19 @@ local function timed(task, c, ts, res, opts)
   return nil
 end
 
+-- JSON has one number type: sizes, dimensions and addresses come back as
+-- floats. Integral values become integers again (byte offsets must be).
+local function integers(v)
+  if type(v) == "number" then return math.tointeger(v) or v end
+  if type(v) ~= "table" then return v end
+  for k, x in pairs(v) do v[k] = integers(x) end
+  return v
+end
+
 -- The job. args = {task=, cubin_path=, launches=, tensormaps=, workspace=,
 -- trials=, timing=bool, opts={...}}.
 function M.evaluate(args)
+  args = integers(args)
   local res = { stages = {}, worker_pid = sys.getpid() }
   local ok, why = ensure_gpu()
   if not ok then return verdict(res, "unknown", "GPU stages skipped: " .. tostring(why)) end
