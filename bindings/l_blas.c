@@ -308,11 +308,9 @@ static CUdeviceptr opt_buf(lua_State *L, int o, const char *k, const l_ctx *c, s
         lua_pop(L, 1);
         return 0;
     }
-    l_buf *b = lgpu_check_buf_of(L, lua_gettop(L), c, k);
-    if (b->size < need)
-        raisef(L, "%s is %zu bytes, needs at least %zu", k, b->size, need);
+    CUdeviceptr p = lgpu_check_region(L, lua_gettop(L), c, k, need);
     lua_pop(L, 1);
-    return b->ptr;
+    return p;
 }
 
 /* Checks plan:run/plan:time's operands (A, B, C at 2..4, opts at 5) and
@@ -329,14 +327,8 @@ static lua_Integer read_operands(lua_State *L, l_plan *p, blas_gemm_args *a, int
                       (size_t)d->M * (size_t)d->N * out};
     const char *names[3] = {"A", "B", "C"};
     CUdeviceptr ptr[3];
-    for (int i = 0; i < 3; i++) {
-        l_buf *b = lgpu_check_buf_of(L, i + 2, c, names[i]);
-        if (b->size < need[i])
-            raisef(L, "%s is %zu bytes, a %s M=%lld N=%lld K=%lld GEMM needs %zu", names[i],
-                   b->size, blas_dtype_name((int)d->dtype), (long long)d->M, (long long)d->N,
-                   (long long)d->K, need[i]);
-        ptr[i] = b->ptr;
-    }
+    for (int i = 0; i < 3; i++)
+        ptr[i] = lgpu_check_region(L, i + 2, c, names[i], need[i]);
     int o = 0;
     if (!lua_isnoneornil(L, 5)) {
         luaL_checktype(L, 5, LUA_TTABLE);

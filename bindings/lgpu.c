@@ -143,3 +143,27 @@ l_buf *lgpu_check_buf_of(lua_State *L, int idx, const l_ctx *c, const char *what
         luaL_error(L, "%s belongs to another device", what);
     return b;
 }
+
+CUdeviceptr lgpu_check_region(lua_State *L, int idx, const l_ctx *c, const char *what, size_t need)
+{
+    idx = lua_absindex(L, idx);
+    size_t off = 0;
+    l_buf *b;
+    if (lua_istable(L, idx)) {
+        lua_rawgeti(L, idx, 1);
+        b = lgpu_check_buf_of(L, lua_gettop(L), c, what);
+        lua_rawgeti(L, idx, 2);
+        int isint = 0;
+        lua_Integer o = lua_tointegerx(L, -1, &isint);
+        if (!isint || o < 0)
+            luaL_error(L, "%s: the offset of {buffer, offset} must be a non-negative integer", what);
+        off = (size_t)o;
+        lua_pop(L, 2);
+    } else {
+        b = lgpu_check_buf_of(L, idx, c, what);
+    }
+    if (off > b->size || b->size - off < need)
+        luaL_error(L, "%s: %lu bytes from offset %lu do not fit in the %lu-byte buffer", what,
+                   (unsigned long)need, (unsigned long)off, (unsigned long)b->size);
+    return b->ptr + off;
+}

@@ -90,4 +90,9 @@ l_buf *lgpu_check_buf(lua_State *L, int idx);
  * argument in the message. */
 l_buf *lgpu_check_buf_of(lua_State *L, int idx, const l_ctx *c, const char *what);
 
+/* [-0, +0, v] A device region at idx on c's device: a Buffer (its start),
+ * or {buffer, offset} (a place inside it, e.g. past a guard region). At
+ * least `need` bytes must lie between the address and the buffer's end. */
+CUdeviceptr lgpu_check_region(lua_State *L, int idx, const l_ctx *c, const char *what, size_t need);
+
 #endif

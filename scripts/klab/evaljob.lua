@@ -82,6 +82,10 @@ local function guard_check(g)
   return nil
 end
 
+-- The user region of a guarded allocation, for bindings that take a
+-- {buffer, offset} region (cuBLASLt operands).
+local function region(g) return { g.buf, GUARD_BYTES } end
+
 local function reguard(g)
   S.judge:pattern(g.buf:ptr(), GUARD_BYTES, GUARD_PATTERN)
   S.judge:pattern(g.ptr + g.bytes, GUARD_BYTES, GUARD_PATTERN)
@@ -141,6 +145,8 @@ local function input_set(task, ts, i, trial)
   local refs, rerr = reference(task, set)
   if not refs then return nil, rerr end
   set.refs = refs
+  set.ref_sums = {}
+  for name, ref in pairs(refs) do set.ref_sums[name] = S.judge:checksum(ref, ref:size()) end
   ts.inputs[i] = set
   return set
 end
@@ -273,12 +279,37 @@ local function compare_outputs(task, set, outs, res, trial_label)
   return true
 end
 
+-- The cached state of a task is only as good as the last candidate left
+-- it: a kernel that wrote far outside its buffers may have hit another
+-- task's inputs, references or guards. Before each evaluation, input sets
+-- and references whose checksums changed are dropped (made again on use),
+-- and every guard is written afresh.
+local function revalidate(ts)
+  for i, set in pairs(ts.inputs) do
+    local intact = true
+    for name, g in pairs(set.bufs) do
+      if guard_check(g) or S.judge:checksum(g.ptr, g.bytes) ~= set.sums[name] then intact = false end
+    end
+    for name, ref in pairs(set.refs or {}) do
+      if S.judge:checksum(ref, ref:size()) ~= set.ref_sums[name] then intact = false end
+    end
+    if not intact then
+      for _, g in pairs(set.bufs) do g.buf:free() end
+      for _, ref in pairs(set.refs or {}) do ref:free() end
+      ts.inputs[i] = nil
+      ts.revalidated = (ts.revalidated or 0) + 1
+    end
+  end
+  for _, g in pairs(ts.outs or {}) do reguard(g) end
+end
+
 -- Correctness: fresh inputs per trial, poison, guards, input checksums,
 -- comparison, and the same inputs twice.
 local function correctness(task, c, ts, res)
   local st = { trials = {}, outputs = {} }
   res.stages.correctness = st
   local t0 = now()
+  revalidate(ts)
   local outs, ws = outputs(task, ts, c.workspace)
   if not outs then return runtime_failure(res, "cannot allocate outputs: " .. tostring(ws)) end
   local all = {}
@@ -303,7 +334,9 @@ local function correctness(task, c, ts, res)
       local why = guard_check(g)
       if why then return verdict(res, "guard_violation", why .. " on " .. label) end
       if S.judge:checksum(g.ptr, g.bytes) ~= set.sums[name] then
-        -- Restore the set for the next candidate before reporting.
+        -- Made again for the next candidate.
+        for _, gg in pairs(set.bufs) do gg.buf:free() end
+        for _, ref in pairs(set.refs) do ref:free() end
         ts.inputs[i] = nil
         return verdict(res, "input_modified", "input " .. name .. " was changed by the kernel on " .. label)
       end
@@ -355,11 +388,10 @@ local function baseline(task, ts, opts)
     local r = task.reference
     local runopts = {}
     if b.dtype == "e4m3" then
-      runopts.scale_a = set.bufs[b.scale_a].ptr
-      runopts.scale_b = set.bufs[b.scale_b].ptr
+      runopts.scale_a = region(set.bufs[b.scale_a])
+      runopts.scale_b = region(set.bufs[b.scale_b])
     end
-    local C = ts.outs[r.C]
-    local t, terr = plan:time(set.bufs[r.A].buf, set.bufs[r.B].buf, C.buf, runopts)
+    local t, terr = plan:time(region(set.bufs[r.A]), region(set.bufs[r.B]), region(ts.outs[r.C]), runopts)
     if not t then return nil, "cuBLASLt timing: " .. tostring(terr) end
     out[mode] = { plan = plan, best_index = t.best_index, best = t.best, first = t.first, algos = #t.algos }
   end
@@ -410,13 +442,14 @@ local function timed(task, c, ts, res, opts)
     local setb = ts.inputs[1]
     local runopts = { algo = primary.best_index }
     if task.baseline.dtype == "e4m3" then
-      runopts.scale_a = setb.bufs[task.baseline.scale_a].ptr
-      runopts.scale_b = setb.bufs[task.baseline.scale_b].ptr
+      runopts.scale_a = region(setb.bufs[task.baseline.scale_a])
+      runopts.scale_b = region(setb.bufs[task.baseline.scale_b])
     end
+    local rA, rB, rC = region(setb.bufs[r.A]), region(setb.bufs[r.B]), region(C)
     spec.baseline = {
       flops = task.flops,
       run = function()
-        local ok, err = primary.plan:run(setb.bufs[r.A].buf, setb.bufs[r.B].buf, C.buf, runopts)
+        local ok, err = primary.plan:run(rA, rB, rC, runopts)
         if not ok then error(err) end
         return -1
       end,
