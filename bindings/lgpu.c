@@ -163,7 +163,7 @@ CUdeviceptr lgpu_check_region(lua_State *L, int idx, const l_ctx *c, const char 
         b = lgpu_check_buf_of(L, idx, c, what);
     }
     if (off > b->size || b->size - off < need)
-        luaL_error(L, "%s: %lu bytes from offset %lu do not fit in the %lu-byte buffer", what,
-                   (unsigned long)need, (unsigned long)off, (unsigned long)b->size);
+        luaL_error(L, "%s: %I bytes from offset %I do not fit in the %I-byte buffer", what,
+                   (lua_Integer)need, (lua_Integer)off, (lua_Integer)b->size);
     return b->ptr + off;
 }

@@ -173,9 +173,25 @@ local function record(self, t, c, arch, key, result)
   if b and b.kernels and b.kernels[1] then
     meas.registers = { value = b.kernels[1].registers, unit = "count" }
   end
-  for k, v in pairs(meas) do if v.value == nil or v.value ~= v.value or v.value == math.huge then meas[k] = nil end end
+  for k, v in pairs(meas) do
+    if type(v.value) ~= "number" or v.value ~= v.value or math.abs(v.value) == math.huge then meas[k] = nil end
+  end
+  local env
+  if result.env then
+    -- One environment row per worker: the device and libraries it ran with.
+    self.envs = self.envs or {}
+    local pid = result.worker_pid or 0
+    env = self.envs[pid]
+    if not env then
+      local e = {}
+      for k, v in pairs(result.env) do e[k] = v end
+      e.extra = { worker_pid = pid }
+      env = db:put_environment(e)
+      self.envs[pid] = env
+    end
+  end
   db:record_evaluation {
-    key = key, candidate = cand, task = t.name, arch = arch, verdict = result.verdict, reason = result.reason,
+    key = key, candidate = cand, task = t.name, arch = arch, verdict = result.verdict, reason = result.reason, env = env,
     timing_method = tm and tm.method, detail = cjson.encode(result), measurements = meas,
   }
 end
@@ -279,7 +295,7 @@ function Session:evaluate(t, c, opts)
   local g = self:_gpu(job, opts.deadline or self.deadline)
   os.remove(cubin_path)
   for k, v in pairs(g.stages or {}) do result.stages[k] = v end
-  result.device, result.worker_pid = g.device, g.worker_pid
+  result.device, result.worker_pid, result.env = g.device, g.worker_pid, g.env
   result.worker = g.worker
   return finish(g.verdict, g.reason)
 end

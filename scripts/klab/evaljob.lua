@@ -51,6 +51,15 @@ local function ensure_gpu()
   local j, oerr = judge_mod.open(ctx, res.cubin)
   if not j then return nil, "cannot load the judge kernels: " .. tostring(oerr) end
   S.ctx, S.judge, S.props = ctx, j, props
+  -- Where the numbers come from, recorded with every result.
+  local libs = {}
+  for name, v in pairs(jit.versions()) do libs[name] = v.ok and (v.version .. " " .. (v.path or "")) or false end
+  local build = require "klab.build"
+  S.env = {
+    host = sys.hostname(), gpu_name = props.name, gpu_uuid = props.uuid_str, arch = props.arch,
+    driver_version = tostring(gpu.driver_version()), cuda_version = build.cuda_toolkit,
+    sm_clock_mhz = props.clock_khz // 1000, mem_clock_mhz = props.mem_clock_khz // 1000, libs = libs,
+  }
   return true
 end
 
@@ -501,14 +510,33 @@ local function integers(v)
   return v
 end
 
+-- JSON cannot carry NaN or infinities (an error that is infinite because
+-- the output held NaN, a confidence bound with too few samples): they travel
+-- as the strings "nan", "inf" and "-inf".
+local function finite(v)
+  if type(v) == "number" then
+    if v ~= v then return "nan" end
+    if v == math.huge then return "inf" end
+    if v == -math.huge then return "-inf" end
+    return v
+  end
+  if type(v) ~= "table" then return v end
+  for k, x in pairs(v) do v[k] = finite(x) end
+  return v
+end
+
 -- The job. args = {task=, cubin_path=, launches=, tensormaps=, workspace=,
 -- trials=, timing=bool, opts={...}}.
 function M.evaluate(args)
-  args = integers(args)
+  return finite(M._evaluate(integers(args)))
+end
+
+function M._evaluate(args)
   local res = { stages = {}, worker_pid = sys.getpid() }
   local ok, why = ensure_gpu()
   if not ok then return verdict(res, "unknown", "GPU stages skipped: " .. tostring(why)) end
   res.device = { name = S.props.name, arch = S.props.arch, sm_count = S.props.sm_count }
+  res.env = S.env
   local task = args.task
   task.buffer_by_name = {}
   for i, b in ipairs(task.buffers) do

@@ -1,0 +1,134 @@
+-- Tests of the evaluation pipeline (klab.eval, klab eval): the stages that
+-- need no GPU everywhere, and whole evaluations on a GPU.
+local eval = require "klab.eval"
+local gpu = require "klab.gpu"
+local cjson = require "cjson"
+
+local T = {}
+
+local TASK = "gemm_bf16/123x457x789"
+
+local function write(path, text)
+  local f = assert(io.open(path, "w"))
+  f:write(text)
+  f:close()
+end
+
+local function candidate(t, code, plan)
+  local d = t.tmpdir()
+  write(d .. "/kernel.cu", code)
+  if plan then write(d .. "/plan.lua", plan) end
+  return d
+end
+
+local NAIVE = [[
+extern "C" __global__ void gemm(const unsigned short *A, const unsigned short *B, unsigned short *C,
+                                unsigned M, unsigned N, unsigned K) {}
+]]
+
+function T.compile_error_is_a_verdict(t)
+  local d = candidate(t, "extern \"C\" __global__ void gemm() { int x = ; }")
+  local r = assert(eval.evaluate(TASK, d, { deadline = 30 }))
+  t.eq(r.verdict, "compile_error")
+  t.match(r.reason, "expected an expression")
+  t.eq(r.stages.build.ok, false)
+end
+
+function T.rejected_device_launch(t)
+  local d = candidate(t, [[
+extern "C" __global__ void child() {}
+extern "C" __global__ void gemm() { child<<<1, 1>>>(); }
+]])
+  local r = assert(eval.evaluate(TASK, d))
+  t.eq(r.verdict, "compile_error")
+end
+
+function T.plan_errors(t)
+  local d = candidate(t, NAIVE, "return { launches = { { kernel = 'gemm', grid = {1}, block = {32}, " ..
+    "args = { {buffer = 'Q'} } } } }")
+  local r = assert(eval.evaluate(TASK, d))
+  t.eq(r.verdict, "plan_error")
+  t.match(r.reason, "Q")
+  d = candidate(t, NAIVE, "return { launches = { { kernel = 'other', grid = {1}, block = {32}, args = {} } } }")
+  r = assert(eval.evaluate(TASK, d))
+  t.eq(r.verdict, "plan_error")
+  t.match(r.reason, "defines only gemm")
+  d = candidate(t, NAIVE, "while true do end")
+  r = assert(eval.evaluate(TASK, d))
+  t.eq(r.verdict, "plan_error")
+  d = candidate(t, NAIVE, "return { launches = { { kernel = 'gemm', grid = {3}, block = {32}, cluster = {2}, args = {} } } }")
+  r = assert(eval.evaluate(TASK, d))
+  t.eq(r.verdict, "plan_error")
+  t.match(r.reason, "cluster")
+end
+
+function T.bad_input(t)
+  local r, err = eval.evaluate("no_such_task/1x1", "tasks/gemm/samples/naive")
+  t.eq(r, nil)
+  t.match(err, "no_such_task")
+  r, err = eval.evaluate(TASK, t.tmpdir())
+  t.eq(r, nil)
+  t.match(err, "no device code")
+end
+
+function T.no_gpu_says_unknown_and_is_stored(t)
+  if gpu.available() then t.skip("a GPU is present: the GPU test covers this") end
+  local db = t.tmpdir() .. "/r.db"
+  local r = assert(eval.evaluate(TASK, "tasks/gemm/samples/naive", { db = db }))
+  t.eq(r.verdict, "unknown")
+  t.match(r.reason, "GPU stages skipped")
+  t.ok(r.stages.build.ok)
+  t.eq(r.stages.plan.launches, 1)
+  -- Stored once; asking again answers from the store.
+  local r2 = assert(eval.evaluate(TASK, "tasks/gemm/samples/naive", { db = db }))
+  t.eq(r2.cached, true)
+  t.eq(r2.verdict, "unknown")
+  local store = require "klab.store"
+  local s <close> = assert(store.open(db))
+  t.eq(s:first("SELECT count(*) AS n FROM evaluations").n, 1)
+  t.eq(s:first("SELECT count(*) AS n FROM candidates").n, 1)
+end
+
+function T.cli(t)
+  local code, out, err = t.sh(t.klab .. " eval " .. TASK .. " tasks/gemm/samples/naive --no-timing --json")
+  t.eq(code, 1, err)
+  local r = cjson.decode(out)
+  t.eq(r.task, TASK)
+  t.ok(r.verdict == "unknown" or r.verdict == "passed")
+  code, _, err = t.sh(t.klab .. " eval " .. TASK)
+  t.eq(code, 2)
+  t.match(err, "expected TASK and CANDIDATE")
+  code, _, err = t.sh(t.klab .. " eval " .. TASK .. " tasks/gemm/samples/naive --bogus")
+  t.eq(code, 2)
+  t.match(err, "unknown option")
+  code, _, err = t.sh(t.klab .. " eval nope/1 tasks/gemm/samples/naive")
+  t.eq(code, 1)
+  t.match(err, "nope")
+  code, out = t.sh(t.klab .. " eval --help")
+  t.eq(code, 0)
+  t.match(out, "usage: klab eval")
+end
+
+-- ---- on a GPU ----
+
+function T.gpu_sample_passes_and_is_stored(t)
+  local ok, why = gpu.available()
+  if not ok then t.skip(why) end
+  local db = t.tmpdir() .. "/r.db"
+  local s <close> = eval.session { db = db }
+  local r = assert(s:evaluate(TASK, "tasks/gemm/samples/naive", { timing_opts = { budget_s = 1 } }))
+  t.eq(r.verdict, "passed", r.reason)
+  t.ok(r.stages.timing.candidate.median > 0)
+  t.ok(r.stages.timing.baseline and r.stages.timing.speedup > 0, "baseline timed")
+  local w = assert(s:evaluate(TASK, "tasks/gemm/bad/writes_nothing", { timing_opts = { budget_s = 1 } }))
+  t.eq(w.verdict, "incorrect")
+  t.match(w.reason, "never written")
+  local store = require "klab.store"
+  local db2 <close> = assert(store.open(db))
+  t.eq(db2:first("SELECT count(*) AS n FROM evaluations").n, 2)
+  t.ok(db2:first("SELECT count(*) AS n FROM environments").n >= 1)
+  local m = db2:first("SELECT value FROM measurements WHERE name = 'median_us'")
+  t.ok(m and m.value > 0)
+end
+
+return T
