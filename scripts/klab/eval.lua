@@ -25,6 +25,7 @@ local task_mod = require "klab.task"
 local plan_mod = require "klab.plan"
 local verdicts = require "klab.verdict"
 local cjson = require "cjson"
+local sys = require "klab.sys"
 
 local M = {}
 
@@ -222,8 +223,8 @@ function Session:_gpu(job, deadline)
   return r
 end
 
-function Session:evaluate(t, c, opts)
-  opts = opts or {}
+-- Resolves names to a task and a candidate.
+local function resolve(t, c)
   if type(t) == "string" then
     local ok, tt = pcall(task_mod.get, t)
     if not ok then return nil, (tostring(tt):gsub("^[%w_/%.]+:%d+: ", "")) end
@@ -234,6 +235,61 @@ function Session:evaluate(t, c, opts)
     if not cc then return nil, err end
     c = cc
   end
+  return t, c
+end
+
+-- The stages that need no GPU: build and plan. Returns the worker's job, or
+-- nil after setting result's verdict.
+local function prepare(t, c, arch, result, opts)
+  local res, err, code, partial = jit.compile { source = c.code, lang = c.lang, arch = arch, name = c.name,
+    cache = opts.cache }
+  if not res then
+    result.stages.build = { ok = false, log = partial and partial.log or err, code = code }
+    local line = first_error_line(partial and partial.log) or err
+    if code == "EREJECT" then
+      result.verdict, result.reason = "compile_error", "rejected: " .. tostring(err)
+    else
+      result.verdict, result.reason = "compile_error", "compile error: " .. tostring(line)
+    end
+    return nil
+  end
+  result.stages.build = {
+    ok = true, kernels = res.kernels, census = res.census, compile_ms = res.compile_ms, cached = res.cached,
+    hash = res.hash, cubin_hash = res.cubin_hash, log = res.log, compiler = res.compiler,
+  }
+  local p0 = sys.now()
+  local plan, perr = plan_mod.run(t, c.plan, { arch = arch })
+  if not plan then
+    result.verdict, result.reason = "plan_error", perr
+    return nil
+  end
+  result.stages.plan = { launches = #plan.launches, seconds = sys.now() - p0 }
+  local entries = {}
+  for _, k in ipairs(res.kernels) do entries[k.name] = true end
+  for _, l in ipairs(plan.launches) do
+    if not entries[l.kernel] then
+      local names = {}
+      for n in pairs(entries) do names[#names + 1] = n end
+      table.sort(names)
+      result.verdict, result.reason = "plan_error", string.format(
+        "the plan launches kernel '%s', but the code defines only %s", l.kernel, table.concat(names, ", "))
+      return nil
+    end
+  end
+  local job = {
+    task = job_task(t), cubin_path = write_temp(res.cubin), launches = plan.launches,
+    tensormaps = plan.tensormaps, workspace = plan.workspace, trials = opts.trials or job_trials(t),
+    timing = opts.timing ~= false, opts = opts.timing_opts or {},
+  }
+  if next(job.tensormaps or {}) == nil then job.tensormaps = nil end
+  if next(job.workspace or {}) == nil then job.workspace = nil end
+  return job
+end
+
+function Session:evaluate(t, c, opts)
+  opts = opts or {}
+  t, c = resolve(t, c)
+  if not t then return nil, c end
   local arch = opts.arch or self.opts.arch or "sm_90a"
   local key = key_of(t, c, arch, opts)
   if self.db and not opts.force then
@@ -247,57 +303,43 @@ function Session:evaluate(t, c, opts)
     end
   end
   local result = { task = t.name, candidate = c.hash, name = c.name, arch = arch, stages = {} }
-  local function finish(v, reason)
-    if v then result.verdict, result.reason = v, reason end
-    record(self, t, c, arch, key, result)
-    return result
+  local t0 = sys.now()
+  local job = prepare(t, c, arch, result, opts)
+  if job then
+    local g = self:_gpu(job, opts.deadline or self.deadline)
+    os.remove(job.cubin_path)
+    for k, v in pairs(g.stages or {}) do result.stages[k] = v end
+    result.device, result.worker_pid, result.env = g.device, g.worker_pid, g.env
+    result.worker = g.worker
+    result.verdict, result.reason = g.verdict, g.reason
   end
+  result.seconds = sys.now() - t0
 
-  -- 1. build
-  local res, err, code, partial = jit.compile { source = c.code, lang = c.lang, arch = arch, name = c.name }
-  if not res then
-    result.stages.build = { ok = false, log = partial and partial.log or err, code = code }
-    local line = first_error_line(partial and partial.log) or err
-    if code == "EREJECT" then return finish("compile_error", "rejected: " .. tostring(err)) end
-    return finish("compile_error", "compile error: " .. tostring(line))
+  record(self, t, c, arch, key, result)
+  return result
+end
+
+-- Runs a candidate in this process, `runs` times, with no profiler and no
+-- timer of klab's own: for ncu or compute-sanitizer wrapped around klab.
+-- Calls CUDA here, so never from a supervisor that will fork workers.
+function M.replay(t, c, opts)
+  opts = opts or {}
+  t, c = resolve(t, c)
+  if not t then return nil, c end
+  local arch = opts.arch
+  if not arch then
+    local gpu = require "klab.gpu"
+    local props = gpu.available() and gpu.device(0)
+    arch = props and props.arch or "sm_90a"
   end
-  result.stages.build = {
-    ok = true, kernels = res.kernels, census = res.census, compile_ms = res.compile_ms, cached = res.cached,
-    hash = res.hash, cubin_hash = res.cubin_hash, log = res.log, compiler = res.compiler,
-  }
-
-  -- 2. plan (sandboxed), checked against what the code defines
-  local limits = { max_shared = opts.max_shared or 227 * 1024 }
-  local launches, perr = plan_mod.run(t, c.plan, limits)
-  if not launches then return finish("plan_error", perr) end
-  result.stages.plan = { launches = #launches.launches }
-  local entries = {}
-  for _, k in ipairs(res.kernels) do entries[k.name] = true end
-  for _, l in ipairs(launches.launches) do
-    if not entries[l.kernel] then
-      local names = {}
-      for n in pairs(entries) do names[#names + 1] = n end
-      table.sort(names)
-      return finish("plan_error", string.format("the plan launches kernel '%s', but the code defines only %s",
-        l.kernel, table.concat(names, ", ")))
-    end
-  end
-
-  -- 3. the GPU stages, in the worker
-  local cubin_path = write_temp(res.cubin)
-  local job = {
-    task = job_task(t), cubin_path = cubin_path, launches = launches.launches,
-    tensormaps = launches.tensormaps, workspace = launches.workspace, trials = opts.trials or job_trials(t),
-    timing = opts.timing ~= false, opts = opts.timing_opts or {},
-  }
-  if next(job.tensormaps or {}) == nil then job.tensormaps = nil end
-  if next(job.workspace or {}) == nil then job.workspace = nil end
-  local g = self:_gpu(job, opts.deadline or self.deadline)
-  os.remove(cubin_path)
-  for k, v in pairs(g.stages or {}) do result.stages[k] = v end
-  result.device, result.worker_pid, result.env = g.device, g.worker_pid, g.env
-  result.worker = g.worker
-  return finish(g.verdict, g.reason)
+  local result = { task = t.name, candidate = c.hash, name = c.name, arch = arch, stages = {} }
+  local job = prepare(t, c, arch, result, opts)
+  if not job then return result end
+  local r = require("klab.evaljob").replay(job, opts.runs or 1)
+  os.remove(job.cubin_path)
+  for k, v in pairs(r.stages or {}) do result.stages[k] = v end
+  result.verdict, result.reason, result.runs, result.seconds = r.verdict, r.reason, r.runs, r.seconds
+  return result
 end
 
 function M.evaluate(t, c, opts)

@@ -1,0 +1,192 @@
+-- tests/bench/eval_bench.lua: how fast and how true klab's evaluation is, on
+-- a GPU machine. Prints four tables:
+--
+--   1. the stages of one evaluation of the wgmma sample on the PTXBench
+--      shape, with a cold worker (new process, no compile cache) and warm;
+--   2. evaluations per minute over a batch of candidates (samples and
+--      known-bad kernels) with a stated timing budget;
+--   3. klab's median kernel time against ncu's gpu__time_duration for the
+--      same kernels (ncu runs `klab replay`, so it sees the same launches);
+--   4. cuBLASLt through klab against torch.matmul, same shapes, same run.
+--
+--   build/klab tests/bench/eval_bench.lua [--skip ncu,torch,batch]
+
+local eval = require "klab.eval"
+local sys = require "klab.sys"
+local cjson = require "cjson"
+
+local skip = {}
+for _, a in ipairs(arg or {}) do
+  local list = a:match("^%-%-skip=?(.*)$")
+  if list then for w in list:gmatch("[^,]+") do skip[w] = true end end
+end
+
+local function line(...) io.write(string.format(...), "\n") end
+local function ms(s) return s and string.format("%9.1f", s * 1000) or "        -" end
+
+local PTX_TASK = "gemm_bf16/8192x7168x5120"
+local WGMMA = "tasks/gemm/samples/wgmma_tma"
+
+-- 1. Stages, cold and warm. The worker and the compile cache start empty.
+local stage_rows = {}
+do
+  local s <close> = eval.session { deadline = 300 }
+  local cold = assert(s:evaluate(PTX_TASK, WGMMA, { cache = false, force = true, timing_opts = { budget_s = 5 } }))
+  local warm = assert(s:evaluate(PTX_TASK, WGMMA, { force = true, timing_opts = { budget_s = 5 } }))
+  for _, r in ipairs { { "cold", cold }, { "warm", warm } } do
+    local st = r[2].stages
+    local known = (st.build and st.build.compile_ms or 0) / 1000 + (st.plan and st.plan.seconds or 0) +
+      (st.load and st.load.seconds or 0) + (st.correctness and st.correctness.seconds or 0) +
+      (st.timing and st.timing.seconds or 0)
+    stage_rows[#stage_rows + 1] = { r[1], r[2].verdict, st.build and st.build.compile_ms / 1000, st.build and st.build.cached,
+      st.plan and st.plan.seconds, st.load and st.load.seconds, st.correctness and st.correctness.seconds,
+      st.timing and st.timing.seconds, r[2].seconds - known, r[2].seconds,
+      st.timing and st.timing.candidate and st.timing.candidate.median, st.timing and st.timing.speedup }
+  end
+end
+line("\n1. One evaluation of %s on %s (ms; 'worker' is process start, CUDA init,", WGMMA, PTX_TASK)
+line("   judge compile, inputs and references: what a warm worker keeps)")
+line("%-5s %-8s %9s %6s %9s %9s %9s %9s %9s %9s  %s", "", "verdict", "build", "cached", "plan", "load", "correct",
+  "timing", "worker", "total", "kernel median / speedup")
+for _, r in ipairs(stage_rows) do
+  line("%-5s %-8s %s %6s %s %s %s %s %s %s  %.1f us / %.3fx", r[1], r[2], ms(r[3]), tostring(r[4]), ms(r[5]), ms(r[6]),
+    ms(r[7]), ms(r[8]), ms(r[9]), ms(r[10]), r[11] or 0, r[12] or 0)
+end
+
+-- 2. Throughput over a batch.
+if not skip.batch then
+  local batch = {
+    "tasks/gemm/samples/naive", "tasks/gemm/samples/mma_sync", "tasks/gemm/samples/wgmma_tma",
+    "tasks/gemm/bad/writes_nothing", "tasks/gemm/bad/partial_output", "tasks/gemm/bad/copies_input",
+    "tasks/gemm/bad/cached_result", "tasks/gemm/bad/first_calls_only", "tasks/gemm/bad/writes_past_end",
+    "tasks/gemm/bad/modifies_input", "tasks/gemm/bad/racy", "tasks/gemm/bad/low_precision",
+    "tasks/gemm/bad/illegal_address",
+  }
+  local task = "gemm_bf16/4096x4096x4096"
+  local budget = 1
+  local s <close> = eval.session { deadline = 120 }
+  -- Warm the worker and the task's inputs first: steady state is what a sweep sees.
+  s:evaluate(task, batch[3], { force = true, timing = false })
+  local t0 = sys.now()
+  local counts = {}
+  for _, c in ipairs(batch) do
+    local r = s:evaluate(task, c, { force = true, timing_opts = { budget_s = budget } })
+    counts[r.verdict] = (counts[r.verdict] or 0) + 1
+  end
+  local wall = sys.now() - t0
+  local parts = {}
+  for v, n in pairs(counts) do parts[#parts + 1] = v .. "=" .. n end
+  table.sort(parts)
+  line("\n2. Batch of %d candidates on %s, timing budget %g s each: %.1f s, %.1f evaluations/minute (%s)",
+    #batch, task, budget, wall, #batch / wall * 60, table.concat(parts, " "))
+end
+
+-- 3. klab against ncu on the same kernels.
+local function ncu_median(task, cand)
+  local cmd = string.format("ncu --clock-control none --metrics gpu__time_duration.sum --csv " ..
+    "--kernel-name gemm build/klab replay %s %s --runs 5 2>&1", task, cand)
+  local p = io.popen(cmd)
+  local out = p:read("a")
+  p:close()
+  local vals = {}
+  for ln in out:gmatch("[^\n]+") do
+    if ln:find("gpu__time_duration.sum", 1, true) then
+      -- the last quoted field is the value; the one before it the unit
+      local fields = {}
+      for f in ln:gmatch('"([^"]*)"') do fields[#fields + 1] = f end
+      local unit, val = fields[#fields - 1], (fields[#fields] or ""):gsub(",", "")
+      local v = tonumber(val)
+      if v then
+        if unit == "nsecond" or unit == "ns" then v = v / 1000
+        elseif unit == "msecond" or unit == "ms" then v = v * 1000 end
+        vals[#vals + 1] = v
+      end
+    end
+  end
+  if #vals == 0 then return nil, out:sub(-600) end
+  table.sort(vals)
+  return vals[(#vals + 1) // 2], #vals
+end
+
+if not skip.ncu then
+  local cases = {
+    { "gemm_bf16/1000x1000x1000", "tasks/gemm/samples/naive" },
+    { PTX_TASK, "tasks/gemm/samples/mma_sync" },
+    { PTX_TASK, WGMMA },
+    { "gemm_bf16/4096x4096x4096", WGMMA },
+  }
+  local klab_times = {}
+  do
+    local s <close> = eval.session { deadline = 300 }
+    for i, c in ipairs(cases) do
+      local r = s:evaluate(c[1], c[2], { force = true, timing_opts = { budget_s = 5 } })
+      klab_times[i] = r.stages.timing and r.stages.timing.candidate and r.stages.timing.candidate.median
+    end
+  end
+  line("\n3. klab's median (CUPTI, L2 flushed) against ncu's gpu__time_duration (median of 5, cache control all)")
+  line("%-28s %-30s %12s %12s %8s", "task", "candidate", "klab us", "ncu us", "ratio")
+  for i, c in ipairs(cases) do
+    local n, info = ncu_median(c[1], c[2])
+    if n then
+      line("%-28s %-30s %12.2f %12.2f %8.4f", c[1], c[2], klab_times[i] or 0, n, (klab_times[i] or 0) / n)
+    else
+      line("%-28s %-30s %12.2f %12s   ncu failed: %s", c[1], c[2], klab_times[i] or 0, "-", tostring(info))
+    end
+  end
+end
+
+-- 4. cuBLASLt through klab against torch.matmul. torch runs first, in its
+-- own process; klab's GPU work happens in this process afterwards.
+if not skip.torch then
+  local shapes = { { 8192, 7168, 5120 }, { 4096, 4096, 4096 }, { 8192, 8192, 8192 } }
+  local dtypes = { "bf16", "f16", "e4m3", "f32", "tf32" }
+  local sh = {}
+  for _, s in ipairs(shapes) do sh[#sh + 1] = table.concat(s, "x") end
+  local p = io.popen("python3 tests/bench/matmul_vs_torch.py --samples 100 --shapes " .. table.concat(sh, ",") ..
+    " --dtypes " .. table.concat(dtypes, ",") .. " 2>&1")
+  local torch = {}
+  for ln in p:lines() do
+    local ok, j = pcall(cjson.decode, ln)
+    if ok and type(j) == "table" and j.dtype then torch[j.dtype .. "/" .. j.M .. "x" .. j.N .. "x" .. j.K] = j end
+  end
+  p:close()
+  local gpu = require "klab.gpu"
+  local blas = require "klab.blas"
+  local judge = require "klab.judge"
+  local jit = require "klab.jit"
+  local ctx = assert(gpu.context(0))
+  local props = gpu.device(0)
+  local j = assert(judge.open(ctx, assert(jit.compile { source = judge.source(), lang = "cuda", arch = props.arch,
+    name = "judge.cu" }).cubin))
+  line("\n4. cuBLASLt (klab, best of the heuristic's top 8, L2 flushed) against torch.matmul (same run)")
+  line("%-6s %-16s %12s %12s %10s %10s %8s", "dtype", "shape", "klab us", "torch us", "klab TF/s", "torch TF/s",
+    "ratio")
+  for _, dt in ipairs(dtypes) do
+    for _, s in ipairs(shapes) do
+      local M, N, K = s[1], s[2], s[3]
+      local ldt = (dt == "tf32") and "f32" or dt
+      local esz = ({ bf16 = 2, f16 = 2, e4m3 = 1, f32 = 4 })[ldt]
+      local osz = (ldt == "e4m3") and 2 or esz
+      local A = assert(ctx:alloc(M * K * esz))
+      local B = assert(ctx:alloc(N * K * esz))
+      local C = assert(ctx:alloc(M * N * osz))
+      local jdt = ({ bf16 = "bf16", f16 = "f16", e4m3 = "fp8e4m3", f32 = "f32" })[ldt]
+      j:fill(A, M * K, jdt, "normal", 1)
+      j:fill(B, N * K, jdt, "normal", 2)
+      local plan = assert(blas.gemm_plan(ctx, { dtype = ldt, compute = dt == "tf32" and "tf32" or "f32", M = M, N = N,
+        K = K, algos = 8 }))
+      local opts = { budget_s = 0.5, min_samples = 20, max_samples = 300 }
+      local tm = plan:time(A, B, C, opts)
+      local key = dt .. "/" .. M .. "x" .. N .. "x" .. K
+      local tr = torch[key]
+      local kus = tm and tm.best and tm.best.median_us
+      local flops = 2 * M * N * K
+      local ktf = kus and flops / kus / 1e6
+      local ttf = tr and tr.tflops
+      line("%-6s %-16s %12s %12s %10s %10s %8s", dt, M .. "x" .. N .. "x" .. K, kus and string.format("%.2f", kus) or "-",
+        tr and string.format("%.2f", tr.median_us) or "-", ktf and string.format("%.1f", ktf) or "-",
+        ttf and string.format("%.1f", ttf) or "-", (ktf and ttf) and string.format("%.4f", ktf / ttf) or "-")
+      plan:free(); A:free(); B:free(); C:free()
+    end
+  end
+end
