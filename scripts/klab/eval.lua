@@ -119,6 +119,13 @@ local function job_task(t)
   return spec
 end
 
+-- Dense tensor-core peaks by input type (TFLOP/s, NVIDIA's datasheet figures
+-- for the H100/H200 SXM and the B200), for the fraction of peak.
+local PEAK = {
+  sm_90a = { bf16 = 989.4, f16 = 989.4, fp8e4m3 = 1978.9, tf32 = 494.7, f32 = 66.9 },
+  sm_100a = { bf16 = 2250, f16 = 2250, fp8e4m3 = 4500, tf32 = 1100, f32 = 80 },
+}
+
 -- The correctness trials: `trials` fresh seeds, then each distribution of
 -- the task (scaled inputs, per-buffer laws, a tolerance scale).
 local function job_trials(t)
@@ -241,6 +248,7 @@ end
 -- The stages that need no GPU: build and plan. Returns the worker's job, or
 -- nil after setting result's verdict.
 local function prepare(t, c, arch, result, opts)
+  local b0 = sys.now()
   local res, err, code, partial = jit.compile { source = c.code, lang = c.lang, arch = arch, name = c.name,
     cache = opts.cache }
   if not res then
@@ -255,6 +263,7 @@ local function prepare(t, c, arch, result, opts)
   end
   result.stages.build = {
     ok = true, kernels = res.kernels, census = res.census, compile_ms = res.compile_ms, cached = res.cached,
+    seconds = sys.now() - b0,
     hash = res.hash, cubin_hash = res.cubin_hash, log = res.log, compiler = res.compiler,
   }
   local p0 = sys.now()
@@ -281,6 +290,10 @@ local function prepare(t, c, arch, result, opts)
     tensormaps = plan.tensormaps, workspace = plan.workspace, trials = opts.trials or job_trials(t),
     timing = opts.timing ~= false, opts = opts.timing_opts or {},
   }
+  if job.opts.peak_tflops == nil then
+    local a = t.buffers.A
+    job.opts.peak_tflops = PEAK[arch] and a and PEAK[arch][a.dtype] or nil
+  end
   if next(job.tensormaps or {}) == nil then job.tensormaps = nil end
   if next(job.workspace or {}) == nil then job.workspace = nil end
   return job

@@ -35,10 +35,10 @@ do
   local warm = assert(s:evaluate(PTX_TASK, WGMMA, { force = true, timing_opts = { budget_s = 5 } }))
   for _, r in ipairs { { "cold", cold }, { "warm", warm } } do
     local st = r[2].stages
-    local known = (st.build and st.build.compile_ms or 0) / 1000 + (st.plan and st.plan.seconds or 0) +
+    local known = (st.build and st.build.seconds or 0) + (st.plan and st.plan.seconds or 0) +
       (st.load and st.load.seconds or 0) + (st.correctness and st.correctness.seconds or 0) +
       (st.timing and st.timing.seconds or 0)
-    stage_rows[#stage_rows + 1] = { r[1], r[2].verdict, st.build and st.build.compile_ms / 1000, st.build and st.build.cached,
+    stage_rows[#stage_rows + 1] = { r[1], r[2].verdict, st.build and st.build.seconds, st.build and st.build.cached,
       st.plan and st.plan.seconds, st.load and st.load.seconds, st.correctness and st.correctness.seconds,
       st.timing and st.timing.seconds, r[2].seconds - known, r[2].seconds,
       st.timing and st.timing.candidate and st.timing.candidate.median, st.timing and st.timing.speedup }
@@ -147,7 +147,10 @@ if not skip.torch then
   local torch = {}
   for ln in p:lines() do
     local ok, j = pcall(cjson.decode, ln)
-    if ok and type(j) == "table" and j.dtype then torch[j.dtype .. "/" .. j.M .. "x" .. j.N .. "x" .. j.K] = j end
+    if ok and type(j) == "table" and j.dtype then
+      local d = function(v) return math.tointeger(v) or v end
+      torch[j.dtype .. "/" .. d(j.M) .. "x" .. d(j.N) .. "x" .. d(j.K)] = j
+    end
   end
   p:close()
   local gpu = require "klab.gpu"
