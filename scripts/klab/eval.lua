@@ -96,6 +96,15 @@ local function job_task(t)
       spec.tolerance[name] = { atol = tol.atol, rtol = tol.rtol, matched = tol.matched }
     end
   end
+  if t.family ~= "gemm" then
+    -- Other families name their reference and baseline modules themselves
+    -- (klab.refs.<op>, klab.baselines.<lib>), which read these plain copies.
+    spec.reference = task_mod.plain(t.reference)
+    spec.reference.op = spec.reference.op or t.family
+    spec.baseline = t.baseline and task_mod.plain(t.baseline)
+    spec.extra = t.extra and task_mod.plain(t.extra)
+    return spec
+  end
   -- The GEMM family's reference: C = scale_a * scale_b * A . B^T.
   spec.reference = { op = "gemm", A = "A", B = "B", C = "C" }
   local scaled = t.scales and t.scales.A and t.scales.B

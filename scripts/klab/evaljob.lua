@@ -120,9 +120,24 @@ local function task_state(task)
 end
 
 -- The fp32 reference for one output, from the task's reference operator.
+-- Families other than GEMM bring their own reference and baseline as Lua
+-- modules: klab.refs.<op> with compute(S, task, set) -> {output = fp32
+-- buffer} and optionally derive(S, task, set) for inputs computed from other
+-- inputs (attention backward's O and LSE); klab.baselines.<lib> with
+-- prepare(S, task, ts, opts) -> runner (see baseline below). S is this
+-- worker's state: ctx, judge, props.
+local function ref_module(task)
+  local op = task.reference.op
+  if op == "gemm" then return nil end
+  local ok, mod = pcall(require, "klab.refs." .. op)
+  if not ok then error("no reference for operator '" .. tostring(op) .. "': " .. tostring(mod)) end
+  return mod
+end
+
 local function reference(task, set)
   local r = task.reference
-  if r.op ~= "gemm" then error("unknown reference operator '" .. tostring(r.op) .. "'") end
+  local mod = ref_module(task)
+  if mod then return mod.compute(S, task, set) end
   local out = {}
   local A, B = set.bufs[r.A], set.bufs[r.B]
   local bo = task.buffer_by_name[r.C]
@@ -149,6 +164,11 @@ local function input_set(task, ts, i, trial)
       if not ok then return nil, ferr end
       set.bufs[b.name] = g
     end
+  end
+  local mod = ref_module(task)
+  if mod and mod.derive then
+    local ok, derr = mod.derive(S, task, set)
+    if not ok then return nil, derr end
   end
   for name, g in pairs(set.bufs) do set.sums[name] = S.judge:checksum(g.ptr, g.bytes) end
   local refs, rerr = reference(task, set)
@@ -383,18 +403,20 @@ local function correctness(task, c, ts, res)
   return nil
 end
 
-local function baseline(task, ts, opts)
-  if ts.baseline then return ts.baseline end
+-- The library baseline as a runner: {run = function() enqueue one run;
+-- return -1 end, median_us = (its own best timing), info = {...},
+-- modes = {mode = {median_us=, ...}}}. Made once per task and worker.
+local function cublaslt_baseline(task, ts, opts)
   local b = task.baseline
-  if not b or b.lib ~= "cublaslt" then return nil, "no library baseline for this task" end
   local blas = require "klab.blas"
   local set = ts.inputs[1]
-  local out = {}
+  local r = task.reference
+  local rA, rB, rC = region(set.bufs[r.A]), region(set.bufs[r.B]), region(ts.outs[r.C])
+  local runner = { modes = {} }
   for _, mode in ipairs(b.modes or { "f32" }) do
     local plan, err = blas.gemm_plan(S.ctx, { dtype = b.dtype, compute = mode, M = task.dims.M, N = task.dims.N,
       K = task.dims.K, algos = opts.algos or 8 })
     if not plan then return nil, "cuBLASLt: " .. tostring(err) end
-    local r = task.reference
     -- Each of the heuristic's algorithms gets a short run; the best is then
     -- timed interleaved with the candidate like any other sample.
     local runopts = { budget_s = opts.baseline_budget_s or 0.5, min_samples = 10, max_samples = 200 }
@@ -402,12 +424,41 @@ local function baseline(task, ts, opts)
       runopts.scale_a = region(set.bufs[b.scale_a])
       runopts.scale_b = region(set.bufs[b.scale_b])
     end
-    local t, terr = plan:time(region(set.bufs[r.A]), region(set.bufs[r.B]), region(ts.outs[r.C]), runopts)
+    local t, terr = plan:time(rA, rB, rC, runopts)
     if not t then return nil, "cuBLASLt timing: " .. tostring(terr) end
-    out[mode] = { plan = plan, best_index = t.best_index, best = t.best, first = t.first, algos = #t.algos }
+    runner.modes[mode] = { median_us = t.best.median_us, algo = t.best_index, algos = #t.algos,
+      first_choice_median_us = t.first.median_us, plan = plan }
+    if not runner.run then
+      -- The first mode listed (strict FP32 for fp32 tasks) is the one
+      -- interleaved with the candidate; the others are reported beside it.
+      local ro = { algo = t.best_index, scale_a = runopts.scale_a, scale_b = runopts.scale_b }
+      runner.run = function()
+        local ok, rerr = plan:run(rA, rB, rC, ro)
+        if not ok then error(rerr) end
+        return -1
+      end
+      runner.median_us, runner.mode = t.best.median_us, mode
+      runner.info = { lib = "cublaslt", algo = t.best_index, first_choice_median_us = t.first.median_us }
+    end
   end
-  ts.baseline = out
-  return out
+  return runner
+end
+
+local function baseline(task, ts, opts)
+  if ts.baseline then return ts.baseline end
+  local b = task.baseline
+  if not b then return nil, "no library baseline for this task" end
+  local runner, err
+  if b.lib == "cublaslt" then
+    runner, err = cublaslt_baseline(task, ts, opts)
+  else
+    local ok, mod = pcall(require, "klab.baselines." .. tostring(b.lib))
+    if not ok then return nil, "no baseline library '" .. tostring(b.lib) .. "': " .. tostring(mod) end
+    runner, err = mod.prepare(S, task, ts, opts)
+  end
+  if not runner then return nil, err end
+  ts.baseline = runner
+  return runner
 end
 
 local function timed(task, c, ts, res, opts)
@@ -446,26 +497,7 @@ local function timed(task, c, ts, res, opts)
       return good == true
     end,
   }
-  local primary = base and (base.f32 or base[next(base)])
-  if primary then
-    local r = task.reference
-    local C = ts.outs[r.C]
-    local setb = ts.inputs[1]
-    local runopts = { algo = primary.best_index }
-    if task.baseline.dtype == "e4m3" then
-      runopts.scale_a = region(setb.bufs[task.baseline.scale_a])
-      runopts.scale_b = region(setb.bufs[task.baseline.scale_b])
-    end
-    local rA, rB, rC = region(setb.bufs[r.A]), region(setb.bufs[r.B]), region(C)
-    spec.baseline = {
-      flops = task.flops,
-      run = function()
-        local ok, err = primary.plan:run(rA, rB, rC, runopts)
-        if not ok then error(err) end
-        return -1
-      end,
-    }
-  end
+  if base and base.run then spec.baseline = { flops = task.flops, run = base.run } end
   local r, err, code, partial = timing.measure(S.ctx, spec)
   local st = { seconds = now() - t0 }
   res.stages.timing = st
@@ -491,11 +523,17 @@ local function timed(task, c, ts, res, opts)
     st.baseline = r.baseline
     st.baseline.samples = nil
     st.speedup = r.speedup
-    st.baseline_algo = primary.best_index
-    st.baseline_first_choice_median = primary.first and primary.first.median_us
-    if base.tf32 and base.tf32.best then
-      st.baseline_tf32_median = base.tf32.best.median_us
-      st.speedup_tf32 = base.tf32.best.median_us / r.candidate.median
+    st.baseline_info = base.info
+    st.baseline_mode = base.mode
+    -- Other modes (TF32 for fp32 tasks), from their own timing.
+    st.baseline_modes = {}
+    for mode, m in pairs(base.modes or {}) do
+      st.baseline_modes[mode] = { median_us = m.median_us, algo = m.algo,
+        speedup = m.median_us and m.median_us / r.candidate.median }
+    end
+    if base.modes and base.modes.tf32 then
+      st.baseline_tf32_median = base.modes.tf32.median_us
+      st.speedup_tf32 = base.modes.tf32.median_us / r.candidate.median
     end
   else
     st.baseline_error = berr
