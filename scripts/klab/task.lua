@@ -174,17 +174,6 @@ end
 
 -- ---- loading ----------------------------------------------------------
 
-local function safe_env()
-  -- Read-only access to pure libraries; the file's own globals land in the env.
-  local base = {
-    math = math, string = string, table = table, utf8 = utf8,
-    pairs = pairs, ipairs = ipairs, next = next, select = select, type = type,
-    tostring = tostring, tonumber = tonumber, error = error, assert = assert,
-    pcall = pcall, rawget = rawget, rawlen = rawlen, rawequal = rawequal,
-  }
-  return setmetatable({}, { __index = base })
-end
-
 local function read_file(path)
   local f, err = io.open(path, "rb")
   if not f then return nil, err end
@@ -193,11 +182,36 @@ local function read_file(path)
   return s
 end
 
+-- Read-only access to pure libraries; the file's own globals land in the
+-- env. include("_name.lua") runs a sibling file that holds what a family's
+-- task files share, in an environment of its own, and returns its value.
+-- Such files start with "_" and are not task files themselves.
+local function safe_env(dir)
+  local base = {
+    math = math, string = string, table = table, utf8 = utf8,
+    pairs = pairs, ipairs = ipairs, next = next, select = select, type = type,
+    tostring = tostring, tonumber = tonumber, error = error, assert = assert,
+    pcall = pcall, rawget = rawget, rawlen = rawlen, rawequal = rawequal,
+  }
+  base.include = function(name)
+    if type(name) ~= "string" or not name:match("^_[%w_%-]+%.lua$") then
+      error("include: expected a sibling file named _<name>.lua, got " .. tostring(name), 2)
+    end
+    local path = dir .. "/" .. name
+    local src, err = read_file(path)
+    if not src then error("include: cannot read " .. path .. ": " .. tostring(err), 2) end
+    local chunk, cerr = load(src, "@" .. path, "t", safe_env(dir))
+    if not chunk then error("include: " .. cerr, 2) end
+    return chunk()
+  end
+  return setmetatable({}, { __index = base })
+end
+
 -- Runs the file; returns its raw fields.
 local function run_file(path)
   local src, err = read_file(path)
   if not src then fail(path, nil, "cannot read: " .. tostring(err)) end
-  local env = safe_env()
+  local env = safe_env(path:match("^(.*)/[^/]*$") or ".")
   local chunk, cerr = load(src, "@" .. path, "t", env)
   if not chunk then fail(path, nil, cerr) end
   local ok, rerr = pcall(chunk)
@@ -595,7 +609,7 @@ local function shquote(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
 function M.files(root)
   root = root or M.default_root()
   local out = {}
-  local p = io.popen("find " .. shquote(root) .. " -mindepth 2 -maxdepth 2 -type f -name '*.lua' 2>/dev/null")
+  local p = io.popen("find " .. shquote(root) .. " -mindepth 2 -maxdepth 2 -type f -name '*.lua' ! -name '_*' 2>/dev/null")
   if p then
     for line in p:lines() do out[#out + 1] = line end
     p:close()

@@ -1,67 +1,22 @@
--- GEMM, fp16: C = A·Bᵀ with A[M,K], B[N,K], C[M,N], row-major; f16 inputs,
--- fp32 accumulation, f16 output. The PTXBench GEMM (gemm_n7168_k5120,
--- M=8192, "captured from Qwen3 14B qkv_proj") plus shapes that stress other
--- paths: large square, tall-skinny, small M (decode-like) and odd sizes.
+-- GEMM, fp16: C = A·Bᵀ with f16 inputs, fp32 accumulation, f16 output
+-- (the same shapes as bf16; see _family.lua).
+local gemm = include "_family.lua"
+
 name = "gemm_f16"
 family = "gemm"
 kernel = "gemm"
 tags = { "gemm", "f16" }
+description = gemm.describe("in fp16 (__half bit patterns), accumulating in fp32\n" ..
+  "and writing C[M,N] in fp16 (round to nearest even)", "half")
 
-description = [[
-Write a CUDA kernel named `gemm` that computes C = A·Bᵀ for row-major matrices
-A[M,K] and B[N,K] in fp16 (__half bit patterns), accumulating in fp32
-and writing C[M,N] in fp16 (round to nearest even). Here M=${M}, N=${N}, K=${K}.
-With the default launch plan the kernel is
-  extern "C" __global__ void gemm(const half *A, const half *B, half *C,
-                                  unsigned M, unsigned N, unsigned K)
-launched with a grid of (ceil(N/128), ceil(M/128), 1) blocks of 256 threads
-and no dynamic shared memory: block (x, y) owns the 128x128 tile of C at rows
-128*y and columns 128*x. Send your own plan to change any of this (tensor
-maps, clusters, dynamic shared memory, several launches).]]
-
-dims = { "M", "N", "K" }
-variants = {
-  { M = 8192, N = 7168, K = 5120, tags = { "ptxbench" } },
-  { M = 4096, N = 4096, K = 4096, tags = { "square" } },
-  { M = 8192, N = 8192, K = 8192, tags = { "square" } },
-  { M = 65536, N = 256, K = 1024, tags = { "tall_skinny" } },
-  { M = 16384, N = 128, K = 7168, tags = { "tall_skinny" } },
-  { M = 1, N = 7168, K = 5120, tags = { "small" } },
-  { M = 16, N = 7168, K = 5120, tags = { "small" } },
-  { M = 128, N = 4096, K = 4096, tags = { "small" } },
-  { M = 8191, N = 7169, K = 5120, tags = { "odd" } },
-  { M = 1000, N = 1000, K = 1000, tags = { "odd" } },
-  { M = 4097, N = 4095, K = 4099, tags = { "odd" } },
-  { M = 123, N = 457, K = 789, tags = { "odd", "small" } },
-}
-
-buffers = {
-  A = { role = "input", dtype = "f16", shape = { "M", "K" } },
-  B = { role = "input", dtype = "f16", shape = { "N", "K" } },
-  C = { role = "output", dtype = "f16", shape = { "M", "N" } },
-}
-
+dims = gemm.dims
+variants = gemm.variants
+buffers = gemm.operands("f16", "f16")
 -- Inputs are drawn in fp32 and rounded to f16; the reference sees exactly
 -- the rounded values.
-inputs = {
-  A = { dist = "normal", mean = 0, std = 1 },
-  B = { dist = "normal", mean = 0, std = 1 },
-}
-
--- KernelBench-Verified's hidden suite (x1, x3, x0.01, x-1 on float inputs)
--- plus PTXBench's spiky mix N(0,1) + N(0,100)·Bern(0.001) (variance 100,
--- so spike_std = 10). C scales with the product of the input scales, and so
--- does every accumulation error, so atol is scaled by scale^2 (tol_scale);
--- rtol needs no scaling.
-trials = 3
-distributions = {
-  { name = "randn" },
-  { name = "x3", scale = 3, tol_scale = 9 },
-  { name = "x0.01", scale = 0.01, tol_scale = 1e-4 },
-  { name = "neg", scale = -1 },
-  { name = "spiky", inputs = { A = { dist = "spiky", std = 1, spike_std = 10, p = 0.001 },
-                               B = { dist = "spiky", std = 1, spike_std = 10, p = 0.001 } } },
-}
+inputs = gemm.inputs
+trials = gemm.trials
+distributions = gemm.distributions
 
 -- f16 has 11 significant bits: one ulp is at most 2^-10 ≈ 9.8e-4 of the
 -- value, so rtol = 2e-3 lets a result one ulp off (an fp32 sum in another
@@ -75,28 +30,9 @@ tolerance = {
   f16 = { atol = 1e-2, rtol = 2e-3, matched = 1.0 },
 }
 
-reference = { name = "gemm_ref", op = "nt", accumulate = "f64" }
+reference = gemm.reference
 baseline = { lib = "cublaslt", op = "matmul", layout = "nt", modes = { "default" } }
-
-flops = function(d) return 2 * d.M * d.N * d.K end
+flops = gemm.flops
 bytes = function(d) return 2 * (d.M * d.K + d.N * d.K + d.M * d.N) end
-
-targets = {
-  sm_90a = { "wgmma", "tma" },
-  sm_100a = { "tcgen05.mma", "tcgen05.tmem", "tma" },
-}
-
-plan = [[
--- Default plan: one launch of `gemm`, a block of 256 threads per 128x128 tile of C.
-local M, N, K = dims.M, dims.N, dims.K
-return {
-  launches = {
-    { kernel = "gemm",
-      grid = { (N + 127) // 128, (M + 127) // 128, 1 },
-      block = { 256, 1, 1 },
-      shared = 0,
-      args = { { buffer = "A" }, { buffer = "B" }, { buffer = "C" },
-               { u32 = M }, { u32 = N }, { u32 = K } } },
-  },
-}
-]]
+targets = gemm.targets
+plan = gemm.plan()

@@ -232,6 +232,21 @@ function T.list_reports_broken_files_and_keeps_good_ones(t)
   os.execute("rm -rf '" .. dir .. "'")
 end
 
+function T.include_shares_a_family_file(t)
+  local path = toy(t, 'local shared = include "_shared.lua"\n' .. GOOD:gsub('flops = function%(d%) return d.N end',
+    'flops = shared.flops'))
+  write(path:gsub("toy%.lua$", "_shared.lua"), "return { flops = function(d) return 3 * d.N end }")
+  local d = task.load(path, { reload = true })
+  t.eq(d.tasks[1].flops, 48, "flops from the included file")
+  -- The shared file is not a task of its own.
+  local dir = path:match("^(.*)/toy/")
+  for _, f in ipairs(task.files(dir)) do t.ok(not f:match("/_[^/]*$"), f .. " listed as a task file") end
+  -- Only sibling files named _<name>.lua.
+  local bad = toy(t, 'local x = include "../etc.lua"\n' .. GOOD)
+  t.match(load_err(bad), "sibling file named _<name>%.lua")
+  cleanup()
+end
+
 function T.shape_expressions(t)
   local d = { M = 100, N = 7, K = 64 }
   t.eq(shape.eval("M*K", d), 6400)
