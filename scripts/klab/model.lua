@@ -132,7 +132,7 @@ function M.new(spec)
   for k, v in pairs(spec) do
     local want = FIELDS[k]
     if not want then error(("model.new: unknown field '%s'"):format(tostring(k)), 2) end
-    if type(v) ~= want then error(("model.new: field '%s' must be a %s, got %s"):format(k, want, type(v)), 2) end
+    if type(v) ~= want and not (k == "stop" and type(v) == "string") then error(("model.new: field '%s' must be a %s, got %s"):format(k, want, type(v)), 2) end
     m[k] = v
   end
   if not M.PROVIDERS[m.provider or ""] then
@@ -205,6 +205,8 @@ function M.caller(opts)
 end
 
 function Caller:close()
+  if self.own_http and self.http then self.http:free() end
+  self.http = nil
   if self.own_db and self.db then self.db:close() end
   self.db = nil
   self.queue, self.inflight, self.ready = {}, {}, {}
@@ -311,7 +313,7 @@ function Caller:_client()
     if not ok then error("model: klab.http is not available: " .. tostring(http), 0) end
     local c, err = http.client()
     if not c then error("model: cannot start an HTTP client: " .. tostring(err), 0) end
-    self.http = c
+    self.http, self.own_http = c, true
   end
   return self.http
 end

@@ -27,8 +27,8 @@ end
 function M.new(opts)
   opts = opts or {}
   local out = opts.out or io.stderr
-  local mode = opts.mode or "auto"
-  if mode == true then mode = "auto" elseif mode == false then mode = "off" end
+  local mode = opts.mode
+  if mode == nil or mode == true then mode = "auto" elseif mode == false then mode = "off" end
   if mode == "auto" then
     mode = (out == io.stderr and stderr_is_tty()) and "bar" or "plain"
   end

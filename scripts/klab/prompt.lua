@@ -180,7 +180,7 @@ function M.feedback(turn, opts)
   else
     local warn_families
     for _, w in ipairs(turn.workloads or {}) do
-      local head = "[" .. (w.axes or w.name) .. "] "
+      local head = w.axes and ("[" .. w.axes .. "] ") or ""
       if w.verdict == "passed" then
         out[#out + 1] = head .. ("PASSED — speedup: %sx (kernel: %s ms, ref: %s ms)"):format(fmt(w.speedup),
           fmt(w.time_ms, 4), fmt(w.baseline_ms, 4))
@@ -190,8 +190,8 @@ function M.feedback(turn, opts)
           line = line .. (" — max_abs_error: %s, max_rel_error: %s"):format(
             w.max_abs and ("%.4g"):format(w.max_abs) or "?", w.max_rel and ("%.4g"):format(w.max_rel) or "?")
         end
-        out[#out + 1] = line
-        out[#out + 1] = "    " .. strip_name(w.reason, w.verdict)
+        out[#out + 1] = line .. (w.max_abs and "" or (" — " .. strip_name(w.reason, w.verdict)))
+        if w.max_abs then out[#out + 1] = "    " .. strip_name(w.reason, w.verdict) end
       end
       local ins = w.instructions
       if ins and (w.verdict == "target_not_executed" or ins.status == "not_executed" or ins.status == "absent") then
@@ -214,7 +214,7 @@ function M.feedback(turn, opts)
       for _, w in ipairs(turn.workloads or {}) do
         if w.profile and w.profile:find("%S") then
           out[#out + 1] = ""
-          out[#out + 1] = "Profile [" .. (w.axes or w.name) .. "]:"
+          out[#out + 1] = "Profile" .. (w.axes and (" [" .. w.axes .. "]") or "") .. ":"
           out[#out + 1] = w.profile
         end
       end
@@ -226,6 +226,8 @@ function M.feedback(turn, opts)
       results = body, turn = opts.turn or turn.turn or 1, turns = opts.turns or "?",
       turns_left = opts.turns and ((opts.turns) - (opts.turn or turn.turn or 1)) or "?",
       target = opts.target and fmt(opts.target, 2) or "-",
+      target_line = opts.target and ("\nTarget: a speedup of at least %sx on every workload.\n"):format(fmt(opts.target, 2))
+        or "",
     }
     body = M.render(M.read(opts.template, opts.root), vars, opts.template)
   end

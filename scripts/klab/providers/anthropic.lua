@@ -50,7 +50,7 @@ function M.body(m, messages)
   return b
 end
 
-local function num(v) return math.type(v) and v or nil end
+local function num(v) return math.type(v) and (math.tointeger(v) or v) or nil end
 
 function M.parse(status, body)
   local ok, doc = pcall(cjson.decode, body or "")

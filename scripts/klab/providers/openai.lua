@@ -42,7 +42,7 @@ function M.body(m, messages)
 end
 
 local function str(v) return type(v) == "string" and v or nil end
-local function num(v) return math.type(v) and v or nil end
+local function num(v) return math.type(v) and (math.tointeger(v) or v) or nil end
 
 -- The message of an error body ({"error": {"message": ...}} or {"error": "..."}).
 local function error_text(doc, raw)

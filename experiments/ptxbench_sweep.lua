@@ -1,0 +1,55 @@
+-- experiments/ptxbench_sweep.lua: a PTXBench-style sweep.
+--
+--   klab experiments/ptxbench_sweep.lua models=NAME base_url=URL api_key_env=VAR [key=value ...]
+--
+-- For each model and task: prompt tags x replicas trajectories (3 x 4 by
+-- default) of up to 8 turns. Each turn sends the conversation so far, turns
+-- the reply into a candidate (the last ```cuda/```ptx block, a ```lua plan if
+-- any), evaluates it on every workload of the task, and answers with
+-- PTXBench's feedback (per workload: PASSED with the speedup and both times,
+-- or the status with the max errors; the compiler log; the INSTRUCTION
+-- WARNING when the target instructions did not run). A trajectory stops
+-- early once every workload passes at >= target (1.2x). At the end: the
+-- table of trajectories and PTXBench's cells (correct / correct with
+-- verified instructions / best speedup).
+--
+-- Every option below can be given as key=value; lists are comma-separated
+-- (tags=hopper-no-hint,hopper+warp_specialization). The store (db=) keeps
+-- the responses, evaluations and turns: run the same command again to resume
+-- after an interruption; mode=replay reruns it from the store with no network.
+
+local experiment = require "klab.experiment"
+
+local o = experiment.options(experiment.with_model_options {
+  name = "ptxbench_sweep",
+  db = "results/ptxbench_sweep.db",
+  tasks = { "gemm_bf16/8192x7168x5120" },
+  tags = { "hopper-no-hint", "hopper+cluster_multicast", "hopper+warp_specialization" },
+  replicas = 4,
+  turns = 8,
+  target = 1.2,
+  arch = "sm_90a",
+  mode = "record-missing",
+  select = "fastest_verified",
+  profile = false,
+  profile_after = 2,
+  responses_dir = "",
+  log = "",
+}, { ... })
+
+os.execute("mkdir -p \"$(dirname '" .. o.db .. "')\"")
+local exp <close> = experiment.new {
+  name = o.name, db = o.db, models = experiment.models_from(o), tasks = o.tasks, tags = o.tags,
+  replicas = math.tointeger(o.replicas), turns = math.tointeger(o.turns), target_speedup = o.target,
+  arch = o.arch, mode = o.mode, select = o.select, responses_dir = o.responses_dir ~= "" and o.responses_dir or nil,
+  feedback = { profile = o.profile, profile_after = math.tointeger(o.profile_after) },
+  log = o.log ~= "" and o.log or (o.db .. ".log"),
+}
+exp:run()
+print(exp:table())
+print()
+print(string.format("%-24s %-28s %5s %8s %9s %8s", "model", "task", "n", "correct", "verified", "best"))
+for _, c in ipairs(exp:cells()) do
+  print(string.format("%-24s %-28s %5d %8d %9d %8s", c.model, c.task, c.n, c.correct, c.verified,
+    c.best and string.format("%.3fx", c.best) or "-"))
+end

@@ -1,0 +1,56 @@
+-- experiments/repair_loop.lua: a repair loop in the manner of CuTeGen.
+--
+--   klab experiments/repair_loop.lua models=NAME base_url=URL api_key_env=VAR [key=value ...]
+--
+-- Starts from a broken kernel (default: tasks/gemm/bad/low_precision, a GEMM
+-- that accumulates in bf16), evaluates it once, and asks the model to repair
+-- it: diagnose first (what is wrong and where), then send the whole fixed
+-- kernel. Each turn's feedback is PTXBench-style; the profile text is added
+-- only after turn `profile_after` (CuTeGen's delayed profiling: early turns
+-- fix correctness without the distraction of counters). The loop stops at the
+-- first correct turn (target=0) or after `turns` turns.
+
+local experiment = require "klab.experiment"
+local prompt = require "klab.prompt"
+
+local o = experiment.options(experiment.with_model_options {
+  name = "repair_loop",
+  db = "results/repair_loop.db",
+  task = "gemm_bf16/1000x1000x1000",
+  seed_kernel = "tasks/gemm/bad/low_precision",
+  replicas = 2,
+  turns = 5,
+  target = 0.0,
+  arch = "sm_90a",
+  mode = "record-missing",
+  profile_after = 2,
+  log = "",
+}, { ... })
+
+os.execute("mkdir -p \"$(dirname '" .. o.db .. "')\"")
+local seed = assert(require("klab.candidate").load(o.seed_kernel))
+
+-- The seed's own evaluation, as the model will see it.
+local store = require "klab.store"
+local db <close> = assert(store.open(o.db))
+local ev <close> = require("klab.eval").session { db = db }
+local r = assert(ev:evaluate(o.task, seed, { arch = o.arch }))
+local t = require("klab.task").get(o.task)
+local axes = {}
+for _, d in ipairs(t.dim_order) do axes[#axes + 1] = d .. "=" .. t.dims[d] end
+local seed_feedback = prompt.feedback({ verdict = r.verdict, reason = r.reason, workloads = { {
+  name = o.task, axes = table.concat(axes, ", "), verdict = r.verdict, reason = r.reason,
+  speedup = r.stages.timing and r.stages.timing.speedup } }, compile_log = r.stages.build and r.stages.build.log }, {})
+
+local exp <close> = experiment.new {
+  name = o.name, db = db, session = ev, models = experiment.models_from(o), tasks = { o.task }, tags = { "none" },
+  replicas = math.tointeger(o.replicas), turns = math.tointeger(o.turns), target_speedup = o.target, arch = o.arch,
+  mode = o.mode, select = "first_correct",
+  prompt = { user = "repair.md", vars = { seed_code = seed.code, seed_plan = seed.plan or "(the task's default plan)",
+    seed_feedback = seed_feedback } },
+  feedback = { template = "repair_feedback.md", profile = true, profile_after = math.tointeger(o.profile_after) },
+  log = o.log ~= "" and o.log or (o.db .. ".log"),
+}
+exp:run()
+print("seed kernel: " .. o.seed_kernel .. " -> " .. tostring(r.reason))
+print(exp:table())
