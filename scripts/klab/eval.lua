@@ -81,7 +81,10 @@ local FP8_SCALES = { A = 0.5, B = 0.25 }
 
 -- The plain description of a task that the worker needs (no functions).
 local function job_task(t)
-  local spec = { name = t.name, family = t.family, dims = {}, buffers = {}, tolerance = {}, flops = t.flops }
+  -- Descriptors are read-only proxies that cjson would encode as empty:
+  -- the worker gets plain copies.
+  local spec = { name = t.name, family = t.family, dims = {}, buffers = {}, tolerance = {}, flops = t.flops,
+    bytes = t.bytes, targets = task_mod.plain(t.targets) }
   for k, v in pairs(t.dims) do spec.dims[k] = v end
   local scale_of = {}
   for operand, sc in pairs(t.scales or {}) do scale_of[sc.buffer] = FP8_SCALES[operand] or 1.0 end
@@ -152,8 +155,10 @@ local function job_trials(t)
 end
 
 local function key_of(t, c, arch, opts)
+  -- Custom trials change what "correct" means: they are part of the key.
+  local trials = opts.trials and require("klab.model").json(opts.trials) or nil
   return require("klab.store").hash("klab.eval.1", c.hash, t.name, arch, tostring(opts.timing ~= false),
-    tostring(opts.replica or 0))
+    tostring(opts.replica or 0), trials)
 end
 
 local function write_temp(bytes)
@@ -186,7 +191,35 @@ local function record(self, t, c, arch, key, result)
     end
     if tm.speedup_tf32 then meas.speedup_tf32 = { value = tm.speedup_tf32, unit = "x" } end
   end
+  local ps = result.stages.profile
+  if ps and ps.status == "ok" then
+    local fl, p = ps.flops or {}, ps.profile or {}
+    meas.flops_hgmma = { value = fl.hgmma, unit = "FLOP" }
+    meas.flops_hmma = { value = fl.hmma, unit = "FLOP" }
+    meas.flops_utc = { value = fl.utc, unit = "FLOP" }
+    meas.flops_other = { value = fl.other, unit = "FLOP" }
+    meas.tensor_flop_frac = { value = fl.frac and fl.frac.tensor, unit = "fraction" }
+    for name, f in pairs(ps.families or {}) do
+      meas["inst_" .. (name:gsub("%.", "_"))] = { value = f.count, unit = "count" }
+    end
+    meas.verified_instructions = { value = ps.verified and 1 or 0, unit = "bool" }
+    meas.sm_pct = { value = p.sm_pct, unit = "%" }
+    meas.mem_pct = { value = p.mem_pct, unit = "%" }
+    meas.dram_pct = { value = p.dram_pct, unit = "%" }
+    meas.occupancy_pct = { value = p.occupancy_pct, unit = "%" }
+    meas.tensor_pipe_pct = { value = p.tensor_pct, unit = "%" }
+    meas.dram_bytes = { value = p.dram_bytes, unit = "B" }
+    meas.dram_ratio = { value = p.dram_ratio, unit = "x" }
+    meas.waves = { value = p.waves, unit = "count" }
+  end
+  for name, n in pairs(ps and ps.sass and ps.sass.static_families or {}) do
+    meas["sass_static_" .. (name:gsub("%.", "_"))] = { value = n, unit = "count" }
+  end
+  -- The PTX census travels with every evaluation: "present in source".
   local b = result.stages.build
+  for fam, n in pairs(b and b.census or {}) do
+    if fam ~= "instructions" then meas["ptx_" .. (fam:gsub("[%.:]", "_"))] = { value = n, unit = "count" } end
+  end
   if b and b.kernels and b.kernels[1] then
     meas.registers = { value = b.kernels[1].registers, unit = "count" }
   end

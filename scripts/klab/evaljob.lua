@@ -18,6 +18,7 @@ local jit = require "klab.jit"
 local judge_mod = require "klab.judge"
 local timing = require "klab.timing"
 local sys = require "klab.sys"
+local profile = require "klab.profile"
 
 local M = {}
 
@@ -595,7 +596,7 @@ local function load_candidate(args, res)
     return nil, verdict(res, "load_error", "the driver refused the module: " .. tostring(lerr))
   end
   local c = { launches = args.launches, tensormaps = args.tensormaps, workspace = args.workspace,
-    trials = args.trials, funcs = {}, mod = mod }
+    trials = args.trials, funcs = {}, mod = mod, cubin = cubin }
   res.stages.load = { seconds = now() - t0, kernels = {} }
   for _, l in ipairs(c.launches) do
     if not c.funcs[l.kernel] then
@@ -667,8 +668,33 @@ function M._evaluate(args)
   local mod = c.mod
   local ts = task_state(task)
   local out = correctness(task, c, ts, res)
+  -- The instruction stage: its own profiled run, never timed; never raises.
+  if out == nil and args.profile ~= false then
+    local outs, ws = outputs(task, ts, c.workspace)
+    local set = ts.inputs[1]
+    local ps = profile.stage(S.ctx, function() return run_once(c, set, outs, ws) end, task, S.props.arch, {
+      prepare = function() poison(outs); poison(ws); return true end,
+      launches = c.launches, kernels = res.stages.load.kernels, funcs = c.funcs, device = S.props,
+      cubin = c.cubin, sass_executed = (args.opts or {}).sass_executed,
+    })
+    res.stages.profile = ps
+    if ps.sticky then
+      res.unfit = true
+      out = verdict(res, "runtime_error", "the kernel failed in the profiled run: " .. tostring(ps.reason))
+    end
+  end
   if out == nil and args.timing ~= false then out = timed(task, c, ts, res, args.opts or {}) end
-  if out == nil then verdict(res, "passed", "correct on every trial") end
+  local ps, tm = res.stages.profile, res.stages.timing
+  if ps and tm and tm.candidate and tm.candidate.median then
+    profile.summarize(ps, { duration_us = tm.candidate.median, source = tm.method })
+  end
+  if out == nil then
+    if ps and ps.verdict then
+      verdict(res, ps.verdict, ps.verdict_reason)
+    else
+      verdict(res, "passed", "correct on every trial")
+    end
+  end
   -- A module is unloaded after use; the worker keeps the rest.
   if not res.unfit then mod:free() end
   return res

@@ -83,6 +83,7 @@ row("fresh worker after the hang", r.status == "finished" and r.result.wrong == 
 
 -- 5. The GEMM samples and known-bad kernels, each with the verdict it must get.
 local eval_rows = {}
+local profiles = {}
 do
   local eval = require "klab.eval"
   local es <close> = eval.session { deadline = 60 }
@@ -96,19 +97,40 @@ do
       perf = string.format("%.1f us, %.0f TFLOP/s", tm.candidate.median, tm.candidate.tflops or 0)
       if tm.speedup then perf = perf .. string.format(", %.2fx cuBLASLt", tm.speedup) end
     end
-    eval_rows[#eval_rows + 1] = { cand:match("([^/]+)$"), task, want, got, perf,
-      r and (r.reason or ""):sub(1, 90) or "" }
+    local ps = r and r.stages.profile
+    local instr = "-"
+    if ps then
+      if ps.status ~= "ok" then
+        instr = "unknown: " .. tostring(ps.reason):sub(1, 40)
+      else
+        local fams = {}
+        for name, f in pairs(ps.families or {}) do
+          fams[#fams + 1] = name .. (f.status == "executed" and "+" or (f.status == "not_executed" and "-" or "?"))
+        end
+        table.sort(fams)
+        local fl = ps.flops or {}
+        instr = string.format("%s hgmma %.3f hmma %.3f", table.concat(fams, ","),
+          (fl.frac and fl.frac.hgmma) or 0, (fl.frac and fl.frac.hmma) or 0)
+      end
+      if ps.text and opts and opts.show_profile then profiles[#profiles + 1] = { cand .. " on " .. task, ps.text } end
+    end
+    eval_rows[#eval_rows + 1] = { cand:match("([^/]+)$"), task, want, got, perf, instr }
     row(cand:match("([^/]+/[^/]+)$") .. " on " .. task, got == want,
       string.format("want %s, got %s (%.1f s) %s", want, got, sys.now() - t0, perf))
     if got ~= want and r then io.stderr:write("  reason: ", tostring(r.reason), "\n") end
   end
-  judge("gemm_bf16/123x457x789", "tasks/gemm/samples/naive", "passed")
-  judge("gemm_bf16/1000x1000x1000", "tasks/gemm/samples/naive", "passed")
-  judge("gemm_bf16/4097x4095x4099", "tasks/gemm/samples/mma_sync", "passed")
-  judge("gemm_bf16/8192x7168x5120", "tasks/gemm/samples/mma_sync", "passed")
+  -- The naive and mma.sync samples are correct but do not use the task's
+  -- target instructions (wgmma, TMA): their verdict is target_not_executed,
+  -- which counts as correct and not as verified.
+  judge("gemm_bf16/123x457x789", "tasks/gemm/samples/naive", "target_not_executed")
+  judge("gemm_bf16/1000x1000x1000", "tasks/gemm/samples/naive", "target_not_executed", { show_profile = true,
+    timing_opts = { budget_s = 3 } })
+  judge("gemm_bf16/4097x4095x4099", "tasks/gemm/samples/mma_sync", "target_not_executed")
+  judge("gemm_bf16/8192x7168x5120", "tasks/gemm/samples/mma_sync", "target_not_executed", { show_profile = true,
+    timing_opts = { budget_s = 3 } })
   judge("gemm_bf16/4096x4096x4096", "tasks/gemm/samples/wgmma_tma", "passed")
   judge("gemm_bf16/8192x7168x5120", "tasks/gemm/samples/wgmma_tma", "passed",
-    { timing_opts = { budget_s = 6 } })
+    { timing_opts = { budget_s = 6 }, show_profile = true })
   local expected = dofile("tasks/gemm/bad/expected.lua")
   for _, e in ipairs(expected) do
     judge("gemm_bf16/4096x4096x4096", "tasks/gemm/bad/" .. e.name, e.verdict,
@@ -135,15 +157,22 @@ if not quick then
   end
   p:close()
   suite("lua tests", "build/klab tests/lua/run.lua")
+  suite("profile vs ncu", "build/klab tests/gpu/profile_vs_ncu.lua")
 end
 
 -- The table, last.
 print()
 if #eval_rows > 0 then
-  print(string.format("%-18s %-26s %-18s %-18s %-40s", "candidate", "task", "expected", "actual", "time"))
+  print(string.format("%-18s %-26s %-18s %-18s %-40s %s", "candidate", "task", "expected", "actual", "time",
+    "instructions (target +ran -did not; tensor FLOP fractions)"))
   for _, e in ipairs(eval_rows) do
-    print(string.format("%-18s %-26s %-18s %-18s %-40s", e[1], e[2], e[3], e[4], e[5]))
+    print(string.format("%-18s %-26s %-18s %-18s %-40s %s", e[1], e[2], e[3], e[4], e[5], e[6] or ""))
   end
+  print()
+end
+for _, p in ipairs(profiles) do
+  print("profile of " .. p[1] .. ":")
+  print(p[2])
   print()
 end
 print(string.format("%-34s %-5s %s", "check", "", "detail"))
