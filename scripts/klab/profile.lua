@@ -369,7 +369,41 @@ end
 
 -- Worker-lifetime state: one profiler per context (created once with the
 -- chip's full metric list; a failure to create is kept, not retried), an
--- L2-flush buffer per context.
+-- A kernel that reads a buffer of twice the L2 size (and writes nothing
+-- unless a value no fill produces turns up, so the compiler keeps the loads).
+local L2_READ = [[
+extern "C" __global__ void l2_read(const unsigned long long *p, unsigned long long n, unsigned long long *sink)
+{
+    unsigned long long acc = 0;
+    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
+         i += (unsigned long long)gridDim.x * blockDim.x)
+        acc ^= p[i];
+    if (acc == 0x5bd1e9955bd1e995ULL) *sink = acc;
+}
+]]
+
+-- A flush function for ctx: reads 2 x L2 through l2_read, then waits. (fn
+-- holds its module alive.)
+local function l2_reader(ctx, props)
+  local res = require("klab.jit").compile { source = L2_READ, lang = "cuda", arch = props.arch, name = "l2_read.cu" }
+  if not res then return nil end
+  local mod = ctx:load(res.cubin)
+  local fn = mod and mod:func("l2_read")
+  local bytes = 2 * props.l2_bytes
+  local buf = fn and ctx:alloc(bytes)
+  local sink = buf and ctx:alloc(8)
+  if not sink then return nil end
+  buf:fill(0)
+  local n = bytes // 8
+  local spec = { grid = { 4 * props.sm_count }, block = { 512 }, args = { buf, { "u64", n }, sink } }
+  return function()
+    local ok, err, code = ctx:launch(fn, spec)
+    if not ok then return nil, err, code end
+    return ctx:sync()
+  end
+end
+
+-- L2-flush function per context.
 local profilers = setmetatable({}, { __mode = "k" })
 local flushers = setmetatable({}, { __mode = "k" })
 
@@ -527,13 +561,16 @@ local function stage_body(ctx, run, task, arch, opts, stage)
   stage.chip = info0.chip
   stage.skipped = info0.skipped
 
-  -- L2 is flushed before each pass (outside the range), as ncu does, so
-  -- DRAM figures do not depend on what the previous pass left in L2.
+  -- L2 is emptied before each pass (outside the range), as ncu's cache
+  -- control does, so DRAM figures do not depend on what the previous pass
+  -- left there. The flush READS twice the L2 size: a write (a memset) would
+  -- leave L2 full of dirty lines that the profiled kernel then writes back,
+  -- counted as its DRAM traffic and its time.
   local flush
   if opts.flush_l2 ~= false and opts.device and opts.device.l2_bytes and opts.device.l2_bytes > 0 then
     flush = flushers[ctx]
     if flush == nil then
-      flush = ctx:alloc(2 * opts.device.l2_bytes) or false
+      flush = l2_reader(ctx, opts.device) or false
       flushers[ctx] = flush
     end
   end
@@ -544,7 +581,10 @@ local function stage_body(ctx, run, task, arch, opts, stage)
       local okp, perr2, pcode2 = opts.prepare(pass)
       if okp == nil or okp == false then return nil, perr2, pcode2 end
     end
-    if flush then flush:fill(pass % 251) end
+    if flush then
+      local okf, ferr, fcode = flush()
+      if not okf then return nil, ferr, fcode end
+    end
     return true
   end
   local values, minfo_or_err, mcode = p:measure(run, prepare)
@@ -668,12 +708,32 @@ function M.run_candidate(task, cand, opts)
       funcs[l.kernel], kernels[l.kernel] = fn, fn:attributes()
     end
   end
+  -- Inputs as an evaluation draws them (N(0,1) through the judge kernels):
+  -- tensor cores draw less power, and run faster, on constant data, so a
+  -- constant fill would not time the same kernel ncu sees under klab replay.
+  local judge = require "klab.judge"
+  local jres = require("klab.jit").compile { source = judge.source(), lang = "cuda", arch = arch, name = "judge.cu" }
+  local j = jres and judge.open(ctx, jres.cubin)
   local bufs, outs = {}, {}
-  for name, b in pairs(task.buffers) do
+  local seed = 0
+  local names = {}
+  for name in pairs(task.buffers) do names[#names + 1] = name end
+  table.sort(names)
+  for _, name in ipairs(names) do
+    local b = task.buffers[name]
     local buf, aerr, acode = ctx:alloc(b.bytes)
     if not buf then return nil, aerr, acode end
     bufs[name] = buf
-    if b.role == "input" then buf:fill(opts.fill or 0x3c) else outs[#outs + 1] = buf end
+    if b.role == "input" then
+      seed = seed + 1
+      if j and judge.dtype_size(b.dtype) then
+        j:fill(buf, b.numel, b.dtype, "normal", seed)
+      else
+        buf:fill(opts.fill or 0x3c)
+      end
+    else
+      outs[#outs + 1] = buf
+    end
   end
   for name, w in pairs(plan.workspace or {}) do
     local buf, aerr, acode = ctx:alloc(w.bytes)
