@@ -1,0 +1,103 @@
+-- klab export: training data from an experiment store.
+local M = {}
+
+M.summary = "export training data (SFT JSONL) from an experiment store"
+
+local USAGE = [[
+usage: klab export sft DB [--out FILE] [--verified] [--min-speedup P] [--cap N]
+                          [--kind generation|repair|both] [--experiment NAME]
+
+Writes JSON Lines for supervised fine-tuning, one record per line, in the
+two shapes PTXBench uses:
+
+  generation  the task prompt -> a correct kernel (one per correct turn)
+  repair      the task prompt, a failed attempt, the feedback it got and the
+              repaired kernel (one per correct turn that follows a failed one)
+
+  --out FILE        where to write (default: DB's name without its extension,
+                    plus "_sft.jsonl"; "-" for standard output)
+  --verified        only kernels whose target instructions were seen executing
+  --min-speedup P   only kernels with a speedup above P over the library
+  --cap N           at most N records per task and kind (the fastest)
+  --kind K          generation, repair or both (default both)
+  --experiment NAME only this experiment of the store
+
+Prints how the records spread over tasks and failure kinds (to standard
+error when the records go to standard output). Record fields:
+docs/report.md.
+
+Exit status: 0 on success, 1 when the store cannot be read, 2 for a bad
+command line.
+]]
+
+function M.parse(args)
+  local o, pos = { kind = "both" }, {}
+  local i = 1
+  while i <= #args do
+    local a = args[i]
+    if a == "-h" or a == "--help" then
+      o.help = true
+    elseif a == "--verified" then
+      o.verified = true
+    elseif a == "--out" or a == "--min-speedup" or a == "--cap" or a == "--kind" or a == "--experiment" then
+      local v = args[i + 1]
+      if not v or v == "" then return nil, "option " .. a .. " needs a value" end
+      o[a:sub(3):gsub("%-", "_")] = v
+      i = i + 1
+    elseif a:sub(1, 1) == "-" then
+      return nil, "unknown option " .. a
+    else
+      pos[#pos + 1] = a
+    end
+    i = i + 1
+  end
+  if o.help then return o end
+  if pos[1] ~= "sft" then return nil, "expected the format 'sft' first (klab export sft DB)" end
+  if #pos ~= 2 then return nil, "expected one store file (DB) after 'sft'" end
+  o.db = pos[2]
+  if o.min_speedup then
+    local p = tonumber(o.min_speedup)
+    if not p then return nil, "--min-speedup needs a number, got '" .. o.min_speedup .. "'" end
+    o.min_speedup = p
+  end
+  if o.cap then
+    local n = math.tointeger(tonumber(o.cap))
+    if not n or n < 0 then return nil, "--cap needs a non-negative integer, got '" .. o.cap .. "'" end
+    o.cap = n
+  end
+  if o.kind ~= "generation" and o.kind ~= "repair" and o.kind ~= "both" then
+    return nil, "--kind must be generation, repair or both, got '" .. o.kind .. "'"
+  end
+  o.out = o.out or (o.db:gsub("%.[%w]+$", "") .. "_sft.jsonl")
+  return o
+end
+
+function M.main(args)
+  local o, err = M.parse(args)
+  if not o then
+    io.stderr:write("klab export: ", err, "\n", USAGE)
+    return 2
+  end
+  if o.help then
+    io.write(USAGE)
+    return 0
+  end
+  local export = require("klab.export")
+  local records, summary, code = export.sft(o.db, { kind = o.kind, verified = o.verified, min_speedup = o.min_speedup,
+    cap = o.cap, experiment = o.experiment })
+  if not records then
+    io.stderr:write("klab export: ", (tostring(summary):gsub("^export: ", "")), "\n")
+    return 1
+  end
+  local n, werr = export.write_jsonl(records, o.out)
+  if not n then
+    io.stderr:write("klab export: ", (tostring(werr):gsub("^export: ", "")), "\n")
+    return 1
+  end
+  local out = o.out == "-" and io.stderr or io.stdout
+  out:write(export.summary_text(summary), "\n")
+  out:write(("wrote %d records to %s\n"):format(n, o.out == "-" and "standard output" or o.out))
+  return 0
+end
+
+return M
