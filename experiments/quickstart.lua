@@ -118,11 +118,18 @@ local function sweep()
   print(string.format("\n%d trajectories, %d turns; responses: %d from the shipped files, %d from the store, %d from the network.",
     summary.trajectories, summary.turns, req.files, req.cache, req.network))
   print("Store: " .. path .. " (tables experiments, trajectories, turns, responses, evaluations; docs/experiments.md)")
+  return path, dir
 end
 
 print("== 1. Sample kernels compiled for " .. table.concat(archs, " and ") .. " (no GPU needed)\n")
 census()
 print("\n== 2. A multi-turn sweep replayed from sample responses (written by the klab team, not model output)\n")
-sweep()
+local store_path, out_dir = sweep()
 local gpu_ok, why = require("klab.gpu").available()
 if not gpu_ok then print("\nGPU stages skipped: " .. tostring(why)) end
+
+print("\n== 3. The report of this store (figures, tables, provenance)\n")
+local report_dir = out_dir .. "/report"
+local files, warnings = assert(require("klab.report").write(store_path, report_dir))
+for _, w in ipairs(warnings or {}) do print("warning: " .. w) end
+print(string.format("Report: %s/index.html (%d files)", report_dir, #files))
