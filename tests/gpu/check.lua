@@ -138,6 +138,19 @@ do
   end
 end
 
+-- 5b. Attention: samples, known-bad kernels and every task's cuDNN baseline.
+local attention_ok, ac = pcall(dofile, "tests/gpu/attention_check.lua")
+if attention_ok then
+  local ok, rows_or_err = pcall(ac.run, { quick = quick })
+  if ok then
+    for _, r in ipairs(rows_or_err) do row(r[1], r[2], r[3]) end
+  else
+    row("attention check", false, tostring(rows_or_err):sub(1, 200))
+  end
+else
+  row("attention check", false, tostring(ac):sub(1, 200))
+end
+
 -- 6. The unit suites with their GPU sections.
 local function suite(name, cmd)
   local p = io.popen(cmd .. " 2>&1")

@@ -143,7 +143,8 @@ function T.default_plans_valid(t)
   for _, x in ipairs(all) do
     for _, arch in ipairs({ "sm_90a", "sm_100a" }) do
       local p, err = plan.run(x, nil, { arch = arch })
-      if t.ok(p, x.name .. " " .. arch .. ": " .. tostring(err)) then
+      -- Every default plan runs; the GEMM family's has a known shape.
+      if t.ok(p, x.name .. " " .. arch .. ": " .. tostring(err)) and x.family == "gemm" then
         local l = p.launches[1]
         t.eq(l.kernel, "gemm")
         t.eq(l.block[1], 256)

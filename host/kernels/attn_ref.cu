@@ -1,0 +1,325 @@
+// attn_ref.cu: klab's own reference attention, the trusted side of the
+// attention tasks (forward with log-sum-exp, backward).
+//
+// Compiled at run time with NVRTC for the device's exact architecture and
+// loaded once per worker, like judge.cu. Plain rather than fast: fp32
+// throughout (bf16 inputs widened exactly), precise expf/logf, no tensor
+// cores, no atomics, so every result is deterministic. Memory is linear in
+// S: scores are never stored beyond one 64x64 tile in shared memory.
+//
+// Layout: Q, K, V, O, dO are bf16 [BH, S, D] (BH = B*H; D contiguous); LSE
+// and Dsum are fp32 [BH, S]. Scores S_ij = scale * q_i . k_j; the causal mask
+// (causal != 0) keeps key j for query i iff j <= i (top-left aligned).
+//
+// Every kernel: 256 threads; thread t owns row r = t / 4 of a 64-row tile and
+// the four threads of a row split its 64 columns (c = t%4 + 4*jj) and its D
+// outputs (d = t%4 + 4*k). Requirements (checked by the caller): D % 4 == 0,
+// D <= 128. Dynamic shared memory, in floats, with L = D + 1:
+//   attn_ref_fwd        3*64*L + 64*65
+//   attn_ref_bwd_dq     4*64*L + 64*65
+//   attn_ref_bwd_dkdv   4*64*L + 2*64*65 + 128
+// Grids: fwd and dq (ceil(S/64), BH); dkdv (ceil(S/64), BH); prep
+// (ceil(BH*S/8)) with 256 threads (a warp per row).
+
+typedef unsigned short bf16_t;
+typedef unsigned int u32;
+
+#define TILE 64
+#define DMAX 128
+#define KPT (DMAX / 4)   // output columns per thread at most
+#define PL 65            // row length of a 64x64 score tile in shared memory
+
+static __device__ __forceinline__ float bf(bf16_t h) { return __uint_as_float((u32)h << 16); }
+
+static __device__ __forceinline__ bf16_t to_bf(float f)
+{
+    unsigned short h;
+    asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
+    return h;
+}
+
+static __device__ __forceinline__ float neg_inf() { return __int_as_float(0xff800000); }
+
+static __device__ __forceinline__ u32 umin(u32 a, u32 b) { return a < b ? a : b; }
+
+// rows [row0, row0 + 64) of a [S, D] matrix into a padded fp32 tile; rows
+// past S are zero.
+static __device__ void load_tile(float *dst, const bf16_t *src, u32 row0, u32 S, u32 D)
+{
+    const u32 L = D + 1;
+    for (u32 idx = threadIdx.x; idx < TILE * D; idx += blockDim.x) {
+        u32 r = idx / D, c = idx - r * D;
+        u32 row = row0 + r;
+        dst[r * L + c] = row < S ? bf(src[(size_t)row * D + c]) : 0.0f;
+    }
+}
+
+// Max and sum over the four threads of a row (consecutive lanes).
+static __device__ __forceinline__ float quad_max(float v)
+{
+    v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 1));
+    return fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 2));
+}
+
+static __device__ __forceinline__ float quad_sum(float v)
+{
+    v += __shfl_xor_sync(0xffffffffu, v, 1);
+    return v + __shfl_xor_sync(0xffffffffu, v, 2);
+}
+
+// Forward. Writes O as fp32 (Of) and/or bf16 (Ob) (either may be null) and
+// LSE (natural log). Online softmax over 64-key tiles.
+extern "C" __global__ void __launch_bounds__(256)
+attn_ref_fwd(const bf16_t *Q, const bf16_t *K, const bf16_t *V, float *Of, bf16_t *Ob, float *LSE,
+             u32 S, u32 D, float scale, u32 causal)
+{
+    extern __shared__ float sm[];
+    const u32 L = D + 1;
+    float *Qs = sm, *Ks = Qs + TILE * L, *Vs = Ks + TILE * L, *Ps = Vs + TILE * L;
+    const u32 bh = blockIdx.y, i0 = blockIdx.x * TILE;
+    const size_t base = (size_t)bh * S * D;
+    const u32 r = threadIdx.x >> 2, sub = threadIdx.x & 3;
+    const u32 i = i0 + r;
+    const u32 nk = D / 4;
+
+    load_tile(Qs, Q + base, i0, S, D);
+    float o[KPT];
+#pragma unroll
+    for (u32 k = 0; k < KPT; k++)
+        o[k] = 0.0f;
+    float m = neg_inf(), l = 0.0f;
+    u32 kend = causal ? umin(S, i0 + TILE) : S;
+    for (u32 j0 = 0; j0 < kend; j0 += TILE) {
+        __syncthreads();
+        load_tile(Ks, K + base, j0, S, D);
+        load_tile(Vs, V + base, j0, S, D);
+        __syncthreads();
+        float s[16];
+#pragma unroll
+        for (u32 jj = 0; jj < 16; jj++)
+            s[jj] = 0.0f;
+        for (u32 d = 0; d < D; d++) {
+            float q = Qs[r * L + d];
+#pragma unroll
+            for (u32 jj = 0; jj < 16; jj++)
+                s[jj] = fmaf(q, Ks[(sub + 4 * jj) * L + d], s[jj]);
+        }
+        float mx = neg_inf();
+#pragma unroll
+        for (u32 jj = 0; jj < 16; jj++) {
+            u32 j = j0 + sub + 4 * jj;
+            bool ok = j < S && (!causal || j <= i);
+            s[jj] = ok ? s[jj] * scale : neg_inf();
+            mx = fmaxf(mx, s[jj]);
+        }
+        mx = quad_max(mx);
+        float mnew = fmaxf(m, mx);
+        float alpha = (m == neg_inf()) ? 0.0f : expf(m - mnew);
+        float psum = 0.0f;
+#pragma unroll
+        for (u32 jj = 0; jj < 16; jj++) {
+            float p = (s[jj] == neg_inf()) ? 0.0f : expf(s[jj] - mnew);
+            Ps[r * PL + sub + 4 * jj] = p;
+            psum += p;
+        }
+        psum = quad_sum(psum);
+        l = l * alpha + psum;
+        m = mnew;
+#pragma unroll
+        for (u32 k = 0; k < KPT; k++)
+            o[k] *= alpha;
+        __syncwarp();
+        for (u32 c = 0; c < TILE; c++) {
+            float p = Ps[r * PL + c];
+#pragma unroll
+            for (u32 k = 0; k < KPT; k++)
+                if (k < nk)
+                    o[k] = fmaf(p, Vs[c * L + sub + 4 * k], o[k]);
+        }
+    }
+    if (i >= S)
+        return;
+    float inv = 1.0f / l;
+#pragma unroll
+    for (u32 k = 0; k < KPT; k++) {
+        if (k < nk) {
+            u32 d = sub + 4 * k;
+            float v = o[k] * inv;
+            if (Of)
+                Of[base + (size_t)i * D + d] = v;
+            if (Ob)
+                Ob[base + (size_t)i * D + d] = to_bf(v);
+        }
+    }
+    if (sub == 0)
+        LSE[(size_t)bh * S + i] = m + logf(l);
+}
+
+// Backward preprocess: Dsum_i = sum_d dO_id * O_id (bf16 inputs, fp32 sum),
+// one warp per row.
+extern "C" __global__ void __launch_bounds__(256)
+attn_ref_bwd_prep(const bf16_t *O, const bf16_t *dO, float *Dsum, unsigned long long rows, u32 D)
+{
+    unsigned long long row = (unsigned long long)blockIdx.x * 8 + (threadIdx.x >> 5);
+    u32 lane = threadIdx.x & 31;
+    if (row >= rows)
+        return;
+    float acc = 0.0f;
+    for (u32 d = lane; d < D; d += 32)
+        acc = fmaf(bf(dO[row * D + d]), bf(O[row * D + d]), acc);
+    for (int off = 16; off > 0; off >>= 1)
+        acc += __shfl_xor_sync(0xffffffffu, acc, off);
+    if (lane == 0)
+        Dsum[row] = acc;
+}
+
+// Backward, dQ (fp32 out): for a 64-row query tile, over key tiles:
+//   P = exp(S - LSE), dP = dO V^T, dS = P (dP - Dsum), dQ = scale dS K.
+extern "C" __global__ void __launch_bounds__(256)
+attn_ref_bwd_dq(const bf16_t *Q, const bf16_t *K, const bf16_t *V, const bf16_t *dO, const float *LSE,
+                const float *Dsum, float *dQ, u32 S, u32 D, float scale, u32 causal)
+{
+    extern __shared__ float sm[];
+    const u32 L = D + 1;
+    float *Qs = sm, *Gs = Qs + TILE * L, *Ks = Gs + TILE * L, *Vs = Ks + TILE * L, *DS = Vs + TILE * L;
+    const u32 bh = blockIdx.y, i0 = blockIdx.x * TILE;
+    const size_t base = (size_t)bh * S * D;
+    const u32 r = threadIdx.x >> 2, sub = threadIdx.x & 3;
+    const u32 i = i0 + r;
+    const u32 nk = D / 4;
+    const float lse = i < S ? LSE[(size_t)bh * S + i] : 0.0f;
+    const float dsum = i < S ? Dsum[(size_t)bh * S + i] : 0.0f;
+
+    load_tile(Qs, Q + base, i0, S, D);
+    load_tile(Gs, dO + base, i0, S, D);
+    float dq[KPT];
+#pragma unroll
+    for (u32 k = 0; k < KPT; k++)
+        dq[k] = 0.0f;
+    u32 kend = causal ? umin(S, i0 + TILE) : S;
+    for (u32 j0 = 0; j0 < kend; j0 += TILE) {
+        __syncthreads();
+        load_tile(Ks, K + base, j0, S, D);
+        load_tile(Vs, V + base, j0, S, D);
+        __syncthreads();
+        float s[16], dp[16];
+#pragma unroll
+        for (u32 jj = 0; jj < 16; jj++) {
+            s[jj] = 0.0f;
+            dp[jj] = 0.0f;
+        }
+        for (u32 d = 0; d < D; d++) {
+            float q = Qs[r * L + d], g = Gs[r * L + d];
+#pragma unroll
+            for (u32 jj = 0; jj < 16; jj++) {
+                u32 c = (sub + 4 * jj) * L + d;
+                s[jj] = fmaf(q, Ks[c], s[jj]);
+                dp[jj] = fmaf(g, Vs[c], dp[jj]);
+            }
+        }
+#pragma unroll
+        for (u32 jj = 0; jj < 16; jj++) {
+            u32 j = j0 + sub + 4 * jj;
+            bool ok = i < S && j < S && (!causal || j <= i);
+            float p = ok ? expf(s[jj] * scale - lse) : 0.0f;
+            DS[r * PL + sub + 4 * jj] = p * (dp[jj] - dsum);
+        }
+        __syncwarp();
+        for (u32 c = 0; c < TILE; c++) {
+            float ds = DS[r * PL + c];
+#pragma unroll
+            for (u32 k = 0; k < KPT; k++)
+                if (k < nk)
+                    dq[k] = fmaf(ds, Ks[c * L + sub + 4 * k], dq[k]);
+        }
+    }
+    if (i >= S)
+        return;
+#pragma unroll
+    for (u32 k = 0; k < KPT; k++)
+        if (k < nk)
+            dQ[base + (size_t)i * D + sub + 4 * k] = scale * dq[k];
+}
+
+// Backward, dK and dV (fp32 out): for a 64-row key tile, over query tiles:
+//   dV = P^T dO, dK = scale dS^T Q.
+extern "C" __global__ void __launch_bounds__(256)
+attn_ref_bwd_dkdv(const bf16_t *Q, const bf16_t *K, const bf16_t *V, const bf16_t *dO, const float *LSE,
+                  const float *Dsum, float *dK, float *dV, u32 S, u32 D, float scale, u32 causal)
+{
+    extern __shared__ float sm[];
+    const u32 L = D + 1;
+    float *Ks = sm, *Vs = Ks + TILE * L, *Qs = Vs + TILE * L, *Gs = Qs + TILE * L;
+    float *Ps = Gs + TILE * L, *DS = Ps + TILE * PL, *ls = DS + TILE * PL, *dsm = ls + TILE;
+    const u32 bh = blockIdx.y, j0 = blockIdx.x * TILE;
+    const size_t base = (size_t)bh * S * D;
+    const u32 r = threadIdx.x >> 2, sub = threadIdx.x & 3;
+    const u32 j = j0 + r;
+    const u32 nk = D / 4;
+
+    load_tile(Ks, K + base, j0, S, D);
+    load_tile(Vs, V + base, j0, S, D);
+    float dk[KPT], dv[KPT];
+#pragma unroll
+    for (u32 k = 0; k < KPT; k++) {
+        dk[k] = 0.0f;
+        dv[k] = 0.0f;
+    }
+    // Causal: queries before this key tile never see its keys.
+    for (u32 q0 = causal ? j0 : 0; q0 < S; q0 += TILE) {
+        __syncthreads();
+        load_tile(Qs, Q + base, q0, S, D);
+        load_tile(Gs, dO + base, q0, S, D);
+        if (threadIdx.x < TILE) {
+            u32 qi = q0 + threadIdx.x;
+            ls[threadIdx.x] = qi < S ? LSE[(size_t)bh * S + qi] : 0.0f;
+            dsm[threadIdx.x] = qi < S ? Dsum[(size_t)bh * S + qi] : 0.0f;
+        }
+        __syncthreads();
+        float s[16], dp[16];
+#pragma unroll
+        for (u32 jj = 0; jj < 16; jj++) {
+            s[jj] = 0.0f;
+            dp[jj] = 0.0f;
+        }
+        for (u32 d = 0; d < D; d++) {
+            float kv = Ks[r * L + d], vv = Vs[r * L + d];
+#pragma unroll
+            for (u32 jj = 0; jj < 16; jj++) {
+                u32 c = (sub + 4 * jj) * L + d;
+                s[jj] = fmaf(kv, Qs[c], s[jj]);
+                dp[jj] = fmaf(vv, Gs[c], dp[jj]);
+            }
+        }
+#pragma unroll
+        for (u32 jj = 0; jj < 16; jj++) {
+            u32 c = sub + 4 * jj;
+            u32 qi = q0 + c;
+            bool ok = j < S && qi < S && (!causal || j <= qi);
+            float p = ok ? expf(s[jj] * scale - ls[c]) : 0.0f;
+            Ps[r * PL + c] = p;
+            DS[r * PL + c] = p * (dp[jj] - dsm[c]);
+        }
+        __syncwarp();
+        for (u32 c = 0; c < TILE; c++) {
+            float p = Ps[r * PL + c], ds = DS[r * PL + c];
+#pragma unroll
+            for (u32 k = 0; k < KPT; k++) {
+                if (k < nk) {
+                    dv[k] = fmaf(p, Gs[c * L + sub + 4 * k], dv[k]);
+                    dk[k] = fmaf(ds, Qs[c * L + sub + 4 * k], dk[k]);
+                }
+            }
+        }
+    }
+    if (j >= S)
+        return;
+#pragma unroll
+    for (u32 k = 0; k < KPT; k++) {
+        if (k < nk) {
+            size_t at = base + (size_t)j * D + sub + 4 * k;
+            dK[at] = scale * dk[k];
+            dV[at] = dv[k];
+        }
+    }
+}
