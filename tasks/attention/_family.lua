@@ -104,10 +104,12 @@ F.fwd_tolerance = {
 -- rounded to bf16 before the dQ and dK matmuls, and P to bf16 before dV, in
 -- every fast backward (cuDNN's included). On the H200, cuDNN 9.14's own
 -- backward was up to 0.019 from klab's fp32 reference (dV, causal,
--- 4x48x1024x128) under 1e-2, which would fail the library itself; 2e-2
--- passes it and still fails a gradient that is wrong, unwritten or racy.
+-- 4x48x1024x128) under 1e-2 on O(1) gradients, which would fail the library
+-- itself. rtol = 2e-2 admits that; atol stays 1e-2, because long
+-- non-causal rows have gradients near 1/sqrt(S) = 0.016 and a looser atol
+-- would let a kernel that writes zeros there pass.
 F.bwd_tolerance = {
-  bf16 = { atol = 2e-2, rtol = 2e-2, matched = 1.0 },
+  bf16 = { atol = 1e-2, rtol = 2e-2, matched = 1.0 },
 }
 
 F.targets = {
