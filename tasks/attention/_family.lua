@@ -107,9 +107,12 @@ F.fwd_tolerance = {
 -- 4x48x1024x128) under 1e-2 on O(1) gradients, which would fail the library
 -- itself. rtol = 2e-2 admits that; atol stays 1e-2, because long
 -- non-causal rows have gradients near 1/sqrt(S) = 0.016 and a looser atol
--- would let a kernel that writes zeros there pass.
+-- would let a kernel that writes zeros there pass. Instead one element in
+-- ten thousand may lie outside (matched = 0.9999): cuDNN's outliers on
+-- 4x48x1024x128 causal were near-zero gradients 0.012 to 0.019 off, while
+-- an unwritten, zeroed or wrong gradient misses on most elements.
 F.bwd_tolerance = {
-  bf16 = { atol = 1e-2, rtol = 2e-2, matched = 1.0 },
+  bf16 = { atol = 1e-2, rtol = 2e-2, matched = 0.9999 },
 }
 
 F.targets = {

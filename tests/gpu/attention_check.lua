@@ -100,7 +100,9 @@ function M.run(opts)
         local info = r.info or {}
         local errs = {}
         for name, o in pairs(r.outputs or {}) do
-          errs[#errs + 1] = string.format("%s %.3g%s", name, tonumber(o.max_abs) or -1, o.passed and "" or " FAIL")
+          errs[#errs + 1] = string.format("%s %.3g%s", name, tonumber(o.max_abs) or -1,
+            o.passed and "" or string.format(" FAIL (%s elements out, matched %.6f)", tostring(o.failed),
+              tonumber(o.matched) or 0))
         end
         table.sort(errs)
         local status = r.refused and "REFUSED" or (r.error and "ERROR") or (r.ok and "ok") or "WRONG"
