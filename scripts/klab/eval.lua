@@ -161,6 +161,23 @@ local function key_of(t, c, arch, opts)
     tostring(opts.replica or 0), trials)
 end
 
+-- A candidate as a folder again (kernel.cu or kernel.ptx, plan.lua), for
+-- tools that take a path.
+local function write_candidate(c)
+  local p = io.popen("mktemp -d")
+  local dir = p:read("l")
+  p:close()
+  local f = assert(io.open(dir .. "/kernel." .. (c.lang == "ptx" and "ptx" or "cu"), "wb"))
+  f:write(c.code)
+  f:close()
+  if c.plan then
+    f = assert(io.open(dir .. "/plan.lua", "wb"))
+    f:write(c.plan)
+    f:close()
+  end
+  return dir
+end
+
 local function write_temp(bytes)
   local path = os.tmpname()
   local f = assert(io.open(path, "wb"))
@@ -360,6 +377,21 @@ function Session:evaluate(t, c, opts)
   local result = { task = t.name, candidate = c.hash, name = c.name, arch = arch, stages = {} }
   local t0 = sys.now()
   local job = prepare(t, c, arch, result, opts)
+  if job and opts.sanitize then
+    -- compute-sanitizer memcheck around `klab replay`, twice, as PTXBench
+    -- does before timing: a stage of its own, outside the worker.
+    local dir = write_candidate(c)
+    local san = require("klab.profile").sanitize(t.name, dir, { klab = sys.exe(), runs = 2 })
+    os.execute("rm -rf '" .. dir .. "'")
+    result.stages.sanitizer = san
+    if san.status == "ok" and (san.errors or 0) > 0 then
+      result.verdict = "runtime_error"
+      result.reason = string.format("compute-sanitizer memcheck found %d error(s): %s", san.errors,
+        tostring((san.first or {})[1] or ""))
+      os.remove(job.cubin_path)
+      job = nil
+    end
+  end
   if job then
     local g = self:_gpu(job, opts.deadline or self.deadline)
     os.remove(job.cubin_path)

@@ -110,6 +110,28 @@ function T.cli(t)
   t.match(out, "usage: klab eval")
 end
 
+function T.sanitizer_stage(t)
+  -- A stand-in for compute-sanitizer that reports errors: the verdict is a
+  -- runtime_error naming the first one, before any GPU stage.
+  local d = t.tmpdir()
+  write(d .. "/fake-sanitizer", "#!/bin/sh\necho '========= Invalid __global__ write of size 2 bytes'\n" ..
+    "echo '========= ERROR SUMMARY: 3 errors'\n")
+  os.execute("chmod +x '" .. d .. "/fake-sanitizer'")
+  local code, out = t.sh("KLAB_SANITIZER='" .. d .. "/fake-sanitizer' " .. t.klab .. " eval " .. TASK ..
+    " tasks/gemm/samples/naive --sanitize --json")
+  local r = cjson.decode(out)
+  t.eq(code, 1)
+  t.eq(r.verdict, "runtime_error")
+  t.match(r.reason, "memcheck found 3 error%(s%): Invalid __global__ write")
+  t.eq(r.stages.sanitizer.errors, 3)
+  -- Without the tool the stage says unknown and the evaluation goes on.
+  code, out = t.sh("KLAB_SANITIZER=/nonexistent " .. t.klab .. " eval " .. TASK ..
+    " tasks/gemm/samples/naive --sanitize --no-timing --json")
+  r = cjson.decode(out)
+  t.eq(r.stages.sanitizer.status, "unknown")
+  t.ok(r.verdict ~= "runtime_error")
+end
+
 -- ---- on a GPU ----
 
 function T.gpu_sample_passes_and_is_stored(t)

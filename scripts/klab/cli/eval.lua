@@ -23,6 +23,8 @@ Options:
                     a finished evaluation is answered from it
   --force           evaluate again even when the store has the answer
   --no-timing       stop after correctness
+  --sanitize        first run the candidate twice under compute-sanitizer
+                    memcheck (when installed), reported as its own stage
   --budget S        timing budget in seconds (default 10)
   --deadline S      kill the worker after S seconds (default 180)
   --json            print the result as one JSON object
@@ -56,6 +58,8 @@ local function parse(args)
       o.no_timing = true
     elseif a == "--force" then
       o.force = true
+    elseif a == "--sanitize" then
+      o.sanitize = true
     elseif a == "--arch" or a == "--db" or a == "--budget" or a == "--deadline" then
       local v, err = value(a)
       if not v then return nil, err end
@@ -104,6 +108,12 @@ local function human(r)
     end
     if t.speedup_tf32 then say("           speedup over cuBLASLt TF32: %.3fx", t.speedup_tf32) end
   end
+  local sz = r.stages.sanitizer
+  if sz then
+    say("sanitizer  %s", sz.status == "ok" and (sz.errors .. " memcheck error(s)") or ("unknown: " .. tostring(sz.reason)))
+  end
+  local ps = r.stages.profile
+  if ps and ps.text then say("profile    %s", ps.text) end
   say("verdict    %s: %s", r.verdict, r.reason or "")
   if r.cached then say("(answered from the store)") end
   return table.concat(out, "\n")
@@ -128,6 +138,7 @@ function M.main(args)
   if not ok then return fail(tostring(s)) end
   local r, rerr = s:evaluate(o.positional[1], o.positional[2], {
     arch = o.arch, timing = not o.no_timing, force = o.force, timing_opts = { budget_s = o.budget },
+    sanitize = o.sanitize,
     deadline = o.deadline,
   })
   s:close()
