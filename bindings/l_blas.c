@@ -141,42 +141,18 @@ static void read_spec(lua_State *L, int t, blas_gemm_desc *d)
         luaL_error(L, "fast_accum applies to e4m3 GEMMs only");
 }
 
-static void set_int(lua_State *L, const char *k, lua_Integer v)
-{
-    lua_pushinteger(L, v);
-    lua_setfield(L, -2, k);
-}
-
-static void set_num(lua_State *L, const char *k, lua_Number v)
-{
-    lua_pushnumber(L, v);
-    lua_setfield(L, -2, k);
-}
-
-static void set_str(lua_State *L, const char *k, const char *v)
-{
-    lua_pushstring(L, v);
-    lua_setfield(L, -2, k);
-}
-
-static void set_bool(lua_State *L, const char *k, int v)
-{
-    lua_pushboolean(L, v);
-    lua_setfield(L, -2, k);
-}
-
 /* [-0, +0, m] Adds the mapping's fields to the table on top. */
 static void set_map(lua_State *L, const blas_gemm_map *mp)
 {
-    set_int(L, "m", (lua_Integer)mp->m);
-    set_int(L, "n", (lua_Integer)mp->n);
-    set_int(L, "k", (lua_Integer)mp->k);
-    set_str(L, "transa", mp->transa ? "T" : "N");
-    set_str(L, "transb", mp->transb ? "T" : "N");
-    set_int(L, "lda", mp->lda);
-    set_int(L, "ldb", mp->ldb);
-    set_int(L, "ldc", mp->ldc);
-    set_bool(L, "a_is_user_b", mp->a_is_user_b);
+    lh_setint(L, "m", (lua_Integer)mp->m);
+    lh_setint(L, "n", (lua_Integer)mp->n);
+    lh_setint(L, "k", (lua_Integer)mp->k);
+    lh_setstr(L, "transa", mp->transa ? "T" : "N");
+    lh_setstr(L, "transb", mp->transb ? "T" : "N");
+    lh_setint(L, "lda", mp->lda);
+    lh_setint(L, "ldb", mp->ldb);
+    lh_setint(L, "ldc", mp->ldc);
+    lh_setbool(L, "a_is_user_b", mp->a_is_user_b);
 }
 
 /* ---- module functions ---- */
@@ -255,20 +231,20 @@ static int plan_algos(lua_State *L)
     for (int i = 0; i < n; i++) {
         const blas_algo_info *a = blas_gemm_plan_algo(p->plan, i);
         lua_createtable(L, 0, 15);
-        set_int(L, "index", a->index + 1);
-        set_int(L, "algo_id", a->algo_id);
-        set_str(L, "tile", a->tile);
-        set_int(L, "tile_id", a->tile_id);
-        set_str(L, "stages", a->stages);
-        set_int(L, "stages_id", a->stages_id);
-        set_int(L, "splitk", a->splitk);
-        set_int(L, "reduction_scheme", a->reduction_scheme);
-        set_int(L, "swizzle", a->swizzle);
-        set_int(L, "custom_option", a->custom_option);
-        set_int(L, "inner_shape_id", a->inner_shape_id);
-        set_int(L, "cluster_shape_id", a->cluster_shape_id);
-        set_int(L, "workspace_bytes", (lua_Integer)a->workspace_bytes);
-        set_num(L, "waves", a->waves);
+        lh_setint(L, "index", a->index + 1);
+        lh_setint(L, "algo_id", a->algo_id);
+        lh_setstr(L, "tile", a->tile);
+        lh_setint(L, "tile_id", a->tile_id);
+        lh_setstr(L, "stages", a->stages);
+        lh_setint(L, "stages_id", a->stages_id);
+        lh_setint(L, "splitk", a->splitk);
+        lh_setint(L, "reduction_scheme", a->reduction_scheme);
+        lh_setint(L, "swizzle", a->swizzle);
+        lh_setint(L, "custom_option", a->custom_option);
+        lh_setint(L, "inner_shape_id", a->inner_shape_id);
+        lh_setint(L, "cluster_shape_id", a->cluster_shape_id);
+        lh_setint(L, "workspace_bytes", (lua_Integer)a->workspace_bytes);
+        lh_setnum(L, "waves", a->waves);
         lua_rawseti(L, -2, i + 1);
     }
     return 1;
@@ -279,21 +255,21 @@ static int plan_info(lua_State *L)
     l_plan *p = check_plan(L, 1);
     const blas_gemm_desc *d = blas_gemm_plan_desc(p->plan);
     lua_createtable(L, 0, 24);
-    set_str(L, "dtype", blas_dtype_name((int)d->dtype));
-    set_str(L, "out_dtype", d->dtype == BLAS_E4M3 ? "bf16" : blas_dtype_name((int)d->dtype));
-    set_str(L, "compute", blas_compute_name((int)d->compute));
-    set_int(L, "M", d->M);
-    set_int(L, "N", d->N);
-    set_int(L, "K", d->K);
-    set_int(L, "algos", blas_gemm_plan_algo_count(p->plan));
-    set_int(L, "algos_requested", d->algos);
-    set_int(L, "workspace_bytes", (lua_Integer)d->workspace_bytes);
-    set_bool(L, "fast_accum", d->fast_accum);
-    set_num(L, "flops", blas_gemm_plan_flops(p->plan));
+    lh_setstr(L, "dtype", blas_dtype_name((int)d->dtype));
+    lh_setstr(L, "out_dtype", d->dtype == BLAS_E4M3 ? "bf16" : blas_dtype_name((int)d->dtype));
+    lh_setstr(L, "compute", blas_compute_name((int)d->compute));
+    lh_setint(L, "M", d->M);
+    lh_setint(L, "N", d->N);
+    lh_setint(L, "K", d->K);
+    lh_setint(L, "algos", blas_gemm_plan_algo_count(p->plan));
+    lh_setint(L, "algos_requested", d->algos);
+    lh_setint(L, "workspace_bytes", (lua_Integer)d->workspace_bytes);
+    lh_setbool(L, "fast_accum", d->fast_accum);
+    lh_setnum(L, "flops", blas_gemm_plan_flops(p->plan));
     size_t in = blas_dtype_in_bytes((int)d->dtype), out = blas_dtype_out_bytes((int)d->dtype);
-    set_int(L, "a_bytes", (lua_Integer)((size_t)d->M * (size_t)d->K * in));
-    set_int(L, "b_bytes", (lua_Integer)((size_t)d->N * (size_t)d->K * in));
-    set_int(L, "c_bytes", (lua_Integer)((size_t)d->M * (size_t)d->N * out));
+    lh_setint(L, "a_bytes", (lua_Integer)((size_t)d->M * (size_t)d->K * in));
+    lh_setint(L, "b_bytes", (lua_Integer)((size_t)d->N * (size_t)d->K * in));
+    lh_setint(L, "c_bytes", (lua_Integer)((size_t)d->M * (size_t)d->N * out));
     set_map(L, blas_gemm_plan_map(p->plan));
     return 1;
 }
@@ -379,23 +355,23 @@ static void push_timing(lua_State *L, const blas_gemm_plan *bp, const blas_algo_
     const blas_algo_info *a = blas_gemm_plan_algo(bp, t->index);
     const stats_summary *s = &t->stats;
     lua_createtable(L, 0, 16);
-    set_int(L, "index", t->index + 1);
-    set_int(L, "algo_id", a ? a->algo_id : -1);
-    set_str(L, "tile", a ? a->tile : "");
-    set_str(L, "stages", a ? a->stages : "");
-    set_int(L, "splitk", a ? a->splitk : -1);
-    set_num(L, "median_us", s->median);
-    set_num(L, "mean_us", s->mean);
-    set_num(L, "min_us", s->min);
-    set_num(L, "max_us", s->max);
-    set_num(L, "p10_us", s->p10);
-    set_num(L, "p90_us", s->p90);
-    set_num(L, "ci_low_us", s->ci_low);
-    set_num(L, "ci_high_us", s->ci_high);
-    set_num(L, "rel_halfwidth", s->rel_halfwidth);
-    set_int(L, "samples", (lua_Integer)s->n);
-    set_num(L, "tflops", t->tflops);
-    set_str(L, "stop_reason", t->stop_reason);
+    lh_setint(L, "index", t->index + 1);
+    lh_setint(L, "algo_id", a ? a->algo_id : -1);
+    lh_setstr(L, "tile", a ? a->tile : "");
+    lh_setstr(L, "stages", a ? a->stages : "");
+    lh_setint(L, "splitk", a ? a->splitk : -1);
+    lh_setnum(L, "median_us", s->median);
+    lh_setnum(L, "mean_us", s->mean);
+    lh_setnum(L, "min_us", s->min);
+    lh_setnum(L, "max_us", s->max);
+    lh_setnum(L, "p10_us", s->p10);
+    lh_setnum(L, "p90_us", s->p90);
+    lh_setnum(L, "ci_low_us", s->ci_low);
+    lh_setnum(L, "ci_high_us", s->ci_high);
+    lh_setnum(L, "rel_halfwidth", s->rel_halfwidth);
+    lh_setint(L, "samples", (lua_Integer)s->n);
+    lh_setnum(L, "tflops", t->tflops);
+    lh_setstr(L, "stop_reason", t->stop_reason);
 }
 
 static int plan_time(lua_State *L)
@@ -434,12 +410,12 @@ static int plan_time(lua_State *L)
     if (blas_gemm_time(p->plan, &to, t, &st))
         return lh_pushfail(L, &st);
     lua_createtable(L, 0, 10);
-    set_str(L, "method", timing_method_name(t->method));
-    set_str(L, "fallback", t->fallback);
-    set_int(L, "flush_bytes", (lua_Integer)t->flush_bytes);
-    set_int(L, "clock_before_mhz", t->clock_before_mhz);
-    set_int(L, "clock_after_mhz", t->clock_after_mhz);
-    set_int(L, "best_index", t->best + 1);
+    lh_setstr(L, "method", timing_method_name(t->method));
+    lh_setstr(L, "fallback", t->fallback);
+    lh_setint(L, "flush_bytes", (lua_Integer)t->flush_bytes);
+    lh_setint(L, "clock_before_mhz", t->clock_before_mhz);
+    lh_setint(L, "clock_after_mhz", t->clock_after_mhz);
+    lh_setint(L, "best_index", t->best + 1);
     lua_createtable(L, t->n, 0);
     for (int i = 0; i < t->n; i++) {
         push_timing(L, p->plan, &t->a[i]);

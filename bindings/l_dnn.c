@@ -118,18 +118,6 @@ static void read_spec(lua_State *L, int t, dnn_sdpa_desc *d)
         lh_raise(L, &st);
 }
 
-static void set_int(lua_State *L, const char *k, lua_Integer v)
-{
-    lua_pushinteger(L, v);
-    lua_setfield(L, -2, k);
-}
-
-static void set_str(lua_State *L, const char *k, const char *v)
-{
-    lua_pushstring(L, v);
-    lua_setfield(L, -2, k);
-}
-
 /* ---- module functions ---- */
 
 static int l_version(lua_State *L)
@@ -182,9 +170,9 @@ static int l_describe(lua_State *L)
     if (dnn_sdpa_describe(&d, route, &g, &st))
         return lh_pushfail(L, &st);
     lua_createtable(L, 0, 4);
-    set_str(L, "route", dnn_route_name(g.route));
-    set_int(L, "nops", g.nops);
-    set_int(L, "tensors", g.ntensors);
+    lh_setstr(L, "route", dnn_route_name(g.route));
+    lh_setint(L, "nops", g.nops);
+    lh_setint(L, "tensors", g.ntensors);
     lua_createtable(L, g.nops, 0);
     for (int i = 0; i < g.nops; i++) {
         lua_pushstring(L, g.ops[i]);
@@ -290,20 +278,20 @@ static int plan_info(lua_State *L)
     const dnn_sdpa_desc *d = dnn_sdpa_plan_desc(p->plan);
     const dnn_plan_info *info = dnn_sdpa_plan_info(p->plan);
     lua_createtable(L, 0, 24);
-    set_str(L, "route", dnn_route_name(info->route));
-    set_str(L, "direction", d->dir == DNN_FWD ? "fwd" : "bwd");
+    lh_setstr(L, "route", dnn_route_name(info->route));
+    lh_setstr(L, "direction", d->dir == DNN_FWD ? "fwd" : "bwd");
     lua_pushboolean(L, d->causal);
     lua_setfield(L, -2, "causal");
-    set_int(L, "B", d->b);
-    set_int(L, "H", d->h);
-    set_int(L, "S", d->s);
-    set_int(L, "D", d->d);
+    lh_setint(L, "B", d->b);
+    lh_setint(L, "H", d->h);
+    lh_setint(L, "S", d->s);
+    lh_setint(L, "D", d->d);
     lua_pushnumber(L, d->scale);
     lua_setfield(L, -2, "scale");
-    set_int(L, "nops", info->nops);
-    set_int(L, "plans", info->plans);
-    set_int(L, "tried", info->tried);
-    set_int(L, "heuristic_count", info->heur_count);
+    lh_setint(L, "nops", info->nops);
+    lh_setint(L, "plans", info->plans);
+    lh_setint(L, "tried", info->tried);
+    lh_setint(L, "heuristic_count", info->heur_count);
     const char *lists[] = {"engines", "ranks", "workspace_bytes"};
     for (int l = 0; l < 3; l++) {
         lua_createtable(L, info->plans, 0);
@@ -315,19 +303,19 @@ static int plan_info(lua_State *L)
         }
         lua_setfield(L, -2, lists[l]);
     }
-    set_int(L, "scratch_bytes", (lua_Integer)info->scratch_bytes);
+    lh_setint(L, "scratch_bytes", (lua_Integer)info->scratch_bytes);
     char v[32];
     snprintf(v, sizeof v, "%zu.%zu.%zu", info->version / 10000, info->version / 100 % 100, info->version % 100);
-    set_str(L, "version", v);
-    set_int(L, "version_code", (lua_Integer)info->version);
+    lh_setstr(L, "version", v);
+    lh_setint(L, "version_code", (lua_Integer)info->version);
     ks_status st;
     ks_clear(&st);
     const char *how = NULL;
     const char *path = dnn_library_path(&how, &st);
     if (path)
-        set_str(L, "path", path);
+        lh_setstr(L, "path", path);
     if (info->refused[0])
-        set_str(L, "refused", info->refused);
+        lh_setstr(L, "refused", info->refused);
     return 1;
 }
 

@@ -126,24 +126,6 @@ static int check_ordinal(lua_State *L, int idx)
     return (int)i;
 }
 
-static void set_int(lua_State *L, const char *k, lua_Integer v)
-{
-    lua_pushinteger(L, v);
-    lua_setfield(L, -2, k);
-}
-
-static void set_str(lua_State *L, const char *k, const char *v)
-{
-    lua_pushstring(L, v);
-    lua_setfield(L, -2, k);
-}
-
-static void set_bool(lua_State *L, const char *k, int v)
-{
-    lua_pushboolean(L, v);
-    lua_setfield(L, -2, k);
-}
-
 static const char *compute_mode_name(int m)
 {
     switch (m) {
@@ -163,27 +145,27 @@ static int l_device(lua_State *L)
     if (cuda_device_props(ordinal, &p, &st))
         return push_fail(L, &st);
     lua_createtable(L, 0, 24);
-    set_int(L, "ordinal", p.ordinal);
-    set_str(L, "name", p.name);
-    set_int(L, "major", p.major);
-    set_int(L, "minor", p.minor);
-    set_str(L, "arch", p.arch);
-    set_int(L, "sm_count", p.sm_count);
-    set_int(L, "l2_bytes", p.l2_bytes);
-    set_int(L, "smem_per_block_optin", p.smem_per_block_optin);
-    set_int(L, "smem_per_sm", p.smem_per_sm);
-    set_int(L, "max_threads_per_block", p.max_threads_per_block);
-    set_int(L, "warp_size", p.warp_size);
-    set_int(L, "regs_per_sm", p.regs_per_sm);
-    set_int(L, "clock_khz", p.clock_khz);
-    set_int(L, "mem_clock_khz", p.mem_clock_khz);
-    set_int(L, "bus_width_bits", p.bus_width_bits);
-    set_int(L, "total_mem", (lua_Integer)p.total_mem);
-    set_str(L, "uuid", p.uuid_str);
-    set_str(L, "pci_bus_id", p.pci_bus_id);
-    set_bool(L, "ecc", p.ecc);
-    set_str(L, "compute_mode", compute_mode_name(p.compute_mode));
-    set_bool(L, "cluster_launch", p.cluster_launch);
+    lh_setint(L, "ordinal", p.ordinal);
+    lh_setstr(L, "name", p.name);
+    lh_setint(L, "major", p.major);
+    lh_setint(L, "minor", p.minor);
+    lh_setstr(L, "arch", p.arch);
+    lh_setint(L, "sm_count", p.sm_count);
+    lh_setint(L, "l2_bytes", p.l2_bytes);
+    lh_setint(L, "smem_per_block_optin", p.smem_per_block_optin);
+    lh_setint(L, "smem_per_sm", p.smem_per_sm);
+    lh_setint(L, "max_threads_per_block", p.max_threads_per_block);
+    lh_setint(L, "warp_size", p.warp_size);
+    lh_setint(L, "regs_per_sm", p.regs_per_sm);
+    lh_setint(L, "clock_khz", p.clock_khz);
+    lh_setint(L, "mem_clock_khz", p.mem_clock_khz);
+    lh_setint(L, "bus_width_bits", p.bus_width_bits);
+    lh_setint(L, "total_mem", (lua_Integer)p.total_mem);
+    lh_setstr(L, "uuid", p.uuid_str);
+    lh_setstr(L, "pci_bus_id", p.pci_bus_id);
+    lh_setbool(L, "ecc", p.ecc);
+    lh_setstr(L, "compute_mode", compute_mode_name(p.compute_mode));
+    lh_setbool(L, "cluster_launch", p.cluster_launch);
     return 1;
 }
 
@@ -691,14 +673,14 @@ static int func_attributes(lua_State *L)
     if (cuda_func_attributes(node_ctx(&f->n)->ctx, f->fn, &a, &st))
         return push_fail(L, &st);
     lua_createtable(L, 0, 9);
-    set_int(L, "registers", a.num_regs);
-    set_int(L, "local_bytes", a.local_bytes);
-    set_int(L, "static_smem", a.static_smem);
-    set_int(L, "const_bytes", a.const_bytes);
-    set_int(L, "max_threads", a.max_threads);
-    set_int(L, "binary_version", a.binary_version);
-    set_int(L, "ptx_version", a.ptx_version);
-    set_int(L, "max_dynamic_smem", a.max_dynamic_smem);
+    lh_setint(L, "registers", a.num_regs);
+    lh_setint(L, "local_bytes", a.local_bytes);
+    lh_setint(L, "static_smem", a.static_smem);
+    lh_setint(L, "const_bytes", a.const_bytes);
+    lh_setint(L, "max_threads", a.max_threads);
+    lh_setint(L, "binary_version", a.binary_version);
+    lh_setint(L, "ptx_version", a.ptx_version);
+    lh_setint(L, "max_dynamic_smem", a.max_dynamic_smem);
     lua_createtable(L, 3, 0);
     for (int i = 0; i < 3; i++) {
         lua_pushinteger(L, a.cluster_dims[i]);
@@ -722,8 +704,8 @@ static int func_params(lua_State *L)
     lua_createtable(L, (int)f->nparams, 0);
     for (size_t i = 0; i < f->nparams; i++) {
         lua_createtable(L, 0, 2);
-        set_int(L, "offset", (lua_Integer)f->params[i].offset);
-        set_int(L, "size", (lua_Integer)f->params[i].size);
+        lh_setint(L, "offset", (lua_Integer)f->params[i].offset);
+        lh_setint(L, "size", (lua_Integer)f->params[i].size);
         lua_rawseti(L, -2, (lua_Integer)i + 1);
     }
     return 1;

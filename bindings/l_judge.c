@@ -302,13 +302,8 @@ static int j_checksum(lua_State *L)
     return 1;
 }
 
-static void set_num(lua_State *L, const char *k, double v)
-{
-    lua_pushnumber(L, v);
-    lua_setfield(L, -2, k);
-}
-
-static void set_int(lua_State *L, const char *k, uint64_t v)
+/* t[k] = v, or nil for "none" (UINT64_MAX). */
+static void set_index(lua_State *L, const char *k, uint64_t v)
 {
     push_index(L, v);
     lua_setfield(L, -2, k);
@@ -328,15 +323,15 @@ static int j_compare(lua_State *L)
     if (devkern_compare(j->k, NULL, got, dt, want, n, atol, rtol, &r, &st))
         return fail(L, &st);
     lua_createtable(L, 0, 9);
-    set_int(L, "total", r.total);
-    set_int(L, "failed", r.failed);
-    set_int(L, "nan", r.nan);
-    set_int(L, "inf", r.inf);
-    set_num(L, "max_abs", r.max_abs);
-    set_int(L, "max_abs_at", r.max_abs_at);
-    set_num(L, "max_rel", r.max_rel);
-    set_int(L, "max_rel_at", r.max_rel_at);
-    set_int(L, "first_fail", r.first_fail);
+    set_index(L, "total", r.total);
+    set_index(L, "failed", r.failed);
+    set_index(L, "nan", r.nan);
+    set_index(L, "inf", r.inf);
+    lh_setnum(L, "max_abs", r.max_abs);
+    set_index(L, "max_abs_at", r.max_abs_at);
+    lh_setnum(L, "max_rel", r.max_rel);
+    set_index(L, "max_rel_at", r.max_rel_at);
+    set_index(L, "first_fail", r.first_fail);
     return 1;
 }
 

@@ -64,18 +64,6 @@ typedef struct l_prof {
     l_ctx *ctx;       /* held while s lives; user value 1 */
 } l_prof;
 
-static void set_int(lua_State *L, const char *k, lua_Integer v)
-{
-    lua_pushinteger(L, v);
-    lua_setfield(L, -2, k);
-}
-
-static void set_str(lua_State *L, const char *k, const char *v)
-{
-    lua_pushstring(L, v);
-    lua_setfield(L, -2, k);
-}
-
 /* ---- availability and tables ---- */
 
 static int l_available(lua_State *L)
@@ -110,9 +98,9 @@ static int l_metric_table(lua_State *L)
     lua_createtable(L, (int)n, 0);
     for (size_t i = 0; i < n; i++) {
         lua_createtable(L, 0, 4);
-        set_str(L, "chip", t[i].chip);
-        set_str(L, "name", t[i].name);
-        set_str(L, "role", t[i].role);
+        lh_setstr(L, "chip", t[i].chip);
+        lh_setstr(L, "name", t[i].name);
+        lh_setstr(L, "role", t[i].role);
         lua_pushboolean(L, t[i].verified);
         lua_setfield(L, -2, "verified");
         lua_rawseti(L, -2, (lua_Integer)i + 1);
@@ -265,8 +253,8 @@ static int l_new(lua_State *L)
 static void push_info(lua_State *L, const profile_session *s, int passes)
 {
     lua_createtable(L, 0, 4);
-    set_str(L, "chip", profile_session_chip(s));
-    set_int(L, "passes", passes);
+    lh_setstr(L, "chip", profile_session_chip(s));
+    lh_setint(L, "passes", passes);
     size_t n = profile_session_count(s);
     lua_createtable(L, (int)n, 0);
     for (size_t i = 0; i < n; i++) {
@@ -468,7 +456,7 @@ static void push_hist(lua_State *L, const sass_hist *h)
         lua_rawseti(L, -2, (lua_Integer)i + 1);
     }
     lua_setfield(L, -2, "order");
-    set_int(L, "total", total);
+    lh_setint(L, "total", total);
 }
 
 /* Parses text into a census table; on failure pushes the failure triple and
@@ -487,7 +475,7 @@ static int push_census(lua_State *L, const char *text, size_t len)
         return lh_pushfail(L, &st);
     }
     push_hist(L, &h);
-    set_int(L, "rows", (lua_Integer)l.n);
+    lh_setint(L, "rows", (lua_Integer)l.n);
     lua_createtable(L, (int)l.nfuncs, 0);
     for (size_t i = 0; i < l.nfuncs; i++) {
         lua_pushstring(L, l.funcs[i]);
@@ -521,7 +509,7 @@ static int l_sass_census(lua_State *L)
     int r = push_census(L, text, len);
     free(text);
     if (r == 1)
-        set_str(L, "tool", tool);
+        lh_setstr(L, "tool", tool);
     return r;
 }
 
@@ -561,8 +549,8 @@ static int l_sass_join(lua_State *L)
         return lh_pushfail(L, &st);
     }
     push_hist(L, &h);
-    set_int(L, "unmatched", (lua_Integer)un);
-    set_int(L, "unmatched_count", (lua_Integer)unc);
+    lh_setint(L, "unmatched", (lua_Integer)un);
+    lh_setint(L, "unmatched_count", (lua_Integer)unc);
     sass_listing_free(&l);
     sass_hist_free(&h);
     return 1;
@@ -618,9 +606,9 @@ static int l_sass_collect(lua_State *L)
     for (size_t i = 0; i < box->n; i++) {
         lua_createtable(L, 0, 3);
         if (box->r[i].func)
-            set_str(L, "func", box->r[i].func);
-        set_int(L, "offset", (lua_Integer)box->r[i].offset);
-        set_int(L, "count", (lua_Integer)box->r[i].count);
+            lh_setstr(L, "func", box->r[i].func);
+        lh_setint(L, "offset", (lua_Integer)box->r[i].offset);
+        lh_setint(L, "count", (lua_Integer)box->r[i].count);
         lua_rawseti(L, -2, (lua_Integer)i + 1);
     }
     return 1;

@@ -92,46 +92,22 @@ static double check_confidence(lua_State *L, int idx)
     return c;
 }
 
-static void set_num(lua_State *L, const char *k, double v)
-{
-    lua_pushnumber(L, v);
-    lua_setfield(L, -2, k);
-}
-
-static void set_int(lua_State *L, const char *k, lua_Integer v)
-{
-    lua_pushinteger(L, v);
-    lua_setfield(L, -2, k);
-}
-
-static void set_str(lua_State *L, const char *k, const char *v)
-{
-    lua_pushstring(L, v);
-    lua_setfield(L, -2, k);
-}
-
-static void set_bool(lua_State *L, const char *k, int v)
-{
-    lua_pushboolean(L, v);
-    lua_setfield(L, -2, k);
-}
-
 /* [-0, +0, m] Sets the stats fields into the table on top. */
 static void set_summary(lua_State *L, const stats_summary *s)
 {
-    set_int(L, "n", (lua_Integer)s->n);
-    set_num(L, "median", s->median);
-    set_num(L, "mean", s->mean);
-    set_num(L, "min", s->min);
-    set_num(L, "max", s->max);
-    set_num(L, "p10", s->p10);
-    set_num(L, "p90", s->p90);
-    set_num(L, "stddev", s->stddev);
-    set_num(L, "ci_low", s->ci_low);
-    set_num(L, "ci_high", s->ci_high);
-    set_num(L, "ci_coverage", s->ci_coverage);
-    set_num(L, "rel_halfwidth", s->rel_halfwidth);
-    set_num(L, "confidence", s->confidence);
+    lh_setint(L, "n", (lua_Integer)s->n);
+    lh_setnum(L, "median", s->median);
+    lh_setnum(L, "mean", s->mean);
+    lh_setnum(L, "min", s->min);
+    lh_setnum(L, "max", s->max);
+    lh_setnum(L, "p10", s->p10);
+    lh_setnum(L, "p90", s->p90);
+    lh_setnum(L, "stddev", s->stddev);
+    lh_setnum(L, "ci_low", s->ci_low);
+    lh_setnum(L, "ci_high", s->ci_high);
+    lh_setnum(L, "ci_coverage", s->ci_coverage);
+    lh_setnum(L, "rel_halfwidth", s->rel_halfwidth);
+    lh_setnum(L, "confidence", s->confidence);
 }
 
 static int l_stats(lua_State *L)
@@ -391,7 +367,7 @@ static void push_series(lua_State *L, const timing_series *s)
 {
     lua_createtable(L, 0, 24);
     set_summary(L, &s->stats);
-    set_str(L, "label", s->label);
+    lh_setstr(L, "label", s->label);
     lua_createtable(L, (int)s->n, 0);
     for (size_t i = 0; i < s->n; i++) {
         lua_pushnumber(L, s->samples_us[i]);
@@ -405,41 +381,41 @@ static void push_series(lua_State *L, const timing_series *s)
             lua_rawseti(L, -2, (lua_Integer)i + 1);
         }
         lua_setfield(L, -2, "event_samples");
-        set_num(L, "event_median", s->event_stats.median);
+        lh_setnum(L, "event_median", s->event_stats.median);
     }
-    set_int(L, "planned", s->planned);
-    set_int(L, "checks", (lua_Integer)s->checks);
-    set_int(L, "check_failures", (lua_Integer)s->check_failures);
+    lh_setint(L, "planned", s->planned);
+    lh_setint(L, "checks", (lua_Integer)s->checks);
+    lh_setint(L, "check_failures", (lua_Integer)s->check_failures);
     if (s->first_failed_sample >= 0)
-        set_int(L, "first_failed_sample", s->first_failed_sample + 1);
-    set_num(L, "tflops", s->tflops);
-    set_num(L, "frac_peak", s->frac_peak);
+        lh_setint(L, "first_failed_sample", s->first_failed_sample + 1);
+    lh_setnum(L, "tflops", s->tflops);
+    lh_setnum(L, "frac_peak", s->frac_peak);
 }
 
 static void push_result(lua_State *L, const timing_result *r)
 {
     lua_createtable(L, 0, 24);
-    set_str(L, "method", timing_method_name(r->method));
+    lh_setstr(L, "method", timing_method_name(r->method));
     if (r->fallback[0])
-        set_str(L, "fallback", r->fallback);
-    set_str(L, "stop_reason", r->stop_reason);
-    set_num(L, "wall_s", r->wall_s);
-    set_int(L, "warmup", r->warmup);
-    set_int(L, "flush_bytes", (lua_Integer)r->flush_bytes);
-    set_bool(L, "launch_checked", r->launch_checked);
+        lh_setstr(L, "fallback", r->fallback);
+    lh_setstr(L, "stop_reason", r->stop_reason);
+    lh_setnum(L, "wall_s", r->wall_s);
+    lh_setint(L, "warmup", r->warmup);
+    lh_setint(L, "flush_bytes", (lua_Integer)r->flush_bytes);
+    lh_setbool(L, "launch_checked", r->launch_checked);
     if (r->launch_checked)
-        set_int(L, "stream_id", r->stream_id);
-    set_int(L, "dropped", (lua_Integer)r->dropped);
+        lh_setint(L, "stream_id", r->stream_id);
+    lh_setint(L, "dropped", (lua_Integer)r->dropped);
     if (r->ntargets == 2)
-        set_num(L, "speedup", r->speedup);
-    set_str(L, "clock_source", r->clock_source);
+        lh_setnum(L, "speedup", r->speedup);
+    lh_setstr(L, "clock_source", r->clock_source);
     if (r->clock_before_mhz >= 0)
-        set_int(L, "clock_before_mhz", r->clock_before_mhz);
+        lh_setint(L, "clock_before_mhz", r->clock_before_mhz);
     if (r->clock_after_mhz >= 0)
-        set_int(L, "clock_after_mhz", r->clock_after_mhz);
+        lh_setint(L, "clock_after_mhz", r->clock_after_mhz);
     if (strcmp(r->clock_source, "nvml") == 0) {
-        set_int(L, "throttle_before", (lua_Integer)r->throttle_before);
-        set_int(L, "throttle_after", (lua_Integer)r->throttle_after);
+        lh_setint(L, "throttle_before", (lua_Integer)r->throttle_before);
+        lh_setint(L, "throttle_after", (lua_Integer)r->throttle_after);
     }
     push_series(L, &r->t[0]);
     lua_setfield(L, -2, "candidate");
@@ -451,24 +427,24 @@ static void push_result(lua_State *L, const timing_result *r)
     for (size_t i = 0; i < r->nseen; i++) {
         const timing_seen *s = &r->seen[i];
         lua_createtable(L, 0, 5);
-        set_str(L, "kind", cupti_act_kind_name(s->kind));
+        lh_setstr(L, "kind", cupti_act_kind_name(s->kind));
         if (s->name[0])
-            set_str(L, "name", s->name);
-        set_int(L, "stream", s->stream_id);
-        set_bool(L, "klab_stream", s->klab_stream);
-        set_int(L, "count", (lua_Integer)s->count);
+            lh_setstr(L, "name", s->name);
+        lh_setint(L, "stream", s->stream_id);
+        lh_setbool(L, "klab_stream", s->klab_stream);
+        lh_setint(L, "count", (lua_Integer)s->count);
         lua_rawseti(L, -2, (lua_Integer)i + 1);
     }
     lua_setfield(L, -2, "seen");
     if (r->seen_overflow)
-        set_int(L, "seen_overflow", (lua_Integer)r->seen_overflow);
+        lh_setint(L, "seen_overflow", (lua_Integer)r->seen_overflow);
     if (r->unexpected) {
         lua_createtable(L, 0, 3);
-        set_int(L, "target", r->unexpected_target + 1);
+        lh_setint(L, "target", r->unexpected_target + 1);
         /* Samples count from 1; warm-up runs are negative: -1 is the first. */
-        set_int(L, "sample", r->unexpected_sample >= 0 ? r->unexpected_sample + 1
+        lh_setint(L, "sample", r->unexpected_sample >= 0 ? r->unexpected_sample + 1
                                                        : r->unexpected_sample);
-        set_str(L, "why", r->unexpected_why);
+        lh_setstr(L, "why", r->unexpected_why);
         lua_setfield(L, -2, "unexpected");
     }
 }

@@ -84,3 +84,27 @@ const char *lh_optstrfield(lua_State *L, int t, const char *k, const char *dflt)
     lua_pop(L, 1);
     return v;
 }
+
+void lh_setint(lua_State *L, const char *k, lua_Integer v)
+{
+    lua_pushinteger(L, v);
+    lua_setfield(L, -2, k);
+}
+
+void lh_setnum(lua_State *L, const char *k, lua_Number v)
+{
+    lua_pushnumber(L, v);
+    lua_setfield(L, -2, k);
+}
+
+void lh_setstr(lua_State *L, const char *k, const char *v)
+{
+    lua_pushstring(L, v);
+    lua_setfield(L, -2, k);
+}
+
+void lh_setbool(lua_State *L, const char *k, int v)
+{
+    lua_pushboolean(L, v);
+    lua_setfield(L, -2, k);
+}

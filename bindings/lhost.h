@@ -37,4 +37,10 @@ lua_Number lh_optnumfield(lua_State *L, int t, const char *k, lua_Number dflt);
 int lh_optboolfield(lua_State *L, int t, const char *k, int dflt);
 const char *lh_optstrfield(lua_State *L, int t, const char *k, const char *dflt);
 
+/* [-0, +0, m] t[k] = v for the table on top of the stack. */
+void lh_setint(lua_State *L, const char *k, lua_Integer v);
+void lh_setnum(lua_State *L, const char *k, lua_Number v);
+void lh_setstr(lua_State *L, const char *k, const char *v);
+void lh_setbool(lua_State *L, const char *k, int v);
+
 #endif
