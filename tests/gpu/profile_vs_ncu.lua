@@ -252,7 +252,7 @@ end
 
 if SELFTEST then
   local long = table.concat({
-    "==PROF== Connected to process 4242 (/work/main/build/klab)",
+    "==PROF== Connected to process 4242 (/opt/klab/build/klab)",
     "replay: 1 run",
     '"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size",'
       .. '"Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"',
