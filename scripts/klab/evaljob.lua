@@ -252,11 +252,11 @@ local function run_once(c, set, outs, ws)
   return true
 end
 
--- Waits for the GPU with a deadline; a kernel that does not finish is a timeout
--- and leaves the worker unfit (only killing the process stops it).
-local function sync(deadline_s)
-  local ok, err, code, detail = S.ctx:sync()
-  return ok, err, code, detail
+-- Waits for the GPU. A kernel that never finishes blocks here; the
+-- supervisor's deadline then kills this worker (the only way to stop it)
+-- and records the timeout.
+local function sync()
+  return S.ctx:sync()
 end
 
 local function verdict(res, v, reason)
@@ -264,10 +264,13 @@ local function verdict(res, v, reason)
   return res
 end
 
+-- A launch the driver refused before running (arguments that do not match
+-- the kernel's parameters) is the plan's fault; anything else is the
+-- kernel's. A sticky error leaves the worker unfit for the next candidate.
 local function runtime_failure(res, err, code, detail)
   if detail and detail.sticky then res.unfit = true end
   if code == "EINVAL" then return verdict(res, "plan_error", err) end
-  return verdict(res, "runtime_error", err .. (detail and detail.cuda_error and "" or ""))
+  return verdict(res, "runtime_error", tostring(err))
 end
 
 -- The element count and position of the worst error, for the reason text.
