@@ -347,8 +347,9 @@ local function prepare(t, c, arch, result, opts)
   local job = {
     task = job_task(t), cubin_path = write_temp(res.cubin), launches = plan.launches,
     tensormaps = plan.tensormaps, workspace = plan.workspace, trials = opts.trials or job_trials(t),
-    timing = opts.timing ~= false, opts = opts.timing_opts or {},
+    timing = opts.timing ~= false, opts = {},
   }
+  for k, v in pairs(opts.timing_opts or {}) do job.opts[k] = v end
   if job.opts.peak_tflops == nil then
     local a = t.buffers.A
     job.opts.peak_tflops = PEAK[arch] and a and PEAK[arch][a.dtype] or nil
