@@ -48,6 +48,11 @@
  *   pct.sm, pct.mem, pct.dram, pct.occupancy, pct.tensor   percent of peak
  *   bytes.dram_read, bytes.dram_write
  *   rate.sm_hz       SM clock during the profiled run
+ *   cycles.elapsed   SM cycles the range lasted (launch gaps and the closing
+ *                    synchronisation included)
+ *   cycles.active    cycles of the busiest SM: the kernels' own span, which
+ *                    klab.profile uses to turn "of elapsed" percentages of
+ *                    the range into percentages of the kernels' time
  *
  * verified = 1 only for what was checked on an H200 (cuda.md section 1).
  * Every name below was checked to exist in CUPTI 13.0's offline tables for
@@ -78,6 +83,8 @@ static const profile_metric TABLE[] = {
     {"GH100", "dram__bytes_read.sum", "bytes.dram_read", 0},
     {"GH100", "dram__bytes_write.sum", "bytes.dram_write", 0},
     {"GH100", "sm__cycles_elapsed.avg.per_second", "rate.sm_hz", 0},
+    {"GH100", "sm__cycles_elapsed.max", "cycles.elapsed", 0},
+    {"GH100", "sm__cycles_active.max", "cycles.active", 0},
 
     /* Blackwell: B200 (GB100). Names from CUPTI 13.0's offline tables only:
      * not yet run on a B200. */
@@ -110,6 +117,8 @@ static const profile_metric TABLE[] = {
     {"GB100", "dram__bytes_read.sum", "bytes.dram_read", 0},
     {"GB100", "dram__bytes_write.sum", "bytes.dram_write", 0},
     {"GB100", "sm__cycles_elapsed.avg.per_second", "rate.sm_hz", 0},
+    {"GB100", "sm__cycles_elapsed.max", "cycles.elapsed", 0},
+    {"GB100", "sm__cycles_active.max", "cycles.active", 0},
 };
 
 #define TABLE_N (sizeof TABLE / sizeof TABLE[0])

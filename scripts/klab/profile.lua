@@ -17,6 +17,7 @@
 --   profile.families(roles, targets, chip)     -> {wgmma={status=, executed=, count=, reason=}, ...}
 --   profile.flops(roles, task_flops, chip)     -> {hgmma=, hmma=, utc=, tensor=, other=, task=, frac={...}}
 --   profile.verdict(stage, opts)               -> "target_not_executed", reason | nil
+--   profile.over_kernels(roles, role [, kernel_ns]) -> an "of elapsed" percentage over the kernels' span
 --   profile.compact(roles, info)               -> profile table (figures and signals)
 --   profile.text(p)                            -> short text a prompt can include
 --   profile.THRESHOLDS, profile.FAMILIES
@@ -86,16 +87,18 @@ end
 -- ---- roles ------------------------------------------------------------------
 
 -- values: {["metric.name"] = number}. Sums the metrics of each role
--- ("pct.*" and "rate.*" roles take the largest); a role whose metrics were
--- all missing or NaN is absent. Derived: inst.hmma = inst.tensor_pipe -
--- inst.wgmma (GH100's tensor-pipe count includes HGMMA).
+-- ("pct.*", "rate.*" and "cycles.*" roles take the largest); a role whose
+-- metrics were all missing or NaN is absent. Derived: inst.hmma =
+-- inst.tensor_pipe - inst.wgmma (GH100's tensor-pipe count includes HGMMA);
+-- busy = cycles.active / cycles.elapsed, the share of the range the kernels
+-- themselves took (at most 1).
 function M.aggregate(values, chip, rows)
   local roles = {}
   for _, r in ipairs(rows_for(table_chip(chip), rows)) do
     local v = values[r.name]
     if finite(v) then
       local cur = roles[r.role]
-      if r.role:find("^pct%.") or r.role:find("^rate%.") then
+      if r.role:find("^pct%.") or r.role:find("^rate%.") or r.role:find("^cycles%.") then
         roles[r.role] = (cur == nil or v > cur) and v or cur
       else
         roles[r.role] = (cur or 0) + v
@@ -105,7 +108,38 @@ function M.aggregate(values, chip, rows)
   if roles["inst.tensor_pipe"] and roles["inst.wgmma"] then
     roles["inst.hmma"] = math.max(0, roles["inst.tensor_pipe"] - roles["inst.wgmma"])
   end
+  local active, elapsed = roles["cycles.active"], roles["cycles.elapsed"]
+  if active and elapsed and active > 0 and elapsed > 0 then roles.busy = math.min(1, active / elapsed) end
   return roles
+end
+
+-- The range around the planned launches also holds their launch latency
+-- and the synchronisation that closes it (a 200 us GEMM sat in a 335 us
+-- range on the H200), so a throughput "of elapsed" is diluted by idle
+-- time that belongs to no kernel. Dividing by the kernels' share of the
+-- range gives the figure over the kernels' own span, which is what Nsight
+-- Compute reports per kernel. The share is counted in the clock of the
+-- figure's own domain: SM cycles (roles.busy) for SM and memory-pipeline
+-- throughput; for DRAM, whose clock does not follow the SM's (a busy
+-- H200 slows its SMs to 1.64 GHz inside the kernel while the idle rest of
+-- the range runs faster), time: kernel_ns, the span of the launches from
+-- activity records, over the range's duration (time.ns). Without what a
+-- share needs the range's figure is returned as is.
+local ELAPSED_ROLES = { ["pct.sm"] = true, ["pct.mem"] = true, ["pct.dram"] = true }
+
+function M.over_kernels(roles, role, kernel_ns)
+  local v = roles[role]
+  if v == nil or not ELAPSED_ROLES[role] then return v end
+  local share = roles.busy
+  if role == "pct.dram" then
+    local range_ns = roles["time.ns"]
+    share = nil
+    if finite(kernel_ns) and kernel_ns > 0 and finite(range_ns) and range_ns > 0 then
+      share = math.min(1, kernel_ns / range_ns)
+    end
+  end
+  if not share then return v end
+  return math.min(100, v / share)
 end
 
 -- ---- FLOPs by path ----------------------------------------------------------
@@ -235,12 +269,21 @@ end
 function M.compact(roles, info)
   info = info or {}
   local T = M.THRESHOLDS
+  local kernel_ns = finite(info.duration_us) and info.duration_us > 0 and info.duration_us * 1e3 or nil
   local p = {
     duration_us = info.duration_us, duration_source = info.duration_source,
-    sm_pct = roles["pct.sm"], mem_pct = roles["pct.mem"], dram_pct = roles["pct.dram"],
+    sm_pct = M.over_kernels(roles, "pct.sm"), mem_pct = M.over_kernels(roles, "pct.mem"),
+    dram_pct = M.over_kernels(roles, "pct.dram", kernel_ns), busy = roles.busy,
     occupancy_pct = roles["pct.occupancy"], tensor_pct = roles["pct.tensor"],
-    sm_clock_mhz = roles["rate.sm_hz"] and roles["rate.sm_hz"] / 1e6 or nil,
   }
+  -- The SM clock inside the kernels (their busiest SM's cycles over their
+  -- span); the range's average also counts its idle, faster-clocked part.
+  local active = roles["cycles.active"]
+  if kernel_ns and finite(active) and active > 0 then
+    p.sm_clock_mhz = active / kernel_ns * 1e3
+  elseif roles["rate.sm_hz"] then
+    p.sm_clock_mhz = roles["rate.sm_hz"] / 1e6
+  end
   local k = info.kernel or {}
   p.kernel = k.name
   p.registers, p.static_smem, p.local_bytes = k.registers, k.static_smem, k.local_bytes

@@ -7,7 +7,8 @@
 -- the device's exact architecture loads, launches and gives the right
 -- answer; a kernel that faults and one that never ends are contained by the
 -- worker layer, which goes on with a fresh worker; and the C and Lua unit
--- suites pass with their GPU sections enabled.
+-- suites pass with their GPU sections enabled (their output is kept in
+-- build/gpu-check/*.log).
 
 local supervisor = require "klab.supervisor"
 local sys = require "klab.sys"
@@ -151,11 +152,18 @@ else
   row("attention check", false, tostring(ac):sub(1, 200))
 end
 
--- 6. The unit suites with their GPU sections.
+-- 6. The unit suites with their GPU sections. Each suite's whole output is
+-- kept in build/gpu-check/<name>.log (the ncu comparison's table is there).
+os.execute("mkdir -p build/gpu-check")
 local function suite(name, cmd)
   local p = io.popen(cmd .. " 2>&1")
   local out = p:read("a")
   local _, _, code = p:close()
+  local log = io.open("build/gpu-check/" .. name:gsub("[^%w_.-]", "_") .. ".log", "w")
+  if log then
+    log:write(out)
+    log:close()
+  end
   local pass, fail, skip = out:match("(%d+) passed, (%d+) failed, (%d+) skipped")
   if not pass then pass, fail = out:match("(%d+) passed, (%d+) failed") end
   local ok = code == 0 and pass ~= nil and tonumber(fail) == 0

@@ -18,7 +18,10 @@
 --      difference is at most --tol (5%), or, for figures in percent, when
 --      they differ by at most 1 percentage point (a relative test means
 --      little near 0%). Counts of instructions and FLOPs are exact
---      hardware counts and should agree exactly.
+--      hardware counts and should agree exactly. Percentages "of elapsed"
+--      are compared as the profile reports them, over the kernels' span;
+--      the range's own duration and elapsed cycles are listed, not compared
+--      (the duration compared is the CUPTI activity median).
 -- The processes never overlap: a process that uses CUPTI cannot be
 -- profiled by ncu, and ncu wants the counters to itself.
 -- Prints one table; exits 1 when a figure disagrees or a side failed.
@@ -94,7 +97,7 @@ else
   out = { ok = st.status == "ok", status = st.status, reason = st.reason, metrics = clean(st.metrics),
     profile = clean({ registers = st.profile.registers, waves = st.profile.waves,
       duration_us = st.profile.duration_us, sm_pct = st.profile.sm_pct, mem_pct = st.profile.mem_pct,
-      dram_pct = st.profile.dram_pct, occupancy_pct = st.profile.occupancy_pct,
+      dram_pct = st.profile.dram_pct, busy = st.profile.busy, sm_clock_mhz = st.profile.sm_clock_mhz, occupancy_pct = st.profile.occupancy_pct,
       tensor_pct = st.profile.tensor_pct, dram_bytes = st.profile.dram_bytes }),
     text = st.text, timing = clean(extra and extra.timing), families = clean(st.families),
     flops = clean(st.flops), verdict = st.verdict }
@@ -235,8 +238,8 @@ local function agree(a, b, percent)
 end
 
 local rows, failures = {}, 0
-local function row(sample, what, k, n, ok, rel)
-  local status = ok == nil and "n/a" or (ok and "ok" or "DIFF")
+local function row(sample, what, k, n, ok, rel, label)
+  local status = label or (ok == nil and "n/a" or (ok and "ok" or "DIFF"))
   if ok == false then failures = failures + 1 end
   rows[#rows + 1] = { sample, what, k, n, rel, status }
 end
@@ -311,6 +314,19 @@ end
 
 local EXTRA = { "launch__registers_per_thread", "launch__waves_per_multiprocessor" }
 
+-- Figures of the profiled range as a whole: its duration, elapsed cycles
+-- and average clock include launch latency and the closing
+-- synchronisation, which no per-kernel figure of ncu's has. Percentages
+-- "of elapsed" are compared as the profile reports them, over the kernels'
+-- span (klab.profile.over_kernels).
+local PROFILE_FIGURE = {
+  ["sm__throughput.avg.pct_of_peak_sustained_elapsed"] = "sm_pct",
+  ["gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed"] = "mem_pct",
+  ["dram__throughput.avg.pct_of_peak_sustained_elapsed"] = "dram_pct",
+}
+local RANGE_SCOPED = { ["gpu__time_duration.sum"] = true, ["sm__cycles_elapsed.max"] = true,
+  ["sm__cycles_elapsed.avg.per_second"] = true }
+
 for sample in opts.samples:gmatch("[^,]+") do
   local cand = ROOT .. "/tasks/gemm/samples/" .. sample
   io.stderr:write("[profile_vs_ncu] ", sample, ": klab side\n")
@@ -332,10 +348,21 @@ for sample in opts.samples:gmatch("[^,]+") do
       row(sample, "ncu side", nil, nil, false)
       io.stderr:write("[profile_vs_ncu] ", sample, ": ", nerr, "\n")
     else
+      row(sample, "busy share of the range (klab: cycles active/elapsed)", k.profile.busy, nil, nil, nil, "info")
       for _, name in ipairs(names) do
         local a, b = k.metrics[name], n.values[name]
-        local ok, rel = agree(a, b, name:find("pct") ~= nil)
-        row(sample, name, a, b, ok, rel)
+        if RANGE_SCOPED[name] then
+          -- The range's own span: shown, not compared (ncu's is the kernel's).
+          row(sample, name .. " (klab: range)", a, b, nil, nil, "info")
+        elseif PROFILE_FIGURE[name] then
+          -- Compared as the profile reports it: over the kernels' span.
+          local v = k.profile[PROFILE_FIGURE[name]]
+          local ok, rel = agree(v, b, true)
+          row(sample, name .. " (klab: profile)", v, b, ok, rel)
+        else
+          local ok, rel = agree(a, b, name:find("pct") ~= nil)
+          row(sample, name, a, b, ok, rel)
+        end
       end
       -- Profile figures that come from elsewhere on klab's side.
       local ok, rel = agree(k.profile.registers, n.values.launch__registers_per_thread)
@@ -344,6 +371,10 @@ for sample in opts.samples:gmatch("[^,]+") do
       ok, rel = agree(k.profile.waves, n.values.launch__waves_per_multiprocessor)
       row(sample, "waves per SM (klab: occupancy API)", k.profile.waves, n.values.launch__waves_per_multiprocessor, ok,
         rel)
+      local hz = k.profile.sm_clock_mhz and k.profile.sm_clock_mhz * 1e6
+      ok, rel = agree(hz, n.values["sm__cycles_elapsed.avg.per_second"])
+      row(sample, "SM clock in the kernel, Hz (klab: cycles active / duration)", hz,
+        n.values["sm__cycles_elapsed.avg.per_second"], ok, rel)
       local dur_ns = k.timing and k.timing.median_us and k.timing.median_us * 1000
       ok, rel = agree(dur_ns, n.values["gpu__time_duration.sum"])
       row(sample, "duration ns (klab: CUPTI activity median)", dur_ns, n.values["gpu__time_duration.sum"], ok, rel)
@@ -353,7 +384,7 @@ end
 
 -- ---- the table -------------------------------------------------------------------
 
-local w = { 10, 66, 14, 14, 8, 5 }
+local w = { 10, 74, 14, 14, 8, 5 }
 local function line(c)
   local parts = {}
   for i, v in ipairs(c) do parts[i] = string.format("%-" .. w[i] .. "s", tostring(v)) end

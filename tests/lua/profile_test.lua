@@ -279,6 +279,52 @@ function T.fp8_flops_follow_the_path_that_ran(t)
   t.eq(f.task, 2000)
 end
 
+-- ---- "of elapsed" percentages over the kernels' span -------------------------
+
+function T.elapsed_percentages_are_taken_over_the_kernels_span(t)
+  local v = wgmma_values()
+  -- The range lasted 3000 cycles, the busiest SM worked 2000 of them.
+  v["sm__cycles_elapsed.max"] = 3000
+  v["sm__cycles_active.max"] = 2000
+  local r = profile.aggregate(v, "GH100")
+  t.near(r.busy, 2 / 3, 1e-12)
+  t.near(profile.over_kernels(r, "pct.sm"), 60, 1e-9)
+  t.near(profile.over_kernels(r, "pct.mem"), 45, 1e-9)
+  -- DRAM's share is counted in time: the kernels' span from activity
+  -- records over the range's duration (time.ns = 58000 ns).
+  t.eq(profile.over_kernels(r, "pct.dram"), 20, "no kernel span: the range's figure")
+  t.near(profile.over_kernels(r, "pct.dram", 29000), 40, 1e-9)
+  t.eq(profile.over_kernels(r, "pct.dram", 90000), 20, "a span longer than the range counts as all of it")
+  -- "of active" figures are per active cycle already: left alone.
+  t.eq(profile.over_kernels(r, "pct.occupancy"), 50)
+  t.eq(profile.over_kernels(r, "pct.tensor"), 71)
+  local p = profile.compact(r, {})
+  t.near(p.sm_pct, 60, 1e-9)
+  t.eq(p.dram_pct, 20)
+  t.near(p.busy, 2 / 3, 1e-12)
+  t.eq(p.occupancy_pct, 50)
+  t.near(p.sm_clock_mhz, 1980, 1e-9, "no kernel span: the range's clock")
+  p = profile.compact(r, { duration_us = 29 })
+  t.near(p.dram_pct, 40, 1e-9)
+  -- 2000 busiest-SM cycles in the kernels' 29 us.
+  t.near(p.sm_clock_mhz, 2000 / 29, 1e-9, "the clock inside the kernels")
+  -- Never above 100%, and the busy share never above 1.
+  v["sm__throughput.avg.pct_of_peak_sustained_elapsed"] = 90
+  v["sm__cycles_active.max"] = 1500
+  t.eq(profile.over_kernels(profile.aggregate(v, "GH100"), "pct.sm"), 100)
+  v["sm__cycles_active.max"] = 4000
+  r = profile.aggregate(v, "GH100")
+  t.eq(r.busy, 1)
+  t.eq(profile.over_kernels(r, "pct.sm"), 90)
+  -- Without both cycle counts (or with a zero) the range's figure stays.
+  v["sm__cycles_active.max"] = nil
+  r = profile.aggregate(v, "GH100")
+  t.eq(r.busy, nil)
+  t.eq(profile.over_kernels(r, "pct.sm"), 90)
+  v["sm__cycles_active.max"], v["sm__cycles_elapsed.max"] = 0, 3000
+  t.eq(profile.aggregate(v, "GH100").busy, nil)
+end
+
 -- ---- the compact profile ---------------------------------------------------
 
 local function info_for(kernel)
@@ -290,7 +336,7 @@ function T.compact_profile_figures(t)
   local s = analyse(wgmma_values())
   local info = info_for { name = "gemm", registers = 96, static_smem = 64, local_bytes = 0 }
   info.flops = s.flops
-  info.duration_us = 12.5
+  info.duration_us = 58 -- the whole range: DRAM needs no correction
   local p = profile.compact(s.roles, info)
   t.eq(p.sm_pct, 40)
   t.eq(p.mem_pct, 30)
@@ -304,7 +350,7 @@ function T.compact_profile_figures(t)
   t.near(p.sm_clock_mhz, 1980, 1e-9)
   t.eq(#p.signals, 0, "a balanced profile raises no signal")
   local text = profile.text(p)
-  t.ok(text:find("^profile: 12.5 us %(CUPTI activity%)"), text)
+  t.ok(text:find("^profile: 58.0 us %(CUPTI activity%)"), text)
   t.ok(text:find("SM throughput 40.0%% of peak, memory 30.0%% %(DRAM 20.0%%%)"), text)
   t.ok(text:find("achieved occupancy 50.0%%"), text)
   t.ok(text:find("tensor pipe active 71.0%%"), text)
@@ -609,7 +655,11 @@ function T.gpu_wgmma_sample_executes_wgmma_and_tma(t)
   t.eq(st.verdict, nil, st.verdict_reason)
   t.eq(st.verified, true)
   t.ok(st.profile.duration_us and st.profile.duration_us > 0, "duration from activity records")
-  t.eq(#(st.profile.signals or {}) >= 0, true)
+  -- The range holds launch latency and the closing sync as well: the
+  -- kernels' share of it is measured and lies in (0, 1].
+  local busy = st.profile.busy
+  t.ok(busy and busy > 0 and busy <= 1, "busy share of the range: " .. tostring(busy))
+  t.ok(st.profile.sm_pct and st.profile.sm_pct > 0 and st.profile.sm_pct <= 100, tostring(st.profile.sm_pct))
   if st.sass and st.sass.available then
     t.ok((st.sass.static.opcodes.HGMMA or 0) > 0, "static census lists HGMMA")
   end
