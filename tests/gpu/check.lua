@@ -115,27 +115,77 @@ do
       end
       if ps.text and opts and opts.show_profile then profiles[#profiles + 1] = { cand .. " on " .. task, ps.text } end
     end
+    -- Present in source (PTX census) and in machine code (static SASS).
+    local b = r and r.stages.build
+    local ptx_wgmma = b and b.census and b.census.wgmma
+    local sass_wgmma = ps and ps.sass and ps.sass.static_families and ps.sass.static_families.wgmma
+    if ptx_wgmma or sass_wgmma then
+      instr = instr .. string.format("; static wgmma ptx %s sass %s", tostring(ptx_wgmma or "?"),
+        tostring(sass_wgmma or "?"))
+    end
     eval_rows[#eval_rows + 1] = { cand:match("([^/]+)$"), task, want, got, perf, instr }
-    row(cand:match("([^/]+/[^/]+)$") .. " on " .. task, got == want,
-      string.format("want %s, got %s (%.1f s) %s", want, got, sys.now() - t0, perf))
+    local label = cand:match("([^/]+/[^/]+)$") .. " on " .. task
+    row(label, got == want, string.format("want %s, got %s (%.1f s) %s", want, got, sys.now() - t0, perf))
     if got ~= want and r then io.stderr:write("  reason: ", tostring(r.reason), "\n") end
+    -- What the instruction stage must show for this candidate.
+    if opts and opts.instructions then
+      local ok, detail = false, "no instruction stage"
+      if ps and ps.status == "ok" then
+        local fl = ps.flops or {}
+        local f = {
+          fam = function(n) return ps.families[n] and ps.families[n].status end,
+          frac = function(k) return fl.frac and fl.frac[k] end,
+          ptx_wgmma = ptx_wgmma, sass_wgmma = sass_wgmma,
+        }
+        ok, detail = opts.instructions(f)
+      elseif ps then
+        detail = "instruction stage " .. tostring(ps.status) .. ": " .. tostring(ps.reason)
+      end
+      row("  instructions of " .. cand:match("([^/]+)$"), ok, detail)
+    end
+  end
+  local function fmt_frac(x) return x and string.format("%.4f", x) or "?" end
+  -- wgmma and TMA ran, and HGMMA carried 2*M*N*K within 1%.
+  local function wgmma_ran(f)
+    local h = f.frac("hgmma")
+    return f.fam("wgmma") == "executed" and f.fam("tma") == "executed" and h and math.abs(h - 1) <= 0.01,
+      string.format("wgmma %s, tma %s, HGMMA FLOPs %s of 2MNK", f.fam("wgmma"), f.fam("tma"), fmt_frac(h))
+  end
+  -- wgmma did not run and the FLOPs went through HMMA (at least 2*M*N*K
+  -- less 1%; padded tiles may do more).
+  local function hmma_only(f)
+    local m = f.frac("hmma")
+    return f.fam("wgmma") == "not_executed" and m and m >= 0.99 and (f.frac("hgmma") or 0) == 0,
+      string.format("wgmma %s, HMMA FLOPs %s of 2MNK, HGMMA %s", f.fam("wgmma"), fmt_frac(m), fmt_frac(f.frac("hgmma")))
+  end
+  local function no_tensor(f)
+    local t = f.frac("tensor")
+    return t == 0, string.format("tensor-core FLOPs %s of 2MNK", fmt_frac(t))
+  end
+  -- wgmma is in the source and the machine code, and never executed.
+  local function wgmma_dormant(f)
+    local static = (f.ptx_wgmma or 0) > 0 and (f.sass_wgmma == nil or f.sass_wgmma > 0)
+    return static and f.fam("wgmma") == "not_executed",
+      string.format("static wgmma: PTX %s, SASS %s; executed: %s", tostring(f.ptx_wgmma), tostring(f.sass_wgmma),
+        tostring(f.fam("wgmma")))
   end
   -- The naive and mma.sync samples are correct but do not use the task's
   -- target instructions (wgmma, TMA): their verdict is target_not_executed,
   -- which counts as correct and not as verified.
   judge("gemm_bf16/123x457x789", "tasks/gemm/samples/naive", "target_not_executed")
   judge("gemm_bf16/1000x1000x1000", "tasks/gemm/samples/naive", "target_not_executed", { show_profile = true,
-    timing_opts = { budget_s = 3 } })
+    timing_opts = { budget_s = 3 }, instructions = no_tensor })
   judge("gemm_bf16/4097x4095x4099", "tasks/gemm/samples/mma_sync", "target_not_executed")
   judge("gemm_bf16/8192x7168x5120", "tasks/gemm/samples/mma_sync", "target_not_executed", { show_profile = true,
-    timing_opts = { budget_s = 3 } })
+    timing_opts = { budget_s = 3 }, instructions = hmma_only })
   judge("gemm_bf16/4096x4096x4096", "tasks/gemm/samples/wgmma_tma", "passed")
   judge("gemm_bf16/8192x7168x5120", "tasks/gemm/samples/wgmma_tma", "passed",
-    { timing_opts = { budget_s = 6 }, show_profile = true })
+    { timing_opts = { budget_s = 6 }, show_profile = true, instructions = wgmma_ran })
   local expected = dofile("tasks/gemm/bad/expected.lua")
   for _, e in ipairs(expected) do
     judge("gemm_bf16/4096x4096x4096", "tasks/gemm/bad/" .. e.name, e.verdict,
-      { timing_opts = { budget_s = 2 }, deadline = 20 })
+      { timing_opts = { budget_s = 2 }, deadline = 20,
+        instructions = e.name == "wgmma_never_runs" and wgmma_dormant or nil })
   end
 end
 
