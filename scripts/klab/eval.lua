@@ -26,6 +26,7 @@ local plan_mod = require "klab.plan"
 local verdicts = require "klab.verdict"
 local cjson = require "cjson"
 local sys = require "klab.sys"
+local profile = require "klab.profile"
 
 local M = {}
 
@@ -229,11 +230,12 @@ local function record(self, t, c, arch, key, result)
     meas.dram_ratio = { value = p.dram_ratio, unit = "x" }
     meas.waves = { value = p.waves, unit = "count" }
   end
-  for name, n in pairs(ps and ps.sass and ps.sass.static_families or {}) do
+  -- The PTX census ("present in source") and the static SASS census
+  -- ("present in machine code") travel with every evaluation.
+  local b = result.stages.build
+  for name, n in pairs(b and b.sass and b.sass.families or ps and ps.sass and ps.sass.static_families or {}) do
     meas["sass_static_" .. (name:gsub("%.", "_"))] = { value = n, unit = "count" }
   end
-  -- The PTX census travels with every evaluation: "present in source".
-  local b = result.stages.build
   for fam, n in pairs(b and b.census or {}) do
     if fam ~= "instructions" then meas["ptx_" .. (fam:gsub("[%.:]", "_"))] = { value = n, unit = "count" } end
   end
@@ -325,6 +327,11 @@ local function prepare(t, c, arch, result, opts)
     seconds = sys.now() - b0,
     hash = res.hash, cubin_hash = res.cubin_hash, log = res.log, compiler = res.compiler,
   }
+  -- "Present in machine code", for every evaluation that compiled, whatever
+  -- happens on the GPU later (nvdisasm where installed; no GPU needed).
+  local sass = profile.sass_static(res.cubin, (t.targets or {})[arch])
+  result.stages.build.sass = { available = sass.available, tool = sass.tool, reason = sass.reason,
+    opcodes = sass.static and sass.static.opcodes, families = sass.static_families }
   local p0 = sys.now()
   local plan, perr = plan_mod.run(t, c.plan, { arch = arch })
   if not plan then
@@ -382,7 +389,7 @@ function Session:evaluate(t, c, opts)
     -- compute-sanitizer memcheck around `klab replay`, twice, as PTXBench
     -- does before timing: a stage of its own, outside the worker.
     local dir = write_candidate(c)
-    local san = require("klab.profile").sanitize(t.name, dir, { klab = sys.exe(), runs = 2 })
+    local san = profile.sanitize(t.name, dir, { klab = sys.exe(), runs = 2 })
     os.execute("rm -rf '" .. dir .. "'")
     result.stages.sanitizer = san
     if san.status == "ok" and (san.errors or 0) > 0 then

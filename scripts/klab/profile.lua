@@ -22,6 +22,8 @@
 --   profile.text(p)                            -> short text a prompt can include
 --   profile.THRESHOLDS, profile.FAMILIES
 --   profile.sanitize(task, candidate, opts)    -> compute-sanitizer memcheck stage (subprocess)
+--   profile.nvidia_tool(name, env_var)         -> path of ncu / compute-sanitizer, or nil
+--   profile.sass_static(cubin, targets)        -> static SASS census (nvdisasm; no GPU needed)
 --   profile.available(), profile.new(ctx, opts), profile.sass_census(cubin),
 --   profile.sass_parse(text), profile.metric_table(), ...   (klab.prof)
 
@@ -514,28 +516,34 @@ function M.summarize(stage, extra)
   return stage.profile, stage.text
 end
 
-local function static_census(stage, opts)
-  if not (opts.cubin and C) then return nil end
-  local text, tool_or_err, code = C.disassemble(opts.cubin)
-  stage.sass = { available = text ~= nil }
-  if not text then
-    stage.sass.reason, stage.sass.code = tool_or_err, code
-    return nil
-  end
-  stage.sass.tool = tool_or_err
+-- The static SASS census of a cubin through nvdisasm (or cuobjdump): the
+-- opcode histogram and, per target family, how many instructions of it
+-- the machine code holds. Needs no GPU. Returns the sass table
+-- {available=, tool=, static={opcodes=, order=, rows=, functions=},
+-- static_families={...}} or {available=false, reason=, code=}, then the
+-- listing and its parse for the executed-histogram join.
+function M.sass_static(cubin, targets)
+  if not C then return { available = false, reason = "klab.prof is not available", code = "ENOLIB" } end
+  local text, tool_or_err, code = C.disassemble(cubin)
+  if not text then return { available = false, reason = tool_or_err, code = code } end
   local census = C.sass_parse(text)
-  stage.sass.static = { opcodes = census.opcodes, order = census.order, rows = census.rows,
-    functions = census.functions }
-  -- Per target family: how many static instructions of it the cubin has.
-  stage.sass.static_families = {}
-  for _, name in ipairs(stage.targets or {}) do
+  local sass = { available = true, tool = tool_or_err, static = { opcodes = census.opcodes, order = census.order,
+    rows = census.rows, functions = census.functions }, static_families = {} }
+  for _, name in ipairs(targets or {}) do
     local fam = M.FAMILIES[name]
     if fam then
       local n = 0
       for _, op in ipairs(fam.sass) do n = n + (census.opcodes[op] or 0) end
-      stage.sass.static_families[name] = n
+      sass.static_families[name] = n
     end
   end
+  return sass, text, census
+end
+
+local function static_census(stage, opts)
+  if not (opts.cubin and C) then return nil end
+  local sass, text, census = M.sass_static(opts.cubin, stage.targets)
+  stage.sass = sass
   return text, census
 end
 
@@ -836,27 +844,31 @@ end
 
 -- ---- compute-sanitizer ----------------------------------------------------------
 
--- The compute-sanitizer binary: $KLAB_SANITIZER, CUDA_HOME/bin, PATH; nil
--- when absent.
-function M.sanitizer_path()
+-- An NVIDIA command-line tool (ncu, compute-sanitizer): $<env_var> when
+-- set (and nothing else then), else CUDA_HOME/bin (default /usr/local/cuda),
+-- else PATH; nil when absent.
+function M.nvidia_tool(name, env_var)
   local function exe(p)
     if not p or p == "" then return nil end
     local f = io.open(p, "rb")
     if f then f:close() return p end
     return nil
   end
-  local env = os.getenv("KLAB_SANITIZER")
+  local env = env_var and os.getenv(env_var)
   if env and env ~= "" then return exe(env) end
   local home = os.getenv("CUDA_HOME")
   if not home or home == "" then home = "/usr/local/cuda" end
-  local p = exe(home .. "/bin/compute-sanitizer")
+  local p = exe(home .. "/bin/" .. name)
   if p then return p end
   for dir in (os.getenv("PATH") or ""):gmatch("[^:]+") do
-    p = exe(dir .. "/compute-sanitizer")
+    p = exe(dir .. "/" .. name)
     if p then return p end
   end
   return nil
 end
+
+-- The compute-sanitizer binary: $KLAB_SANITIZER, CUDA_HOME/bin, PATH.
+function M.sanitizer_path() return M.nvidia_tool("compute-sanitizer", "KLAB_SANITIZER") end
 
 local function shell_quote(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
 

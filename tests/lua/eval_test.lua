@@ -132,6 +132,42 @@ function T.sanitizer_stage(t)
   t.ok(r.verdict ~= "runtime_error")
 end
 
+-- The static SASS census is taken at build time, so every evaluation that
+-- compiled records "present in machine code", GPU or not. A stand-in for
+-- nvdisasm prints a listing with one HGMMA and one TMA load.
+function T.static_sass_census_is_recorded_with_every_evaluation(t)
+  local d = t.tmpdir()
+  write(d .. "/listing.txt", table.concat({
+    "\t.section\t.text.gemm,\"ax\",@progbits",
+    ".text.gemm:",
+    "        /*0000*/                   HGMMA.64x8x16.F32.BF16 R24, gdesc[UR4], RZ, !UPT ;",
+    "        /*0010*/                   UTMALDG.2D [UR8], [UR4] ;",
+    "        /*0020*/                   EXIT ;",
+  }, "\n") .. "\n")
+  write(d .. "/nvdisasm", "#!/bin/sh\ncat '" .. d .. "/listing.txt'\n")
+  os.execute("chmod +x '" .. d .. "/nvdisasm'")
+  local db = d .. "/r.db"
+  local _, out, err = t.sh("KLAB_NVDISASM='" .. d .. "/nvdisasm' " .. t.klab .. " eval " .. TASK ..
+    " tasks/gemm/samples/naive --no-timing --json --db '" .. db .. "'")
+  local r = cjson.decode(out)
+  local sass = r.stages.build.sass
+  t.eq(sass.available, true, err)
+  t.eq(sass.families.wgmma, 1)
+  t.eq(sass.families.tma, 1)
+  t.eq(sass.opcodes.EXIT, 1)
+  local store = require "klab.store"
+  local s <close> = assert(store.open(db))
+  t.eq(s:first("SELECT value FROM measurements WHERE name = 'sass_static_wgmma'").value, 1)
+  t.eq(s:first("SELECT value FROM measurements WHERE name = 'ptx_wgmma'").value, 0, "the PTX census says none")
+  -- Without the tool: not available, with the reason; the evaluation goes on.
+  _, out = t.sh("KLAB_NVDISASM=/nonexistent " .. t.klab .. " eval " .. TASK .. " tasks/gemm/samples/naive " ..
+    "--no-timing --json")
+  r = cjson.decode(out)
+  t.eq(r.stages.build.sass.available, false)
+  t.match(r.stages.build.sass.reason, "nvdisasm")
+  t.ok(r.stages.plan and r.stages.plan.launches == 1, "the plan stage still ran")
+end
+
 -- ---- on a GPU ----
 
 function T.gpu_sample_passes_and_is_stored(t)

@@ -544,6 +544,33 @@ function T.sanitizer_output_parser(t)
   t.eq(profile.parse_sanitizer("no summary"), nil)
 end
 
+-- Where klab looks for ncu and compute-sanitizer: the variable alone when
+-- set, else CUDA_HOME/bin, else PATH.
+function T.nvidia_tools_are_found_where_documented(t)
+  local dir = os.tmpname()
+  os.remove(dir)
+  assert(os.execute("mkdir -p '" .. dir .. "/bin' '" .. dir .. "/path'"))
+  for _, f in ipairs { dir .. "/bin/ncu", dir .. "/path/ncu", dir .. "/path/compute-sanitizer", dir .. "/mine" } do
+    assert(io.open(f, "w")):close()
+  end
+  local function find(env, name, var)
+    local cmd = string.format("env %s '%s' -e 'print(require(\"klab.profile\").nvidia_tool(\"%s\", %s))'", env,
+      t.klab, name, var and ('\"' .. var .. '\"') or "nil")
+    local p = io.popen(cmd)
+    local out = p:read("l")
+    p:close()
+    return out
+  end
+  local base = string.format("CUDA_HOME='%s' PATH='%s/path'", dir, dir)
+  t.eq(find(base, "ncu", "KLAB_NCU"), dir .. "/bin/ncu", "CUDA_HOME/bin first")
+  t.eq(find(base, "compute-sanitizer", "KLAB_SANITIZER"), dir .. "/path/compute-sanitizer", "then PATH")
+  t.eq(find(base .. " KLAB_NCU='" .. dir .. "/mine'", "ncu", "KLAB_NCU"), dir .. "/mine", "the variable wins")
+  t.eq(find(base .. " KLAB_NCU='" .. dir .. "/absent'", "ncu", "KLAB_NCU"), "nil",
+    "a variable naming nothing finds nothing")
+  t.eq(find(base, "nsys", nil), "nil", "absent everywhere")
+  os.execute("rm -rf '" .. dir .. "'")
+end
+
 function T.run_candidate_without_a_gpu(t)
   if gpu.available() then t.skip("a GPU is present") end
   local st, err, code = profile.run_candidate("gemm_bf16/1000x1000x1000", t.root .. "/tasks/gemm/samples/naive")
