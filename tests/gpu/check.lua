@@ -118,10 +118,10 @@ do
     -- Present in source (PTX census) and in machine code (static SASS).
     local b = r and r.stages.build
     local ptx_wgmma = b and b.census and b.census.wgmma
-    local sass_wgmma = ps and ps.sass and ps.sass.static_families and ps.sass.static_families.wgmma
+    local sass_wgmma = b and b.sass and b.sass.families and b.sass.families.wgmma
     if ptx_wgmma or sass_wgmma then
-      instr = instr .. string.format("; static wgmma ptx %s sass %s", tostring(ptx_wgmma or "?"),
-        tostring(sass_wgmma or "?"))
+      instr = instr .. string.format("; static wgmma ptx %s sass %s", ptx_wgmma and string.format("%d", ptx_wgmma)
+        or "?", sass_wgmma and string.format("%d", sass_wgmma) or "?")
     end
     eval_rows[#eval_rows + 1] = { cand:match("([^/]+)$"), task, want, got, perf, instr }
     local label = cand:match("([^/]+/[^/]+)$") .. " on " .. task
@@ -145,6 +145,7 @@ do
     end
   end
   local function fmt_frac(x) return x and string.format("%.4f", x) or "?" end
+  local function count(x) return x and string.format("%d", math.floor(x + 0.5)) or "?" end
   -- wgmma and TMA ran, and HGMMA carried 2*M*N*K within 1%.
   local function wgmma_ran(f)
     local h = f.frac("hgmma")
@@ -166,7 +167,7 @@ do
   local function wgmma_dormant(f)
     local static = (f.ptx_wgmma or 0) > 0 and (f.sass_wgmma == nil or f.sass_wgmma > 0)
     return static and f.fam("wgmma") == "not_executed",
-      string.format("static wgmma: PTX %s, SASS %s; executed: %s", tostring(f.ptx_wgmma), tostring(f.sass_wgmma),
+      string.format("static wgmma: PTX %s, SASS %s; executed: %s", count(f.ptx_wgmma), count(f.sass_wgmma),
         tostring(f.fam("wgmma")))
   end
   -- The naive and mma.sync samples are correct but do not use the task's
@@ -186,6 +187,38 @@ do
     judge("gemm_bf16/4096x4096x4096", "tasks/gemm/bad/" .. e.name, e.verdict,
       { timing_opts = { budget_s = 2 }, deadline = 20,
         instructions = e.name == "wgmma_never_runs" and wgmma_dormant or nil })
+  end
+end
+
+-- 5a. With Nsight Compute attached to the worker, klab's own profiler
+-- cannot have the counters: the instruction stage must say unknown with
+-- CUPTI's reason while correctness and the verdict still come.
+do
+  local ncu = require("klab.profile").nvidia_tool("ncu", "KLAB_NCU")
+  if not ncu then
+    row("instruction stage under ncu", nil, "ncu not found")
+  else
+    local function q(x) return "'" .. tostring(x):gsub("'", "'\\''") .. "'" end
+    local cmd = string.format("timeout 300 %s --target-processes all -k regex:^gemm$ -c 1 "
+      .. "--metrics gpu__time_duration.sum %s eval gemm_bf16/1000x1000x1000 tasks/gemm/samples/naive "
+      .. "--json --budget 1 --deadline 120 2>&1", q(ncu), q(sys.exe()))
+    local p = io.popen(cmd)
+    local out = p:read("a")
+    p:close()
+    local js = out:match("\n(%{[^\n]+%})") or out:match("^(%{[^\n]+%})")
+    local ok_js, r = pcall(require("cjson").decode, js or "")
+    if not ok_js or type(r) ~= "table" then
+      row("instruction stage under ncu", false, "no JSON result; output ends: " .. out:sub(-200):gsub("\n", " | "))
+    else
+      local ps = r.stages and r.stages.profile or {}
+      local tm = r.stages and r.stages.timing or {}
+      local ok = ps.status == "unknown" and type(ps.reason) == "string" and ps.reason ~= ""
+        and r.verdict ~= "incorrect" and r.stages.correctness ~= nil
+      row("instruction stage under ncu", ok, string.format("stage %s (%s); verdict %s; timing %s",
+        tostring(ps.status), tostring(ps.reason):sub(1, 120), tostring(r.verdict),
+        tm.method and string.format("%s, %.1f us", tm.method, tm.candidate and tm.candidate.median or 0)
+          or tostring(r.reason):sub(1, 80)))
+    end
   end
 end
 

@@ -24,7 +24,8 @@
 --      (the duration compared is the CUPTI activity median).
 -- The processes never overlap: a process that uses CUPTI cannot be
 -- profiled by ncu, and ncu wants the counters to itself.
--- Prints one table; exits 1 when a figure disagrees or a side failed.
+-- Prints one table and a closing line "N figures: N passed, N failed, N
+-- skipped"; exits 1 when a figure disagrees or a side failed.
 
 local cjson = require "cjson"
 local sys = require "klab.sys"
@@ -59,18 +60,7 @@ local function sh(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
 
 local function find_ncu()
   if opts.ncu then return opts.ncu end
-  local home = os.getenv("CUDA_HOME")
-  if not home or home == "" then home = "/usr/local/cuda" end
-  local cands = { home .. "/bin/ncu" }
-  for dir in (os.getenv("PATH") or ""):gmatch("[^:]+") do cands[#cands + 1] = dir .. "/ncu" end
-  for _, c in ipairs(cands) do
-    local f = io.open(c, "rb")
-    if f then
-      f:close()
-      return c
-    end
-  end
-  return nil
+  return require("klab.profile").nvidia_tool("ncu", "KLAB_NCU")
 end
 
 -- ---- klab's side, in a child process ---------------------------------------
@@ -308,7 +298,7 @@ end
 
 local ncu = find_ncu()
 if not ncu then
-  print("ncu not found (CUDA_HOME/bin, PATH or --ncu): nothing compared")
+  print("ncu not found (--ncu, KLAB_NCU, CUDA_HOME/bin, PATH): nothing compared")
   os.exit(1)
 end
 
@@ -394,6 +384,9 @@ line { "sample", "figure", "klab", "ncu", "diff", "" }
 for _, r in ipairs(rows) do
   line { r[1], r[2], fmt(r[3]), fmt(r[4]), r[5] and string.format("%.2f%%", 100 * r[5]) or "-", r[6] }
 end
-print(string.format("%d figures compared, %d disagree (tolerance %.0f%%, or 1 point for percentages)", #rows,
-  failures, 100 * opts.tol))
+local agreed = 0
+for _, r in ipairs(rows) do if r[6] == "ok" then agreed = agreed + 1 end end
+-- The closing line in the unit suites' form, so gpu-check can read it.
+print(string.format("%d figures: %d passed, %d failed, %d skipped (listed, not compared); tolerance %.0f%%, "
+  .. "or 1 point for percentages", #rows, agreed, failures, #rows - agreed - failures, 100 * opts.tol))
 os.exit(failures == 0 and 0 or 1)
