@@ -159,8 +159,9 @@ function T.static_sass_census_is_recorded_with_every_evaluation(t)
   local s <close> = assert(store.open(db))
   t.eq(s:first("SELECT value FROM measurements WHERE name = 'sass_static_wgmma'").value, 1)
   t.eq(s:first("SELECT value FROM measurements WHERE name = 'ptx_wgmma'").value, 0, "the PTX census says none")
-  -- Without the tool: not available, with the reason; the evaluation goes on.
-  _, out = t.sh("KLAB_NVDISASM=/nonexistent " .. t.klab .. " eval " .. TASK .. " tasks/gemm/samples/naive " ..
+  -- Without either tool (each variable names nothing): not available, with
+  -- the reason; the evaluation goes on.
+  _, out = t.sh("KLAB_NVDISASM=/nonexistent KLAB_CUOBJDUMP=/nonexistent " .. t.klab .. " eval " .. TASK .. " tasks/gemm/samples/naive " ..
     "--no-timing --json")
   r = cjson.decode(out)
   t.eq(r.stages.build.sass.available, false)
