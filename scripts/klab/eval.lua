@@ -329,9 +329,10 @@ local function prepare(t, c, arch, result, opts)
   }
   -- "Present in machine code", for every evaluation that compiled, whatever
   -- happens on the GPU later (nvdisasm where installed; no GPU needed).
+  local s0 = sys.now()
   local sass = profile.sass_static(res.cubin, (t.targets or {})[arch])
   result.stages.build.sass = { available = sass.available, tool = sass.tool, reason = sass.reason,
-    opcodes = sass.static and sass.static.opcodes, families = sass.static_families }
+    opcodes = sass.static and sass.static.opcodes, families = sass.static_families, seconds = sys.now() - s0 }
   local p0 = sys.now()
   local plan, perr = plan_mod.run(t, c.plan, { arch = arch })
   if not plan then
