@@ -11,7 +11,6 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -424,31 +423,6 @@ int sass_find_tool(char *path, size_t n, int *kind, ks_status *st)
                    "KLAB_NVDISASM names one)", dynlib_cuda_home());
 }
 
-typedef struct growbuf {
-    char *p;
-    size_t n, cap, limit;
-} growbuf;
-
-static int grow_append(growbuf *b, const char *d, size_t n)
-{
-    if (b->n + n + 1 > b->limit)
-        n = b->limit > b->n + 1 ? b->limit - b->n - 1 : 0;
-    if (b->n + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 65536;
-        while (cap < b->n + n + 1)
-            cap *= 2;
-        char *p = realloc(b->p, cap);
-        if (!p)
-            return -1;
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->n, d, n);
-    b->n += n;
-    b->p[b->n] = '\0';
-    return 0;
-}
-
 static double mono_now(void)
 {
     struct timespec ts;
@@ -458,28 +432,73 @@ static double mono_now(void)
 
 #define TOOL_OUTPUT_MAX ((size_t)512 << 20)
 
-int sass_disassemble(const void *image, size_t n, double timeout_s, char **text, size_t *len,
-                     char *tool, size_t toolsize, ks_status *st)
+/* The tool writes into files, not pipes, so that it never waits for a
+ * reader: the evaluation starts it, goes on with the GPU stages, and reads
+ * the listing afterwards. */
+struct sass_disasm {
+    pid_t pid; /* > 0 until reaped */
+    char tool[1024];
+    char cubin[1024], out[1024], err[1024]; /* temporary files; "" when not made */
+};
+
+static int temp_file(char *path, size_t n, const char *what, ks_status *st)
 {
-    *text = NULL;
-    *len = 0;
-    if (tool && toolsize)
-        tool[0] = '\0';
+    const char *tmpdir = getenv("TMPDIR");
+    snprintf(path, n, "%s/klab-sass-%s-XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp", what);
+    int fd = mkstemp(path);
+    if (fd < 0) {
+        int e = errno;
+        path[0] = '\0';
+        ks_fail(st, KS_EIO, e, "cannot create a temporary file for the %s: %s", what, strerror(e));
+        return -1;
+    }
+    return fd;
+}
+
+static void reap(sass_disasm *d, int *status)
+{
+    int s = 0;
+    while (waitpid(d->pid, &s, 0) < 0 && errno == EINTR) {
+    }
+    d->pid = -1;
+    if (status)
+        *status = s;
+}
+
+void sass_disasm_free(sass_disasm *d)
+{
+    if (!d)
+        return;
+    if (d->pid > 0) {
+        kill(d->pid, SIGKILL);
+        reap(d, NULL);
+    }
+    const char *files[3] = {d->cubin, d->out, d->err};
+    for (int i = 0; i < 3; i++)
+        if (files[i][0])
+            unlink(files[i]);
+    free(d);
+}
+
+const char *sass_disasm_tool(const sass_disasm *d) { return d ? d->tool : ""; }
+
+int sass_disasm_start(const void *image, size_t n, sass_disasm **out, ks_status *st)
+{
+    *out = NULL;
     if (!image || n == 0)
         return ks_fail(st, KS_EINVAL, 0, "sass_disassemble: empty image");
-    char path[1024];
+    sass_disasm *d = calloc(1, sizeof *d);
+    if (!d)
+        return ks_fail(st, KS_ENOMEM, 0, "out of memory");
+    d->pid = -1;
     int kind;
-    if (sass_find_tool(path, sizeof path, &kind, st))
+    if (sass_find_tool(d->tool, sizeof d->tool, &kind, st)) {
+        free(d);
         return st->code;
-    if (tool && toolsize)
-        snprintf(tool, toolsize, "%s", path);
-
-    const char *tmpdir = getenv("TMPDIR");
-    char file[1024];
-    snprintf(file, sizeof file, "%s/klab-sass-XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
-    int fd = mkstemp(file);
+    }
+    int fd = temp_file(d->cubin, sizeof d->cubin, "cubin", st);
     if (fd < 0)
-        return ks_fail(st, KS_EIO, errno, "cannot create a temporary file for the cubin: %s", strerror(errno));
+        goto fail;
     const char *q = image;
     size_t left = n;
     while (left) {
@@ -489,131 +508,156 @@ int sass_disassemble(const void *image, size_t n, double timeout_s, char **text,
         if (w <= 0) {
             int e = errno;
             close(fd);
-            unlink(file);
-            return ks_fail(st, KS_EIO, e, "cannot write the cubin to %s: %s", file, strerror(e));
+            ks_fail(st, KS_EIO, e, "cannot write the cubin to %s: %s", d->cubin, strerror(e));
+            goto fail;
         }
         q += w;
         left -= (size_t)w;
     }
     close(fd);
-
-    int out[2] = {-1, -1}, err[2] = {-1, -1};
-    int rc = KS_OK;
-    pid_t pid = -1;
-    growbuf ob = {NULL, 0, 0, TOOL_OUTPUT_MAX}, eb = {NULL, 0, 0, 4096};
-    if (pipe2(out, O_CLOEXEC) || pipe2(err, O_CLOEXEC)) {
-        rc = ks_fail(st, KS_EIO, errno, "pipe: %s", strerror(errno));
-        goto done;
+    int ofd = temp_file(d->out, sizeof d->out, "listing", st);
+    if (ofd < 0)
+        goto fail;
+    int efd = temp_file(d->err, sizeof d->err, "stderr", st);
+    if (efd < 0) {
+        close(ofd);
+        goto fail;
     }
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_adddup2(&fa, out[1], 1);
-    posix_spawn_file_actions_adddup2(&fa, err[1], 2);
+    posix_spawn_file_actions_adddup2(&fa, ofd, 1);
+    posix_spawn_file_actions_adddup2(&fa, efd, 2);
     char *argv[5];
-    argv[0] = path;
+    argv[0] = d->tool;
     if (kind == SASS_TOOL_NVDISASM) {
         argv[1] = "-c";
         argv[2] = "-hex";
-        argv[3] = file;
+        argv[3] = d->cubin;
         argv[4] = NULL;
     } else {
         argv[1] = "-sass";
-        argv[2] = file;
+        argv[2] = d->cubin;
         argv[3] = NULL;
     }
-    int se = posix_spawn(&pid, path, &fa, NULL, argv, environ);
+    int se = posix_spawn(&d->pid, d->tool, &fa, NULL, argv, environ);
     posix_spawn_file_actions_destroy(&fa);
-    close(out[1]);
-    close(err[1]);
-    out[1] = err[1] = -1;
+    close(ofd);
+    close(efd);
     if (se != 0) {
-        pid = -1;
-        rc = ks_fail(st, KS_ECHILD, se, "cannot run %s: %s", path, strerror(se));
-        goto done;
+        d->pid = -1;
+        ks_fail(st, KS_ECHILD, se, "cannot run %s: %s", d->tool, strerror(se));
+        goto fail;
     }
-
-    double deadline = mono_now() + (timeout_s > 0 ? timeout_s : 60.0);
-    int open_fds = 2;
-    while (open_fds > 0) {
-        struct pollfd pf[2] = {{out[0], POLLIN, 0}, {err[0], POLLIN, 0}};
-        double left_s = deadline - mono_now();
-        if (left_s <= 0) {
-            kill(pid, SIGKILL);
-            rc = ks_fail(st, KS_ETIMEOUT, 0, "%s did not finish within %g s", path,
-                         timeout_s > 0 ? timeout_s : 60.0);
-            goto done;
-        }
-        int pr = poll(pf, 2, (int)(left_s * 1000) + 1);
-        if (pr < 0) {
-            if (errno == EINTR)
-                continue;
-            rc = ks_fail(st, KS_EIO, errno, "poll: %s", strerror(errno));
-            kill(pid, SIGKILL);
-            goto done;
-        }
-        for (int i = 0; i < 2; i++) {
-            int *fdp = i == 0 ? &out[0] : &err[0];
-            if (*fdp < 0 || !(pf[i].revents & (POLLIN | POLLHUP | POLLERR)))
-                continue;
-            char buf[65536];
-            ssize_t r = read(*fdp, buf, sizeof buf);
-            if (r < 0 && errno == EINTR)
-                continue;
-            if (r <= 0) {
-                close(*fdp);
-                *fdp = -1;
-                open_fds--;
-                /* poll on a closed fd: keep the slot inert. */
-                continue;
-            }
-            if (grow_append(i == 0 ? &ob : &eb, buf, (size_t)r)) {
-                kill(pid, SIGKILL);
-                rc = ks_fail(st, KS_ENOMEM, 0, "out of memory reading %s's output", path);
-                goto done;
-            }
-        }
-    }
-
-done:
-    if (out[0] >= 0)
-        close(out[0]);
-    if (err[0] >= 0)
-        close(err[0]);
-    if (out[1] >= 0)
-        close(out[1]);
-    if (err[1] >= 0)
-        close(err[1]);
-    if (pid > 0) {
-        int status = 0;
-        while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-        }
-        if (rc == KS_OK && !(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
-            /* First line of stderr, for the message. */
-            const char *e = eb.p ? eb.p : "";
-            size_t el = strcspn(e, "\n");
-            if (WIFEXITED(status))
-                rc = ks_fail(st, KS_ECHILD, WEXITSTATUS(status), "%s exited with status %d: %.*s", path,
-                             WEXITSTATUS(status), (int)(el > 300 ? 300 : el), e);
-            else
-                rc = ks_fail(st, KS_ECHILD, WTERMSIG(status), "%s died with signal %d", path,
-                             WTERMSIG(status));
-        }
-    }
-    unlink(file);
-    free(eb.p);
-    if (rc) {
-        free(ob.p);
-        return rc;
-    }
-    if (!ob.p) {
-        ob.p = calloc(1, 1);
-        if (!ob.p)
-            return ks_fail(st, KS_ENOMEM, 0, "out of memory");
-    }
-    *text = ob.p;
-    *len = ob.n;
+    *out = d;
     return KS_OK;
+fail:
+    sass_disasm_free(d);
+    return st->code;
+}
+
+/* Reads at most limit bytes of path into a malloc'd, NUL-terminated buffer. */
+static int slurp(const char *path, size_t limit, char **buf, size_t *len, ks_status *st)
+{
+    *buf = NULL;
+    *len = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return ks_fail(st, KS_EIO, errno, "cannot read %s: %s", path, strerror(errno));
+    size_t cap = 65536, n = 0;
+    char *p = malloc(cap);
+    while (p) {
+        if (n + 1 >= cap) {
+            if (cap > limit)
+                break;
+            char *np = realloc(p, cap * 2);
+            if (!np) {
+                free(p);
+                p = NULL;
+                break;
+            }
+            p = np;
+            cap *= 2;
+        }
+        size_t want = cap - n - 1;
+        if (n + want > limit)
+            want = limit > n ? limit - n : 0;
+        size_t r = want ? fread(p + n, 1, want, f) : 0;
+        n += r;
+        if (r == 0)
+            break;
+    }
+    fclose(f);
+    if (!p)
+        return ks_fail(st, KS_ENOMEM, 0, "out of memory reading %s", path);
+    p[n] = '\0';
+    *buf = p;
+    *len = n;
+    return KS_OK;
+}
+
+int sass_disasm_finish(sass_disasm *d, double timeout_s, char **text, size_t *len, ks_status *st)
+{
+    *text = NULL;
+    *len = 0;
+    if (!d || d->pid <= 0)
+        return ks_fail(st, KS_EINVAL, 0, "the disassembly was already collected");
+    double limit = timeout_s > 0 ? timeout_s : 60.0;
+    double deadline = mono_now() + limit;
+    int status = 0;
+    for (;;) {
+        pid_t r = waitpid(d->pid, &status, WNOHANG);
+        if (r == d->pid) {
+            d->pid = -1;
+            break;
+        }
+        if (r < 0 && errno != EINTR) {
+            int e = errno;
+            d->pid = -1;
+            return ks_fail(st, KS_ECHILD, e, "waitpid: %s", strerror(e));
+        }
+        if (mono_now() >= deadline) {
+            kill(d->pid, SIGKILL);
+            reap(d, NULL);
+            return ks_fail(st, KS_ETIMEOUT, 0, "%s did not finish within %g s", d->tool, limit);
+        }
+        struct timespec ts = {0, 2000000};
+        nanosleep(&ts, NULL);
+    }
+    if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
+        /* The first line of its stderr, for the message. */
+        char *e = NULL;
+        size_t el = 0;
+        ks_status ignored;
+        ks_clear(&ignored);
+        (void)slurp(d->err, 4096, &e, &el, &ignored);
+        el = e ? strcspn(e, "\n") : 0;
+        if (WIFEXITED(status))
+            ks_fail(st, KS_ECHILD, WEXITSTATUS(status), "%s exited with status %d: %.*s", d->tool,
+                    WEXITSTATUS(status), (int)(el > 300 ? 300 : el), e ? e : "");
+        else
+            ks_fail(st, KS_ECHILD, WTERMSIG(status), "%s died with signal %d", d->tool, WTERMSIG(status));
+        free(e);
+        return st->code;
+    }
+    return slurp(d->out, TOOL_OUTPUT_MAX, text, len, st);
+}
+
+int sass_disassemble(const void *image, size_t n, double timeout_s, char **text, size_t *len,
+                     char *tool, size_t toolsize, ks_status *st)
+{
+    *text = NULL;
+    *len = 0;
+    if (tool && toolsize)
+        tool[0] = '\0';
+    sass_disasm *d;
+    if (sass_disasm_start(image, n, &d, st))
+        return st->code;
+    if (tool && toolsize)
+        snprintf(tool, toolsize, "%s", d->tool);
+    int rc = sass_disasm_finish(d, timeout_s, text, len, st);
+    sass_disasm_free(d);
+    return rc;
 }
 
 /* ---- CUPTI SASS metrics ---- */

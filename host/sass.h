@@ -117,6 +117,19 @@ int sass_find_tool(char *path, size_t n, int *kind, ks_status *st);
 int sass_disassemble(const void *image, size_t n, double timeout_s, char **text, size_t *len,
                      char *tool, size_t toolsize, ks_status *st);
 
+/* The same in two halves, so that other work can run while the tool does
+ * (it takes about half a second on a GEMM cubin). start writes the cubin
+ * to a temporary file and starts the tool with its output going to
+ * temporary files; finish waits for it (killing it after timeout_s) and
+ * returns the listing as sass_disassemble does; free kills a tool still
+ * running, reaps it and removes the files (NULL is fine). finish may be
+ * called once; a second call is KS_EINVAL. tool: the tool's path. */
+typedef struct sass_disasm sass_disasm;
+int sass_disasm_start(const void *image, size_t n, sass_disasm **out, ks_status *st);
+int sass_disasm_finish(sass_disasm *d, double timeout_s, char **text, size_t *len, ks_status *st);
+const char *sass_disasm_tool(const sass_disasm *d);
+void sass_disasm_free(sass_disasm *d);
+
 /* ---- CUPTI SASS metrics ---- */
 
 /* Configures smsp__sass_inst_executed (GPU granularity) for c's device,

@@ -6,10 +6,13 @@
  * nvdisasm is not installed on the build machine: the subprocess path is
  * tested with stand-in scripts named through KLAB_NVDISASM.
  */
+#include <dirent.h>
+#include <errno.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -227,6 +230,19 @@ static void test_join(void)
 
 static char tmpdir[256];
 
+static int count_entries(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return -1;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        n += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
+    closedir(d);
+    return n;
+}
+
 static int write_script(const char *name, const char *body, char *path, size_t n)
 {
     snprintf(path, n, "%s/%s", tmpdir, name);
@@ -328,6 +344,56 @@ static void test_disassemble(void)
     unsetenv("KLAB_CUOBJDUMP");
 
     CHECK(sass_disassemble("", 0, 1, &text, &len, NULL, 0, &st) == KS_EINVAL);
+
+    /* Two halves: start returns while the tool still runs (it waits for a
+     * file that only appears after start returned), finish collects. */
+    char gate[512], waiting[512], scratch[512], wbody[2048];
+    snprintf(gate, sizeof gate, "%s/go", tmpdir);
+    snprintf(scratch, sizeof scratch, "%s/scratch", tmpdir);
+    CHECK(mkdir(scratch, 0700) == 0);
+    snprintf(wbody, sizeof wbody, "while [ ! -e '%s' ]; do sleep 0.01; done\n%s", gate, body);
+    CHECK(write_script("nvdisasm-waiting", wbody, waiting, sizeof waiting) == 0);
+    char *old_tmp = getenv("TMPDIR") ? strdup(getenv("TMPDIR")) : NULL;
+    setenv("TMPDIR", scratch, 1); /* to see that every temporary file goes */
+    setenv("KLAB_NVDISASM", waiting, 1);
+    sass_disasm *d = NULL;
+    rc = sass_disasm_start("FAKECUBIN", 9, &d, &st);
+    CHECKF(rc == KS_OK && d, "%d %s", rc, st.msg);
+    CHECK(strcmp(sass_disasm_tool(d), waiting) == 0);
+    CHECK(count_entries(scratch) == 3); /* the cubin, its listing, its stderr */
+    FILE *g = fopen(gate, "w");
+    CHECK(g != NULL);
+    if (g)
+        fclose(g);
+    rc = sass_disasm_finish(d, 10, &text, &len, &st);
+    CHECKF(rc == KS_OK && text && len == strlen(NVDISASM) && memcmp(text, NVDISASM, len) == 0, "%d %s", rc,
+           st.msg);
+    free(text);
+    CHECK(sass_disasm_finish(d, 10, &text, &len, &st) == KS_EINVAL && text == NULL);
+    sass_disasm_free(d);
+    CHECK(count_entries(scratch) == 0);
+    /* Freed while the tool runs: killed, reaped, files gone. */
+    unlink(gate);
+    d = NULL;
+    CHECK(sass_disasm_start("FAKECUBIN", 9, &d, &st) == KS_OK && d);
+    sass_disasm_free(d);
+    CHECK(count_entries(scratch) == 0);
+    CHECK(waitpid(-1, NULL, WNOHANG) < 0 && errno == ECHILD); /* no child left behind */
+    /* Past its time: killed, ETIMEOUT. */
+    CHECK(sass_disasm_start("FAKECUBIN", 9, &d, &st) == KS_OK && d);
+    rc = sass_disasm_finish(d, 0.2, &text, &len, &st);
+    CHECKF(rc == KS_ETIMEOUT && strstr(st.msg, "did not finish"), "%d %s", rc, st.msg);
+    sass_disasm_free(d);
+    CHECK(count_entries(scratch) == 0);
+    sass_disasm_free(NULL);
+    if (old_tmp)
+        setenv("TMPDIR", old_tmp, 1);
+    else
+        unsetenv("TMPDIR");
+    free(old_tmp);
+    unsetenv("KLAB_NVDISASM");
+    rmdir(scratch);
+    unlink(waiting);
 
     unlink(good);
     unlink(bad);
