@@ -36,6 +36,10 @@
  *
  *   prof.sass_tool()              -> path, "nvdisasm"|"cuobjdump" | nil, msg, "ENOTFOUND"
  *   prof.disassemble(cubin [, timeout_s=60]) -> text, tool | nil, msg, code
+ *   prof.disassemble_start(cubin)  -> Disassembly | nil, msg, code
+ *       the tool runs in the background (output to temporary files);
+ *   d:finish([timeout_s=60])      -> text, tool | nil, msg, code   (once)
+ *   d:free(); __gc, __close       kill a tool still running, remove the files
  *   prof.sass_parse(text)         -> census
  *   prof.sass_census(cubin)       -> census (+ tool=) | nil, "nvdisasm not found ...", "ENOTFOUND"
  *       census = {rows=n, functions={names}, opcodes={OP=n}, order={OP, ...}}
@@ -614,10 +618,63 @@ static int l_sass_collect(lua_State *L)
     return 1;
 }
 
+/* ---- a disassembly running in the background ---- */
+
+#define DISASM_T "klab.prof.Disassembly"
+
+typedef struct l_disasm {
+    sass_disasm *d;
+} l_disasm;
+
+static int l_disassemble_start(lua_State *L)
+{
+    size_t n;
+    const char *img = luaL_checklstring(L, 1, &n);
+    luaL_argcheck(L, n > 0, 1, "empty cubin");
+    l_disasm *box = lua_newuserdatauv(L, sizeof *box, 0);
+    box->d = NULL;
+    luaL_setmetatable(L, DISASM_T);
+    ks_status st;
+    ks_clear(&st);
+    if (sass_disasm_start(img, n, &box->d, &st))
+        return lh_pushfail(L, &st);
+    return 1;
+}
+
+static int disasm_finish(lua_State *L)
+{
+    l_disasm *box = luaL_checkudata(L, 1, DISASM_T);
+    double timeout = luaL_optnumber(L, 2, 60);
+    if (!box->d)
+        return luaL_error(L, "the disassembly was freed");
+    char *text = NULL;
+    size_t len = 0;
+    ks_status st;
+    ks_clear(&st);
+    if (sass_disasm_finish(box->d, timeout, &text, &len, &st))
+        return st.code == KS_EINVAL ? lh_raise(L, &st) : lh_pushfail(L, &st);
+    lua_pushlstring(L, text, len);
+    free(text);
+    lua_pushstring(L, sass_disasm_tool(box->d));
+    return 2;
+}
+
+static int disasm_free(lua_State *L)
+{
+    l_disasm *box = luaL_checkudata(L, 1, DISASM_T);
+    sass_disasm_free(box->d);
+    box->d = NULL;
+    return 0;
+}
+
+static const luaL_Reg disasm_methods[] = {{"finish", disasm_finish}, {"free", disasm_free}, {NULL, NULL}};
+static const luaL_Reg disasm_meta[] = {{"__gc", disasm_free}, {"__close", disasm_free}, {NULL, NULL}};
+
 static const luaL_Reg prof_funcs[] = {
     {"available", l_available}, {"new", l_new}, {"metric_table", l_metric_table},
     {"chips", l_chips}, {"check_metrics", l_check_metrics}, {"chip_name", l_chip_name},
     {"occupancy", l_occupancy}, {"sass_tool", l_sass_tool}, {"disassemble", l_disassemble},
+    {"disassemble_start", l_disassemble_start},
     {"sass_parse", l_sass_parse}, {"sass_census", l_sass_census}, {"sass_join", l_sass_join},
     {"sass_collect", l_sass_collect}, {NULL, NULL},
 };
@@ -636,6 +693,8 @@ int luaopen_klab_prof(lua_State *L)
     lua_pop(L, 1);
     static const luaL_Reg recs_meta[] = {{"__gc", recs_gc}, {NULL, NULL}};
     lh_newclass(L, RECS_T, NULL, recs_meta);
+    lua_pop(L, 1);
+    lh_newclass(L, DISASM_T, disasm_methods, disasm_meta);
     lua_pop(L, 1);
     luaL_newlib(L, prof_funcs);
     return 1;

@@ -306,8 +306,9 @@ local function resolve(t, c)
   return t, c
 end
 
--- The stages that need no GPU: build and plan. Returns the worker's job, or
--- nil after setting result's verdict.
+-- The stages that need no GPU: build and plan. Returns the worker's job (or
+-- nil after setting result's verdict) and, once the code compiled, the
+-- finish function of the static SASS census (for finish_census).
 local function prepare(t, c, arch, result, opts)
   local b0 = sys.now()
   local res, err, code, partial = jit.compile { source = c.code, lang = c.lang, arch = arch, name = c.name,
@@ -328,16 +329,14 @@ local function prepare(t, c, arch, result, opts)
     hash = res.hash, cubin_hash = res.cubin_hash, log = res.log, compiler = res.compiler,
   }
   -- "Present in machine code", for every evaluation that compiled, whatever
-  -- happens on the GPU later (nvdisasm where installed; no GPU needed).
-  local s0 = sys.now()
-  local sass = profile.sass_static(res.cubin, (t.targets or {})[arch])
-  result.stages.build.sass = { available = sass.available, tool = sass.tool, reason = sass.reason,
-    opcodes = sass.static and sass.static.opcodes, families = sass.static_families, seconds = sys.now() - s0 }
+  -- happens on the GPU (nvdisasm where installed; no GPU needed). The tool
+  -- runs while the GPU stages do; finish_census collects it.
+  local census = profile.sass_static_start(res.cubin, (t.targets or {})[arch])
   local p0 = sys.now()
   local plan, perr = plan_mod.run(t, c.plan, { arch = arch })
   if not plan then
     result.verdict, result.reason = "plan_error", perr
-    return nil
+    return nil, census
   end
   result.stages.plan = { launches = #plan.launches, seconds = sys.now() - p0 }
   local entries = {}
@@ -349,7 +348,7 @@ local function prepare(t, c, arch, result, opts)
       table.sort(names)
       result.verdict, result.reason = "plan_error", string.format(
         "the plan launches kernel '%s', but the code defines only %s", l.kernel, table.concat(names, ", "))
-      return nil
+      return nil, census
     end
   end
   local job = {
@@ -364,7 +363,17 @@ local function prepare(t, c, arch, result, opts)
   end
   if next(job.tensormaps or {}) == nil then job.tensormaps = nil end
   if next(job.workspace or {}) == nil then job.workspace = nil end
-  return job
+  return job, census
+end
+
+-- Collects the static SASS census started by prepare into the build stage;
+-- seconds is how long the evaluation waited for it, not the tool's run time.
+local function finish_census(result, census)
+  if not census then return end
+  local s0 = sys.now()
+  local sass = census()
+  result.stages.build.sass = { available = sass.available, tool = sass.tool, reason = sass.reason,
+    opcodes = sass.static and sass.static.opcodes, families = sass.static_families, seconds = sys.now() - s0 }
 end
 
 function Session:evaluate(t, c, opts)
@@ -385,7 +394,7 @@ function Session:evaluate(t, c, opts)
   end
   local result = { task = t.name, candidate = c.hash, name = c.name, arch = arch, stages = {} }
   local t0 = sys.now()
-  local job = prepare(t, c, arch, result, opts)
+  local job, census = prepare(t, c, arch, result, opts)
   if job and opts.sanitize then
     -- compute-sanitizer memcheck around `klab replay`, twice, as PTXBench
     -- does before timing: a stage of its own, outside the worker.
@@ -409,6 +418,7 @@ function Session:evaluate(t, c, opts)
     result.worker = g.worker
     result.verdict, result.reason = g.verdict, g.reason
   end
+  finish_census(result, census)
   result.seconds = sys.now() - t0
 
   record(self, t, c, arch, key, result)
@@ -429,9 +439,13 @@ function M.replay(t, c, opts)
     arch = props and props.arch or "sm_90a"
   end
   local result = { task = t.name, candidate = c.hash, name = c.name, arch = arch, stages = {} }
-  local job = prepare(t, c, arch, result, opts)
-  if not job then return result end
+  local job, census = prepare(t, c, arch, result, opts)
+  if not job then
+    finish_census(result, census)
+    return result
+  end
   local r = require("klab.evaljob").replay(job, opts.runs or 1)
+  finish_census(result, census)
   os.remove(job.cubin_path)
   for k, v in pairs(r.stages or {}) do result.stages[k] = v end
   result.verdict, result.reason, result.runs, result.seconds = r.verdict, r.reason, r.runs, r.seconds

@@ -678,7 +678,9 @@ function M._evaluate(args)
     local ps = profile.stage(S.ctx, function() return run_once(c, set, outs, ws) end, task, S.props.arch, {
       prepare = function() poison(outs); poison(ws); return true end,
       launches = c.launches, kernels = res.stages.load.kernels, funcs = c.funcs, device = S.props,
-      cubin = c.cubin, sass_executed = (args.opts or {}).sass_executed,
+      -- The supervisor takes the static census while this runs; the
+      -- listing is needed here only to join executed counts to opcodes.
+      cubin = (args.opts or {}).sass_executed and c.cubin or nil, sass_executed = (args.opts or {}).sass_executed,
     })
     res.stages.profile = ps
     if ps.sticky then

@@ -24,6 +24,7 @@
 --   profile.sanitize(task, candidate, opts)    -> compute-sanitizer memcheck stage (subprocess)
 --   profile.nvidia_tool(name, env_var)         -> path of ncu / compute-sanitizer, or nil
 --   profile.sass_static(cubin, targets)        -> static SASS census (nvdisasm; no GPU needed)
+--   profile.sass_static_start(cubin, targets)  -> finish() giving the same, the tool running meanwhile
 --   profile.available(), profile.new(ctx, opts), profile.sass_census(cubin),
 --   profile.sass_parse(text), profile.metric_table(), ...   (klab.prof)
 
@@ -521,13 +522,10 @@ end
 -- the machine code holds. Needs no GPU. Returns the sass table
 -- {available=, tool=, static={opcodes=, order=, rows=, functions=},
 -- static_families={...}} or {available=false, reason=, code=}, then the
--- listing and its parse for the executed-histogram join.
-function M.sass_static(cubin, targets)
-  if not C then return { available = false, reason = "klab.prof is not available", code = "ENOLIB" } end
-  local text, tool_or_err, code = C.disassemble(cubin)
-  if not text then return { available = false, reason = tool_or_err, code = code } end
+-- listing and its parse for the executed-histogram join (sass_static).
+local function census_of(text, tool, targets)
   local census = C.sass_parse(text)
-  local sass = { available = true, tool = tool_or_err, static = { opcodes = census.opcodes, order = census.order,
+  local sass = { available = true, tool = tool, static = { opcodes = census.opcodes, order = census.order,
     rows = census.rows, functions = census.functions }, static_families = {} }
   for _, name in ipairs(targets or {}) do
     local fam = M.FAMILIES[name]
@@ -537,7 +535,44 @@ function M.sass_static(cubin, targets)
       sass.static_families[name] = n
     end
   end
+  return sass, census
+end
+
+function M.sass_static(cubin, targets)
+  if not C then return { available = false, reason = "klab.prof is not available", code = "ENOLIB" } end
+  local text, tool_or_err, code = C.disassemble(cubin)
+  if not text then return { available = false, reason = tool_or_err, code = code } end
+  local sass, census = census_of(text, tool_or_err, targets)
   return sass, text, census
+end
+
+-- The same with the disassembler running in the background (it takes
+-- about half a second on a GEMM cubin): returns finish(), which waits for
+-- it and returns the sass table. A finish never called kills the tool
+-- when collected.
+function M.sass_static_start(cubin, targets)
+  local d, err, code
+  if C then
+    d, err, code = C.disassemble_start(cubin)
+  else
+    err, code = "klab.prof is not available", "ENOLIB"
+  end
+  local done
+  return function()
+    if done then return done end
+    if not d then
+      done = { available = false, reason = err, code = code }
+      return done
+    end
+    local text, tool_or_err, fcode = d:finish()
+    d:free()
+    if not text then
+      done = { available = false, reason = tool_or_err, code = fcode }
+    else
+      done = census_of(text, tool_or_err, targets)
+    end
+    return done
+  end
 end
 
 local function static_census(stage, opts)

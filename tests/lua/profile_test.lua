@@ -461,20 +461,25 @@ function T.sass_parse_and_join(t)
   end
 end
 
--- The static census inside the stage, with a stand-in nvdisasm (a child
--- klab, so KLAB_NVDISASM can be set).
-function T.stage_records_static_census_without_a_gpu(t)
-  if gpu.available() then t.skip("a GPU is present: the GPU tests cover the stage") end
-  local dir = os.tmpname()
-  os.remove(dir)
-  assert(os.execute("mkdir -p '" .. dir .. "'"))
+-- A folder holding LISTING and a stand-in nvdisasm that prints it (after
+-- delay seconds), for child klab processes run with KLAB_NVDISASM set.
+local function standin_nvdisasm(t, delay)
+  local dir = t.tmpdir()
   local lf = assert(io.open(dir .. "/listing.txt", "w"))
   lf:write(LISTING)
   lf:close()
   local sf = assert(io.open(dir .. "/nvdisasm", "w"))
-  sf:write("#!/bin/sh\ncat '" .. dir .. "/listing.txt'\n")
+  sf:write("#!/bin/sh\n" .. (delay and ("sleep " .. delay .. "\n") or "") .. "cat '" .. dir .. "/listing.txt'\n")
   sf:close()
   assert(os.execute("chmod +x '" .. dir .. "/nvdisasm'"))
+  return dir
+end
+
+-- The static census inside the stage, with a stand-in nvdisasm (a child
+-- klab, so KLAB_NVDISASM can be set).
+function T.stage_records_static_census_without_a_gpu(t)
+  if gpu.available() then t.skip("a GPU is present: the GPU tests cover the stage") end
+  local dir = standin_nvdisasm(t)
   local script = [[
     local profile = require "klab.profile"
     local st = profile.stage(nil, function() return true end,
@@ -489,8 +494,41 @@ function T.stage_records_static_census_without_a_gpu(t)
     "' 2>&1")
   local out = p:read("a")
   p:close()
-  os.execute("rm -rf '" .. dir .. "'")
   t.eq(out, "unknown true 1 1 1 unknown nil\n")
+end
+
+-- The census in the background gives what the synchronous one gives; its
+-- finish answers the same table when asked again; a missing tool is a
+-- reason, not an error; a handle never finished is collected quietly.
+function T.static_census_in_the_background(t)
+  local dir = standin_nvdisasm(t, 0.2)
+  local script = [[
+    local profile = require "klab.profile"
+    local targets = { "wgmma", "tma" }
+    local finish = profile.sass_static_start("\127ELF fake", targets)
+    local a = finish()
+    local b = profile.sass_static("\127ELF fake", targets)
+    io.write(tostring(a.available), " ", a.static.opcodes.HGMMA, " ", a.static_families.wgmma, " ",
+      a.static_families.tma, " ", tostring(finish() == a), " ", tostring(a.static.rows == b.static.rows), "\n")
+    profile.sass_static_start("\127ELF fake", targets)   -- never finished
+    collectgarbage()
+    collectgarbage()
+  ]]
+  assert(os.execute("mkdir '" .. dir .. "/tmp'"))
+  local p = io.popen("TMPDIR='" .. dir .. "/tmp' KLAB_NVDISASM='" .. dir .. "/nvdisasm' '" .. t.klab .. "' -e '" ..
+    script:gsub("'", "'\\''") .. "' 2>&1")
+  local out = p:read("a")
+  p:close()
+  t.eq(out, "true 1 1 1 true true\n")
+  p = io.popen("ls -A '" .. dir .. "/tmp'")
+  t.eq(p:read("a"), "", "no temporary file left behind")
+  p:close()
+  p = io.popen("KLAB_NVDISASM=/nonexistent KLAB_CUOBJDUMP=/nonexistent '" .. t.klab .. "' -e '" ..
+    [[local r = require("klab.profile").sass_static_start("x", {"wgmma"})() ]] ..
+    [[io.write(tostring(r.available), " ", r.code, " ", tostring(r.reason:find("nvdisasm") ~= nil))' 2>&1]])
+  out = p:read("a")
+  p:close()
+  t.eq(out, "false ENOTFOUND true")
 end
 
 -- ---- the stage without a GPU -------------------------------------------------
