@@ -16,9 +16,13 @@ local sys = require "klab.sys"
 local cjson = require "cjson"
 
 local skip = {}
-for _, a in ipairs(arg or {}) do
-  local list = a:match("^%-%-skip=?(.*)$")
-  if list then for w in list:gmatch("[^,]+") do skip[w] = true end end
+do
+  local a = arg or {}
+  for i = 1, #a do
+    local list = a[i]:match("^%-%-skip=?(.*)$")
+    if list == "" then list = a[i + 1] end -- "--skip ncu,torch" as well as "--skip=ncu,torch"
+    if list then for w in list:gmatch("[^,]+") do skip[w] = true end end
+  end
 end
 
 local function line(...) io.write(string.format(...), "\n") end
@@ -47,7 +51,7 @@ do
 end
 line("\n1. One evaluation of %s on %s (ms; 'worker' is process start, CUDA init,", WGMMA, PTX_TASK)
 line("   judge compile, inputs and references: what a warm worker keeps)")
-line("   'sass' is the static SASS census of the build (nvdisasm), done for every evaluation")
+line("   'sass' is how long the evaluation waited for the static SASS census (nvdisasm runs during the GPU stages)")
 line("%-5s %-8s %9s %6s %9s %9s %9s %9s %9s %9s %9s %9s  %s", "", "verdict", "build", "cached", "sass", "plan", "load",
   "correct", "profile", "timing", "worker", "total", "kernel median / speedup")
 for _, r in ipairs(stage_rows) do
