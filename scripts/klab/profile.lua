@@ -126,20 +126,19 @@ end
 -- throughput; for DRAM, whose clock does not follow the SM's (a busy
 -- H200 slows its SMs to 1.64 GHz inside the kernel while the idle rest of
 -- the range runs faster), time: kernel_ns, the span of the launches from
--- activity records, over the range's duration (time.ns). Without what a
--- share needs the range's figure is returned as is.
+-- activity records, over the range's duration (time.ns); before timing has
+-- given that span, the SM-cycle share stands in (it understates the time
+-- share when the SMs slow down inside the kernels). Without any share the
+-- range's figure is returned as is.
 local ELAPSED_ROLES = { ["pct.sm"] = true, ["pct.mem"] = true, ["pct.dram"] = true }
 
 function M.over_kernels(roles, role, kernel_ns)
   local v = roles[role]
   if v == nil or not ELAPSED_ROLES[role] then return v end
   local share = roles.busy
-  if role == "pct.dram" then
-    local range_ns = roles["time.ns"]
-    share = nil
-    if finite(kernel_ns) and kernel_ns > 0 and finite(range_ns) and range_ns > 0 then
-      share = math.min(1, kernel_ns / range_ns)
-    end
+  local range_ns = roles["time.ns"]
+  if role == "pct.dram" and finite(kernel_ns) and kernel_ns > 0 and finite(range_ns) and range_ns > 0 then
+    share = math.min(1, kernel_ns / range_ns)
   end
   if not share then return v end
   return math.min(100, v / share)
