@@ -7,6 +7,7 @@
 #include <math.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -545,6 +546,39 @@ static void reply_pump(worker *w, reply_reader *rr)
     }
 }
 
+int worker_send_stage(int fd, const char *name, double seconds, ks_status *st)
+{
+    size_t k = name ? strlen(name) : 0;
+    if (k == 0 || k >= WORKER_STAGE_NAME_MAX || strpbrk(name, "\n\r") || !(seconds == seconds))
+        return ks_fail(st, KS_EINVAL, 0, "worker_send_stage: a stage needs a one-line name of 1 to %d bytes "
+                       "and a number of seconds", WORKER_STAGE_NAME_MAX - 1);
+    char buf[WORKER_STAGE_NAME_MAX + 64];
+    int len = snprintf(buf, sizeof buf, "%s%.17g %s", WORKER_STAGE_TAG, seconds > 0 ? seconds : 0.0, name);
+    return frame_write(fd, buf, (size_t)len, st);
+}
+
+/* A stage notice in a complete frame: 1 and the fields filled, 0 when the
+ * frame is not one, -1 when it is a malformed one. */
+static int stage_notice(const unsigned char *p, size_t n, char *name, double *seconds)
+{
+    size_t tl = sizeof WORKER_STAGE_TAG - 1;
+    if (n < tl || memcmp(p, WORKER_STAGE_TAG, tl) != 0)
+        return 0;
+    char buf[WORKER_STAGE_NAME_MAX + 64];
+    if (n - tl >= sizeof buf)
+        return -1;
+    memcpy(buf, p + tl, n - tl);
+    buf[n - tl] = '\0';
+    char *end;
+    double s = strtod(buf, &end);
+    if (end == buf || *end != ' ' || !(s == s) || s < 0 || end[1] == '\0' ||
+        strlen(end + 1) >= WORKER_STAGE_NAME_MAX)
+        return -1;
+    snprintf(name, WORKER_STAGE_NAME_MAX, "%s", end + 1);
+    *seconds = s;
+    return 1;
+}
+
 int worker_call(worker *w, const void *job, size_t n, double deadline_seconds, worker_reply *r,
                 ks_status *st)
 {
@@ -560,6 +594,7 @@ int worker_call(worker *w, const void *job, size_t n, double deadline_seconds, w
 
     double t0 = frame_now();
     double deadline = deadline_seconds > 0 ? t0 + deadline_seconds : -1;
+    double stage_deadline = -1; /* set by a stage notice with a limit */
     drain_output(w); /* output from before this call is not this call's */
     unsigned long long mark = w->total;
     int rc = KS_OK;
@@ -649,6 +684,21 @@ int worker_call(worker *w, const void *job, size_t n, double deadline_seconds, w
                              "worker %d replied before it had read the whole job", (int)w->pid);
                 break;
             }
+            int notice = stage_notice(rr.buf, rr.len, r->stage, &r->stage_seconds);
+            if (notice < 0) {
+                kill_worker(w);
+                r->outcome = WORKER_PROTOCOL;
+                rc = ks_fail(st, KS_EPROTO, 0, "worker %d sent a malformed stage notice", (int)w->pid);
+                break;
+            }
+            if (notice > 0) {
+                stage_deadline = r->stage_seconds > 0 ? frame_now() + r->stage_seconds : -1;
+                int eof = rr.eof;
+                free(rr.buf);
+                memset(&rr, 0, sizeof rr);
+                rr.eof = eof;
+                continue; /* the next frame is read at once: it may already be in the pipe */
+            }
             r->outcome = WORKER_FINISHED;
             r->payload = rr.buf;
             r->payload_len = rr.len;
@@ -667,14 +717,23 @@ int worker_call(worker *w, const void *job, size_t n, double deadline_seconds, w
         }
 
         int ms = -1;
-        if (deadline >= 0) {
-            double left = deadline - frame_now();
+        int by_stage = stage_deadline >= 0 && (deadline < 0 || stage_deadline <= deadline);
+        double until = by_stage ? stage_deadline : deadline;
+        if (until >= 0) {
+            double left = until - frame_now();
             if (left <= 0) {
                 kill_worker(w);
                 r->outcome = WORKER_TIMEOUT;
-                rc = ks_fail(st, KS_ETIMEOUT, 0,
-                             "worker %d did not reply within %.3f s; its process group was killed",
-                             (int)w->pid, deadline_seconds);
+                r->stage_expired = by_stage;
+                if (by_stage)
+                    rc = ks_fail(st, KS_ETIMEOUT, 0,
+                                 "worker %d did not finish stage '%s' within its %.3f s; its process group "
+                                 "was killed", (int)w->pid, r->stage, r->stage_seconds);
+                else
+                    rc = ks_fail(st, KS_ETIMEOUT, 0,
+                                 "worker %d did not reply within %.3f s%s%s%s; its process group was killed",
+                                 (int)w->pid, deadline_seconds, r->stage[0] ? " (in stage '" : "", r->stage,
+                                 r->stage[0] ? "')" : "");
                 break;
             }
             ms = (int)ceil(left * 1000.0);

@@ -69,6 +69,15 @@ typedef enum {
     WORKER_PROTOCOL      /* a malformed or unsolicited frame: the group was killed */
 } worker_outcome;
 
+/* Stages. Before its reply a worker may send stage notices: frames whose
+ * payload is WORKER_STAGE_TAG then "<seconds> <name>" (worker_send_stage
+ * writes one). From a notice on, the call's deadline is the earlier of the
+ * call's own and the notice's arrival + seconds (seconds <= 0: the call's
+ * own alone), and the reply names the stage, so that a kernel hanging in
+ * one stage is stopped by that stage's limit, not the whole job's. */
+#define WORKER_STAGE_TAG "\001stage "
+#define WORKER_STAGE_NAME_MAX 64
+
 typedef struct worker_reply {
     worker_outcome outcome;
     void *payload;      /* FINISHED: malloc'd, NUL-terminated beyond len */
@@ -79,6 +88,9 @@ typedef struct worker_reply {
     char *output;       /* what the child wrote to stdout/stderr during the call
                            (the last output_cap bytes); malloc'd, NUL-terminated */
     size_t output_len;
+    char stage[WORKER_STAGE_NAME_MAX]; /* the last stage announced ("" if none) */
+    double stage_seconds;              /* its limit (0: none of its own) */
+    int stage_expired;                 /* TIMEOUT: 1 when the stage's limit, not the call's, ran out */
 } worker_reply;
 
 /* Starts o->path, or else argv[0] (a path; a name without '/' is looked up in
@@ -102,6 +114,11 @@ int worker_spawn(const char *const argv[], const worker_opts *o, worker **out, k
  * outcome PROTOCOL). */
 int worker_call(worker *w, const void *job, size_t n, double deadline_seconds, worker_reply *r,
                 ks_status *st);
+
+/* Worker side: announces stage name (at most WORKER_STAGE_NAME_MAX - 1
+ * bytes, no newline) with a limit of seconds (<= 0: none of its own) on
+ * fd, the result channel (3 in a worker). KS_EINVAL for a bad name. */
+int worker_send_stage(int fd, const char *name, double seconds, ks_status *st);
 
 /* Frees what a reply holds and zeroes it; safe on a zeroed or cleared reply. */
 void worker_reply_clear(worker_reply *r);

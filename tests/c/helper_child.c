@@ -18,6 +18,10 @@
  *   fork              start a grandchild that sleeps forever; reply its pid
  *   reply-exit:<n>    reply "bye", then exit with status n
  *   unsolicited       reply "a", then write a second frame "b" at once
+ *   stage-hang:<s>    announce stage "correctness" with a limit of s seconds, then hang
+ *   stage-reply       announce "load" (no limit) and "correctness" (5 s), then reply "staged"
+ *   stage-exit        announce "timing" (5 s), then exit with status 4
+ *   stage-bad         send a malformed stage notice, then hang
  * End of stdin: exit 0.
  */
 #include <dirent.h>
@@ -29,6 +33,7 @@
 #include <unistd.h>
 
 #include "frame.h"
+#include "worker.h"
 
 static void reply(const void *p, size_t n)
 {
@@ -42,6 +47,15 @@ static void reply(const void *p, size_t n)
 static void reply_str(const char *s)
 {
     reply(s, strlen(s));
+}
+
+static void stage(const char *name, double seconds)
+{
+    ks_status st;
+    if (worker_send_stage(3, name, seconds, &st) != KS_OK) {
+        fprintf(stderr, "helper: %s\n", st.msg);
+        _exit(104);
+    }
 }
 
 static int starts(const char *s, size_t n, const char *prefix)
@@ -144,6 +158,21 @@ int main(void)
         } else if (starts(job, n, "reply-exit:")) {
             reply_str("bye");
             _exit(atoi(job + 11));
+        } else if (starts(job, n, "stage-hang:")) {
+            stage("correctness", atof(job + 11));
+            for (;;)
+                pause();
+        } else if (starts(job, n, "stage-reply")) {
+            stage("load", 0);
+            stage("correctness", 5);
+            reply_str("staged");
+        } else if (starts(job, n, "stage-exit")) {
+            stage("timing", 5);
+            _exit(4);
+        } else if (starts(job, n, "stage-bad")) {
+            reply_str(WORKER_STAGE_TAG "soon correctness");
+            for (;;)
+                pause();
         } else if (starts(job, n, "unsolicited")) {
             reply_str("a");
             reply_str("b");

@@ -51,6 +51,15 @@ static int call(worker *w, const char *job, double deadline, worker_reply *r, ks
     return worker_call(w, job, strlen(job), deadline, r, st);
 }
 
+/* call, and the wall time it took in *dt. */
+static int timed_call(worker *w, const char *job, double deadline, worker_reply *r, ks_status *st, double *dt)
+{
+    double t0 = frame_now();
+    int rc = call(w, job, deadline, r, st);
+    *dt = frame_now() - t0;
+    return rc;
+}
+
 /* Calls and expects FINISHED with the given reply text. */
 static void expect_reply(worker *w, const char *job, const char *want)
 {
@@ -235,9 +244,8 @@ static void test_outcomes(void)
     if (!w)
         return;
     pid_t pid = worker_pid(w);
-    double t0 = frame_now();
-    rc = call(w, "hang", 0.3, &r, &st);
-    double dt = frame_now() - t0;
+    double dt;
+    rc = timed_call(w, "hang", 0.3, &r, &st, &dt);
     CHECKF(rc == KS_ETIMEOUT && r.outcome == WORKER_TIMEOUT, "rc %d outcome %d", rc,
            (int)r.outcome);
     CHECKF(dt >= 0.3 && dt < 0.3 + 1.0, "hang reported after %.3f s", dt);
@@ -255,9 +263,7 @@ static void test_outcomes(void)
     w = spawn_helper(NULL);
     if (!w)
         return;
-    t0 = frame_now();
-    rc = call(w, "spin", 0.3, &r, &st);
-    dt = frame_now() - t0;
+    rc = timed_call(w, "spin", 0.3, &r, &st, &dt);
     CHECK(rc == KS_ETIMEOUT && r.outcome == WORKER_TIMEOUT);
     CHECKF(dt >= 0.3 && dt < 1.3, "spin reported after %.3f s", dt);
     worker_reply_clear(&r);
@@ -330,6 +336,78 @@ static void test_outcomes(void)
         return;
     expect_reply(w, "echo:carry on", "carry on");
     worker_free(w);
+}
+
+/* Stage notices: a stage's own limit stops a hang sooner than the call's
+ * deadline, and every outcome names the last stage announced. */
+static void test_stages(void)
+{
+    worker_reply r;
+    ks_status st;
+    int rc;
+
+    worker *w = spawn_helper(NULL);
+    if (!w)
+        return;
+    double dt;
+    rc = timed_call(w, "stage-hang:0.3", 30, &r, &st, &dt);
+    CHECKF(rc == KS_ETIMEOUT && r.outcome == WORKER_TIMEOUT && r.stage_expired, "rc %d: %s", rc, st.msg);
+    CHECKF(dt >= 0.3 && dt < 5, "stopped after %.3f s by a 0.3 s stage limit (call deadline 30 s)", dt);
+    CHECK(strcmp(r.stage, "correctness") == 0 && r.stage_seconds == 0.3);
+    CHECKF(strstr(st.msg, "stage 'correctness' within its 0.300 s"), "%s", st.msg);
+    worker_reply_clear(&r);
+    worker_free(w);
+
+    /* The call's deadline still holds when it comes first. */
+    w = spawn_helper(NULL);
+    if (!w)
+        return;
+    rc = call(w, "stage-hang:30", 0.3, &r, &st);
+    CHECKF(rc == KS_ETIMEOUT && !r.stage_expired && strcmp(r.stage, "correctness") == 0, "rc %d: %s", rc, st.msg);
+    CHECKF(strstr(st.msg, "within 0.300 s (in stage 'correctness')"), "%s", st.msg);
+    worker_reply_clear(&r);
+    worker_free(w);
+
+    /* Notices, then the reply; the worker carries on. */
+    w = spawn_helper(NULL);
+    if (!w)
+        return;
+    rc = call(w, "stage-reply", 10, &r, &st);
+    CHECKF(rc == KS_OK && r.outcome == WORKER_FINISHED && r.payload_len == 6 && memcmp(r.payload, "staged", 6) == 0,
+           "rc %d: %s", rc, st.msg);
+    CHECK(strcmp(r.stage, "correctness") == 0 && r.stage_seconds == 5);
+    worker_reply_clear(&r);
+    expect_reply(w, "echo:next", "next");
+    /* A death names its stage too. */
+    rc = call(w, "stage-exit", 10, &r, &st);
+    CHECKF(rc == KS_ECHILD && r.outcome == WORKER_EXITED && r.exit_code == 4 && strcmp(r.stage, "timing") == 0,
+           "rc %d stage '%s': %s", rc, r.stage, st.msg);
+    worker_reply_clear(&r);
+    worker_free(w);
+
+    /* A malformed notice is a protocol failure at once. */
+    w = spawn_helper(NULL);
+    if (!w)
+        return;
+    rc = call(w, "stage-bad", 10, &r, &st);
+    CHECKF(rc == KS_EPROTO && r.outcome == WORKER_PROTOCOL && r.elapsed < 5, "rc %d: %s", rc, st.msg);
+    CHECK(strstr(st.msg, "stage notice") != NULL);
+    worker_reply_clear(&r);
+    worker_free(w);
+
+    /* Names a notice cannot carry. */
+    int p[2];
+    CHECK(pipe(p) == 0);
+    CHECK(worker_send_stage(p[1], "", 1, &st) == KS_EINVAL);
+    CHECK(worker_send_stage(p[1], "two\nlines", 1, &st) == KS_EINVAL);
+    CHECK(worker_send_stage(p[1], NULL, 1, &st) == KS_EINVAL);
+    char longname[WORKER_STAGE_NAME_MAX + 1];
+    memset(longname, 'x', sizeof longname - 1);
+    longname[sizeof longname - 1] = '\0';
+    CHECK(worker_send_stage(p[1], longname, 1, &st) == KS_EINVAL);
+    CHECK(worker_send_stage(p[1], "ok", -1, &st) == KS_OK); /* no limit of its own */
+    close(p[0]);
+    close(p[1]);
 }
 
 /* A timeout kills the whole process group, grandchildren included. */
@@ -412,6 +490,7 @@ int main(int argc, char **argv)
     test_echo_and_environment();
     test_large_frames_and_output();
     test_outcomes();
+    test_stages();
     test_group_kill();
     test_free_kills();
     test_parent_death();
