@@ -12,9 +12,12 @@
  *       output_cap  bytes of stdout/stderr kept (default 65536)
  *   w:call(payload, deadline_seconds?) -> reply, info
  *                                       | nil, msg, code, detail
- *       info   = {elapsed=, output_tail=}
+ *       info   = {elapsed=, output_tail=, stage=, stage_seconds=}
  *       detail = {outcome="timeout"|"crashed"|"exited"|"protocol",
- *                 signal=, signal_name=, exit_code=, elapsed=, output_tail=}
+ *                 signal=, signal_name=, exit_code=, elapsed=, output_tail=,
+ *                 stage=, stage_seconds=, stage_expired=}
+ *       stage: the last stage the worker announced (absent if none);
+ *       stage_expired (timeouts): its own limit ran out, not the call's.
  *       code is "ETIMEOUT", "ECHILD" or "EPROTO". After a failure the worker
  *       is dead; calling it again raises. No deadline (nil or <= 0) waits forever.
  *   w:alive() -> boolean     w:pid() -> integer     w:output() -> string
@@ -23,6 +26,11 @@
  * Worker side (in the child):
  *   worker.read_job(timeout?) -> payload | nil at end of input | nil, msg, code
  *   worker.write_result(payload) -> true | nil, msg, code
+ *   worker.stage(name [, seconds]) -> true | nil, msg, code
+ *       announces a stage before the result; from then on the call's
+ *       deadline is also now + seconds (none when omitted or <= 0). Only in
+ *       a worker (it writes to fd 3): use klab.serve.stage, which is a no-op
+ *       elsewhere.
  */
 #include <errno.h>
 #include <limits.h>
@@ -217,6 +225,18 @@ static const char *outcome_name(worker_outcome o)
 }
 
 /* [-0, +1, m] The detail table of a reply. */
+/* [-0, +0, m] stage= and stage_seconds= into the table on top, when the
+ * worker announced a stage. */
+static void push_stage(lua_State *L, const worker_reply *r)
+{
+    if (!r->stage[0])
+        return;
+    lua_pushstring(L, r->stage);
+    lua_setfield(L, -2, "stage");
+    lua_pushnumber(L, r->stage_seconds);
+    lua_setfield(L, -2, "stage_seconds");
+}
+
 static void push_detail(lua_State *L, const worker_reply *r)
 {
     lua_createtable(L, 0, 6);
@@ -239,6 +259,11 @@ static void push_detail(lua_State *L, const worker_reply *r)
     lua_setfield(L, -2, "elapsed");
     lua_pushlstring(L, r->output ? r->output : "", r->output ? r->output_len : 0);
     lua_setfield(L, -2, "output_tail");
+    push_stage(L, r);
+    if (r->outcome == WORKER_TIMEOUT) {
+        lua_pushboolean(L, r->stage_expired);
+        lua_setfield(L, -2, "stage_expired");
+    }
 }
 
 static int l_call(lua_State *L)
@@ -268,6 +293,7 @@ static int l_call(lua_State *L)
         lua_setfield(L, -2, "elapsed");
         lua_pushlstring(L, r.output ? r.output : "", r.output ? r.output_len : 0);
         lua_setfield(L, -2, "output_tail");
+        push_stage(L, &r);
         worker_reply_clear(&r);
         return 2;
     }
@@ -344,25 +370,39 @@ static int l_read_job(lua_State *L)
     return 1;
 }
 
+/* The result of a write to the result channel: true, a raise for misuse,
+ * or nil, msg, code. */
+static int sent(lua_State *L, int rc, const ks_status *st)
+{
+    if (rc != KS_OK)
+        return st->code == KS_EINVAL ? lh_raise(L, st) : lh_pushfail(L, st);
+    lua_pushboolean(L, 1);
+    return 1;
+}
+
 static int l_write_result(lua_State *L)
 {
     size_t n;
     const char *s = luaL_checklstring(L, 1, &n);
     ks_status st;
     ks_clear(&st);
-    if (frame_write(3, s, n, &st) != KS_OK) {
-        if (st.code == KS_EINVAL)
-            return lh_raise(L, &st);
-        return lh_pushfail(L, &st);
-    }
-    lua_pushboolean(L, 1);
-    return 1;
+    return sent(L, frame_write(3, s, n, &st), &st);
+}
+
+static int l_stage(lua_State *L)
+{
+    const char *name = luaL_checkstring(L, 1);
+    lua_Number seconds = luaL_optnumber(L, 2, 0);
+    ks_status st;
+    ks_clear(&st);
+    return sent(L, worker_send_stage(3, name, seconds, &st), &st);
 }
 
 static const luaL_Reg worker_funcs[] = {
     {"spawn", l_spawn},
     {"read_job", l_read_job},
     {"write_result", l_write_result},
+    {"stage", l_stage},
     {NULL, NULL},
 };
 

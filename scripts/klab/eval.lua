@@ -14,6 +14,10 @@
 --
 -- The result: {task=, candidate=<hash>, name=, arch=, verdict=, reason=,
 -- stages={build=, plan=, load=, correctness=, timing=}, device=, cached=}.
+-- Each stage of the candidate's code has a limit of its own inside the
+-- deadline (opts or session stage_deadlines = {correctness=, instructions=,
+-- timing=} seconds; defaults in klab.evaljob.STAGE_LIMITS): a kernel that
+-- hangs costs that stage's limit, and the timeout's reason names the stage.
 -- With a store (opts.db or session db), every result is recorded under an
 -- idempotency key, and an evaluation already finished is returned from the
 -- store instead of being run again.
@@ -273,17 +277,25 @@ function Session:_gpu(job, deadline)
     if r.unfit then self.sup:retire() end
     return r
   end
-  local r = { stages = {}, worker = { status = rep.status, pid = rep.worker_pid, output_tail = rep.output_tail } }
+  local r = { stages = {}, worker = { status = rep.status, pid = rep.worker_pid, output_tail = rep.output_tail,
+    stage = rep.stage, stage_seconds = rep.stage_seconds, stage_expired = rep.stage_expired } }
+  local during = rep.stage and (" during " .. rep.stage) or ""
   if rep.status == "timeout" then
     r.verdict = "timeout"
-    r.reason = string.format("the evaluation did not finish within %g s; the kernel was stopped by killing its worker",
-      deadline)
+    if rep.stage_expired then
+      r.reason = string.format("the %s stage did not finish within its %g s; the kernel was stopped by killing "
+        .. "its worker", rep.stage, rep.stage_seconds)
+    else
+      r.reason = string.format("the evaluation did not finish within %g s%s; the kernel was stopped by killing its "
+        .. "worker", deadline, during)
+    end
   elseif rep.status == "crashed" then
     r.verdict = "runtime_error"
-    r.reason = "the worker died with " .. tostring(rep.signal_name or rep.signal) .. " while running the kernel"
+    r.reason = "the worker died with " .. tostring(rep.signal_name or rep.signal) .. " while running the kernel" ..
+      during
   elseif rep.status == "exited" then
     r.verdict = "runtime_error"
-    r.reason = "the worker exited with status " .. tostring(rep.exit_code) .. " while running the kernel"
+    r.reason = "the worker exited with status " .. tostring(rep.exit_code) .. " while running the kernel" .. during
   else
     r.verdict = "unknown"
     r.reason = "the evaluation itself failed: " .. tostring(rep.error)
@@ -376,6 +388,23 @@ local function finish_census(result, census)
     opcodes = sass.static and sass.static.opcodes, families = sass.static_families, seconds = sys.now() - s0 }
 end
 
+-- The stages with limits of their own (klab.evaljob.STAGE_LIMITS).
+local STAGES = { correctness = true, instructions = true, timing = true }
+
+local function check_stage_deadlines(sd)
+  if sd == nil then return nil end
+  if type(sd) ~= "table" then error("stage_deadlines must be a table {stage = seconds}", 3) end
+  for k, v in pairs(sd) do
+    if not STAGES[k] then
+      error("stage_deadlines: unknown stage '" .. tostring(k) .. "' (correctness, instructions, timing)", 3)
+    end
+    if type(v) ~= "number" or not (v > 0) then
+      error("stage_deadlines." .. k .. " must be a positive number of seconds", 3)
+    end
+  end
+  return sd
+end
+
 function Session:evaluate(t, c, opts)
   opts = opts or {}
   t, c = resolve(t, c)
@@ -394,7 +423,9 @@ function Session:evaluate(t, c, opts)
   end
   local result = { task = t.name, candidate = c.hash, name = c.name, arch = arch, stages = {} }
   local t0 = sys.now()
+  local stage_deadlines = check_stage_deadlines(opts.stage_deadlines or self.opts.stage_deadlines)
   local job, census = prepare(t, c, arch, result, opts)
+  if job then job.opts.stage_deadlines = stage_deadlines end
   if job and opts.sanitize then
     -- compute-sanitizer memcheck around `klab replay`, twice, as PTXBench
     -- does before timing: a stage of its own, outside the worker.

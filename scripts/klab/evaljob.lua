@@ -19,6 +19,7 @@ local judge_mod = require "klab.judge"
 local timing = require "klab.timing"
 local sys = require "klab.sys"
 local profile = require "klab.profile"
+local serve = require "klab.serve"
 
 local M = {}
 
@@ -663,16 +664,39 @@ function M.replay(args, runs)
   return finite(res)
 end
 
+-- Each stage of the candidate's own code has a limit of its own, so that
+-- a kernel that hangs is stopped by the stage it hangs in rather than by
+-- the whole job's deadline, and the timeout says which stage. Loading
+-- (CUDA start, judge kernels, inputs) has none beyond the job's deadline.
+-- Timing's grows with its budget (the baseline is timed in the same stage).
+M.STAGE_LIMITS = { correctness = 60, instructions = 120, timing_extra = 60, timing_per_budget = 4 }
+
+local function stage_limit(name, opts)
+  local own = (opts.stage_deadlines or {})[name]
+  if own ~= nil then return own end
+  local L = M.STAGE_LIMITS
+  if name == "timing" then return L.timing_extra + L.timing_per_budget * (opts.budget_s or 10) end
+  return L[name]
+end
+
+local function enter(name, opts)
+  serve.stage(name, stage_limit(name, opts) or 0)
+end
+
 function M._evaluate(args)
   local res = { stages = {}, worker_pid = sys.getpid() }
+  local opts = args.opts or {}
+  serve.stage("load", 0)
   local c = load_candidate(args, res)
   if not c then return res end
   local task = args.task
   local mod = c.mod
   local ts = task_state(task)
+  enter("correctness", opts)
   local out = correctness(task, c, ts, res)
   -- The instruction stage: its own profiled run, never timed; never raises.
   if out == nil and args.profile ~= false then
+    enter("instructions", opts)
     local outs, ws = outputs(task, ts, c.workspace)
     local set = ts.inputs[1]
     local ps = profile.stage(S.ctx, function() return run_once(c, set, outs, ws) end, task, S.props.arch, {
@@ -688,7 +712,10 @@ function M._evaluate(args)
       out = verdict(res, "runtime_error", "the kernel failed in the profiled run: " .. tostring(ps.reason))
     end
   end
-  if out == nil and args.timing ~= false then out = timed(task, c, ts, res, args.opts or {}) end
+  if out == nil and args.timing ~= false then
+    enter("timing", opts)
+    out = timed(task, c, ts, res, opts)
+  end
   local ps, tm = res.stages.profile, res.stages.timing
   if ps and tm and tm.candidate and tm.candidate.median then
     profile.summarize(ps, { duration_us = tm.candidate.median, source = tm.method })

@@ -14,6 +14,20 @@ local cjson = require "cjson"
 
 local M = {}
 
+-- True while this process is a worker's main loop: only then is fd 3 the
+-- result channel that stage notices go to.
+local serving = false
+
+-- Announces a stage of the current job to the supervisor: from now on the
+-- job must also finish within seconds (none when nil or <= 0), and a
+-- timeout or death names this stage. Outside a worker (a job run in the
+-- caller's own process, as `klab replay` does) it does nothing and
+-- returns false.
+function M.stage(name, seconds)
+  if not serving then return false end
+  return worker.stage(name, seconds)
+end
+
 local function failure(msg, tb)
   return { ok = false, error = msg, traceback = tb }
 end
@@ -67,6 +81,7 @@ end
 function M.run(argv)
   -- stdin carries the protocol: a job that reads io.stdin must not eat frames.
   io.input("/dev/null")
+  serving = true
   while true do
     local payload, err = worker.read_job()
     if payload == nil then

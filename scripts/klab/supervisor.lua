@@ -14,6 +14,9 @@
 --   elapsed      seconds spent in the call      output_tail   the worker's
 --   stdout/stderr during the job (last 64 KiB)  worker_pid    who ran it
 --   code         "ETIMEOUT", "ECHILD", "EPROTO", ... (failures of the process)
+--   stage        the last stage the job announced (klab.serve.stage), if any;
+--   stage_seconds its own limit; stage_expired (timeout) that limit ran out
+--   before the job's deadline
 -- It raises only for misuse: a job that is not a table or not JSON-encodable.
 
 local worker = require "klab.worker"
@@ -90,6 +93,7 @@ function Supervisor:run(job, o)
       status = detail.outcome, error = msg, code = code,
       signal = detail.signal, signal_name = detail.signal_name, exit_code = detail.exit_code,
       elapsed = detail.elapsed, output_tail = detail.output_tail, worker_pid = pid,
+      stage = detail.stage, stage_seconds = detail.stage_seconds, stage_expired = detail.stage_expired,
     }
   end
   local info = msg
@@ -103,7 +107,7 @@ function Supervisor:run(job, o)
       elapsed = info.elapsed, output_tail = info.output_tail, worker_pid = pid,
     }
   end
-  local report = { elapsed = info.elapsed, output_tail = info.output_tail, worker_pid = pid }
+  local report = { elapsed = info.elapsed, output_tail = info.output_tail, worker_pid = pid, stage = info.stage }
   if res.ok then
     report.status = "finished"
     if res.result ~= cjson.null then report.result = res.result end

@@ -169,7 +169,42 @@ function T.static_sass_census_is_recorded_with_every_evaluation(t)
   t.ok(r.stages.plan and r.stages.plan.launches == 1, "the plan stage still ran")
 end
 
+function T.stage_deadlines_are_checked(t)
+  local d = t.tmpdir()
+  t.raises(function() eval.evaluate(TASK, "tasks/gemm/samples/naive", { stage_deadlines = { compile = 5 } }) end,
+    "unknown stage 'compile'")
+  t.raises(function() eval.evaluate(TASK, "tasks/gemm/samples/naive", { stage_deadlines = { timing = -1 } }) end,
+    "positive number")
+  t.raises(function() eval.evaluate(TASK, "tasks/gemm/samples/naive", { stage_deadlines = 5 }) end, "must be a table")
+  local code, _, err = t.sh(t.klab .. " eval " .. TASK .. " tasks/gemm/samples/naive --stage-deadline correctness")
+  t.eq(code, 2)
+  t.match(err, "STAGE=S")
+  code, _, err = t.sh(t.klab .. " eval " .. TASK .. " tasks/gemm/samples/naive --stage-deadline timing=0")
+  t.eq(code, 2)
+  t.match(err, "positive number")
+  code, _, err = t.sh(t.klab .. " eval " .. TASK .. " tasks/gemm/samples/naive --stage-deadline bogus=3")
+  t.eq(code, 2)
+  t.match(err, "unknown stage 'bogus'")
+  code = t.sh(t.klab .. " eval " .. TASK .. " tasks/gemm/samples/naive --no-timing --stage-deadline correctness=30 " ..
+    "--json --db '" .. d .. "/r.db'")
+  t.ok(code == 0 or code == 1, "accepted")
+end
+
 -- ---- on a GPU ----
+
+-- A kernel that never ends is stopped by the limit of the stage it hangs
+-- in, long before the job's deadline, and the reason names the stage.
+function T.gpu_hang_is_stopped_by_its_stage_limit(t)
+  if not gpu.available() then t.skip("no GPU") end
+  local t0 = require("klab.sys").now()
+  local r = assert(eval.evaluate("gemm_bf16/4096x4096x4096", "tasks/gemm/bad/infinite_loop",
+    { deadline = 120, stage_deadlines = { correctness = 3 } }))
+  local dt = require("klab.sys").now() - t0
+  t.eq(r.verdict, "timeout")
+  t.match(r.reason, "the correctness stage did not finish within its 3 s")
+  t.eq(r.worker.stage, "correctness")
+  t.ok(dt < 60, string.format("stopped after %.1f s (deadline 120 s)", dt))
+end
 
 function T.gpu_sample_passes_and_is_stored(t)
   local ok, why = gpu.available()

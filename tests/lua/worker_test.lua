@@ -225,6 +225,31 @@ function T.timeouts(t)
   t.match(r.output_tail, "LAST%-LINE\n$")
 end
 
+-- A stage's own limit stops a hang before the job's deadline and is named;
+-- stages announced by a job that finishes are reported too; outside a
+-- worker serve.stage does nothing.
+function T.stage_limits(t)
+  local sup <close> = new_sup(t)
+  local r, dt = expect_death(t, sup, { module = "jobs.bad", fn = "stage_then_sleep", args = { limit = 0.3 } }, 30,
+    "timeout")
+  t.ok(dt >= 0.3 and dt < 5, "stopped after " .. dt .. " s by a 0.3 s stage limit (deadline 30 s)")
+  t.eq(r.stage, "correctness")
+  t.eq(r.stage_seconds, 0.3)
+  t.eq(r.stage_expired, true)
+  t.match(r.error, "stage 'correctness'")
+  -- The job's deadline still comes first when it is the earlier.
+  r = expect_death(t, sup, { module = "jobs.bad", fn = "stage_then_sleep", args = { limit = 30 } }, 0.3, "timeout")
+  t.eq(r.stage, "correctness")
+  t.eq(r.stage_expired, false)
+  local ok = sup:run({ module = "jobs.basic", fn = "staged" })
+  t.eq(ok.status, "finished")
+  t.eq(ok.result.a, true)
+  t.eq(ok.result.b, true)
+  t.eq(ok.stage, "correctness")
+  t.eq(require("klab.serve").stage("here", 1), false, "no stage notice outside a worker")
+  t.raises(function() worker.stage("two\nlines", 1) end, "one%-line name")
+end
+
 function T.crash(t)
   local sup <close> = new_sup(t)
   local r = expect_death(t, sup, { module = "jobs.bad", fn = "segv" }, 20, "crashed")

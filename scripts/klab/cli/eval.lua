@@ -27,6 +27,10 @@ Options:
                     memcheck (when installed), reported as its own stage
   --budget S        timing budget in seconds (default 10)
   --deadline S      kill the worker after S seconds (default 180)
+  --stage-deadline STAGE=S
+                    a stage's own limit, within the deadline (repeatable;
+                    STAGE: correctness (default 60), instructions (120),
+                    timing (60 + 4 x the budget)); a timeout names its stage
   --json            print the result as one JSON object
   -h, --help        print this help
 
@@ -64,6 +68,19 @@ local function parse(args)
       local v, err = value(a)
       if not v then return nil, err end
       o[a:sub(3)] = v
+    elseif a == "--stage-deadline" then
+      local v, verr = value(a)
+      if not v then return nil, verr end
+      local name, secs = v:match("^([%w_]+)=(.+)$")
+      secs = tonumber(secs)
+      if not name or not secs or secs <= 0 then
+        return nil, "--stage-deadline needs STAGE=S with a positive number of seconds, not '" .. v .. "'"
+      end
+      if name ~= "correctness" and name ~= "instructions" and name ~= "timing" then
+        return nil, "--stage-deadline: unknown stage '" .. name .. "' (correctness, instructions, timing)"
+      end
+      o.stage_deadlines = o.stage_deadlines or {}
+      o.stage_deadlines[name] = secs
     elseif a:sub(1, 1) == "-" and a ~= "-" then
       return nil, "unknown option " .. a
     else
@@ -139,7 +156,7 @@ function M.main(args)
   local r, rerr = s:evaluate(o.positional[1], o.positional[2], {
     arch = o.arch, timing = not o.no_timing, force = o.force, timing_opts = { budget_s = o.budget },
     sanitize = o.sanitize,
-    deadline = o.deadline,
+    deadline = o.deadline, stage_deadlines = o.stage_deadlines,
   })
   s:close()
   if not r then return fail(rerr) end

@@ -23,4 +23,10 @@ function M.spew_then_hang()
   sys.sleep(1e6)
 end
 
+-- Announces a stage with a limit of its own, then hangs in it.
+function M.stage_then_sleep(args)
+  require("klab.serve").stage("correctness", args and args.limit or 0.3)
+  sys.sleep(1e6)
+end
+
 return M

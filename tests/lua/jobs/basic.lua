@@ -33,4 +33,13 @@ function M.unencodable() return { f = function() end } end
 
 function M.big(args) return string.rep("x", args.n) end
 
+-- Passes through two stages and finishes; serve.stage answers true in a
+-- worker.
+function M.staged()
+  local serve = require "klab.serve"
+  local a = serve.stage("load")
+  local b = serve.stage("correctness", 30)
+  return { a = a, b = b }
+end
+
 return M
