@@ -132,20 +132,22 @@ const char *cupti_act_kind_name(int kind)
     return "unknown";
 }
 
-/* Fills st for a failed CUPTI call: KS_EUNSUPPORTED (CUPTI refusing is a
- * property of the machine: privileges, another profiler, no driver),
- * except out-of-memory. */
+int cupti_fail_text(ks_status *st, int r, const char *what, const char *text)
+{
+    const char *name = cupti_result_name(r);
+    int code = r == CUPTI_ERROR_OUT_OF_MEMORY ? KS_ENOMEM : KS_EUNSUPPORTED;
+    /* CUPTI's "result string" is often the name itself; print it once. */
+    if (text && *text && strcmp(text, name) != 0)
+        return ks_fail(st, code, r, "%s: %s (%d): %s", what, name, r, text);
+    return ks_fail(st, code, r, "%s: %s (%d)", what, name, r);
+}
+
 static int cupti_fail(ks_status *st, CUptiResult r, const char *what)
 {
     const char *text = NULL;
     if (api.GetResultString && api.GetResultString(r, &text) != CUPTI_SUCCESS)
         text = NULL;
-    const char *name = cupti_result_name((int)r);
-    int code = r == CUPTI_ERROR_OUT_OF_MEMORY ? KS_ENOMEM : KS_EUNSUPPORTED;
-    /* CUPTI's "result string" is often the name itself; print it once. */
-    if (text && *text && strcmp(text, name) != 0)
-        return ks_fail(st, code, (int)r, "%s: %s (%d): %s", what, name, (int)r, text);
-    return ks_fail(st, code, (int)r, "%s: %s (%d)", what, name, (int)r);
+    return cupti_fail_text(st, (int)r, what, text);
 }
 
 /* ---- lists ---- */

@@ -687,11 +687,7 @@ static int sfail(ks_status *st, CUptiResult r, const char *what)
     const char *text = NULL;
     if (sapi.GetResultString && sapi.GetResultString(r, &text) != CUPTI_SUCCESS)
         text = NULL;
-    const char *name = cupti_result_name((int)r);
-    int code = r == CUPTI_ERROR_OUT_OF_MEMORY ? KS_ENOMEM : KS_EUNSUPPORTED;
-    if (text && *text && strcmp(text, name) != 0)
-        return ks_fail(st, code, (int)r, "%s: %s (%d): %s", what, name, (int)r, text);
-    return ks_fail(st, code, (int)r, "%s: %s (%d)", what, name, (int)r);
+    return cupti_fail_text(st, (int)r, what, text);
 }
 
 static int sass_load(ks_status *st)

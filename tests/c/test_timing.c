@@ -32,6 +32,18 @@ static void test_names(void)
     CHECK(strcmp(cupti_result_name(0), "CUPTI_SUCCESS") == 0);
     CHECK(strcmp(cupti_result_name(999), "CUPTI_ERROR_UNKNOWN") == 0);
     CHECK(strcmp(cupti_result_name(500), "CUPTI_ERROR_500") == 0);
+    /* A failed CUPTI call's status: the name, the number, and CUPTI's text
+     * only when it says more than the name. */
+    ks_status fs;
+    ks_clear(&fs);
+    CHECK(cupti_fail_text(&fs, 35, "cuptiProfilerInitialize", "needs admin rights") == KS_EUNSUPPORTED);
+    CHECKF(strcmp(fs.msg, "cuptiProfilerInitialize: CUPTI_ERROR_INSUFFICIENT_PRIVILEGES (35): needs admin rights")
+           == 0 && fs.sub == 35, "%s", fs.msg);
+    CHECK(cupti_fail_text(&fs, 35, "x", "CUPTI_ERROR_INSUFFICIENT_PRIVILEGES") == KS_EUNSUPPORTED);
+    CHECKF(strcmp(fs.msg, "x: CUPTI_ERROR_INSUFFICIENT_PRIVILEGES (35)") == 0, "%s", fs.msg);
+    CHECK(cupti_fail_text(&fs, 35, "x", NULL) == KS_EUNSUPPORTED &&
+          strcmp(fs.msg, "x: CUPTI_ERROR_INSUFFICIENT_PRIVILEGES (35)") == 0);
+    CHECK(cupti_fail_text(&fs, 8, "x", NULL) == KS_ENOMEM); /* CUPTI_ERROR_OUT_OF_MEMORY */
     CHECK(strcmp(cupti_act_kind_name(CUPTI_ACT_KERNEL), "kernel") == 0);
     CHECK(strcmp(cupti_act_kind_name(CUPTI_ACT_MEMSET), "memset") == 0);
     CHECK(timing_method_parse("cupti") == TIMING_CUPTI);
