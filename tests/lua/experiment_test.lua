@@ -16,40 +16,8 @@ local T = {}
 
 -- ---- helpers -------------------------------------------------------------------
 
-local Server = {}
-Server.__index = Server
-
-local function start_server(t)
-  if not os.execute("command -v python3 >/dev/null 2>&1") then t.skip("python3 is not installed") end
-  local ok, http = pcall(require, "klab.http")
-  if not ok then t.skip("klab.http is not built: " .. tostring(http)) end
-  local p = assert(io.popen("exec python3 '" .. t.root .. "/tests/server/model_server.py' --idle 60", "r"))
-  local port = tonumber((p:read("l") or ""):match("^PORT (%d+)"))
-  local pid = tonumber((p:read("l") or ""):match("^PID (%d+)"))
-  if not port then p:close() error("the model server did not start") end
-  return setmetatable({ p = p, port = port, pid = pid, http = http, base = "http://127.0.0.1:" .. port }, Server)
-end
-
-function Server:script(actions)
-  local r = assert(self.http.post(self.base .. "/_script", nil, cjson.encode(actions)))
-  assert(r.status == 200, "script refused: " .. tostring(r.body))
-end
-
-function Server:log() return cjson.decode(assert(self.http.get(self.base .. "/_log")).body) end
-
-function Server:stop()
-  if not self.p then return end
-  pcall(self.http.post, self.base .. "/_shutdown", nil, "", { timeout = 2 })
-  self.p:close()
-  self.p = nil
-end
-
-local function with_server(t, fn)
-  local s = start_server(t)
-  local ok, err = xpcall(fn, debug.traceback, s)
-  s:stop()
-  if not ok then error(err, 0) end
-end
+-- The scripted model server (tests/server/model_server.lua).
+local function with_server(t, fn) return dofile(t.root .. "/tests/server/model_server.lua").with(t, fn) end
 
 local function read(path)
   local f = io.open(path, "rb")
