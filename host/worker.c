@@ -549,11 +549,13 @@ static void reply_pump(worker *w, reply_reader *rr)
 int worker_send_stage(int fd, const char *name, double seconds, ks_status *st)
 {
     size_t k = name ? strlen(name) : 0;
-    if (k == 0 || k >= WORKER_STAGE_NAME_MAX || strpbrk(name, "\n\r") || !(seconds == seconds))
+    if (k == 0 || k >= WORKER_STAGE_NAME_MAX || strpbrk(name, "\n\r") || isnan(seconds))
         return ks_fail(st, KS_EINVAL, 0, "worker_send_stage: a stage needs a one-line name of 1 to %d bytes "
                        "and a number of seconds", WORKER_STAGE_NAME_MAX - 1);
     char buf[WORKER_STAGE_NAME_MAX + 64];
-    int len = snprintf(buf, sizeof buf, "%s%.17g %s", WORKER_STAGE_TAG, seconds > 0 ? seconds : 0.0, name);
+    /* No limit of its own: 0; an infinite one is the same thing. */
+    double s = seconds > 0 && isfinite(seconds) ? seconds : 0.0;
+    int len = snprintf(buf, sizeof buf, "%s%.17g %s", WORKER_STAGE_TAG, s, name);
     return frame_write(fd, buf, (size_t)len, st);
 }
 
@@ -571,7 +573,7 @@ static int stage_notice(const unsigned char *p, size_t n, char *name, double *se
     buf[n - tl] = '\0';
     char *end;
     double s = strtod(buf, &end);
-    if (end == buf || *end != ' ' || !(s == s) || s < 0 || end[1] == '\0' ||
+    if (end == buf || *end != ' ' || !isfinite(s) || s < 0 || end[1] == '\0' ||
         strlen(end + 1) >= WORKER_STAGE_NAME_MAX)
         return -1;
     snprintf(name, WORKER_STAGE_NAME_MAX, "%s", end + 1);
@@ -736,7 +738,8 @@ int worker_call(worker *w, const void *job, size_t n, double deadline_seconds, w
                                  r->stage[0] ? "')" : "");
                 break;
             }
-            ms = (int)ceil(left * 1000.0);
+            double msd = ceil(left * 1000.0);
+            ms = msd > 1e9 ? 1000000000 : (int)msd; /* poll again later rather than overflow */
         }
         if (w->pid_fd < 0 && (ms < 0 || ms > 20))
             ms = 20; /* no pidfd: look for the child's exit periodically */

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <math.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -406,6 +407,18 @@ static void test_stages(void)
     longname[sizeof longname - 1] = '\0';
     CHECK(worker_send_stage(p[1], longname, 1, &st) == KS_EINVAL);
     CHECK(worker_send_stage(p[1], "ok", -1, &st) == KS_OK); /* no limit of its own */
+    CHECK(worker_send_stage(p[1], "nan", NAN, &st) == KS_EINVAL);
+    /* An infinite limit is sent as none (0), which a supervisor can parse. */
+    void *fr = NULL;
+    size_t fn = 0;
+    int eof = 0;
+    CHECK(worker_send_stage(p[1], "inf", INFINITY, &st) == KS_OK);
+    CHECK(frame_read(p[0], frame_now() + 1, &fr, &fn, &eof, &st) == KS_OK); /* the "ok" notice */
+    free(fr);
+    fr = NULL;
+    CHECK(frame_read(p[0], frame_now() + 1, &fr, &fn, &eof, &st) == KS_OK && fr);
+    CHECK(fr && fn == strlen(WORKER_STAGE_TAG "0 inf") && memcmp(fr, WORKER_STAGE_TAG "0 inf", fn) == 0);
+    free(fr);
     close(p[0]);
     close(p[1]);
 }
