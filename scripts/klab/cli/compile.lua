@@ -31,10 +31,7 @@ unreadable file; 2 bad command line.
 Cache: $KLAB_CACHE_DIR, else $XDG_CACHE_HOME/klab/jit, else ~/.cache/klab/jit.
 ]]
 
-local function fail(msg, code)
-  io.stderr:write("klab compile: ", msg, "\n")
-  return code or 1
-end
+local function fail(msg, code) return require("klab.command").fail("compile", msg, code) end
 
 -- Parses args; returns an options table, or nil, message.
 local function parse(args)

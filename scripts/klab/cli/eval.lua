@@ -38,10 +38,9 @@ Exit status: 0 when the verdict is "passed", 1 for any other verdict or an
 error, 2 for a bad command line.
 ]]
 
-local function fail(msg, code)
-  io.stderr:write("klab eval: ", msg, "\n")
-  return code or 1
-end
+local command = require "klab.command"
+
+local function fail(msg, code) return command.fail("eval", msg, code) end
 
 local function parse(args)
   local o = { positional = {} }
@@ -137,15 +136,8 @@ local function human(r)
 end
 
 function M.main(args)
-  local o, err = parse(args)
-  if not o then
-    io.stderr:write("klab eval: ", err, "\n", USAGE)
-    return 2
-  end
-  if o.help then
-    io.write(USAGE)
-    return 0
-  end
+  local o, code = command.parsed("eval", USAGE, parse(args))
+  if not o then return code end
   if #o.positional ~= 2 then
     io.stderr:write("klab eval: expected TASK and CANDIDATE\n", USAGE)
     return 2

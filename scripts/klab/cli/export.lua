@@ -73,15 +73,8 @@ function M.parse(args)
 end
 
 function M.main(args)
-  local o, err = M.parse(args)
-  if not o then
-    io.stderr:write("klab export: ", err, "\n", USAGE)
-    return 2
-  end
-  if o.help then
-    io.write(USAGE)
-    return 0
-  end
+  local o, code = require("klab.command").parsed("export", USAGE, M.parse(args))
+  if not o then return code end
   local export = require("klab.export")
   local records, summary, code = export.sft(o.db, { kind = o.kind, verified = o.verified, min_speedup = o.min_speedup,
     cap = o.cap, experiment = o.experiment })

@@ -51,15 +51,8 @@ function M.parse(args)
 end
 
 function M.main(args)
-  local o, err = M.parse(args)
-  if not o then
-    io.stderr:write("klab report: ", err, "\n", USAGE)
-    return 2
-  end
-  if o.help then
-    io.write(USAGE)
-    return 0
-  end
+  local o, code = require("klab.command").parsed("report", USAGE, M.parse(args))
+  if not o then return code end
   local files, msg = require("klab.report").write(o.db, o.out, { experiment = o.experiment })
   if not files then
     io.stderr:write("klab report: ", (tostring(msg):gsub("^report: ", "")), "\n")

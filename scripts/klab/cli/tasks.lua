@@ -115,15 +115,8 @@ local function record(t)
 end
 
 function M.main(args)
-  local o, err = parse(args or {})
-  if not o then
-    io.stderr:write("klab tasks: ", err, "\n", USAGE)
-    return 2
-  end
-  if o.help then
-    io.write(USAGE)
-    return 0
-  end
+  local o, code = require("klab.command").parsed("tasks", USAGE, parse(args or {}))
+  if not o then return code end
   local task = require("klab.task")
   local root = o.root or task.default_root()
   if not task.is_dir(root) then
