@@ -38,7 +38,7 @@ M.VERDICT_COLORS = {
   unexpected_launches = "#DDCC77", target_not_executed = "#117733", unknown = "#CCCCCC",
 }
 
-local function shq(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
+local shq = require("klab.command").shell_quote
 M.shell_quote = shq
 
 -- A gnuplot string literal (single quotes: no escapes but '').

@@ -904,7 +904,7 @@ end
 -- The compute-sanitizer binary: $KLAB_SANITIZER, CUDA_HOME/bin, PATH.
 function M.sanitizer_path() return M.nvidia_tool("compute-sanitizer", "KLAB_SANITIZER") end
 
-local function shell_quote(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
+local shell_quote = require("klab.command").shell_quote
 
 -- Parses compute-sanitizer's output: the "ERROR SUMMARY: N errors" line
 -- and the first error lines. Pure (tested without the tool).

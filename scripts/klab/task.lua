@@ -602,7 +602,7 @@ function M.default_root()
   return "tasks"
 end
 
-local function shquote(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
+local shquote = require("klab.command").shell_quote
 
 -- Task files are exactly <root>/<dir>/<name>.lua: deeper files (samples,
 -- known-bad kernels, their plans) are not tasks.

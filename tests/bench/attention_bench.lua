@@ -72,7 +72,7 @@ end
 
 -- ---- parent ---------------------------------------------------------------
 
-local function shq(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
+local shq = require("klab.command").shell_quote
 
 local function run_lines(cmd)
   local p = io.popen(cmd .. " 2>&1")

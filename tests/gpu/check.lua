@@ -206,7 +206,7 @@ do
   if not ncu then
     row("instruction stage under ncu", nil, "ncu not found")
   else
-    local function q(x) return "'" .. tostring(x):gsub("'", "'\\''") .. "'" end
+    local q = require("klab.command").shell_quote
     local cmd = string.format("timeout 300 %s --target-processes all -k regex:^gemm$ -c 1 "
       .. "--metrics gpu__time_duration.sum %s eval gemm_bf16/1000x1000x1000 tasks/gemm/samples/naive "
       .. "--json --budget 1 --deadline 120 2>&1", q(ncu), q(sys.exe()))

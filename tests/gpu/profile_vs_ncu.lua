@@ -56,7 +56,7 @@ local ROOT = (function()
 end)()
 local KLAB = assert(sys.exe())
 
-local function sh(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
+local sh = require("klab.command").shell_quote
 
 local function find_ncu()
   if opts.ncu then return opts.ncu end

@@ -13,7 +13,7 @@ local function here()
 end
 local fixture = getmetatable(dofile(here() .. "/metrics_test.lua")).__index.fixture
 
-local function sq(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
+local sq = require("klab.command").shell_quote
 
 local function make_store(t)
   local dir = t.tmpdir()

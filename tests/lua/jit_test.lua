@@ -38,7 +38,7 @@ local function need_nvrtc(t)
   if not v.nvrtc.ok then t.skip("NVRTC not found: " .. tostring(v.nvrtc.error)) end
 end
 
-local function sh_quote(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
+local sh_quote = require("klab.command").shell_quote
 
 -- Runs `klab compile ARGS` with a private cache; returns code, stdout, stderr.
 local function klab_compile(t, cache, args)

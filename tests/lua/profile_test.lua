@@ -13,6 +13,7 @@
 local profile = require "klab.profile"
 local prof = require "klab.prof"
 local gpu = require "klab.gpu"
+local sq = require("klab.command").shell_quote
 
 local T = {}
 
@@ -492,8 +493,7 @@ function T.stage_records_static_census_without_a_gpu(t)
       tostring(st.sass and st.sass.static_families.tma), " ", st.families.wgmma.status, " ",
       tostring(st.verdict), "\n")
   ]]
-  local p = io.popen("KLAB_NVDISASM='" .. dir .. "/nvdisasm' '" .. t.klab .. "' -e '" .. script:gsub("'", "'\\''") ..
-    "' 2>&1")
+  local p = io.popen("KLAB_NVDISASM=" .. sq(dir .. "/nvdisasm") .. " " .. sq(t.klab) .. " -e " .. sq(script) .. " 2>&1")
   local out = p:read("a")
   p:close()
   t.eq(out, "unknown true 1 1 1 unknown nil\n")
@@ -517,8 +517,8 @@ function T.static_census_in_the_background(t)
     collectgarbage()
   ]]
   assert(os.execute("mkdir '" .. dir .. "/tmp'"))
-  local p = io.popen("TMPDIR='" .. dir .. "/tmp' KLAB_NVDISASM='" .. dir .. "/nvdisasm' '" .. t.klab .. "' -e '" ..
-    script:gsub("'", "'\\''") .. "' 2>&1")
+  local p = io.popen("TMPDIR=" .. sq(dir .. "/tmp") .. " KLAB_NVDISASM=" .. sq(dir .. "/nvdisasm") .. " " ..
+    sq(t.klab) .. " -e " .. sq(script) .. " 2>&1")
   local out = p:read("a")
   p:close()
   t.eq(out, "true 1 1 1 true true\n")
@@ -794,8 +794,7 @@ function T.gpu_sass_executed_histogram(t)
     print(string.format("OK %d %d %d %d", ex.opcodes.HGMMA or 0, st.families.wgmma.count or -1, ex.unmatched,
       ex.opcodes.UTMALDG or 0))
   ]]
-  local cmd = string.format("cd '%s' && '%s' -e 'ROOT=%q' -e '%s' 2>&1", t.root, t.klab, t.root,
-    script:gsub("'", "'\\''"))
+  local cmd = string.format("cd %s && %s -e 'ROOT=%q' -e %s 2>&1", sq(t.root), sq(t.klab), t.root, sq(script))
   local p = io.popen(cmd)
   local out = p:read("a")
   p:close()

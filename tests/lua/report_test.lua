@@ -19,7 +19,7 @@ local function read(path)
   return s
 end
 
-local function sq(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
+local sq = require("klab.command").shell_quote
 
 local function make_store(t)
   local dir = t.tmpdir()

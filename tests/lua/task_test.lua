@@ -284,7 +284,7 @@ function T.shape_expressions(t)
 end
 
 function T.cli_lists_tasks(t)
-  local q = function(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
+  local q = require("klab.command").shell_quote
   local code, out, err = t.sh("cd " .. q(t.root) .. " && " .. q(t.klab) .. " tasks --json")
   t.eq(code, 0, err)
   local cjson = require("cjson")
