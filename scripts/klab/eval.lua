@@ -237,7 +237,7 @@ local function record(self, t, c, arch, key, result)
   -- The PTX census ("present in source") and the static SASS census
   -- ("present in machine code") travel with every evaluation.
   local b = result.stages.build
-  for name, n in pairs(b and b.sass and b.sass.families or ps and ps.sass and ps.sass.static_families or {}) do
+  for name, n in pairs(b and b.sass and b.sass.families or {}) do
     meas["sass_static_" .. (name:gsub("%.", "_"))] = { value = n, unit = "count" }
   end
   for fam, n in pairs(b and b.census or {}) do
@@ -388,16 +388,21 @@ local function finish_census(result, census)
     opcodes = sass.static and sass.static.opcodes, families = sass.static_families, seconds = sys.now() - s0 }
 end
 
--- The stages with limits of their own (klab.evaljob.STAGE_LIMITS).
-local STAGES = { correctness = true, instructions = true, timing = true }
+-- The stages with limits of their own (defaults: klab.evaljob.STAGE_LIMITS).
+M.STAGES = { "correctness", "instructions", "timing" }
+
+-- nil, or why name is not one of them.
+function M.unknown_stage(name)
+  for _, s in ipairs(M.STAGES) do if s == name then return nil end end
+  return "unknown stage '" .. tostring(name) .. "' (" .. table.concat(M.STAGES, ", ") .. ")"
+end
 
 local function check_stage_deadlines(sd)
   if sd == nil then return nil end
   if type(sd) ~= "table" then error("stage_deadlines must be a table {stage = seconds}", 3) end
   for k, v in pairs(sd) do
-    if not STAGES[k] then
-      error("stage_deadlines: unknown stage '" .. tostring(k) .. "' (correctness, instructions, timing)", 3)
-    end
+    local why = M.unknown_stage(k)
+    if why then error("stage_deadlines: " .. why, 3) end
     if type(v) ~= "number" or not (v > 0) then
       error("stage_deadlines." .. k .. " must be a positive number of seconds", 3)
     end

@@ -75,9 +75,8 @@ local function parse(args)
       if not name or not secs or secs <= 0 then
         return nil, "--stage-deadline needs STAGE=S with a positive number of seconds, not '" .. v .. "'"
       end
-      if name ~= "correctness" and name ~= "instructions" and name ~= "timing" then
-        return nil, "--stage-deadline: unknown stage '" .. name .. "' (correctness, instructions, timing)"
-      end
+      local why = require("klab.eval").unknown_stage(name)
+      if why then return nil, "--stage-deadline: " .. why end
       o.stage_deadlines = o.stage_deadlines or {}
       o.stage_deadlines[name] = secs
     elseif a:sub(1, 1) == "-" and a ~= "-" then
