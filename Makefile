@@ -37,24 +37,25 @@ LUA_CFLAGS = $(shell $(PKG_CONFIG) --cflags $(LUA_PC))
 CURL_CFLAGS = $(shell $(PKG_CONFIG) --cflags libcurl)
 CURL_LIBS = $(shell $(PKG_CONFIG) --libs libcurl)
 BASE_CFLAGS = -std=c11 -D_GNU_SOURCE -g $(OPT) $(WARN) -MMD -MP \
-	-I$(CUDA_HOME)/include -DKLAB_VERSION='"$(VERSION)"' -DKLAB_GITREV='"$(GITREV)"' \
+	-Ihost -I$(CUDA_HOME)/include -DKLAB_VERSION='"$(VERSION)"' -DKLAB_GITREV='"$(GITREV)"' \
 	-DKLAB_CUDA_HOME='"$(CUDA_HOME)"'
 STATIC_LIBS = -Wl,-Bstatic -l$(LUA_PC)-cjson -l$(LUA_PC) -lsqlite3 -Wl,-Bdynamic
 LDLIBS = $(STATIC_LIBS) $(CURL_LIBS) -ldl -lpthread -lm
 LDFLAGS_ALL = $(OPT) -rdynamic
 
-HOST_SRC := $(sort $(wildcard host/*.c))
-HOST_SRC := $(filter-out host/main.c host/runtime.c,$(HOST_SRC))
-LUA_HOST_SRC := host/main.c host/runtime.c
+# host/<concern>/*.c is Lua-free C; app/ (main and the Lua runtime) owns the
+# lua_State; bindings/ is the only other C that includes lua.h.
+HOST_SRC := $(sort $(wildcard host/*/*.c))
+APP_SRC := $(sort $(wildcard app/*.c))
 BIND_SRC := $(sort $(wildcard bindings/*.c))
 BIND_MODS := $(patsubst bindings/l_%.c,%,$(filter bindings/l_%.c,$(BIND_SRC)))
 LUA_SRC := $(sort $(shell find scripts -name '*.lua' 2>/dev/null))
 CTEST_SRC := $(sort $(wildcard tests/c/test_*.c))
 
 HOST_OBJ := $(HOST_SRC:%.c=$(BUILD)/obj/%.o)
-KERNEL_SRC := $(sort $(wildcard host/kernels/*.cu))
-KERNEL_OBJ := $(KERNEL_SRC:host/kernels/%.cu=$(BUILD)/obj/gen/kernel_%.o)
-LUA_OBJ := $(LUA_HOST_SRC:%.c=$(BUILD)/obj/%.o) $(BIND_SRC:%.c=$(BUILD)/obj/%.o) \
+KERNEL_SRC := $(sort $(wildcard host/driver/kernels/*.cu))
+KERNEL_OBJ := $(KERNEL_SRC:host/driver/kernels/%.cu=$(BUILD)/obj/gen/kernel_%.o)
+LUA_OBJ := $(APP_SRC:%.c=$(BUILD)/obj/%.o) $(BIND_SRC:%.c=$(BUILD)/obj/%.o) \
 	$(BUILD)/obj/gen/stdlib.o $(BUILD)/obj/gen/modules.o
 CTEST_BIN := $(CTEST_SRC:tests/c/%.c=$(BUILD)/tests/%)
 CTEST_HELPERS := $(sort $(wildcard tests/c/helper_*.c))
@@ -78,8 +79,11 @@ $(BUILD)/obj/host/%.o: host/%.c
 	@echo "  CC      $<"
 	$(Q)$(CC) $(BASE_CFLAGS) -c -o $@ $<
 
-# main.c and runtime.c own the lua_State (the one exception to a Lua-free host/).
-$(BUILD)/obj/host/main.o $(BUILD)/obj/host/runtime.o: BASE_CFLAGS += $(LUA_CFLAGS)
+# main.c and runtime.c own the lua_State; they preload the bindings.
+$(BUILD)/obj/app/%.o: app/%.c
+	@mkdir -p $(@D)
+	@echo "  CC      $<"
+	$(Q)$(CC) $(BASE_CFLAGS) $(LUA_CFLAGS) -Ibindings -c -o $@ $<
 
 # Every binding sees the prototypes of all luaopen_klab_* (build/gen/modules.h).
 $(BUILD)/obj/bindings/%.o: bindings/%.c $(BUILD)/gen/modules.h
@@ -101,9 +105,9 @@ $(BUILD)/gen/stdlib.c: $(BUILD)/tools/embed $(LUA_SRC)
 	@echo "  EMBED   scripts/"
 	$(Q)$(BUILD)/tools/embed scripts $(LUA_SRC) > $@.tmp && mv $@.tmp $@
 
-# klab's own device kernels (host/kernels/NAME.cu), embedded as source for
+# klab's own device kernels (host/driver/kernels/NAME.cu), embedded as source for
 # NVRTC: const char klab_kernel_NAME[] in libkhost.a.
-$(BUILD)/gen/kernel_%.c: host/kernels/%.cu $(BUILD)/tools/embed
+$(BUILD)/gen/kernel_%.c: host/driver/kernels/%.cu $(BUILD)/tools/embed
 	@mkdir -p $(@D)
 	$(Q)$(BUILD)/tools/embed --blob klab_kernel_$* $< > $@.tmp && mv $@.tmp $@
 
@@ -129,7 +133,7 @@ $(BUILD)/gen/modules.c: $(BIND_SRC) Makefile
 $(BUILD)/tests/%: tests/c/%.c tests/c/check.h $(BUILD)/libkhost.a
 	@mkdir -p $(@D)
 	@echo "  CC      $<"
-	$(Q)$(CC) $(BASE_CFLAGS) -Ihost -o $@ $< $(BUILD)/libkhost.a -Wl,-Bstatic -lsqlite3 -Wl,-Bdynamic -ldl -lpthread -lm
+	$(Q)$(CC) $(BASE_CFLAGS) -o $@ $< $(BUILD)/libkhost.a -Wl,-Bstatic -lsqlite3 -Wl,-Bdynamic -ldl -lpthread -lm
 
 tests-bin: $(CTEST_BIN) $(CTEST_HELPER_BIN)
 

@@ -1,5 +1,5 @@
 /*
- * l_blas.c: require "klab.blas", the cuBLASLt GEMM baseline (host/blas.h).
+ * l_blas.c: require "klab.blas", the cuBLASLt GEMM baseline (host/libraries/blas.h).
  *
  *   blas.version()             -> "13.1.0" | nil, msg, code   (no driver needed)
  *   blas.library()             -> path of the loaded libcublasLt | nil, msg, code
@@ -34,7 +34,7 @@
  *   plan:time(A, B, C [, opts]) -> {method=, fallback=, flush_bytes=,
  *                                 clock_before_mhz=, clock_after_mhz=, best_index=,
  *                                 first=T, best=T, algos={T...}} | nil, msg, code
- *       Times every algorithm with host/timing (L2 flush before every sample,
+ *       Times every algorithm with host/measure/timing (L2 flush before every sample,
  *       CUPTI or events, adaptive sampling). T = {index=, algo_id=, tile=,
  *       stages=, splitk=, median_us=, mean_us=, min_us=, max_us=, p10_us=,
  *       p90_us=, ci_low_us=, ci_high_us=, rel_halfwidth=, samples=, tflops=,
@@ -55,8 +55,8 @@
 
 #include "lhost.h"
 #include "lgpu.h"
-#include "../host/blas.h"
-#include "../host/cuda.h"
+#include "libraries/blas.h"
+#include "driver/cuda.h"
 
 #define PLAN_T "klab.blas.Plan"
 

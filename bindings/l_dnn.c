@@ -1,10 +1,10 @@
 /*
- * l_dnn.c: require "klab.dnn", the cuDNN attention baseline (host/dnn.h) and
+ * l_dnn.c: require "klab.dnn", the cuDNN attention baseline (host/libraries/dnn.h) and
  * the source of klab's reference attention kernels.
  *
  *   dnn.version()              -> "9.19.0", 91900 | nil, msg, code   (no driver needed)
  *   dnn.library()              -> path, how ("env" | "CUDA_HOME" | "soname") | nil, msg, code
- *   dnn.ref_source()           -> CUDA source of host/kernels/attn_ref.cu (compile it
+ *   dnn.ref_source()           -> CUDA source of host/driver/kernels/attn_ref.cu (compile it
  *                                 with klab.jit for the device's arch)
  *   dnn.describe(spec [, route]) -> {route=, nops=, tensors=, ops={"matmul Q.Kt", ...}}
  *                                 | nil, msg, code
@@ -39,8 +39,8 @@
 
 #include "lhost.h"
 #include "lgpu.h"
-#include "../host/cuda.h"
-#include "../host/dnn.h"
+#include "driver/cuda.h"
+#include "libraries/dnn.h"
 
 #define PLAN_T "klab.dnn.Plan"
 

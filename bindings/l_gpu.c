@@ -1,5 +1,5 @@
 /*
- * l_gpu.c: require "klab.gpu", the CUDA driver layer (host/cuda.h) for Lua.
+ * l_gpu.c: require "klab.gpu", the CUDA driver layer (host/driver/cuda.h) for Lua.
  *
  *   gpu.available()            -> true | false, reason
  *   gpu.driver_version()       -> 13000 | nil, msg, code
@@ -48,7 +48,7 @@
 
 #include "lhost.h"
 #include "lgpu.h"
-#include "../host/cuda.h"
+#include "driver/cuda.h"
 
 #define check_ctx(L, i) lgpu_check_ctx(L, i)
 #define check_mod(L, i) ((l_mod *)lgpu_check(L, i, MOD_T))

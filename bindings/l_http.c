@@ -1,5 +1,5 @@
 /*
- * l_http.c: require "klab.http", HTTP requests to model APIs (host/http.h).
+ * l_http.c: require "klab.http", HTTP requests to model APIs (host/net/http.h).
  *
  *   http.client() -> Client | nil, msg, code       (code "ENOLIB" without libcurl)
  *   c:submit(spec) -> id | nil, msg, code          queues; nothing blocks
@@ -53,7 +53,7 @@
 #include <strings.h>
 
 #include "lhost.h"
-#include "../host/http.h"
+#include "net/http.h"
 
 #define CLIENT_T "klab.HttpClient"
 #define BOX_T "klab.HttpResponses"

@@ -28,9 +28,9 @@
 #include <string.h>
 
 #include "lhost.h"
-#include "../host/dynlib.h"
-#include "../host/jit.h"
-#include "../host/ptx_census.h"
+#include "driver/dynlib.h"
+#include "compile/jit.h"
+#include "compile/ptx_census.h"
 
 /* Pushes n as an integer, or nil when negative (unknown). */
 static void push_known(lua_State *L, long n)

@@ -1,6 +1,6 @@
 /*
  * l_judge.c: require "klab.judge", klab's trusted device-side checks
- * (host/devkern.h) and tensor maps (host/tmap.h).
+ * (host/driver/devkern.h) and tensor maps (host/driver/tmap.h).
  *
  *   judge.source()                 -> CUDA source of the judge kernels (compile
  *                                     it with klab.jit for the device's arch)
@@ -34,8 +34,8 @@
 
 #include "lhost.h"
 #include "lgpu.h"
-#include "../host/devkern.h"
-#include "../host/tmap.h"
+#include "driver/devkern.h"
+#include "driver/tmap.h"
 
 #define JUDGE_T "klab.judge.Judge"
 

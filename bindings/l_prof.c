@@ -1,11 +1,11 @@
 /*
- * l_prof.c: require "klab.prof", the low-level side of klab.profile
- * (host/profile.h: CUPTI Range Profiler; host/sass.h: SASS listings and the
- * SASS Metrics API). klab.profile (scripts/klab/profile.lua) re-exports
+ * l_prof.c: require "klab.prof", the low-level side of klab.eval.profile
+ * (host/measure/profile.h: CUPTI Range Profiler; host/measure/sass.h: SASS listings and the
+ * SASS Metrics API). klab.eval.profile (scripts/klab/eval/profile.lua) re-exports
  * what a caller needs; use that.
  *
- * The module is "klab.prof", not "klab.profile": a C module must not share
- * its name with a Lua module, and scripts/klab/profile.lua is klab.profile.
+ * The module is "klab.prof", a name of its own: a C module must not share its
+ * name with a Lua module, and scripts/klab/eval/profile.lua is klab.eval.profile.
  *
  *   prof.available([device=0])    -> true | false, reason, code
  *       libcupti loads, the driver sees the device, and CUPTI says the range
@@ -57,9 +57,9 @@
 
 #include "lhost.h"
 #include "lgpu.h"
-#include "../host/cuda.h"
-#include "../host/profile.h"
-#include "../host/sass.h"
+#include "driver/cuda.h"
+#include "measure/profile.h"
+#include "measure/sass.h"
 
 #define PROF_T "klab.prof.Profiler"
 

@@ -1,5 +1,5 @@
 /*
- * l_store.c: require "klab.store", the result store (host/store.h).
+ * l_store.c: require "klab.store", the result store (host/store/store.h).
  *
  *   store.open(path [, {busy_timeout = ms, readonly = bool}]) -> Store | nil, msg, code
  *   store.hash(...)          -> hex SHA-256 of the string/nil parts (store_hash_parts)
@@ -33,7 +33,7 @@
 #include <string.h>
 
 #include "lhost.h"
-#include "../host/store.h"
+#include "store/store.h"
 
 #define STORE_T "klab.Store"
 #define STMT_T "klab.Store.stmt"

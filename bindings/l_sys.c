@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "lhost.h"
-#include "../host/worker.h"
+#include "proc/worker.h"
 
 static int signal_number(const char *name)
 {

@@ -1,6 +1,6 @@
 /*
  * l_timing.c: require "klab.timing", statistics of timing samples and the
- * timing of launches described in Lua (host/stats.h, host/timing.h).
+ * timing of launches described in Lua (host/measure/stats.h, host/measure/timing.h).
  *
  *   timing.stats(samples [, confidence=0.95])
  *       -> {n=, median=, mean=, min=, max=, p10=, p90=, stddev=, ci_low=, ci_high=,
@@ -58,9 +58,9 @@
 
 #include "lhost.h"
 #include "lgpu.h"
-#include "../host/cuda.h"
-#include "../host/stats.h"
-#include "../host/timing.h"
+#include "driver/cuda.h"
+#include "measure/stats.h"
+#include "measure/timing.h"
 
 
 /* ---- samples from Lua ---- */

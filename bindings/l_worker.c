@@ -1,5 +1,5 @@
 /*
- * l_worker.c: require "klab.worker", worker processes (host/worker.h).
+ * l_worker.c: require "klab.worker", worker processes (host/proc/worker.h).
  *
  * Supervisor side:
  *   worker.spawn{argv=?, env=?, rlimits=?, output_cap=?} -> Worker | nil, msg, code
@@ -29,7 +29,7 @@
  *   worker.stage(name [, seconds]) -> true | nil, msg, code
  *       announces a stage before the result; from then on the call's
  *       deadline is also now + seconds (none when omitted or <= 0). Only in
- *       a worker (it writes to fd 3): use klab.serve.stage, which is a no-op
+ *       a worker (it writes to fd 3): use klab.proc.serve.stage, which is a no-op
  *       elsewhere.
  */
 #include <errno.h>
@@ -39,8 +39,8 @@
 #include <unistd.h>
 
 #include "lhost.h"
-#include "../host/frame.h"
-#include "../host/worker.h"
+#include "proc/frame.h"
+#include "proc/worker.h"
 
 #define WORKER_T "klab.Worker"
 

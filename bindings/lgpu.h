@@ -15,7 +15,7 @@
 #include <stddef.h>
 
 #include "lhost.h"
-#include "../host/cuda.h"
+#include "driver/cuda.h"
 
 #define CTX_T "klab.gpu.Context"
 #define MOD_T "klab.gpu.Module"

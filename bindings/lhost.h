@@ -17,7 +17,7 @@
 #include <lauxlib.h>
 #include <lualib.h>
 
-#include "../host/status.h"
+#include "base/status.h"
 
 /* [-0, +3, -] Pushes nil, st->msg, code name; returns 3. */
 int lh_pushfail(lua_State *L, const ks_status *st);

@@ -11,7 +11,7 @@
 -- first correct turn (target=0) or after `turns` turns.
 
 local experiment = require "klab.experiment"
-local prompt = require "klab.prompt"
+local prompt = require "klab.experiment.prompt"
 
 local o = experiment.options(experiment.with_model_options {
   name = "repair_loop",
@@ -28,7 +28,7 @@ local o = experiment.options(experiment.with_model_options {
 }, { ... })
 
 os.execute("mkdir -p \"$(dirname '" .. o.db .. "')\"")
-local seed = assert(require("klab.candidate").load(o.seed_kernel))
+local seed = assert(require("klab.eval.candidate").load(o.seed_kernel))
 
 -- The seed's own evaluation, as the model will see it.
 local store = require "klab.store"

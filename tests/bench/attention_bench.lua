@@ -51,7 +51,7 @@ if child then
   local gpu = require "klab.gpu"
   local jit = require "klab.jit"
   local judge = require "klab.judge"
-  local cudnn = require "klab.baselines.cudnn"
+  local cudnn = require "klab.eval.baselines.cudnn"
   local props = assert(gpu.device(0))
   local ctx = assert(gpu.context(0))
   local jr = assert(jit.compile { source = judge.source(), lang = "cuda", arch = props.arch, name = "judge.cu" })

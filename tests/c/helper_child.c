@@ -32,8 +32,8 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "frame.h"
-#include "worker.h"
+#include "proc/frame.h"
+#include "proc/worker.h"
 
 static void reply(const void *p, size_t n)
 {

@@ -1,5 +1,5 @@
 /*
- * test_blas.c: the cuBLASLt baseline (host/blas.c).
+ * test_blas.c: the cuBLASLt baseline (host/libraries/blas.c).
  *
  * Without a GPU: names and parsing, the row-major to column-major mapping
  * (checked by running a plain column-major GEMM with the mapped arguments
@@ -20,9 +20,9 @@
 
 #include <cublas_api.h>
 
-#include "blas.h"
+#include "libraries/blas.h"
 #include "check.h"
-#include "cuda.h"
+#include "driver/cuda.h"
 
 /* ---- names ---- */
 

@@ -1,5 +1,5 @@
 /*
- * test_cuda.c: the CUDA driver layer (host/cuda.h).
+ * test_cuda.c: the CUDA driver layer (host/driver/cuda.h).
  *
  * Everywhere: arch naming, sticky classification, result names, image
  * checks, and the loader's failures in child processes (a missing library,
@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "../../host/cuda.h"  /* not <cuda.h>: CUDA's own header comes first on the path */
+#include "driver/cuda.h"  /* not <cuda.h>: CUDA's own header comes first on the path */
 
 #define NODRIVER "no CUDA driver found"
 

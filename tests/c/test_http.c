@@ -1,5 +1,5 @@
 /*
- * test_http.c: the HTTP client (host/http.c) against loopback sockets only.
+ * test_http.c: the HTTP client (host/net/http.c) against loopback sockets only.
  *
  * No model server here: a refused port (a bound socket that does not
  * listen), a silent port (listening, never answering) and a thread that
@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "http.h"
+#include "net/http.h"
 
 static double now_s(void)
 {

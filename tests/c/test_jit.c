@@ -18,11 +18,11 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "cubin.h"
-#include "dynlib.h"
-#include "jit.h"
-#include "ptx_census.h"
-#include "sha256.h"
+#include "compile/cubin.h"
+#include "driver/dynlib.h"
+#include "compile/jit.h"
+#include "compile/ptx_census.h"
+#include "base/sha256.h"
 
 static char samples[4200];
 static char cache_root[1024];

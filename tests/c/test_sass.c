@@ -1,6 +1,6 @@
 /*
- * test_sass.c: host/sass (listing parser, census, join, the disassembler
- * subprocess) and the parts of host/profile that need no GPU (the metric
+ * test_sass.c: host/measure/sass (listing parser, census, join, the disassembler
+ * subprocess) and the parts of host/measure/profile that need no GPU (the metric
  * table, CUPTI's offline chip tables, clean refusals without a driver).
  *
  * nvdisasm is not installed on the build machine: the subprocess path is
@@ -16,9 +16,9 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "cuda.h"
-#include "profile.h"
-#include "sass.h"
+#include "driver/cuda.h"
+#include "measure/profile.h"
+#include "measure/sass.h"
 
 /* nvdisasm -c -hex style: a header, two functions, hex continuation lines,
  * labels, predicates and a directive that mentions .text. */

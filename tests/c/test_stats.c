@@ -7,7 +7,7 @@
 #include <stdlib.h>
 
 #include "check.h"
-#include "stats.h"
+#include "measure/stats.h"
 
 static int near(double a, double b, double tol) { return fabs(a - b) <= tol; }
 

@@ -1,6 +1,6 @@
-/* test_store.c: the result store (host/store.c), Lua-free. */
+/* test_store.c: the result store (host/store/store.c), Lua-free. */
 #include "check.h"
-#include "store.h"
+#include "store/store.h"
 
 #include <stdint.h>
 #include <stdlib.h>

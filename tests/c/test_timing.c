@@ -20,9 +20,9 @@
 #include <cupti.h>
 
 #include "check.h"
-#include "cuda.h"
-#include "cupti_act.h"
-#include "timing.h"
+#include "driver/cuda.h"
+#include "measure/cupti_act.h"
+#include "measure/timing.h"
 
 /* ---- no GPU needed ---- */
 

@@ -1,5 +1,5 @@
 /*
- * test_worker.c: frame protocol and worker processes (host/frame.c, host/worker.c).
+ * test_worker.c: frame protocol and worker processes (host/proc/frame.c, host/proc/worker.c).
  *
  * Uses helper_child (built next to this program) as the worker. Around the
  * tests of group kill and parent death the test process is a child
@@ -22,8 +22,8 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "frame.h"
-#include "worker.h"
+#include "proc/frame.h"
+#include "proc/worker.h"
 
 static char helper[PATH_MAX];
 

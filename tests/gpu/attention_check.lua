@@ -48,8 +48,8 @@ function M.run(opts)
   local sys = require "klab.sys"
   local eval = require "klab.eval"
   local task = require "klab.task"
-  local supervisor = require "klab.supervisor"
-  local cudnn = require "klab.baselines.cudnn"
+  local supervisor = require "klab.proc.supervisor"
+  local cudnn = require "klab.eval.baselines.cudnn"
   local checks, eval_rows, base_rows = {}, {}, {}
   local function check(name, ok, detail)
     checks[#checks + 1] = { name, ok, detail }
@@ -92,7 +92,7 @@ function M.run(opts)
         local v = t.variant
         local compare = not opts.quick or v == SHORT or v == PRIMARY
         local t0 = sys.now()
-        local rep = sup:run({ module = "klab.baselines.cudnn", fn = "check",
+        local rep = sup:run({ module = "klab.eval.baselines.cudnn", fn = "check",
           args = { task = cudnn.spec(t), compare = compare, budget_s = 0.3 } }, { deadline = 300 })
         local r = rep.status == "finished" and rep.result or { error = "worker " .. tostring(rep.status) ..
           ": " .. tostring(rep.error or rep.signal_name or rep.exit_code) }

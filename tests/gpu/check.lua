@@ -10,7 +10,7 @@
 -- suites pass with their GPU sections enabled (their output is kept in
 -- build/gpu-check/*.log).
 
-local supervisor = require "klab.supervisor"
+local supervisor = require "klab.proc.supervisor"
 local sys = require "klab.sys"
 
 local quick = false
@@ -202,7 +202,7 @@ end
 -- cannot have the counters: the instruction stage must say unknown with
 -- CUPTI's reason while correctness and the verdict still come.
 do
-  local ncu = require("klab.profile").nvidia_tool("ncu", "KLAB_NCU")
+  local ncu = require("klab.eval.profile").nvidia_tool("ncu", "KLAB_NCU")
   if not ncu then
     row("instruction stage under ncu", nil, "ncu not found")
   else

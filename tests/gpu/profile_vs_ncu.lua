@@ -7,7 +7,7 @@
 --   build/klab tests/gpu/profile_vs_ncu.lua --selftest   (the CSV parser; no GPU)
 --
 -- For each GEMM sample (tasks/gemm/samples/<name>):
---   1. klab's side, in a child klab process: klab.profile.run_candidate
+--   1. klab's side, in a child klab process: klab.eval.profile.run_candidate
 --      (compile, plan, constant inputs, CUPTI-activity timing, then the
 --      range-profiler stage) prints its metrics, profile and timing as JSON;
 --   2. ncu's side: `ncu --clock-control none --metrics <the same names plus
@@ -60,14 +60,14 @@ local sh = require("klab.command").shell_quote
 
 local function find_ncu()
   if opts.ncu then return opts.ncu end
-  return require("klab.profile").nvidia_tool("ncu", "KLAB_NCU")
+  return require("klab.eval.profile").nvidia_tool("ncu", "KLAB_NCU")
 end
 
 -- ---- klab's side, in a child process ---------------------------------------
 
 local CHILD = [[
 local cjson = require "cjson"
-local profile = require "klab.profile"
+local profile = require "klab.eval.profile"
 local task, cand = ...
 local st, extra = profile.run_candidate(task, cand, { time = true })
 local function clean(v)
@@ -308,7 +308,7 @@ local EXTRA = { "launch__registers_per_thread", "launch__waves_per_multiprocesso
 -- and average clock include launch latency and the closing
 -- synchronisation, which no per-kernel figure of ncu's has. Percentages
 -- "of elapsed" are compared as the profile reports them, over the kernels'
--- span (klab.profile.over_kernels).
+-- span (klab.eval.profile.over_kernels).
 local PROFILE_FIGURE = {
   ["sm__throughput.avg.pct_of_peak_sustained_elapsed"] = "sm_pct",
   ["gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed"] = "mem_pct",

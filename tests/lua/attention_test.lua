@@ -5,9 +5,9 @@
 -- the full evaluation on the GPU machine.
 
 local task = require "klab.task"
-local plan = require "klab.plan"
+local plan = require "klab.eval.plan"
 local jit = require "klab.jit"
-local candidate = require "klab.candidate"
+local candidate = require "klab.eval.candidate"
 local gpu = require "klab.gpu"
 
 local T = {}
@@ -186,7 +186,7 @@ function T.bad_plans_validate(t)
     local x = get(t, e.task .. "/4x48x1024x128")
     local p, err = plan.run(x, plan_of(t, "bad", e.name), { arch = "sm_90a" })
     t.ok(p, e.name .. ": " .. tostring(err))
-    t.ok(require("klab.verdict") and e.verdict ~= "passed", e.name .. " expects a failing verdict")
+    t.ok(require("klab.eval.verdict") and e.verdict ~= "passed", e.name .. " expects a failing verdict")
   end
 end
 
@@ -214,7 +214,7 @@ function T.reference_source_compiles_for_sm90a(t)
     if names[k] then t.eq(names[k].spill_stores or 0, 0, k .. " spills") end
   end
   -- The shared memory the reference asks for fits an H100/H200 block (227 KiB).
-  local fwd = require "klab.refs.attention_fwd"
+  local fwd = require "klab.eval.refs.attention_fwd"
   for _, D in ipairs { 64, 96, 128 } do
     t.ok(fwd.smem("dkdv", D) <= 227 * 1024, "dkdv smem for D=" .. D)
   end
@@ -318,7 +318,7 @@ function T.cudnn_plan_without_a_driver_fails_cleanly(t)
 end
 
 function T.cudnn_baseline_spec_matches_the_task(t)
-  local cudnn = require "klab.baselines.cudnn"
+  local cudnn = require "klab.eval.baselines.cudnn"
   local x = get(t, "attn_bwd_causal/4x48x1024x128")
   local spec = cudnn.spec(x)
   t.eq(spec.reference.op, "attention_bwd")
@@ -326,7 +326,7 @@ function T.cudnn_baseline_spec_matches_the_task(t)
   t.eq(spec.dims.causal, 1)
   t.eq(#spec.buffers, #x.buffer_order)
   t.eq(spec.tolerance.dQ.atol, 1e-2)
-  local params = require("klab.refs.attention_fwd").params(spec)
+  local params = require("klab.eval.refs.attention_fwd").params(spec)
   t.eq(params.BH, 4 * 48)
   t.eq(params.causal, true)
   t.near(params.scale, 1 / math.sqrt(128), 1e-12)
@@ -338,7 +338,7 @@ function T.gpu_reference_and_cudnn_agree_on_a_small_shape(t)
   if not gpu.available() then t.skip("no GPU") end
   local dnn = require "klab.dnn"
   if not dnn.version() then t.skip("no cuDNN") end
-  local cudnn = require "klab.baselines.cudnn"
+  local cudnn = require "klab.eval.baselines.cudnn"
   local judge = require "klab.judge"
   local props = assert(gpu.device(0))
   local ctx = assert(gpu.context(0))

@@ -1,4 +1,4 @@
--- blas_test.lua: require "klab.blas" (bindings/l_blas.c over host/blas.c).
+-- blas_test.lua: require "klab.blas" (bindings/l_blas.c over host/libraries/blas.c).
 --
 -- The first group runs everywhere (cuBLASLt is loaded without a driver).
 -- The gpu_* tests need a GPU and skip when gpu.available() is false: each

@@ -1,13 +1,13 @@
--- experiment_test.lua: klab.extract, klab.prompt, klab.policy, klab.progress
+-- experiment_test.lua: klab.experiment.extract, klab.experiment.prompt, klab.experiment.policy, klab.progress
 -- and klab.experiment; full multi-turn sweeps against the scripted model
 -- server (tests/server/model_server.py) with every fault, replay, resume
 -- after an interruption, and the API-key test. Without a GPU the evaluations
 -- stop after the static stages (verdict unknown), which is all these need.
 
 local experiment = require "klab.experiment"
-local extract = require "klab.extract"
-local prompt = require "klab.prompt"
-local policy = require "klab.policy"
+local extract = require "klab.experiment.extract"
+local prompt = require "klab.experiment.prompt"
+local policy = require "klab.experiment.policy"
 local progress = require "klab.progress"
 local store = require "klab.store"
 local cjson = require "cjson"

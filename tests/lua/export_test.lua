@@ -1,10 +1,10 @@
--- klab.export and `klab export sft` on the store of metrics_test.lua.
+-- klab.report.export and `klab export sft` on the store of metrics_test.lua.
 --
 -- By hand: 9 correct turns with a reply (T1 t2, T1 t3, T2 t1, T3 t5, T5 t1,
 -- T6 t1, T6 t2, T8 t2, e2 t1) and 3 that follow a failed turn (T1 t2 after
 -- compile_error, T3 t5 after incorrect, T8 t2 after extraction_error).
 
-local export = require "klab.export"
+local export = require "klab.report.export"
 local store = require "klab.store"
 local cjson = require "cjson"
 

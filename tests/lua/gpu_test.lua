@@ -1,4 +1,4 @@
--- gpu_test.lua: require "klab.gpu" (bindings/l_gpu.c over host/cuda.c).
+-- gpu_test.lua: require "klab.gpu" (bindings/l_gpu.c over host/driver/cuda.c).
 --
 -- The first group runs everywhere (on a machine without a driver it checks
 -- the failures); the gpu_* tests need a GPU and skip with the reason when

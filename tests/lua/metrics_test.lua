@@ -1,9 +1,9 @@
--- klab.metrics on a small store built here, with answers computed by hand.
+-- klab.report.metrics on a small store built here, with answers computed by hand.
 -- The fixture (build) is shared with report_test.lua and export_test.lua
 -- through this file's metatable (the runner only sees the tests).
 
 local store = require "klab.store"
-local metrics = require "klab.metrics"
+local metrics = require "klab.report.metrics"
 
 -- The fixture. Experiment "e1" (sm_90a, 8 turns), models mA and mB, tasks
 -- gemm and attn, tag t, two replicas each:
@@ -25,7 +25,7 @@ local function build(path)
   os.remove(path .. "-shm")
   local db = assert(store.open(path))
   require("klab.experiment").ensure_schema(db)
-  local json = require("klab.model").json
+  local json = require("klab.experiment.model").json
   local env = db:put_environment { host = "testhost", gpu_name = "NVIDIA H200", driver_version = "580.65",
     cuda_version = "13.0", arch = "sm_90a", klab_version = "0.1.0", libs = { nvrtc = "13.0", cublasLt = "13.1" } }
   local env2 = db:put_environment { host = "testhost", gpu_name = "NVIDIA B200", driver_version = "580.65",

@@ -1,8 +1,8 @@
--- model_test.lua: klab.model, its providers and the response cache, against
+-- model_test.lua: klab.experiment.model, its providers and the response cache, against
 -- the scripted model server (tests/server/model_server.py) on 127.0.0.1.
 -- Each server test starts its own server and stops it however the test ends.
 
-local model = require "klab.model"
+local model = require "klab.experiment.model"
 local store = require "klab.store"
 local cjson = require "cjson"
 
@@ -63,7 +63,7 @@ T.model_spec_is_checked = function(t)
 end
 
 T.openai_body_and_parse = function(t)
-  local oai = require "klab.providers.openai"
+  local oai = require "klab.experiment.providers.openai"
   local m = model.new { provider = "openai", model = "gpt", temperature = 0.7, top_p = 0.9, max_tokens = 100,
     reasoning_effort = "high", seed = 7, stop = { "END" }, extra = { top_k = 20 } }
   local b = oai.body(m, MSGS)
@@ -84,7 +84,7 @@ T.openai_body_and_parse = function(t)
 end
 
 T.anthropic_body_and_parse = function(t)
-  local an = require "klab.providers.anthropic"
+  local an = require "klab.experiment.providers.anthropic"
   local m = model.new { provider = "anthropic", model = "claude", base_url = "http://h", temperature = 1, stop = "STOP",
     reasoning_effort = "medium", max_tokens = 20000, api_key_env = "AK" }
   t.eq(an.url(m), "http://h/v1/messages")

@@ -1,6 +1,6 @@
--- Tests of klab.sandbox and klab.plan.
+-- Tests of klab.sandbox and klab.eval.plan.
 local sandbox = require("klab.sandbox")
-local plan = require("klab.plan")
+local plan = require("klab.eval.plan")
 local task = require("klab.task")
 
 local T = {}

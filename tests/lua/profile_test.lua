@@ -1,5 +1,5 @@
--- profile_test.lua: klab.profile (scripts/klab/profile.lua) and klab.prof
--- (bindings/l_prof.c over host/profile.c and host/sass.c).
+-- profile_test.lua: klab.eval.profile (scripts/klab/eval/profile.lua) and klab.prof
+-- (bindings/l_prof.c over host/measure/profile.c and host/measure/sass.c).
 --
 -- Without a GPU: the analysis on hand-made metric tables (families, FLOPs
 -- by path, the verdict rule, the compact profile and its text), the SASS
@@ -10,7 +10,7 @@
 -- replay passes, the three GEMM samples (wgmma+TMA, mma.sync, naive) and a
 -- kernel whose wgmma never runs.
 
-local profile = require "klab.profile"
+local profile = require "klab.eval.profile"
 local prof = require "klab.prof"
 local gpu = require "klab.gpu"
 local sq = require("klab.command").shell_quote
@@ -484,7 +484,7 @@ function T.stage_records_static_census_without_a_gpu(t)
   if gpu.available() then t.skip("a GPU is present: the GPU tests cover the stage") end
   local dir = standin_nvdisasm(t)
   local script = [[
-    local profile = require "klab.profile"
+    local profile = require "klab.eval.profile"
     local st = profile.stage(nil, function() return true end,
       { targets = { sm_90a = { "wgmma", "tma" } }, flops = 100 }, "sm_90a", { cubin = "\127ELF fake" })
     io.write(st.status, " ", tostring(st.sass and st.sass.available), " ",
@@ -505,7 +505,7 @@ end
 function T.static_census_in_the_background(t)
   local dir = standin_nvdisasm(t, 0.2)
   local script = [[
-    local profile = require "klab.profile"
+    local profile = require "klab.eval.profile"
     local targets = { "wgmma", "tma" }
     local finish = profile.sass_static_start("\127ELF fake", targets)
     local a = finish()
@@ -526,7 +526,7 @@ function T.static_census_in_the_background(t)
   t.eq(p:read("a"), "", "no temporary file left behind")
   p:close()
   p = io.popen("KLAB_NVDISASM=/nonexistent KLAB_CUOBJDUMP=/nonexistent '" .. t.klab .. "' -e '" ..
-    [[local r = require("klab.profile").sass_static_start("x", {"wgmma"})() ]] ..
+    [[local r = require("klab.eval.profile").sass_static_start("x", {"wgmma"})() ]] ..
     [[io.write(tostring(r.available), " ", r.code, " ", tostring(r.reason:find("nvdisasm") ~= nil))' 2>&1]])
   out = p:read("a")
   p:close()
@@ -594,7 +594,7 @@ function T.nvidia_tools_are_found_where_documented(t)
     assert(io.open(f, "w")):close()
   end
   local function find(env, name, var)
-    local cmd = string.format("env %s '%s' -e 'print(require(\"klab.profile\").nvidia_tool(\"%s\", %s))'", env,
+    local cmd = string.format("env %s '%s' -e 'print(require(\"klab.eval.profile\").nvidia_tool(\"%s\", %s))'", env,
       t.klab, name, var and ('\"' .. var .. '\"') or "nil")
     local p = io.popen(cmd)
     local out = p:read("l")
@@ -785,7 +785,7 @@ function T.gpu_sass_executed_histogram(t)
   if props.arch ~= "sm_90a" then t.skip("needs sm_90a") end
   if not prof.sass_tool() then t.skip("no nvdisasm") end
   local script = [[
-    local profile = require "klab.profile"
+    local profile = require "klab.eval.profile"
     local task = require("klab.task").get("gemm_bf16/4096x4096x4096")
     local st, err = profile.run_candidate(task, ROOT .. "/tasks/gemm/samples/wgmma_tma", { sass_executed = true })
     if not st then print("ERR " .. tostring(err)) return end

@@ -1,9 +1,9 @@
--- klab.report, klab.tables, klab.figures and `klab report` on the store of
+-- klab.report, klab.report.tables, klab.report.figures and `klab report` on the store of
 -- metrics_test.lua (answers computed by hand there).
 
 local report = require "klab.report"
-local figures = require "klab.figures"
-local tables = require "klab.tables"
+local figures = require "klab.report.figures"
+local tables = require "klab.report.tables"
 local store = require "klab.store"
 
 local function here()

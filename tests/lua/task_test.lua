@@ -1,6 +1,6 @@
--- Tests of klab.task, klab.shape, the GEMM task files and `klab tasks`.
+-- Tests of klab.task, klab.task.shape, the GEMM task files and `klab tasks`.
 local task = require("klab.task")
-local shape = require("klab.shape")
+local shape = require("klab.task.shape")
 
 local T = {}
 

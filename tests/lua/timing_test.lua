@@ -1,5 +1,5 @@
--- timing_test.lua: require "klab.timing" (bindings/l_timing.c over host/stats.c,
--- host/timing.c, host/cupti_act.c).
+-- timing_test.lua: require "klab.timing" (bindings/l_timing.c over host/measure/stats.c,
+-- host/measure/timing.c, host/measure/cupti_act.c).
 --
 -- The stats tests run everywhere; the gpu_* tests need a GPU and skip with the
 -- reason when gpu.available() is false.

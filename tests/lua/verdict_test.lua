@@ -1,5 +1,5 @@
--- Tests of klab.verdict: precedence, reasons and the comparison rule.
-local verdict = require("klab.verdict")
+-- Tests of klab.eval.verdict: precedence, reasons and the comparison rule.
+local verdict = require("klab.eval.verdict")
 
 local T = {}
 local NaN, Inf = 0 / 0, math.huge

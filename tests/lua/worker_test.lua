@@ -1,10 +1,10 @@
--- worker_test.lua: klab.sys, klab.worker, klab.serve and klab.supervisor.
+-- worker_test.lua: klab.sys, klab.worker, klab.proc.serve and klab.proc.supervisor.
 -- Job modules live in tests/lua/jobs/; the worker finds them through LUA_PATH,
 -- which the tests pass in the worker's environment.
 
 local sys = require "klab.sys"
 local worker = require "klab.worker"
-local supervisor = require "klab.supervisor"
+local supervisor = require "klab.proc.supervisor"
 local build = require "klab.build"
 local cjson = require "cjson"
 
@@ -66,7 +66,7 @@ function T.sys_basics(t)
 end
 
 function T.worker_raw_protocol(t)
-  -- The default argv is this klab binary with --worker (klab.serve).
+  -- The default argv is this klab binary with --worker (klab.proc.serve).
   local w <close> = assert(worker.spawn { env = job_env(t) })
   t.ok(w:alive(), "alive")
   t.match(tostring(w), "^klab%.Worker %(pid %d+%)$")
@@ -246,7 +246,7 @@ function T.stage_limits(t)
   t.eq(ok.result.a, true)
   t.eq(ok.result.b, true)
   t.eq(ok.stage, "correctness")
-  t.eq(require("klab.serve").stage("here", 1), false, "no stage notice outside a worker")
+  t.eq(require("klab.proc.serve").stage("here", 1), false, "no stage notice outside a worker")
   t.raises(function() worker.stage("two\nlines", 1) end, "one%-line name")
 end
 

@@ -75,7 +75,7 @@ end
 function M.main(args)
   local o, code = require("klab.command").parsed("export", USAGE, M.parse(args))
   if not o then return code end
-  local export = require("klab.export")
+  local export = require("klab.report.export")
   local records, summary, code = export.sft(o.db, { kind = o.kind, verified = o.verified, min_speedup = o.min_speedup,
     cap = o.cap, experiment = o.experiment })
   if not records then

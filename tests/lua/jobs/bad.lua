@@ -25,7 +25,7 @@ end
 
 -- Announces a stage with a limit of its own, then hangs in it.
 function M.stage_then_sleep(args)
-  require("klab.serve").stage("correctness", args and args.limit or 0.3)
+  require("klab.proc.serve").stage("correctness", args and args.limit or 0.3)
   sys.sleep(1e6)
 end
 

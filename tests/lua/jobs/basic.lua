@@ -36,7 +36,7 @@ function M.big(args) return string.rep("x", args.n) end
 -- Passes through two stages and finishes; serve.stage answers true in a
 -- worker.
 function M.staged()
-  local serve = require "klab.serve"
+  local serve = require "klab.proc.serve"
   local a = serve.stage("load")
   local b = serve.stage("correctness", 30)
   return { a = a, b = b }

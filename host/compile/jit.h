@@ -1,0 +1,122 @@
+/*
+ * jit.h: kernel compilation without a GPU.
+ *
+ * PTX is assembled whole-program for the exact target by the toolkit's
+ * ptxas binary run as a subprocess ($CUDA_HOME/bin/ptxas, or $KLAB_PTXAS);
+ * never in relocatable mode, which adds guard code on sm_100a (cuda.md
+ * 5.2). CUDA C++ device code is compiled by NVRTC (loaded at run time
+ * through dynlib), without -rdc, keeping both the PTX and the cubin.
+ *
+ * A result carries the cubin, the PTX, the full compiler log, per-kernel
+ * resource figures (from the cubin's EIATTR records, cross-checked with
+ * the ptxas -v log), a census of PTX instruction families, the compile
+ * time and two SHA-256 hashes: the content hash (the cache key: language,
+ * source, options, arch and compiler version) and the cubin's hash.
+ *
+ * Refused with KS_EREJECT and a reason: empty or binary input, device-side
+ * launches (dynamic parallelism), relocatable or unresolved code, targets
+ * the compiler does not know, code without a kernel entry. A compile error
+ * is KS_ECOMPILE with the log in the result, never a crash.
+ *
+ * Successful results are cached on disk by content hash (see
+ * jit_cache_dir); entries are written to a temporary file and renamed, so
+ * concurrent compiles of the same source are safe, and a corrupt entry is
+ * ignored and rewritten.
+ */
+#ifndef KLAB_HOST_JIT_H
+#define KLAB_HOST_JIT_H
+
+#include <stddef.h>
+
+#include "compile/ptx_census.h"
+#include "base/sha256.h"
+#include "base/status.h"
+
+typedef enum { JIT_LANG_AUTO = 0, JIT_LANG_PTX = 1, JIT_LANG_CUDA = 2 } jit_lang;
+
+typedef struct jit_request {
+    const char *source;         /* the text; need not be NUL-terminated */
+    size_t source_len;
+    jit_lang lang;              /* JIT_LANG_AUTO: from name, else from content */
+    const char *arch;           /* exact target: "sm_90a", "sm_100a", "sm_120", ... */
+    const char *name;           /* file name for messages and language detection; may be NULL */
+    int lineinfo;               /* -lineinfo (default 1) */
+    int use_cache;              /* read and write the disk cache (default 1) */
+    const char *const *options; /* extra ptxas or NVRTC options; may be NULL */
+    int noptions;
+    const char *cache_dir;      /* NULL: jit_cache_dir() */
+    int timeout_ms;             /* ptxas deadline; 0: 120000 */
+} jit_request;
+
+typedef struct jit_kernel {
+    char *name;
+    int registers;              /* per thread; -1 unknown */
+    long spill_stores;          /* bytes, from the ptxas log; -1 unknown */
+    long spill_loads;           /* bytes, from the ptxas log; -1 unknown */
+    long shared_static;         /* bytes of static shared memory the kernel declares */
+    long shared_cubin;          /* .nv.shared.<k> size: on sm_90+ includes the
+                                   system's 1 KiB reservation */
+    long local_bytes;           /* stack frame per thread (local memory) */
+    long sass_instructions;     /* .text size / 16 */
+    long param_bytes;           /* kernel parameter bytes; -1 unknown */
+    int tcgen05;                /* EIATTR: 0, 1 (1-CTA) or 2 (2-CTA) tcgen05 use */
+    int setmaxnreg;             /* EIATTR_REG_RECONFIG present */
+    int mbarriers;              /* EIATTR_NUM_MBARRIERS */
+} jit_kernel;
+
+typedef struct jit_result {
+    jit_lang lang;
+    char arch[32];
+    unsigned char *cubin;       /* NULL after a compile error */
+    size_t cubin_size;
+    char *ptx;                  /* NUL-terminated; NULL when none */
+    size_t ptx_size;
+    char *log;                  /* NUL-terminated, never NULL */
+    size_t log_size;
+    jit_kernel *kernels;
+    int nkernels;
+    ptx_census census;
+    double compile_ms;          /* compiler wall time (of the original compile when cached) */
+    char hash[SHA256_HEX_LEN + 1];       /* content hash, the cache key */
+    char cubin_hash[SHA256_HEX_LEN + 1]; /* "" when there is no cubin */
+    int cached;                 /* 1 when read from the disk cache */
+    char compiler[96];          /* "ptxas 13.0.88" or "nvrtc 13.0" */
+    char cache_note[200];       /* why the cache was not used or written; "" otherwise */
+} jit_result;
+
+/* Sets the defaults: lineinfo and the cache on, everything else zero. */
+void jit_request_init(jit_request *req);
+
+/* Compiles req. On KS_OK *out is a full result. On KS_ECOMPILE (and on a
+ * KS_EREJECT found after compiling) *out holds what there is: at least the
+ * log. On other failures *out is NULL. Free with jit_result_free. */
+int jit_compile(const jit_request *req, jit_result **out, ks_status *st);
+
+void jit_result_free(jit_result *r);
+
+/* Language of a source: by name suffix (.ptx; .cu, .cuh), else by content
+ * (a .version or .target directive means PTX). */
+jit_lang jit_detect_lang(const char *name, const char *src, size_t len);
+const char *jit_lang_name(jit_lang lang);   /* "ptx", "cuda", "auto" */
+
+/* Checks that arch is a target the compiler for lang knows, by asking it
+ * (ptxas --help lists its targets; NVRTC has nvrtcGetSupportedArchs).
+ * KS_EREJECT with the known targets when it does not. */
+int jit_check_arch(const char *arch, jit_lang lang, ks_status *st);
+
+/* The cache directory: $KLAB_CACHE_DIR, else $XDG_CACHE_HOME/klab/jit,
+ * else $HOME/.cache/klab/jit. KS_ENOTFOUND when none can be formed. The
+ * directory is not created here. */
+int jit_cache_dir(char *buf, size_t n, ks_status *st);
+
+/* The ptxas binary: $KLAB_PTXAS, else $CUDA_HOME/bin/ptxas. */
+void jit_ptxas_path(char *buf, size_t n);
+
+/* ptxas's version ("13.0.88"); KS_ENOTFOUND when it is missing. */
+int jit_ptxas_version(char *buf, size_t n, ks_status *st);
+
+/* Rejects PTX that declares device-side launches or unresolved external
+ * functions (KS_EREJECT with the reason); KS_OK otherwise. */
+int jit_check_ptx(const char *ptx, size_t len, ks_status *st);
+
+#endif

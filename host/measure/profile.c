@@ -1,0 +1,1093 @@
+/*
+ * profile.c: the CUPTI Range Profiler through dlopen. See profile.h.
+ *
+ * cupti_profiler_host.h includes the C++ header <string>, so it cannot be
+ * included from C. The few host-API parameter blocks used here are declared
+ * below, field for field in the header's order (CUPTI checks structSize,
+ * computed the same way as the header's *_STRUCT_SIZE macros). The target
+ * headers (cupti_profiler_target.h, cupti_range_profiler.h, cupti_target.h)
+ * are C-clean and used as they are.
+ */
+#if defined(__LP64__) && !defined(CUPTILP64)
+#define CUPTILP64 1
+#endif
+
+#include "measure/profile.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cupti_result.h>
+#include <cupti_target.h>
+#include <cupti_profiler_target.h>
+#include <cupti_range_profiler.h>
+
+#include "measure/cupti_act.h"
+#include "driver/dynlib.h"
+
+/* ---- the metric table ----
+ *
+ * Roles (klab.eval.profile adds up the values of a role; "pct.*" roles take the
+ * largest):
+ *   inst.wgmma       warp-level wgmma instructions (HGMMA/IGMMA/QGMMA/BGMMA)
+ *   inst.tma         TMA instructions (loads: UTMALDG, UBLKCP.S.G; stores/reductions)
+ *   inst.tensor_pipe warp instructions on the tensor pipe (GH100: HMMA and HGMMA together)
+ *   inst.tc          tcgen05 pipe instructions (UTCMMA, UTCBAR, UTCCP, UTCSHIFT)
+ *   inst.utcmma      UTC*MMA instructions (SASS-patched count)
+ *   inst.tmem        tensor-memory instructions (LDT/LDTM/STT/STTM)
+ *   inst.total       all warp instructions
+ *   flops.gmma       tensor FLOPs through HGMMA/IGMMA (wgmma)
+ *   flops.fp8        tensor FLOPs with fp8 sources (GH100 does not split them by path)
+ *   flops.hmma       tensor FLOPs through HMMA/IMMA (mma.sync)
+ *   flops.utc        tensor FLOPs through UTC*MMA (tcgen05.mma)
+ *   time.ns          duration of the profiled range (slowed by profiling: not a timing)
+ *   pct.sm, pct.mem, pct.dram, pct.occupancy, pct.tensor   percent of peak
+ *   bytes.dram_read, bytes.dram_write
+ *   rate.sm_hz       SM clock during the profiled run
+ *   cycles.elapsed   SM cycles the range lasted (launch gaps and the closing
+ *                    synchronisation included)
+ *   cycles.active    cycles of the busiest SM: the kernels' own span, which
+ *                    klab.eval.profile uses to turn "of elapsed" percentages of
+ *                    the range into percentages of the kernels' time
+ *
+ * verified = 1 only for what was checked on an H200 (cuda.md section 1).
+ * Every name below was checked to exist in CUPTI 13.0's offline tables for
+ * its chip (tests/lua/profile_test.lua checks it again on each machine).
+ */
+static const profile_metric TABLE[] = {
+    /* Hopper: H100, H200 */
+    {"GH100", "sm__inst_executed_pipe_tensor_op_gmma.sum", "inst.wgmma", 1},
+    {"GH100", "smsp__inst_executed_op_tma_ld.sum", "inst.tma", 1},
+    {"GH100", "smsp__inst_executed_op_tma_st.sum", "inst.tma", 0},
+    {"GH100", "sm__inst_executed_pipe_tensor_op_hmma.sum", "inst.tensor_pipe", 0},
+    {"GH100", "sm__inst_executed.sum", "inst.total", 0},
+    {"GH100", "sm__ops_path_tensor_op_hgmma_src_bf16_dst_fp32.sum", "flops.gmma", 1},
+    {"GH100", "sm__ops_path_tensor_op_hgmma_src_fp16.sum", "flops.gmma", 0},
+    {"GH100", "sm__ops_path_tensor_op_hgmma_src_tf32_dst_fp32.sum", "flops.gmma", 0},
+    {"GH100", "sm__ops_path_tensor_op_igmma_src_int8.sum", "flops.gmma", 0},
+    {"GH100", "sm__ops_path_tensor_src_fp8.sum", "flops.fp8", 0},
+    {"GH100", "sm__ops_path_tensor_op_hmma_src_bf16_dst_fp32.sum", "flops.hmma", 0},
+    {"GH100", "sm__ops_path_tensor_op_hmma_src_fp16.sum", "flops.hmma", 0},
+    {"GH100", "sm__ops_path_tensor_op_hmma_src_tf32_dst_fp32.sum", "flops.hmma", 0},
+    {"GH100", "sm__ops_path_tensor_op_imma_src_int8.sum", "flops.hmma", 0},
+    {"GH100", "gpu__time_duration.sum", "time.ns", 0},
+    {"GH100", "sm__throughput.avg.pct_of_peak_sustained_elapsed", "pct.sm", 0},
+    {"GH100", "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed", "pct.mem", 0},
+    {"GH100", "dram__throughput.avg.pct_of_peak_sustained_elapsed", "pct.dram", 0},
+    {"GH100", "sm__warps_active.avg.pct_of_peak_sustained_active", "pct.occupancy", 0},
+    {"GH100", "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active", "pct.tensor", 0},
+    {"GH100", "dram__bytes_read.sum", "bytes.dram_read", 0},
+    {"GH100", "dram__bytes_write.sum", "bytes.dram_write", 0},
+    {"GH100", "sm__cycles_elapsed.avg.per_second", "rate.sm_hz", 0},
+    {"GH100", "sm__cycles_elapsed.max", "cycles.elapsed", 0},
+    {"GH100", "sm__cycles_active.max", "cycles.active", 0},
+
+    /* Blackwell: B200 (GB100). Names from CUPTI 13.0's offline tables only:
+     * not yet run on a B200. */
+    {"GB100", "sm__inst_executed_pipe_tc.sum", "inst.tc", 0},
+    {"GB100", "smsp__sass_inst_executed_op_utcmma.sum", "inst.utcmma", 0},
+    {"GB100", "sm__inst_executed_pipe_tmem.sum", "inst.tmem", 0},
+    {"GB100", "smsp__inst_executed_op_tma_ld.sum", "inst.tma", 0},
+    {"GB100", "smsp__inst_executed_op_tma_st.sum", "inst.tma", 0},
+    {"GB100", "sm__inst_executed.sum", "inst.total", 0},
+    {"GB100", "sm__ops_path_tensor_op_utchmma_src_bf16_dst_fp32.sum", "flops.utc", 0},
+    {"GB100", "sm__ops_path_tensor_op_utchmma_src_fp16_dst_fp32.sum", "flops.utc", 0},
+    {"GB100", "sm__ops_path_tensor_op_utchmma_src_fp16_dst_fp16.sum", "flops.utc", 0},
+    {"GB100", "sm__ops_path_tensor_op_utchmma_src_tf32_dst_fp32.sum", "flops.utc", 0},
+    {"GB100", "sm__ops_path_tensor_op_utcqmma_src_fp4_fp6_fp8_dst_fp32.sum", "flops.utc", 0},
+    {"GB100", "sm__ops_path_tensor_op_utcqmma_src_fp4_fp6_fp8_dst_fp16.sum", "flops.utc", 0},
+    {"GB100", "sm__ops_path_tensor_op_utcomma_src_fp4_dst_fp32.sum", "flops.utc", 0},
+    {"GB100", "sm__ops_path_tensor_op_utcimma_src_int8.sum", "flops.utc", 0},
+    {"GB100", "sm__ops_path_tensor_op_hmma_src_bf16_dst_fp32.sum", "flops.hmma", 0},
+    {"GB100", "sm__ops_path_tensor_op_hmma_src_fp16_dst_fp32.sum", "flops.hmma", 0},
+    {"GB100", "sm__ops_path_tensor_op_hmma_src_fp16_dst_fp16.sum", "flops.hmma", 0},
+    {"GB100", "sm__ops_path_tensor_op_hmma_src_tf32_dst_fp32.sum", "flops.hmma", 0},
+    {"GB100", "sm__ops_path_tensor_op_imma_src_int8.sum", "flops.hmma", 0},
+    {"GB100", "gpu__time_duration.sum", "time.ns", 0},
+    {"GB100", "sm__throughput.avg.pct_of_peak_sustained_elapsed", "pct.sm", 0},
+    {"GB100", "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed", "pct.mem", 0},
+    {"GB100", "dram__throughput.avg.pct_of_peak_sustained_elapsed", "pct.dram", 0},
+    {"GB100", "sm__warps_active.avg.pct_of_peak_sustained_active", "pct.occupancy", 0},
+    {"GB100", "sm__pipe_tc_cycles_active.avg.pct_of_peak_sustained_active", "pct.tensor", 0},
+    {"GB100", "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active", "pct.tensor", 0},
+    {"GB100", "dram__bytes_read.sum", "bytes.dram_read", 0},
+    {"GB100", "dram__bytes_write.sum", "bytes.dram_write", 0},
+    {"GB100", "sm__cycles_elapsed.avg.per_second", "rate.sm_hz", 0},
+    {"GB100", "sm__cycles_elapsed.max", "cycles.elapsed", 0},
+    {"GB100", "sm__cycles_active.max", "cycles.active", 0},
+};
+
+#define TABLE_N (sizeof TABLE / sizeof TABLE[0])
+
+const profile_metric *profile_metric_table(size_t *n)
+{
+    *n = TABLE_N;
+    return TABLE;
+}
+
+const char *profile_table_chip(const char *chip)
+{
+    if (!chip)
+        return NULL;
+    if (strcmp(chip, "GH100") == 0)
+        return "GH100";
+    /* The data-centre Blackwell chips share GB100's tables (same SM). The
+     * consumer parts (GB20x) have no tcgen05 and no list here. */
+    if (strcmp(chip, "GB100") == 0 || strcmp(chip, "GB102") == 0 || strcmp(chip, "GB110") == 0)
+        return "GB100";
+    return NULL;
+}
+
+const profile_metric *profile_metrics_for(const char *chip, size_t *n)
+{
+    const char *t = profile_table_chip(chip);
+    *n = 0;
+    if (!t)
+        return NULL;
+    const profile_metric *first = NULL;
+    for (size_t i = 0; i < TABLE_N; i++) {
+        if (strcmp(TABLE[i].chip, t) == 0) {
+            if (!first)
+                first = &TABLE[i];
+            (*n)++;
+        } else if (first) {
+            break; /* a chip's rows are contiguous */
+        }
+    }
+    return first;
+}
+
+/* ---- profiler host API, declared here (see the top of the file) ---- */
+
+typedef struct ph_object ph_object;
+
+#define PH_SIZE(type, last) (offsetof(type, last) + sizeof(((type *)0)->last))
+#define PH_RANGE_PROFILER 0 /* CUPTI_PROFILER_TYPE_RANGE_PROFILER */
+
+typedef struct {
+    size_t structSize;
+    void *pPriv;
+    int profilerType;                   /* CUpti_ProfilerType */
+    const char *pChipName;
+    const uint8_t *pCounterAvailabilityImage;
+    ph_object *pHostObject;             /* out */
+} ph_init_params;
+
+typedef struct {
+    size_t structSize;
+    void *pPriv;
+    ph_object *pHostObject;
+} ph_deinit_params;
+
+typedef struct {
+    size_t structSize;
+    void *pPriv;
+    size_t numChips;                    /* out */
+    const char *const *ppChipNames;     /* out */
+} ph_chips_params;
+
+typedef struct {
+    size_t structSize;
+    void *pPriv;
+    ph_object *pHostObject;
+    const char *pMetricName;
+    const char *pDescription;           /* out */
+    const char *pHwUnit;                /* out */
+    const char *pDimUnit;               /* out */
+    int metricType;                     /* out: CUpti_MetricType */
+} ph_props_params;
+
+typedef struct {
+    size_t structSize;
+    void *pPriv;
+    ph_object *pHostObject;
+    const char **ppMetricNames;
+    size_t numMetrics;
+} ph_add_params;
+
+typedef struct {
+    size_t structSize;
+    void *pPriv;
+    ph_object *pHostObject;
+    size_t configImageSize;             /* out */
+} ph_cfgsize_params;
+
+typedef struct {
+    size_t structSize;
+    void *pPriv;
+    ph_object *pHostObject;
+    size_t configImageSize;
+    uint8_t *pConfigImage;              /* out */
+} ph_cfg_params;
+
+typedef struct {
+    size_t structSize;
+    void *pPriv;
+    size_t configImageSize;
+    uint8_t *pConfigImage;
+    size_t numOfPasses;                 /* out */
+} ph_passes_params;
+
+typedef struct {
+    size_t structSize;
+    void *pPriv;
+    ph_object *pHostObject;
+    const uint8_t *pCounterDataImage;
+    size_t counterDataImageSize;
+    size_t rangeIndex;
+    const char **ppMetricNames;
+    size_t numMetrics;
+    double *pMetricValues;              /* out */
+} ph_eval_params;
+
+/* ---- entry points ---- */
+
+typedef struct prof_api {
+    CUptiResult (*GetResultString)(CUptiResult, const char **);
+    CUptiResult (*ProfilerInitialize)(CUpti_Profiler_Initialize_Params *);
+    CUptiResult (*DeviceGetChipName)(CUpti_Device_GetChipName_Params *);
+    CUptiResult (*GetCounterAvailability)(CUpti_Profiler_GetCounterAvailability_Params *);
+    CUptiResult (*DeviceSupported)(CUpti_Profiler_DeviceSupported_Params *);
+    CUptiResult (*HostInitialize)(ph_init_params *);
+    CUptiResult (*HostDeinitialize)(ph_deinit_params *);
+    CUptiResult (*HostGetSupportedChips)(ph_chips_params *);
+    CUptiResult (*HostGetMetricProperties)(ph_props_params *);
+    CUptiResult (*HostConfigAddMetrics)(ph_add_params *);
+    CUptiResult (*HostGetConfigImageSize)(ph_cfgsize_params *);
+    CUptiResult (*HostGetConfigImage)(ph_cfg_params *);
+    CUptiResult (*HostGetNumOfPasses)(ph_passes_params *);
+    CUptiResult (*HostEvaluateToGpuValues)(ph_eval_params *);
+    CUptiResult (*RPEnable)(CUpti_RangeProfiler_Enable_Params *);
+    CUptiResult (*RPDisable)(CUpti_RangeProfiler_Disable_Params *);
+    CUptiResult (*RPSetConfig)(CUpti_RangeProfiler_SetConfig_Params *);
+    CUptiResult (*RPStart)(CUpti_RangeProfiler_Start_Params *);
+    CUptiResult (*RPStop)(CUpti_RangeProfiler_Stop_Params *);
+    CUptiResult (*RPPushRange)(CUpti_RangeProfiler_PushRange_Params *);
+    CUptiResult (*RPPopRange)(CUpti_RangeProfiler_PopRange_Params *);
+    CUptiResult (*RPDecodeData)(CUpti_RangeProfiler_DecodeData_Params *);
+    CUptiResult (*RPGetCounterDataSize)(CUpti_RangeProfiler_GetCounterDataSize_Params *);
+    CUptiResult (*RPCounterDataImageInitialize)(CUpti_RangeProfiler_CounterDataImage_Initialize_Params *);
+    CUptiResult (*RPGetCounterDataInfo)(CUpti_RangeProfiler_GetCounterDataInfo_Params *);
+} prof_api;
+
+static prof_api api;
+static int api_loaded;
+static int profiler_initialized;
+static int measuring;
+static pthread_mutex_t load_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* CUPTI opens libnvperf_host/target itself, by soname. Loading them first
+ * from CUDA_HOME (or KLAB_NVPERF_*) lets it find them on installs where its
+ * own search would not; failures here are ignored (CUPTI may still find
+ * them). */
+static const char *const nvperf_host_names[] = {"libnvperf_host.so", NULL};
+static const char *const nvperf_target_names[] = {"libnvperf_target.so", NULL};
+static const dynlib_desc dynlib_nvperf_host = {"nvperf_host", "KLAB_NVPERF_HOST", nvperf_host_names, NULL};
+static const dynlib_desc dynlib_nvperf_target = {"nvperf_target", "KLAB_NVPERF_TARGET", nvperf_target_names,
+                                                 NULL};
+
+/* libcupti opens libnvperf_host.so with RTLD_DEEPBIND, which
+ * AddressSanitizer refuses by aborting the process. Under ASan (the SAN=1
+ * build) the profiler is therefore reported as unsupported. */
+#if defined(__SANITIZE_ADDRESS__)
+#define KLAB_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define KLAB_ASAN 1
+#endif
+#endif
+
+int profile_asan_blocked(ks_status *st)
+{
+#ifdef KLAB_ASAN
+    return ks_fail(st, KS_EUNSUPPORTED, 0,
+                   "CUPTI profiling is disabled in the AddressSanitizer build (libcupti loads "
+                   "libnvperf_host with RTLD_DEEPBIND, which ASan aborts on)");
+#else
+    (void)st;
+    return KS_OK;
+#endif
+}
+
+int profile_load(ks_status *st)
+{
+    if (profile_asan_blocked(st))
+        return st->code;
+    int rc = KS_OK;
+    pthread_mutex_lock(&load_mu);
+    if (api_loaded)
+        goto out;
+    const dynlib *lib = dynlib_get(&dynlib_cupti, st);
+    if (!lib) {
+        rc = st->code;
+        goto out;
+    }
+    ks_status ignored;
+    ks_clear(&ignored);
+    (void)dynlib_get(&dynlib_nvperf_host, &ignored);
+    (void)dynlib_get(&dynlib_nvperf_target, &ignored);
+    prof_api a;
+    memset(&a, 0, sizeof a);
+    struct {
+        const char *name;
+        void **slot;
+    } syms[] = {
+        {"cuptiGetResultString", (void **)&a.GetResultString},
+        {"cuptiProfilerInitialize", (void **)&a.ProfilerInitialize},
+        {"cuptiDeviceGetChipName", (void **)&a.DeviceGetChipName},
+        {"cuptiProfilerGetCounterAvailability", (void **)&a.GetCounterAvailability},
+        {"cuptiProfilerDeviceSupported", (void **)&a.DeviceSupported},
+        {"cuptiProfilerHostInitialize", (void **)&a.HostInitialize},
+        {"cuptiProfilerHostDeinitialize", (void **)&a.HostDeinitialize},
+        {"cuptiProfilerHostGetSupportedChips", (void **)&a.HostGetSupportedChips},
+        {"cuptiProfilerHostGetMetricProperties", (void **)&a.HostGetMetricProperties},
+        {"cuptiProfilerHostConfigAddMetrics", (void **)&a.HostConfigAddMetrics},
+        {"cuptiProfilerHostGetConfigImageSize", (void **)&a.HostGetConfigImageSize},
+        {"cuptiProfilerHostGetConfigImage", (void **)&a.HostGetConfigImage},
+        {"cuptiProfilerHostGetNumOfPasses", (void **)&a.HostGetNumOfPasses},
+        {"cuptiProfilerHostEvaluateToGpuValues", (void **)&a.HostEvaluateToGpuValues},
+        {"cuptiRangeProfilerEnable", (void **)&a.RPEnable},
+        {"cuptiRangeProfilerDisable", (void **)&a.RPDisable},
+        {"cuptiRangeProfilerSetConfig", (void **)&a.RPSetConfig},
+        {"cuptiRangeProfilerStart", (void **)&a.RPStart},
+        {"cuptiRangeProfilerStop", (void **)&a.RPStop},
+        {"cuptiRangeProfilerPushRange", (void **)&a.RPPushRange},
+        {"cuptiRangeProfilerPopRange", (void **)&a.RPPopRange},
+        {"cuptiRangeProfilerDecodeData", (void **)&a.RPDecodeData},
+        {"cuptiRangeProfilerGetCounterDataSize", (void **)&a.RPGetCounterDataSize},
+        {"cuptiRangeProfilerCounterDataImageInitialize", (void **)&a.RPCounterDataImageInitialize},
+        {"cuptiRangeProfilerGetCounterDataInfo", (void **)&a.RPGetCounterDataInfo},
+    };
+    for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
+        if (dynlib_sym(lib, syms[i].name, syms[i].slot, st)) {
+            rc = st->code;
+            goto out;
+        }
+    }
+    api = a;
+    api_loaded = 1;
+out:
+    pthread_mutex_unlock(&load_mu);
+    return rc;
+}
+
+/* Fills st for a failed CUPTI call `what`: KS_EUNSUPPORTED (the machine
+ * refuses: privileges, another profiler, no driver, ...), KS_ENOMEM for out
+ * of memory; sub = the CUptiResult; the message names the CUPTI error. */
+static int cfail(ks_status *st, CUptiResult r, const char *what)
+{
+    const char *text = NULL;
+    if (api.GetResultString && api.GetResultString(r, &text) != CUPTI_SUCCESS)
+        text = NULL;
+    return cupti_fail_text(st, (int)r, what, text);
+}
+
+/* ---- host side ---- */
+
+int profile_chips(const char *const **names, size_t *n, ks_status *st)
+{
+    *names = NULL;
+    *n = 0;
+    if (profile_load(st))
+        return st->code;
+    ph_chips_params p;
+    memset(&p, 0, sizeof p);
+    p.structSize = PH_SIZE(ph_chips_params, ppChipNames);
+    CUptiResult r = api.HostGetSupportedChips(&p);
+    if (r != CUPTI_SUCCESS)
+        return cfail(st, r, "cuptiProfilerHostGetSupportedChips");
+    *names = p.ppChipNames;
+    *n = p.numChips;
+    return KS_OK;
+}
+
+static int host_init(const char *chip, const uint8_t *avail, ph_object **out, ks_status *st)
+{
+    ph_init_params p;
+    memset(&p, 0, sizeof p);
+    p.structSize = PH_SIZE(ph_init_params, pHostObject);
+    p.profilerType = PH_RANGE_PROFILER;
+    p.pChipName = chip;
+    p.pCounterAvailabilityImage = avail;
+    CUptiResult r = api.HostInitialize(&p);
+    if (r != CUPTI_SUCCESS) {
+        *out = NULL;
+        return cfail(st, r, "cuptiProfilerHostInitialize");
+    }
+    *out = p.pHostObject;
+    return KS_OK;
+}
+
+static void host_deinit(ph_object *h)
+{
+    if (!h)
+        return;
+    ph_deinit_params p;
+    memset(&p, 0, sizeof p);
+    p.structSize = PH_SIZE(ph_deinit_params, pHostObject);
+    p.pHostObject = h;
+    (void)api.HostDeinitialize(&p);
+}
+
+/* 1 when the host object's chip knows the metric (name with roll-up). */
+static int host_knows(ph_object *h, const char *name, CUptiResult *why)
+{
+    ph_props_params p;
+    memset(&p, 0, sizeof p);
+    p.structSize = PH_SIZE(ph_props_params, metricType);
+    p.pHostObject = h;
+    p.pMetricName = name;
+    CUptiResult r = api.HostGetMetricProperties(&p);
+    if (why)
+        *why = r;
+    return r == CUPTI_SUCCESS;
+}
+
+int profile_check_metrics(const char *chip, const char *const *names, size_t n, int *known,
+                          ks_status *st)
+{
+    if (!chip || (n && (!names || !known)))
+        return ks_fail(st, KS_EINVAL, 0, "profile_check_metrics: bad arguments");
+    if (profile_load(st))
+        return st->code;
+    ph_object *h;
+    if (host_init(chip, NULL, &h, st))
+        return st->code;
+    for (size_t i = 0; i < n; i++)
+        known[i] = names[i] && host_knows(h, names[i], NULL);
+    host_deinit(h);
+    return KS_OK;
+}
+
+/* ---- sessions ---- */
+
+struct profile_session {
+    cuda_ctx *ctx;
+    int ordinal;
+    char chip[64];
+    ph_object *host;
+    uint8_t *config;
+    size_t config_size;
+    int passes;
+    size_t n;
+    char **names;
+    double *values;
+    size_t nskip;
+    char **skip_names;
+    char **skip_reasons;
+};
+
+/* One-time CUPTI profiler initialisation for the process. */
+static int profiler_init(ks_status *st)
+{
+    if (profiler_initialized)
+        return KS_OK;
+    CUpti_Profiler_Initialize_Params p;
+    memset(&p, 0, sizeof p);
+    p.structSize = CUpti_Profiler_Initialize_Params_STRUCT_SIZE;
+    CUptiResult r = api.ProfilerInitialize(&p);
+    if (r != CUPTI_SUCCESS)
+        return cfail(st, r, "cuptiProfilerInitialize");
+    profiler_initialized = 1;
+    return KS_OK;
+}
+
+int profile_ready(ks_status *st)
+{
+    if (cuda_load(st))
+        return st->code;
+    if (profile_load(st))
+        return st->code;
+    return profiler_init(st);
+}
+
+int profile_chip_name(int ordinal, char *buf, size_t n, ks_status *st)
+{
+    if (n)
+        buf[0] = '\0';
+    if (profile_ready(st))
+        return st->code;
+    CUpti_Device_GetChipName_Params p;
+    memset(&p, 0, sizeof p);
+    p.structSize = CUpti_Device_GetChipName_Params_STRUCT_SIZE;
+    p.deviceIndex = (size_t)ordinal;
+    CUptiResult r = api.DeviceGetChipName(&p);
+    if (r != CUPTI_SUCCESS)
+        return cfail(st, r, "cuptiDeviceGetChipName");
+    snprintf(buf, n, "%s", p.pChipName ? p.pChipName : "");
+    return KS_OK;
+}
+
+static const char *level_name(CUpti_Profiler_Support_Level l)
+{
+    switch (l) {
+    case CUPTI_PROFILER_CONFIGURATION_UNSUPPORTED: return "unsupported";
+    case CUPTI_PROFILER_CONFIGURATION_DISABLED: return "disabled";
+    case CUPTI_PROFILER_CONFIGURATION_SUPPORTED: return "supported";
+    default: return "unknown";
+    }
+}
+
+int profile_device_supported(int ordinal, ks_status *st)
+{
+    if (profile_ready(st))
+        return st->code;
+    CUpti_Profiler_DeviceSupported_Params p;
+    memset(&p, 0, sizeof p);
+    p.structSize = CUpti_Profiler_DeviceSupported_Params_STRUCT_SIZE;
+    p.cuDevice = (CUdevice)ordinal;
+    p.api = CUPTI_PROFILER_RANGE_PROFILING;
+    CUptiResult r = api.DeviceSupported(&p);
+    if (r != CUPTI_SUCCESS)
+        return cfail(st, r, "cuptiProfilerDeviceSupported");
+    if (p.isSupported == CUPTI_PROFILER_CONFIGURATION_SUPPORTED)
+        return KS_OK;
+    char why[256] = "";
+    struct {
+        const char *what;
+        CUpti_Profiler_Support_Level l;
+    } f[] = {
+        {"architecture", p.architecture}, {"SLI", p.sli}, {"vGPU", p.vGpu},
+        {"confidential computing", p.confidentialCompute}, {"CMP board", p.cmp}, {"WSL", p.wsl},
+    };
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
+        if (f[i].l != CUPTI_PROFILER_CONFIGURATION_SUPPORTED) {
+            size_t u = strlen(why);
+            snprintf(why + u, sizeof why - u, "%s%s: %s", u ? ", " : "", f[i].what, level_name(f[i].l));
+        }
+    }
+    return ks_fail(st, KS_EUNSUPPORTED, 0, "profiling is not supported on device %d (%s)", ordinal,
+                   why[0] ? why : level_name(p.isSupported));
+}
+
+static char *dup_str(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *d = malloc(n);
+    if (d)
+        memcpy(d, s, n);
+    return d;
+}
+
+void profile_session_destroy(profile_session *s)
+{
+    if (!s)
+        return;
+    host_deinit(s->host);
+    free(s->config);
+    for (size_t i = 0; i < s->n; i++)
+        free(s->names[i]);
+    free(s->names);
+    free(s->values);
+    for (size_t i = 0; i < s->nskip; i++) {
+        free(s->skip_names[i]);
+        free(s->skip_reasons[i]);
+    }
+    free(s->skip_names);
+    free(s->skip_reasons);
+    free(s);
+}
+
+static int add_skip(profile_session *s, const char *name, const char *reason)
+{
+    char *n = dup_str(name), *r = dup_str(reason);
+    if (!n || !r) {
+        free(n);
+        free(r);
+        return -1;
+    }
+    s->skip_names[s->nskip] = n;
+    s->skip_reasons[s->nskip] = r;
+    s->nskip++;
+    return 0;
+}
+
+/* Adds s->names to a fresh host object and builds the config image. */
+static int build_config(profile_session *s, const uint8_t *avail, ks_status *st)
+{
+    if (host_init(s->chip, avail, &s->host, st))
+        return st->code;
+    ph_add_params a;
+    memset(&a, 0, sizeof a);
+    a.structSize = PH_SIZE(ph_add_params, numMetrics);
+    a.pHostObject = s->host;
+    a.ppMetricNames = (const char **)s->names;
+    a.numMetrics = s->n;
+    CUptiResult r = api.HostConfigAddMetrics(&a);
+    if (r != CUPTI_SUCCESS)
+        return cfail(st, r, "cuptiProfilerHostConfigAddMetrics");
+    ph_cfgsize_params z;
+    memset(&z, 0, sizeof z);
+    z.structSize = PH_SIZE(ph_cfgsize_params, configImageSize);
+    z.pHostObject = s->host;
+    r = api.HostGetConfigImageSize(&z);
+    if (r != CUPTI_SUCCESS)
+        return cfail(st, r, "cuptiProfilerHostGetConfigImageSize");
+    s->config = calloc(1, z.configImageSize ? z.configImageSize : 1);
+    if (!s->config)
+        return ks_fail(st, KS_ENOMEM, 0, "out of memory for the profiler config image");
+    s->config_size = z.configImageSize;
+    ph_cfg_params c;
+    memset(&c, 0, sizeof c);
+    c.structSize = PH_SIZE(ph_cfg_params, pConfigImage);
+    c.pHostObject = s->host;
+    c.configImageSize = s->config_size;
+    c.pConfigImage = s->config;
+    r = api.HostGetConfigImage(&c);
+    if (r != CUPTI_SUCCESS)
+        return cfail(st, r, "cuptiProfilerHostGetConfigImage");
+    ph_passes_params p;
+    memset(&p, 0, sizeof p);
+    p.structSize = PH_SIZE(ph_passes_params, numOfPasses);
+    p.configImageSize = s->config_size;
+    p.pConfigImage = s->config;
+    if (api.HostGetNumOfPasses(&p) == CUPTI_SUCCESS)
+        s->passes = (int)p.numOfPasses;
+    return KS_OK;
+}
+
+/* Each metric alone on a scratch host object: those that cannot be
+ * configured are moved to the skipped list. For when the whole list fails. */
+static int weed_out(profile_session *s, const uint8_t *avail, ks_status *st)
+{
+    size_t keep = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        ph_object *h;
+        if (host_init(s->chip, avail, &h, st))
+            return st->code;
+        ph_add_params a;
+        memset(&a, 0, sizeof a);
+        a.structSize = PH_SIZE(ph_add_params, numMetrics);
+        a.pHostObject = h;
+        a.ppMetricNames = (const char **)&s->names[i];
+        a.numMetrics = 1;
+        CUptiResult r = api.HostConfigAddMetrics(&a);
+        host_deinit(h);
+        if (r == CUPTI_SUCCESS) {
+            s->names[keep++] = s->names[i];
+        } else {
+            char why[160];
+            snprintf(why, sizeof why, "cannot be configured on %s: %s", s->chip, cupti_result_name((int)r));
+            if (add_skip(s, s->names[i], why))
+                return ks_fail(st, KS_ENOMEM, 0, "out of memory");
+            free(s->names[i]);
+        }
+    }
+    s->n = keep;
+    return KS_OK;
+}
+
+int profile_session_create(cuda_ctx *c, const char *const *names, size_t n,
+                           profile_session **out, ks_status *st)
+{
+    *out = NULL;
+    if (!c || (n && !names))
+        return ks_fail(st, KS_EINVAL, 0, "profile_session_create: bad arguments");
+    if (profile_ready(st))
+        return st->code;
+    if (cuda_ctx_use(c, st))
+        return st->code;
+    int ordinal = cuda_ctx_ordinal(c);
+    if (profile_device_supported(ordinal, st))
+        return st->code;
+
+    profile_session *s = calloc(1, sizeof *s);
+    if (!s)
+        return ks_fail(st, KS_ENOMEM, 0, "out of memory");
+    s->ctx = c;
+    s->ordinal = ordinal;
+    uint8_t *avail = NULL;
+    int rc = profile_chip_name(ordinal, s->chip, sizeof s->chip, st);
+    if (rc)
+        goto fail;
+
+    /* The list: the caller's, or the chip's table. */
+    const profile_metric *rows = NULL;
+    if (!names) {
+        rows = profile_metrics_for(s->chip, &n);
+        if (!rows) {
+            rc = ks_fail(st, KS_EUNSUPPORTED, 0, "klab has no metric list for chip %s", s->chip);
+            goto fail;
+        }
+    }
+    s->names = calloc(n ? n : 1, sizeof *s->names);
+    s->skip_names = calloc(n ? n : 1, sizeof *s->skip_names);
+    s->skip_reasons = calloc(n ? n : 1, sizeof *s->skip_reasons);
+    if (!s->names || !s->skip_names || !s->skip_reasons) {
+        rc = ks_fail(st, KS_ENOMEM, 0, "out of memory");
+        goto fail;
+    }
+
+    /* Counter availability for this context. */
+    CUpti_Profiler_GetCounterAvailability_Params ca;
+    memset(&ca, 0, sizeof ca);
+    ca.structSize = CUpti_Profiler_GetCounterAvailability_Params_STRUCT_SIZE;
+    ca.ctx = cuda_ctx_handle(c);
+    CUptiResult r = api.GetCounterAvailability(&ca);
+    if (r != CUPTI_SUCCESS) {
+        rc = cfail(st, r, "cuptiProfilerGetCounterAvailability");
+        goto fail;
+    }
+    avail = calloc(1, ca.counterAvailabilityImageSize ? ca.counterAvailabilityImageSize : 1);
+    if (!avail) {
+        rc = ks_fail(st, KS_ENOMEM, 0, "out of memory");
+        goto fail;
+    }
+    ca.pCounterAvailabilityImage = avail;
+    r = api.GetCounterAvailability(&ca);
+    if (r != CUPTI_SUCCESS) {
+        rc = cfail(st, r, "cuptiProfilerGetCounterAvailability");
+        goto fail;
+    }
+
+    /* Names the chip does not know are skipped, with the reason. */
+    ph_object *probe;
+    if ((rc = host_init(s->chip, avail, &probe, st)))
+        goto fail;
+    for (size_t i = 0; i < n; i++) {
+        const char *name = rows ? rows[i].name : names[i];
+        if (!name)
+            continue;
+        int dup = 0;
+        for (size_t j = 0; j < s->n; j++)
+            dup = dup || strcmp(s->names[j], name) == 0;
+        if (dup)
+            continue;
+        CUptiResult why;
+        if (host_knows(probe, name, &why)) {
+            if (!(s->names[s->n] = dup_str(name))) {
+                host_deinit(probe);
+                rc = ks_fail(st, KS_ENOMEM, 0, "out of memory");
+                goto fail;
+            }
+            s->n++;
+        } else {
+            char reason[160];
+            snprintf(reason, sizeof reason, "not a metric of %s (%s)", s->chip, cupti_result_name((int)why));
+            if (add_skip(s, name, reason)) {
+                host_deinit(probe);
+                rc = ks_fail(st, KS_ENOMEM, 0, "out of memory");
+                goto fail;
+            }
+        }
+    }
+    host_deinit(probe);
+    if (s->n == 0) {
+        rc = ks_fail(st, KS_EINVAL, 0, "none of the %zu metrics exists on %s", n, s->chip);
+        goto fail;
+    }
+
+    rc = build_config(s, avail, st);
+    if (rc && rc != KS_ENOMEM) {
+        /* One bad metric spoils the list: find it, then try again. */
+        host_deinit(s->host);
+        s->host = NULL;
+        free(s->config);
+        s->config = NULL;
+        if ((rc = weed_out(s, avail, st)))
+            goto fail;
+        if (s->n == 0) {
+            rc = ks_fail(st, KS_EINVAL, 0, "none of the metrics can be configured on %s", s->chip);
+            goto fail;
+        }
+        rc = build_config(s, avail, st);
+    }
+    if (rc)
+        goto fail;
+    s->values = malloc(s->n * sizeof *s->values);
+    if (!s->values) {
+        rc = ks_fail(st, KS_ENOMEM, 0, "out of memory");
+        goto fail;
+    }
+    for (size_t i = 0; i < s->n; i++)
+        s->values[i] = NAN;
+    free(avail);
+    *out = s;
+    return KS_OK;
+fail:
+    free(avail);
+    profile_session_destroy(s);
+    return rc;
+}
+
+/* Best-effort teardown of a measurement that failed half-way. */
+static void rp_abort(CUpti_RangeProfiler_Object *obj, int in_range, int started)
+{
+    if (in_range) {
+        CUpti_RangeProfiler_PopRange_Params p;
+        memset(&p, 0, sizeof p);
+        p.structSize = CUpti_RangeProfiler_PopRange_Params_STRUCT_SIZE;
+        p.pRangeProfilerObject = obj;
+        (void)api.RPPopRange(&p);
+    }
+    if (started) {
+        CUpti_RangeProfiler_Stop_Params p;
+        memset(&p, 0, sizeof p);
+        p.structSize = CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE;
+        p.pRangeProfilerObject = obj;
+        (void)api.RPStop(&p);
+    }
+}
+
+/* Passes are bounded: a config never needs this many, and a region that
+ * keeps CUPTI from finishing must not loop forever. */
+#define MAX_PASSES 512
+
+int profile_session_measure(profile_session *s, profile_pass_fn prepare, profile_pass_fn run,
+                            void *ud, int *passes, ks_status *st)
+{
+    if (passes)
+        *passes = 0;
+    if (!s || !run)
+        return ks_fail(st, KS_EINVAL, 0, "profile_session_measure: bad arguments");
+    if (measuring)
+        return ks_fail(st, KS_EINVAL, 0, "a profiled measurement is already running (no nesting)");
+    if (cupti_act_active())
+        return ks_fail(st, KS_EINVAL, 0,
+                       "a CUPTI activity session (timing) is active; profile outside of it");
+    if (cuda_ctx_use(s->ctx, st))
+        return st->code;
+    measuring = 1;
+
+    int rc = KS_OK;
+    uint8_t *data = NULL;
+    CUptiResult r;
+    CUpti_RangeProfiler_Enable_Params en;
+    memset(&en, 0, sizeof en);
+    en.structSize = CUpti_RangeProfiler_Enable_Params_STRUCT_SIZE;
+    en.ctx = cuda_ctx_handle(s->ctx);
+    r = api.RPEnable(&en);
+    if (r != CUPTI_SUCCESS) {
+        rc = cfail(st, r, "cuptiRangeProfilerEnable");
+        measuring = 0;
+        return rc;
+    }
+    CUpti_RangeProfiler_Object *obj = en.pRangeProfilerObject;
+
+    CUpti_RangeProfiler_GetCounterDataSize_Params cs;
+    memset(&cs, 0, sizeof cs);
+    cs.structSize = CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE;
+    cs.pRangeProfilerObject = obj;
+    cs.pMetricNames = (const char **)s->names;
+    cs.numMetrics = s->n;
+    cs.maxNumOfRanges = 1;
+    cs.maxNumRangeTreeNodes = 1;
+    r = api.RPGetCounterDataSize(&cs);
+    if (r != CUPTI_SUCCESS) {
+        rc = cfail(st, r, "cuptiRangeProfilerGetCounterDataSize");
+        goto done;
+    }
+    data = calloc(1, cs.counterDataSize ? cs.counterDataSize : 1);
+    if (!data) {
+        rc = ks_fail(st, KS_ENOMEM, 0, "out of memory for the counter data image");
+        goto done;
+    }
+    CUpti_RangeProfiler_CounterDataImage_Initialize_Params ci;
+    memset(&ci, 0, sizeof ci);
+    ci.structSize = CUpti_RangeProfiler_CounterDataImage_Initialize_Params_STRUCT_SIZE;
+    ci.pRangeProfilerObject = obj;
+    ci.counterDataSize = cs.counterDataSize;
+    ci.pCounterData = data;
+    r = api.RPCounterDataImageInitialize(&ci);
+    if (r != CUPTI_SUCCESS) {
+        rc = cfail(st, r, "cuptiRangeProfilerCounterDataImageInitialize");
+        goto done;
+    }
+
+    CUpti_RangeProfiler_SetConfig_Params sc;
+    memset(&sc, 0, sizeof sc);
+    sc.structSize = CUpti_RangeProfiler_SetConfig_Params_STRUCT_SIZE;
+    sc.pRangeProfilerObject = obj;
+    sc.configSize = s->config_size;
+    sc.pConfig = s->config;
+    sc.counterDataImageSize = cs.counterDataSize;
+    sc.pCounterDataImage = data;
+    sc.range = CUPTI_UserRange;
+    sc.replayMode = CUPTI_UserReplay;
+    sc.maxRangesPerPass = 1;
+    sc.numNestingLevels = 1;
+    sc.minNestingLevel = 1;
+    sc.passIndex = 0;
+    sc.targetNestingLevel = 1;
+    r = api.RPSetConfig(&sc);
+    if (r != CUPTI_SUCCESS) {
+        rc = cfail(st, r, "cuptiRangeProfilerSetConfig");
+        goto done;
+    }
+
+    int pass = 0;
+    for (;;) {
+        if (pass >= MAX_PASSES) {
+            rc = ks_fail(st, KS_EUNSUPPORTED, 0, "CUPTI did not finish after %d passes", MAX_PASSES);
+            goto done;
+        }
+        /* The pass's own preparation (copies, memsets, an L2 flush) must be
+         * finished before the range starts, so none of it is counted. */
+        if (prepare && ((rc = prepare(ud, pass, st)) || (rc = cuda_ctx_sync(s->ctx, st))))
+            goto done;
+        CUpti_RangeProfiler_Start_Params sp;
+        memset(&sp, 0, sizeof sp);
+        sp.structSize = CUpti_RangeProfiler_Start_Params_STRUCT_SIZE;
+        sp.pRangeProfilerObject = obj;
+        r = api.RPStart(&sp);
+        if (r != CUPTI_SUCCESS) {
+            rc = cfail(st, r, "cuptiRangeProfilerStart");
+            goto done;
+        }
+        CUpti_RangeProfiler_PushRange_Params pr;
+        memset(&pr, 0, sizeof pr);
+        pr.structSize = CUpti_RangeProfiler_PushRange_Params_STRUCT_SIZE;
+        pr.pRangeProfilerObject = obj;
+        pr.pRangeName = "klab";
+        r = api.RPPushRange(&pr);
+        if (r != CUPTI_SUCCESS) {
+            rp_abort(obj, 0, 1);
+            rc = cfail(st, r, "cuptiRangeProfilerPushRange");
+            goto done;
+        }
+        if ((rc = run(ud, pass, st))) {
+            /* The region's work may still be queued: wait for it (ignoring a
+             * second failure) so teardown does not race it. */
+            ks_status ignored;
+            ks_clear(&ignored);
+            (void)cuda_ctx_sync(s->ctx, &ignored);
+            rp_abort(obj, 1, 1);
+            goto done;
+        }
+        if ((rc = cuda_ctx_sync(s->ctx, st))) {
+            rp_abort(obj, 1, 1);
+            goto done;
+        }
+        CUpti_RangeProfiler_PopRange_Params pp;
+        memset(&pp, 0, sizeof pp);
+        pp.structSize = CUpti_RangeProfiler_PopRange_Params_STRUCT_SIZE;
+        pp.pRangeProfilerObject = obj;
+        r = api.RPPopRange(&pp);
+        if (r != CUPTI_SUCCESS) {
+            rp_abort(obj, 0, 1);
+            rc = cfail(st, r, "cuptiRangeProfilerPopRange");
+            goto done;
+        }
+        CUpti_RangeProfiler_Stop_Params so;
+        memset(&so, 0, sizeof so);
+        so.structSize = CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE;
+        so.pRangeProfilerObject = obj;
+        r = api.RPStop(&so);
+        if (r != CUPTI_SUCCESS) {
+            rc = cfail(st, r, "cuptiRangeProfilerStop");
+            goto done;
+        }
+        pass++;
+        if (so.isAllPassSubmitted)
+            break;
+    }
+    if (passes)
+        *passes = pass;
+
+    CUpti_RangeProfiler_DecodeData_Params dd;
+    memset(&dd, 0, sizeof dd);
+    dd.structSize = CUpti_RangeProfiler_DecodeData_Params_STRUCT_SIZE;
+    dd.pRangeProfilerObject = obj;
+    r = api.RPDecodeData(&dd);
+    if (r != CUPTI_SUCCESS) {
+        rc = cfail(st, r, "cuptiRangeProfilerDecodeData");
+        goto done;
+    }
+    CUpti_RangeProfiler_GetCounterDataInfo_Params di;
+    memset(&di, 0, sizeof di);
+    di.structSize = CUpti_RangeProfiler_GetCounterDataInfo_Params_STRUCT_SIZE;
+    di.pCounterDataImage = data;
+    di.counterDataImageSize = cs.counterDataSize;
+    r = api.RPGetCounterDataInfo(&di);
+    if (r != CUPTI_SUCCESS) {
+        rc = cfail(st, r, "cuptiRangeProfilerGetCounterDataInfo");
+        goto done;
+    }
+    if (di.numTotalRanges < 1) {
+        rc = ks_fail(st, KS_ENOTFOUND, 0, "the profiler recorded no range (%zu dropped)",
+                     dd.numOfRangeDropped);
+        goto done;
+    }
+    ph_eval_params ev;
+    memset(&ev, 0, sizeof ev);
+    ev.structSize = PH_SIZE(ph_eval_params, pMetricValues);
+    ev.pHostObject = s->host;
+    ev.pCounterDataImage = data;
+    ev.counterDataImageSize = cs.counterDataSize;
+    ev.rangeIndex = 0;
+    ev.ppMetricNames = (const char **)s->names;
+    ev.numMetrics = s->n;
+    ev.pMetricValues = s->values;
+    for (size_t i = 0; i < s->n; i++)
+        s->values[i] = NAN;
+    r = api.HostEvaluateToGpuValues(&ev);
+    if (r != CUPTI_SUCCESS) {
+        for (size_t i = 0; i < s->n; i++)
+            s->values[i] = NAN;
+        rc = cfail(st, r, "cuptiProfilerHostEvaluateToGpuValues");
+        goto done;
+    }
+
+done:;
+    CUpti_RangeProfiler_Disable_Params dp;
+    memset(&dp, 0, sizeof dp);
+    dp.structSize = CUpti_RangeProfiler_Disable_Params_STRUCT_SIZE;
+    dp.pRangeProfilerObject = obj;
+    r = api.RPDisable(&dp);
+    if (r != CUPTI_SUCCESS && rc == KS_OK)
+        rc = cfail(st, r, "cuptiRangeProfilerDisable");
+    free(data);
+    measuring = 0;
+    return rc;
+}
+
+const char *profile_session_chip(const profile_session *s) { return s ? s->chip : ""; }
+size_t profile_session_count(const profile_session *s) { return s ? s->n : 0; }
+int profile_session_passes(const profile_session *s) { return s ? s->passes : 0; }
+
+const char *profile_session_name(const profile_session *s, size_t i)
+{
+    return s && i < s->n ? s->names[i] : NULL;
+}
+
+double profile_session_value(const profile_session *s, size_t i)
+{
+    return s && i < s->n ? s->values[i] : NAN;
+}
+
+size_t profile_session_skipped(const profile_session *s) { return s ? s->nskip : 0; }
+
+const char *profile_session_skipped_name(const profile_session *s, size_t i)
+{
+    return s && i < s->nskip ? s->skip_names[i] : NULL;
+}
+
+const char *profile_session_skipped_reason(const profile_session *s, size_t i)
+{
+    return s && i < s->nskip ? s->skip_reasons[i] : NULL;
+}
+
+/* ---- occupancy ---- */
+
+int profile_occupancy(cuda_ctx *c, CUfunction f, int threads, size_t dyn_smem, int *blocks,
+                      ks_status *st)
+{
+    *blocks = 0;
+    if (!c || !f || threads <= 0)
+        return ks_fail(st, KS_EINVAL, 0, "profile_occupancy: bad arguments");
+    CUresult (*fn)(int *, CUfunction, int, size_t) = NULL;
+    if (cuda_proc("cuOccupancyMaxActiveBlocksPerMultiprocessor", CUDA_VERSION, (void **)&fn, st))
+        return st->code;
+    if (cuda_ctx_use(c, st))
+        return st->code;
+    int n = 0;
+    CUresult r = fn(&n, f, threads, dyn_smem);
+    if (r != CUDA_SUCCESS)
+        return cuda_fail(st, (int)r, "cuOccupancyMaxActiveBlocksPerMultiprocessor");
+    *blocks = n;
+    return KS_OK;
+}

@@ -1,0 +1,690 @@
+/*
+ * timing.c: see timing.h and docs/timing.md.
+ */
+#include "measure/timing.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cudaTypedefs.h>
+
+#include "driver/dynlib.h"
+
+/* ---- names and defaults ---- */
+
+const char *timing_method_name(int m)
+{
+    switch (m) {
+    case TIMING_AUTO: return "auto";
+    case TIMING_CUPTI: return "cupti";
+    case TIMING_EVENTS: return "events";
+    }
+    return "unknown";
+}
+
+int timing_method_parse(const char *s)
+{
+    if (!s)
+        return -1;
+    if (strcmp(s, "auto") == 0)
+        return TIMING_AUTO;
+    if (strcmp(s, "cupti") == 0)
+        return TIMING_CUPTI;
+    if (strcmp(s, "events") == 0)
+        return TIMING_EVENTS;
+    return -1;
+}
+
+void timing_opts_default(timing_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->warmup = 3;
+    o->min_samples = 10;
+    o->max_samples = 1000;
+    o->budget_s = 10.0;
+    o->target_ci = 0.005;
+    o->confidence = 0.95;
+    o->method = TIMING_AUTO;
+}
+
+void timing_result_free(timing_result *r)
+{
+    if (!r)
+        return;
+    for (size_t i = 0; i < 2; i++) {
+        free(r->t[i].samples_us);
+        free(r->t[i].event_us);
+        r->t[i].samples_us = r->t[i].event_us = NULL;
+    }
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* ---- NVML (optional) ---- */
+
+/* The few NVML declarations used (nvml.h is not part of the toolkit
+ * headers klab builds against). */
+typedef struct nvml_dev_s *nvml_dev;
+enum { NVML_OK = 0, NVML_CLOCK_SM_ = 1 };
+
+static const char *const nvml_names[] = {"libnvidia-ml.so.1", NULL};
+static const dynlib_desc dynlib_nvml = {"nvml", "KLAB_NVML", nvml_names, NULL};
+
+static struct {
+    pthread_mutex_t mu;
+    int tried;
+    int rc;                 /* ks_code of the load */
+    char msg[KS_MSG_MAX];
+    int (*init)(void);
+    int (*by_uuid)(const char *, nvml_dev *);
+    int (*clock)(nvml_dev, int, unsigned *);
+    int (*reasons)(nvml_dev, unsigned long long *);
+    const char *(*error_string)(int);
+} nvml = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+static int nvml_load(ks_status *st)
+{
+    pthread_mutex_lock(&nvml.mu);
+    if (!nvml.tried) {
+        nvml.tried = 1;
+        ks_status s;
+        ks_clear(&s);
+        const dynlib *lib = dynlib_get(&dynlib_nvml, &s);
+        if (lib && !dynlib_sym(lib, "nvmlInit_v2", (void **)&nvml.init, &s) &&
+            !dynlib_sym(lib, "nvmlDeviceGetHandleByUUID", (void **)&nvml.by_uuid, &s) &&
+            !dynlib_sym(lib, "nvmlDeviceGetClockInfo", (void **)&nvml.clock, &s)) {
+            /* Renamed in newer drivers; either will do, neither is needed. */
+            ks_status ignore;
+            if (dynlib_sym(lib, "nvmlDeviceGetCurrentClocksEventReasons", (void **)&nvml.reasons,
+                           &ignore))
+                dynlib_sym(lib, "nvmlDeviceGetCurrentClocksThrottleReasons",
+                           (void **)&nvml.reasons, &ignore);
+            dynlib_sym(lib, "nvmlErrorString", (void **)&nvml.error_string, &ignore);
+            int r = nvml.init();
+            if (r != NVML_OK)
+                ks_fail(&s, KS_EUNSUPPORTED, r, "nvmlInit_v2 failed (%d)", r);
+        }
+        nvml.rc = s.code;
+        snprintf(nvml.msg, sizeof nvml.msg, "%s", s.msg);
+    }
+    int rc = nvml.rc;
+    if (rc)
+        ks_fail(st, rc, 0, "%s", nvml.msg);
+    pthread_mutex_unlock(&nvml.mu);
+    return rc;
+}
+
+int timing_sm_clock(int ordinal, int *mhz, unsigned long long *reasons, ks_status *st)
+{
+    *mhz = -1;
+    if (reasons)
+        *reasons = 0;
+    if (nvml_load(st))
+        return st->code;
+    cuda_props p;
+    if (cuda_device_props(ordinal, &p, st))
+        return st->code;
+    nvml_dev d = NULL;
+    int r = nvml.by_uuid(p.uuid_str, &d);
+    if (r != NVML_OK)
+        return ks_fail(st, KS_EUNSUPPORTED, r, "nvmlDeviceGetHandleByUUID(%s): %s", p.uuid_str,
+                       nvml.error_string ? nvml.error_string(r) : "error");
+    unsigned v = 0;
+    r = nvml.clock(d, NVML_CLOCK_SM_, &v);
+    if (r != NVML_OK)
+        return ks_fail(st, KS_EUNSUPPORTED, r, "nvmlDeviceGetClockInfo: %s",
+                       nvml.error_string ? nvml.error_string(r) : "error");
+    *mhz = (int)v;
+    if (reasons && nvml.reasons) {
+        unsigned long long bits = 0;
+        if (nvml.reasons(d, &bits) == NVML_OK)
+            *reasons = bits;
+    }
+    return KS_OK;
+}
+
+/* ---- checking one sample's records ---- */
+
+/* Adds a record to an aggregation table. */
+static void seen_add(timing_seen *seen, size_t *nseen, unsigned long *overflow,
+                     const cupti_act_rec *rec, uint32_t stream_id)
+{
+    for (size_t i = 0; i < *nseen; i++) {
+        timing_seen *s = &seen[i];
+        if (s->kind == rec->kind && s->stream_id == rec->stream_id &&
+            strcmp(s->name, rec->name) == 0) {
+            s->count++;
+            return;
+        }
+    }
+    if (*nseen >= TIMING_SEEN_MAX) {
+        (*overflow)++;
+        return;
+    }
+    timing_seen *s = &seen[(*nseen)++];
+    memset(s, 0, sizeof *s);
+    s->kind = rec->kind;
+    memcpy(s->name, rec->name, sizeof s->name);
+    s->stream_id = rec->stream_id;
+    s->klab_stream = rec->stream_id == stream_id;
+    s->count = 1;
+}
+
+/* Appends "; text" (or "text" first) to why, truncating. */
+static void why_add(char *why, size_t n, const char *text)
+{
+    if (!why || n == 0)
+        return;
+    size_t len = strlen(why);
+    if (len + 1 >= n)
+        return;
+    snprintf(why + len, n - len, "%s%s", len ? "; " : "", text);
+}
+
+/* Is r the L2 flush of this sample? (a memset of exactly flush_bytes on
+ * klab's stream; only the first such record counts) */
+static int is_flush(const cupti_act_rec *r, uint32_t stream_id, uint32_t context_id,
+                    size_t flush_bytes)
+{
+    return flush_bytes > 0 && r->kind == CUPTI_ACT_MEMSET && r->stream_id == stream_id &&
+           r->context_id == context_id && r->bytes == flush_bytes;
+}
+
+int timing_check_records(const cupti_act_list *recs, int planned, uint32_t stream_id,
+                         uint32_t context_id, size_t flush_bytes, double *us,
+                         char *why, size_t n, ks_status *st)
+{
+    if (why && n)
+        why[0] = 0;
+    *us = NAN;
+    if (recs->dropped)
+        return ks_fail(st, KS_EPROTO, 0,
+                       "CUPTI dropped %llu activity records: the run cannot be verified",
+                       (unsigned long long)recs->dropped);
+    int flush_seen = 0, offences = 0;
+    long kernels = 0;
+    uint64_t first = UINT64_MAX, last = 0;
+    char line[CUPTI_ACT_NAME_MAX + 160];
+    for (size_t i = 0; i < recs->n; i++) {
+        const cupti_act_rec *r = &recs->v[i];
+        if (!flush_seen && is_flush(r, stream_id, context_id, flush_bytes)) {
+            flush_seen = 1;
+            continue;
+        }
+        int ours = r->stream_id == stream_id && r->context_id == context_id;
+        if (r->kind == CUPTI_ACT_KERNEL) {
+            if (!ours) {
+                offences++;
+                snprintf(line, sizeof line, "kernel %s on stream %u (context %u), not klab's stream %u",
+                         r->name[0] ? r->name : "?", r->stream_id, r->context_id, stream_id);
+                why_add(why, n, line);
+                continue;
+            }
+            if (r->device_launched) {
+                offences++;
+                snprintf(line, sizeof line, "kernel %s was launched from the device",
+                         r->name[0] ? r->name : "?");
+                why_add(why, n, line);
+                continue;
+            }
+            if (r->start == 0 || r->end < r->start)
+                return ks_fail(st, KS_EPROTO, 0,
+                               "CUPTI record of kernel %s has incomplete timestamps (%llu..%llu)",
+                               r->name, (unsigned long long)r->start,
+                               (unsigned long long)r->end);
+            kernels++;
+            if (r->start < first)
+                first = r->start;
+            if (r->end > last)
+                last = r->end;
+        } else if (planned < 0 && ours) {
+            /* A library call may clear or copy on its own stream. */
+            continue;
+        } else {
+            offences++;
+            snprintf(line, sizeof line, "%s of %llu bytes on stream %u%s",
+                     cupti_act_kind_name(r->kind), (unsigned long long)r->bytes, r->stream_id,
+                     ours ? " (klab's stream)" : "");
+            why_add(why, n, line);
+        }
+    }
+    if (planned >= 0 && kernels != planned) {
+        offences++;
+        snprintf(line, sizeof line, "%ld kernel launch%s on klab's stream, %d planned", kernels,
+                 kernels == 1 ? "" : "es", planned);
+        why_add(why, n, line);
+    }
+    if (offences)
+        return ks_fail(st, KS_EREJECT, 0, "unexpected launches: %s", why ? why : "");
+    if (kernels == 0)
+        return ks_fail(st, KS_EPROTO, 0, "CUPTI recorded no kernel on klab's stream for this run");
+    *us = (double)(last - first) / 1000.0;
+    return KS_OK;
+}
+
+/* ---- the measurement ---- */
+
+typedef struct run_state {
+    cuda_ctx *c;
+    const timing_opts *o;
+    timing_result *r;
+    const timing_target *tg[2];
+    size_t nt;
+    CUstream stream;
+    CUevent e0, e1;
+    CUdeviceptr flush;       /* the buffer flushed */
+    size_t flush_bytes;      /* 0: no flush */
+    PFN_cuMemsetD32Async_v3020 memset_async;
+    unsigned flush_value;
+    int cupti;               /* 1 when CUPTI records are used */
+    uint32_t ctx_id, stream_id;
+    cupti_act_list recs;
+    double *sorted[2];       /* sorted copies of samples for the stop rule */
+} run_state;
+
+static int flush_l2(run_state *s, ks_status *st)
+{
+    if (!s->flush_bytes)
+        return KS_OK;
+    /* A different value each time: a real write of every line. */
+    CUresult cr = s->memset_async(s->flush, ++s->flush_value, s->flush_bytes / 4, s->stream);
+    if (cr != CUDA_SUCCESS)
+        return cuda_fail(st, (int)cr, "cuMemsetD32Async (L2 flush)");
+    return KS_OK;
+}
+
+/* After klab's own hooks ran: waits for their GPU work, and with CUPTI
+ * discards its records (they belong to no timed run). */
+static int after_hooks(run_state *s, ks_status *st)
+{
+    if (cuda_ctx_sync(s->c, st))
+        return st->code;
+    if (!s->cupti)
+        return KS_OK;
+    cupti_act_list_clear(&s->recs);
+    int rc = cupti_act_collect(&s->recs, st);
+    cupti_act_list_clear(&s->recs);
+    return rc;
+}
+
+/* One run of target i: flush, events, run, sync, records. `sample` is the
+ * sample index, or -1 - k for warm-up run k. On success *us (CUPTI or
+ * events) and *ev_us (events) hold the durations. */
+static int one_run(run_state *s, size_t i, long sample, double *us, double *ev_us, ks_status *st)
+{
+    const timing_target *t = s->tg[i];
+    timing_result *r = s->r;
+    int planned = 0;
+    if (flush_l2(s, st))
+        return st->code;
+    if (cuda_event_record(s->c, s->e0, s->stream, st))
+        return st->code;
+    int rc = t->run(t->user, s->stream, &planned, st);
+    if (rc) {
+        /* Let whatever was enqueued finish before anyone reuses buffers. */
+        ks_status ignore;
+        cuda_ctx_sync(s->c, &ignore);
+        return rc;
+    }
+    if (planned == 0)
+        return ks_fail(st, KS_EINVAL, 0, "%s: the run planned no kernel launch",
+                       t->label ? t->label : "target");
+    r->t[i].planned = planned;
+    if (cuda_event_record(s->c, s->e1, s->stream, st))
+        return st->code;
+    /* The whole context: work on any other stream finishes inside this
+     * sample and is attributed to it. */
+    if (cuda_ctx_sync(s->c, st))
+        return st->code;
+    float ms = 0;
+    if (cuda_event_elapsed(s->c, s->e0, s->e1, &ms, st))
+        return st->code;
+    *ev_us = (double)ms * 1000.0;
+    if (!s->cupti) {
+        *us = *ev_us;
+        return KS_OK;
+    }
+    cupti_act_list_clear(&s->recs);
+    if (cupti_act_collect(&s->recs, st))
+        return st->code;
+    r->dropped += s->recs.dropped;
+    for (size_t k = 0, flushed = 0; k < s->recs.n; k++) {
+        const cupti_act_rec *rec = &s->recs.v[k];
+        if (!flushed && is_flush(rec, s->stream_id, s->ctx_id, s->flush_bytes)) {
+            flushed = 1;
+            continue;
+        }
+        seen_add(r->seen, &r->nseen, &r->seen_overflow, rec, s->stream_id);
+    }
+    char why[KS_MSG_MAX - 32];
+    rc = timing_check_records(&s->recs, planned, s->stream_id, s->ctx_id, s->flush_bytes, us,
+                              why, sizeof why, st);
+    if (rc == KS_EREJECT) {
+        r->unexpected = 1;
+        r->unexpected_target = (int)i;
+        r->unexpected_sample = sample;
+        snprintf(r->unexpected_why, sizeof r->unexpected_why, "%s", why);
+        snprintf(r->stop_reason, sizeof r->stop_reason, "unexpected_launches");
+        char where[64];
+        if (sample < 0)
+            snprintf(where, sizeof where, "warm-up run %ld", -1 - sample);
+        else
+            snprintf(where, sizeof where, "sample %ld", sample);
+        return ks_fail(st, KS_EREJECT, 0, "unexpected launches in %s of %s: %s", where,
+                       t->label ? t->label : "target", why);
+    }
+    return rc;
+}
+
+/* Chooses the method, starting CUPTI when it is used. */
+static int setup_method(run_state *s, ks_status *st)
+{
+    timing_result *r = s->r;
+    if (s->o->method == TIMING_EVENTS) {
+        r->method = TIMING_EVENTS;
+        return KS_OK;
+    }
+    ks_status cs;
+    ks_clear(&cs);
+    int rc = cupti_act_start(&cs);
+    if (rc == KS_OK) {
+        CUcontext h = cuda_ctx_handle(s->c);
+        rc = cupti_act_context_id(h, &s->ctx_id, &cs);
+        if (!rc)
+            rc = cupti_act_stream_id(h, s->stream, &s->stream_id, &cs);
+        if (rc) {
+            ks_status ignore;
+            cupti_act_stop(&ignore);
+        }
+    }
+    if (rc == KS_OK) {
+        s->cupti = 1;
+        r->method = TIMING_CUPTI;
+        r->launch_checked = 1;
+        r->stream_id = s->stream_id;
+        return KS_OK;
+    }
+    if (s->o->method == TIMING_CUPTI) {
+        *st = cs;
+        return rc;
+    }
+    r->method = TIMING_EVENTS;
+    snprintf(r->fallback, sizeof r->fallback, "%s", cs.msg);
+    return KS_OK;
+}
+
+static int validate(const timing_target *const *tg, size_t nt, const timing_opts *o,
+                    ks_status *st)
+{
+    for (size_t i = 0; i < nt; i++)
+        if (!tg[i] || !tg[i]->run)
+            return ks_fail(st, KS_EINVAL, 0, "timing: target %zu has no run function", i + 1);
+    if (!o)
+        return ks_fail(st, KS_EINVAL, 0, "timing: options are required");
+    if (o->method != TIMING_AUTO && o->method != TIMING_CUPTI && o->method != TIMING_EVENTS)
+        return ks_fail(st, KS_EINVAL, 0, "timing: unknown method %d", o->method);
+    if (o->max_samples < 1)
+        return ks_fail(st, KS_EINVAL, 0, "timing: max_samples must be at least 1");
+    if (o->max_samples > 10000000)
+        return ks_fail(st, KS_EINVAL, 0, "timing: max_samples %zu is too large", o->max_samples);
+    if (o->min_samples > o->max_samples)
+        return ks_fail(st, KS_EINVAL, 0, "timing: min_samples %zu exceeds max_samples %zu",
+                       o->min_samples, o->max_samples);
+    if (o->warmup < 0 || o->warmup > 100000)
+        return ks_fail(st, KS_EINVAL, 0, "timing: warmup must be in 0..100000");
+    if (!(o->confidence > 0 && o->confidence < 1))
+        return ks_fail(st, KS_EINVAL, 0, "timing: confidence must be in (0, 1)");
+    if (o->flush_bytes % 4)
+        return ks_fail(st, KS_EINVAL, 0, "timing: flush_bytes must be a multiple of 4");
+    if (o->flush_buf % 4)
+        return ks_fail(st, KS_EINVAL, 0, "timing: the flush buffer must be 4-byte aligned");
+    if (o->flush_buf && !o->flush_bytes && !o->no_flush)
+        return ks_fail(st, KS_EINVAL, 0, "timing: a flush buffer needs flush_bytes");
+    return KS_OK;
+}
+
+static void finish_series(timing_result *r, size_t i, const timing_opts *o,
+                          const timing_target *t)
+{
+    timing_series *ts = &r->t[i];
+    stats_summarize(ts->samples_us, ts->n, o->confidence, &ts->stats);
+    if (ts->event_us)
+        stats_summarize(ts->event_us, ts->n, o->confidence, &ts->event_stats);
+    if (t->flops > 0 && ts->n && ts->stats.median > 0) {
+        ts->tflops = t->flops / (ts->stats.median * 1e-6) / 1e12;
+        if (o->peak_tflops > 0)
+            ts->frac_peak = ts->tflops / o->peak_tflops;
+    }
+}
+
+static int measure_n(cuda_ctx *c, const timing_target *const *tg, size_t nt,
+                     const timing_opts *o, timing_result *r, ks_status *st)
+{
+    if (!r)
+        return ks_fail(st, KS_EINVAL, 0, "timing: a result is required");
+    memset(r, 0, sizeof *r);
+    r->clock_before_mhz = r->clock_after_mhz = -1;
+    r->unexpected_sample = -1;
+    r->t[0].first_failed_sample = r->t[1].first_failed_sample = -1;
+    snprintf(r->clock_source, sizeof r->clock_source, "unknown");
+    r->ntargets = nt;
+    if (validate(tg, nt, o, st))
+        return st->code;
+    if (cuda_load(st))
+        return st->code;
+    if (!c)
+        return ks_fail(st, KS_EINVAL, 0, "timing: a CUDA context is required");
+    if (cuda_ctx_use(c, st))
+        return st->code;
+
+    run_state s;
+    memset(&s, 0, sizeof s);
+    s.c = c;
+    s.o = o;
+    s.r = r;
+    s.nt = nt;
+    s.stream = o->stream;
+    for (size_t i = 0; i < nt; i++) {
+        s.tg[i] = tg[i];
+        snprintf(r->t[i].label, sizeof r->t[i].label, "%s",
+                 tg[i]->label ? tg[i]->label : (i ? "baseline" : "candidate"));
+    }
+    r->warmup = o->warmup;
+    int rc = KS_OK;
+    int own_flush = 0, events = 0;
+
+    /* The L2 flush buffer: at least twice the L2, so that no line of the
+     * timed run's data survives it. */
+    if (!o->no_flush) {
+        cuda_props p;
+        if (cuda_device_props(cuda_ctx_ordinal(c), &p, st))
+            return st->code;
+        size_t need = 2 * (size_t)(p.l2_bytes > 0 ? p.l2_bytes : 0);
+        need = (need + 3) & ~(size_t)3;
+        s.flush_bytes = o->flush_bytes ? o->flush_bytes : need;
+        if (s.flush_bytes < need)
+            return ks_fail(st, KS_EINVAL, 0,
+                           "timing: flush_bytes %zu is less than twice the L2 (%d bytes)",
+                           s.flush_bytes, p.l2_bytes);
+        if (s.flush_bytes == 0)
+            s.flush_bytes = 4;
+        if (cuda_proc("cuMemsetD32Async", CUDA_VERSION, (void **)&s.memset_async, st))
+            return st->code;
+        if (o->flush_buf) {
+            s.flush = o->flush_buf;
+        } else {
+            if (cuda_mem_alloc(c, s.flush_bytes, &s.flush, st))
+                return st->code;
+            own_flush = 1;
+        }
+        r->flush_bytes = s.flush_bytes;
+    }
+
+    for (size_t i = 0; i < nt; i++) {
+        r->t[i].samples_us = malloc(o->max_samples * sizeof(double));
+        s.sorted[i] = malloc(o->max_samples * sizeof(double));
+        if (!r->t[i].samples_us || !s.sorted[i]) {
+            rc = ks_fail(st, KS_ENOMEM, 0, "timing: out of memory for %zu samples",
+                         o->max_samples);
+            goto out;
+        }
+    }
+    if ((rc = cuda_event_create(c, &s.e0, st)) != KS_OK)
+        goto out;
+    events = 1;
+    if ((rc = cuda_event_create(c, &s.e1, st)) != KS_OK) {
+        events = 2;
+        goto out;
+    }
+    events = 3;
+
+    /* Nothing of earlier work may land in our first sample. */
+    if ((rc = cuda_ctx_sync(c, st)) != KS_OK)
+        goto out;
+    if ((rc = setup_method(&s, st)) != KS_OK)
+        goto out;
+    if (s.cupti) {
+        for (size_t i = 0; i < nt; i++) {
+            r->t[i].event_us = malloc(o->max_samples * sizeof(double));
+            if (!r->t[i].event_us) {
+                rc = ks_fail(st, KS_ENOMEM, 0, "timing: out of memory");
+                goto out;
+            }
+        }
+    }
+
+    {
+        ks_status cs;
+        ks_clear(&cs);
+        if (timing_sm_clock(cuda_ctx_ordinal(c), &r->clock_before_mhz, &r->throttle_before,
+                            &cs) == KS_OK)
+            snprintf(r->clock_source, sizeof r->clock_source, "nvml");
+    }
+
+    /* Warm-up: the same steps, checked, discarded. */
+    for (int k = 0; k < o->warmup; k++) {
+        for (size_t i = 0; i < nt; i++) {
+            double us, ev;
+            if ((rc = one_run(&s, i, -1 - (long)k, &us, &ev, st)) != KS_OK)
+                goto out;
+        }
+    }
+
+    stats_stop_rule rule = {
+        .min_samples = o->min_samples,
+        .max_samples = o->max_samples,
+        .budget_s = o->budget_s,
+        .target_rel_hw = o->target_ci,
+        .confidence = o->confidence,
+    };
+    int hooks = o->before || o->check;
+    double t0 = now_s();
+    stats_stop why = STATS_CONTINUE;
+    int check_failed = 0;
+    for (size_t n = 0; why == STATS_CONTINUE && !check_failed; n++) {
+        /* One round: every target once (ABAB... with two). */
+        for (size_t i = 0; i < nt; i++) {
+            int check = 0;
+            if (o->before && (rc = o->before(o->hook_user, (int)i, n, &check, st)) != KS_OK)
+                goto out;
+            if (hooks && (rc = after_hooks(&s, st)) != KS_OK)
+                goto out;
+            double us = 0, ev = 0;
+            if ((rc = one_run(&s, i, (long)n, &us, &ev, st)) != KS_OK)
+                goto out;
+            timing_series *ts = &r->t[i];
+            ts->samples_us[ts->n] = us;
+            if (ts->event_us)
+                ts->event_us[ts->n] = ev;
+            stats_insert_sorted(s.sorted[i], ts->n, us);
+            ts->n++;
+            if (check && o->check) {
+                int ok = 0;
+                if ((rc = o->check(o->hook_user, (int)i, n, &ok, st)) != KS_OK)
+                    goto out;
+                ts->checks++;
+                if (!ok) {
+                    if (ts->check_failures++ == 0)
+                        ts->first_failed_sample = (long)n;
+                    check_failed = 1;
+                }
+            }
+        }
+        /* Stop when every target's rule says so; the counts stay equal, so
+         * the caps hit all targets together. */
+        double el = now_s() - t0;
+        stats_stop all = STATS_STOP_CONVERGED;
+        for (size_t i = 0; i < nt; i++) {
+            stats_stop w = stats_should_stop(&rule, s.sorted[i], r->t[i].n, el, NULL);
+            if (w == STATS_CONTINUE) {
+                all = STATS_CONTINUE;
+                break;
+            }
+            if (w != STATS_STOP_CONVERGED)
+                all = w;
+        }
+        why = all;
+    }
+    r->wall_s = now_s() - t0;
+    snprintf(r->stop_reason, sizeof r->stop_reason, "%s",
+             check_failed ? "check_failed" : stats_stop_name(why));
+    rc = KS_OK;
+
+out:
+    if (rc != KS_OK && !r->stop_reason[0])
+        snprintf(r->stop_reason, sizeof r->stop_reason, "error");
+    if (s.cupti) {
+        ks_status ignore;
+        cupti_act_stop(&ignore);
+    }
+    {
+        ks_status cs;
+        ks_clear(&cs);
+        if (timing_sm_clock(cuda_ctx_ordinal(c), &r->clock_after_mhz, &r->throttle_after, &cs) ==
+            KS_OK)
+            snprintf(r->clock_source, sizeof r->clock_source, "nvml");
+    }
+    for (size_t i = 0; i < nt; i++) {
+        finish_series(r, i, o, tg[i]);
+        free(s.sorted[i]);
+    }
+    if (nt == 2 && r->t[0].n && r->t[1].n && r->t[0].stats.median > 0)
+        r->speedup = r->t[1].stats.median / r->t[0].stats.median;
+    {
+        /* Cleanup must not overwrite the first failure's status. */
+        ks_status ignore;
+        if (events >= 1)
+            cuda_event_destroy(c, s.e0, &ignore);
+        if (events >= 3)
+            cuda_event_destroy(c, s.e1, &ignore);
+        if (own_flush) {
+            cuda_ctx_sync(c, &ignore);
+            cuda_mem_free(c, s.flush, &ignore);
+        }
+    }
+    cupti_act_list_free(&s.recs);
+    return rc;
+}
+
+int timing_measure(cuda_ctx *c, const timing_target *target, const timing_opts *o,
+                   timing_result *r, ks_status *st)
+{
+    const timing_target *tg[1] = {target};
+    return measure_n(c, tg, 1, o, r, st);
+}
+
+int timing_measure2(cuda_ctx *c, const timing_target *candidate, const timing_target *baseline,
+                    const timing_opts *o, timing_result *r, ks_status *st)
+{
+    const timing_target *tg[2] = {candidate, baseline};
+    return measure_n(c, tg, 2, o, r, st);
+}

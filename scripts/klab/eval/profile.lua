@@ -1,0 +1,959 @@
+-- klab.eval.profile: which instructions a candidate executed, tensor FLOPs by
+-- path, and a compact performance profile for feedback (docs/profile.md).
+--
+-- The analysis is pure Lua and works on plain tables (tested without a
+-- GPU); the measurements come from klab.prof (CUPTI Range Profiler, SASS
+-- listings, SASS metrics), whose entry points are re-exported here.
+--
+--   profile.stage(ctx, run, task, arch, opts)  -> stage table (never raises)
+--       The evaluation's instruction stage: one profiled region (never
+--       timed) around the planned launches. run(pass) makes the launches;
+--       opts.prepare(pass) restores inputs / poisons outputs before each
+--       replay pass, outside the profiled range. See M.stage below.
+--   profile.summarize(stage, {duration_us=, source=})  -> profile, text
+--       Adds the duration from activity records (the timing stage) and
+--       rebuilds the profile and its text. Never from a profiled run.
+--   profile.aggregate(values, chip [, rows])   -> roles {["inst.wgmma"]=n, ...}
+--   profile.families(roles, targets, chip)     -> {wgmma={status=, executed=, count=, reason=}, ...}
+--   profile.flops(roles, task_flops, chip)     -> {hgmma=, hmma=, utc=, tensor=, other=, task=, frac={...}}
+--   profile.verdict(stage, opts)               -> "target_not_executed", reason | nil
+--   profile.over_kernels(roles, role [, kernel_ns]) -> an "of elapsed" percentage over the kernels' span
+--   profile.compact(roles, info)               -> profile table (figures and signals)
+--   profile.text(p)                            -> short text a prompt can include
+--   profile.THRESHOLDS, profile.FAMILIES
+--   profile.sanitize(task, candidate, opts)    -> compute-sanitizer memcheck stage (subprocess)
+--   profile.nvidia_tool(name, env_var)         -> path of ncu / compute-sanitizer, or nil
+--   profile.sass_static(cubin, targets)        -> static SASS census (nvdisasm; no GPU needed)
+--   profile.sass_static_start(cubin, targets)  -> finish() giving the same, the tool running meanwhile
+--   profile.available(), profile.new(ctx, opts), profile.sass_census(cubin),
+--   profile.sass_parse(text), profile.metric_table(), ...   (klab.prof)
+
+local ok_c, C = pcall(require, "klab.prof")
+if not ok_c then C = nil end
+
+local M = {}
+
+local ok_sys, sys = pcall(require, "klab.sys")
+local now = ok_sys and sys.now or os.clock
+
+-- ---- thresholds (stated in the text and in docs/profile.md) -------------
+
+M.THRESHOLDS = {
+  busy_pct = 60,           -- memory-/compute-bound: that throughput >= 60% of peak and above the other
+  low_occupancy_pct = 25,  -- achieved occupancy below 25% of the SM's warp slots
+  register_pressure = 128, -- more than 128 registers per thread
+  spill_bytes = 0,         -- any local memory per thread (spills or local arrays)
+  tensor_frac = 0.10,      -- tensor-core FLOPs below 10% of the task's FLOPs (tensor tasks only)
+  min_path_fraction = 0.5, -- a target family with a FLOP path must carry >= 50% of the task's FLOPs
+}
+
+-- ---- instruction families -----------------------------------------------
+--
+-- count: roles whose value is the family's executed warp-instruction count
+-- (the first one measured is used); flops: the role of the FLOP path that
+-- proves the family did the work; sass: SASS opcodes of the family (for
+-- static and executed histograms); chips: where the hardware can run it.
+
+M.FAMILIES = {
+  wgmma = { count = { "inst.wgmma" }, flops = "hgmma", chips = { GH100 = true },
+            sass = { "HGMMA", "IGMMA", "QGMMA", "BGMMA" } },
+  tma = { count = { "inst.tma" }, sass = { "UTMALDG", "UTMASTG", "UTMAREDG", "UTMAPF", "UBLKCP", "UBLKRED", "UBLKPF" } },
+  ["tcgen05.mma"] = { count = { "inst.utcmma", "inst.tc" }, flops = "utc", chips = { GB100 = true },
+                      sass = { "UTCHMMA", "UTCQMMA", "UTCOMMA", "UTCIMMA", "UTCMMA", "UTCBAR" } },
+  ["tcgen05.tmem"] = { count = { "inst.tmem" }, chips = { GB100 = true },
+                       sass = { "LDT", "LDTM", "STT", "STTM", "UTCCP", "UTCSHIFT" } },
+  ["mma.sync"] = { count = { "inst.hmma" }, flops = "hmma", sass = { "HMMA", "IMMA", "DMMA", "BMMA" } },
+}
+M.FAMILIES.tcgen05 = M.FAMILIES["tcgen05.mma"]
+
+local TENSOR_FAMILIES = { wgmma = true, ["tcgen05.mma"] = true, tcgen05 = true, ["mma.sync"] = true }
+
+-- ---- helpers ---------------------------------------------------------------
+
+local function finite(x) return type(x) == "number" and x == x and x ~= math.huge and x ~= -math.huge end
+
+local function rows_for(chip, rows)
+  rows = rows or (C and C.metric_table()) or {}
+  local out = {}
+  for _, r in ipairs(rows) do
+    if r.chip == chip then out[#out + 1] = r end
+  end
+  return out
+end
+
+-- The chip whose rows apply (GB102/GB110 use GB100's).
+local function table_chip(chip)
+  if chip == "GB102" or chip == "GB110" then return "GB100" end
+  return chip
+end
+
+-- ---- roles ------------------------------------------------------------------
+
+-- values: {["metric.name"] = number}. Sums the metrics of each role
+-- ("pct.*", "rate.*" and "cycles.*" roles take the largest); a role whose
+-- metrics were all missing or NaN is absent. Derived: inst.hmma =
+-- inst.tensor_pipe - inst.wgmma (GH100's tensor-pipe count includes HGMMA);
+-- busy = cycles.active / cycles.elapsed, the share of the range the kernels
+-- themselves took (at most 1).
+function M.aggregate(values, chip, rows)
+  local roles = {}
+  for _, r in ipairs(rows_for(table_chip(chip), rows)) do
+    local v = values[r.name]
+    if finite(v) then
+      local cur = roles[r.role]
+      if r.role:find("^pct%.") or r.role:find("^rate%.") or r.role:find("^cycles%.") then
+        roles[r.role] = (cur == nil or v > cur) and v or cur
+      else
+        roles[r.role] = (cur or 0) + v
+      end
+    end
+  end
+  if roles["inst.tensor_pipe"] and roles["inst.wgmma"] then
+    roles["inst.hmma"] = math.max(0, roles["inst.tensor_pipe"] - roles["inst.wgmma"])
+  end
+  local active, elapsed = roles["cycles.active"], roles["cycles.elapsed"]
+  if active and elapsed and active > 0 and elapsed > 0 then roles.busy = math.min(1, active / elapsed) end
+  return roles
+end
+
+-- The range around the planned launches also holds their launch latency
+-- and the synchronisation that closes it (a 200 us GEMM sat in a 335 us
+-- range on the H200), so a throughput "of elapsed" is diluted by idle
+-- time that belongs to no kernel. Dividing by the kernels' share of the
+-- range gives the figure over the kernels' own span, which is what Nsight
+-- Compute reports per kernel. The share is counted in the clock of the
+-- figure's own domain: SM cycles (roles.busy) for SM and memory-pipeline
+-- throughput; for DRAM, whose clock does not follow the SM's (a busy
+-- H200 slows its SMs to 1.64 GHz inside the kernel while the idle rest of
+-- the range runs faster), time: kernel_ns, the span of the launches from
+-- activity records, over the range's duration (time.ns); before timing has
+-- given that span, the SM-cycle share stands in (it understates the time
+-- share when the SMs slow down inside the kernels). Without any share the
+-- range's figure is returned as is.
+local ELAPSED_ROLES = { ["pct.sm"] = true, ["pct.mem"] = true, ["pct.dram"] = true }
+
+function M.over_kernels(roles, role, kernel_ns)
+  local v = roles[role]
+  if v == nil or not ELAPSED_ROLES[role] then return v end
+  local share = roles.busy
+  local range_ns = roles["time.ns"]
+  if role == "pct.dram" and finite(kernel_ns) and kernel_ns > 0 and finite(range_ns) and range_ns > 0 then
+    share = math.min(1, kernel_ns / range_ns)
+  end
+  if not share then return v end
+  return math.min(100, v / share)
+end
+
+-- ---- FLOPs by path ----------------------------------------------------------
+
+-- Tensor FLOPs (the *_ops_path_* counters count a multiply-add as 2) by
+-- path: hgmma (wgmma: HGMMA/IGMMA, and fp8 QGMMA), hmma (mma.sync:
+-- HMMA/IMMA), utc (tcgen05.mma: UTC*MMA); other = the task's FLOPs not
+-- done on tensor cores. GH100 does not split fp8 tensor FLOPs by path: they
+-- go to hgmma when wgmma instructions ran, else to hmma.
+function M.flops(roles, task_flops, chip)
+  local f = { task = task_flops }
+  local fp8 = roles["flops.fp8"] or 0
+  local gmma_ran = (roles["inst.wgmma"] or 0) > 0
+  if roles["flops.gmma"] or roles["flops.fp8"] then
+    f.hgmma = (roles["flops.gmma"] or 0) + (gmma_ran and fp8 or 0)
+  end
+  if roles["flops.hmma"] or (roles["flops.fp8"] and not gmma_ran) then
+    f.hmma = (roles["flops.hmma"] or 0) + (gmma_ran and 0 or fp8)
+  end
+  f.utc = roles["flops.utc"]
+  if f.hgmma == nil and f.hmma == nil and f.utc == nil then return f end
+  f.tensor = (f.hgmma or 0) + (f.hmma or 0) + (f.utc or 0)
+  if finite(task_flops) and task_flops > 0 then
+    f.other = math.max(0, task_flops - f.tensor)
+    f.frac = {}
+    for _, k in ipairs { "hgmma", "hmma", "utc", "tensor", "other" } do
+      if f[k] then f.frac[k] = f[k] / task_flops end
+    end
+  end
+  return f
+end
+
+-- ---- families ---------------------------------------------------------------
+
+-- Each target family: executed (count > 0), not executed (count == 0), or
+-- unknown (not measured here: the metric is missing, or klab has no
+-- counter for the family on this chip).
+function M.families(roles, targets, chip)
+  local out = {}
+  for _, name in ipairs(targets or {}) do
+    local fam = M.FAMILIES[name]
+    local r = { status = "unknown" }
+    if not fam then
+      r.reason = "klab has no counter for instruction family '" .. tostring(name) .. "'"
+    elseif fam.chips and chip and not fam.chips[table_chip(chip)] then
+      r.reason = name .. " does not exist on " .. tostring(chip)
+    else
+      local count, role
+      for _, c in ipairs(fam.count) do
+        if roles[c] ~= nil then count, role = roles[c], c break end
+      end
+      local path = fam.flops and roles[({ hgmma = "flops.gmma", hmma = "flops.hmma", utc = "flops.utc" })[fam.flops]]
+      if count == nil then
+        r.reason = "no measurement of " .. name .. " on " .. tostring(chip)
+      else
+        r.count = math.floor(count + 0.5)
+        r.metric_role = role
+        -- A tcgen05 pipe count also holds UTCBAR/UTCCP: the FLOP path decides.
+        local ran = count > 0
+        if role == "inst.tc" and path ~= nil then ran = path > 0 end
+        r.executed = ran
+        r.status = ran and "executed" or "not_executed"
+      end
+    end
+    out[name] = r
+  end
+  return out
+end
+
+-- ---- the verdict rule -------------------------------------------------------
+
+-- target_not_executed when the stage measured (status "ok") and a target
+-- family did not run, or ran but its FLOP path carried less than
+-- min_path_fraction of the task's FLOPs (a GEMM that issues one token wgmma
+-- and does the rest through HMMA). Unknown families never give a verdict.
+function M.verdict(stage, opts)
+  opts = opts or {}
+  if type(stage) ~= "table" or stage.status ~= "ok" then return nil end
+  local minf = opts.min_path_fraction or M.THRESHOLDS.min_path_fraction
+  local names = {}
+  for n in pairs(stage.families or {}) do names[#names + 1] = n end
+  table.sort(names)
+  local arch = stage.arch or "this architecture"
+  -- Every family that did not run, tensor families first.
+  local missing = {}
+  for _, n in ipairs(names) do
+    if stage.families[n].status == "not_executed" and TENSOR_FAMILIES[n] then missing[#missing + 1] = n end
+  end
+  for _, n in ipairs(names) do
+    if stage.families[n].status == "not_executed" and not TENSOR_FAMILIES[n] then missing[#missing + 1] = n end
+  end
+  if #missing > 0 then
+    local extra = ""
+    local fl = stage.flops or {}
+    if fl.frac and fl.hmma and fl.hmma > 0 and TENSOR_FAMILIES[missing[1]] and missing[1] ~= "mma.sync" then
+      extra = string.format("; %.1f%% of the task's FLOPs went through mma.sync (HMMA) instead", 100 * fl.frac.hmma)
+    end
+    local list = missing[1]
+    if #missing > 1 then
+      list = table.concat(missing, ", ", 1, #missing - 1) .. " and " .. missing[#missing]
+    end
+    return "target_not_executed", string.format(
+      "%s did not execute (0 warp instructions), though the task targets %s on %s%s", list,
+      #missing > 1 and "them" or "it", arch, extra)
+  end
+  local fl = stage.flops or {}
+  if minf > 0 and fl.frac then
+    for _, n in ipairs(names) do
+      local f, fam = stage.families[n], M.FAMILIES[n]
+      if f.status == "executed" and fam and fam.flops and fl[fam.flops] ~= nil and fl.frac[fam.flops] < minf then
+        return "target_not_executed", string.format(
+          "%s executed (%d warp instructions) but carried only %.1f%% of the task's FLOPs (< %.0f%%); "
+          .. "mma.sync (HMMA) %.1f%%, other %.1f%%", n, f.count or 0, 100 * fl.frac[fam.flops], 100 * minf,
+          100 * (fl.frac.hmma or 0), 100 * (fl.frac.other or 0))
+      end
+    end
+  end
+  return nil
+end
+
+-- ---- the compact profile ----------------------------------------------------
+
+-- roles: from aggregate. info (all optional): duration_us, duration_source,
+-- kernel = {registers=, static_smem=, local_bytes=, name=}, dynamic_smem,
+-- threads (per block), blocks (grid size), blocks_per_sm, sm_count,
+-- regs_per_sm, task_bytes, flops (from M.flops), tensor_task (bool).
+function M.compact(roles, info)
+  info = info or {}
+  local T = M.THRESHOLDS
+  local kernel_ns = finite(info.duration_us) and info.duration_us > 0 and info.duration_us * 1e3 or nil
+  local p = {
+    duration_us = info.duration_us, duration_source = info.duration_source,
+    sm_pct = M.over_kernels(roles, "pct.sm"), mem_pct = M.over_kernels(roles, "pct.mem"),
+    dram_pct = M.over_kernels(roles, "pct.dram", kernel_ns), busy = roles.busy,
+    occupancy_pct = roles["pct.occupancy"], tensor_pct = roles["pct.tensor"],
+  }
+  -- The SM clock inside the kernels (their busiest SM's cycles over their
+  -- span); the range's average also counts its idle, faster-clocked part.
+  local active = roles["cycles.active"]
+  if kernel_ns and finite(active) and active > 0 then
+    p.sm_clock_mhz = active / kernel_ns * 1e3
+  elseif roles["rate.sm_hz"] then
+    p.sm_clock_mhz = roles["rate.sm_hz"] / 1e6
+  end
+  local k = info.kernel or {}
+  p.kernel = k.name
+  p.registers, p.static_smem, p.local_bytes = k.registers, k.static_smem, k.local_bytes
+  p.dynamic_smem = info.dynamic_smem
+  p.threads = info.threads
+  if info.blocks and info.blocks_per_sm and info.blocks_per_sm > 0 and info.sm_count and info.sm_count > 0 then
+    p.blocks_per_sm = info.blocks_per_sm
+    p.waves = info.blocks / (info.blocks_per_sm * info.sm_count)
+  end
+  if roles["bytes.dram_read"] or roles["bytes.dram_write"] then
+    p.dram_read = roles["bytes.dram_read"]
+    p.dram_write = roles["bytes.dram_write"]
+    p.dram_bytes = (p.dram_read or 0) + (p.dram_write or 0)
+    if finite(info.task_bytes) and info.task_bytes > 0 then
+      p.task_bytes = info.task_bytes
+      p.dram_ratio = p.dram_bytes / info.task_bytes
+    end
+  end
+  local fl = info.flops or {}
+  p.flops = fl
+
+  local sig = {}
+  local mem = math.max(p.mem_pct or -1, p.dram_pct or -1)
+  if mem < 0 then mem = nil end
+  if mem and mem >= T.busy_pct and (p.sm_pct == nil or mem >= p.sm_pct) then
+    sig[#sig + 1] = { name = "memory_bound", text = string.format(
+      "memory-bound (memory throughput %.0f%% of peak >= %d%%%s)", mem, T.busy_pct,
+      p.sm_pct and string.format(", above SM %.0f%%", p.sm_pct) or "") }
+  end
+  if p.sm_pct and p.sm_pct >= T.busy_pct and (mem == nil or p.sm_pct > mem) then
+    sig[#sig + 1] = { name = "compute_bound", text = string.format(
+      "compute-bound (SM throughput %.0f%% of peak >= %d%%%s)", p.sm_pct, T.busy_pct,
+      mem and string.format(", above memory %.0f%%", mem) or "") }
+  end
+  if p.occupancy_pct and p.occupancy_pct < T.low_occupancy_pct then
+    sig[#sig + 1] = { name = "low_occupancy", text = string.format(
+      "low occupancy (achieved %.1f%% of the SM's warp slots < %d%%)", p.occupancy_pct, T.low_occupancy_pct) }
+  end
+  if p.registers and p.registers > T.register_pressure then
+    local extra = ""
+    if info.regs_per_sm and info.regs_per_sm > 0 then
+      extra = string.format("; %d registers per SM hold at most %d such threads", info.regs_per_sm,
+        info.regs_per_sm // p.registers)
+    end
+    sig[#sig + 1] = { name = "register_pressure", text = string.format(
+      "register pressure (%d registers per thread > %d%s)", p.registers, T.register_pressure, extra) }
+  end
+  if p.local_bytes and p.local_bytes > T.spill_bytes then
+    sig[#sig + 1] = { name = "spilling", text = string.format(
+      "spilling or local memory (%d bytes of local memory per thread > %d)", p.local_bytes, T.spill_bytes) }
+  end
+  if info.tensor_task and fl.frac and fl.frac.tensor and fl.frac.tensor < T.tensor_frac then
+    sig[#sig + 1] = { name = "no_tensor_cores", text = string.format(
+      "not using the tensor cores (%.1f%% of the task's FLOPs on tensor cores < %.0f%%)", 100 * fl.frac.tensor,
+      100 * T.tensor_frac) }
+  end
+  p.signals = sig
+  p.signal_names = {}
+  for i, s in ipairs(sig) do p.signal_names[i] = s.name end
+  return p
+end
+
+local function pct(x) return x and string.format("%.1f%%", x) or "?" end
+
+local function bytes_text(b)
+  if not b then return "?" end
+  if b >= 1e9 then return string.format("%.2f GB", b / 1e9) end
+  if b >= 1e6 then return string.format("%.2f MB", b / 1e6) end
+  if b >= 1e3 then return string.format("%.1f kB", b / 1e3) end
+  return string.format("%d B", math.floor(b + 0.5))
+end
+
+-- A short text for a prompt: every figure the profile has, then the
+-- signals with their thresholds.
+function M.text(p)
+  local parts = {}
+  if p.duration_us then
+    parts[#parts + 1] = string.format("%.1f us (%s)", p.duration_us, p.duration_source or "CUPTI activity")
+  end
+  if p.sm_pct or p.mem_pct then
+    local s = string.format("SM throughput %s of peak, memory %s", pct(p.sm_pct), pct(p.mem_pct))
+    if p.dram_pct then s = s .. string.format(" (DRAM %s)", pct(p.dram_pct)) end
+    parts[#parts + 1] = s
+  end
+  if p.occupancy_pct then parts[#parts + 1] = "achieved occupancy " .. pct(p.occupancy_pct) end
+  if p.tensor_pct then parts[#parts + 1] = "tensor pipe active " .. pct(p.tensor_pct) end
+  if p.registers then
+    local s = string.format("%d registers/thread", p.registers)
+    if p.static_smem or p.dynamic_smem then
+      s = s .. string.format(", %d B static + %d B dynamic shared memory", p.static_smem or 0, p.dynamic_smem or 0)
+    end
+    s = s .. ((p.local_bytes or 0) > 0 and string.format(", %d B local memory/thread", p.local_bytes)
+      or ", no local memory")
+    parts[#parts + 1] = s
+  end
+  if p.waves then
+    parts[#parts + 1] = string.format("%.2f waves (%d block%s/SM)", p.waves, p.blocks_per_sm,
+      p.blocks_per_sm == 1 and "" or "s")
+  end
+  if p.dram_bytes then
+    local s = "DRAM " .. bytes_text(p.dram_bytes)
+    if p.dram_ratio then s = s .. string.format(" = %.2fx the task's minimum %s", p.dram_ratio, bytes_text(p.task_bytes)) end
+    parts[#parts + 1] = s
+  end
+  local fl = p.flops or {}
+  if fl.frac then
+    local bits = {}
+    if fl.hgmma then bits[#bits + 1] = string.format("%.1f%% wgmma (HGMMA)", 100 * fl.frac.hgmma) end
+    if fl.utc then bits[#bits + 1] = string.format("%.1f%% tcgen05 (UTC*MMA)", 100 * fl.frac.utc) end
+    if fl.hmma then bits[#bits + 1] = string.format("%.1f%% mma.sync (HMMA)", 100 * fl.frac.hmma) end
+    bits[#bits + 1] = string.format("%.1f%% other", 100 * fl.frac.other)
+    parts[#parts + 1] = string.format("FLOPs: %s of %.3g", table.concat(bits, ", "), fl.task)
+  end
+  local text = "profile: " .. (#parts > 0 and table.concat(parts, "; ") or "no figures") .. "."
+  if p.signals and #p.signals > 0 then
+    local s = {}
+    for i, x in ipairs(p.signals) do s[i] = x.text end
+    text = text .. "\nsignals: " .. table.concat(s, "; ") .. "."
+  else
+    text = text .. "\nsignals: none."
+  end
+  return text
+end
+
+-- ---- the stage ----------------------------------------------------------------
+
+-- Worker-lifetime state: one profiler per context (created once with the
+-- chip's full metric list; a failure to create is kept, not retried), an
+-- A kernel that reads a buffer of twice the L2 size (and writes nothing
+-- unless a value no fill produces turns up, so the compiler keeps the loads).
+local L2_READ = [[
+extern "C" __global__ void l2_read(const unsigned long long *p, unsigned long long n, unsigned long long *sink)
+{
+    unsigned long long acc = 0;
+    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
+         i += (unsigned long long)gridDim.x * blockDim.x)
+        acc ^= p[i];
+    if (acc == 0x5bd1e9955bd1e995ULL) *sink = acc;
+}
+]]
+
+-- A flush function for ctx: reads 2 x L2 through l2_read, then waits. (fn
+-- holds its module alive.)
+local function l2_reader(ctx, props)
+  local res = require("klab.jit").compile { source = L2_READ, lang = "cuda", arch = props.arch, name = "l2_read.cu" }
+  if not res then return nil end
+  local mod = ctx:load(res.cubin)
+  local fn = mod and mod:func("l2_read")
+  local bytes = 2 * props.l2_bytes
+  local buf = fn and ctx:alloc(bytes)
+  local sink = buf and ctx:alloc(8)
+  if not sink then return nil end
+  buf:fill(0)
+  local n = bytes // 8
+  local spec = { grid = { 4 * props.sm_count }, block = { 512 }, args = { buf, { "u64", n }, sink } }
+  return function()
+    local ok, err, code = ctx:launch(fn, spec)
+    if not ok then return nil, err, code end
+    return ctx:sync()
+  end
+end
+
+-- L2-flush function per context.
+local profilers = setmetatable({}, { __mode = "k" })
+local flushers = setmetatable({}, { __mode = "k" })
+
+local function get_profiler(ctx, opts)
+  if opts.profiler then return opts.profiler end
+  local e = profilers[ctx]
+  if e then return e.p, e.err, e.code end
+  if not C then
+    e = { err = "klab.prof is not available", code = "ENOLIB" }
+  else
+    local p, err, code = C.new(ctx, opts.metrics and { metrics = opts.metrics } or nil)
+    e = { p = p, err = err, code = code }
+  end
+  profilers[ctx] = e
+  return e.p, e.err, e.code
+end
+
+local function first_launch_info(opts)
+  local l = opts.launches and opts.launches[1]
+  if not l then return {} end
+  local info = {}
+  local function prod(v)
+    if type(v) == "number" then return v end
+    local n = 1
+    for _, x in ipairs(v or {}) do n = n * x end
+    return n
+  end
+  info.threads = prod(l.block)
+  info.blocks = prod(l.grid)
+  info.dynamic_smem = l.shared or 0
+  local attrs = opts.kernels and opts.kernels[l.kernel]
+  if attrs then
+    info.kernel = { name = l.kernel, registers = attrs.registers, static_smem = attrs.static_smem,
+      local_bytes = attrs.local_bytes }
+  end
+  local fn = opts.funcs and opts.funcs[l.kernel]
+  if fn and C then
+    local b = C.occupancy(fn, info.threads, info.dynamic_smem)
+    if b then info.blocks_per_sm = b end
+  end
+  return info
+end
+
+local function is_tensor_task(targets)
+  for _, t in ipairs(targets or {}) do
+    if TENSOR_FAMILIES[t] then return true end
+  end
+  return false
+end
+
+-- Rebuilds stage.profile and stage.text (for example with the duration the
+-- timing stage measured from activity records). Returns both.
+function M.summarize(stage, extra)
+  extra = extra or {}
+  if extra.duration_us then
+    stage.info = stage.info or {}
+    stage.info.duration_us = extra.duration_us
+    local names = { cupti = "CUPTI activity", events = "CUDA events" }
+    stage.info.duration_source = names[extra.source] or extra.source or "CUPTI activity"
+  end
+  local info = stage.info or {}
+  info.flops = stage.flops
+  stage.profile = M.compact(stage.roles or {}, info)
+  stage.text = M.text(stage.profile)
+  return stage.profile, stage.text
+end
+
+-- The static SASS census of a cubin through nvdisasm (or cuobjdump): the
+-- opcode histogram and, per target family, how many instructions of it
+-- the machine code holds. Needs no GPU. Returns the sass table
+-- {available=, tool=, static={opcodes=, order=, rows=, functions=},
+-- static_families={...}} or {available=false, reason=, code=}, then the
+-- listing and its parse for the executed-histogram join (sass_static).
+local function census_of(text, tool, targets)
+  local census = C.sass_parse(text)
+  local sass = { available = true, tool = tool, static = { opcodes = census.opcodes, order = census.order,
+    rows = census.rows, functions = census.functions }, static_families = {} }
+  for _, name in ipairs(targets or {}) do
+    local fam = M.FAMILIES[name]
+    if fam then
+      local n = 0
+      for _, op in ipairs(fam.sass) do n = n + (census.opcodes[op] or 0) end
+      sass.static_families[name] = n
+    end
+  end
+  return sass, census
+end
+
+function M.sass_static(cubin, targets)
+  if not C then return { available = false, reason = "klab.prof is not available", code = "ENOLIB" } end
+  local text, tool_or_err, code = C.disassemble(cubin)
+  if not text then return { available = false, reason = tool_or_err, code = code } end
+  local sass, census = census_of(text, tool_or_err, targets)
+  return sass, text, census
+end
+
+-- The same with the disassembler running in the background (it takes
+-- about half a second on a GEMM cubin): returns finish(), which waits for
+-- it and returns the sass table. A finish never called kills the tool
+-- when collected.
+function M.sass_static_start(cubin, targets)
+  local d, err, code
+  if C then
+    d, err, code = C.disassemble_start(cubin)
+  else
+    err, code = "klab.prof is not available", "ENOLIB"
+  end
+  local done
+  return function()
+    if done then return done end
+    if not d then
+      done = { available = false, reason = err, code = code }
+      return done
+    end
+    local text, tool_or_err, fcode = d:finish()
+    d:free()
+    if not text then
+      done = { available = false, reason = tool_or_err, code = fcode }
+    else
+      done = census_of(text, tool_or_err, targets)
+    end
+    return done
+  end
+end
+
+local function static_census(stage, opts)
+  if not (opts.cubin and C) then return nil end
+  local sass, text, census = M.sass_static(opts.cubin, stage.targets)
+  stage.sass = sass
+  return text, census
+end
+
+local function executed_sass(stage, ctx, run, opts, text, census)
+  if not (opts.sass_executed and text and C) then return end
+  if opts.prepare then
+    local okp, perr = opts.prepare(1)
+    if okp == nil or okp == false then
+      stage.sass.executed_error = "prepare failed: " .. tostring(perr)
+      return
+    end
+    local oks, serr = ctx:sync()
+    if not oks then
+      stage.sass.executed_error = "prepare failed: " .. tostring(serr)
+      return
+    end
+  end
+  local recs, err, code = C.sass_collect(ctx, run)
+  if not recs then
+    stage.sass.executed_error, stage.sass.executed_code = err, code
+    return
+  end
+  -- Only the candidate's functions (other kernels, e.g. the judge's, may
+  -- have been patched too).
+  local mine = {}
+  for _, f in ipairs(census.functions or {}) do mine[f] = true end
+  local keep = {}
+  for _, r in ipairs(recs) do
+    if r.func == nil or mine[r.func] then keep[#keep + 1] = r end
+  end
+  local j, jerr = C.sass_join(text, keep)
+  if not j then
+    stage.sass.executed_error = jerr
+    return
+  end
+  stage.sass.executed = { opcodes = j.opcodes, order = j.order, total = j.total, unmatched = j.unmatched,
+    unmatched_count = j.unmatched_count, records = #recs }
+end
+
+local function stage_body(ctx, run, task, arch, opts, stage)
+  stage.targets = (task.targets or {})[arch] or {}
+  local text, census = static_census(stage, opts)
+
+  local prof_ok, why, wcode = true, nil, nil
+  if not C then prof_ok, why, wcode = false, "klab.prof is not available", "ENOLIB" end
+  if prof_ok then
+    local dev = 0
+    if ctx ~= nil and type(ctx) == "userdata" then dev = ctx:device() end
+    prof_ok, why, wcode = C.available(dev)
+    if prof_ok and ctx == nil then prof_ok, why, wcode = false, "no GPU context", "EINVAL" end
+  end
+  local p, perr, pcode
+  if prof_ok then
+    p, perr, pcode = get_profiler(ctx, opts)
+    if not p then prof_ok, why, wcode = false, perr, pcode end
+  end
+  if not prof_ok then
+    stage.status, stage.reason, stage.code = "unknown", "profiling unavailable: " .. tostring(why), wcode
+    stage.families = M.families({}, stage.targets, nil)
+    for _, f in pairs(stage.families) do f.status, f.reason = "unknown", stage.reason end
+    M.summarize(stage)
+    return stage
+  end
+
+  local info0 = p:info()
+  stage.chip = info0.chip
+  stage.skipped = info0.skipped
+
+  -- L2 is emptied before each pass (outside the range), as ncu's cache
+  -- control does, so DRAM figures do not depend on what the previous pass
+  -- left there. The flush READS twice the L2 size: a write (a memset) would
+  -- leave L2 full of dirty lines that the profiled kernel then writes back,
+  -- counted as its DRAM traffic and its time.
+  local flush
+  if opts.flush_l2 ~= false and opts.device and opts.device.l2_bytes and opts.device.l2_bytes > 0 then
+    flush = flushers[ctx]
+    if flush == nil then
+      flush = l2_reader(ctx, opts.device) or false
+      flushers[ctx] = flush
+    end
+  end
+  local npass = 0
+  local function prepare(pass)
+    npass = pass
+    if opts.prepare then
+      local okp, perr2, pcode2 = opts.prepare(pass)
+      if okp == nil or okp == false then return nil, perr2, pcode2 end
+    end
+    if flush then
+      local okf, ferr, fcode = flush()
+      if not okf then return nil, ferr, fcode end
+    end
+    return true
+  end
+  local values, minfo_or_err, mcode = p:measure(run, prepare)
+  if not values then
+    stage.status, stage.reason, stage.code = "unknown", "profiling failed: " .. tostring(minfo_or_err), mcode
+    stage.families = M.families({}, stage.targets, stage.chip)
+    for _, f in pairs(stage.families) do f.status, f.reason = "unknown", stage.reason end
+    local sticky = ctx.sticky and ctx:sticky()
+    if sticky then stage.sticky = sticky end
+    M.summarize(stage)
+    return stage
+  end
+  stage.status = "ok"
+  stage.passes = minfo_or_err.passes
+  stage.metrics = values
+  stage.roles = M.aggregate(values, stage.chip)
+  stage.families = M.families(stage.roles, stage.targets, stage.chip)
+  stage.flops = M.flops(stage.roles, task.flops, stage.chip)
+
+  local info = first_launch_info(opts)
+  info.sm_count = opts.device and opts.device.sm_count
+  info.regs_per_sm = opts.device and opts.device.regs_per_sm
+  info.task_bytes = task.bytes
+  info.tensor_task = is_tensor_task(stage.targets)
+  info.duration_us, info.duration_source = opts.duration_us, opts.duration_source
+  stage.info = info
+  M.summarize(stage)
+
+  stage.verdict, stage.verdict_reason = M.verdict(stage, opts)
+  local all = #stage.targets > 0
+  for _, f in pairs(stage.families) do
+    if f.status ~= "executed" then all = false end
+  end
+  stage.verified = all and stage.verdict == nil
+
+  executed_sass(stage, ctx, run, opts, text, census)
+  return stage
+end
+
+-- The instruction stage. Never raises; returns
+--   {status = "ok"|"unknown", reason=, code=, arch=, chip=, targets={...},
+--    families = {wgmma = {status=, executed=, count=}, ...},
+--    flops = {hgmma=, hmma=, utc=, tensor=, other=, task=, frac={...}},
+--    metrics = {name = value}, roles = {...}, passes=, skipped = {name = why},
+--    profile = {...}, text =, verdict = "target_not_executed"|nil,
+--    verdict_reason =, verified = bool (every target executed, no verdict),
+--    sass = {available=, tool=, static={opcodes=,...}, static_families={...},
+--            executed={opcodes=,...}|nil, reason=}, sticky=, seconds=}
+-- ctx: klab.gpu Context; run(pass): the planned launches (return nil, msg
+-- to fail); task: {targets = {arch = {...}}, flops =, bytes =}; opts:
+--   prepare(pass)  restore inputs / poison outputs (outside the range)
+--   launches, kernels (name -> fn:attributes()), funcs (name -> Function),
+--   device (klab.gpu props: sm_count, l2_bytes, regs_per_sm), cubin (bytes,
+--   for the static SASS census), sass_executed (bool: SASS-metrics pass,
+--   off by default), flush_l2 (default true), duration_us, profiler,
+--   metrics, min_path_fraction.
+function M.stage(ctx, run, task, arch, opts)
+  opts = opts or {}
+  local t0 = now()
+  local stage = { status = "unknown", arch = arch, verified = false }
+  local ok, err = pcall(stage_body, ctx, run, task or {}, arch, opts, stage)
+  if not ok then
+    stage.status = "unknown"
+    stage.reason = "profile stage failed: " .. tostring(err)
+    stage.verdict, stage.verdict_reason, stage.verified = nil, nil, false
+    stage.families = {}
+    local targets = type(task) == "table" and type(task.targets) == "table" and task.targets[arch] or {}
+    for _, name in ipairs(type(targets) == "table" and targets or {}) do
+      stage.families[name] = { status = "unknown", reason = stage.reason }
+    end
+    pcall(M.summarize, stage)
+    pcall(function()
+      local sticky = ctx and ctx.sticky and ctx:sticky()
+      if sticky then stage.sticky = sticky end
+    end)
+  end
+  stage.seconds = now() - t0
+  return stage
+end
+
+-- ---- one candidate, in this process -------------------------------------------
+
+-- Compiles a candidate, runs its plan, fills its inputs with a constant
+-- pattern (profiles, not answers: nothing is checked) and runs the stage on
+-- it, optionally timing it with CUPTI activity records for the duration.
+-- For `klab`-side checks (tests/gpu/profile_vs_ncu.lua) and experiments.
+--   task: a klab.task descriptor or name; cand: a path or {code=, lang=, plan=}
+--   opts: arch, ctx, time (bool), sass_executed, fill (byte, default 0x3c)
+-- Returns stage, extra {arch=, launches=, timing=} | nil, msg, code.
+function M.run_candidate(task, cand, opts)
+  opts = opts or {}
+  local gpu = require "klab.gpu"
+  local okg, why = gpu.available()
+  if not okg then return nil, why, "ENODRIVER" end
+  if type(task) == "string" then task = require("klab.task").get(task) end
+  if type(cand) == "string" then
+    local c, err = require("klab.eval.candidate").load(cand)
+    if not c then return nil, err, "EINVAL" end
+    cand = c
+  end
+  local props = assert(gpu.device(0))
+  local arch = opts.arch or props.arch
+  local ctx = opts.ctx
+  if not ctx then
+    local err, code
+    ctx, err, code = gpu.context(0)
+    if not ctx then return nil, err, code end
+  end
+  local res, cerr, ccode = require("klab.jit").compile { source = cand.code, lang = cand.lang, arch = arch,
+    name = cand.name }
+  if not res then return nil, "compile: " .. tostring(cerr), ccode end
+  local plan, perr, pcode = require("klab.eval.plan").run(task, cand.plan, { arch = arch })
+  if not plan then return nil, "plan: " .. tostring(perr), pcode end
+  local mod, lerr, lcode = ctx:load(res.cubin)
+  if not mod then return nil, "load: " .. tostring(lerr), lcode end
+  local funcs, kernels = {}, {}
+  for _, l in ipairs(plan.launches) do
+    if not funcs[l.kernel] then
+      local fn, ferr, fcode = mod:func(l.kernel)
+      if not fn then return nil, ferr, fcode end
+      funcs[l.kernel], kernels[l.kernel] = fn, fn:attributes()
+    end
+  end
+  -- Inputs as an evaluation draws them (N(0,1) through the judge kernels):
+  -- tensor cores draw less power, and run faster, on constant data, so a
+  -- constant fill would not time the same kernel ncu sees under klab replay.
+  local judge = require "klab.judge"
+  local jres = require("klab.jit").compile { source = judge.source(), lang = "cuda", arch = arch, name = "judge.cu" }
+  local j = jres and judge.open(ctx, jres.cubin)
+  local bufs, outs = {}, {}
+  local seed = 0
+  local names = {}
+  for name in pairs(task.buffers) do names[#names + 1] = name end
+  table.sort(names)
+  for _, name in ipairs(names) do
+    local b = task.buffers[name]
+    local buf, aerr, acode = ctx:alloc(b.bytes)
+    if not buf then return nil, aerr, acode end
+    bufs[name] = buf
+    if b.role == "input" then
+      seed = seed + 1
+      if j and judge.dtype_size(b.dtype) then
+        j:fill(buf, b.numel, b.dtype, "normal", seed)
+      else
+        buf:fill(opts.fill or 0x3c)
+      end
+    else
+      outs[#outs + 1] = buf
+    end
+  end
+  for name, w in pairs(plan.workspace or {}) do
+    local buf, aerr, acode = ctx:alloc(w.bytes)
+    if not buf then return nil, aerr, acode end
+    bufs[name] = buf
+    outs[#outs + 1] = buf
+  end
+  local judge = require "klab.judge"
+  local tmaps = {}
+  for name, t in pairs(plan.tensormaps or {}) do
+    local s, terr = judge.tensormap(bufs[t.buffer]:ptr(), {
+      dtype = t.dtype, dims = t.dims, box = t.box, strides = t.strides, swizzle = t.swizzle or "none",
+      l2 = (t.l2promotion and t.l2promotion ~= "none") and t.l2promotion or "none",
+      oob = tostring(t.oob_fill or ""):find("nan") and "nan" or "zero" })
+    if not s then return nil, "tensor map " .. name .. ": " .. tostring(terr), "EINVAL" end
+    tmaps[name] = s
+  end
+  local function run()
+    for _, l in ipairs(plan.launches) do
+      local args = {}
+      for i, a in ipairs(l.args) do
+        if a.kind == "buffer" or a.kind == "workspace" then args[i] = { "u64", bufs[a.name]:ptr() }
+        elseif a.kind == "tensormap" then args[i] = { "bytes", tmaps[a.name] }
+        else args[i] = { a.type, a.value } end
+      end
+      local ok, err, code = ctx:launch(funcs[l.kernel], { grid = l.grid, block = l.block, cluster = l.cluster,
+        shared = l.shared, args = args })
+      if not ok then return nil, err, code end
+    end
+    return true
+  end
+  local function prepare()
+    for _, b in ipairs(outs) do b:fill(0xff) end
+    return true
+  end
+  local extra = { arch = arch, launches = #plan.launches }
+  local duration
+  if opts.time then
+    local timing = require "klab.timing"
+    prepare()
+    local r = timing.measure(ctx, { run = function()
+      local ok, err = run()
+      if not ok then error(err) end
+      return #plan.launches
+    end, method = "cupti", budget_s = opts.budget_s or 3, min_samples = 10, max_samples = 200 })
+    if r then
+      extra.timing = { median_us = r.candidate.median, method = r.method, n = r.candidate.n }
+      duration = r.candidate.median
+    end
+  end
+  local stage = M.stage(ctx, run, { targets = task.targets, flops = task.flops, bytes = task.bytes }, arch, {
+    prepare = prepare, launches = plan.launches, kernels = kernels, funcs = funcs, device = props,
+    cubin = res.cubin, sass_executed = opts.sass_executed, duration_us = duration,
+    duration_source = duration and "CUPTI activity" or nil })
+  return stage, extra
+end
+
+-- ---- compute-sanitizer ----------------------------------------------------------
+
+-- An NVIDIA command-line tool (ncu, compute-sanitizer): $<env_var> when
+-- set (and nothing else then), else CUDA_HOME/bin (default /usr/local/cuda),
+-- else PATH; nil when absent.
+function M.nvidia_tool(name, env_var)
+  local function exe(p)
+    if not p or p == "" then return nil end
+    local f = io.open(p, "rb")
+    if f then f:close() return p end
+    return nil
+  end
+  local env = env_var and os.getenv(env_var)
+  if env and env ~= "" then return exe(env) end
+  local home = os.getenv("CUDA_HOME")
+  if not home or home == "" then home = "/usr/local/cuda" end
+  local p = exe(home .. "/bin/" .. name)
+  if p then return p end
+  for dir in (os.getenv("PATH") or ""):gmatch("[^:]+") do
+    p = exe(dir .. "/" .. name)
+    if p then return p end
+  end
+  return nil
+end
+
+-- The compute-sanitizer binary: $KLAB_SANITIZER, CUDA_HOME/bin, PATH.
+function M.sanitizer_path() return M.nvidia_tool("compute-sanitizer", "KLAB_SANITIZER") end
+
+local shell_quote = require("klab.command").shell_quote
+
+-- Parses compute-sanitizer's output: the "ERROR SUMMARY: N errors" line
+-- and the first error lines. Pure (tested without the tool).
+function M.parse_sanitizer(out)
+  local n = tonumber((out or ""):match("ERROR SUMMARY:%s*(%d+)"))
+  local first = {}
+  for line in (out or ""):gmatch("[^\n]+") do
+    if line:find("^========= [%u]") and not line:find("ERROR SUMMARY") and not line:find("COMPUTE%-SANITIZER")
+      and #first < 5 then
+      first[#first + 1] = line:gsub("^========= ", "")
+    end
+  end
+  return n, first
+end
+
+-- Runs the candidate under compute-sanitizer memcheck through `klab replay`
+-- (no CUPTI in that process). A stage of its own: {status="ok"|"unknown",
+-- errors=n, first={lines}, reason=}. Supervisor side (a subprocess).
+function M.sanitize(task_name, candidate_path, opts)
+  opts = opts or {}
+  local tool = opts.sanitizer or M.sanitizer_path()
+  if not tool then return { status = "unknown", reason = "compute-sanitizer not found (CUDA_HOME/bin, PATH)" } end
+  local klab = opts.klab or (arg and arg[-1]) or "klab"
+  -- API errors are not the kernel's: klab's own probing (the parameter
+  -- layout query past the last parameter) returns them on purpose.
+  local cmd = string.format("%s --tool memcheck --report-api-errors no --error-exitcode 0 %s replay %s %s --runs %d 2>&1",
+    shell_quote(tool),
+    shell_quote(klab), shell_quote(task_name), shell_quote(candidate_path), opts.runs or 1)
+  local p = io.popen(cmd)
+  if not p then return { status = "unknown", reason = "cannot run " .. tool } end
+  local out = p:read("a")
+  p:close()
+  local n, first = M.parse_sanitizer(out)
+  if not n then
+    return { status = "unknown", reason = "no ERROR SUMMARY in compute-sanitizer's output",
+      tail = out:sub(-2000) }
+  end
+  return { status = "ok", tool = tool, errors = n, first = first, clean = n == 0 }
+end
+
+-- ---- re-exports from klab.prof ------------------------------------------------
+
+if C then
+  for _, k in ipairs { "available", "new", "metric_table", "chips", "check_metrics", "chip_name", "occupancy",
+    "sass_tool", "disassemble", "sass_parse", "sass_census", "sass_join", "sass_collect" } do
+    M[k] = C[k]
+  end
+else
+  function M.available() return false, "klab.prof is not built in", "ENOLIB" end
+end
+
+return M

@@ -1,0 +1,342 @@
+-- klab.eval.verdict: verdict names, their precedence, one-line reasons, and the
+-- reference implementation of the correctness rule.
+--
+--   verdict.NAMES                 names in order of precedence (first wins)
+--   verdict.rank(name)            -> 1 (highest) .. #NAMES; raises on an unknown name
+--   verdict.valid(name)           -> boolean
+--   verdict.worst(a, b, ...)      -> the name that wins among verdict names or {verdict=} records
+--   verdict.make(name, detail)    -> {verdict = name, reason = "name: ..."}; detail as for reason
+--   verdict.reason(name, detail)  -> one line for a person or a model, starting "name: "
+--   verdict.compare(got, want, shape, tol) -> comparison record (below)
+--   verdict.describe(cmp [, ctx]) -> the "incorrect: ..." line for a comparison
+--
+-- Precedence follows the stages: a reply with no code cannot compile, a
+-- kernel that does not build cannot load, and so on. Among run-time
+-- findings, faults (runtime_error, timeout) hide everything measured after
+-- them; memory-safety findings (guard_violation, input_modified) come
+-- before numerics, since they taint the outputs; numerics (incorrect, then
+-- nondeterministic) come before what timing and profiling find
+-- (unexpected_launches, target_not_executed); unknown (a stage could not
+-- run) only beats passed.
+--
+-- The rule (FlashInfer-Bench's): an element fails when |x - y| > atol and
+-- |x - y| / (|y| + eps) > rtol (eps = 1e-8); a NaN or an Inf in the output
+-- fails, and so does a non-finite reference value. The output passes when
+-- it has no NaN or Inf and matched / total >= the required ratio.
+
+local M = {}
+
+M.NAMES = {
+  "extraction_error", "compile_error", "load_error", "plan_error", "runtime_error", "timeout",
+  "guard_violation", "input_modified", "incorrect", "nondeterministic", "unexpected_launches",
+  "target_not_executed", "unknown", "passed",
+}
+local RANK = {}
+for i, n in ipairs(M.NAMES) do RANK[n] = i end
+
+function M.valid(name) return RANK[name] ~= nil end
+
+function M.rank(name)
+  local r = RANK[name]
+  if not r then error("verdict: unknown verdict '" .. tostring(name) .. "'", 2) end
+  return r
+end
+
+function M.worst(...)
+  local best
+  for i = 1, select("#", ...) do
+    local v = select(i, ...)
+    if type(v) == "table" then v = v.verdict end
+    if v ~= nil then
+      if M.rank(v) and (best == nil or RANK[v] < RANK[best]) then best = v end
+    end
+  end
+  return best
+end
+
+-- ---- formatting helpers ----------------------------------------------
+
+local function num(x)
+  if x ~= x then return "NaN" end
+  if x == math.huge then return "Inf" end
+  if x == -math.huge then return "-Inf" end
+  if math.type(x) == "integer" then return tostring(x) end
+  return (("%.4g"):format(x))
+end
+
+local function one_line(s)
+  s = tostring(s):gsub("[\r\n]+", " "):gsub("%s+", " "):gsub("^%s+", ""):gsub("%s+$", "")
+  if #s > 300 then s = s:sub(1, 297) .. "..." end
+  return s
+end
+
+-- Percentages with as many decimals as it takes to tell them apart.
+local function percents(a, b)
+  for d = 3, 9 do
+    local fa, fb = ("%." .. d .. "f"):format(a * 100), ("%." .. d .. "f"):format(b * 100)
+    if fa ~= fb or d == 9 then
+      local function trim(s) return (s:gsub("0+$", ""):gsub("%.$", "")) end
+      return trim(fa) .. "%", trim(fb) .. "%"
+    end
+  end
+end
+
+local function where_of(w, cmp)
+  if not w then return "" end
+  if cmp.dims == 1 then
+    return ("index %d, tile %d of %d"):format(w.col, w.tile[2], cmp.tile[2])
+  end
+  return ("row %d, col %d, tile (%d,%d) of %dx%d"):format(w.row, w.col, w.tile[1], w.tile[2], cmp.tile[1], cmp.tile[2])
+end
+
+local function context(ctx)
+  if type(ctx) ~= "table" then return "" end
+  local parts = {}
+  if ctx.trial then parts[#parts + 1] = "trial " .. ctx.trial end
+  if ctx.distribution then parts[#parts + 1] = "distribution " .. ctx.distribution end
+  if ctx.run then parts[#parts + 1] = ctx.run end
+  local s = ctx.buffer or ""
+  if #parts > 0 then s = s .. (s ~= "" and " " or "") .. "(" .. table.concat(parts, ", ") .. ")" end
+  return s ~= "" and (s .. ": ") or ""
+end
+
+function M.describe(cmp, ctx)
+  local head = "incorrect: " .. context(ctx)
+  local bits = {}
+  if cmp.nan > 0 or cmp.inf > 0 then
+    local fb = cmp.first_nonfinite
+    bits[#bits + 1] = ("%d NaN and %d Inf in the output (first at %s); NaN and Inf always fail"):format(
+      cmp.nan, cmp.inf, where_of(fb, cmp))
+  end
+  if cmp.ref_nonfinite > 0 then
+    bits[#bits + 1] = ("%d non-finite reference values"):format(cmp.ref_nonfinite)
+  end
+  local finite_bad = cmp.total - cmp.matched - cmp.nan - cmp.inf
+  if finite_bad > 0 or #bits == 0 then
+    local w = cmp.worst
+    local detail = ""
+    if w and w.abs == w.abs then
+      detail = (" (max abs err %s at %s: got %s, expected %s; max rel err %s)"):format(num(cmp.max_abs),
+        where_of(w, cmp), num(w.got), num(w.want), num(cmp.max_rel))
+    end
+    bits[#bits + 1] = ("%d of %d elements differ%s"):format(cmp.total - cmp.matched, cmp.total, detail)
+  end
+  local line = head .. table.concat(bits, "; ")
+  if cmp.nan == 0 and cmp.inf == 0 and cmp.ref_nonfinite == 0 then
+    local got, req = percents(cmp.matched / math.max(cmp.total, 1), cmp.required)
+    line = line .. ("; matched %s < %s required"):format(got, req)
+  end
+  return line
+end
+
+-- ---- reasons ---------------------------------------------------------
+
+local function detail_of(d, fields)
+  if d == nil then return nil end
+  if type(d) ~= "table" then return one_line(d) end
+  return nil, d
+end
+
+local R = {}
+
+R.extraction_error = function(d)
+  local s, t = detail_of(d)
+  if s then return s end
+  return one_line(t and (t.msg or t.what) or "no device code found in the reply")
+end
+
+R.compile_error = function(d)
+  local s, t = detail_of(d)
+  if s then return s end
+  local first = t.first
+  if not first and t.log then
+    for line in tostring(t.log):gmatch("[^\n]+") do
+      if line:find("error") then first = line break end
+    end
+  end
+  local n = t.errors
+  local head = n and (("%d error%s"):format(n, n == 1 and "" or "s")) or "the compiler rejected the code"
+  return head .. (first and ("; first: " .. one_line(first)) or "")
+end
+
+R.load_error = function(d)
+  local s, t = detail_of(d)
+  if s then return s end
+  return one_line(t.msg or "the module could not be loaded")
+end
+
+R.plan_error = function(d)
+  local s, t = detail_of(d)
+  if s then return s end
+  return one_line(t.msg or "the launch plan was rejected")
+end
+
+R.runtime_error = function(d)
+  local s, t = detail_of(d)
+  if s then return s end
+  local parts = { t.error or "a CUDA error" }
+  if t.stage then parts[#parts + 1] = "during " .. t.stage end
+  if t.trial then parts[#parts + 1] = "trial " .. t.trial end
+  if t.launch then parts[#parts + 1] = ("(launch %d%s)"):format(t.launch, t.kernel and (", kernel " .. t.kernel) or "") end
+  return one_line(table.concat(parts, " "))
+end
+
+R.timeout = function(d)
+  local s, t = detail_of(d)
+  if s then return s end
+  return one_line(("%s stage did not finish within %s s%s"):format(t.stage or "the", num(t.seconds or 0),
+    t.what and (" (" .. t.what .. ")") or ""))
+end
+
+R.guard_violation = function(d)
+  local s, t = detail_of(d)
+  if s then return s end
+  local side = t.side == "before" and "before the start" or "past the end"
+  local at = t.offset and ((" (first at byte %s%d)"):format(t.side == "before" and "-" or "+", t.offset)) or ""
+  local amount = t.bytes and (("%d bytes"):format(t.bytes)) or "bytes"
+  return ("%s written %s of %s%s"):format(amount, side, t.buffer or "a buffer", at)
+end
+
+R.input_modified = function(d)
+  local s, t = detail_of(d)
+  if s then return s end
+  local n = t.changed and ((" (%d bytes changed)"):format(t.changed)) or ""
+  return ("input %s changed during the run%s; inputs are read-only"):format(t.buffer or "?", n)
+end
+
+R.incorrect = function(d)
+  if type(d) == "table" and d.total then
+    return (M.describe(d):gsub("^incorrect: ", ""))
+  end
+  if type(d) == "table" and d.cmp then
+    return (M.describe(d.cmp, d):gsub("^incorrect: ", ""))
+  end
+  local s = detail_of(d)
+  return s or "the output does not match the reference"
+end
+
+R.nondeterministic = function(d)
+  local s, t = detail_of(d)
+  if s then return s end
+  return ("two runs on the same inputs differ in %d of %d elements of %s%s"):format(t.differ or 0, t.total or 0,
+    t.buffer or "the output", t.max_abs and (" (max abs diff " .. num(t.max_abs) .. ")") or "")
+end
+
+R.unexpected_launches = function(d)
+  local s, t = detail_of(d)
+  if s then return s end
+  local names = t.kernels and #t.kernels > 0 and (" (" .. table.concat(t.kernels, ", ") .. ")") or ""
+  return ("the plan has %d launch%s but %d kernel%s ran%s"):format(t.expected or 0,
+    (t.expected or 0) == 1 and "" or "es", t.got or 0, (t.got or 0) == 1 and "" or "s", names)
+end
+
+R.target_not_executed = function(d)
+  local s, t = detail_of(d)
+  if s then return s end
+  local missing = t.missing and #t.missing > 0 and table.concat(t.missing, ", ") or "none of the target families"
+  local req = t.required and (" (required: " .. table.concat(t.required, ", ") .. ")") or ""
+  return ("on %s no %s instruction executed%s"):format(t.arch or "this GPU", missing, req)
+end
+
+R.unknown = function(d)
+  local s, t = detail_of(d)
+  if s then return s end
+  return ("%s stage could not run: %s"):format(t.stage or "a", t.why or "unknown reason")
+end
+
+R.passed = function(d)
+  local s, t = detail_of(d)
+  if s then return s end
+  if t.time_ms and t.baseline_ms then
+    local sp = t.speedup or (t.baseline_ms / t.time_ms)
+    return ("%sx the baseline (%s ms vs %s ms)"):format(num(sp), num(t.time_ms), num(t.baseline_ms))
+  end
+  return "correct"
+end
+
+function M.reason(name, detail)
+  M.rank(name)
+  local body = R[name](detail)
+  return name .. ": " .. body
+end
+
+function M.make(name, detail)
+  return { verdict = name, reason = M.reason(name, detail) }
+end
+
+-- ---- the comparison rule ----------------------------------------------
+
+local INF = math.huge
+
+function M.compare(got, want, shp, tol)
+  if type(got) ~= "table" or type(want) ~= "table" then error("verdict.compare: got and want must be lists", 2) end
+  if type(shp) ~= "table" or #shp == 0 then error("verdict.compare: shape must be a list of extents", 2) end
+  tol = tol or {}
+  local atol, rtol = tol.atol or 0, tol.rtol or 0
+  local required = tol.matched or 1.0
+  local eps = tol.eps or 1e-8
+  local tile = tol.tile or { 128, 128 }
+  local cols = shp[#shp]
+  local n = 1
+  for _, x in ipairs(shp) do n = n * x end
+  local rows = n // cols
+  if #got ~= n or #want ~= n then
+    error(("verdict.compare: shape gives %d elements, got has %d and want %d"):format(n, #got, #want), 2)
+  end
+  local tm, tn = tile[1], tile[2]
+  if #shp == 1 then tm, tn = 1, tile[2] or tile[1] end
+
+  local matched, nan, inf, refbad = 0, 0, 0, 0
+  local max_abs, max_rel = 0, 0
+  local worst_fail_i, worst_fail_d = nil, -1
+  local worst_any_i, worst_any_d = nil, -1
+  local first_nf
+  for i = 1, n do
+    local x, y = got[i], want[i]
+    local bad = false
+    if x ~= x then
+      nan = nan + 1
+      bad = true
+    elseif x == INF or x == -INF then
+      inf = inf + 1
+      bad = true
+    end
+    if bad then
+      if not first_nf then first_nf = i end
+    elseif y ~= y or y == INF or y == -INF then
+      refbad = refbad + 1
+    else
+      local d = math.abs(x - y)
+      local r = d / (math.abs(y) + eps)
+      if d > max_abs then max_abs = d end
+      if r > max_rel then max_rel = r end
+      if d > worst_any_d then worst_any_i, worst_any_d = i, d end
+      if d > atol and r > rtol then
+        if d > worst_fail_d then worst_fail_i, worst_fail_d = i, d end
+      else
+        matched = matched + 1
+      end
+    end
+  end
+
+  local function locate(i)
+    if not i then return nil end
+    local row, col = (i - 1) // cols, (i - 1) % cols
+    local x, y = got[i], want[i]
+    local d = math.abs(x - y)
+    return { index = i, row = row, col = col, tile = { row // tm, col // tn }, got = x, want = y,
+             abs = d, rel = d / (math.abs(y) + eps) }
+  end
+  local ratio = n > 0 and matched / n or 1
+  local res = {
+    total = n, matched = matched, mismatched = n - matched, ratio = ratio, required = required,
+    max_abs = max_abs, max_rel = max_rel, nan = nan, inf = inf, ref_nonfinite = refbad,
+    atol = atol, rtol = rtol, rows = rows, cols = cols, dims = #shp, tile = { tm, tn },
+    first_nonfinite = locate(first_nf),
+  }
+  res.worst = locate(first_nf or worst_fail_i or worst_any_i)
+  res.pass = nan == 0 and inf == 0 and refbad == 0 and (matched == n or ratio >= required)
+  return res
+end
+
+return M

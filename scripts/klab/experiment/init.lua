@@ -1,0 +1,823 @@
+-- klab.experiment: sweeps of models x tasks x prompt tags x replicas, with
+-- multi-turn trajectories, early stop, best-of-N, selection policies,
+-- concurrency between model calls and GPU evaluation, and resume.
+--
+--   local experiment = require "klab.experiment"
+--   local exp = experiment.new{
+--     name = "sweep1", db = "results/sweep1.db",
+--     models = {model.new{...}, ...},
+--     tasks = {"gemm_bf16/8192x7168x5120", {name = "gemm_small", workloads = {...}, gate = {...}}},
+--     tags = {"hopper-no-hint", "hopper+cluster_multicast"}, replicas = 4, turns = 8, target_speedup = 1.2,
+--   }
+--   local summary = exp:run()
+--   print(exp:table())
+--
+-- Spec fields (defaults in brackets): name (required), db (a path or an open
+-- store), models (model specs or model.new results), tasks, tags [{"none"}],
+-- replicas [1], turns [1], target_speedup [none: no early stop], mode
+-- ["record-missing"], responses_dir, arch ["sm_90a"], eval (options for
+-- eval:evaluate, e.g. {timing = true, trials = ..., deadline = ...}),
+-- select [policy.fastest_correct] (per trajectory), prompt ({system=, user=,
+-- vars=, root=}), feedback ({template = "feedback.md", compile_log = true,
+-- profile = false, profile_after = 0, log_lines = 40}), history ["full" or
+-- "last"], on_turn (function(turn, trajectory), called after each turn is
+-- stored; raising from it stops the run), progress ["auto", "bar", "plain",
+-- false], log (a path to append to, or function(line)), concurrency [total
+-- requests in flight; each model has its own cap too], drain_s [10], session
+-- (an open eval session to use).
+--
+-- Resume: every trajectory and turn is stored as it finishes (one
+-- transaction per turn). Running the same experiment again skips finished
+-- trajectories, continues unfinished ones after their last stored turn (the
+-- conversation is rebuilt from the stored replies and feedback), and never
+-- stores a turn twice (UNIQUE(trajectory_id, turn)). On an error (a hook, a
+-- replay miss, an interrupt) requests already in flight are waited for
+-- (drain_s) and their responses kept in the cache before the error goes on.
+--
+-- The tables (created here, documented in docs/experiments.md): experiments,
+-- trajectories, turns.
+
+local model_mod = require "klab.experiment.model"
+local prompt = require "klab.experiment.prompt"
+local extract = require "klab.experiment.extract"
+local policy = require "klab.experiment.policy"
+local progress = require "klab.progress"
+local verdicts = require "klab.eval.verdict"
+local candidate_mod = require "klab.eval.candidate"
+local task_mod = require "klab.task"
+local store_mod = require "klab.store"
+local cjson = require "cjson"
+
+local M = {}
+
+M.SCHEMA = [[
+CREATE TABLE IF NOT EXISTS experiments(
+  id INTEGER PRIMARY KEY,
+  name TEXT NOT NULL UNIQUE,
+  config TEXT,
+  created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')),
+  updated_at TEXT);
+CREATE TABLE IF NOT EXISTS trajectories(
+  id INTEGER PRIMARY KEY,
+  experiment_id INTEGER NOT NULL REFERENCES experiments(id),
+  key TEXT NOT NULL UNIQUE,
+  model TEXT NOT NULL, task TEXT NOT NULL, tag TEXT NOT NULL, replica INTEGER NOT NULL,
+  state TEXT NOT NULL DEFAULT 'running' CHECK (state IN ('running', 'done')),
+  stop_reason TEXT,
+  turns INTEGER NOT NULL DEFAULT 0,
+  best_speedup REAL, best_turn INTEGER,
+  selected_turn INTEGER, selected_speedup REAL, selection TEXT,
+  messages TEXT,
+  created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')),
+  finished_at TEXT);
+CREATE INDEX IF NOT EXISTS trajectories_experiment ON trajectories(experiment_id);
+CREATE TABLE IF NOT EXISTS turns(
+  id INTEGER PRIMARY KEY,
+  trajectory_id INTEGER NOT NULL REFERENCES trajectories(id),
+  turn INTEGER NOT NULL,
+  request_hash TEXT, source TEXT,
+  verdict TEXT NOT NULL, reason TEXT,
+  speedup REAL, verified INTEGER,
+  candidate TEXT, language TEXT,
+  reply TEXT, feedback TEXT,
+  input_tokens INTEGER, output_tokens INTEGER, reasoning_tokens INTEGER,
+  latency_ms REAL, cost_usd REAL,
+  workloads TEXT,
+  created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')),
+  UNIQUE(trajectory_id, turn));
+CREATE INDEX IF NOT EXISTS turns_verdict ON turns(verdict);
+]]
+
+function M.ensure_schema(db)
+  db:exec(M.SCHEMA)
+end
+
+-- ---- command-line options ------------------------------------------------
+
+-- Parses "key=value" arguments by the type of each default (numbers,
+-- booleans, strings; a list default takes a comma-separated list). An
+-- unknown key or a bad value raises with the list of known keys.
+function M.options(defaults, args)
+  local o = {}
+  for k, v in pairs(defaults) do o[k] = v end
+  for _, a in ipairs(args or {}) do
+    local k, v = tostring(a):match("^([%w_%.%-]+)=(.*)$")
+    if not k then error("expected key=value, got '" .. tostring(a) .. "'", 0) end
+    local d = defaults[k]
+    if d == nil then
+      local keys = {}
+      for name in pairs(defaults) do keys[#keys + 1] = name end
+      table.sort(keys)
+      error(("unknown option '%s' (known: %s)"):format(k, table.concat(keys, ", ")), 0)
+    end
+    if type(d) == "number" then
+      o[k] = tonumber(v) or error(("option %s needs a number, got '%s'"):format(k, v), 0)
+      if math.type(d) == "integer" then o[k] = math.tointeger(o[k]) or error(("option %s needs an integer"):format(k), 0) end
+    elseif type(d) == "boolean" then
+      if v == "true" or v == "1" or v == "yes" then o[k] = true
+      elseif v == "false" or v == "0" or v == "no" then o[k] = false
+      else error(("option %s needs true or false, got '%s'"):format(k, v), 0) end
+    elseif type(d) == "table" then
+      local list = {}
+      for x in v:gmatch("[^,]+") do list[#list + 1] = x end
+      o[k] = list
+    else
+      o[k] = v
+    end
+  end
+  return o
+end
+
+-- The model options an experiment script takes on its command line, and the
+-- model they describe. Empty strings and negative numbers mean "not set"
+-- (the server's default). models= is a comma-separated list of model names
+-- that share the other settings.
+M.MODEL_OPTIONS = {
+  provider = "openai", base_url = "", models = { "" }, api_key_env = "", temperature = -1.0, top_p = -1.0,
+  max_tokens = 32000, reasoning_effort = "", seed = -1, concurrency = 4, timeout = 600.0,
+  price_in = -1.0, price_out = -1.0,
+}
+
+function M.with_model_options(defaults)
+  local o = {}
+  for k, v in pairs(M.MODEL_OPTIONS) do o[k] = v end
+  for k, v in pairs(defaults) do o[k] = v end
+  return o
+end
+
+function M.models_from(o)
+  local list = {}
+  for _, name in ipairs(o.models) do
+    if name == "" then error("set the model: models=NAME[,NAME...] (and base_url=, api_key_env=)", 0) end
+    local spec = { provider = o.provider, model = name, concurrency = math.tointeger(o.concurrency) or 4,
+                   timeout = o.timeout, max_tokens = o.max_tokens > 0 and math.tointeger(o.max_tokens) or nil }
+    if o.base_url ~= "" then spec.base_url = o.base_url end
+    if o.api_key_env ~= "" then spec.api_key_env = o.api_key_env end
+    if o.temperature >= 0 then spec.temperature = o.temperature end
+    if o.top_p >= 0 then spec.top_p = o.top_p end
+    if o.reasoning_effort ~= "" then spec.reasoning_effort = o.reasoning_effort end
+    if o.seed >= 0 then spec.seed = math.tointeger(o.seed) end
+    if o.price_in >= 0 or o.price_out >= 0 then
+      spec.prices = { input = math.max(o.price_in, 0), output = math.max(o.price_out, 0) }
+    end
+    list[#list + 1] = model_mod.new(spec)
+  end
+  return list
+end
+
+-- ---- task groups ---------------------------------------------------------
+
+local function axes_of(t)
+  local parts = {}
+  for _, d in ipairs(t.dim_order or {}) do parts[#parts + 1] = d .. "=" .. tostring(t.dims[d]) end
+  return table.concat(parts, ", ")
+end
+
+-- A task entry: "base/variant" (one workload), "base" (every variant), or
+-- {name=, workloads={...}} | {name=, base=, tags={...}} (the variants of
+-- base that carry one of the tags), with an optional gate={...} (or a count).
+function M.group(entry)
+  if type(entry) == "string" then
+    if entry:find("/", 1, true) then return { name = entry, workloads = { entry } } end
+    entry = { name = entry, base = entry }
+  end
+  if type(entry) ~= "table" then error("experiment: a task is a name or a table", 3) end
+  local g = { name = entry.name, gate = entry.gate, workloads = {} }
+  if entry.workloads then
+    for i, w in ipairs(entry.workloads) do g.workloads[i] = w end
+  elseif entry.base then
+    local d = task_mod.load(entry.base)
+    for _, t in ipairs(d.tasks) do
+      local keep = not entry.tags
+      for _, want in ipairs(entry.tags or {}) do
+        for _, have in ipairs(task_mod.plain(t.tags)) do if have == want then keep = true end end
+      end
+      if keep then g.workloads[#g.workloads + 1] = t.name end
+    end
+  end
+  if not g.name then g.name = g.workloads[1] end
+  if #g.workloads == 0 then error("experiment: task " .. tostring(g.name) .. " has no workloads", 3) end
+  return g
+end
+
+local function gate_of(g, pol)
+  local gate = g.gate or pol.gate or 2
+  if type(gate) == "number" then
+    local out = {}
+    for i = 1, math.min(gate, #g.workloads) do out[i] = g.workloads[i] end
+    return out
+  end
+  return gate
+end
+
+-- ---- the experiment ----------------------------------------------------------
+
+local Exp = {}
+Exp.__index = Exp
+
+function M.new(spec)
+  if type(spec) ~= "table" then error("experiment.new expects a table", 2) end
+  if type(spec.name) ~= "string" or spec.name == "" then error("experiment.new: field 'name' is required", 2) end
+  local e = setmetatable({ spec = spec, name = spec.name }, Exp)
+  e.models = {}
+  for i, m in ipairs(spec.models or {}) do
+    e.models[i] = getmetatable(m) and m or model_mod.new(m)
+  end
+  if #e.models == 0 then error("experiment.new: at least one model is required", 2) end
+  e.groups = {}
+  for i, t in ipairs(spec.tasks or {}) do e.groups[i] = M.group(t) end
+  if #e.groups == 0 then error("experiment.new: at least one task is required", 2) end
+  e.tags = spec.tags or { "none" }
+  e.replicas = spec.replicas or 1
+  e.turns = spec.turns or 1
+  e.target = spec.target_speedup
+  e.mode = spec.mode or "record-missing"
+  e.arch = spec.arch or "sm_90a"
+  e.policy = policy.resolve(spec.select)
+  e.feedback = spec.feedback or {}
+  e.prompt = spec.prompt or {}
+  e.history = spec.history or "full"
+  if type(spec.db) == "string" then
+    e.db = assert(store_mod.open(spec.db))
+    e.own_db = true
+  else
+    e.db = spec.db
+  end
+  if not e.db then error("experiment.new: a store (db) is required", 2) end
+  M.ensure_schema(e.db)
+  return e
+end
+
+function Exp:close()
+  if self.own_db and self.db then self.db:close() end
+  self.db = nil
+end
+Exp.__close = Exp.close
+
+function Exp:_log(fmt, ...)
+  local line = fmt:format(...)
+  local l = self.spec.log
+  if type(l) == "function" then l(line)
+  elseif type(l) == "string" then
+    local f = io.open(l, "a")
+    if f then f:write(os.date("!%Y-%m-%dT%H:%M:%SZ "), line, "\n") f:close() end
+  end
+end
+
+function Exp:_config()
+  local models = {}
+  for i, m in ipairs(self.models) do
+    local c = {}
+    for k, v in pairs(m) do if k ~= "retry" then c[k] = v end end
+    models[i] = c
+  end
+  local groups = {}
+  for i, g in ipairs(self.groups) do groups[i] = { name = g.name, workloads = g.workloads, gate = g.gate } end
+  return model_mod.json {
+    models = models, tasks = groups, tags = self.tags, replicas = self.replicas, turns = self.turns,
+    target_speedup = self.target, arch = self.arch, select = self.policy.name, history = self.history,
+  }
+end
+
+function Exp:_experiment_id()
+  local db = self.db
+  local row = db:first("SELECT id FROM experiments WHERE name = ?", self.name)
+  if row then
+    db:query("UPDATE experiments SET config = ?, updated_at = strftime('%Y-%m-%dT%H:%M:%fZ','now') WHERE id = ?",
+      self:_config(), row.id)
+    return row.id
+  end
+  return db:insert("experiments", { name = self.name, config = self:_config() })
+end
+
+local function traj_key(exp, m, g, tag, r)
+  return store_mod.hash("klab.trajectory.1", exp, m.name, g.name, tag, tostring(r))
+end
+
+-- The trajectories of the sweep, in order, loaded or created.
+function Exp:_trajectories()
+  local db = self.db
+  local list = {}
+  for _, m in ipairs(self.models) do
+    for _, g in ipairs(self.groups) do
+      for _, tag in ipairs(self.tags) do
+        for r = 1, self.replicas do
+          local key = traj_key(self.name, m, g, tag, r)
+          local row = db:first("SELECT * FROM trajectories WHERE key = ?", key)
+          local messages
+          if row then
+            messages = cjson.decode(row.messages)
+          else
+            messages = prompt.messages { group = g, tag = tag, arch = self.arch, system = self.prompt.system,
+              user = self.prompt.user, vars = self.prompt.vars, root = self.prompt.root }
+            local id = db:insert("trajectories", { experiment_id = self.exp_id, key = key, model = m.name,
+              task = g.name, tag = tag, replica = r, messages = model_mod.json(messages) })
+            row = db:first("SELECT * FROM trajectories WHERE id = ?", id)
+          end
+          local t = { row = row, id = row.id, key = key, model = m, group = g, tag = tag, replica = r,
+                      initial = messages, done = row.state == "done", turns = {} }
+          for _, tr in ipairs(db:query("SELECT * FROM turns WHERE trajectory_id = ? ORDER BY turn", row.id)) do
+            t.turns[#t.turns + 1] = tr
+          end
+          list[#list + 1] = t
+        end
+      end
+    end
+  end
+  return list
+end
+
+-- The conversation for the next turn of t.
+function Exp:_messages(t)
+  local msgs = {}
+  for i, x in ipairs(t.initial) do msgs[i] = x end
+  local exchanges = {}
+  for _, tr in ipairs(t.turns) do
+    if tr.reply then exchanges[#exchanges + 1] = tr end
+  end
+  local from = 1
+  if self.history == "last" then from = math.max(1, #exchanges) end
+  for i = from, #exchanges do
+    local tr = exchanges[i]
+    msgs[#msgs + 1] = { role = "assistant", content = tr.reply }
+    msgs[#msgs + 1] = { role = "user", content = tr.feedback or "" }
+  end
+  return msgs
+end
+
+
+local POSITIVE = { executed = true, dynamic_present = true, present = true, verified = true }
+local NEGATIVE = { not_executed = true, dynamic_not_executed = true, absent = true, cubin_sass_absent = true }
+
+-- One workload's result, in the terms of feedback and tables.
+local function summarize(name, r, speedup_field)
+  local t = task_mod.get(name)
+  local w = { name = name, axes = axes_of(t), verdict = r.verdict, reason = r.reason, cached = r.cached }
+  local st = r.stages or {}
+  local tm = st.timing
+  if tm and tm.candidate then
+    w.time_ms = tm.candidate.median and tm.candidate.median / 1000
+    w.baseline_ms = tm.baseline and tm.baseline.median and tm.baseline.median / 1000
+    w.speedup = tm[speedup_field or "speedup"] or tm.speedup
+    w.speedup_tf32 = tm.speedup_tf32
+  end
+  local cor = st.correctness
+  if cor and type(cor.outputs) == "table" then
+    for _, cmp in pairs(cor.outputs) do
+      if type(cmp) == "table" then
+        if type(cmp.max_abs) == "number" then w.max_abs = math.max(w.max_abs or 0, cmp.max_abs) end
+        if type(cmp.max_rel) == "number" then w.max_rel = math.max(w.max_rel or 0, cmp.max_rel) end
+      end
+    end
+  end
+  -- The instruction stage (klab.eval.profile.stage): {status = "ok"|"unknown", verified =, verdict =,
+  -- families = {name = {status = "executed"|"not_executed"|"unknown"}}, text =}.
+  local ins = st.instructions
+  if type(ins) == "table" then
+    local names, missing = {}, {}
+    for name, f in pairs(type(ins.families) == "table" and ins.families or {}) do
+      names[#names + 1] = name
+      if type(f) == "table" and f.status == "not_executed" then missing[#missing + 1] = name end
+    end
+    table.sort(names)
+    table.sort(missing)
+    local status = "unknown"
+    if ins.verified == true then status = "executed"
+    elseif ins.verdict == "target_not_executed" or #missing > 0 then status = "not_executed"
+    elseif POSITIVE[ins.status] or NEGATIVE[ins.status] then status = ins.status end
+    w.instructions = { status = status, families = names, missing = #missing > 0 and missing or nil }
+  end
+  local prof = st.profile
+  if type(prof) == "table" and type(prof.text) == "string" then w.profile = prof.text
+  elseif type(prof) == "string" then w.profile = prof
+  elseif type(ins) == "table" and type(ins.text) == "string" then w.profile = ins.text end
+  return w
+end
+
+-- Evaluates candidate c on the workloads; polls the model caller between
+-- evaluations so that requests keep flowing.
+function Exp:_evaluate(c, workloads, opts)
+  local results, ws = {}, {}
+  for i, name in ipairs(workloads) do
+    local o = opts
+    if type(opts.trials) == "function" then
+      o = {}
+      for k, v in pairs(opts) do o[k] = v end
+      o.trials = opts.trials(task_mod.get(name))
+    end
+    local r, err = self.session:evaluate(name, c, o)
+    if not r then r = { verdict = "unknown", reason = "unknown: the evaluation could not start: " .. tostring(err), stages = {} } end
+    results[i] = r
+    ws[i] = summarize(name, r, self.spec.speedup_field)
+    -- Code that does not build or load fails the same way on every workload.
+    if r.verdict == "compile_error" or r.verdict == "load_error" then
+      ws[i].axes = nil
+      break
+    end
+    if self.caller then
+      for _, o in ipairs(self.caller:poll(0)) do self.outcomes[#self.outcomes + 1] = o end
+    end
+  end
+  local v = verdicts.worst(table.unpack(ws))
+  local speedup, verified = nil, nil
+  if v == "passed" then
+    for _, w in ipairs(ws) do
+      if w.speedup then speedup = math.min(speedup or math.huge, w.speedup) else speedup = nil break end
+    end
+  end
+  local all_positive = #ws > 0
+  for _, w in ipairs(ws) do
+    local s = w.instructions and w.instructions.status
+    if (s and NEGATIVE[s]) or w.verdict == "target_not_executed" then verified = false break end
+    if not (s and POSITIVE[s]) then all_positive = false end
+  end
+  if verified == nil and all_positive then verified = true end
+  local reason
+  for _, w in ipairs(ws) do
+    if w.verdict == v then reason = w.reason break end
+  end
+  if #ws > 1 and v ~= "passed" then
+    for _, w in ipairs(ws) do
+      if w.verdict == v then reason = w.axes and ("[%s] %s"):format(w.axes, w.reason) or w.reason break end
+    end
+  end
+  local compile_log = results[1] and results[1].stages and results[1].stages.build and results[1].stages.build.log
+  return { verdict = v, reason = reason, speedup = speedup, verified = verified, workloads = ws,
+           compile_log = compile_log }
+end
+
+function Exp:_eval_opts(turn)
+  local o = {}
+  for k, v in pairs(self.spec.eval or {}) do o[k] = v end
+  o.arch = o.arch or self.arch
+  if self.feedback.profile and turn > (self.feedback.profile_after or 0) then o.profile = true end
+  return o
+end
+
+function Exp:_workloads(g)
+  if self.policy.eval_set == "gate" then return gate_of(g, self.policy) end
+  return g.workloads
+end
+
+local function targets_of(g, arch)
+  local ok, t = pcall(task_mod.get, g.workloads[1])
+  if ok and t.targets and t.targets[arch] then return task_mod.plain(t.targets[arch]) end
+  return nil
+end
+
+-- Runs one turn from a model outcome: extraction, evaluation, feedback.
+function Exp:_turn(t, o, n)
+  local rec = {
+    trajectory_id = t.id, turn = n, request_hash = o.hash, source = o.source,
+    input_tokens = o.usage and o.usage.input, output_tokens = o.usage and o.usage.output,
+    reasoning_tokens = o.usage and o.usage.reasoning, latency_ms = o.latency_ms, cost_usd = o.cost,
+  }
+  local fb_turn
+  if not o.ok then
+    rec.verdict = "request_error"
+    rec.reason = "request_error: " .. tostring(o.error)
+  else
+    rec.reply = o.text or ""
+    local c, why = extract.candidate(rec.reply)
+    if not c then
+      local v = extract.verdict(why)
+      rec.verdict, rec.reason = v.verdict, v.reason
+      fb_turn = { verdict = v.verdict, reason = v.reason, turn = n }
+    else
+      local cand = assert(candidate_mod.new { code = c.code, lang = c.lang, plan = c.plan,
+        name = ("%s-t%d"):format(t.group.name:gsub("[^%w_]", "_"), n), source = "model:" .. o.hash })
+      rec.candidate, rec.language = cand.hash, cand.lang
+      self.db:put_candidate { language = cand.lang, code = cand.code, plan = cand.plan, source = cand.source }
+      local res = self:_evaluate(cand, self:_workloads(t.group), self:_eval_opts(n))
+      rec.verdict, rec.reason, rec.speedup = res.verdict, res.reason, res.speedup
+      rec.verified = res.verified == nil and nil or (res.verified and 1 or 0)
+      rec.workloads = model_mod.json(res.workloads)
+      res.turn = n
+      res.targets = targets_of(t.group, self.arch)
+      fb_turn = res
+    end
+    rec.feedback = prompt.feedback(fb_turn, {
+      turn = n, turns = self.turns, target = self.target, profile = self.feedback.profile,
+      profile_after = self.feedback.profile_after, compile_log = self.feedback.compile_log,
+      log_lines = self.feedback.log_lines,
+      template = self.feedback.template == nil and "feedback.md" or self.feedback.template or nil,
+      root = self.prompt.root,
+    })
+  end
+  return rec
+end
+
+local function entry_of(t, tr)
+  return {
+    trajectory = t.id, model = t.model.name, task = t.group.name, tag = t.tag, replica = t.replica, turn = tr.turn,
+    verdict = tr.verdict, reason = tr.reason, speedup = tr.speedup, candidate = tr.candidate,
+    language = tr.language, verified = tr.verified == nil and nil or tr.verified == 1,
+    workloads = tr.workloads and cjson.decode(tr.workloads) or nil,
+  }
+end
+
+-- A policy's ctx: evaluate an entry's candidate on the full set or the gate.
+function Exp:_ctx(group)
+  return {
+    group = group, target = self.target,
+    evaluate = function(e, set)
+      local row = e.candidate and self.db:first("SELECT * FROM candidates WHERE hash = ?", e.candidate)
+      if not row then return { verdict = "unknown", reason = "the candidate is not in the store" } end
+      local c = assert(candidate_mod.new { code = row.code, lang = row.language, plan = row.plan, name = "selected" })
+      local ws = set == "gate" and gate_of(group, self.policy) or group.workloads
+      if not self.session then
+        self.session = require("klab.eval").session { db = self.db }
+        self.own_select_session = true
+      end
+      return self:_evaluate(c, ws, self:_eval_opts(e.turn or 1))
+    end,
+  }
+end
+
+function Exp:_finish_trajectory(t, reason)
+  local entries = {}
+  for _, tr in ipairs(t.turns) do entries[#entries + 1] = entry_of(t, tr) end
+  local sel, why = self.policy.select(entries, self:_ctx(t.group))
+  local best, best_turn
+  for _, tr in ipairs(t.turns) do
+    if tr.verdict == "passed" and tr.speedup and (not best or tr.speedup > best) then best, best_turn = tr.speedup, tr.turn end
+  end
+  self.db:query([[UPDATE trajectories SET state = 'done', stop_reason = ?, best_speedup = ?, best_turn = ?,
+    selected_turn = ?, selected_speedup = ?, selection = ?, finished_at = strftime('%Y-%m-%dT%H:%M:%fZ','now')
+    WHERE id = ?]], reason, best, best_turn, sel and sel.turn or nil, sel and sel.speedup or nil,
+    sel and self.policy.name or (self.policy.name .. ": " .. tostring(why)), t.id)
+  t.done = true
+end
+
+-- Whether t is finished after its stored turns, and why.
+function Exp:_stop_reason(t)
+  local last = t.turns[#t.turns]
+  if last and self.target and last.verdict == "passed"
+      and (self.target <= 0 or (last.speedup and last.speedup >= self.target)) then
+    return "target_met"
+  end
+  if #t.turns >= self.turns then return "max_turns" end
+  return nil
+end
+
+function Exp:_store_turn(t, rec)
+  local db = self.db
+  db:transaction(function()
+    local id, err = db:insert("turns", rec)
+    if not id then error(("experiment: cannot store turn %d of trajectory %d: %s"):format(rec.turn, t.id, tostring(err)), 0) end
+    db:query("UPDATE trajectories SET turns = ? WHERE id = ?", rec.turn, t.id)
+    t.turns[#t.turns + 1] = db:first("SELECT * FROM turns WHERE id = ?", id)
+  end)
+  -- Selection may evaluate (paired_gate): its own transaction. A crash in
+  -- between is repaired by the next run (a stored last turn that ends the
+  -- trajectory finishes it).
+  local stop = self:_stop_reason(t)
+  if stop then db:transaction(function() self:_finish_trajectory(t, stop) end) end
+end
+
+function Exp:_counts()
+  local counts = {}
+  for _, r in ipairs(self.db:query([[SELECT verdict, count(*) AS n FROM turns JOIN trajectories t ON t.id = trajectory_id
+      WHERE t.experiment_id = ? GROUP BY verdict]], self.exp_id)) do
+    counts[r.verdict] = r.n
+  end
+  return counts
+end
+
+function Exp:run()
+  local db = self.db
+  local spec = self.spec
+  self.exp_id = db:transaction(function() return self:_experiment_id() end)
+  local trajs = db:transaction(function() return self:_trajectories() end)
+  -- Trajectories whose last turn ended them but were not marked (a crash between) are finished now.
+  for _, t in ipairs(trajs) do
+    if not t.done then
+      local stop = self:_stop_reason(t)
+      if stop then db:transaction(function() self:_finish_trajectory(t, stop) end) end
+    end
+  end
+  local function totals()
+    local total, done = 0, 0
+    for _, t in ipairs(trajs) do
+      done = done + #t.turns
+      total = total + (t.done and #t.turns or self.turns)
+    end
+    return total, done
+  end
+  local total, done0 = totals()
+  local bar = progress.new { total = total, label = self.name .. ": turns", mode = spec.progress == nil and "auto" or spec.progress }
+  bar:update { done = done0, start_done = done0, counts = self:_counts(), force = true }
+
+  self.caller = model_mod.caller { db = db, mode = self.mode, experiment = self.name, responses_dir = spec.responses_dir,
+    concurrency = spec.concurrency, http = spec.http, log = function(line) self:_log("%s", line) end }
+  local own_session = not spec.session
+  self.session = spec.session or require("klab.eval").session { db = db, deadline = spec.eval and spec.eval.deadline }
+  self.outcomes = {}
+  local waiting = {}   -- ticket -> trajectory
+  local stored = 0
+
+  local function loop()
+    while true do
+      for _, t in ipairs(trajs) do
+        if not t.done and not t.waiting then
+          local n = #t.turns + 1
+          local ticket = self.caller:submit(t.model, self:_messages(t), {
+            key = { tag = t.tag, sample = t.replica, turn = n },
+            locator = { model = t.model.name, task = t.group.name, tag = t.tag, replica = t.replica, turn = n },
+          })
+          t.waiting = ticket
+          waiting[ticket] = t
+        end
+      end
+      for _, o in ipairs(self.caller:poll(#self.outcomes > 0 and 0 or 0.2)) do self.outcomes[#self.outcomes + 1] = o end
+      if #self.outcomes > 0 then
+        local o = table.remove(self.outcomes, 1)
+        local t = waiting[o.ticket]
+        waiting[o.ticket] = nil
+        if t then
+          local n = #t.turns + 1
+          local rec = self:_turn(t, o, n)
+          self:_store_turn(t, rec)
+          t.waiting = nil
+          stored = stored + 1
+          self:_log("turn %s %s %s r%d t%d: %s", t.model.name, t.group.name, t.tag, t.replica, n, rec.reason or rec.verdict)
+          local tot, dn = totals()
+          bar:update { total = tot, done = dn, counts = self:_counts() }
+          if spec.on_turn then spec.on_turn(entry_of(t, t.turns[#t.turns]), t) end
+        end
+      else
+        local busy = false
+        for _, t in ipairs(trajs) do if not t.done then busy = true break end end
+        if not busy then break end
+      end
+    end
+  end
+
+  local ok, err = xpcall(loop, function(e)
+    if type(e) == "string" and not e:find("^replay: ") and not e:find("\n", 1, true) then return debug.traceback(e, 2) end
+    return e
+  end)
+  if not ok then
+    -- Keep what the model already answered: wait for requests in flight.
+    local pok = pcall(function() self.caller:drain(spec.drain_s or 10) end)
+    if not pok then self:_log("drain failed") end
+    if own_session then self.session:close() end
+    self.caller:close()
+    self.caller, self.session = nil, nil
+    bar:finish()
+    error(err, 0)
+  end
+  local tot, dn = totals()
+  bar:update { total = tot, done = dn, counts = self:_counts() }
+  bar:finish()
+  local stats = self.caller.stats
+  if own_session then self.session:close() end
+  self.caller:close()
+  self.caller, self.session = nil, nil
+  return { trajectories = #trajs, turns = dn, new_turns = stored, counts = self:_counts(), requests = stats }
+end
+
+-- ---- reading results -----------------------------------------------------------
+
+-- One row per trajectory: {id, model, task, tag, replica, turns, state, stop_reason, verdicts = {...},
+-- best_speedup, selected_turn, selected_speedup, tokens_in, tokens_out, cost}.
+function Exp:rows()
+  local db = self.db
+  local exp = db:first("SELECT id FROM experiments WHERE name = ?", self.name)
+  if not exp then return {} end
+  local rows = db:query([[SELECT * FROM trajectories WHERE experiment_id = ? ORDER BY id]], exp.id)
+  for _, r in ipairs(rows) do
+    r.verdicts = {}
+    r.tokens_in, r.tokens_out, r.cost = 0, 0, nil
+    for _, tr in ipairs(db:query("SELECT turn, verdict, input_tokens, output_tokens, cost_usd FROM turns WHERE trajectory_id = ? ORDER BY turn", r.id)) do
+      r.verdicts[#r.verdicts + 1] = tr.verdict
+      r.tokens_in = r.tokens_in + (tr.input_tokens or 0)
+      r.tokens_out = r.tokens_out + (tr.output_tokens or 0)
+      if tr.cost_usd then r.cost = (r.cost or 0) + tr.cost_usd end
+    end
+    r.messages = nil
+  end
+  return rows
+end
+
+M.SHORT = {
+  passed = "P", compile_error = "C", extraction_error = "X", request_error = "E", incorrect = "I",
+  runtime_error = "R", timeout = "T", plan_error = "PL", load_error = "LD", guard_violation = "G",
+  input_modified = "M", nondeterministic = "N", unexpected_launches = "U", target_not_executed = "V", unknown = "?",
+}
+
+local function speed(x) return x and ("%.3fx"):format(x) or "-" end
+
+-- The summary table (a string): task, model, tag, replica, turns, the verdict of each turn,
+-- the best speedup, the selected turn, and why the trajectory stopped; then a legend.
+function M.format_table(rows)
+  local head = { "task", "model", "tag", "rep", "turns", "verdicts per turn", "best", "selected", "stop" }
+  local lines, used = {}, {}
+  for _, r in ipairs(rows) do
+    local vs = {}
+    for i, v in ipairs(r.verdicts) do
+      vs[i] = M.SHORT[v] or v
+      used[v] = true
+    end
+    lines[#lines + 1] = { r.task, r.model, r.tag, tostring(r.replica), tostring(#r.verdicts), table.concat(vs, " "),
+      speed(r.best_speedup), r.selected_turn and ("t" .. r.selected_turn .. " " .. speed(r.selected_speedup)) or "-",
+      r.state == "done" and (r.stop_reason or "done") or "running" }
+  end
+  local width = {}
+  for i, h in ipairs(head) do width[i] = #h end
+  for _, l in ipairs(lines) do
+    for i, c in ipairs(l) do width[i] = math.max(width[i], #c) end
+  end
+  local function fmt(cells)
+    local out = {}
+    for i, c in ipairs(cells) do out[i] = c .. (" "):rep(width[i] - #c) end
+    return (table.concat(out, "  "):gsub("%s+$", ""))
+  end
+  local out = { fmt(head) }
+  local rule = {}
+  for i in ipairs(head) do rule[i] = ("-"):rep(width[i]) end
+  out[#out + 1] = fmt(rule)
+  for _, l in ipairs(lines) do out[#out + 1] = fmt(l) end
+  local legend = {}
+  local names = {}
+  for v in pairs(used) do names[#names + 1] = v end
+  table.sort(names, function(a, b)
+    local ra = verdicts.valid(a) and verdicts.rank(a) or 0
+    local rb = verdicts.valid(b) and verdicts.rank(b) or 0
+    if ra ~= rb then return ra < rb end
+    return a < b
+  end)
+  for _, v in ipairs(names) do legend[#legend + 1] = (M.SHORT[v] or v) .. " " .. v end
+  if #legend > 0 then out[#out + 1] = "verdicts: " .. table.concat(legend, ", ") end
+  return table.concat(out, "\n")
+end
+
+function Exp:table() return M.format_table(self:rows()) end
+
+-- PTXBench's cells, per model and task: trajectories, those with a correct
+-- turn, those with a correct turn whose target instructions were verified,
+-- and the best speedup over correct turns. Rows {model=, task=, n=,
+-- correct=, verified=, best=}, in sweep order.
+function Exp:cells()
+  local exp = self.db:first("SELECT id FROM experiments WHERE name = ?", self.name)
+  if not exp then return {} end
+  return self.db:query([[
+    SELECT model, task, count(*) AS n,
+      sum(EXISTS (SELECT 1 FROM turns u WHERE u.trajectory_id = t.id AND u.verdict = 'passed')) AS correct,
+      sum(EXISTS (SELECT 1 FROM turns u WHERE u.trajectory_id = t.id AND u.verdict = 'passed' AND u.verified = 1))
+        AS verified,
+      max(best_speedup) AS best, min(id) AS first
+    FROM trajectories t WHERE experiment_id = ? GROUP BY model, task ORDER BY first]], exp.id)
+end
+
+-- Best-of-N and other selections across trajectories: the turns of each
+-- group (trajectories that share the fields in `by`, default model and
+-- task) go to the policy. Returns rows {model=, task=, tag=, n=, turn=,
+-- replica=, verdict=, speedup=, why=}.
+function Exp:select(pol, by)
+  pol = policy.resolve(pol)
+  by = by or { "model", "task" }
+  local db = self.db
+  local exp = db:first("SELECT id FROM experiments WHERE name = ?", self.name)
+  if not exp then return {} end
+  local groups, order = {}, {}
+  local group_of = {}
+  for _, g in ipairs(self.groups) do group_of[g.name] = g end
+  for _, tr in ipairs(db:query([[SELECT turns.*, t.model, t.task, t.tag, t.replica FROM turns
+      JOIN trajectories t ON t.id = trajectory_id WHERE t.experiment_id = ?
+      ORDER BY t.model, t.task, t.tag, t.replica, turns.turn]], exp.id)) do
+    local parts = {}
+    for _, f in ipairs(by) do parts[#parts + 1] = tostring(tr[f]) end
+    local k = table.concat(parts, "\0")
+    if not groups[k] then
+      groups[k] = { entries = {}, row = {} }
+      for _, f in ipairs(by) do groups[k].row[f] = tr[f] end
+      order[#order + 1] = k
+    end
+    local e = entry_of({ id = tr.trajectory_id, model = { name = tr.model }, group = { name = tr.task }, tag = tr.tag,
+      replica = tr.replica }, tr)
+    table.insert(groups[k].entries, e)
+  end
+  local out = {}
+  for _, k in ipairs(order) do
+    local g = groups[k]
+    local task_name = g.row.task or g.entries[1].task
+    local ctx = self:_ctx(group_of[task_name] or M.group(task_name))
+    local sel, why = pol.select(g.entries, ctx)
+    local row = g.row
+    row.n = #g.entries
+    if sel then
+      row.turn, row.replica, row.tag, row.verdict, row.speedup = sel.turn, sel.replica, sel.tag, sel.verdict, sel.speedup
+    else
+      row.why = why
+    end
+    out[#out + 1] = row
+  end
+  if self.own_select_session then
+    self.session:close()
+    self.session, self.own_select_session = nil, nil
+  end
+  return out
+end
+
+return M

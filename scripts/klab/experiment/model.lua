@@ -1,0 +1,442 @@
+-- klab.experiment.model: language models behind a response cache.
+--
+--   local model = require "klab.experiment.model"
+--   local m = model.new{provider = "openai", base_url = "https://api.openai.com/v1", model = "gpt-x",
+--                       api_key_env = "OPENAI_API_KEY", temperature = 0.8, max_tokens = 32000,
+--                       prices = {input = 1.25, output = 10}, concurrency = 4}
+--   local c <close> = model.caller{db = db, mode = "record-missing", experiment = "sweep1"}
+--   local ticket = c:submit(m, messages, {key = {sample = 1, turn = 1}})
+--   for _, o in ipairs(c:poll(0.5)) do ... o.ticket, o.ok, o.text, o.usage ... end
+--   local o = c:call(m, messages, meta)          -- submit and wait for that one
+--
+-- A model: {name=, provider="openai"|"anthropic", base_url=, model=, api_key_env=, temperature=,
+-- top_p=, max_tokens=, max_tokens_field=, reasoning_effort=, thinking_budget=, seed=, stop=,
+-- extra=, prices={input=, output=} (USD per million tokens), concurrency= (default 4),
+-- timeout= (s per attempt, default 600), connect_timeout= (default 30),
+-- retry={attempts= (default 4), base= (1 s), max= (60 s), budget= (900 s)}}. name defaults to
+-- model and labels the model in the store and the tables.
+--
+-- The API key never becomes a Lua string: the request's header names the
+-- environment variable ({env = api_key_env}) and klab.http reads it in C.
+--
+-- Canonical request: {provider, model, body, key} as JSON with sorted keys
+-- (model.json), where body is exactly what is sent and key is the caller's
+-- sample key ({sample = replica, turn = n} in experiments, so that replicas
+-- of one prompt and a resent request are distinct). base_url is left out,
+-- so a cache recorded against one server replays against another. The
+-- request hash is store.hash("klab.request.1", canonical).
+--
+-- Modes:
+--   live            every request is sent; the answer replaces the cached one
+--   record-missing  a cached success is reused; a miss or a cached failure is sent and stored
+--   replay          answered from the store only (no network, klab.http is never loaded);
+--                   a cached failure is replayed as that failure; a miss raises
+--                   "replay: no stored response for request <hash> (model M, experiment E)"
+-- In replay and record-missing, caller{responses_dir=} is a second store: files
+-- <dir>/<model>/<task>/<tag>/r<replica>/turn<n>.md answer requests whose meta
+-- carries locator = {model=, task=, tag=, replica=, turn=} (the shipped sample
+-- responses of experiments/quickstart.lua); leading <!-- ... --> lines are a
+-- label, not part of the reply.
+--
+-- An outcome: {ticket=, hash=, model=, ok=, text=, reasoning=, finish=, usage={input=, output=,
+-- reasoning=}, cost=, latency_ms=, attempts={{status=, error=, latency=, at=}...}, status=, error=,
+-- source="network"|"cache"|"files", meta=}. A failed call (transport error after retries, an HTTP
+-- error status, a malformed or truncated body) is ok=false with error set: never a raise.
+-- Every outcome that came from the network or files is stored (responses table) with its usage,
+-- latency, cost and attempts; headers are never stored.
+
+local store_mod = require "klab.store"
+local cjson = require "cjson"
+
+local M = {}
+
+M.MODES = { live = true, ["record-missing"] = true, replay = true }
+M.PROVIDERS = { openai = "klab.experiment.providers.openai", anthropic = "klab.experiment.providers.anthropic" }
+
+-- ---- canonical JSON ------------------------------------------------------
+
+local function json_string(s)
+  return '"' .. s:gsub('[%c"\\]', function(c)
+    if c == '"' then return '\\"' end
+    if c == "\\" then return "\\\\" end
+    if c == "\n" then return "\\n" end
+    if c == "\t" then return "\\t" end
+    if c == "\r" then return "\\r" end
+    return ("\\u%04x"):format(c:byte())
+  end) .. '"'
+end
+
+local function json_number(x)
+  if x ~= x or x == math.huge or x == -math.huge then error("model.json: cannot encode " .. tostring(x), 0) end
+  if math.type(x) == "integer" then return tostring(x) end
+  if x == math.floor(x) and math.abs(x) < 2 ^ 53 then return ("%d"):format(x) end
+  for _, p in ipairs { "%.15g", "%.16g", "%.17g" } do
+    local s = p:format(x)
+    if tonumber(s) == x then return s end
+  end
+  return ("%.17g"):format(x)
+end
+
+local function is_array(t)
+  local n = #t
+  if n == 0 then return next(t) == nil end
+  local count = 0
+  for k in pairs(t) do
+    if math.type(k) ~= "integer" or k < 1 or k > n then return false end
+    count = count + 1
+  end
+  return count == n
+end
+
+local function encode(v, depth)
+  if depth > 64 then error("model.json: nested too deeply", 0) end
+  local ty = type(v)
+  if ty == "string" then return json_string(v) end
+  if ty == "number" then return json_number(v) end
+  if ty == "boolean" then return tostring(v) end
+  if v == nil or v == cjson.null then return "null" end
+  if ty ~= "table" then error("model.json: cannot encode a " .. ty, 0) end
+  if is_array(v) then
+    local parts = {}
+    for i = 1, #v do parts[i] = encode(v[i], depth + 1) end
+    return "[" .. table.concat(parts, ",") .. "]"
+  end
+  local keys = {}
+  for k in pairs(v) do
+    if type(k) ~= "string" then error("model.json: object keys must be strings, got " .. type(k), 0) end
+    keys[#keys + 1] = k
+  end
+  table.sort(keys)
+  local parts = {}
+  for i, k in ipairs(keys) do parts[i] = json_string(k) .. ":" .. encode(v[k], depth + 1) end
+  return "{" .. table.concat(parts, ",") .. "}"
+end
+
+-- JSON with sorted object keys, no spaces, integral floats as integers: equal
+-- tables give equal text. An empty table is [].
+function M.json(v) return encode(v, 0) end
+
+-- ---- models ---------------------------------------------------------------
+
+local FIELDS = {
+  name = "string", provider = "string", base_url = "string", model = "string", api_key_env = "string",
+  temperature = "number", top_p = "number", max_tokens = "number", max_tokens_field = "string",
+  reasoning_effort = "string", thinking_budget = "number", seed = "number", stop = "table", extra = "table",
+  prices = "table", concurrency = "number", timeout = "number", connect_timeout = "number", retry = "table",
+  anthropic_version = "string",
+}
+
+function M.new(spec)
+  if type(spec) ~= "table" then error("model.new expects a table", 2) end
+  local m = {}
+  for k, v in pairs(spec) do
+    local want = FIELDS[k]
+    if not want then error(("model.new: unknown field '%s'"):format(tostring(k)), 2) end
+    if type(v) ~= want and not (k == "stop" and type(v) == "string") then error(("model.new: field '%s' must be a %s, got %s"):format(k, want, type(v)), 2) end
+    m[k] = v
+  end
+  if not M.PROVIDERS[m.provider or ""] then
+    error("model.new: provider must be 'openai' or 'anthropic', got " .. tostring(m.provider), 2)
+  end
+  if not m.model or m.model == "" then error("model.new: field 'model' is required", 2) end
+  if not m.base_url then
+    m.base_url = m.provider == "anthropic" and "https://api.anthropic.com" or "https://api.openai.com/v1"
+  end
+  if m.api_key_env and not m.api_key_env:match("^[%a_][%w_]*$") then
+    error("model.new: api_key_env must name an environment variable", 2)
+  end
+  if type(m.stop) == "string" then m.stop = { m.stop } end
+  m.name = m.name or m.model
+  m.concurrency = math.max(1, math.floor(m.concurrency or 4))
+  m.timeout = m.timeout or 600
+  m.connect_timeout = m.connect_timeout or 30
+  local r = m.retry or {}
+  m.retry = { attempts = r.attempts or 4, base = r.base or 1, max = r.max or 60, budget = r.budget or 900 }
+  return setmetatable(m, { __tostring = function(x) return "klab.experiment.model (" .. x.name .. ")" end })
+end
+
+local function provider(m) return require(M.PROVIDERS[m.provider]) end
+
+-- The request for messages: {canonical=, hash=, url=, headers=, body=}.
+function M.request(m, messages, key)
+  local p = provider(m)
+  local body = p.body(m, messages)
+  local canonical = M.json { provider = m.provider, model = m.model, body = body, key = key }
+  return {
+    canonical = canonical, hash = store_mod.hash("klab.request.1", canonical),
+    url = p.url(m), headers = p.headers(m), body = M.json(body),
+  }
+end
+
+function M.cost(m, usage)
+  local pr = m.prices
+  if not pr or not usage then return nil end
+  local c = 0
+  if pr.input and usage.input then c = c + usage.input * pr.input / 1e6 end
+  if pr.output and usage.output then c = c + usage.output * pr.output / 1e6 end
+  return c
+end
+
+-- ---- the caller -------------------------------------------------------------
+
+local Caller = {}
+Caller.__index = Caller
+
+-- opts: {db = store handle or path, mode = "record-missing", experiment = name, log = function(line)
+-- or nil, responses_dir = path, http = a klab.http client (for tests), concurrency = total cap}
+function M.caller(opts)
+  opts = opts or {}
+  local mode = opts.mode or "record-missing"
+  if not M.MODES[mode] then error("model.caller: mode must be live, record-missing or replay, got " .. tostring(mode), 2) end
+  local c = setmetatable({
+    mode = mode, experiment = opts.experiment or "-", log = opts.log, responses_dir = opts.responses_dir,
+    http = opts.http, concurrency = opts.concurrency or math.huge,
+    queue = {}, inflight = {}, ninflight = 0, per_model = {}, ready = {}, next_ticket = 0,
+    stats = { network = 0, cache = 0, files = 0, failed = 0 },
+  }, Caller)
+  if type(opts.db) == "string" then
+    c.db = assert(store_mod.open(opts.db))
+    c.own_db = true
+  else
+    c.db = opts.db
+  end
+  if not c.db then error("model.caller: a store (db) is required", 2) end
+  return c
+end
+
+function Caller:close()
+  if self.own_http and self.http then self.http:free() end
+  self.http = nil
+  if self.own_db and self.db then self.db:close() end
+  self.db = nil
+  self.queue, self.inflight, self.ready = {}, {}, {}
+end
+Caller.__close = Caller.close
+
+function Caller:_log(fmt, ...)
+  if self.log then self.log(fmt:format(...)) end
+end
+
+local function decode(s)
+  if type(s) ~= "string" then return nil end
+  local ok, v = pcall(cjson.decode, s)
+  return ok and type(v) == "table" and v or nil
+end
+
+local function nonull(v) if v == cjson.null then return nil end return v end
+
+local function outcome_from_row(row, ticket, m, meta)
+  local r = decode(row.response) or {}
+  local usage = type(r.usage) == "table" and r.usage or {}
+  return {
+    ticket = ticket, hash = row.hash, model = m.name, ok = row.error == nil, error = row.error,
+    status = row.status, text = nonull(r.text), reasoning = nonull(r.reasoning), finish = nonull(r.finish),
+    usage = { input = nonull(usage.input), output = nonull(usage.output), reasoning = nonull(usage.reasoning) },
+    cost = row.cost_usd, latency_ms = row.latency_ms, attempts = nonull(r.attempts) or {}, source = "cache",
+    meta = meta, cached = true,
+  }
+end
+
+function Caller:_store(o, req, m, raw_body)
+  local resp = {
+    text = o.text, reasoning = o.reasoning, finish = o.finish, usage = o.usage, attempts = o.attempts,
+    source = o.source, body = raw_body,
+  }
+  local ok, err = self.db:cache_put {
+    hash = o.hash, request = req.canonical, response = M.json(resp), status = o.status or 0, model = m.name,
+    error = o.error, latency_ms = o.latency_ms, input_tokens = o.usage and o.usage.input,
+    output_tokens = o.usage and o.usage.output, cost_usd = o.cost,
+  }
+  if not ok then error("model: cannot store the response to " .. o.hash .. ": " .. tostring(err), 0) end
+end
+
+local function safe_part(s)
+  return (tostring(s):gsub("[^%w_%.%-/]", "_"):gsub("%.%.+", "_"))
+end
+
+function Caller:_from_files(meta)
+  local loc = meta and meta.locator
+  if not self.responses_dir or not loc then return nil end
+  local path = ("%s/%s/%s/%s/r%s/turn%s.md"):format(self.responses_dir, safe_part(loc.model), safe_part(loc.task),
+    safe_part(loc.tag or "none"), tostring(loc.replica or 1), tostring(loc.turn or 1))
+  local f = io.open(path, "rb")
+  if not f then return nil end
+  local text = f:read("a")
+  f:close()
+  -- Leading HTML comments label the file; they are not part of the reply.
+  while true do
+    local rest = text:match("^%s*<!%-%-.-%-%->[ \t]*\n(.*)$")
+    if not rest then break end
+    text = rest
+  end
+  return text, path
+end
+
+function Caller:submit(m, messages, meta)
+  meta = meta or {}
+  local req = M.request(m, messages, meta.key)
+  self.next_ticket = self.next_ticket + 1
+  local ticket = self.next_ticket
+  if self.mode ~= "live" then
+    local row = self.db:cache_get(req.hash)
+    if row and (self.mode == "replay" or row.error == nil) then
+      local o = outcome_from_row(row, ticket, m, meta)
+      self.stats.cache = self.stats.cache + 1
+      self.ready[#self.ready + 1] = o
+      return ticket, req.hash
+    end
+    local text, path = self:_from_files(meta)
+    if text then
+      local o = {
+        ticket = ticket, hash = req.hash, model = m.name, ok = true, status = 200, text = text,
+        usage = {}, latency_ms = 0, attempts = {}, source = "files", meta = meta,
+      }
+      self:_store(o, req, m, nil)
+      self.stats.files = self.stats.files + 1
+      self:_log("model %s %s: from %s", m.name, req.hash:sub(1, 12), path)
+      self.ready[#self.ready + 1] = o
+      return ticket, req.hash
+    end
+    if self.mode == "replay" then
+      error(("replay: no stored response for request %s (model %s, experiment %s)"):format(req.hash, m.name,
+        self.experiment), 0)
+    end
+  end
+  self.queue[#self.queue + 1] = { ticket = ticket, m = m, req = req, meta = meta }
+  self:_dispatch()
+  return ticket, req.hash
+end
+
+function Caller:_client()
+  if not self.http then
+    local ok, http = pcall(require, "klab.http")
+    if not ok then error("model: klab.http is not available: " .. tostring(http), 0) end
+    local c, err = http.client()
+    if not c then error("model: cannot start an HTTP client: " .. tostring(err), 0) end
+    self.http, self.own_http = c, true
+  end
+  return self.http
+end
+
+function Caller:_dispatch()
+  local i = 1
+  while i <= #self.queue and self.ninflight < self.concurrency do
+    local q = self.queue[i]
+    local n = self.per_model[q.m.name] or 0
+    if n < q.m.concurrency then
+      table.remove(self.queue, i)
+      local m = q.m
+      local id, err = self:_client():submit {
+        url = q.req.url, method = "POST", headers = q.req.headers, body = q.req.body,
+        connect_timeout = m.connect_timeout, timeout = m.timeout,
+        retry = { attempts = m.retry.attempts, base = m.retry.base, max = m.retry.max, budget = m.retry.budget },
+      }
+      if not id then
+        -- Refused before sending (a bad URL): a failed call like any other.
+        self:_finish(q, { status = 0, error = tostring(err), attempts = {}, elapsed = 0 })
+      else
+        self.inflight[id] = q
+        self.ninflight = self.ninflight + 1
+        self.per_model[m.name] = n + 1
+      end
+    else
+      i = i + 1
+    end
+  end
+end
+
+local function copy_attempts(list)
+  local out = {}
+  for i, a in ipairs(list or {}) do
+    out[i] = { status = a.status, error = a.error ~= "" and a.error or nil, latency = a.latency, at = a.at,
+               retry_after = a.retry_after, wait = a.wait }
+  end
+  return out
+end
+
+function Caller:_finish(q, r)
+  local m = q.m
+  local o = {
+    ticket = q.ticket, hash = q.req.hash, model = m.name, status = r.status or 0,
+    latency_ms = (r.elapsed or 0) * 1000, attempts = copy_attempts(r.attempts), source = "network", meta = q.meta,
+  }
+  if r.error and r.error ~= "" then
+    o.ok, o.error = false, ("transport error after %d attempt%s: %s"):format(#o.attempts,
+      #o.attempts == 1 and "" or "s", r.error)
+  else
+    local parsed, perr = require(M.PROVIDERS[m.provider]).parse(r.status, r.body)
+    if parsed then
+      o.ok, o.text, o.reasoning, o.finish, o.usage = true, parsed.text, parsed.reasoning, parsed.finish, parsed.usage
+      o.cost = M.cost(m, parsed.usage)
+    else
+      o.ok, o.error = false, perr
+    end
+  end
+  o.usage = o.usage or {}
+  self:_store(o, q.req, m, r.body)
+  self.stats.network = self.stats.network + 1
+  if not o.ok then self.stats.failed = self.stats.failed + 1 end
+  self:_log("model %s %s: %s in %.0f ms, %d attempt%s%s", m.name, o.hash:sub(1, 12),
+    o.ok and ("HTTP " .. tostring(o.status)) or ("failed: " .. o.error), o.latency_ms, #o.attempts,
+    #o.attempts == 1 and "" or "s",
+    o.ok and (", tokens in %s out %s reasoning %s"):format(tostring(o.usage.input), tostring(o.usage.output),
+      tostring(o.usage.reasoning)) or "")
+  self.ready[#self.ready + 1] = o
+end
+
+function Caller:pending()
+  return #self.queue + self.ninflight + #self.ready
+end
+
+-- Outcomes that completed, waiting at most wait_s for one when none is ready.
+function Caller:poll(wait_s)
+  self:_dispatch()
+  if self.ninflight > 0 then
+    local list, err = self.http:poll(#self.ready > 0 and 0 or (wait_s or 0))
+    if not list then error("model: HTTP poll failed: " .. tostring(err), 0) end
+    for _, r in ipairs(list) do
+      local q = self.inflight[r.id]
+      if q then
+        self.inflight[r.id] = nil
+        self.ninflight = self.ninflight - 1
+        self.per_model[q.m.name] = self.per_model[q.m.name] - 1
+        self:_finish(q, r)
+      end
+    end
+    self:_dispatch()
+  end
+  local out = self.ready
+  self.ready = {}
+  return out
+end
+
+-- Waits for every request in flight and keeps their answers (stored as they
+-- arrive); gives up after max_s seconds. Returns the outcomes collected.
+function Caller:drain(max_s)
+  local sys = require "klab.sys"
+  local t_end = sys.now() + (max_s or 30)
+  local got = {}
+  self.queue = {}
+  while self.ninflight > 0 and sys.now() < t_end do
+    for _, o in ipairs(self:poll(math.min(0.5, math.max(0, t_end - sys.now())))) do got[#got + 1] = o end
+  end
+  for _, o in ipairs(self:poll(0)) do got[#got + 1] = o end
+  return got
+end
+
+-- Submits one request and waits for its outcome.
+function Caller:call(m, messages, meta)
+  local ticket = self:submit(m, messages, meta)
+  local others = {}
+  while true do
+    for _, o in ipairs(self:poll(0.25)) do
+      if o.ticket == ticket then
+        for _, x in ipairs(others) do self.ready[#self.ready + 1] = x end
+        return o
+      end
+      others[#others + 1] = o
+    end
+  end
+end
+
+return M

@@ -1,0 +1,213 @@
+-- klab.report.export: training data from an experiment store.
+--
+--   local export = require "klab.report.export"
+--   local records, summary = export.sft(db_or_path, {kind = "both", verified = false,
+--                                                    min_speedup = nil, cap = nil, experiment = nil})
+--   export.write_jsonl(records, path)        -- one JSON object per line ("-": stdout)
+--   print(export.summary_text(summary))
+--
+-- Two record kinds, as PTXBench's SFT data:
+--
+--   generation: the task prompt -> a correct kernel. One per correct turn
+--     (verdict passed) that has a reply.
+--   repair: the task prompt, a failed attempt, the feedback it got, and the
+--     repaired kernel. One per correct turn n > 1 whose previous turn n - 1
+--     in the same trajectory failed (any verdict but passed) and has both a
+--     reply and feedback.
+--
+-- Filters apply to the correct (generation) or repaired (repair) turn:
+-- verified (its target instructions were seen executing, turns.verified =
+-- 1), min_speedup (its speedup is above P; a turn with no speedup is
+-- dropped), cap (at most N records per task and kind, keeping the fastest:
+-- order speedup descending, no speedup last, then model, tag, replica,
+-- turn). Records are written in the order kind (generation first), task,
+-- then that order. Each record is one line of JSON with sorted keys.
+--
+-- Record fields (both kinds): kind, id (experiment/model/task/tag/replica/
+-- turn), experiment, model, task, tag, replica, turn, arch, verdict,
+-- speedup (absent when not timed), verified (true/false, absent when
+-- unknown), candidate (content hash), kernel {language, code, plan},
+-- prompt (the messages before the first reply), completion (the correct
+-- reply), messages (prompt + the assistant turns: a ready chat transcript).
+-- repair adds failed {turn, verdict, reason, reply, candidate} and
+-- feedback (the text the model got after the failed attempt).
+
+local metrics = require "klab.report.metrics"
+
+local M = {}
+
+M.KINDS = { generation = true, repair = true, both = true }
+
+local function json(v) return require("klab.experiment.model").json(v) end
+
+local function decode(s)
+  if type(s) ~= "string" then return nil end
+  local ok, v = pcall(require("cjson").decode, s)
+  return ok and v or nil
+end
+
+local function order(a, b)
+  if a.task ~= b.task then return a.task < b.task end
+  local sa, sb = a.speedup or -math.huge, b.speedup or -math.huge
+  if sa ~= sb then return sa > sb end
+  for _, f in ipairs { "model", "tag", "replica", "turn", "experiment" } do
+    if a[f] ~= b[f] then return a[f] < b[f] end
+  end
+  return false
+end
+
+-- sft(db_or_path, opts) -> records, summary | nil, msg, code.
+-- summary: {total, by_kind = {kind = n}, by_task = {task = {generation =, repair =}},
+-- failures = {verdict = n} (the failed attempts of the repair records),
+-- dropped = {verified =, min_speedup =, cap =}, tasks = {sorted names}}.
+function M.sft(db_or_path, opts)
+  opts = opts or {}
+  local kind = opts.kind or "both"
+  if not M.KINDS[kind] then error("export.sft: kind must be generation, repair or both", 2) end
+  if opts.min_speedup ~= nil and type(opts.min_speedup) ~= "number" then error("export.sft: min_speedup must be a number", 2) end
+  if opts.cap ~= nil and (math.type(opts.cap) ~= "integer" or opts.cap < 0) then
+    error("export.sft: cap must be a non-negative integer", 2)
+  end
+  local report = require "klab.report"
+  local db, err, code, owned = report.open_store(db_or_path)
+  if not db then return nil, (err:gsub("^report: ", "export: ")), code end
+  local ok, records, summary = pcall(function()
+    if not (metrics.has_table(db, "trajectories") and metrics.has_table(db, "turns") and metrics.has_table(db, "experiments")) then
+      error("export: this store holds no experiments (no trajectories or turns tables)", 0)
+    end
+    local arch_of = {}
+    for _, tr in ipairs(metrics.load(db, { experiment = opts.experiment })) do arch_of[tr.id] = tr.arch end
+    local trajs = db:query([[SELECT t.id, t.model, t.task, t.tag, t.replica, t.messages, e.name AS experiment
+        FROM trajectories t JOIN experiments e ON e.id = t.experiment_id
+        WHERE (? IS NULL OR e.name = ?) ORDER BY t.id]], opts.experiment, opts.experiment)
+    local pending = { generation = {}, repair = {} }
+    local dropped = { verified = 0, min_speedup = 0, cap = 0 }
+    for _, tr in ipairs(trajs) do
+      local prompt = decode(tr.messages) or {}
+      local turns = db:query([[SELECT tu.*, c.code AS k_code, c.plan AS k_plan, c.language AS k_language
+          FROM turns tu LEFT JOIN candidates c ON c.hash = tu.candidate
+          WHERE tu.trajectory_id = ? ORDER BY tu.turn]], tr.id)
+      local prev
+      for _, tu in ipairs(turns) do
+        if tu.verdict == "passed" and tu.reply then
+          local keep = true
+          if opts.verified and tu.verified ~= 1 then keep = false dropped.verified = dropped.verified + 1 end
+          if keep and opts.min_speedup and not (tu.speedup and tu.speedup > opts.min_speedup) then
+            keep = false
+            dropped.min_speedup = dropped.min_speedup + 1
+          end
+          if keep then
+            local base = {
+              experiment = tr.experiment, model = tr.model, task = tr.task, tag = tr.tag, replica = tr.replica,
+              turn = tu.turn, arch = arch_of[tr.id], verdict = tu.verdict, speedup = tu.speedup,
+              candidate = tu.candidate,
+              kernel = tu.k_code and { language = tu.k_language, code = tu.k_code, plan = tu.k_plan } or nil,
+              prompt = prompt, completion = tu.reply,
+            }
+            if tu.verified ~= nil then base.verified = tu.verified == 1 end
+            base.id = ("%s/%s/%s/%s/%d/%d"):format(tr.experiment, tr.model, tr.task, tr.tag, tr.replica, tu.turn)
+            if kind ~= "repair" then
+              local g = {}
+              for k, v in pairs(base) do g[k] = v end
+              g.kind = "generation"
+              local msgs = {}
+              for i, m in ipairs(prompt) do msgs[i] = m end
+              msgs[#msgs + 1] = { role = "assistant", content = tu.reply }
+              g.messages = msgs
+              table.insert(pending.generation, g)
+            end
+            if kind ~= "generation" and prev and prev.turn == tu.turn - 1 and prev.verdict ~= "passed"
+                and prev.reply and prev.feedback then
+              local r = {}
+              for k, v in pairs(base) do r[k] = v end
+              r.kind = "repair"
+              r.failed = { turn = prev.turn, verdict = prev.verdict, reason = prev.reason, reply = prev.reply,
+                candidate = prev.candidate }
+              r.feedback = prev.feedback
+              local msgs = {}
+              for i, m in ipairs(prompt) do msgs[i] = m end
+              msgs[#msgs + 1] = { role = "assistant", content = prev.reply }
+              msgs[#msgs + 1] = { role = "user", content = prev.feedback }
+              msgs[#msgs + 1] = { role = "assistant", content = tu.reply }
+              r.messages = msgs
+              table.insert(pending.repair, r)
+            end
+          end
+        end
+        prev = tu
+      end
+    end
+    local out = {}
+    local s = { by_kind = { generation = 0, repair = 0 }, by_task = {}, failures = {}, dropped = dropped, tasks = {} }
+    for _, k in ipairs { "generation", "repair" } do
+      local list = pending[k]
+      table.sort(list, order)
+      local per = {}
+      for _, r in ipairs(list) do
+        per[r.task] = (per[r.task] or 0) + 1
+        if opts.cap and per[r.task] > opts.cap then
+          dropped.cap = dropped.cap + 1
+        else
+          out[#out + 1] = r
+          s.by_kind[k] = s.by_kind[k] + 1
+          if not s.by_task[r.task] then
+            s.by_task[r.task] = { generation = 0, repair = 0 }
+            s.tasks[#s.tasks + 1] = r.task
+          end
+          s.by_task[r.task][k] = s.by_task[r.task][k] + 1
+          if k == "repair" then s.failures[r.failed.verdict] = (s.failures[r.failed.verdict] or 0) + 1 end
+        end
+      end
+    end
+    table.sort(s.tasks)
+    s.total = #out
+    return out, s
+  end)
+  if owned then db:close() end
+  if not ok then return nil, tostring(records), "EEXPORT" end
+  return records, summary
+end
+
+-- write_jsonl(records, path) -> count | nil, msg, code. path "-" is stdout.
+function M.write_jsonl(records, path)
+  local f, err
+  if path == "-" then f = io.stdout else f, err = io.open(path, "wb") end
+  if not f then return nil, "export: cannot write " .. tostring(path) .. ": " .. tostring(err), "EIO" end
+  for _, r in ipairs(records) do
+    f:write(json(r), "\n")
+  end
+  if f ~= io.stdout then f:close() else f:flush() end
+  return #records
+end
+
+-- summary_text(summary) -> lines: records per task and kind, the failure
+-- kinds that the repair records start from, and what the filters dropped.
+function M.summary_text(s)
+  local lines = {}
+  lines[#lines + 1] = ("%d records: %d generation, %d repair"):format(s.total, s.by_kind.generation, s.by_kind.repair)
+  local w = 4
+  for _, t in ipairs(s.tasks) do w = math.max(w, #t) end
+  lines[#lines + 1] = ("  %-" .. w .. "s  %10s  %6s  %6s"):format("task", "generation", "repair", "share")
+  for _, t in ipairs(s.tasks) do
+    local c = s.by_task[t]
+    local n = c.generation + c.repair
+    lines[#lines + 1] = ("  %-" .. w .. "s  %10d  %6d  %5.1f%%"):format(t, c.generation, c.repair,
+      s.total > 0 and n / s.total * 100 or 0)
+  end
+  local fk = {}
+  for v in pairs(s.failures) do fk[#fk + 1] = v end
+  table.sort(fk)
+  if #fk > 0 then
+    local parts = {}
+    for _, v in ipairs(fk) do parts[#parts + 1] = ("%s %d"):format(v, s.failures[v]) end
+    lines[#lines + 1] = "repair records by the failure they repair: " .. table.concat(parts, ", ")
+  end
+  local d = s.dropped
+  if d.verified + d.min_speedup + d.cap > 0 then
+    lines[#lines + 1] = ("dropped: %d not verified, %d at or below the minimum speedup, %d over the per-task cap"):format(
+      d.verified, d.min_speedup, d.cap)
+  end
+  return table.concat(lines, "\n")
+end
+
+return M

@@ -1,0 +1,671 @@
+-- klab.report.metrics: the numbers of a paper, computed from the result store.
+--
+-- Every function is deterministic: inputs are sorted, the bootstrap uses
+-- its own seeded generator (splitmix64), never math.random. Definitions are
+-- in docs/report.md; each function below repeats its own.
+--
+--   local metrics = require "klab.report.metrics"
+--   local trajs = metrics.load(db [, {experiment = name}])
+--   metrics.success(trajs, {limits = {1, 4, 8}})     -- correct / verified per model x task x arch
+--   metrics.fast_p(trajs, {ps = {...}, verified = true})
+--   metrics.kbv(trajs)                               -- geomean speedup, correctness, Fast@1
+--   metrics.failure_mix(trajs)                       -- verdict shares per turn
+--   metrics.best_by_turn(trajs)                      -- best speedup so far against the turn
+--   metrics.pdetect(p, n)                            -- 1 - (1 - p)^n
+--
+-- A trajectory (as load returns it):
+--   {id, experiment, model, task, tag, replica, arch, state, max_turns,
+--    turns = {{turn, verdict, reason, speedup, verified = true|false|nil,
+--              candidate, mem_eff}, ...}}        (turns sorted by turn)
+-- A turn is *correct* when its verdict is "passed"; *verified* when it is
+-- correct and its target instructions were seen executing (turns.verified
+-- = 1). Unknown (NULL) is not verified.
+
+local M = {}
+
+M.DEFAULT_LIMITS = { 1, 4, 8 }
+M.DEFAULT_SEED = 20250131
+M.DEFAULT_B = 1000            -- bootstrap resamples
+M.DEFAULT_LEVEL = 0.95        -- confidence level of the intervals
+
+-- Measurement names read for memory efficiency (KernelBench-Verified's
+-- "peak device allocation"): either the ratio itself or both peaks.
+M.MEM = { ratio = "mem_efficiency", kernel = "peak_mem_bytes", baseline = "baseline_peak_mem_bytes" }
+
+-- ---- deterministic random numbers ---------------------------------------
+
+-- splitmix64 (Steele, Lea, Flood 2014) on Lua's 64-bit integers, which
+-- wrap around on overflow. rng(seed):next() returns the next 64-bit value
+-- (as a signed integer), :int(n) an integer in 1..n, :float() in [0, 1).
+local Rng = {}
+Rng.__index = Rng
+
+function M.rng(seed)
+  if math.type(seed) ~= "integer" then error("metrics.rng: seed must be an integer", 2) end
+  return setmetatable({ state = seed }, Rng)
+end
+
+function Rng:next()
+  self.state = self.state + 0x9E3779B97F4A7C15
+  local z = self.state
+  z = (z ~ (z >> 30)) * 0xBF58476D1CE4E5B9
+  z = (z ~ (z >> 27)) * 0x94D049BB133111EB
+  return z ~ (z >> 31)
+end
+
+function Rng:float()
+  return (self:next() >> 11) * (1.0 / 9007199254740992.0)
+end
+
+function Rng:int(n)
+  return ((self:next() >> 1) % n) + 1
+end
+
+-- FNV-1a over a string, for seeds that depend on a group's name and not on
+-- the order in which groups are computed.
+local function fnv(s)
+  local h = -3750763034362895579   -- 0xcbf29ce484222325
+  for i = 1, #s do
+    h = (h ~ s:byte(i)) * 0x100000001b3
+  end
+  return h
+end
+M.fnv1a = fnv
+
+-- ---- small statistics ---------------------------------------------------
+
+-- Geometric mean of positive numbers; nil for an empty list.
+function M.geomean(xs)
+  if #xs == 0 then return nil end
+  local s = 0
+  for _, x in ipairs(xs) do
+    if x <= 0 then return 0 end
+    s = s + math.log(x)
+  end
+  return math.exp(s / #xs)
+end
+
+function M.mean(xs)
+  if #xs == 0 then return nil end
+  local s = 0
+  for _, x in ipairs(xs) do s = s + x end
+  return s / #xs
+end
+
+-- Percentile interval of a sorted list (nearest rank): the values at ranks
+-- ceil(a/2 * B) and ceil((1 - a/2) * B), a = 1 - level.
+local function interval(sorted, level)
+  local B = #sorted
+  if B == 0 then return nil, nil end
+  local a = (1 - level) / 2
+  local lo = math.max(1, math.ceil(a * B - 1e-9))
+  local hi = math.min(B, math.ceil((1 - a) * B - 1e-9))
+  return sorted[lo], sorted[hi]
+end
+
+-- Bootstrap over items (a list; for a stratified bootstrap, a list of
+-- lists, each resampled on its own). stat(sample) returns a number or a
+-- list of numbers (nil entries allowed, with the list's length in field n:
+-- resamples where an entry is undefined are left out of its interval). Returns a list of
+-- {lo, hi} (one per entry of stat's result; for a number, the list has
+-- one entry). Options: B, seed (an integer), key (a string mixed into the
+-- seed), level, strata (true: items is a list of strata).
+function M.bootstrap(items, stat, opts)
+  opts = opts or {}
+  local B = opts.B or M.DEFAULT_B
+  local level = opts.level or M.DEFAULT_LEVEL
+  local rng = M.rng((opts.seed or M.DEFAULT_SEED) ~ fnv(opts.key or ""))
+  local draws = {}
+  local width
+  for _ = 1, B do
+    local sample
+    if opts.strata then
+      sample = {}
+      for s, stratum in ipairs(items) do
+        local n = #stratum
+        local r = {}
+        for i = 1, n do r[i] = stratum[rng:int(n)] end
+        sample[s] = r
+      end
+    else
+      local n = #items
+      sample = {}
+      for i = 1, n do sample[i] = items[rng:int(n)] end
+    end
+    local v = stat(sample)
+    if type(v) ~= "table" then v = { v, n = 1 } end
+    width = width or v.n or #v
+    for j = 1, width do
+      draws[j] = draws[j] or {}
+      if v[j] ~= nil then table.insert(draws[j], v[j]) end
+    end
+  end
+  local out = {}
+  for j = 1, width or 0 do
+    table.sort(draws[j])
+    local lo, hi = interval(draws[j], level)
+    out[j] = { lo, hi }
+  end
+  return out
+end
+
+-- ---- loading ------------------------------------------------------------
+
+local function has_table(db, name)
+  return db:first("SELECT name FROM sqlite_master WHERE type = 'table' AND name = ?", name) ~= nil
+end
+M.has_table = has_table
+
+local function mem_of_turn(db, candidate, arch)
+  if not candidate then return nil end
+  local rows = db:query([[SELECT m.name, m.value, ev.id AS ev FROM candidates c
+      JOIN evaluations ev ON ev.candidate_id = c.id
+      JOIN measurements m ON m.evaluation_id = ev.id
+      WHERE c.hash = ? AND (? IS NULL OR ev.arch = ?) AND m.name IN (?, ?, ?)
+      ORDER BY ev.id, m.name]], candidate, arch, arch, M.MEM.ratio, M.MEM.kernel, M.MEM.baseline)
+  local per = {}
+  local order = {}
+  for _, r in ipairs(rows) do
+    if not per[r.ev] then per[r.ev] = {} order[#order + 1] = r.ev end
+    per[r.ev][r.name] = r.value
+  end
+  local ratios = {}
+  for _, ev in ipairs(order) do
+    local p = per[ev]
+    local ratio = p[M.MEM.ratio]
+    if not ratio and p[M.MEM.kernel] and p[M.MEM.baseline] and p[M.MEM.kernel] > 0 then
+      ratio = p[M.MEM.baseline] / p[M.MEM.kernel]
+    end
+    if ratio then ratios[#ratios + 1] = ratio end
+  end
+  return M.geomean(ratios)
+end
+
+-- load(db [, {experiment = name}]) -> list of trajectories (above), sorted
+-- by arch, model, task, tag, replica, experiment. The architecture of a
+-- trajectory is its experiment's config.arch; when the config has none,
+-- the arch of the evaluations of its turns' candidates (turns.candidate =
+-- candidates.hash -> evaluations.candidate_id), else "unknown". A store
+-- without the experiment tables gives an empty list.
+function M.load(db, opts)
+  opts = opts or {}
+  if not has_table(db, "trajectories") or not has_table(db, "turns") or not has_table(db, "experiments") then
+    return {}
+  end
+  local rows = db:query([[SELECT t.id, t.model, t.task, t.tag, t.replica, t.state, t.turns AS nturns,
+      e.name AS experiment, json_extract(e.config, '$.arch') AS arch, json_extract(e.config, '$.turns') AS max_turns
+      FROM trajectories t JOIN experiments e ON e.id = t.experiment_id
+      WHERE (? IS NULL OR e.name = ?)]], opts.experiment, opts.experiment)
+  local by_id = {}
+  for _, r in ipairs(rows) do
+    r.turns = {}
+    by_id[r.id] = r
+  end
+  local turns = db:query([[SELECT trajectory_id, turn, verdict, reason, speedup, verified, candidate
+      FROM turns ORDER BY trajectory_id, turn]])
+  for _, tu in ipairs(turns) do
+    local tr = by_id[tu.trajectory_id]
+    if tr then
+      if tu.verified ~= nil then tu.verified = tu.verified == 1 end
+      tu.trajectory_id = nil
+      tr.turns[#tr.turns + 1] = tu
+    end
+  end
+  for _, r in ipairs(rows) do
+    if not r.arch then
+      local a = db:query([[SELECT ev.arch, count(*) AS n FROM turns tu JOIN candidates c ON c.hash = tu.candidate
+          JOIN evaluations ev ON ev.candidate_id = c.id WHERE tu.trajectory_id = ?
+          GROUP BY ev.arch ORDER BY n DESC, ev.arch]], r.id)
+      r.arch = a[1] and a[1].arch or "unknown"
+    end
+    r.max_turns = math.tointeger(r.max_turns) or r.max_turns
+    for _, tu in ipairs(r.turns) do
+      if tu.verdict == "passed" then tu.mem_eff = mem_of_turn(db, tu.candidate, r.arch ~= "unknown" and r.arch or nil) end
+    end
+  end
+  table.sort(rows, function(a, b)
+    for _, f in ipairs { "arch", "model", "task", "tag", "replica", "experiment", "id" } do
+      if a[f] ~= b[f] then return a[f] < b[f] end
+    end
+    return false
+  end)
+  return rows
+end
+
+-- ---- per trajectory -------------------------------------------------------
+
+local function qualifies(tu, limit, verified)
+  return tu.turn <= limit and tu.verdict == "passed" and (not verified or tu.verified == true)
+end
+
+-- correct(tr, limit [, verified]): whether the trajectory has at least one
+-- correct turn (verified: correct and verified) among its first `limit`.
+function M.correct(tr, limit, verified)
+  for _, tu in ipairs(tr.turns) do
+    if qualifies(tu, limit, verified) then return true end
+  end
+  return false
+end
+
+-- best(tr, limit [, verified]): the largest speedup among the qualifying
+-- turns (as for correct) that have one; nil when there is none.
+function M.best(tr, limit, verified)
+  local b
+  for _, tu in ipairs(tr.turns) do
+    if qualifies(tu, limit, verified) and tu.speedup and (not b or tu.speedup > b) then b = tu.speedup end
+  end
+  return b
+end
+
+-- The turn that gives best (first one on ties), for the memory numbers.
+local function best_turn(tr, limit, verified)
+  local b
+  for _, tu in ipairs(tr.turns) do
+    if qualifies(tu, limit, verified) and tu.speedup and (not b or tu.speedup > b.speedup) then b = tu end
+  end
+  return b
+end
+
+-- ---- grouping --------------------------------------------------------------
+
+-- group(trajs, fields) -> list of {key = "a\0b", <field> = value..., items = {...}}
+-- in the sorted order of the field values.
+function M.group(trajs, fields)
+  local map, list = {}, {}
+  for _, tr in ipairs(trajs) do
+    local parts = {}
+    for i, f in ipairs(fields) do parts[i] = tostring(tr[f]) end
+    local k = table.concat(parts, "\0")
+    local g = map[k]
+    if not g then
+      g = { key = k, items = {} }
+      for _, f in ipairs(fields) do g[f] = tr[f] end
+      map[k] = g
+      list[#list + 1] = g
+    end
+    g.items[#g.items + 1] = tr
+  end
+  table.sort(list, function(a, b)
+    for _, f in ipairs(fields) do
+      local x, y = tostring(a[f]), tostring(b[f])
+      if x ~= y then return x < y end
+    end
+    return false
+  end)
+  return list
+end
+
+-- The largest number of turns any trajectory may have (the experiment's
+-- turns setting, else the most turns stored).
+function M.max_turns(trajs)
+  local m = 0
+  for _, tr in ipairs(trajs) do
+    m = math.max(m, tonumber(tr.max_turns) or 0, #tr.turns)
+    for _, tu in ipairs(tr.turns) do m = math.max(m, tu.turn) end
+  end
+  return m
+end
+
+-- The turn limits to report: those of `limits` (default 1, 4, 8) that do
+-- not exceed max_turns, plus max_turns itself when it is not among them.
+function M.limits(trajs, limits)
+  local mt = M.max_turns(trajs)
+  local out, seen = {}, {}
+  for _, l in ipairs(limits or M.DEFAULT_LIMITS) do
+    if l <= mt and not seen[l] then out[#out + 1] = l seen[l] = true end
+  end
+  if mt > 0 and not seen[mt] then out[#out + 1] = mt end
+  table.sort(out)
+  return out
+end
+
+local function boot_opts(opts, key)
+  return { B = opts.B, seed = opts.seed, level = opts.level, key = key }
+end
+
+-- ---- 1. correct and verified rates, best speedup ---------------------------
+
+-- success(trajs, {limits, B, seed, level}) -> rows, one per arch x model x
+-- task x limit (M.limits over that group's trajectories): {arch, model,
+-- task, limit, n (trajectories), correct (those with >= 1 correct turn
+-- within the limit), verified (>= 1 correct and verified turn),
+-- correct_rate, verified_rate, correct_ci = {lo, hi},
+-- verified_ci (bootstrap over the trajectories), best (best_speedup of the
+-- group), best_verified}.
+function M.success(trajs, opts)
+  opts = opts or {}
+  local rows = {}
+  for _, g in ipairs(M.group(trajs, { "arch", "model", "task" })) do
+    for _, L in ipairs(M.limits(g.items, opts.limits)) do
+      local n, c, v = #g.items, 0, 0
+      local cf, vf = {}, {}
+      for _, tr in ipairs(g.items) do
+        cf[tr] = M.correct(tr, L) and 1 or 0
+        vf[tr] = M.correct(tr, L, true) and 1 or 0
+        c, v = c + cf[tr], v + vf[tr]
+      end
+      local ci = M.bootstrap(g.items, function(s)
+        local cc, vv = 0, 0
+        for _, tr in ipairs(s) do cc, vv = cc + cf[tr], vv + vf[tr] end
+        return { cc / #s, vv / #s }
+      end, boot_opts(opts, "success\0" .. g.key .. "\0" .. L))
+      rows[#rows + 1] = {
+        arch = g.arch, model = g.model, task = g.task, limit = L, n = n, correct = c, verified = v,
+        correct_rate = c / n, verified_rate = v / n, correct_ci = ci[1], verified_ci = ci[2],
+        best = M.best_speedup(g.items, L), best_verified = M.best_speedup(g.items, L, true),
+      }
+    end
+  end
+  return rows
+end
+
+-- best_speedup(trajs, limit [, verified]): the largest speedup of any
+-- correct (verified) turn within the limit in any of the trajectories; nil
+-- when none has one. (A maximum, not an estimate: no interval.)
+function M.best_speedup(trajs, limit, verified)
+  local b
+  for _, tr in ipairs(trajs) do
+    local x = M.best(tr, limit, verified)
+    if x and (not b or x > b) then b = x end
+  end
+  return b
+end
+
+-- ---- 2. fast_p -----------------------------------------------------------
+
+-- The default thresholds: 0 to pmax in steps of `step` (0.05), where pmax
+-- is the largest best speedup rounded up to a quarter, at least 1.5.
+function M.thresholds(trajs, limit, step)
+  step = step or 0.05
+  local top = 0
+  for _, tr in ipairs(trajs) do top = math.max(top, M.best(tr, limit) or 0) end
+  local pmax = math.max(1.5, math.ceil(top * 4) / 4)
+  local ps = {}
+  local n = math.floor(pmax / step + 0.5)
+  for i = 0, n do ps[#ps + 1] = i * step end
+  return ps
+end
+
+-- breakpoints(trajs, limit [, ps]) -> ps plus every trajectory's best
+-- speedup (plain and verified) that lies within ps's range, sorted and
+-- without repeats: the thresholds where a fast_p curve changes, so that
+-- its steps are drawn where they are.
+function M.breakpoints(trajs, limit, ps)
+  ps = ps or M.thresholds(trajs, limit)
+  local top = ps[#ps] or 0
+  local seen, out = {}, {}
+  local function add(x)
+    if x and x <= top and not seen[x] then seen[x] = true out[#out + 1] = x end
+  end
+  for _, p in ipairs(ps) do add(p) end
+  for _, tr in ipairs(trajs) do
+    add(M.best(tr, limit))
+    add(M.best(tr, limit, true))
+  end
+  table.sort(out)
+  return out
+end
+
+-- fast_p(trajs, {ps, limit, verified, by, B, seed, level}) -> rows, one per
+-- group of `by` (default {"arch", "model"}): {arch, model, n, verified,
+-- limit, points = {{p, value, lo, hi}, ...}}. value is the share of the
+-- group's trajectories (pooled over tasks) that have a correct (verified)
+-- turn within the limit whose speedup is above p (strictly). A correct turn
+-- with no measured speedup counts for no p. limit: the largest turn limit.
+function M.fast_p(trajs, opts)
+  opts = opts or {}
+  local limit = opts.limit or M.max_turns(trajs)
+  local ps = opts.ps or M.thresholds(trajs, limit)
+  local by = opts.by or { "arch", "model" }
+  local verified = opts.verified and true or false
+  local rows = {}
+  for _, g in ipairs(M.group(trajs, by)) do
+    -- Thresholds in ascending order, and each trajectory's best once.
+    local asc = {}
+    for j = 1, #ps do asc[j] = j end
+    table.sort(asc, function(a, b) return ps[a] < ps[b] end)
+    local best_of = {}
+    for _, tr in ipairs(g.items) do best_of[tr] = M.best(tr, limit, verified) or -math.huge end
+    local function curve(sample)
+      local bests = {}
+      for i, tr in ipairs(sample) do bests[i] = best_of[tr] end
+      table.sort(bests)
+      local out, i, n = {}, 1, #bests
+      for _, j in ipairs(asc) do
+        while i <= n and not (bests[i] > ps[j]) do i = i + 1 end
+        out[j] = (n - i + 1) / n
+      end
+      return out
+    end
+    local vals = curve(g.items)
+    local ci = M.bootstrap(g.items, curve, boot_opts(opts, "fast_p\0" .. g.key .. "\0" .. tostring(verified)))
+    local row = { n = #g.items, verified = verified, limit = limit, points = {} }
+    for _, f in ipairs(by) do row[f] = g[f] end
+    for j, p in ipairs(ps) do row.points[j] = { p = p, value = vals[j], lo = ci[j][1], hi = ci[j][2] } end
+    rows[#rows + 1] = row
+  end
+  return rows
+end
+
+-- ---- 3. KernelBench-Verified: geomean speedup, correctness, Fast@1 ---------
+
+-- The best-of-N summary of a list of strata (one per task, each a list of
+-- trajectories): a problem (task) is correct when any of its trajectories
+-- has a correct turn within the limit; its speedup is the best over them.
+local function kbv_stat(strata, limit, verified, cache)
+  local problems, correct, fast1 = #strata, 0, 0
+  local speeds, mems, mem_less = {}, {}, 0
+  for _, st in ipairs(strata) do
+    local ok, best, bturn = false, nil, nil
+    for _, tr in ipairs(st) do
+      local c = cache[tr]
+      if not c then
+        c = { correct = M.correct(tr, limit, verified), bt = best_turn(tr, limit, verified) or false }
+        cache[tr] = c
+      end
+      if c.correct then ok = true end
+      local bt = c.bt
+      if bt and (not best or bt.speedup > best) then best, bturn = bt.speedup, bt end
+    end
+    if ok then correct = correct + 1 end
+    if best then
+      speeds[#speeds + 1] = best
+      if best > 1 then fast1 = fast1 + 1 end
+      if bturn.mem_eff then
+        mems[#mems + 1] = bturn.mem_eff
+        if bturn.mem_eff > 1 then mem_less = mem_less + 1 end
+      end
+    end
+  end
+  return {
+    problems = problems, correct = correct, correctness = problems > 0 and correct / problems or nil,
+    speedup = M.geomean(speeds), fast1 = problems > 0 and fast1 / problems or nil, timed = #speeds,
+    mem_eff = M.geomean(mems), mem_less = #mems > 0 and mem_less / #mems or nil, mem_n = #mems,
+  }
+end
+
+-- kbv(trajs, {limit, verified, by, B, seed, level}) -> rows, one per group
+-- of `by` (default {"arch", "model"}): {arch, model, limit, problems (tasks),
+-- correct, correctness (correct / problems), speedup (geometric mean of the
+-- best speedup over the correct problems that have one), fast1 (share of
+-- all problems whose best speedup is above 1), timed (problems with a
+-- speedup), mem_eff (geometric mean of baseline / kernel peak device memory
+-- over the timed problems where it was measured; nil if nowhere), mem_less
+-- (share of those using strictly less memory than the baseline), mem_n,
+-- and speedup_ci, correctness_ci, fast1_ci: a bootstrap that resamples the
+-- trajectories within each task (best-of-N is recomputed each time)}.
+function M.kbv(trajs, opts)
+  opts = opts or {}
+  local limit = opts.limit or M.max_turns(trajs)
+  local by = opts.by or { "arch", "model" }
+  local rows = {}
+  for _, g in ipairs(M.group(trajs, by)) do
+    local strata = {}
+    for _, tg in ipairs(M.group(g.items, { "task" })) do strata[#strata + 1] = tg.items end
+    local cache = {}
+    local row = kbv_stat(strata, limit, opts.verified, cache)
+    local bo = boot_opts(opts, "kbv\0" .. g.key)
+    bo.strata = true
+    local ci = M.bootstrap(strata, function(s)
+      local r = kbv_stat(s, limit, opts.verified, cache)
+      return { r.speedup, r.correctness, r.fast1, n = 3 }
+    end, bo)
+    row.speedup_ci, row.correctness_ci, row.fast1_ci = ci[1], ci[2], ci[3]
+    row.limit = limit
+    for _, f in ipairs(by) do row[f] = g[f] end
+    rows[#rows + 1] = row
+  end
+  return rows
+end
+
+-- ---- 4. failure mix per turn ------------------------------------------------
+
+-- failure_mix(trajs, {limit, by, B, seed, level}) -> rows, one per group of
+-- `by` (default {"arch", "model"}): {arch, model, verdicts = {names, in
+-- verdict precedence, then by name}, turns = {[n] = {total, counts =
+-- {verdict = count}, shares = {verdict = share}}}, all = {total, counts,
+-- shares, ci = {verdict = {lo, hi}}}}. Turn n counts the turns numbered n
+-- (trajectories that stopped early have none); `all` pools turns 1..limit,
+-- with intervals from a bootstrap over trajectories.
+function M.failure_mix(trajs, opts)
+  opts = opts or {}
+  local limit = opts.limit or M.max_turns(trajs)
+  local by = opts.by or { "arch", "model" }
+  local vmod = require("klab.eval.verdict")
+  local rows = {}
+  for _, g in ipairs(M.group(trajs, by)) do
+    local row = { turns = {}, limit = limit, verdicts = {} }
+    for _, f in ipairs(by) do row[f] = g[f] end
+    local seen = {}
+    local all = { total = 0, counts = {}, shares = {} }
+    for n = 1, limit do row.turns[n] = { total = 0, counts = {}, shares = {} } end
+    for _, tr in ipairs(g.items) do
+      for _, tu in ipairs(tr.turns) do
+        if tu.turn <= limit then
+          local cell = row.turns[tu.turn]
+          cell.total = cell.total + 1
+          cell.counts[tu.verdict] = (cell.counts[tu.verdict] or 0) + 1
+          all.total = all.total + 1
+          all.counts[tu.verdict] = (all.counts[tu.verdict] or 0) + 1
+          if not seen[tu.verdict] then seen[tu.verdict] = true row.verdicts[#row.verdicts + 1] = tu.verdict end
+        end
+      end
+    end
+    table.sort(row.verdicts, function(a, b)
+      local ra = vmod.valid(a) and vmod.rank(a) or 0
+      local rb = vmod.valid(b) and vmod.rank(b) or 0
+      if ra ~= rb then return ra < rb end
+      return a < b
+    end)
+    for n = 1, limit do
+      local cell = row.turns[n]
+      for v, c in pairs(cell.counts) do cell.shares[v] = c / cell.total end
+    end
+    for v, c in pairs(all.counts) do all.shares[v] = c / all.total end
+    local names = row.verdicts
+    local ci = M.bootstrap(g.items, function(s)
+      local total, counts = 0, {}
+      for _, tr in ipairs(s) do
+        for _, tu in ipairs(tr.turns) do
+          if tu.turn <= limit then
+            total = total + 1
+            counts[tu.verdict] = (counts[tu.verdict] or 0) + 1
+          end
+        end
+      end
+      local out = {}
+      for i, v in ipairs(names) do out[i] = total > 0 and (counts[v] or 0) / total or nil end
+      out.n = #names
+      return out
+    end, boot_opts(opts, "mix\0" .. g.key))
+    all.ci = {}
+    for i, v in ipairs(names) do all.ci[v] = ci[i] end
+    row.all = all
+    rows[#rows + 1] = row
+  end
+  return rows
+end
+
+-- ---- 5. best speedup against the turn -----------------------------------------
+
+-- best_by_turn(trajs, {limit, verified, by, B, seed, level}) -> rows, one
+-- per group of `by` (default {"arch", "model"}): {arch, model, n, points =
+-- {{turn, mean, lo, hi, max}}}. For turn limit n: mean is the mean over the
+-- group's trajectories of the best speedup within the first n turns,
+-- counting 0 for a trajectory with no correct timed turn yet; max is
+-- best_speedup of the group (nil when none).
+function M.best_by_turn(trajs, opts)
+  opts = opts or {}
+  local limit = opts.limit or M.max_turns(trajs)
+  local by = opts.by or { "arch", "model" }
+  local rows = {}
+  for _, g in ipairs(M.group(trajs, by)) do
+    local pre = {}
+    for _, tr in ipairs(g.items) do
+      local b = {}
+      for n = 1, limit do b[n] = M.best(tr, n, opts.verified) or 0 end
+      pre[tr] = b
+    end
+    local function means(sample)
+      local out = {}
+      for n = 1, limit do out[n] = 0 end
+      for _, tr in ipairs(sample) do
+        local b = pre[tr]
+        for n = 1, limit do out[n] = out[n] + b[n] end
+      end
+      for n = 1, limit do out[n] = out[n] / #sample end
+      return out
+    end
+    local m = means(g.items)
+    local ci = M.bootstrap(g.items, means, boot_opts(opts, "bbt\0" .. g.key))
+    local row = { n = #g.items, points = {} }
+    for _, f in ipairs(by) do row[f] = g[f] end
+    for n = 1, limit do
+      row.points[n] = { turn = n, mean = m[n], lo = ci[n][1], hi = ci[n][2], max = M.best_speedup(g.items, n, opts.verified) }
+    end
+    rows[#rows + 1] = row
+  end
+  return rows
+end
+
+-- ---- 6. detection probability ---------------------------------------------------
+
+-- pdetect(p, n): the chance that n independent trials catch a failure that
+-- shows with probability p in each: 1 - (1 - p)^n.
+function M.pdetect(p, n)
+  if type(p) ~= "number" or p < 0 or p > 1 then error("metrics.pdetect: p must be in [0, 1]", 2) end
+  if math.type(n) ~= "integer" or n < 0 then error("metrics.pdetect: n must be a non-negative integer", 2) end
+  return 1 - (1 - p) ^ n
+end
+
+-- pdetect_table(ps, ns) -> {ps = ps, ns = ns, values = {[i][j] = pdetect(ps[i], ns[j])}}.
+function M.pdetect_table(ps, ns)
+  ps = ps or { 0.001, 0.01, 0.05, 0.1, 0.25, 0.5 }
+  ns = ns or { 1, 3, 5, 10, 30, 100 }
+  local v = {}
+  for i, p in ipairs(ps) do
+    v[i] = {}
+    for j, n in ipairs(ns) do v[i][j] = M.pdetect(p, n) end
+  end
+  return { ps = ps, ns = ns, values = v }
+end
+
+-- ---- 7. candidates -------------------------------------------------------------
+
+-- candidates(trajs [, limit]) -> list of {arch, model, task, tag, replica,
+-- turn, speedup, verified, candidate} for every correct turn with a speedup,
+-- in load order then turn order.
+function M.candidates(trajs, limit)
+  local out = {}
+  for _, tr in ipairs(trajs) do
+    for _, tu in ipairs(tr.turns) do
+      if tu.verdict == "passed" and tu.speedup and (not limit or tu.turn <= limit) then
+        out[#out + 1] = { arch = tr.arch, model = tr.model, task = tr.task, tag = tr.tag, replica = tr.replica,
+          turn = tu.turn, speedup = tu.speedup, verified = tu.verified, candidate = tu.candidate }
+      end
+    end
+  end
+  return out
+end
+
+return M

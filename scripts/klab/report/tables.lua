@@ -1,0 +1,279 @@
+-- klab.report.tables: the paper tables from klab.report.metrics results, in Markdown,
+-- LaTeX (booktabs) and HTML.
+--
+--   local tables = require "klab.report.tables"
+--   local list = tables.ptxbench(metrics.success(trajs), "sm_90a")   -- one table per turn limit
+--   local t = tables.kbv(metrics.kbv(trajs))
+--   tables.markdown(t), tables.latex(t), tables.html(t)   -> strings
+--
+-- A table is {id, caption, head = {...}, align = {"l"|"r", ...},
+-- rows = {{cell, ...}, ...}, notes = {...}}; cells are strings.
+-- Numbers: speedups with 3 decimals, shares in percent with 1 decimal,
+-- 95% bootstrap intervals in brackets.
+
+local M = {}
+
+local function speed(x) return x and ("%.3f"):format(x) or "-" end
+local function pct(x) return x and ("%.1f%%"):format(x * 100) or "-" end
+local function ci_pct(ci) return (ci and ci[1]) and ("[%.1f, %.1f]"):format(ci[1] * 100, ci[2] * 100) or "" end
+local function ci_speed(ci) return (ci and ci[1]) and ("[%.3f, %.3f]"):format(ci[1], ci[2]) or "" end
+local function with_ci(v, ci) local c = ci_pct(ci) return c == "" and pct(v) or pct(v) .. " " .. c end
+M.speed, M.pct, M.ci_pct, M.ci_speed = speed, pct, ci_pct, ci_speed
+
+local function sorted_keys(set)
+  local out = {}
+  for k in pairs(set) do out[#out + 1] = k end
+  table.sort(out)
+  return out
+end
+
+-- ---- builders ----------------------------------------------------------
+
+-- ptxbench(success_rows, arch) -> list of tables, one per turn limit: a row
+-- per model, a column per task, cells "correct / verified / best" (counts of
+-- trajectories; best speedup of a correct turn, "-" when none). A cell whose
+-- number of trajectories differs from the table's usual one shows "c/n / v/n".
+function M.ptxbench(rows, arch)
+  local limits, models, tasks = {}, {}, {}
+  local cell = {}
+  for _, r in ipairs(rows) do
+    if r.arch == arch then
+      limits[r.limit], models[r.model], tasks[r.task] = true, true, true
+      cell[r.limit .. "\0" .. r.model .. "\0" .. r.task] = r
+    end
+  end
+  local out = {}
+  local ls = {}
+  for l in pairs(limits) do ls[#ls + 1] = l end
+  table.sort(ls)
+  local ms, ts = sorted_keys(models), sorted_keys(tasks)
+  for _, L in ipairs(ls) do
+    local counts, common, best_n = {}, nil, 0
+    for _, m in ipairs(ms) do
+      for _, t in ipairs(ts) do
+        local r = cell[L .. "\0" .. m .. "\0" .. t]
+        if r then counts[r.n] = (counts[r.n] or 0) + 1 end
+      end
+    end
+    for n, k in pairs(counts) do
+      if k > best_n or (k == best_n and n < common) then common, best_n = n, k end
+    end
+    local t = {
+      id = ("ptxbench_%s_t%d"):format(arch, L),
+      caption = ("Correct / verified / best speedup on %s, turn limit %d (n = %s trajectories per cell)"):format(
+        arch, L, tostring(common)),
+      head = { "Model" }, align = { "l" }, rows = {},
+      notes = { "correct: trajectories with at least one correct turn within the limit; verified: trajectories with "
+        .. "at least one correct turn whose target instructions were seen executing; best: the largest speedup over "
+        .. "the library among the correct turns (- when none was timed)." },
+    }
+    for _, task in ipairs(ts) do t.head[#t.head + 1] = task t.align[#t.align + 1] = "r" end
+    for _, m in ipairs(ms) do
+      local line = { m }
+      for _, task in ipairs(ts) do
+        local r = cell[L .. "\0" .. m .. "\0" .. task]
+        if not r then line[#line + 1] = ""
+        elseif r.n == common then
+          line[#line + 1] = ("%d / %d / %s"):format(r.correct, r.verified, speed(r.best))
+        else
+          line[#line + 1] = ("%d/%d / %d/%d / %s"):format(r.correct, r.n, r.verified, r.n, speed(r.best))
+        end
+      end
+      t.rows[#t.rows + 1] = line
+    end
+    out[#out + 1] = t
+  end
+  return out
+end
+
+-- kbv(kbv_rows) -> table: a row per arch x model: problems, geometric mean
+-- speedup over correct problems [CI], correctness [CI], Fast@1 [CI], and
+-- the memory columns when any problem has memory measured.
+function M.kbv(rows)
+  local mem = false
+  for _, r in ipairs(rows) do if (r.mem_n or 0) > 0 then mem = true end end
+  local t = {
+    id = "kbv",
+    caption = "Speedup / correctness / Fast@1 (best of the trajectories of each task, 95% bootstrap intervals)",
+    head = { "Arch", "Model", "Problems", "Speedup", "Correctness", "Fast@1" },
+    align = { "l", "l", "r", "r", "r", "r" }, rows = {},
+    notes = { "Speedup: geometric mean over correct problems of the best speedup over the library; Correctness: "
+      .. "correct problems / problems; Fast@1: problems with best speedup > 1 / problems. A problem is a task; "
+      .. "its trajectories are its N samples." },
+  }
+  if mem then
+    t.head[#t.head + 1], t.head[#t.head + 2] = "MemEff", "MemEff%"
+    t.align[#t.align + 1], t.align[#t.align + 2] = "r", "r"
+    t.notes[#t.notes + 1] = "MemEff: geometric mean of baseline / kernel peak device memory where measured; "
+      .. "MemEff%: share of those using strictly less memory than the baseline."
+  end
+  for _, r in ipairs(rows) do
+    local line = { r.arch, r.model, tostring(r.problems),
+      r.speedup and (speed(r.speedup) .. " " .. ci_speed(r.speedup_ci)):gsub("%s+$", "") or "-",
+      with_ci(r.correctness, r.correctness_ci), with_ci(r.fast1, r.fast1_ci) }
+    if mem then
+      line[#line + 1] = r.mem_eff and speed(r.mem_eff) or "-"
+      line[#line + 1] = r.mem_less and pct(r.mem_less) or "-"
+    end
+    t.rows[#t.rows + 1] = line
+  end
+  return t
+end
+
+-- success(success_rows) -> table: every arch x model x task x limit with its
+-- rates and intervals and best speedups.
+function M.success(rows)
+  local t = {
+    id = "success",
+    caption = "Trajectories with a correct (verified) turn within each turn limit, 95% bootstrap intervals",
+    head = { "Arch", "Model", "Task", "Turns", "n", "Correct", "Verified", "Best", "Best verified" },
+    align = { "l", "l", "l", "r", "r", "r", "r", "r", "r" }, rows = {},
+  }
+  for _, r in ipairs(rows) do
+    t.rows[#t.rows + 1] = { r.arch, r.model, r.task, tostring(r.limit), tostring(r.n),
+      with_ci(r.correct_rate, r.correct_ci), with_ci(r.verified_rate, r.verified_ci), speed(r.best), speed(r.best_verified) }
+  end
+  return t
+end
+
+-- fast_p(plain_rows, verified_rows) -> table: a row per arch x model x
+-- {all, verified}, a column per threshold p (the rows' points).
+function M.fast_p(plain, verified)
+  local t = {
+    id = "fast_p", caption = "fast_p: trajectories correct with speedup > p, 95% bootstrap intervals",
+    head = { "Arch", "Model", "Instructions", "n" }, align = { "l", "l", "l", "r" }, rows = {},
+  }
+  local first = plain[1] or verified[1]
+  if first then
+    for _, pt in ipairs(first.points) do
+      t.head[#t.head + 1] = ("p = %g"):format(pt.p)
+      t.align[#t.align + 1] = "r"
+    end
+    t.caption = t.caption .. (" (turn limit %d)"):format(first.limit)
+  end
+  local all = {}
+  for _, r in ipairs(plain) do all[#all + 1] = r end
+  for _, r in ipairs(verified) do all[#all + 1] = r end
+  table.sort(all, function(a, b)
+    if a.arch ~= b.arch then return a.arch < b.arch end
+    if a.model ~= b.model then return a.model < b.model end
+    return (a.verified and 1 or 0) < (b.verified and 1 or 0)
+  end)
+  for _, r in ipairs(all) do
+    local line = { r.arch, r.model, r.verified and "verified" or "any", tostring(r.n) }
+    for _, pt in ipairs(r.points) do line[#line + 1] = with_ci(pt.value, { pt.lo, pt.hi }) end
+    t.rows[#t.rows + 1] = line
+  end
+  return t
+end
+
+-- mix(failure_mix_rows) -> table: per arch x model x verdict, the number of
+-- turns and their share [CI] over all turns within the limit.
+function M.mix(rows)
+  local t = {
+    id = "failure_mix", caption = "Verdicts of all turns within the turn limit, 95% bootstrap intervals",
+    head = { "Arch", "Model", "Verdict", "Turns", "Share" }, align = { "l", "l", "l", "r", "r" }, rows = {},
+  }
+  for _, r in ipairs(rows) do
+    for _, v in ipairs(r.verdicts) do
+      t.rows[#t.rows + 1] = { r.arch, r.model, v, tostring(r.all.counts[v]) .. " / " .. r.all.total,
+        with_ci(r.all.shares[v], r.all.ci[v]) }
+    end
+  end
+  return t
+end
+
+-- pdetect(pdetect_table) -> table: rows p, columns n, cells 1 - (1 - p)^n.
+function M.pdetect(pt)
+  local t = {
+    id = "pdetect", caption = "Chance that n trials catch a failure of rate p: 1 - (1 - p)^n",
+    head = { "p \\ n" }, align = { "l" }, rows = {},
+  }
+  for _, n in ipairs(pt.ns) do t.head[#t.head + 1] = tostring(n) t.align[#t.align + 1] = "r" end
+  for i, p in ipairs(pt.ps) do
+    local line = { ("%g"):format(p) }
+    for j in ipairs(pt.ns) do line[#line + 1] = ("%.3f"):format(pt.values[i][j]) end
+    t.rows[#t.rows + 1] = line
+  end
+  return t
+end
+
+-- ---- renderers --------------------------------------------------------------
+
+local function md_cell(s) return (tostring(s):gsub("|", "\\|"):gsub("[\r\n]+", " ")) end
+
+function M.markdown(t)
+  local out = { "**" .. md_cell(t.caption) .. "**", "" }
+  local head, rule = {}, {}
+  for i, h in ipairs(t.head) do
+    head[i] = md_cell(h)
+    rule[i] = (t.align[i] == "r") and "---:" or ":---"
+  end
+  out[#out + 1] = "| " .. table.concat(head, " | ") .. " |"
+  out[#out + 1] = "|" .. table.concat(rule, "|") .. "|"
+  for _, r in ipairs(t.rows) do
+    local cells = {}
+    for i = 1, #t.head do cells[i] = md_cell(r[i] or "") end
+    out[#out + 1] = "| " .. table.concat(cells, " | ") .. " |"
+  end
+  if #t.rows == 0 then out[#out + 1] = "" out[#out + 1] = "(no data)" end
+  for _, n in ipairs(t.notes or {}) do out[#out + 1] = "" out[#out + 1] = md_cell(n) end
+  return table.concat(out, "\n") .. "\n"
+end
+
+local TEX = { ["\\"] = "\\textbackslash{}", ["&"] = "\\&", ["%"] = "\\%", ["$"] = "\\$", ["#"] = "\\#", ["_"] = "\\_",
+  ["{"] = "\\{", ["}"] = "\\}", ["~"] = "\\textasciitilde{}", ["^"] = "\\textasciicircum{}" }
+local function tex(s) return (tostring(s):gsub("[\\&%%%$#_{}~^]", TEX):gsub("[\r\n]+", " ")) end
+M.tex_escape = tex
+
+-- LaTeX with booktabs (\usepackage{booktabs}).
+function M.latex(t)
+  local out = {
+    "% " .. t.id .. ": written by klab report",
+    "\\begin{table}[t]", "\\centering", "\\small",
+    "\\caption{" .. tex(t.caption) .. "}",
+    "\\label{tab:" .. t.id:gsub("[^%w]", "-") .. "}",
+    "\\begin{tabular}{" .. table.concat(t.align) .. "}",
+    "\\toprule",
+  }
+  local head = {}
+  for i, h in ipairs(t.head) do head[i] = tex(h) end
+  out[#out + 1] = table.concat(head, " & ") .. " \\\\"
+  out[#out + 1] = "\\midrule"
+  for _, r in ipairs(t.rows) do
+    local cells = {}
+    for i = 1, #t.head do cells[i] = tex(r[i] or "") end
+    out[#out + 1] = table.concat(cells, " & ") .. " \\\\"
+  end
+  out[#out + 1] = "\\bottomrule"
+  out[#out + 1] = "\\end{tabular}"
+  for _, n in ipairs(t.notes or {}) do
+    out[#out + 1] = "\\par\\smallskip\\footnotesize " .. tex(n)
+  end
+  out[#out + 1] = "\\end{table}"
+  return table.concat(out, "\n") .. "\n"
+end
+
+local HTML = { ["&"] = "&amp;", ["<"] = "&lt;", [">"] = "&gt;", ['"'] = "&quot;", ["'"] = "&#39;" }
+local function html(s) return (tostring(s):gsub("[&<>\"']", HTML)) end
+M.html_escape = html
+
+function M.html(t)
+  local out = { ('<table id="%s">'):format(html(t.id)), "<caption>" .. html(t.caption) .. "</caption>", "<thead><tr>" }
+  for i, h in ipairs(t.head) do
+    out[#out + 1] = ('<th class="%s">%s</th>'):format(t.align[i] == "r" and "r" or "l", html(h))
+  end
+  out[#out + 1] = "</tr></thead>"
+  out[#out + 1] = "<tbody>"
+  for _, r in ipairs(t.rows) do
+    local cells = {}
+    for i = 1, #t.head do cells[i] = ('<td class="%s">%s</td>'):format(t.align[i] == "r" and "r" or "l", html(r[i] or "")) end
+    out[#out + 1] = "<tr>" .. table.concat(cells) .. "</tr>"
+  end
+  if #t.rows == 0 then out[#out + 1] = ('<tr><td colspan="%d">(no data)</td></tr>'):format(#t.head) end
+  out[#out + 1] = "</tbody></table>"
+  for _, n in ipairs(t.notes or {}) do out[#out + 1] = '<p class="note">' .. html(n) .. "</p>" end
+  return table.concat(out, "\n") .. "\n"
+end
+
+return M

@@ -1,0 +1,713 @@
+-- klab.task: declarative task files, checked when loaded.
+--
+-- A task file (tasks/<dir>/<name>.lua) is a chunk that sets fields as
+-- globals of its own fresh environment (docs/tasks.md lists them). Loading
+-- checks every field; a problem raises "<file>: field '<path>': <what>".
+-- Each variant (a named set of dimension values) becomes one task named
+-- "<name>/<variant>", e.g. "gemm_bf16/8192x7168x5120".
+--
+--   task.load(path_or_name [, opts]) -> descriptor (read-only)
+--       a file path ("tasks/gemm/bf16.lua") or a base name ("gemm_bf16")
+--       gives the file's descriptor {kind="taskfile", name=, file=, tasks={...}};
+--       "base/variant" gives that one task.
+--   task.get(name [, opts])          -> one task; a base name with a single variant works too
+--   task.list([root])                -> list of every task (all variants), list of load errors
+--   task.files([root])               -> task file paths under root, sorted
+--   task.plain(descriptor)           -> a deep, mutable copy (for JSON, printing)
+--   task.describe(t)                 -> the text that describes the task to a model
+--   task.default_root()              -> where tasks are looked for
+-- opts: {root = "tasks"}.
+--
+-- A task descriptor holds: name, base, variant, family, file, description,
+-- dims (name -> integer), dim_order, tags, kernel, buffers (name -> {name,
+-- role, dtype, shape (integers), shape_expr, layout, numel, bytes,
+-- elem_bits}), buffer_order, inputs, scales, reference, baseline,
+-- tolerance (dtype -> {atol, rtol, matched}), flops, bytes, targets (arch ->
+-- list), plan (source), trials, distributions.
+
+local shape = require("klab.task.shape")
+
+local M = {}
+
+local FIELDS = {
+  name = true, family = true, description = true, dims = true, variants = true, buffers = true,
+  inputs = true, scales = true, reference = true, baseline = true, tolerance = true,
+  flops = true, bytes = true, targets = true, plan = true, trials = true, distributions = true,
+  tags = true, kernel = true,
+}
+local REQUIRED = { "name", "family", "description", "dims", "variants", "buffers", "inputs",
+                   "reference", "baseline", "tolerance", "flops", "targets", "plan" }
+local ROLES = { input = true, output = true, scratch = true }
+local LAYOUTS = { row = true, col = true }
+local DISTS = {
+  normal = { mean = 0, std = 1 },
+  uniform = { lo = -1, hi = 1 },
+  spiky = { std = 1, spike_std = 10, p = 0.001 },
+  int = { lo = 0, hi = 1 },
+  const = { value = 0 },
+}
+local FP8_MAX = { fp8e4m3 = 448, fp8e5m2 = 57344, fp4e2m1 = 6 }
+
+-- ---- errors ------------------------------------------------------------
+
+local LoadError = {}
+LoadError.__index = LoadError
+LoadError.__tostring = function(e) return e.msg end
+
+local function fail(file, path, msg, variant)
+  local where = variant and (" (variant " .. variant .. ")") or ""
+  local text = path and ("%s: field '%s'%s: %s"):format(file, path, where, msg)
+      or ("%s: %s"):format(file, msg)
+  error(setmetatable({ msg = text, file = file, field = path }, LoadError), 0)
+end
+
+-- ---- read-only descriptors --------------------------------------------
+
+local function freeze(v)
+  if type(v) ~= "table" then return v end
+  local store = {}
+  for k, x in pairs(v) do store[k] = freeze(x) end
+  return setmetatable({}, {
+    __index = store,
+    __newindex = function(_, k) error(("task descriptors are read-only (field '%s')"):format(tostring(k)), 2) end,
+    __pairs = function() return next, store, nil end,
+    __len = function() return #store end,
+    __metatable = "klab.task (read-only)",
+  })
+end
+
+function M.plain(v)
+  if type(v) ~= "table" then return v end
+  local out = {}
+  for k, x in pairs(v) do out[k] = M.plain(x) end
+  return out
+end
+
+-- ---- field checks -----------------------------------------------------
+
+local function is_ident(s) return type(s) == "string" and s:match("^[%a_][%w_]*$") ~= nil end
+local function is_name(s) return type(s) == "string" and s:match("^[%w_%.%-]+$") ~= nil end
+
+local function sorted_keys(t)
+  local ks = {}
+  for k in pairs(t) do ks[#ks + 1] = k end
+  table.sort(ks, function(a, b) return tostring(a) < tostring(b) end)
+  return ks
+end
+
+local function check_type(file, path, v, want)
+  if type(v) ~= want then fail(file, path, ("must be a %s, got %s"):format(want, type(v))) end
+end
+
+local function check_list(file, path, v, elem_check)
+  check_type(file, path, v, "table")
+  local n = #v
+  for k in pairs(v) do
+    if math.type(k) ~= "integer" or k < 1 or k > n then
+      fail(file, path, ("must be a list; unexpected key '%s'"):format(tostring(k)))
+    end
+  end
+  if elem_check then
+    for i, x in ipairs(v) do elem_check(path .. "[" .. i .. "]", x) end
+  end
+  return n
+end
+
+local function check_number(file, path, v, lo, hi)
+  if type(v) ~= "number" or v ~= v then fail(file, path, "must be a number, got " .. type(v)) end
+  if lo and v < lo then fail(file, path, ("must be >= %s, got %s"):format(lo, v)) end
+  if hi and v > hi then fail(file, path, ("must be <= %s, got %s"):format(hi, v)) end
+  return v
+end
+
+local function check_keys(file, path, t, allowed)
+  for k in pairs(t) do
+    if not allowed[k] then
+      local names = sorted_keys(allowed)
+      fail(file, path, ("unknown key '%s' (allowed: %s)"):format(tostring(k), table.concat(names, ", ")))
+    end
+  end
+end
+
+local function canon_dtype(file, path, name)
+  local d, err = shape.dtype(name)
+  if not d then fail(file, path, err) end
+  return d.name
+end
+
+-- A distribution: {dist=kind, params...}; returns a normalized copy.
+local function check_dist(file, path, d, dtype)
+  if type(d) == "string" then d = { dist = d } end
+  check_type(file, path, d, "table")
+  local kind = d.dist
+  if not DISTS[kind] then
+    fail(file, path .. ".dist", ("unknown distribution '%s' (known: %s)"):format(tostring(kind),
+      table.concat(sorted_keys(DISTS), ", ")))
+  end
+  local allowed = { dist = true }
+  for k in pairs(DISTS[kind]) do allowed[k] = true end
+  check_keys(file, path, d, allowed)
+  local out = { dist = kind }
+  for k, dflt in pairs(DISTS[kind]) do
+    local v = d[k]
+    if v == nil then v = dflt end
+    out[k] = check_number(file, path .. "." .. k, v)
+  end
+  if kind == "normal" or kind == "spiky" then
+    check_number(file, path .. ".std", out.std, 0)
+  end
+  if kind == "spiky" then
+    check_number(file, path .. ".spike_std", out.spike_std, 0)
+    check_number(file, path .. ".p", out.p, 0, 1)
+  end
+  if kind == "uniform" and not (out.lo < out.hi) then fail(file, path, "needs lo < hi") end
+  if kind == "int" then
+    if math.type(out.lo) ~= "integer" or math.type(out.hi) ~= "integer" or out.lo > out.hi then
+      fail(file, path, "an int distribution needs integers lo <= hi")
+    end
+  end
+  if dtype and not shape.dtypes[dtype].float and kind ~= "int" and kind ~= "const" then
+    fail(file, path, ("integer buffer of dtype %s needs an int or const distribution"):format(dtype))
+  end
+  return out
+end
+
+-- ---- loading ----------------------------------------------------------
+
+local function read_file(path)
+  local f, err = io.open(path, "rb")
+  if not f then return nil, err end
+  local s = f:read("a")
+  f:close()
+  return s
+end
+
+-- Read-only access to pure libraries; the file's own globals land in the
+-- env. include("_name.lua") runs a sibling file that holds what a family's
+-- task files share, in an environment of its own, and returns its value.
+-- Such files start with "_" and are not task files themselves.
+local function safe_env(dir)
+  local base = {
+    math = math, string = string, table = table, utf8 = utf8,
+    pairs = pairs, ipairs = ipairs, next = next, select = select, type = type,
+    tostring = tostring, tonumber = tonumber, error = error, assert = assert,
+    pcall = pcall, rawget = rawget, rawlen = rawlen, rawequal = rawequal,
+  }
+  base.include = function(name)
+    if type(name) ~= "string" or not name:match("^_[%w_%-]+%.lua$") then
+      error("include: expected a sibling file named _<name>.lua, got " .. tostring(name), 2)
+    end
+    local path = dir .. "/" .. name
+    local src, err = read_file(path)
+    if not src then error("include: cannot read " .. path .. ": " .. tostring(err), 2) end
+    local chunk, cerr = load(src, "@" .. path, "t", safe_env(dir))
+    if not chunk then error("include: " .. cerr, 2) end
+    return chunk()
+  end
+  return setmetatable({}, { __index = base })
+end
+
+-- Runs the file; returns its raw fields.
+local function run_file(path)
+  local src, err = read_file(path)
+  if not src then fail(path, nil, "cannot read: " .. tostring(err)) end
+  local env = safe_env(path:match("^(.*)/[^/]*$") or ".")
+  local chunk, cerr = load(src, "@" .. path, "t", env)
+  if not chunk then fail(path, nil, cerr) end
+  local ok, rerr = pcall(chunk)
+  if not ok then fail(path, nil, "error while running: " .. tostring(rerr)) end
+  local fields = {}
+  for k, v in pairs(env) do
+    if not FIELDS[k] then
+      fail(path, nil, ("unknown field '%s' (task fields: %s; use local for helpers)"):format(
+        tostring(k), table.concat(sorted_keys(FIELDS), ", ")))
+    end
+    fields[k] = v
+  end
+  return fields
+end
+
+local function expand_text(file, text, dims, extra)
+  return (text:gsub("%${([%w_]+)}", function(k)
+    local v = dims[k]
+    if v == nil then v = extra[k] end
+    if v == nil then fail(file, "description", ("unknown placeholder '${%s}'"):format(k)) end
+    return tostring(v)
+  end))
+end
+
+-- Checks the fields shared by every variant; returns a normalized table.
+local function check_common(file, f)
+  for _, k in ipairs(REQUIRED) do
+    if f[k] == nil then fail(file, k, "is missing (required)") end
+  end
+  local c = {}
+  if not is_name(f.name) or f.name:find("/") then
+    fail(file, "name", "must be a string of letters, digits, '_', '.' or '-'")
+  end
+  c.name = f.name
+  if not is_ident(f.family) then fail(file, "family", "must be an identifier string") end
+  c.family = f.family
+  check_type(file, "description", f.description, "string")
+  if not f.description:find("%S") then fail(file, "description", "is empty") end
+  c.description = f.description
+  c.kernel = f.kernel
+  if f.kernel ~= nil and not (type(f.kernel) == "string" and f.kernel:match("^[%w_$]+$")) then
+    fail(file, "kernel", "must be a kernel entry name")
+  end
+
+  -- dims: ordered list of names
+  local nd = check_list(file, "dims", f.dims)
+  if nd == 0 then fail(file, "dims", "needs at least one dimension name") end
+  local seen = {}
+  for i, d in ipairs(f.dims) do
+    if not is_ident(d) then fail(file, "dims[" .. i .. "]", "must be an identifier string") end
+    if d == "cdiv" or d == "min" or d == "max" then fail(file, "dims[" .. i .. "]", "'" .. d .. "' is reserved") end
+    if seen[d] then fail(file, "dims[" .. i .. "]", "duplicate dimension '" .. d .. "'") end
+    seen[d] = true
+  end
+  c.dim_order = f.dims
+
+  -- tags
+  c.tags = {}
+  if f.tags ~= nil then
+    check_list(file, "tags", f.tags, function(p, t) if not is_name(t) then fail(file, p, "must be a tag string") end end)
+    c.tags = f.tags
+  end
+
+  -- variants
+  local nv = check_list(file, "variants", f.variants)
+  if nv == 0 then fail(file, "variants", "needs at least one variant") end
+  c.variants = {}
+  local vnames = {}
+  for i, v in ipairs(f.variants) do
+    local p = "variants[" .. i .. "]"
+    check_type(file, p, v, "table")
+    local allowed = { name = true, tags = true }
+    for _, d in ipairs(f.dims) do allowed[d] = true end
+    check_keys(file, p, v, allowed)
+    local dv, parts = {}, {}
+    for _, d in ipairs(f.dims) do
+      local x = v[d]
+      if x == nil then fail(file, p .. "." .. d, "is missing") end
+      if math.type(x) ~= "integer" then
+        x = math.tointeger(x)
+        if not x then fail(file, p .. "." .. d, "must be an integer") end
+      end
+      if x <= 0 then fail(file, p .. "." .. d, "must be positive, got " .. x) end
+      dv[d] = x
+      parts[#parts + 1] = tostring(x)
+    end
+    local vname = v.name or table.concat(parts, "x")
+    if not is_name(vname) then fail(file, p .. ".name", "must be a string of letters, digits, '_', '.' or '-'") end
+    if vnames[vname] then fail(file, p .. ".name", "duplicate variant name '" .. vname .. "'") end
+    vnames[vname] = true
+    local vt = {}
+    if v.tags ~= nil then
+      check_list(file, p .. ".tags", v.tags, function(q, t) if not is_name(t) then fail(file, q, "must be a tag string") end end)
+      vt = v.tags
+    end
+    c.variants[i] = { name = vname, dims = dv, tags = vt }
+  end
+
+  -- buffers
+  check_type(file, "buffers", f.buffers, "table")
+  c.buffers, c.buffer_order = {}, {}
+  local nout = 0
+  for _, bname in ipairs(sorted_keys(f.buffers)) do
+    local b = f.buffers[bname]
+    local p = "buffers." .. tostring(bname)
+    if not is_ident(bname) then fail(file, p, "buffer names must be identifiers") end
+    check_type(file, p, b, "table")
+    check_keys(file, p, b, { role = true, dtype = true, shape = true, layout = true })
+    if not ROLES[b.role] then fail(file, p .. ".role", "must be 'input', 'output' or 'scratch', got " .. tostring(b.role)) end
+    if b.role == "output" then nout = nout + 1 end
+    local dt = canon_dtype(file, p .. ".dtype", b.dtype)
+    local layout = b.layout or "row"
+    if not LAYOUTS[layout] then fail(file, p .. ".layout", "must be 'row' or 'col', got " .. tostring(layout)) end
+    if b.shape == nil then fail(file, p .. ".shape", "is missing") end
+    -- every name a shape uses must be a dimension
+    local list = (type(b.shape) == "table") and b.shape or { b.shape }
+    for i, e in ipairs(list) do
+      for _, nm in ipairs(shape.names(e)) do
+        if not seen[nm] then
+          fail(file, p .. ".shape", ("[%d]: unknown dimension '%s' in '%s'"):format(i, nm, tostring(e)))
+        end
+      end
+    end
+    c.buffers[bname] = { name = bname, role = b.role, dtype = dt, shape_expr = b.shape, layout = layout }
+  end
+  if nout == 0 then fail(file, "buffers", "needs at least one buffer with role 'output'") end
+  local order = { input = 1, output = 2, scratch = 3 }
+  for name in pairs(c.buffers) do c.buffer_order[#c.buffer_order + 1] = name end
+  table.sort(c.buffer_order, function(a, b)
+    local ra, rb = order[c.buffers[a].role], order[c.buffers[b].role]
+    if ra ~= rb then return ra < rb end
+    return a < b
+  end)
+
+  -- scales (fp8): data buffer -> {buffer = scale buffer, mode = "amax"}
+  c.scales = {}
+  local scale_bufs = {}
+  if f.scales ~= nil then
+    check_type(file, "scales", f.scales, "table")
+    for _, data in ipairs(sorted_keys(f.scales)) do
+      local s = f.scales[data]
+      local p = "scales." .. tostring(data)
+      local db = c.buffers[data]
+      if not db then fail(file, p, "names no buffer '" .. tostring(data) .. "'") end
+      if db.role ~= "input" then fail(file, p, "the scaled buffer must be an input") end
+      if type(s) == "string" then s = { buffer = s } end
+      check_type(file, p, s, "table")
+      check_keys(file, p, s, { buffer = true, mode = true, value = true })
+      local sb = c.buffers[s.buffer]
+      if not sb then fail(file, p .. ".buffer", "names no buffer '" .. tostring(s.buffer) .. "'") end
+      if sb.role ~= "input" or sb.dtype ~= "f32" then fail(file, p .. ".buffer", "a scale buffer must be an f32 input") end
+      local mode = s.mode or "amax"
+      if mode ~= "amax" and mode ~= "const" then fail(file, p .. ".mode", "must be 'amax' or 'const'") end
+      if mode == "amax" and not FP8_MAX[db.dtype] then
+        fail(file, p .. ".mode", "amax scaling needs an fp8/fp4 data buffer, got " .. db.dtype)
+      end
+      if mode == "const" then check_number(file, p .. ".value", s.value, 0) end
+      c.scales[data] = { buffer = s.buffer, mode = mode, value = s.value, max = FP8_MAX[db.dtype] }
+      scale_bufs[s.buffer] = true
+    end
+  end
+
+  -- inputs: one distribution per input buffer that is not a scale
+  check_type(file, "inputs", f.inputs, "table")
+  c.inputs = {}
+  for _, bname in ipairs(sorted_keys(f.inputs)) do
+    local b = c.buffers[bname]
+    local p = "inputs." .. tostring(bname)
+    if not b then fail(file, p, "names no buffer '" .. tostring(bname) .. "'") end
+    if b.role ~= "input" then fail(file, p, "buffer '" .. bname .. "' is not an input") end
+    if scale_bufs[bname] then fail(file, p, "is a scale buffer; its values come from 'scales'") end
+    local storage = c.scales[bname] and "f32" or b.dtype
+    c.inputs[bname] = check_dist(file, p, f.inputs[bname], storage)
+  end
+  for _, bname in ipairs(c.buffer_order) do
+    if c.buffers[bname].role == "input" and not c.inputs[bname] and not scale_bufs[bname] then
+      fail(file, "inputs." .. bname, "is missing: every input buffer needs a distribution")
+    end
+  end
+
+  -- reference and baseline
+  if type(f.reference) == "string" then
+    c.reference = { name = f.reference }
+  else
+    check_type(file, "reference", f.reference, "table")
+    if not is_ident(f.reference.name) then fail(file, "reference.name", "must be an identifier string") end
+    c.reference = f.reference
+  end
+  check_type(file, "baseline", f.baseline, "table")
+  if not is_ident(f.baseline.lib) then fail(file, "baseline.lib", "must be an identifier string") end
+  if not is_ident(f.baseline.op) then fail(file, "baseline.op", "must be an identifier string") end
+  local modes = f.baseline.modes or { "default" }
+  check_list(file, "baseline.modes", modes, function(p, m) if not is_ident(m) then fail(file, p, "must be an identifier string") end end)
+  if #modes == 0 then fail(file, "baseline.modes", "needs at least one mode") end
+  c.baseline = {}
+  for k, v in pairs(f.baseline) do c.baseline[k] = v end
+  c.baseline.modes = modes
+
+  -- tolerance: output dtype -> {atol, rtol, matched}
+  check_type(file, "tolerance", f.tolerance, "table")
+  c.tolerance = {}
+  for _, dt in ipairs(sorted_keys(f.tolerance)) do
+    local p = "tolerance." .. tostring(dt)
+    local t = f.tolerance[dt]
+    local cdt = canon_dtype(file, p, dt)
+    check_type(file, p, t, "table")
+    check_keys(file, p, t, { atol = true, rtol = true, matched = true })
+    c.tolerance[cdt] = {
+      atol = check_number(file, p .. ".atol", t.atol, 0),
+      rtol = check_number(file, p .. ".rtol", t.rtol, 0),
+      matched = t.matched == nil and 1.0 or check_number(file, p .. ".matched", t.matched, 0, 1),
+    }
+    if c.tolerance[cdt].matched <= 0 then fail(file, p .. ".matched", "must be in (0, 1]") end
+  end
+  for _, bname in ipairs(c.buffer_order) do
+    local b = c.buffers[bname]
+    if b.role == "output" and not c.tolerance[b.dtype] then
+      fail(file, "tolerance." .. b.dtype, "is missing for output '" .. bname .. "'")
+    end
+  end
+
+  -- counts
+  check_type(file, "flops", f.flops, "function")
+  if f.bytes ~= nil then check_type(file, "bytes", f.bytes, "function") end
+
+  -- targets: arch -> list of instruction families
+  check_type(file, "targets", f.targets, "table")
+  c.targets = {}
+  for _, arch in ipairs(sorted_keys(f.targets)) do
+    local p = "targets." .. tostring(arch)
+    if not (type(arch) == "string" and arch:match("^sm_%d+[af]?$")) then
+      fail(file, p, "arch names look like 'sm_90a' or 'sm_100a'")
+    end
+    local n = check_list(file, p, f.targets[arch], function(q, fam)
+      if type(fam) ~= "string" or not fam:match("^[%w_%.]+$") then fail(file, q, "must be an instruction family name") end
+    end)
+    if n == 0 then fail(file, p, "needs at least one instruction family") end
+    c.targets[arch] = f.targets[arch]
+  end
+
+  -- plan: Lua source, compiled here (not run) to catch syntax errors early
+  check_type(file, "plan", f.plan, "string")
+  local _, perr = load(f.plan, "=plan", "t", {})
+  if perr then fail(file, "plan", perr) end
+  c.plan = f.plan
+
+  -- trials and distributions
+  c.trials = f.trials == nil and 3 or f.trials
+  if math.type(c.trials) ~= "integer" or c.trials < 1 then fail(file, "trials", "must be a positive integer") end
+  local dists = f.distributions or { { name = "base" } }
+  check_list(file, "distributions", dists)
+  if #dists == 0 then fail(file, "distributions", "needs at least one entry") end
+  c.distributions = {}
+  local dnames = {}
+  for i, d in ipairs(dists) do
+    local p = "distributions[" .. i .. "]"
+    check_type(file, p, d, "table")
+    check_keys(file, p, d, { name = true, scale = true, tol_scale = true, inputs = true })
+    if not is_name(d.name) then fail(file, p .. ".name", "must be a name string") end
+    if dnames[d.name] then fail(file, p .. ".name", "duplicate distribution '" .. d.name .. "'") end
+    dnames[d.name] = true
+    local nd2 = { name = d.name, scale = 1, tol_scale = 1 }
+    if d.scale ~= nil then nd2.scale = check_number(file, p .. ".scale", d.scale) end
+    if nd2.scale == 0 then fail(file, p .. ".scale", "must not be zero") end
+    if d.tol_scale ~= nil then nd2.tol_scale = check_number(file, p .. ".tol_scale", d.tol_scale) end
+    if nd2.tol_scale <= 0 then fail(file, p .. ".tol_scale", "must be positive") end
+    if d.inputs ~= nil then
+      check_type(file, p .. ".inputs", d.inputs, "table")
+      nd2.inputs = {}
+      for _, bname in ipairs(sorted_keys(d.inputs)) do
+        local q = p .. ".inputs." .. tostring(bname)
+        if not c.inputs[bname] then fail(file, q, "names no input with a distribution") end
+        local storage = c.scales[bname] and "f32" or c.buffers[bname].dtype
+        nd2.inputs[bname] = check_dist(file, q, d.inputs[bname], storage)
+      end
+    end
+    c.distributions[i] = nd2
+  end
+  return c
+end
+
+-- Builds the task of one variant.
+local function build_variant(file, c, f, v)
+  local t = {
+    kind = "task", name = c.name .. "/" .. v.name, base = c.name, variant = v.name,
+    family = c.family, file = file, dims = v.dims, dim_order = c.dim_order,
+    kernel = c.kernel, inputs = c.inputs, scales = c.scales, reference = c.reference,
+    baseline = c.baseline, tolerance = c.tolerance, targets = c.targets, plan = c.plan,
+    trials = c.trials, distributions = c.distributions, buffer_order = c.buffer_order,
+  }
+  local tags = {}
+  for _, x in ipairs(c.tags) do tags[#tags + 1] = x end
+  for _, x in ipairs(v.tags) do tags[#tags + 1] = x end
+  t.tags = tags
+  t.buffers = {}
+  local io_bytes = 0
+  for _, bname in ipairs(c.buffer_order) do
+    local b = c.buffers[bname]
+    local ext, err = shape.expand(b.shape_expr, v.dims)
+    if not ext then fail(file, "buffers." .. bname .. ".shape", err, v.name) end
+    local numel = shape.numel(ext)
+    local d = shape.dtypes[b.dtype]
+    t.buffers[bname] = {
+      name = bname, role = b.role, dtype = b.dtype, shape = ext, shape_expr = b.shape_expr,
+      layout = b.layout, numel = numel, bytes = shape.bytes(b.dtype, numel), elem_bits = d.bits,
+    }
+    if b.role ~= "scratch" then io_bytes = io_bytes + t.buffers[bname].bytes end
+  end
+  local dcopy = {}
+  for k, x in pairs(v.dims) do dcopy[k] = x end
+  local ok, fl = pcall(f.flops, dcopy)
+  if not ok then fail(file, "flops", "raised: " .. tostring(fl), v.name) end
+  if type(fl) ~= "number" or fl ~= fl or fl <= 0 then
+    fail(file, "flops", "must return a positive number, got " .. tostring(fl), v.name)
+  end
+  t.flops = fl
+  if f.bytes then
+    local ok2, by = pcall(f.bytes, dcopy)
+    if not ok2 then fail(file, "bytes", "raised: " .. tostring(by), v.name) end
+    if type(by) ~= "number" or by ~= by or by <= 0 then
+      fail(file, "bytes", "must return a positive number, got " .. tostring(by), v.name)
+    end
+    t.bytes = by
+  else
+    t.bytes = io_bytes
+  end
+  t.description = expand_text(file, c.description, v.dims, { name = t.name, variant = v.name, base = c.name })
+  return t
+end
+
+local cache = {}
+
+-- Loads one file; returns the (frozen) file descriptor.
+local function load_file(path)
+  if cache[path] then return cache[path] end
+  local f = run_file(path)
+  local c = check_common(path, f)
+  local tasks = {}
+  for i, v in ipairs(c.variants) do tasks[i] = build_variant(path, c, f, v) end
+  local variants = {}
+  for i, v in ipairs(c.variants) do variants[i] = v.name end
+  local desc = freeze({
+    kind = "taskfile", name = c.name, family = c.family, file = path, tags = c.tags,
+    variants = variants, tasks = tasks,
+  })
+  cache[path] = desc
+  return desc
+end
+
+-- ---- discovery --------------------------------------------------------
+
+local function exists(path)
+  local fh = io.open(path, "r")
+  if fh then fh:close() return true end
+  return false
+end
+
+local function is_dir(path)
+  local fh = io.open(path .. "/.", "r")
+  if fh then fh:close() return true end
+  return false
+end
+M.is_dir = is_dir
+
+-- $KLAB_TASKS, ./tasks, a tasks/ entry of package.path, $KLAB_SCRIPTS/../tasks,
+-- then tasks/ next to the build directory of the running binary.
+function M.default_root()
+  local env = os.getenv("KLAB_TASKS")
+  if env and env ~= "" then return env end
+  if is_dir("tasks") then return "tasks" end
+  for entry in (package.path or ""):gmatch("[^;]+") do
+    local dir = entry:match("^(.*)/tasks/%?%.lua$")
+    if dir and is_dir(dir .. "/tasks") then return dir .. "/tasks" end
+  end
+  local scripts = os.getenv("KLAB_SCRIPTS")
+  if scripts and scripts ~= "" and is_dir(scripts .. "/../tasks") then return scripts .. "/../tasks" end
+  -- the shell's parent is this process
+  local okp, sys = pcall(require, "klab.sys")
+  local pid = okp and type(sys) == "table" and sys.getpid and tostring(sys.getpid()) or "$PPID"
+  local q = io.popen("readlink -f /proc/" .. pid .. "/exe 2>/dev/null")
+  local exe = q and q:read("l")
+  if q then q:close() end
+  local dir = exe and exe:match("^(.*)/[^/]+$")
+  while dir and dir ~= "" do
+    if is_dir(dir .. "/tasks") and is_dir(dir .. "/scripts/klab") then return dir .. "/tasks" end
+    dir = dir:match("^(.*)/[^/]+$")
+  end
+  return "tasks"
+end
+
+local shquote = require("klab.command").shell_quote
+
+-- Task files are exactly <root>/<dir>/<name>.lua: deeper files (samples,
+-- known-bad kernels, their plans) are not tasks.
+function M.files(root)
+  root = root or M.default_root()
+  local out = {}
+  local p = io.popen("find " .. shquote(root) .. " -mindepth 2 -maxdepth 2 -type f -name '*.lua' ! -name '_*' 2>/dev/null")
+  if p then
+    for line in p:lines() do out[#out + 1] = line end
+    p:close()
+  end
+  table.sort(out)
+  return out
+end
+
+function M.list(root)
+  local all, errs = {}, {}
+  for _, path in ipairs(M.files(root)) do
+    local ok, d = pcall(load_file, path)
+    if ok then
+      for _, t in ipairs(d.tasks) do all[#all + 1] = t end
+    else
+      errs[#errs + 1] = tostring(d)
+    end
+  end
+  return all, errs
+end
+
+local function rethrow(e)
+  if getmetatable(e) == LoadError then error(e.msg, 0) end
+  error(e, 0)
+end
+
+local function pload(path)
+  local ok, d = pcall(load_file, path)
+  if not ok then rethrow(d) end
+  return d
+end
+
+local function find_base(base, root)
+  for _, path in ipairs(M.files(root)) do
+    local ok, d = pcall(load_file, path)
+    if ok and d.name == base then return d end
+  end
+  return nil
+end
+
+function M.load(spec, opts)
+  opts = opts or {}
+  if type(spec) ~= "string" or spec == "" then error("task.load: expected a path or a task name", 2) end
+  if spec:match("%.lua$") or (exists(spec) and not spec:match("^[%w_%.%-]+/[%w_%.%-]+$")) then
+    if opts.reload then cache[spec] = nil end
+    return pload(spec)
+  end
+  local base, variant = spec:match("^([^/]+)/(.+)$")
+  base = base or spec
+  local root = opts.root or M.default_root()
+  local d = find_base(base, root)
+  if not d then
+    -- a broken file may hold it: report load errors rather than "not found"
+    local _, errs = M.list(root)
+    local extra = #errs > 0 and ("; files that failed to load: " .. table.concat(errs, "; ")) or ""
+    error(("task.load: no task named '%s' under %s%s"):format(base, root, extra), 2)
+  end
+  if not variant then return d end
+  for _, t in ipairs(d.tasks) do
+    if t.variant == variant then return t end
+  end
+  error(("task.load: task '%s' has no variant '%s' (variants: %s)"):format(base, variant,
+    table.concat(M.plain(d.variants), ", ")), 2)
+end
+
+function M.get(name, opts)
+  local d = M.load(name, opts)
+  if d.kind == "task" then return d end
+  if #d.tasks == 1 then return d.tasks[1] end
+  error(("task.get: '%s' has %d variants; name one (e.g. '%s')"):format(name, #d.tasks, d.tasks[1].name), 2)
+end
+
+-- ---- text for a model -------------------------------------------------
+
+local function fmt_shape(b)
+  local parts = {}
+  for i, x in ipairs(b.shape) do parts[i] = tostring(x) end
+  return "[" .. table.concat(parts, ", ") .. "]"
+end
+
+function M.describe(t)
+  local lines = { t.description:gsub("%s+$", ""), "", "Buffers (allocated by the harness; " ..
+    (t.buffers[t.buffer_order[1]].layout == "row" and "row-major" or "see layout") .. "):" }
+  for _, name in ipairs(t.buffer_order) do
+    local b = t.buffers[name]
+    lines[#lines + 1] = ("  %-8s %-7s %-8s %s%s"):format(name, b.role, b.dtype, fmt_shape(b),
+      b.layout ~= "row" and (" " .. b.layout .. "-major") or "")
+  end
+  local tols = {}
+  for _, dt in ipairs(sorted_keys(t.tolerance)) do
+    local x = t.tolerance[dt]
+    tols[#tols + 1] = ("%s: atol %g, rtol %g, %s"):format(dt, x.atol, x.rtol,
+      x.matched >= 1 and "every element must match" or (("%.4g%% of elements must match"):format(x.matched * 100)))
+  end
+  lines[#lines + 1] = ""
+  lines[#lines + 1] = "An output element fails when |x - y| > atol and |x - y| / (|y| + 1e-8) > rtol; NaN and Inf fail. "
+      .. "Tolerances: " .. table.concat(tols, "; ") .. "."
+  return table.concat(lines, "\n")
+end
+
+return M
