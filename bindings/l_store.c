@@ -754,8 +754,6 @@ static void read_eval(lua_State *L, int t, store_eval *ev)
 static void read_result(lua_State *L, int t, store_result *r)
 {
     r->verdict = req_str(L, t, "verdict", "evaluation");
-    if (!store_verdict_valid(r->verdict))
-        luaL_error(L, "evaluation: unknown verdict '%s'", r->verdict);
     r->reason = lh_optstrfield(L, t, "reason", NULL);
     r->timing_method = lh_optstrfield(L, t, "timing_method", NULL);
     r->compile_id = (int64_t)lh_optintfield(L, t, "compile", 0);
@@ -1050,11 +1048,5 @@ int luaopen_klab_store(lua_State *L)
     luaL_newlib(L, funcs);
     lua_pushinteger(L, STORE_SCHEMA_VERSION);
     lua_setfield(L, -2, "SCHEMA_VERSION");
-    lua_newtable(L);
-    for (int i = 0; store_verdict(i); i++) {
-        lua_pushstring(L, store_verdict(i));
-        lua_rawseti(L, -2, (lua_Integer)i + 1);
-    }
-    lua_setfield(L, -2, "VERDICTS");
     return 1;
 }

@@ -35,7 +35,7 @@
 #include "base/status.h"
 
 /* Version of the schema this build creates and understands. */
-#define STORE_SCHEMA_VERSION 1
+#define STORE_SCHEMA_VERSION 2
 
 /* Length of a hash in hex (SHA-256), without the terminating NUL. */
 #define STORE_HASH_HEX 64
@@ -187,7 +187,7 @@ typedef struct store_measurement {
 } store_measurement;
 
 typedef struct store_result {
-    const char *verdict;        /* required: one of store_verdict_valid */
+    const char *verdict;        /* required: a name in the store's verdicts table */
     const char *reason;         /* short, human-readable; may be NULL */
     const char *timing_method;  /* e.g. "cupti", "events"; may be NULL */
     const char *stage_times;    /* JSON object of seconds per stage; may be NULL */
@@ -196,12 +196,6 @@ typedef struct store_result {
     const store_measurement *m;
     size_t nm;
 } store_result;
-
-/* 1 if v is one of the verdicts of DESIGN.md (passed, compile_error, ...). */
-int store_verdict_valid(const char *v);
-
-/* The i-th verdict (0-based), or NULL past the last. */
-const char *store_verdict(int i);
 
 /* Resume rule, step 1. In one transaction: if key is finished, sets *done = 1
  * and *id to it and writes nothing; if key exists but is unfinished (an

@@ -48,6 +48,7 @@ function M.session(opts)
     else
       s.db = opts.db
     end
+    verdicts.define(s.db)
   end
   return s
 end
