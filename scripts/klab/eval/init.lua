@@ -162,7 +162,7 @@ end
 
 local function key_of(t, c, arch, opts)
   -- Custom trials change what "correct" means: they are part of the key.
-  local trials = opts.trials and require("klab.experiment.model").json(opts.trials) or nil
+  local trials = opts.trials and require("klab.json").encode(opts.trials) or nil
   return require("klab.store").hash("klab.eval.1", c.hash, t.name, arch, tostring(opts.timing ~= false),
     tostring(opts.replica or 0), trials)
 end
@@ -266,7 +266,7 @@ local function record(self, t, c, arch, key, result)
   end
   db:record_evaluation {
     key = key, candidate = cand, task = t.name, arch = arch, verdict = result.verdict, reason = result.reason, env = env,
-    timing_method = tm and tm.method, detail = cjson.encode(result), measurements = meas,
+    timing_method = tm and tm.method, detail = require("klab.json").encode(result), measurements = meas,
   }
 end
 

@@ -38,7 +38,7 @@ local M = {}
 
 M.KINDS = { generation = true, repair = true, both = true }
 
-local function json(v) return require("klab.experiment.model").json(v) end
+local json = require("klab.json").encode
 
 local function decode(s)
   if type(s) ~= "string" then return nil end
