@@ -531,7 +531,7 @@ static int m_put_candidate(lua_State *L)
 }
 
 static const char *const eval_fields[] = {
-    "key", "candidate", "task", "arch", "replica", "env", "compile", "options",
+    "key", "candidate", "task", "arch", "replica", "env", "compile", "options", "replace",
     "verdict", "reason", "timing_method", "stage_times", "detail", "measurements", NULL,
 };
 static const char *const result_fields[] = {
@@ -547,6 +547,7 @@ static void read_eval(lua_State *L, int t, store_eval *ev)
     ev->task = req_str(L, t, "task", "evaluation");
     ev->arch = req_str(L, t, "arch", "evaluation");
     ev->replica = (int64_t)lh_optintfield(L, t, "replica", 0);
+    ev->replace = lh_optboolfield(L, t, "replace", 0);
     ev->env_id = (int64_t)lh_optintfield(L, t, "env", 0);
     ev->compile_id = (int64_t)lh_optintfield(L, t, "compile", 0);
     ev->options = json_field(L, t, "options");

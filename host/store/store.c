@@ -933,14 +933,14 @@ static int begin_eval_tx(store *db, const store_eval *ev, int64_t *id, int *done
         if (rc)
             return rc;
         *id = eid;
-        if (is_done) {
+        if (is_done && !ev->replace) {
             *done = 1;
             return KS_OK;
         }
-        /* Interrupted earlier: start it again in place. */
+        /* Interrupted earlier, or replaced: start it again in place. */
         *done = 0;
         rc = prep(db,
-                  "UPDATE evaluations SET attempts = attempts + 1, started_at = " NOW ","
+                  "UPDATE evaluations SET state = 'running', attempts = attempts + 1, started_at = " NOW ","
                   " env_id = ?, compile_id = ?, options = ?, verdict = NULL, reason = NULL,"
                   " timing_method = NULL, stage_times = NULL, detail = NULL, finished_at = NULL"
                   " WHERE id = ?",

@@ -178,6 +178,7 @@ typedef struct store_eval {
     int64_t compile_id;     /* compile result id; 0 = none */
     int64_t replica;        /* 0, 1, ... */
     const char *options;    /* JSON text of the evaluation options; may be NULL */
+    int replace;            /* a finished evaluation with this key is started again (its result replaced) */
 } store_eval;
 
 typedef struct store_measurement {
@@ -198,7 +199,8 @@ typedef struct store_result {
 } store_result;
 
 /* Resume rule, step 1. In one transaction: if key is finished, sets *done = 1
- * and *id to it and writes nothing; if key exists but is unfinished (an
+ * and *id to it and writes nothing (unless ev->replace: then it is started
+ * again in place, like an interrupted one); if key exists but is unfinished (an
  * interrupted run), resets it to a fresh start (its attempts count goes up)
  * and sets *done = 0; otherwise inserts it as running. A key already used for
  * a different candidate, task, arch or replica is KS_EINVAL. */

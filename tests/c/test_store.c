@@ -360,6 +360,18 @@ static void test_evaluations(void)
     CHECK(strcmp(v, "passed") == 0);
     CHECK(store_finish_evaluation(db, 12345, &r, &st) == KS_ENOTFOUND);
 
+    /* A finished evaluation is started again in place when asked to be
+     * replaced (a result that was not a measurement). */
+    store_eval again = eval_of("k1", cand);
+    again.replace = 1;
+    rc = store_begin_evaluation(db, &again, &id2, &done, &st);
+    CHECKF(rc == KS_OK && done == 0 && id2 == id, "replace: %d %s", rc, st.msg);
+    CHECK(scalar(db, "SELECT attempts FROM evaluations WHERE key = 'k1'") == 2);
+    CHECK(scalar(db, "SELECT count(*) FROM evaluations WHERE key = 'k1' AND state = 'running'") == 1);
+    CHECK(scalar(db, "SELECT count(*) FROM measurements WHERE evaluation_id = (SELECT id FROM evaluations WHERE key = 'k1')") == 0);
+    CHECK(store_finish_evaluation(db, id, &r, &st) == KS_OK);
+    CHECK(scalar(db, "SELECT count(*) FROM evaluations WHERE key = 'k1' AND state = 'done'") == 1);
+
     /* A key reused for another evaluation is misuse. */
     store_eval other = eval_of("k1", cand);
     other.arch = "sm_100a";

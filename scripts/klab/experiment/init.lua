@@ -352,10 +352,7 @@ local function summarize(name, r, speedup_field)
     elseif POSITIVE[ins.status] or NEGATIVE[ins.status] then status = ins.status end
     w.instructions = { status = status, families = names, missing = #missing > 0 and missing or nil }
   end
-  local prof = st.profile
-  if type(prof) == "table" and type(prof.text) == "string" then w.profile = prof.text
-  elseif type(prof) == "string" then w.profile = prof
-  elseif type(ins) == "table" and type(ins.text) == "string" then w.profile = ins.text end
+  if type(ins) == "table" and type(ins.text) == "string" then w.profile = ins.text end
   return w
 end
 
