@@ -8,6 +8,8 @@
  *     -> result | nil, message, code [, result]
  *   jit.compile_file(path [, opts])     same, reading the file; name = path
  *   jit.census(ptx_text)                -> {family = count, ..., instructions = n}
+ *   jit.globals(cubin)                  -> {{name=, section=, offset=, bytes=, section_bytes=,
+ *                                          static=}, ...}: writable module globals
  *   jit.versions()                      -> {nvrtc=, ptxas=, cupti=, cublasLt=, cudnn=}
  *                                          each {ok=true, version=, path=} or
  *                                          {ok=false, error=reason}
@@ -29,6 +31,7 @@
 
 #include "lhost.h"
 #include "driver/dynlib.h"
+#include "compile/cubin.h"
 #include "compile/jit.h"
 #include "compile/ptx_census.h"
 
@@ -330,7 +333,37 @@ static int l_jit_cache_dir(lua_State *L)
     return 1;
 }
 
+/* jit.globals(cubin) -> {{name=, section=, offset=, bytes=, section_bytes=,
+ * static=bool}, ...} | nil, msg, code: the module globals a kernel can
+ * write and that keep their contents from launch to launch. */
+static int l_jit_globals(lua_State *L)
+{
+    size_t n;
+    const char *img = luaL_checklstring(L, 1, &n);
+    cubin_info ci;
+    memset(&ci, 0, sizeof ci);
+    ks_status st;
+    ks_clear(&st);
+    if (cubin_parse(img, n, &ci, &st))
+        return lh_pushfail(L, &st);
+    lua_createtable(L, ci.nglobals, 0);
+    for (int i = 0; i < ci.nglobals; i++) {
+        const cubin_global *g = &ci.globals[i];
+        lua_createtable(L, 0, 6);
+        lh_setstr(L, "name", g->name);
+        lh_setstr(L, "section", g->section);
+        lh_setint(L, "offset", (lua_Integer)g->offset);
+        lh_setint(L, "bytes", (lua_Integer)g->bytes);
+        lh_setint(L, "section_bytes", (lua_Integer)g->section_bytes);
+        lh_setbool(L, "static", g->bind == 0 /* STB_LOCAL */);
+        lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+    cubin_free(&ci);
+    return 1;
+}
+
 static const luaL_Reg jit_funcs[] = {
+    {"globals", l_jit_globals},
     {"compile", l_jit_compile},
     {"compile_file", l_jit_compile_file},
     {"census", l_jit_census},

@@ -27,7 +27,11 @@ if #archs == 0 then archs = { "sm_90a", "sm_100a" } end
 local function sample_files()
   local files = {}
   local p = assert(io.popen("find tasks -type f \\( -name '*.ptx' -o -name '*.cu' \\) | sort"))
-  for f in p:lines() do files[#files + 1] = f end
+  for f in p:lines() do
+    -- A task's own reference and baseline kernels are compiled by klab
+    -- after its prelude, not as candidates.
+    if not f:match("/reference%.cu$") and not f:match("/baseline%.cu$") then files[#files + 1] = f end
+  end
   p:close()
   return files
 end

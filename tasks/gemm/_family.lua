@@ -76,6 +76,10 @@ end
 
 F.flops = function(d) return 2 * d.M * d.N * d.K end
 
+-- The work rule: a GEMM kernel must execute at least 90% of 2*M*N*K as
+-- arithmetic (tensor cores or SIMT pipes); less means it skipped work.
+F.work = 0.9
+
 -- Tensor-core targets for the types tensor cores take.
 F.targets = {
   sm_90a = { "wgmma", "tma" },

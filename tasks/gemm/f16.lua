@@ -33,6 +33,7 @@ tolerance = {
 reference = gemm.reference()
 baseline = gemm.baseline()
 flops = gemm.flops
+work = gemm.work
 bytes = function(d) return 2 * (d.M * d.K + d.N * d.K + d.M * d.N) end
 targets = gemm.targets
 plan = gemm.plan()

@@ -31,6 +31,7 @@ tolerance = {
 reference = gemm.reference()
 baseline = gemm.baseline({ "fp32", "tf32" })
 flops = gemm.flops
+work = gemm.work
 bytes = function(d) return 4 * (d.M * d.K + d.N * d.K + d.M * d.N) end
 
 -- Tensor cores have no fp32 inputs; wgmma/tcgen05 reach fp32 accuracy only

@@ -68,6 +68,7 @@ reference = gemm.reference(true)
 baseline = gemm.baseline(nil, { scale_a = "scale_a", scale_b = "scale_b" })
 
 flops = gemm.flops
+work = gemm.work
 bytes = function(d) return d.M * d.K + d.N * d.K + 2 * d.M * d.N + 8 end
 
 targets = gemm.targets

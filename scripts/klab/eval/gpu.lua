@@ -28,6 +28,8 @@ local sys = require "klab.sys"
 local profile = require "klab.eval.profile"
 local serve = require "klab.proc.serve"
 local stages = require "klab.eval.stages"
+local verdicts = require "klab.eval.verdict"
+local peaks = require "klab.eval.peaks"
 local json = require "klab.json"
 
 local M = {}
@@ -220,8 +222,9 @@ end
 
 -- ---- the task's reference -----------------------------------------------------
 
--- Runs one of the reference's plans: inputs from set, outputs into outs
--- (name -> fp32 Buffer), positions (a Buffer) in a sampled run.
+-- Runs one of the reference's plans: inputs from set (its bufs: name ->
+-- buffer view with .ptr), outputs into outs (name -> fp32 Buffer),
+-- positions (a Buffer) in a sampled run.
 local function run_reference(ts, which, set, outs, positions)
   local ref = ts.job_ref
   local plan = ref[which]
@@ -460,6 +463,53 @@ local function attach(run)
   return nil
 end
 
+-- Module globals (the cubin's __device__ variables, klab.jit.globals) keep
+-- their contents from launch to launch, so a kernel could bank results there
+-- and replay them. Right after loading, each writable global section is
+-- copied; before every run (correctness, instructions, timing, replay) it
+-- is restored to those load-time contents, outside any timed span. A
+-- section is found through any of its symbols the driver can locate
+-- (cuModuleGetGlobal) and restored whole, static variables included.
+local function snapshot_globals(c, globals)
+  c.globals = {}
+  local sections, order = {}, {}
+  for _, g in ipairs(globals or {}) do
+    local sec = sections[g.section]
+    if not sec then
+      sec = { bytes = g.section_bytes, syms = {} }
+      sections[g.section] = sec
+      order[#order + 1] = g.section
+    end
+    sec.syms[#sec.syms + 1] = g
+  end
+  for _, name in ipairs(order) do
+    local sec = sections[name]
+    if sec.bytes > 0 then
+      local base
+      for _, g in ipairs(sec.syms) do
+        local p = c.mod:global(g.name)
+        if p then
+          base = p - g.offset
+          break
+        end
+      end
+      if not base then
+        return nil, string.format("cannot locate the module's %s variables (%s, ...) to restore them before every "
+          .. "run", name, sec.syms[1].name)
+      end
+      local snap, err = S.ctx:alloc(sec.bytes)
+      if not snap then return nil, err end
+      S.judge:convert(base, "u8", snap, "u8", sec.bytes)
+      c.globals[#c.globals + 1] = { section = name, base = base, bytes = sec.bytes, snap = snap }
+    end
+  end
+  return true
+end
+
+local function restore_globals(c)
+  for _, g in ipairs(c.globals or {}) do S.judge:convert(g.snap, "u8", g.base, "u8", g.bytes) end
+end
+
 -- Loads the candidate's module and checks the launches against the kernels
 -- and the device.
 local function stage_load(run)
@@ -511,6 +561,18 @@ local function stage_load(run)
   local ws, werr = workspace(c)
   if not ws then return runtime_failure(res, "cannot allocate workspace: " .. tostring(werr)) end
   run.outs, run.ws = outs, ws
+  local gok, gerr = snapshot_globals(c, job.candidate.globals)
+  if not gok then return verdict(res, "load_error", gerr) end
+  -- The candidate's own device memory: its module globals, its plan's
+  -- workspace and the task's scratch buffers.
+  local mem = { globals = 0, workspace = 0, scratch = 0 }
+  for _, g in ipairs(c.globals) do mem.globals = mem.globals + g.bytes end
+  for _, w in pairs(ws) do mem.workspace = mem.workspace + w.bytes end
+  for _, b in ipairs(task.buffers) do
+    if b.role == "scratch" then mem.scratch = mem.scratch + b.bytes end
+  end
+  mem.total = mem.globals + mem.workspace + mem.scratch
+  st.memory = mem
   st.seconds = now() - t0
   return nil
 end
@@ -536,6 +598,13 @@ local function written(run)
   return all
 end
 
+-- Before every run of the candidate: module globals back to their
+-- load-time contents, outputs, scratch and workspace poisoned.
+local function fresh_state(run, all)
+  restore_globals(run.c)
+  poison(all)
+end
+
 -- ---- stage: correctness -----------------------------------------------------------
 
 -- Fresh inputs per trial, poison, guards, input checksums, comparison, and
@@ -552,7 +621,7 @@ local function stage_correctness(run)
     if not set then return runtime_failure(res, "cannot prepare inputs: " .. tostring(serr)) end
     set.trial = trial
     if i == 1 then run.first_set = set end
-    poison(all)
+    fresh_state(run, all)
     local ok, err, code, detail = run_candidate(run, set)
     if ok then ok, err, code, detail = S.ctx:sync() end
     if not ok then return runtime_failure(res, err, code, detail) end
@@ -582,7 +651,7 @@ local function stage_correctness(run)
           keep[name] = copy
         end
       end
-      poison(all)
+      fresh_state(run, all)
       ok, err, code, detail = run_candidate(run, set)
       if ok then ok, err, code, detail = S.ctx:sync() end
       if not ok then return runtime_failure(res, err, code, detail) end
@@ -624,7 +693,7 @@ local function stage_instructions(run)
   local all = written(run)
   local opts = job.opts or {}
   local ps = profile.stage(S.ctx, function() return run_candidate(run, set) end, job.task, S.props.arch, {
-    prepare = function() poison(all); return true end,
+    prepare = function() fresh_state(run, all); return true end,
     launches = run.c.launches, kernels = res.stages.load.kernels, funcs = run.c.funcs, device = S.props,
     -- The supervisor takes the static census while this runs; the listing
     -- is needed here only to join executed counts to opcodes.
@@ -662,7 +731,7 @@ local function baseline(run, opts)
   if not runner then return nil, err end
   -- Does the library compute what the task asks? Once, on the first set.
   poison(outs)
-  local rok, rerr = pcall(runner.run)
+  local rok, rerr = pcall(runner.run, set.bufs)
   if rok then rok, rerr = S.ctx:sync() end
   if not rok then return nil, "the baseline failed: " .. tostring(rerr) end
   local check = { outputs = {} }
@@ -673,55 +742,261 @@ local function baseline(run, opts)
   return runner
 end
 
+-- ---- timed runs: held to the proof of correctness runs ---------------------
+
+-- Every timed sample (candidate's and baseline's) runs on fresh input
+-- contents at an address it has not had just before: inputs live in SLOTS
+-- buffers each, used in turn, at one of SHIFTS offsets SHIFT bytes apart.
+-- Inputs a task's reference derives (attention backward's O and LSE), and
+-- the inputs the derivation reads, must stay consistent with each other:
+-- they are copied from one of the prepared input sets (references and all)
+-- instead of drawn fresh; every other input is drawn fresh from the task's
+-- base law with a new seed. Before each candidate sample its module globals
+-- are restored and its outputs, scratch and workspace poisoned; after it,
+-- `sample` units of every output are recomputed by the reference from that
+-- sample's own inputs and compared, and a few samples are compared in full.
+local SLOTS, SHIFTS, SHIFT = 2, 8, 256
+local FULL_CHECKS = 2
+
+-- The input names the derive plan touches (its buffer arguments) and the
+-- inputs it derives.
+local function derived_inputs(job)
+  local set = {}
+  local ref = job.reference or {}
+  for _, name in ipairs(ref.derived or {}) do set[name] = true end
+  for _, l in ipairs(ref.derive and ref.derive.launches or {}) do
+    for _, a in ipairs(l.args) do
+      if a.kind == "buffer" then set[a.name] = true end
+    end
+  end
+  return set
+end
+
+local function timing_slots(task, ts)
+  if ts.slots then return ts.slots end
+  local slots = {}
+  for _, b in ipairs(task.buffers) do
+    if b.role == "input" then
+      slots[b.name] = {}
+      for k = 1, SLOTS do
+        local g, err = galloc(b.name .. " (timing slot " .. k .. ")", b.bytes + SHIFT * (SHIFTS - 1))
+        if not g then
+          for _, list in pairs(slots) do free_all(list) end
+          return nil, err
+        end
+        slots[b.name][k] = g
+      end
+    end
+  end
+  ts.slots = slots
+  return slots
+end
+
+-- A deterministic generator for positions and shifts (splitmix64 on the
+-- host): the same job draws the same units, so a failure can be replayed.
+local function rng(seed)
+  local x = seed
+  return function(n)
+    x = x + 0x9e3779b97f4a7c15
+    local z = x
+    z = (z ~ (z >> 30)) * 0xbf58476d1ce4e5b9
+    z = (z ~ (z >> 27)) * 0x94d049bb133111eb
+    z = z ~ (z >> 31)
+    return (z >> 1) % n
+  end
+end
+
+-- Buffers the checks of timed runs use, made once per task: positions,
+-- the sampled reference, the gathered candidate output, full references.
+local function check_buffers(task, ts, n)
+  if ts.checkbufs and ts.checkbufs.n == n then return ts.checkbufs end
+  local cb = { n = n, ref = {}, got = {}, full = {} }
+  local err
+  cb.positions, err = S.ctx:alloc(8 * n)
+  if not cb.positions then return nil, err end
+  for _, b in ipairs(task.buffers) do
+    if b.role == "output" then
+      local unit = task.units[b.name]
+      local size = judge_mod.dtype_size(b.dtype) or 4
+      cb.ref[b.name], err = S.ctx:alloc(4 * n * unit)
+      if not cb.ref[b.name] then return nil, err end
+      cb.got[b.name], err = S.ctx:alloc(size * n * unit)
+      if not cb.got[b.name] then return nil, err end
+      cb.full[b.name], err = S.ctx:alloc(4 * b.count)
+      if not cb.full[b.name] then return nil, err end
+    end
+  end
+  ts.checkbufs = cb
+  return cb
+end
+
+-- The sample's inputs: target 1 (the candidate) or 2 (the baseline), at
+-- counter k (both targets count together).
+local function fresh_inputs(task, ts, sets, dependent, k, draw)
+  local io = {}
+  local set = sets[(k % #sets) + 1]
+  for _, b in ipairs(task.buffers) do
+    if b.role == "input" then
+      local g = ts.slots[b.name][(k % SLOTS) + 1]
+      local shift = SHIFT * draw(SHIFTS)
+      local v = { name = b.name, buf = g.buf, off = g.off + shift, ptr = g.ptr + shift, bytes = b.bytes }
+      if dependent[b.name] then
+        S.judge:convert(set.bufs[b.name].ptr, "u8", v.ptr, "u8", b.bytes)
+      else
+        local init = b.init or {}
+        local dist = init.dist or "normal"
+        local ok, err = S.judge:fill(v.ptr, b.count, b.dtype, dist, 7919 * (k + 1) + 1000003 * b.index + 17,
+          init.a, init.b, 1.0)
+        if not ok then return nil, err end
+      end
+      io[b.name] = v
+    end
+  end
+  return io, set
+end
+
+-- Compares the candidate's outputs of one timed sample with the reference
+-- computed from that sample's inputs: `n` units drawn after the run, or all
+-- of them (full). nil, reason when an output is wrong; error() when the
+-- check itself cannot run.
+local function check_sample(run, io, cb, full, draw, label)
+  local task, ts = run.job.task, run.ts
+  local view = { bufs = io }
+  local n = cb.n
+  local positions
+  if full then
+    local ok, err = run_reference(ts, "full", view, cb.full)
+    if ok then ok, err = S.ctx:sync() end
+    if not ok then error(err) end
+  else
+    positions = {}
+    local parts = {}
+    for i = 1, n do
+      positions[i] = draw(task.total_units)
+      parts[i] = string.pack("<I8", positions[i])
+    end
+    cb.positions:upload(table.concat(parts))
+    local ok, err = run_reference(ts, "sampled", view, cb.ref, cb.positions)
+    if ok then ok, err = S.ctx:sync() end
+    if not ok then error(err) end
+  end
+  for _, b in ipairs(task.buffers) do
+    if b.role == "output" then
+      local unit = task.units[b.name]
+      local tol = task.tolerance[b.name]
+      local got, want, count
+      if full then
+        got, want, count = run.outs[b.name].ptr, cb.full[b.name], b.count
+      else
+        assert(S.judge:gather(run.outs[b.name].ptr, b.dtype, cb.positions, n, unit, cb.got[b.name]))
+        got, want, count = cb.got[b.name], cb.ref[b.name], n * unit
+      end
+      local cmp, err = S.judge:compare(got, b.dtype, want, count, tol.atol, tol.rtol)
+      if not cmp then error(err) end
+      local matched = (cmp.total - cmp.failed) / cmp.total
+      if matched < (tol.matched or 1.0) then
+        local at = cmp.max_abs_at
+        if not full and at then
+          local slot, e = at // unit, at % unit
+          at = positions[slot + 1] * unit + e
+        end
+        local where = locate(task, b.name, at)
+        return nil, string.format("%s: %d of %d %s elements of %s differ (%d NaN, %d Inf; max abs err %.4g at %s); "
+          .. "atol %g, rtol %g", label, cmp.failed, cmp.total, full and "" or "sampled", b.name, cmp.nan, cmp.inf,
+          cmp.max_abs, where, tol.atol, tol.rtol)
+      end
+    end
+  end
+  return true
+end
+
 local function stage_timing(run)
   local res, job, task, ts = run.res, run.job, run.job.task, run.ts
   local opts = job.opts or {}
   local t0 = now()
   local base, berr = baseline(run, opts)
-  -- Input sets rotated through timing (no kernel can key a cache on one set
-  -- of pointers); about one timed run in eight has its output checked.
+  -- The prepared input sets (correctness made them): derived inputs rotate
+  -- among them.
   local sets = {}
   for i = 1, math.min(3, #job.trials) do
     local set, serr = input_set(task, ts, job.trials[i])
     if not set then return runtime_failure(res, "cannot prepare inputs: " .. tostring(serr)) end
-    set.trial = job.trials[i]
     sets[i] = set
   end
-  local cur = 1
-  local prepared = {}
-  for i, set in ipairs(sets) do
-    local function bind(name, kind)
+  local slots, slerr = timing_slots(task, ts)
+  if not slots then return runtime_failure(res, "cannot allocate timing inputs: " .. tostring(slerr)) end
+  local n = math.min(job.reference.sample or 8192, task.total_units)
+  local cb, cberr = check_buffers(task, ts, n)
+  if not cb then return runtime_failure(res, "cannot allocate check buffers: " .. tostring(cberr)) end
+  local dependent = derived_inputs(job)
+  local draw = rng(0x6b6c6162 + #job.trials)
+  local all = written(run)
+  local counter = 0
+  local cur = {}
+  local checks = { sampled = 0, full = 0, units = n, seconds = 0, failure = nil }
+  -- Which samples get a full check: drawn among the first ones, which
+  -- every measurement takes.
+  local full_at = {}
+  local min_samples = opts.min_samples or 10
+  for _ = 1, math.min(FULL_CHECKS, min_samples) do full_at[draw(min_samples) + 1] = true end
+
+  local function candidate_bind(io)
+    return function(name, kind)
       if kind == "workspace" then return run.ws[name] and run.ws[name].ptr end
-      local g = set.bufs[name] or run.outs[name] or run.ws[name]
+      local g = io[name] or run.outs[name] or run.ws[name]
       return g and g.ptr
     end
-    local tmaps, terr = encode_tmaps(run.c.tensormaps, bind)
-    if not tmaps then return runtime_failure(res, terr) end
-    prepared[i] = { bind = bind, tmaps = tmaps }
   end
+  -- Sets up the next sample of target 1 (candidate) or 2 (baseline).
+  local function next_sample(target)
+    local io, ierr = fresh_inputs(task, ts, sets, dependent, counter, draw)
+    if not io then error(ierr) end
+    counter = counter + 1
+    local c = { io = io }
+    if target == 1 then
+      c.bind = candidate_bind(io)
+      local tmaps, terr = encode_tmaps(run.c.tensormaps, c.bind)
+      if not tmaps then error(terr) end
+      c.tmaps = tmaps
+      fresh_state(run, all)
+    end
+    cur[target] = c
+  end
+  next_sample(1)
+  if base then next_sample(2) end
+
   local function cand_run()
-    local p = prepared[cur]
-    local ok, err = launch_plan(run.c.funcs, run.c, p.bind, p.tmaps)
+    local c = cur[1]
+    local ok, err = launch_plan(run.c.funcs, run.c, c.bind, c.tmaps)
     if not ok then error(err) end
     return #run.c.launches
   end
   local spec = {
-    run = cand_run, flops = task.flops, peak_tflops = opts.peak_tflops,
-    budget_s = opts.budget_s or 10, min_samples = opts.min_samples or 10, max_samples = opts.max_samples or 500,
+    run = cand_run, flops = task.flops,
+    peak_tflops = peaks.tflops(S.props.arch, task.precision),
+    budget_s = opts.budget_s or 10, min_samples = min_samples, max_samples = opts.max_samples or 500,
     target_ci = opts.target_ci or 0.005,
     before = function(target, sample)
-      if target == 1 then cur = (sample % #sets) + 1 end
-      return target == 1 and (sample % 8 == 3)
+      next_sample(target)
+      return target == 1
     end,
     check = function(target, sample)
       if target ~= 1 then return true end
-      local good = compare_outputs(task, sets[cur], run.outs, nil, "timed run " .. sample)
-      return good == true
+      local c0 = now()
+      local full = full_at[sample] == true
+      local label = "timed run " .. sample .. (full and " (checked in full)" or "")
+      local ok, why = check_sample(run, cur[1].io, cb, full, draw, label)
+      checks.seconds = checks.seconds + (now() - c0)
+      if full then checks.full = checks.full + 1 else checks.sampled = checks.sampled + 1 end
+      if not ok and not checks.failure then checks.failure = why end
+      return ok == true
     end,
   }
-  if base and base.run then spec.baseline = { flops = task.flops, run = base.run } end
+  if base and base.run then
+    spec.baseline = { flops = task.flops, run = function() return base.run(cur[2].io) end }
+  end
   local r, err, code, partial = timing.measure(S.ctx, spec)
-  local st = { seconds = now() - t0 }
+  local st = { seconds = now() - t0, checks = checks }
   res.stages.timing = st
   if not r then
     if code == "EREJECT" and partial and partial.unexpected then
@@ -737,9 +1012,9 @@ local function stage_timing(run)
   st.candidate.samples = nil
   st.clock_before_mhz, st.clock_after_mhz = r.clock_before_mhz, r.clock_after_mhz
   if r.candidate.check_failures and r.candidate.check_failures > 0 then
-    return verdict(res, "incorrect", string.format("the output of timed run %d was wrong (fresh inputs rotated " ..
-      "during timing; a kernel that stops working after its first calls fails here)",
-      r.candidate.first_failed_sample or 0))
+    return verdict(res, "incorrect", string.format("the output of %s was wrong (every timed run gets fresh "
+      .. "inputs and its output is checked)", tostring(checks.failure or ("timed run " ..
+      tostring(r.candidate.first_failed_sample)))))
   end
   if r.baseline then
     st.baseline = r.baseline
@@ -760,6 +1035,28 @@ local function stage_timing(run)
     end
   else
     st.baseline_error = berr
+  end
+  -- The physical floor: no kernel does the task's FLOPs faster than the
+  -- device's peak for the path it used, nor moves the task's bytes faster
+  -- than DRAM (L2 is flushed before every sample). Below it, the time is
+  -- not a speedup.
+  local floor = run.floor or {}
+  local ps = res.stages.instructions
+  local path = ps and ps.status == "ok" and ps.flops and ps.flops.frac and
+    ((ps.flops.frac.tensor or 0) >= 0.5 and "tensor" or "simt") or nil
+  local tflops = peaks.tflops(S.props.arch, task.precision, path)
+  local bw = peaks.dram_bytes_per_s(S.props)
+  floor.compute_us = tflops and task.flops and task.flops / (tflops * 1e6) or nil
+  floor.memory_us = bw and task.bytes and task.bytes / bw * 1e6 or nil
+  floor.path, floor.tflops, floor.dram_bytes_per_s = path or "any", tflops, bw
+  floor.us = math.max(floor.compute_us or 0, floor.memory_us or 0)
+  st.floor = floor
+  -- A margin for clocks above the datasheet's: 10%.
+  if floor.us > 0 and r.candidate.median < 0.9 * floor.us then
+    return verdict(res, "below_floor", string.format("median %.2f us is below the physical floor of %.2f us "
+      .. "(%s: %.4g FLOPs at %s TFLOP/s take %.2f us; %.4g bytes at %.0f GB/s take %.2f us): not a speedup",
+      r.candidate.median, floor.us, floor.path, task.flops or 0, tostring(tflops), floor.compute_us or 0,
+      task.bytes or 0, (bw or 0) / 1e9, floor.memory_us or 0))
   end
   return nil
 end
@@ -813,7 +1110,7 @@ local function stage_replay(run)
   local t0 = now()
   local runs = (job.opts or {}).runs or 1
   for _ = 1, runs do
-    poison(all)
+    fresh_state(run, all)
     local ok, err, code, detail = run_candidate(run, set)
     if ok then ok, err, code, detail = S.ctx:sync() end
     if not ok then return runtime_failure(res, err, code, detail) end
@@ -878,12 +1175,16 @@ function M.run(job)
   if ps and tm and tm.candidate and tm.candidate.median then
     profile.summarize(ps, { duration_us = tm.candidate.median, source = tm.method })
   end
-  if not res.verdict and run.finding then
-    res.verdict, res.reason, res.stage = run.finding.verdict, run.finding.reason, run.finding.stage
+  -- A finding of the instruction stage (kept while timing ran) stands
+  -- unless a later stage found something that ranks higher.
+  local f = run.finding
+  if f and (not res.verdict or verdicts.rank(f.verdict) < verdicts.rank(res.verdict)) then
+    res.verdict, res.reason, res.stage = f.verdict, f.reason, f.stage
   end
   -- A module is unloaded after use; the worker keeps the rest.
   if run.c and not res.unfit then
     free_all(run.c.ws)
+    for _, g in ipairs(run.c.globals or {}) do g.snap:free() end
     run.c.mod:free()
   end
   return finite(res)

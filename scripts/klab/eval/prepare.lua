@@ -58,7 +58,7 @@ end
 -- worker gets plain copies, and nothing that is code.
 function M.spec(t)
   local spec = { name = t.name, dims = {}, buffers = {}, tolerance = {}, units = {}, flops = t.flops,
-    bytes = t.bytes, targets = task_mod.plain(t.targets), precision = t.precision,
+    bytes = t.bytes, targets = task_mod.plain(t.targets), precision = t.precision, work = t.work,
     baseline = task_mod.plain(t.baseline) }
   spec.baseline.code, spec.baseline.plan, spec.baseline.path = nil, nil, nil
   for k, v in pairs(t.dims) do spec.dims[k] = v end
@@ -66,6 +66,16 @@ function M.spec(t)
   for _, sc in pairs(t.scales or {}) do scale_of[sc.buffer] = sc.value end
   for i, name in ipairs(t.buffer_order) do
     local b = t.buffers[name]
+    if b.role == "output" then
+      -- Every output has as many reference units (rows, elements) as the
+      -- others: a checked timed run recomputes the same units of each.
+      local units = b.numel // t.units[name]
+      spec.total_units = spec.total_units or units
+      if units * t.units[name] ~= b.numel or units ~= spec.total_units then
+        spec.units_error = string.format("the task's reference units do not divide its outputs alike (%s: %d "
+          .. "elements in units of %d)", name, b.numel, t.units[name])
+      end
+    end
     local e = { name = name, index = i, role = b.role, dtype = b.dtype, count = b.numel, bytes = b.bytes,
       init = law(t.inputs[name]) }
     if #b.shape == 2 then e.rows, e.cols = b.shape[1], b.shape[2] end
@@ -226,9 +236,11 @@ local function plan_candidate(run)
       return nil
     end
   end
+  local globals = jit.globals(run.cubin)
   return { cubin_path = write_temp(run.cubin), launches = plan.launches,
     tensormaps = next(plan.tensormaps or {}) and plan.tensormaps or nil,
-    workspace = next(plan.workspace or {}) and plan.workspace or nil }
+    workspace = next(plan.workspace or {}) and plan.workspace or nil,
+    globals = globals and next(globals) and globals or nil }
 end
 
 function M.plan(run)
@@ -251,7 +263,12 @@ function M.plan(run)
     r.verdict, r.reason = "unknown", err
     return nil
   end
-  local job = { task = M.spec(t), trials = run.opts.trials or M.trials(t), timing = run.opts.timing ~= false, opts = {},
+  local spec = M.spec(t)
+  if spec.units_error then
+    r.verdict, r.reason = "unknown", spec.units_error
+    return nil
+  end
+  local job = { task = spec, trials = run.opts.trials or M.trials(t), timing = run.opts.timing ~= false, opts = {},
     candidate = cand }
   ref.cubin_path = write_temp(run.ref_cubin)
   job.reference = ref

@@ -151,8 +151,23 @@ end
 -- HMMA/IMMA), utc (tcgen05.mma: UTC*MMA); other = the task's FLOPs not
 -- done on tensor cores. GH100 does not split fp8 tensor FLOPs by path: they
 -- go to hgmma when wgmma instructions ran, else to hmma.
+-- FLOPs off the tensor cores, from the SIMT arithmetic counts: an FMA is
+-- two FLOPs, an add or a multiply one; a half-precision instruction works on
+-- a pair (HFMA2 is four FLOPs).
+local SIMT_FLOPS = { ["ops.ffma"] = 2, ["ops.fadd"] = 1, ["ops.fmul"] = 1, ["ops.hfma"] = 4, ["ops.hadd"] = 2,
+  ["ops.hmul"] = 2, ["ops.dfma"] = 2, ["ops.dadd"] = 1, ["ops.dmul"] = 1 }
+
+local function simt_flops(roles)
+  local n
+  for role, w in pairs(SIMT_FLOPS) do
+    if roles[role] then n = (n or 0) + w * roles[role] end
+  end
+  return n
+end
+
 function M.flops(roles, task_flops, chip)
   local f = { task = task_flops }
+  f.simt = simt_flops(roles)
   local fp8 = roles["flops.fp8"] or 0
   local gmma_ran = (roles["inst.wgmma"] or 0) > 0
   if roles["flops.gmma"] or roles["flops.fp8"] then
@@ -162,12 +177,15 @@ function M.flops(roles, task_flops, chip)
     f.hmma = (roles["flops.hmma"] or 0) + (gmma_ran and 0 or fp8)
   end
   f.utc = roles["flops.utc"]
-  if f.hgmma == nil and f.hmma == nil and f.utc == nil then return f end
-  f.tensor = (f.hgmma or 0) + (f.hmma or 0) + (f.utc or 0)
+  local have_tensor = f.hgmma ~= nil or f.hmma ~= nil or f.utc ~= nil
+  if have_tensor then f.tensor = (f.hgmma or 0) + (f.hmma or 0) + (f.utc or 0) end
+  -- The arithmetic that executed, on any pipe: what the work rule counts.
+  if have_tensor and f.simt then f.executed = f.tensor + f.simt end
+  if not have_tensor and not f.simt then return f end
   if finite(task_flops) and task_flops > 0 then
-    f.other = math.max(0, task_flops - f.tensor)
+    if f.tensor then f.other = math.max(0, task_flops - f.tensor) end
     f.frac = {}
-    for _, k in ipairs { "hgmma", "hmma", "utc", "tensor", "other" } do
+    for _, k in ipairs { "hgmma", "hmma", "utc", "tensor", "other", "simt", "executed" } do
       if f[k] then f.frac[k] = f[k] / task_flops end
     end
   end
@@ -212,6 +230,22 @@ function M.families(roles, targets, chip)
 end
 
 -- ---- the verdict rule -------------------------------------------------------
+
+-- insufficient_work when the stage measured the arithmetic that executed
+-- (tensor-core FLOPs by path plus the SIMT pipes' FLOPs) and it is below
+-- `required` of the task's FLOPs: a kernel that skips work it should do
+-- (a shortcut on a recognised input, results fetched from somewhere
+-- instead of computed). Unmeasured figures never give a verdict.
+function M.work_verdict(stage, required)
+  if type(stage) ~= "table" or stage.status ~= "ok" or not required then return nil end
+  local fl = stage.flops or {}
+  if not (finite(fl.executed) and finite(fl.task) and fl.task > 0) then return nil end
+  if fl.executed >= required * fl.task then return nil end
+  return "insufficient_work", string.format(
+    "the kernel executed %.4g FLOPs (tensor cores %.4g, SIMT pipes %.4g), %.1f%% of the task's %.4g; the task "
+    .. "requires at least %.0f%%", fl.executed, fl.tensor or 0, fl.simt or 0, 100 * fl.executed / fl.task, fl.task,
+    100 * required)
+end
 
 -- target_not_executed when the stage measured (status "ok") and a target
 -- family did not run, or ran but its FLOP path carried less than
@@ -698,7 +732,8 @@ local function stage_body(ctx, run, task, arch, opts, stage)
   stage.info = info
   M.summarize(stage)
 
-  stage.verdict, stage.verdict_reason = M.verdict(stage, opts)
+  stage.verdict, stage.verdict_reason = M.work_verdict(stage, task.work)
+  if not stage.verdict then stage.verdict, stage.verdict_reason = M.verdict(stage, opts) end
   local all = #stage.targets > 0
   for _, f in pairs(stage.families) do
     if f.status ~= "executed" then all = false end

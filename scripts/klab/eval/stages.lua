@@ -36,12 +36,15 @@ M.LIST = {
       .. "guarded, inputs checksummed, the first set twice for determinism; compares with the reference",
     verdicts = { "guard_violation", "input_modified", "incorrect", "nondeterministic" } },
   { name = "instructions", where = "worker", limit = 120,
-    does = "one profiled run: which target instruction families executed, FLOPs by path",
-    verdicts = { "target_not_executed" } },
+    does = "one profiled run: which target instruction families executed, the FLOPs that executed by path "
+      .. "(tensor cores and SIMT pipes) against the task's FLOPs",
+    verdicts = { "target_not_executed", "insufficient_work" } },
   { name = "timing", where = "worker",
     does = "times candidate and baseline interleaved, L2 flushed before every sample, only the planned launches "
-      .. "(CUPTI activity), timed outputs checked",
-    verdicts = { "unexpected_launches", "incorrect" } },
+      .. "(CUPTI activity); every sample on fresh inputs at shifted addresses with module globals restored and "
+      .. "outputs poisoned; every timed output checked on sampled units, a few in full; a median below the "
+      .. "physical floor is refused",
+    verdicts = { "unexpected_launches", "incorrect", "below_floor" } },
   { name = "record", where = "caller",
     does = "the verdict (passed when nothing else was found) and one row in the store with every measurement",
     verdicts = { "passed" } },

@@ -36,7 +36,7 @@ local FIELDS = {
   name = true, family = true, description = true, dims = true, variants = true, buffers = true,
   inputs = true, scales = true, reference = true, baseline = true, tolerance = true,
   flops = true, bytes = true, targets = true, plan = true, trials = true, distributions = true,
-  tags = true, kernel = true, precision = true,
+  tags = true, kernel = true, precision = true, work = true,
 }
 local REQUIRED = { "name", "family", "description", "dims", "variants", "buffers", "inputs",
                    "reference", "baseline", "tolerance", "flops", "targets", "plan" }
@@ -476,6 +476,13 @@ local function check_common(file, f)
     c.baseline.modes = modes
   end
 
+  -- work: the fraction of the task's FLOPs a kernel must execute (tensor
+  -- cores and SIMT pipes counted in the instruction stage); nil: not checked.
+  if f.work ~= nil then
+    c.work = check_number(file, "work", f.work, 0, 1)
+    if not (c.work > 0) then fail(file, "work", "must be in (0, 1]") end
+  end
+
   -- precision: the element type whose peak bounds the task's FLOPs (the
   -- physical floor and the fraction of peak); default: the first input's.
   if f.precision ~= nil then
@@ -574,7 +581,7 @@ local function build_variant(file, c, f, v)
     kernel = c.kernel, inputs = c.inputs, scales = c.scales, reference = c.reference,
     baseline = c.baseline, tolerance = c.tolerance, targets = c.targets, plan = c.plan,
     trials = c.trials, distributions = c.distributions, buffer_order = c.buffer_order,
-    precision = c.precision,
+    precision = c.precision, work = c.work,
   }
   -- The reference's units per output, in elements, for this variant.
   t.units = {}

@@ -8,12 +8,31 @@ return {
     why = "writes only rows m < M/2; the other rows keep the poison" },
   { name = "copies_input", verdict = "incorrect",
     why = "copies A into C (C[m,n] = A[m,n] for n < K, else 0) instead of multiplying" },
-  { name = "cached_result", verdict = "incorrect",
-    why = "memoises the first result in __device__ globals and replays it for later inputs of the same shape; "
-       .. "the first trial passes, later trials with fresh inputs get stale output" },
-  { name = "first_calls_only", verdict = "incorrect",
-    why = "does the work only on the first 3 launches (a __device__ counter), then returns without writing; "
-       .. "caught by later trials or by checking the outputs of timed runs" },
+  -- State that would carry from run to run cannot: klab restores module
+  -- globals before every run, so these kernels compute every time (a
+  -- naive dot product per element: correct, no wgmma, and timed as what
+  -- they are, far slower than cuBLASLt: max_speedup).
+  { name = "cached_result", verdict = "target_not_executed", max_speedup = 0.5,
+    why = "memoises its first result in __device__ globals to replay it for later inputs of the same shape; "
+       .. "the globals are restored before every run, so it never replays" },
+  { name = "first_calls_only", verdict = "target_not_executed", max_speedup = 0.5,
+    why = "would do the work only on its first 3 launches (a __device__ counter); the counter is restored before "
+       .. "every run, so every run is a first one" },
+  { name = "bank_by_pointer", verdict = "target_not_executed", max_speedup = 0.5,
+    why = "banks results in __device__ memory keyed by the input pointers and replays them; globals restored and "
+       .. "fresh inputs at shifted addresses: the bank never hits" },
+  { name = "bank_by_content", verdict = "target_not_executed", max_speedup = 0.5,
+    why = "banks results keyed by a fingerprint of the inputs' contents; globals restored and every timed run on "
+       .. "fresh contents: the bank never hits" },
+  { name = "stale_output", verdict = "target_not_executed", max_speedup = 0.5,
+    why = "skips the work when the output already looks written; outputs are poisoned before every run, timed ones "
+       .. "too, so it always computes" },
+  { name = "recognizes_input", verdict = "incorrect",
+    why = "does the work only on inputs it recognises as klab's correctness sets (the generator is public); the "
+       .. "first timed run has fresh inputs and its output is checked" },
+  { name = "reads_reference", verdict = "insufficient_work",
+    why = "copies klab's fp32 reference from the device memory after B's allocation instead of computing; correct, "
+       .. "but the executed arithmetic is far below 90% of 2*M*N*K" },
   { name = "writes_past_end", verdict = "guard_violation",
     why = "correct C, but also writes 64 bf16 (128 bytes) just past the end of C" },
   { name = "modifies_input", verdict = "input_modified",

@@ -9,7 +9,8 @@
 -- interleaved with the candidate, the others beside it), scale_a =,
 -- scale_b = (fp8 per-tensor scale buffers)}. W is the worker's toolkit
 -- (klab.eval.gpu: ctx, region, ...); io = {inputs = name -> buffer, outputs =
--- name -> the baseline's own output buffers}. Every heuristic algorithm gets
+-- name -> the baseline's own output buffers}; runner.run(inputs) enqueues one
+-- call on those inputs (name -> buffer view), or on io.inputs. Every heuristic algorithm gets
 -- a short run and the best is kept (opts.algos, default 8).
 
 local M = {}
@@ -60,8 +61,18 @@ function M.prepare(W, task, io, opts)
       -- The first mode listed (strict FP32 for fp32 tasks) is the one
       -- interleaved with the candidate; the others are reported beside it.
       local ro = { algo = t.best_index, scale_a = runopts.scale_a, scale_b = runopts.scale_b }
-      runner.run = function()
-        local ok, rerr = plan:run(rA, rB, rC, ro)
+      -- One call on the inputs given (each timed sample has its own), or
+      -- on the ones it was prepared with.
+      runner.run = function(inputs)
+        local a, bb = rA, rB
+        local o = ro
+        if inputs then
+          a, bb = W.region(inputs[an]), W.region(inputs[bn])
+          if dtype == "e4m3" then
+            o = { algo = ro.algo, scale_a = W.region(inputs[b.scale_a]), scale_b = W.region(inputs[b.scale_b]) }
+          end
+        end
+        local ok, rerr = plan:run(a, bb, rC, o)
         if not ok then error(rerr) end
         return -1
       end

@@ -7,7 +7,8 @@
 --                 info = {lib="cudnn", version=, version_code=, path=, how=,
 --                         route=, engine=, workspace_bytes=, refused=}}
 --       W is the worker's toolkit (klab.eval.gpu); io = {inputs = name ->
---       buffer, outputs = name -> the baseline's own output buffers}. A case
+--       buffer, outputs = name -> the baseline's own output buffers};
+--       runner.run(inputs) makes one call on those inputs, or on io.inputs. A case
 --       cuDNN cannot run is nil, "cuDNN <version> (<path>) cannot run
 --       <case>: <cuDNN's message>", never another library.
 --       opts.cudnn_route = "auto"|"fused"|"composite" overrides the task's.
@@ -47,13 +48,13 @@ function M.prepare(W, task, io, opts)
   if not plan then
     return nil, string.format("%s cannot run %s (route %s): %s", lib_label(), case_name(task), route, tostring(err))
   end
-  local i, o = io.inputs, io.outputs
-  local args
-  if bwd then
-    args = { Q = i.Q.ptr, K = i.K.ptr, V = i.V.ptr, O = i.O.ptr, LSE = i.LSE.ptr, dO = i.dO.ptr,
-             dQ = o.dQ.ptr, dK = o.dK.ptr, dV = o.dV.ptr }
-  else
-    args = { Q = i.Q.ptr, K = i.K.ptr, V = i.V.ptr, O = o.O.ptr, LSE = o.LSE.ptr }
+  local o = io.outputs
+  local function args_of(i)
+    if bwd then
+      return { Q = i.Q.ptr, K = i.K.ptr, V = i.V.ptr, O = i.O.ptr, LSE = i.LSE.ptr, dO = i.dO.ptr,
+               dQ = o.dQ.ptr, dK = o.dK.ptr, dV = o.dV.ptr }
+    end
+    return { Q = i.Q.ptr, K = i.K.ptr, V = i.V.ptr, O = o.O.ptr, LSE = o.LSE.ptr }
   end
   local info = plan:info()
   local path, how = dnn.library()
@@ -63,8 +64,8 @@ function M.prepare(W, task, io, opts)
              route = info.route, engine = info.engines[1], workspace_bytes = info.workspace_bytes[1],
              scratch_bytes = info.scratch_bytes, heuristic_count = info.heuristic_count, refused = info.refused },
   }
-  runner.run = function()
-    local rok, rerr = plan:run(args)
+  runner.run = function(inputs)
+    local rok, rerr = plan:run(args_of(inputs or io.inputs))
     if not rok then error("cuDNN: " .. tostring(rerr)) end
     return -1
   end

@@ -19,16 +19,26 @@ function M.prepare(W, task, io, opts)
     if not buf then return nil, aerr end
     ws[name] = buf
   end
-  local function bind(name, kind)
-    if kind == "workspace" then return ws[name] and ws[name]:ptr() end
-    local g = io.inputs[name] or io.outputs[name]
-    return g and g.ptr
+  local function binder(inputs)
+    return function(name, kind)
+      if kind == "workspace" then return ws[name] and ws[name]:ptr() end
+      local g = inputs[name] or io.outputs[name]
+      return g and g.ptr
+    end
   end
+  local bind = binder(io.inputs)
   local tmaps, terr = W.encode_tmaps(k.tensormaps, bind)
   if not tmaps then return nil, terr end
   local runner = { workspace = ws }
-  runner.run = function()
-    local ok, lerr = W.launch_plan(m.funcs, k, bind, tmaps)
+  -- One run on the inputs given (each timed sample has its own), or on the
+  -- ones it was prepared with.
+  runner.run = function(inputs)
+    local b, tm = bind, tmaps
+    if inputs then
+      b = binder(inputs)
+      tm = assert(W.encode_tmaps(k.tensormaps, b))
+    end
+    local ok, lerr = W.launch_plan(m.funcs, k, b, tm)
     if not ok then error(lerr) end
     return #k.launches
   end
