@@ -27,6 +27,7 @@
  *         max_abs, max_abs_at, max_rel, max_rel_at, first_fail}   (indices 0-based)
  *   j:bitdiff(a, b, bytes)                 -> count, first_offset|nil
  *   j:gather(src, dtype, positions, n, unit, dst)  dst[i*unit+e] = src[positions[i]*unit+e]
+ *   j:positions(out, n, total, seed)   out[i] (u64) uniform in [0, total), from (seed, i)
  *   j:convert(src, dts, dst, dtd, n)
  *   j:free(), __close, __gc
  * Operations run on the legacy stream, in order with ctx:launch; the ones
@@ -384,6 +385,22 @@ static int j_gather(lua_State *L)
     return 1;
 }
 
+static int j_positions(lua_State *L)
+{
+    l_judge *j = check_judge(L, 1);
+    CUdeviceptr out = check_ptr(L, 2);
+    size_t n = check_size(L, 3);
+    lua_Integer total = luaL_checkinteger(L, 4);
+    luaL_argcheck(L, total > 0, 4, "needs at least one unit");
+    uint64_t seed = (uint64_t)luaL_checkinteger(L, 5);
+    ks_status st;
+    ks_clear(&st);
+    if (devkern_positions(j->k, NULL, out, n, (uint64_t)total, seed, &st))
+        return fail(L, &st);
+    lua_pushboolean(L, 1);
+    return 1;
+}
+
 static int j_convert(lua_State *L)
 {
     l_judge *j = check_judge(L, 1);
@@ -441,6 +458,7 @@ static const luaL_Reg methods[] = {
     {"compare", j_compare},
     {"bitdiff", j_bitdiff},
     {"gather", j_gather},
+    {"positions", j_positions},
     {"convert", j_convert},
     {"free", j_free},
     {NULL, NULL},

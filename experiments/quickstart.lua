@@ -59,7 +59,8 @@ local function census()
       if res then
         for _, k in ipairs(res.kernels) do
           rows[#rows + 1] = string.format("%-34s %-8s %-26s %5d %6d %6d %7d  %s", file, arch, k.name,
-            k.registers, k.spill_stores + k.spill_loads, k.shared_static, k.local_bytes, census_text(res.census))
+            k.registers or -1, (k.spill_stores or 0) + (k.spill_loads or 0), k.shared_static or 0, k.local_bytes or 0,
+            census_text(res.census))
         end
       else
         failures = failures + 1

@@ -17,7 +17,7 @@ extern const unsigned long klab_kernel_judge_len;
 struct devkern {
     cuda_ctx *ctx;
     CUmodule mod;
-    CUfunction fill, pattern, pattern_check, checksum, compare, bitdiff, gather, convert;
+    CUfunction fill, pattern, pattern_check, checksum, compare, bitdiff, gather, positions, convert;
     CUdeviceptr scratch;
 };
 
@@ -89,7 +89,7 @@ int devkern_open(cuda_ctx *c, const void *cubin, size_t n, devkern **out, ks_sta
     } fns[] = {
         {"k_fill", &k->fill}, {"k_pattern", &k->pattern}, {"k_pattern_check", &k->pattern_check},
         {"k_checksum", &k->checksum}, {"k_compare", &k->compare}, {"k_bitdiff", &k->bitdiff},
-        {"k_gather", &k->gather}, {"k_convert", &k->convert},
+        {"k_gather", &k->gather}, {"k_positions", &k->positions}, {"k_convert", &k->convert},
     };
     for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) {
         rc = cuda_func_get(c, k->mod, fns[i].name, fns[i].fn, st);
@@ -287,6 +287,16 @@ int devkern_gather(devkern *k, CUstream s, CUdeviceptr src, int dt, CUdeviceptr 
     unsigned long long nn = n, uu = unit;
     void *params[] = {&src, &dt, &positions, &nn, &uu, &dst};
     return launch_1d(k, s, k->gather, n * unit, params, st);
+}
+
+int devkern_positions(devkern *k, CUstream s, CUdeviceptr out, size_t n, uint64_t total, uint64_t seed,
+                      ks_status *st)
+{
+    if (total == 0)
+        return ks_fail(st, KS_EINVAL, 0, "positions: no units to draw from");
+    unsigned long long nn = n, tt = total, ss = seed;
+    void *params[] = {&out, &nn, &tt, &ss};
+    return launch_1d(k, s, k->positions, n, params, st);
 }
 
 int devkern_convert(devkern *k, CUstream s, CUdeviceptr src, int dts, CUdeviceptr dst, int dtd,

@@ -97,6 +97,11 @@ int devkern_bitdiff(devkern *k, CUstream s, CUdeviceptr a, CUdeviceptr b, size_t
 int devkern_gather(devkern *k, CUstream s, CUdeviceptr src, int dt, CUdeviceptr positions, size_t n,
                    size_t unit, CUdeviceptr dst, ks_status *st);
 
+/* out[i] (u64, i < n) = a position drawn uniformly from [0, total), a pure
+ * function of (seed, i). */
+int devkern_positions(devkern *k, CUstream s, CUdeviceptr out, size_t n, uint64_t total, uint64_t seed,
+                      ks_status *st);
+
 /* Converts n elements from type dts at src to type dtd at dst. */
 int devkern_convert(devkern *k, CUstream s, CUdeviceptr src, int dts, CUdeviceptr dst, int dtd,
                     size_t n, ks_status *st);

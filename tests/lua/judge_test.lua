@@ -22,7 +22,7 @@ function T.source_compiles_everywhere(t)
       local names = {}
       for _, k in ipairs(r.kernels) do names[k.name] = true end
       for _, k in ipairs { "k_fill", "k_pattern", "k_pattern_check", "k_checksum", "k_compare", "k_bitdiff",
-        "k_gather", "k_convert" } do
+        "k_gather", "k_positions", "k_convert" } do
         t.ok(names[k], arch .. " lacks " .. k)
       end
       for _, k in ipairs(r.kernels) do t.eq(k.spill_stores or 0, 0, k.name .. " spills on " .. arch) end
@@ -148,6 +148,27 @@ function T.gpu_gather_units(t)
   local got = floats(dst, 12)
   local want = { 28, 29, 30, 31, 0, 1, 2, 3, 12, 13, 14, 15 }
   for i = 1, 12 do t.eq(got[i], want[i], "slot element " .. i) end
+end
+
+function T.gpu_positions_are_uniform_and_repeatable(t)
+  local ctx, j = need(t)
+  local n, total = 4096, 1000
+  local a, b = assert(ctx:alloc(8 * n)), assert(ctx:alloc(8 * n))
+  assert(j:positions(a, n, total, 42))
+  assert(j:positions(b, n, total, 42))
+  local sa, sb = a:download(8 * n), b:download(8 * n)
+  t.eq(sa, sb, "the same seed draws the same positions")
+  local seen, low = {}, 0
+  for i = 0, n - 1 do
+    local p = string.unpack("<I8", sa, 8 * i + 1)
+    t.ok(p < total, "position in range")
+    seen[p] = true
+    if p < total // 2 then low = low + 1 end
+  end
+  local distinct = 0
+  for _ in pairs(seen) do distinct = distinct + 1 end
+  t.ok(distinct > 950, "most units drawn: " .. distinct)
+  t.ok(low > 1800 and low < 2300, "about half below the middle: " .. low)
 end
 
 function T.gpu_tensormap_encodes(t)

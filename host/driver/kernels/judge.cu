@@ -169,6 +169,14 @@ extern "C" __global__ void k_bitdiff(const unsigned char *a, const unsigned char
         }
 }
 
+// n positions drawn uniformly from [0, total), from (seed, i) alone: the
+// units a timed run's check recomputes, drawn on the device after the run.
+extern "C" __global__ void k_positions(u64 *out, u64 n, u64 total, u64 seed)
+{
+    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x)
+        out[i] = mix64(seed ^ mix64(i * 4 + 3)) % total;
+}
+
 // Gathers n units of `unit` elements each from src (units positions[i])
 // into dst (slot i): the candidate's output at the positions a timed run's
 // check drew, laid out like the sampled reference, for k_compare.

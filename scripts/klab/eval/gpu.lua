@@ -465,43 +465,41 @@ end
 
 -- Module globals (the cubin's __device__ variables, klab.jit.globals) keep
 -- their contents from launch to launch, so a kernel could bank results there
--- and replay them. Right after loading, each writable global section is
--- copied; before every run (correctness, instructions, timing, replay) it
--- is restored to those load-time contents, outside any timed span. A
--- section is found through any of its symbols the driver can locate
--- (cuModuleGetGlobal) and restored whole, static variables included.
+-- and replay them. Right after loading, every writable global is located
+-- (cuModuleGetGlobal) and copied; before every run (correctness,
+-- instructions, timing, replay) they are restored to those load-time
+-- contents, outside any timed span. Neighbouring variables are copied as one
+-- range. A global the driver does not expose cannot be restored: the module
+-- is refused rather than judged with state that could carry over.
 local function snapshot_globals(c, globals)
   c.globals = {}
-  local sections, order = {}, {}
+  local spans = {}
   for _, g in ipairs(globals or {}) do
-    local sec = sections[g.section]
-    if not sec then
-      sec = { bytes = g.section_bytes, syms = {} }
-      sections[g.section] = sec
-      order[#order + 1] = g.section
+    if g.bytes > 0 then
+      local p, bytes = c.mod:global(g.name)
+      if not p then
+        return nil, string.format("cannot locate the module global %s (%d bytes) to restore it before every run",
+          g.name, g.bytes)
+      end
+      spans[#spans + 1] = { lo = p, hi = p + bytes }
     end
-    sec.syms[#sec.syms + 1] = g
   end
-  for _, name in ipairs(order) do
-    local sec = sections[name]
-    if sec.bytes > 0 then
-      local base
-      for _, g in ipairs(sec.syms) do
-        local p = c.mod:global(g.name)
-        if p then
-          base = p - g.offset
-          break
-        end
-      end
-      if not base then
-        return nil, string.format("cannot locate the module's %s variables (%s, ...) to restore them before every "
-          .. "run", name, sec.syms[1].name)
-      end
-      local snap, err = S.ctx:alloc(sec.bytes)
-      if not snap then return nil, err end
-      S.judge:convert(base, "u8", snap, "u8", sec.bytes)
-      c.globals[#c.globals + 1] = { section = name, base = base, bytes = sec.bytes, snap = snap }
+  table.sort(spans, function(x, y) return x.lo < y.lo end)
+  local merged = {}
+  for _, s in ipairs(spans) do
+    local last = merged[#merged]
+    if last and s.lo <= last.hi + 256 then
+      if s.hi > last.hi then last.hi = s.hi end
+    else
+      merged[#merged + 1] = { lo = s.lo, hi = s.hi }
     end
+  end
+  for _, m in ipairs(merged) do
+    local bytes = m.hi - m.lo
+    local snap, err = S.ctx:alloc(bytes)
+    if not snap then return nil, err end
+    S.judge:convert(m.lo, "u8", snap, "u8", bytes)
+    c.globals[#c.globals + 1] = { base = m.lo, bytes = bytes, snap = snap }
   end
   return true
 end
@@ -754,7 +752,11 @@ end
 -- base law with a new seed. Before each candidate sample its module globals
 -- are restored and its outputs, scratch and workspace poisoned; after it,
 -- `sample` units of every output are recomputed by the reference from that
--- sample's own inputs and compared, and a few samples are compared in full.
+-- sample's own inputs and compared. A few samples, drawn among the first,
+-- run on a whole prepared set (copied to the sample's shifted addresses)
+-- and are compared in full with that set's reference: a kernel keeps no
+-- state from run to run, so contents it met before give it nothing, and the
+-- full comparison costs a compare, not a second reference.
 local SLOTS, SHIFTS, SHIFT = 2, 8, 256
 local FULL_CHECKS = 2
 
@@ -807,10 +809,10 @@ local function rng(seed)
 end
 
 -- Buffers the checks of timed runs use, made once per task: positions,
--- the sampled reference, the gathered candidate output, full references.
+-- the sampled reference and the gathered candidate output.
 local function check_buffers(task, ts, n)
   if ts.checkbufs and ts.checkbufs.n == n then return ts.checkbufs end
-  local cb = { n = n, ref = {}, got = {}, full = {} }
+  local cb = { n = n, ref = {}, got = {} }
   local err
   cb.positions, err = S.ctx:alloc(8 * n)
   if not cb.positions then return nil, err end
@@ -822,8 +824,6 @@ local function check_buffers(task, ts, n)
       if not cb.ref[b.name] then return nil, err end
       cb.got[b.name], err = S.ctx:alloc(size * n * unit)
       if not cb.got[b.name] then return nil, err end
-      cb.full[b.name], err = S.ctx:alloc(4 * b.count)
-      if not cb.full[b.name] then return nil, err end
     end
   end
   ts.checkbufs = cb
@@ -831,8 +831,9 @@ local function check_buffers(task, ts, n)
 end
 
 -- The sample's inputs: target 1 (the candidate) or 2 (the baseline), at
--- counter k (both targets count together).
-local function fresh_inputs(task, ts, sets, dependent, k, draw)
+-- counter k (both targets count together). whole: every input copied from
+-- the prepared set (a sample checked in full).
+local function fresh_inputs(task, ts, sets, dependent, k, draw, whole)
   local io = {}
   local set = sets[(k % #sets) + 1]
   for _, b in ipairs(task.buffers) do
@@ -840,7 +841,7 @@ local function fresh_inputs(task, ts, sets, dependent, k, draw)
       local g = ts.slots[b.name][(k % SLOTS) + 1]
       local shift = SHIFT * draw(SHIFTS)
       local v = { name = b.name, buf = g.buf, off = g.off + shift, ptr = g.ptr + shift, bytes = b.bytes }
-      if dependent[b.name] then
+      if whole or dependent[b.name] then
         S.judge:convert(set.bufs[b.name].ptr, "u8", v.ptr, "u8", b.bytes)
       else
         local init = b.init or {}
@@ -855,28 +856,23 @@ local function fresh_inputs(task, ts, sets, dependent, k, draw)
   return io, set
 end
 
--- Compares the candidate's outputs of one timed sample with the reference
--- computed from that sample's inputs: `n` units drawn after the run, or all
--- of them (full). nil, reason when an output is wrong; error() when the
--- check itself cannot run.
+-- Compares the candidate's outputs of one timed sample with the reference:
+-- `n` units drawn after the run and recomputed from that sample's own
+-- inputs, or, for a sample run on a whole prepared set (full), every
+-- element against that set's reference. nil, reason when an output is
+-- wrong; error() when the check itself cannot run.
 local function check_sample(run, io, cb, full, draw, label)
   local task, ts = run.job.task, run.ts
   local view = { bufs = io }
   local n = cb.n
-  local positions
   if full then
-    local ok, err = run_reference(ts, "full", view, cb.full)
-    if ok then ok, err = S.ctx:sync() end
-    if not ok then error(err) end
+    local good, why = compare_outputs(task, full, run.outs, nil, label)
+    if good == nil then error(why) end
+    return good, why
   else
-    positions = {}
-    local parts = {}
-    for i = 1, n do
-      positions[i] = draw(task.total_units)
-      parts[i] = string.pack("<I8", positions[i])
-    end
-    cb.positions:upload(table.concat(parts))
-    local ok, err = run_reference(ts, "sampled", view, cb.ref, cb.positions)
+    -- Drawn on the device, after the run.
+    local ok, err = S.judge:positions(cb.positions, n, task.total_units, draw(1 << 62))
+    if ok then ok, err = run_reference(ts, "sampled", view, cb.ref, cb.positions) end
     if ok then ok, err = S.ctx:sync() end
     if not ok then error(err) end
   end
@@ -884,26 +880,22 @@ local function check_sample(run, io, cb, full, draw, label)
     if b.role == "output" then
       local unit = task.units[b.name]
       local tol = task.tolerance[b.name]
-      local got, want, count
-      if full then
-        got, want, count = run.outs[b.name].ptr, cb.full[b.name], b.count
-      else
-        assert(S.judge:gather(run.outs[b.name].ptr, b.dtype, cb.positions, n, unit, cb.got[b.name]))
-        got, want, count = cb.got[b.name], cb.ref[b.name], n * unit
-      end
+      assert(S.judge:gather(run.outs[b.name].ptr, b.dtype, cb.positions, n, unit, cb.got[b.name]))
+      local got, want, count = cb.got[b.name], cb.ref[b.name], n * unit
       local cmp, err = S.judge:compare(got, b.dtype, want, count, tol.atol, tol.rtol)
       if not cmp then error(err) end
       local matched = (cmp.total - cmp.failed) / cmp.total
       if matched < (tol.matched or 1.0) then
         local at = cmp.max_abs_at
-        if not full and at then
+        if at then
           local slot, e = at // unit, at % unit
-          at = positions[slot + 1] * unit + e
+          local p = string.unpack("<I8", cb.positions:download(8, 8 * slot))
+          at = p * unit + e
         end
         local where = locate(task, b.name, at)
-        return nil, string.format("%s: %d of %d %s elements of %s differ (%d NaN, %d Inf; max abs err %.4g at %s); "
-          .. "atol %g, rtol %g", label, cmp.failed, cmp.total, full and "" or "sampled", b.name, cmp.nan, cmp.inf,
-          cmp.max_abs, where, tol.atol, tol.rtol)
+        return nil, string.format("%s: %d of %d sampled elements of %s differ (%d NaN, %d Inf; max abs err %.4g at "
+          .. "%s); atol %g, rtol %g", label, cmp.failed, cmp.total, b.name, cmp.nan, cmp.inf, cmp.max_abs, where,
+          tol.atol, tol.rtol)
       end
     end
   end
@@ -948,11 +940,12 @@ local function stage_timing(run)
     end
   end
   -- Sets up the next sample of target 1 (candidate) or 2 (baseline).
-  local function next_sample(target)
-    local io, ierr = fresh_inputs(task, ts, sets, dependent, counter, draw)
-    if not io then error(ierr) end
+  local function next_sample(target, sample)
+    local whole = target == 1 and full_at[sample] == true
+    local io, set = fresh_inputs(task, ts, sets, dependent, counter, draw, whole)
+    if not io then error(set) end
     counter = counter + 1
-    local c = { io = io }
+    local c = { io = io, full = whole and set or nil }
     if target == 1 then
       c.bind = candidate_bind(io)
       local tmaps, terr = encode_tmaps(run.c.tensormaps, c.bind)
@@ -977,13 +970,13 @@ local function stage_timing(run)
     budget_s = opts.budget_s or 10, min_samples = min_samples, max_samples = opts.max_samples or 500,
     target_ci = opts.target_ci or 0.005,
     before = function(target, sample)
-      next_sample(target)
+      next_sample(target, sample)
       return target == 1
     end,
     check = function(target, sample)
       if target ~= 1 then return true end
       local c0 = now()
-      local full = full_at[sample] == true
+      local full = cur[1].full
       local label = "timed run " .. sample .. (full and " (checked in full)" or "")
       local ok, why = check_sample(run, cur[1].io, cb, full, draw, label)
       checks.seconds = checks.seconds + (now() - c0)
@@ -1174,6 +1167,12 @@ function M.run(job)
   local ps, tm = res.stages.instructions, res.stages.timing
   if ps and tm and tm.candidate and tm.candidate.median then
     profile.summarize(ps, { duration_us = tm.candidate.median, source = tm.method })
+  end
+  -- A CUDA error that poisons the context (an illegal address seen by any
+  -- call, not only a launch) leaves this worker unfit for the next job.
+  if S.ctx and res.verdict and res.verdict ~= "passed" then
+    local sticky = S.ctx:sticky()
+    if sticky then res.unfit = true end
   end
   -- A finding of the instruction stage (kept while timing ran) stands
   -- unless a later stage found something that ranks higher.
