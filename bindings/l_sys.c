@@ -11,11 +11,20 @@
  *   sys.hostname() -> string
  *   sys.exe() -> path | nil, msg, code   this program (/proc/self/exe)
  *   sys.signal_name(n) -> "SEGV" | nil   sys.signal_number("SEGV") -> 11 | nil
+ *   sys.mkdir(path) -> true | nil, msg, code
+ *       creates path and its missing parents (mode 0777 less the umask);
+ *       an existing folder is fine
+ *   sys.remove_tree(path) -> true | nil, msg, code
+ *       removes path and, for a folder, everything under it; symbolic links
+ *       are removed, never followed; a missing path is fine
  */
 #include <errno.h>
+#include <ftw.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -151,6 +160,67 @@ static int l_signal_number(lua_State *L)
     return 1;
 }
 
+static int push_errno(lua_State *L, int err, const char *what, const char *path)
+{
+    ks_status st;
+    ks_fail(&st, err == ENOENT ? KS_ENOTFOUND : KS_EIO, err, "%s %s: %s", what, path, strerror(err));
+    return lh_pushfail(L, &st);
+}
+
+/* sys.mkdir(path): mkdir -p, without a shell. */
+static int l_mkdir(lua_State *L)
+{
+    const char *path = luaL_checkstring(L, 1);
+    char buf[PATH_MAX];
+    size_t n = strlen(path);
+    if (n == 0 || n >= sizeof buf)
+        return luaL_argerror(L, 1, "empty path or path too long");
+    memcpy(buf, path, n + 1);
+    for (char *p = buf + 1;; p++) {
+        if (*p != '/' && *p != '\0')
+            continue;
+        char c = *p;
+        *p = '\0';
+        struct stat sb;
+        if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+            return push_errno(L, errno, "cannot create", buf);
+        if (stat(buf, &sb) != 0 || !S_ISDIR(sb.st_mode))
+            return push_errno(L, ENOTDIR, "cannot create", buf);
+        *p = c;
+        if (c == '\0')
+            break;
+    }
+    lua_pushboolean(L, 1);
+    return 1;
+}
+
+static int remove_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb;
+    (void)ftw;
+    int rc = flag == FTW_DP ? rmdir(path) : unlink(path);
+    return rc != 0 && errno != ENOENT ? errno : 0;
+}
+
+/* sys.remove_tree(path): rm -rf, without a shell; never follows links. */
+static int l_remove_tree(lua_State *L)
+{
+    const char *path = luaL_checkstring(L, 1);
+    struct stat sb;
+    if (lstat(path, &sb) != 0) {
+        if (errno == ENOENT) {
+            lua_pushboolean(L, 1);
+            return 1;
+        }
+        return push_errno(L, errno, "cannot remove", path);
+    }
+    int err = nftw(path, remove_one, 16, FTW_DEPTH | FTW_PHYS);
+    if (err != 0)
+        return push_errno(L, err > 0 ? err : errno, "cannot remove", path);
+    lua_pushboolean(L, 1);
+    return 1;
+}
+
 static const luaL_Reg sys_funcs[] = {
     {"getpid", l_getpid},
     {"getppid", l_getppid},
@@ -162,6 +232,8 @@ static const luaL_Reg sys_funcs[] = {
     {"exe", l_exe},
     {"signal_name", l_signal_name},
     {"signal_number", l_signal_number},
+    {"mkdir", l_mkdir},
+    {"remove_tree", l_remove_tree},
     {NULL, NULL},
 };
 
