@@ -459,6 +459,99 @@ static int set_wal(store *db, int busy_ms, ks_status *st)
     return rc;
 }
 
+/* Opens db->h on name (a path, or a URI with SQLITE_OPEN_URI) and sets the
+ * connection's options; fills st on failure (db->h may then be set). */
+static int open_handle(store *db, const char *name, int flags, int busy, ks_status *st)
+{
+    int rc = sqlite3_open_v2(name, &db->h, flags, NULL);
+    if (rc != SQLITE_OK) {
+        int code = sqlite_to_ks(rc);
+        return ks_fail(st, code == KS_EINVAL ? KS_EIO : code, rc, "store: cannot open %s: %s (%s)", db->path,
+                       db->h ? sqlite3_errmsg(db->h) : sqlite3_errstr(rc), sqlite_code_name(rc));
+    }
+    sqlite3_extended_result_codes(db->h, 1);
+    sqlite3_busy_timeout(db->h, busy);
+    return run(db, "PRAGMA foreign_keys = ON", st);
+}
+
+/* Whether a read-only open that failed may be tried again as immutable: the
+ * failure is one of opening files (SQLite could not create the -shm and -wal
+ * files of a WAL store, as in a folder the user cannot write), the file is
+ * readable, and there is no -wal file with content, so that the main file
+ * holds every committed transaction and nobody is writing it. */
+static int immutable_fallback(const char *path, const ks_status *st)
+{
+    int c = st->sub & 0xff;
+    if (c != SQLITE_CANTOPEN && c != SQLITE_READONLY && c != SQLITE_IOERR && c != SQLITE_PERM)
+        return 0;
+    if (access(path, R_OK) != 0)
+        return 0;
+    size_t n = strlen(path);
+    char *wal = malloc(n + 5);
+    if (!wal)
+        return 0;
+    memcpy(wal, path, n);
+    memcpy(wal + n, "-wal", 5);
+    FILE *f = fopen(wal, "rb");
+    free(wal);
+    if (!f)
+        return errno == ENOENT;
+    int empty = fgetc(f) == EOF;
+    fclose(f);
+    return empty;
+}
+
+/* "file:<path>?immutable=1" with the characters a URI path cannot hold
+ * escaped; NULL when out of memory. */
+static char *immutable_uri(const char *path)
+{
+    static const char tail[] = "?immutable=1";
+    size_t n = strlen(path);
+    char *uri = malloc(5 + 3 * n + sizeof tail);
+    if (!uri)
+        return NULL;
+    char *o = uri;
+    memcpy(o, "file:", 5);
+    o += 5;
+    for (const char *p = path; *p; p++) {
+        if (*p == '%' || *p == '?' || *p == '#')
+            o += sprintf(o, "%%%02X", (unsigned char)*p);
+        else
+            *o++ = *p;
+    }
+    memcpy(o, tail, sizeof tail);
+    return uri;
+}
+
+/* The read-only open: never creates, never migrates, and reads a store in a
+ * folder the user cannot write (where SQLite cannot make the WAL's -shm
+ * file) by opening it immutable when that is safe (immutable_fallback). */
+static int open_readonly(store *db, int busy, ks_status *st)
+{
+    int version = 0;
+    int r = open_handle(db, db->path, SQLITE_OPEN_READONLY, busy, st);
+    if (r == KS_OK)
+        r = read_version(db, &version, st);
+    if (r != KS_OK && immutable_fallback(db->path, st)) {
+        sqlite3_close_v2(db->h);
+        db->h = NULL;
+        char *uri = immutable_uri(db->path);
+        if (!uri)
+            return ks_fail(st, KS_ENOMEM, 0, "store: out of memory");
+        ks_clear(st);
+        r = open_handle(db, uri, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, busy, st);
+        free(uri);
+        if (r == KS_OK)
+            r = read_version(db, &version, st);
+    }
+    if (r == KS_OK && version != STORE_SCHEMA_VERSION)
+        r = ks_fail(st, version > STORE_SCHEMA_VERSION ? KS_EUNSUPPORTED : KS_EINVAL, 0,
+                    "store: %s has schema version %d, this klab needs %d (open it writable once to migrate)",
+                    db->path, version, STORE_SCHEMA_VERSION);
+    db->version = version;
+    return r;
+}
+
 int store_open(store **out, const char *path, const store_options *opt, ks_status *st)
 {
     *out = NULL;
@@ -472,33 +565,17 @@ int store_open(store **out, const char *path, const store_options *opt, ks_statu
         free(db);
         return ks_fail(st, KS_ENOMEM, 0, "store: out of memory");
     }
-    int flags = readonly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
-    int rc = sqlite3_open_v2(path, &db->h, flags, NULL);
-    if (rc != SQLITE_OK) {
-        int code = sqlite_to_ks(rc);
-        ks_fail(st, code == KS_EINVAL ? KS_EIO : code, rc, "store: cannot open %s: %s (%s)", path,
-                db->h ? sqlite3_errmsg(db->h) : sqlite3_errstr(rc), sqlite_code_name(rc));
-        store_close(&db);
-        return st->code;
-    }
-    sqlite3_extended_result_codes(db->h, 1);
-    sqlite3_busy_timeout(db->h, busy);
-
-    int r = run(db, "PRAGMA foreign_keys = ON", st);
-    if (r == KS_OK && !readonly)
-        r = set_wal(db, busy, st);
-    if (r == KS_OK && !readonly)
-        r = run(db, "PRAGMA synchronous = NORMAL", st);
-    if (r == KS_OK && !readonly)
-        r = migrate(db, st);
-    if (r == KS_OK && readonly) {
-        int version = 0;
-        r = read_version(db, &version, st);
-        if (r == KS_OK && version != STORE_SCHEMA_VERSION)
-            r = ks_fail(st, version > STORE_SCHEMA_VERSION ? KS_EUNSUPPORTED : KS_EINVAL, 0,
-                        "store: %s has schema version %d, this klab needs %d (open it writable once to migrate)",
-                        path, version, STORE_SCHEMA_VERSION);
-        db->version = version;
+    int r;
+    if (readonly) {
+        r = open_readonly(db, busy, st);
+    } else {
+        r = open_handle(db, path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, busy, st);
+        if (r == KS_OK)
+            r = set_wal(db, busy, st);
+        if (r == KS_OK)
+            r = run(db, "PRAGMA synchronous = NORMAL", st);
+        if (r == KS_OK)
+            r = migrate(db, st);
     }
     if (r != KS_OK) {
         store_close(&db);

@@ -45,7 +45,9 @@ typedef struct store_stmt store_stmt;
 
 typedef struct store_options {
     int busy_timeout_ms;    /* wait this long for another writer; <= 0: 5000 */
-    int readonly;           /* open read-only; never creates or migrates */
+    int readonly;           /* open read-only; never creates or migrates; a WAL
+                               store in a folder the user cannot write is read
+                               as immutable when no -wal file holds data */
 } store_options;
 
 /* Opens (creating when new) the database at path, sets WAL mode, the busy
