@@ -14,6 +14,9 @@
  *                                          each {ok=true, version=, path=} or
  *                                          {ok=false, error=reason}
  *   jit.cache_dir()                     -> path | nil, message, code
+ *   jit.check_arch(arch [, lang])       -> true | nil, message, code: whether
+ *                                          arch names a target the compilers
+ *                                          know ("ptx", "cuda" or either)
  *
  * A result: {ok=true, cubin=, ptx=, log=, kernels={{name=, registers=,
  * spill_stores=, spill_loads=, shared_static=, shared_cubin=, local_bytes=,
@@ -362,6 +365,21 @@ static int l_jit_globals(lua_State *L)
     return 1;
 }
 
+/* jit.check_arch(arch [, lang]) */
+static int l_jit_check_arch(lua_State *L)
+{
+    const char *arch = luaL_checkstring(L, 1);
+    static const char *const langs[] = {"auto", "ptx", "cuda", NULL};
+    static const jit_lang codes[] = {JIT_LANG_AUTO, JIT_LANG_PTX, JIT_LANG_CUDA};
+    jit_lang lang = codes[luaL_checkoption(L, 2, "auto", langs)];
+    ks_status st;
+    ks_clear(&st);
+    if (jit_check_arch(arch, lang, &st) != KS_OK)
+        return lh_pushfail(L, &st);
+    lua_pushboolean(L, 1);
+    return 1;
+}
+
 static const luaL_Reg jit_funcs[] = {
     {"globals", l_jit_globals},
     {"compile", l_jit_compile},
@@ -369,6 +387,7 @@ static const luaL_Reg jit_funcs[] = {
     {"census", l_jit_census},
     {"versions", l_jit_versions},
     {"cache_dir", l_jit_cache_dir},
+    {"check_arch", l_jit_check_arch},
     {NULL, NULL},
 };
 

@@ -18,70 +18,74 @@ to let NVIDIA's tools look at exactly what klab evaluates:
 --plan FILE runs CANDIDATE (a .cu or .ptx file) with the launch plan in FILE
 instead of the task's default plan.
 
-Exit status: 0 when the last run was correct, 1 otherwise, 2 for a bad
-command line.
+Exit status 0 means the last run's output was correct; a failing verdict is
+1, and a verdict unknown (no GPU) is 3.
+
 ]]
 
-function M.main(args)
+local command = require "klab.command"
+local EXIT = command.EXIT
+USAGE = USAGE .. command.EXIT_TEXT
+
+local function parse(args)
   local o, pos = {}, {}
   local i = 1
   while i <= #args do
     local a = args[i]
     if a == "-h" or a == "--help" then
-      io.write(USAGE)
-      return 0
+      o.help = true
     elseif a == "--json" then
       o.json = true
     elseif a == "--runs" or a == "--arch" or a == "--plan" then
       local v = args[i + 1]
-      if not v then
-        io.stderr:write("klab replay: option ", a, " needs a value\n")
-        return 2
-      end
+      if not v then return nil, "option " .. a .. " needs a value" end
       o[a:sub(3)] = v
       i = i + 1
     elseif a:sub(1, 1) == "-" then
-      io.stderr:write("klab replay: unknown option ", a, "\n", USAGE)
-      return 2
+      return nil, "unknown option " .. a
     else
       pos[#pos + 1] = a
     end
     i = i + 1
   end
-  if #pos ~= 2 then
-    io.stderr:write("klab replay: expected TASK and CANDIDATE\n", USAGE)
-    return 2
-  end
+  if o.help then return o end
+  if #pos ~= 2 then return nil, "expected TASK and CANDIDATE" end
   local runs = tonumber(o.runs or 1)
-  if not runs or runs < 1 or runs ~= math.floor(runs) then
-    io.stderr:write("klab replay: --runs needs a positive integer\n")
-    return 2
+  if not runs or runs < 1 or runs ~= math.floor(runs) or runs == math.huge then
+    return nil, "--runs needs a positive integer"
   end
-  local cand = pos[2]
+  o.runs = math.tointeger(runs)
+  o.task, o.candidate = pos[1], pos[2]
+  return o
+end
+
+function M.main(args)
+  local o, code = command.parsed("replay", USAGE, parse(args))
+  if not o then return code end
+  if o.arch then
+    local ok, why = require("klab.jit").check_arch(o.arch)
+    if not ok then return command.fail("replay", "--arch: " .. tostring(why), EXIT.usage) end
+  end
+  local cand = o.candidate
   if o.plan then
     local cm = require "klab.eval.candidate"
     local c, cerr = cm.load(cand)
     local f, ferr = io.open(o.plan, "rb")
-    if not c or not f then
-      io.stderr:write("klab replay: ", tostring(cerr or ferr), "\n")
-      return 2
-    end
+    if not c or not f then return command.fail("replay", tostring(cerr or ferr), EXIT.usage) end
     local plan = f:read("a")
     f:close()
     cand = assert(cm.new { code = c.code, lang = c.lang, plan = plan, name = c.name, source = c.source })
   end
-  local r, err = require("klab.eval").replay(pos[1], cand, { runs = math.tointeger(runs), arch = o.arch })
-  if not r then
-    io.stderr:write("klab replay: ", tostring(err), "\n")
-    return 1
-  end
+  local r, err = require("klab.eval").replay(o.task, cand, { runs = o.runs, arch = o.arch })
+  -- replay answers nil only when the task or the candidate cannot be found.
+  if not r then return command.fail("replay", command.task_hint(err), EXIT.usage) end
   if o.json then
     print(require("klab.json").encode(r))
   else
     print(string.format("%s on %s: %s: %s%s", r.name, r.task, r.verdict, r.reason or "",
       r.run_seconds and string.format(" (%d runs in %.3f s)", r.runs, r.run_seconds) or ""))
   end
-  return r.verdict == "passed" and 0 or 1
+  return require("klab.cli.eval").status(r)
 end
 
 return M
