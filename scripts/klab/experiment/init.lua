@@ -59,29 +59,110 @@ end
 
 -- ---- command-line options ------------------------------------------------
 
--- Parses "key=value" arguments by the type of each default (numbers,
--- booleans, strings; a list default takes a comma-separated list). An
--- unknown key or a bad value raises with the list of known keys.
-function M.options(defaults, args)
+local command = require "klab.command"
+
+-- An experiment script declares its options as a list of {name, default,
+-- description} (the order of --help), optionally with about = "what the
+-- script does"; a plain table {name = default} (no descriptions) is read
+-- too. Returns the list form.
+local function declared(decl)
+  if decl[1] ~= nil or next(decl) == nil or decl.about then
+    local list = { about = decl.about }
+    for i, d in ipairs(decl) do list[i] = d end
+    return list
+  end
+  local names = {}
+  for k in pairs(decl) do names[#names + 1] = k end
+  table.sort(names)
+  local list = {}
+  for _, k in ipairs(names) do list[#list + 1] = { k, decl[k], "" } end
+  return list
+end
+
+local function script_name()
+  local a = rawget(_G, "arg")
+  return type(a) == "table" and type(a[0]) == "string" and a[0] or "the script"
+end
+
+local function show_default(v)
+  local s = type(v) == "table" and table.concat(v, ",") or tostring(v)
+  return s == "" and '""' or s
+end
+
+-- The --help text of a declaration (the list form).
+function M.help(decl, name)
+  decl = declared(decl)
+  name = name or script_name()
+  local out = { ("usage: klab %s [key=value ...]"):format(name), "" }
+  if decl.about then out[#out + 1] = decl.about out[#out + 1] = "" end
+  out[#out + 1] = "Options (key=value; a list is comma-separated, a flag takes true or false):"
+  local w = 0
+  for _, d in ipairs(decl) do
+    if not d.section then w = math.max(w, #d[1] + 1 + #show_default(d[2])) end
+  end
+  w = math.min(w, 36)
+  for _, d in ipairs(decl) do
+    if d.section then
+      out[#out + 1] = ""
+      out[#out + 1] = d.section
+    else
+      local left = d[1] .. "=" .. show_default(d[2])
+      local text = d[3] or ""
+      if #left > w and text ~= "" then
+        out[#out + 1] = "  " .. left
+        out[#out + 1] = "  " .. (" "):rep(w) .. "  " .. text
+      else
+        out[#out + 1] = ("  %-" .. w .. "s  %s"):format(left, text)
+      end
+    end
+  end
+  out[#out + 1] = ""
+  out[#out + 1] = command.EXIT_TEXT
+  return table.concat(out, "\n")
+end
+
+-- options(decl, args) -> table of values. Parses "key=value" arguments by
+-- the type of each default (numbers, booleans, strings; a list default
+-- takes a comma-separated list). --help (or -h) ends the script with the
+-- help on standard output and status 0; an unknown key, a bad value or an
+-- argument that is not key=value ends it with one line that names the
+-- script, the option and the known ones, and status 2 (klab.command's
+-- error objects).
+function M.options(decl, args)
+  decl = declared(decl)
+  local name = script_name()
+  local defaults, keys = {}, {}
+  for _, d in ipairs(decl) do
+    if not d.section then
+      defaults[d[1]] = d[2]
+      keys[#keys + 1] = d[1]
+    end
+  end
+  table.sort(keys)
+  local function bad(msg)
+    command.raise(("%s: %s; 'klab %s --help' describes the options"):format(name, msg, name), command.EXIT.usage)
+  end
   local o = {}
   for k, v in pairs(defaults) do o[k] = v end
   for _, a in ipairs(args or {}) do
-    local k, v = tostring(a):match("^([%w_%.%-]+)=(.*)$")
-    if not k then error("expected key=value, got '" .. tostring(a) .. "'", 0) end
+    a = tostring(a)
+    if a == "--help" or a == "-h" then command.raise(M.help(decl, name), command.EXIT.ok) end
+    local k, v = a:match("^([%w_%.%-]+)=(.*)$")
+    if not k then bad(("expected key=value, got '%s'"):format(a)) end
     local d = defaults[k]
-    if d == nil then
-      local keys = {}
-      for name in pairs(defaults) do keys[#keys + 1] = name end
-      table.sort(keys)
-      error(("unknown option '%s' (known: %s)"):format(k, table.concat(keys, ", ")), 0)
-    end
+    if d == nil then bad(("unknown option '%s' (known: %s)"):format(k, table.concat(keys, ", "))) end
     if type(d) == "number" then
-      o[k] = tonumber(v) or error(("option %s needs a number, got '%s'"):format(k, v), 0)
-      if math.type(d) == "integer" then o[k] = math.tointeger(o[k]) or error(("option %s needs an integer"):format(k), 0) end
+      local n = tonumber(v)
+      if not n or n ~= n then bad(("option %s needs a number, got '%s'"):format(k, v)) end
+      if math.type(d) == "integer" then
+        n = math.tointeger(n)
+        if not n then bad(("option %s needs an integer, got '%s'"):format(k, v)) end
+      end
+      o[k] = n
     elseif type(d) == "boolean" then
       if v == "true" or v == "1" or v == "yes" then o[k] = true
       elseif v == "false" or v == "0" or v == "no" then o[k] = false
-      else error(("option %s needs true or false, got '%s'"):format(k, v), 0) end
+      else bad(("option %s needs true or false, got '%s'"):format(k, v)) end
     elseif type(d) == "table" then
       local list = {}
       for x in v:gmatch("[^,]+") do list[#list + 1] = x end
@@ -97,23 +178,53 @@ end
 -- model they describe. Empty strings and negative numbers mean "not set"
 -- (the server's default). models= is a comma-separated list of model names
 -- that share the other settings.
-M.MODEL_OPTIONS = {
-  provider = "openai", base_url = "", models = { "" }, api_key_env = "", temperature = -1.0, top_p = -1.0,
-  max_tokens = 32000, reasoning_effort = "", seed = -1, concurrency = 4, timeout = 600.0,
-  price_in = -1.0, price_out = -1.0,
+M.MODEL_OPTION_LIST = {
+  { section = "Model options (models_from):" },
+  { "models", { "" }, "model names, comma-separated; each gets the settings below (required)" },
+  { "provider", "openai", "openai (chat completions: vLLM, SGLang, llama.cpp, gateways) or anthropic" },
+  { "base_url", "", "the server's URL, e.g. https://HOST/v1 (default: the provider's)" },
+  { "api_key_env", "", "the environment variable that holds the API key (never the key itself)" },
+  { "temperature", -1.0, "sampling temperature (negative: the server's default)" },
+  { "top_p", -1.0, "nucleus sampling (negative: the server's default)" },
+  { "max_tokens", 32000, "the reply's token limit (0 or less: the server's default)" },
+  { "reasoning_effort", "", "reasoning effort for models that take one (low, medium, high)" },
+  { "seed", -1, "sampling seed (negative: none)" },
+  { "concurrency", 4, "requests in flight per model" },
+  { "timeout", 600.0, "seconds one request may take" },
+  { "price_in", -1.0, "USD per million input tokens, for the cost column (negative: unknown)" },
+  { "price_out", -1.0, "USD per million output tokens (negative: unknown)" },
 }
+M.MODEL_OPTIONS = {}
+for _, d in ipairs(M.MODEL_OPTION_LIST) do
+  if not d.section then M.MODEL_OPTIONS[d[1]] = d[2] end
+end
 
-function M.with_model_options(defaults)
-  local o = {}
-  for k, v in pairs(M.MODEL_OPTIONS) do o[k] = v end
-  for k, v in pairs(defaults) do o[k] = v end
-  return o
+-- decl plus the model options: a declaration list gets them appended (as
+-- their own section of --help); a plain defaults table gets them merged
+-- into a plain table (its own values win).
+function M.with_model_options(decl)
+  if decl[1] == nil and not decl.about and next(decl) ~= nil then
+    local o = {}
+    for k, v in pairs(M.MODEL_OPTIONS) do o[k] = v end
+    for k, v in pairs(decl) do o[k] = v end
+    return o
+  end
+  local list = declared(decl)
+  local mine = {}
+  for _, d in ipairs(list) do if not d.section then mine[d[1]] = true end end
+  for _, d in ipairs(M.MODEL_OPTION_LIST) do
+    if d.section or not mine[d[1]] then list[#list + 1] = d end
+  end
+  return list
 end
 
 function M.models_from(o)
   local list = {}
   for _, name in ipairs(o.models) do
-    if name == "" then error("set the model: models=NAME[,NAME...] (and base_url=, api_key_env=)", 0) end
+    if name == "" then
+      command.raise(("%s: set the model: models=NAME[,NAME...] (and base_url=, api_key_env=); 'klab %s --help' "
+        .. "describes the options"):format(script_name(), script_name()))
+    end
     local spec = { provider = o.provider, model = name, concurrency = math.tointeger(o.concurrency) or 4,
                    timeout = o.timeout, max_tokens = o.max_tokens > 0 and math.tointeger(o.max_tokens) or nil }
     if o.base_url ~= "" then spec.base_url = o.base_url end
@@ -180,6 +291,21 @@ end
 local Exp = {}
 Exp.__index = Exp
 
+-- open_store(path, who) -> db: the store at path, opened for writing, its
+-- folder made when missing (results/sweep.db on a fresh checkout). A path
+-- that cannot be a store ends the script with one line that starts with
+-- who (status 2).
+function M.open_store(path, who)
+  local dir = path:match("^(.*)/[^/]+$")
+  if dir and dir ~= "" then
+    local ok, why = require("klab.sys").mkdir(dir)
+    if not ok then command.raise(("%s: cannot make the folder of db=%s: %s"):format(who, path, why)) end
+  end
+  local db, why = command.open_store(path)
+  if not db then command.raise(("%s: db=%s: %s"):format(who, path, why)) end
+  return db
+end
+
 function M.new(spec)
   if type(spec) ~= "table" then error("experiment.new expects a table", 2) end
   if type(spec.name) ~= "string" or spec.name == "" then error("experiment.new: field 'name' is required", 2) end
@@ -203,7 +329,7 @@ function M.new(spec)
   e.prompt = spec.prompt or {}
   e.history = spec.history or "full"
   if type(spec.db) == "string" then
-    e.db = assert(store_mod.open(spec.db))
+    e.db = M.open_store(spec.db, "experiment " .. spec.name)
     e.own_db = true
   else
     e.db = spec.db
@@ -546,6 +672,11 @@ function Exp:_counts()
   return counts
 end
 
+-- The reason of a request_error turn without its verdict name.
+local function request_problem(reason)
+  return (tostring(reason or "?"):gsub("^request_error: ", ""))
+end
+
 function Exp:run()
   local db = self.db
   local spec = self.spec
@@ -577,6 +708,7 @@ function Exp:run()
   self.outcomes = {}
   local waiting = {}   -- ticket -> trajectory
   local stored = 0
+  local ran = {}       -- the turns stored by this run: {model, verdict, reason}
 
   local function loop()
     while true do
@@ -602,9 +734,12 @@ function Exp:run()
           self:_store_turn(t, rec)
           t.waiting = nil
           stored = stored + 1
+          ran[#ran + 1] = { model = t.model, verdict = rec.verdict, reason = rec.reason }
           self:_log("turn %s %s %s r%d t%d: %s", t.model.name, t.group.name, t.tag, t.replica, n, rec.reason or rec.verdict)
           local tot, dn = totals()
-          bar:update { total = tot, done = dn, counts = self:_counts() }
+          -- A failing server shows its reason while the sweep runs, not only in the store.
+          local note = rec.verdict == "request_error" and (t.model.name .. ": " .. request_problem(rec.reason)) or nil
+          bar:update { total = tot, done = dn, counts = self:_counts(), note = note }
           if spec.on_turn then spec.on_turn(entry_of(t, t.turns[#t.turns]), t) end
         end
       else
@@ -616,7 +751,7 @@ function Exp:run()
   end
 
   local ok, err = xpcall(loop, function(e)
-    if type(e) == "string" and not e:find("^replay: ") and not e:find("\n", 1, true) then return debug.traceback(e, 2) end
+    if type(e) == "string" and command.verbose() and not e:find("\n", 1, true) then return debug.traceback(e, 2) end
     return e
   end)
   if not ok then
@@ -636,7 +771,45 @@ function Exp:run()
   if own_session then self.session:close() end
   self.caller:close()
   self.caller, self.session = nil, nil
-  return { trajectories = #trajs, turns = dn, new_turns = stored, counts = self:_counts(), requests = stats }
+  local status, why = self:_outcome(ran)
+  return { trajectories = #trajs, turns = dn, new_turns = stored, counts = self:_counts(), requests = stats,
+           status = status, why = why }
+end
+
+-- What a run came to, from the turns it stored: the exit status
+-- (klab.command.EXIT: 0 when something was measured or nothing was left
+-- to do, 3 when every turn of this run failed to reach its model or could
+-- not be measured) and, for 3, why. Failed requests are also printed on
+-- stderr, one line per model and reason, whatever the status.
+function Exp:_outcome(ran)
+  local fails, order = {}, {}
+  local measured = 0
+  for _, r in ipairs(ran) do
+    if r.verdict == "request_error" then
+      local k = r.model.name .. "\0" .. request_problem(r.reason)
+      if not fails[k] then
+        fails[k] = { model = r.model, why = request_problem(r.reason), n = 0 }
+        order[#order + 1] = k
+      end
+      fails[k].n = fails[k].n + 1
+    elseif r.verdict ~= "unknown" then
+      measured = measured + 1
+    end
+  end
+  local lines = {}
+  for _, k in ipairs(order) do
+    local f = fails[k]
+    lines[#lines + 1] = ("%s: %d request%s to model %s (%s) failed: %s"):format(self.name, f.n, f.n == 1 and "" or "s",
+      f.model.name, f.model.base_url or f.model.provider or "?", f.why)
+  end
+  for _, l in ipairs(lines) do io.stderr:write(l, "\n") end
+  if #ran == 0 or measured > 0 then return command.EXIT.ok end
+  if #lines > 0 then
+    return command.EXIT.could_not_run, ("nothing was evaluated: %s"):format(lines[1]:gsub("^[^:]*: ", ""))
+  end
+  local why = "nothing was measured: every turn's verdict is unknown (" .. tostring(ran[1].reason) .. ")"
+  io.stderr:write(self.name, ": ", why, "\n")
+  return command.EXIT.could_not_run, why
 end
 
 -- ---- reading results -----------------------------------------------------------

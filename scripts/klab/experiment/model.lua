@@ -30,8 +30,9 @@
 --   live            every request is sent; the answer replaces the cached one
 --   record-missing  a cached success is reused; a miss or a cached failure is sent and stored
 --   replay          answered from the store only (no network, klab.http is never loaded);
---                   a cached failure is replayed as that failure; a miss raises
---                   "replay: no stored response for request <hash> (model M, experiment E)"
+--                   a cached failure is replayed as that failure; a miss raises an
+--                   error object (klab.command, exit status 2) whose one line names the
+--                   task, tag, replica, turn, the file looked for and mode=record-missing
 -- In replay and record-missing, caller{responses_dir=} is a second store: files
 -- <dir>/<model>/<task>/<tag>/r<replica>/turn<n>.md answer requests whose meta
 -- carries locator = {model=, task=, tag=, replica=, turn=} (the shipped sample
@@ -195,11 +196,18 @@ local function safe_part(s)
   return (tostring(s):gsub("[^%w_%.%-/]", "_"):gsub("%.%.+", "_"))
 end
 
-function Caller:_from_files(meta)
+-- The file under responses_dir that answers a request with this meta, or
+-- nil when there is no responses_dir or no locator.
+function Caller:_response_path(meta)
   local loc = meta and meta.locator
   if not self.responses_dir or not loc then return nil end
-  local path = ("%s/%s/%s/%s/r%s/turn%s.md"):format(self.responses_dir, safe_part(loc.model), safe_part(loc.task),
+  return ("%s/%s/%s/%s/r%s/turn%s.md"):format(self.responses_dir, safe_part(loc.model), safe_part(loc.task),
     safe_part(loc.tag or "none"), tostring(loc.replica or 1), tostring(loc.turn or 1))
+end
+
+function Caller:_from_files(meta)
+  local path = self:_response_path(meta)
+  if not path then return nil end
   local f = io.open(path, "rb")
   if not f then return nil end
   local text = f:read("a")
@@ -211,6 +219,20 @@ function Caller:_from_files(meta)
     text = rest
   end
   return text, path
+end
+
+-- Ends a replay that lacks a response with one line for the user: which
+-- request (task, tag, replica, turn), where it was looked for, and the way
+-- out. Raised as a klab.command error object (exit status 2).
+function Caller:_replay_miss(m, req, meta)
+  local loc = meta and meta.locator
+  local what = loc and ("task %s, tag %s, replica %s, turn %s"):format(tostring(loc.task), tostring(loc.tag or "none"),
+    tostring(loc.replica or 1), tostring(loc.turn or 1)) or ("request " .. req.hash:sub(1, 12))
+  local path = self:_response_path(meta)
+  local where = path and ("not in the store and no file %s"):format(path)
+    or "not in the store (and no responses_dir= to look in)"
+  require("klab.command").raise(("replay: no stored response for %s of model %s (experiment %s): %s; "
+    .. "run with mode=record-missing to ask the model for the missing ones"):format(what, m.name, self.experiment, where))
 end
 
 function Caller:submit(m, messages, meta)
@@ -238,10 +260,7 @@ function Caller:submit(m, messages, meta)
       self.ready[#self.ready + 1] = o
       return ticket, req.hash
     end
-    if self.mode == "replay" then
-      error(("replay: no stored response for request %s (model %s, experiment %s)"):format(req.hash, m.name,
-        self.experiment), 0)
-    end
+    if self.mode == "replay" then self:_replay_miss(m, req, meta) end
   end
   self.queue[#self.queue + 1] = { ticket = ticket, m = m, req = req, meta = meta }
   self:_dispatch()
