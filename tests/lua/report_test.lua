@@ -50,15 +50,18 @@ function tests.two_reports_are_byte_identical(t)
   end
   -- The listing is sorted and every file is in it.
   for i = 2, #a do t.ok(a[i - 1] < a[i]) end
+  -- Two experiments: a section (folder) each, nothing pooled.
   t.ok(contains(a, dir .. "/r1/index.html"))
   t.ok(contains(a, dir .. "/r1/metrics.json"))
-  t.ok(contains(a, dir .. "/r1/tables/ptxbench_sm_90a.md"))
-  t.ok(contains(a, dir .. "/r1/tables/ptxbench_sm_100a.tex"))
-  t.ok(contains(a, dir .. "/r1/tables/kbv.tex"))
-  t.ok(contains(a, dir .. "/r1/figures/src/fast_p_sm_90a.gp"))
+  t.ok(contains(a, dir .. "/r1/e1/tables/ptxbench_sm_90a.md"))
+  t.ok(contains(a, dir .. "/r1/e2/tables/ptxbench_sm_100a.tex"))
+  t.ok(not contains(a, dir .. "/r1/e1/tables/ptxbench_sm_100a.tex"), "e2's architecture is not in e1's section")
+  t.ok(contains(a, dir .. "/r1/e1/tables/kbv.tex"))
+  t.ok(contains(a, dir .. "/r1/e1/figures/src/fast_p_sm_90a.gp"))
   local cjson = require "cjson"
   local m = cjson.decode(read(dir .. "/r1/metrics.json"))
-  t.eq(#m.kbv, 3)
+  t.eq(#m.experiments.e1.kbv, 2, "e1: mA and mB on sm_90a")
+  t.eq(#m.experiments.e2.kbv, 1, "e2: mA on sm_100a")
   t.eq(m.bootstrap.B, 200)
 end
 
@@ -67,10 +70,11 @@ function tests.figures_in_three_formats(t)
   if not pr.gnuplot then t.skip(pr.why) end
   local path, dir = make_store(t)
   local files = assert(report.write(path, dir .. "/r", { B = 50 }))
-  for _, name in ipairs { "fast_p_sm_90a", "correct_sm_90a", "failure_mix_sm_90a_ma", "failure_mix_sm_90a_mb",
-    "best_by_turn_sm_90a", "speedups_sm_90a", "fast_p_sm_100a" } do
+  for _, name in ipairs { "e1/figures/fast_p_sm_90a", "e1/figures/correct_sm_90a", "e1/figures/failure_mix_sm_90a_ma",
+    "e1/figures/failure_mix_sm_90a_mb", "e1/figures/best_by_turn_sm_90a", "e1/figures/speedups_sm_90a",
+    "e2/figures/fast_p_sm_100a" } do
     for _, fmt in ipairs(pr.formats) do
-      local f = dir .. "/r/figures/" .. name .. "." .. fmt
+      local f = dir .. "/r/" .. name .. "." .. fmt
       t.ok(contains(files, f), f)
       local s = read(f) or ""
       if fmt == "png" then t.eq(s:sub(1, 8), "\137PNG\r\n\26\n", name .. ".png is a PNG") end
@@ -83,38 +87,38 @@ function tests.figures_in_three_formats(t)
     end
   end
   -- The script draws the figure again by itself.
-  local gp = read(dir .. "/r/figures/src/fast_p_sm_90a.gp")
+  local gp = read(dir .. "/r/e1/figures/src/fast_p_sm_90a.gp")
   t.match(gp, "set output 'figures/fast_p_sm_90a.png'")
   t.match(gp, "%$f1_1 << EOD")
-  local code = t.sh("cd " .. sq(dir .. "/r") .. " && rm figures/fast_p_sm_90a.png && gnuplot figures/src/fast_p_sm_90a.gp")
+  local code = t.sh("cd " .. sq(dir .. "/r/e1") .. " && rm figures/fast_p_sm_90a.png && gnuplot figures/src/fast_p_sm_90a.gp")
   t.eq(code, 0)
-  t.ok(read(dir .. "/r/figures/fast_p_sm_90a.png") ~= nil, "redrawn")
+  t.ok(read(dir .. "/r/e1/figures/fast_p_sm_90a.png") ~= nil, "redrawn")
 end
 
 function tests.tables_have_the_hand_computed_cells(t)
   local path, dir = make_store(t)
   assert(report.write(path, dir .. "/r", { B = 50 }))
-  local md = read(dir .. "/r/tables/ptxbench_sm_90a.md")
+  local md = read(dir .. "/r/e1/tables/ptxbench_sm_90a.md")
   t.match(md, "turn limit 1 %(n = 2 trajectories per cell%)")
   t.match(md, "| mA | 0 / 0 / %- | 1 / 1 / 0%.800 |", "limit 1")
   t.match(md, "| mA | 1 / 0 / 0%.300 | 2 / 2 / 1%.200 |", "limit 8")
   t.match(md, "| mB | 1 / 1 / %- | 2 / 2 / 2%.000 |", "limit 8")
-  local md100 = read(dir .. "/r/tables/ptxbench_sm_100a.md")
+  local md100 = read(dir .. "/r/e2/tables/ptxbench_sm_100a.md")
   t.match(md100, "| mA | 1 / 1 / 0%.900 |")
   t.ok(not md100:find("turn limit 4", 1, true), "e2 has one turn: only limit 1")
-  local kbv = read(dir .. "/r/tables/kbv.md")
+  local kbv = read(dir .. "/r/e1/tables/kbv.md")
   t.match(kbv, "| sm_90a | mA | 2 | 0%.600 %[[%d.]+, [%d.]+%] | 100%.0%% %[[%d.]+, [%d.]+%] | 50%.0%% ")
   t.match(kbv, "| MemEff | MemEff%% |")
   t.match(kbv, "| 2%.000 | 100%.0%% |")
-  local tex = read(dir .. "/r/tables/kbv.tex")
+  local tex = read(dir .. "/r/e1/tables/kbv.tex")
   t.match(tex, "\\begin{tabular}{llrrrrrr}", "tabular")
   t.match(tex, "sm\\_90a & mA & 2 & 0%.600")
   t.match(tex, "MemEff\\%%")
-  local mix = read(dir .. "/r/tables/failure_mix.md")
+  local mix = read(dir .. "/r/e1/tables/failure_mix.md")
   t.match(mix, "| sm_90a | mA | incorrect | 4 / 11 | 36%.4%% ")
-  local pd = read(dir .. "/r/tables/pdetect.md")
+  local pd = read(dir .. "/r/e1/tables/pdetect.md")
   t.match(pd, "| 0%.1 | 0%.100 | 0%.271 | 0%.410 | 0%.651 |", "1 - 0.9^n for n = 1, 3, 5, 10")
-  local fp = read(dir .. "/r/tables/fast_p.md")
+  local fp = read(dir .. "/r/e1/tables/fast_p.md")
   t.match(fp, "| sm_90a | mA | any | 4 | 75%.0%% ")
   t.match(fp, "| sm_90a | mA | verified | 4 | 50%.0%% ")
 end
@@ -126,16 +130,20 @@ function tests.index_shows_provenance(t)
   t.match(h, "^<!DOCTYPE html>")
   local wants = { "NVIDIA H200", "NVIDIA B200", "580.65", "e1, e2", "mA, mB", "attn, gemm", "sm_100a, sm_90a",
     "0.1.0", "cublasLt 13.1", "Write gemm.", "You write kernels.", "provider=openai, model=a-1, temperature=0.5",
-    'href="tables/kbv.tex"', "Trajectories / turns</td><td>9 / 18" }
+    'href="e1/tables/kbv.tex"', "Trajectories / turns</td><td>9 / 18", '<h2 id="experiment-e1">Experiment e1</h2>',
+    '<h2 id="experiment-e2">Experiment e2</h2>', '<a href="#experiment-e2">e2</a>',
+    -- Settings read back from JSON print as integers.
+    "<td>replicas</td><td>2</td>", "<td>turns</td><td>8</td>" }
   -- Figures are linked only where gnuplot could draw them.
   if figures.probe().gnuplot then
-    wants[#wants + 1] = 'src="figures/fast_p_sm_90a.png"'
-    wants[#wants + 1] = 'href="figures/fast_p_sm_90a.pdf"'
+    wants[#wants + 1] = 'src="e1/figures/fast_p_sm_90a.png"'
+    wants[#wants + 1] = 'href="e1/figures/fast_p_sm_90a.pdf"'
   end
   for _, want in ipairs(wants) do
     t.ok(h:find(want, 1, true), "index.html shows " .. want)
   end
   t.ok(not h:find("<script", 1, true), "no scripts: a static page")
+  t.ok(not h:find('id="not-measured"', 1, true), "every evaluation of the fixture was measured: no notice")
   t.ok(not h:find("http", 1, true), "self-contained: no remote links")
 end
 
@@ -209,7 +217,7 @@ function tests.cli(t)
   t.eq(code, 2)
   t.match(err, "unknown option %-%-bogus")
   code, _, err = t.sh(sq(t.klab) .. " report " .. sq(dir .. "/missing.db"))
-  t.eq(code, 1)
+  t.eq(code, 2, "a missing store is the user's mistake")
   t.match(err, "no such store file")
   t.ok(read(dir .. "/missing.db") == nil, "a missing store is not created")
 end
