@@ -303,7 +303,7 @@ end
 -- ---- with a GPU: cuDNN against the task's reference ---------------------------
 
 function T.gpu_cudnn_matches_the_reference(t)
-  if not gpu.available() then t.skip("no GPU") end
+  t.need_gpu()
   local dnn = require "klab.dnn"
   if not dnn.version() then t.skip("no cuDNN") end
   local s <close> = require("klab.eval").session { deadline = 300 }

@@ -10,8 +10,7 @@ local blas = require "klab.blas"
 local gpu = require "klab.gpu"
 
 local function need_gpu(t)
-  local ok, why = gpu.available()
-  if not ok then t.skip("no GPU: " .. tostring(why)) end
+  t.need_gpu()
   return assert(gpu.context(0))
 end
 

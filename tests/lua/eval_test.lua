@@ -230,7 +230,7 @@ end
 -- A kernel that never ends is stopped by the limit of the stage it hangs
 -- in, long before the job's deadline, and the reason names the stage.
 function T.gpu_hang_is_stopped_by_its_stage_limit(t)
-  if not gpu.available() then t.skip("no GPU") end
+  t.need_gpu()
   local t0 = require("klab.sys").now()
   local r = assert(eval.evaluate("gemm_bf16/4096x4096x4096", "tasks/gemm/bad/infinite_loop",
     { deadline = 120, stage_deadlines = { correctness = 3 } }))
@@ -242,8 +242,7 @@ function T.gpu_hang_is_stopped_by_its_stage_limit(t)
 end
 
 function T.gpu_sample_passes_and_is_stored(t)
-  local ok, why = gpu.available()
-  if not ok then t.skip(why) end
+  t.need_gpu()
   local db = t.tmpdir() .. "/r.db"
   local s <close> = eval.session { db = db }
   local r = assert(s:evaluate(TASK, "tasks/gemm/samples/naive", { timing_opts = { budget_s = 1 } }))

@@ -56,8 +56,7 @@ end
 -- ---- on a GPU ----
 
 local function need(t)
-  local ok, why = gpu.available()
-  if not ok then t.skip(why) end
+  t.need_gpu()
   local ctx = assert(gpu.context(0))
   local arch = gpu.device(0).arch
   local r = assert(jit.compile { source = judge.source(), lang = "cuda", arch = arch, name = "judge.cu" })
