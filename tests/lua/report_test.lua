@@ -222,4 +222,228 @@ function tests.cli(t)
   t.ok(read(dir .. "/missing.db") == nil, "a missing store is not created")
 end
 
+-- ---- a store without GPU results, unfinished trajectories ---------------------
+
+local SKIPPED = "GPU stages skipped: no CUDA driver found: libcuda.so.1: cannot open shared object file"
+
+-- Experiment "nogpu" (sm_90a, 3 turns) as a machine without a GPU leaves it:
+-- T1 unknown x3; T2 compile_error, unknown, unknown. Experiment "cut" (3
+-- turns): T3 stopped after turn 1 (state running, compile_error), T4 done:
+-- incorrect x3.
+local function nogpu_store(t)
+  local dir = t.tmpdir()
+  local path = dir .. "/nogpu.db"
+  local db = assert(store.open(path))
+  require("klab.experiment").ensure_schema(db)
+  local json = require("klab.experiment.model").json
+  local n = 0
+  local function exp(name)
+    return db:insert("experiments", { name = name, config = json { arch = "sm_90a", turns = 3, replicas = 2,
+      models = { { name = "m", provider = "openai", model = "m-1", max_tokens = 32000 } } } })
+  end
+  local function traj(e, task, replica, state, verdicts)
+    local id = db:insert("trajectories", { experiment_id = e, key = ("%d/%s/%d"):format(e, task, replica), model = "m",
+      task = task, tag = "none", replica = replica, state = state, turns = #verdicts })
+    for i, v in ipairs(verdicts) do
+      n = n + 1
+      local cid, hash = db:put_candidate { language = "ptx", code = ("// k%d"):format(n) }
+      db:record_evaluation { key = "k" .. n, candidate = cid, task = task .. "/1", arch = "sm_90a", verdict = v,
+        reason = v == "unknown" and SKIPPED or (v .. ": why") }
+      db:insert("turns", { trajectory_id = id, turn = i, verdict = v, reason = v .. ": why", candidate = hash,
+        language = "ptx", reply = "r", feedback = "f" })
+    end
+  end
+  local e1, e2 = exp("nogpu"), exp("cut")
+  traj(e1, "gemm", 1, "done", { "unknown", "unknown", "unknown" })
+  traj(e1, "gemm", 2, "done", { "compile_error", "unknown", "unknown" })
+  traj(e2, "gemm", 1, "running", { "compile_error" })
+  traj(e2, "gemm", 2, "done", { "incorrect", "incorrect", "incorrect" })
+  db:close()
+  return path, dir
+end
+
+function tests.a_store_without_gpu_results_says_so(t)
+  local path, dir = nogpu_store(t)
+  local files, warnings = assert(report.write(path, dir .. "/r", { B = 50, experiment = "nogpu" }))
+  local h = read(dir .. "/r/index.html")
+  -- The notice, with the stored reason, comes before everything else on the page.
+  local at = h:find('<div class="notice" id="not-measured"><b>GPU stages skipped</b>: 5 of 10 evaluations', 1, true)
+  t.ok(at, "the notice")
+  t.ok(at and at < h:find("At a glance", 1, true), "above the provenance")
+  t.ok(h:find("no CUDA driver found: libcuda.so.1: cannot open shared object file", 1, true), "the stored reason")
+  t.match(warnings[1], "^GPU stages skipped: 5 of 10 evaluations")
+  -- No blank shown as if it were data.
+  t.ok(h:find("<td>GPU</td><td>not measured (GPU stages skipped)</td>", 1, true), "GPU: not measured")
+  t.ok(h:find("<td>Driver</td><td>not measured (GPU stages skipped)</td>", 1, true), "driver: not measured")
+  t.ok(not h:find("<td></td>", 1, true), "no empty cell")
+  -- Figures with nothing to show are left out, and the page says why.
+  for _, name in ipairs { "fast_p_sm_90a", "correct_sm_90a", "best_by_turn_sm_90a", "speedups_sm_90a" } do
+    t.ok(not contains(files, dir .. "/r/figures/src/" .. name .. ".gp"), name .. " not drawn")
+    t.ok(h:find("figures/" .. name, 1, true) == nil, name .. " not linked")
+  end
+  t.match(h, "Not drawn, having nothing to show:")
+  t.match(h, "fast_p on sm_90a: no trajectory on sm_90a has a result")
+  -- The failure mix draws the one real result and leaves unknown out.
+  if figures.probe().gnuplot then t.ok(contains(files, dir .. "/r/figures/failure_mix_sm_90a_m.png")) end
+  local mix = read(dir .. "/r/tables/failure_mix.md")
+  t.match(mix, "| sm_90a | m | compile_error | 1 / 1 | 100%.0%% ")
+  t.match(mix, "| sm_90a | m | unknown %(no result%) | 5 | not counted |")
+  t.ok(not mix:find("unknown | 5 /", 1, true), "unknown is no share of the results")
+  -- Rates count decided trajectories only; the others are named, not failed.
+  local succ = read(dir .. "/r/tables/success.md")
+  t.match(succ, "| sm_90a | m | gemm | 3 | 0 | %- | %- | %- | %- | 2 not measured |", "no rate from nothing")
+  t.match(succ, "| sm_90a | m | gemm | 1 | 1 | 0%.0%% [^|]*| 0%.0%% [^|]*| %- | %- | 1 not measured |",
+    "at turn limit 1, T2's first turn is a result")
+  t.match(read(dir .. "/r/tables/ptxbench_sm_90a.md"), "| m | not measured |")
+  local m = require("cjson").decode(read(dir .. "/r/metrics.json"))
+  t.eq(m.not_measured.unknown, 5)
+  t.eq(m.left_out.not_measured, 2)
+  -- The command line prints the same notice (the text report).
+  local code, _, err = t.sh(sq(t.klab) .. " report " .. sq(path) .. " --experiment nogpu --out " .. sq(dir .. "/cli"))
+  t.eq(code, 0, err)
+  t.match(err, "^klab report: GPU stages skipped: 5 of 10 evaluations in this store have no GPU results")
+  t.match(err, "figure fast_p_sm_90a not drawn: ")
+end
+
+function tests.unfinished_trajectories_are_not_failures(t)
+  local path, dir = nogpu_store(t)
+  local _, warnings = assert(report.write(path, dir .. "/r", { B = 50, experiment = "cut" }))
+  local found
+  for _, w in ipairs(warnings) do if w:find("1 of 2 trajectories are unfinished", 1, true) then found = true end end
+  t.ok(found, "a warning names the unfinished trajectory")
+  t.match(read(dir .. "/r/index.html"), "1 of 2 trajectories are unfinished")
+  local succ = read(dir .. "/r/tables/success.md")
+  t.match(succ, "| sm_90a | m | gemm | 3 | 1 | 0%.0%% [^|]*| 0%.0%% [^|]*| %- | %- | 1 unfinished |",
+    "n = 1: the finished failure only")
+  t.match(succ, "| sm_90a | m | gemm | 1 | 2 |", "both count at turn limit 1")
+  local pb = read(dir .. "/r/tables/ptxbench_sm_90a.md")
+  t.match(pb, "Left out of n: 0 trajectories with no result %(a turn's verdict unknown or request_error, none passed%) "
+    .. "and 1 unfinished; they are not failures%.")
+end
+
+function tests.default_report_has_a_section_per_experiment(t)
+  local path, dir = nogpu_store(t)
+  local files = assert(report.write(path, dir .. "/r", { B = 20 }))
+  t.ok(contains(files, dir .. "/r/nogpu/tables/success.md"))
+  t.ok(contains(files, dir .. "/r/cut/tables/success.md"))
+  t.ok(not contains(files, dir .. "/r/tables/success.md"), "nothing pooled over experiments")
+  local h = read(dir .. "/r/index.html")
+  t.ok(h:find('<h2 id="experiment-cut">Experiment cut</h2>', 1, true) < h:find('<h2 id="experiment-nogpu">', 1, true))
+  local m = require("cjson").decode(read(dir .. "/r/metrics.json"))
+  t.eq(#m.experiments.cut.success, 2, "cut: limits 1 and 3")
+  t.eq(m.experiments.nogpu.left_out.not_measured, 2)
+end
+
+function tests.unknown_experiment_names_the_ones_held(t)
+  local path, dir = nogpu_store(t)
+  local files, msg, code = report.write(path, dir .. "/r", { experiment = "nope" })
+  t.eq(files, nil)
+  t.eq(msg, "report: nogpu.db holds no experiment named 'nope' (it holds: cut, nogpu)")
+  t.eq(code, "ENOTFOUND")
+  t.ok(io.open(dir .. "/r/index.html") == nil, "nothing written")
+  local c, out, err = t.sh(sq(t.klab) .. " report " .. sq(path) .. " --experiment nope --out " .. sq(dir .. "/r"))
+  t.eq(c, 2)
+  t.eq(out, "")
+  t.eq(err, "klab report: nogpu.db holds no experiment named 'nope' (it holds: cut, nogpu)\n")
+end
+
+-- A store in a folder the user cannot write (SQLite cannot make the WAL's
+-- -shm file there) is read as it is. As root, permissions do not bind: the
+-- report then runs as nobody.
+function tests.a_store_in_a_read_only_folder(t)
+  local path, dir = nogpu_store(t)
+  local ro = dir .. "/ro"
+  assert(require("klab.sys").mkdir(ro))
+  assert(os.rename(path, ro .. "/nogpu.db"))
+  local out = dir .. "/out"
+  assert(require("klab.sys").mkdir(out))
+  local cmd = sq(t.klab) .. " report " .. sq(ro .. "/nogpu.db") .. " --experiment nogpu --out " .. sq(out .. "/r")
+  local uid = select(2, t.sh("id -u")):match("%d+")
+  if uid == "0" then
+    if t.sh("command -v setpriv >/dev/null") ~= 0 then t.skip("running as root without setpriv: cannot drop privileges") end
+    -- nobody must reach the binary, the store and the output folder.
+    os.execute("chmod 755 " .. sq(dir) .. " " .. sq(ro) .. " && chmod 644 " .. sq(ro .. "/nogpu.db")
+      .. " && chmod 777 " .. sq(out))
+    local probe = t.sh("setpriv --reuid=65534 --regid=65534 --clear-groups test -x " .. sq(t.klab))
+    if probe ~= 0 then t.skip("the user nobody cannot run " .. t.klab) end
+    cmd = "setpriv --reuid=65534 --regid=65534 --clear-groups " .. cmd
+  end
+  os.execute("chmod 555 " .. sq(ro))
+  local code, _, err = t.sh(cmd)
+  os.execute("chmod 755 " .. sq(ro))
+  t.eq(code, 0, err)
+  t.ok(read(out .. "/r/index.html") ~= nil, "the report was written")
+  t.ok(io.open(ro .. "/nogpu.db-shm") == nil and io.open(ro .. "/nogpu.db-wal") == nil, "nothing written beside the store")
+  -- The library's read-only open works there too (here, where permissions may not bind, it is the plain path).
+  local db = assert(store.open(ro .. "/nogpu.db", { readonly = true }))
+  t.eq(db:first("SELECT count(*) AS n FROM turns").n, 10)
+  db:close()
+end
+
+-- A report that fails half way leaves the previous one whole and no
+-- temporary folder; a new one replaces it at once.
+function tests.an_interrupted_report_leaves_the_old_one(t)
+  local path, dir = nogpu_store(t)
+  local r = dir .. "/r"
+  local first = assert(report.write(path, r, { B = 20, experiment = "nogpu" }))
+  local before = {}
+  for _, f in ipairs(first) do before[f] = read(f) end
+  -- limits that are no list make the metrics raise half way through.
+  local files, msg, code = report.write(path, r, { B = 20, experiment = "cut", limits = 7 })
+  t.eq(files, nil)
+  t.eq(code, "EREPORT")
+  t.ok(msg ~= nil)
+  for f, body in pairs(before) do t.ok(read(f) == body, "unchanged: " .. f) end
+  local _, listing = t.sh("ls -A " .. sq(dir))
+  t.ok(not listing:find("klab-new", 1, true) and not listing:find("klab-old", 1, true), "no temporary folder left: " .. listing)
+  -- The next report replaces the old one whole: no file of the old one is left.
+  assert(report.write(path, r, { B = 20, experiment = "cut" }))
+  t.match(read(r .. "/index.html"), "klab report: cut")
+  local _, l2 = t.sh("ls -A " .. sq(dir))
+  t.ok(not l2:find("klab-", 1, true), "no temporary folder left")
+end
+
+function tests.out_must_be_a_folder_for_a_report(t)
+  local path, dir = nogpu_store(t)
+  local f = assert(io.open(dir .. "/afile", "w"))
+  f:write("mine")
+  f:close()
+  local code, out, err = t.sh(sq(t.klab) .. " report " .. sq(path) .. " --out " .. sq(dir .. "/afile"))
+  t.eq(code, 2)
+  t.eq(out, "")
+  t.eq(err, "klab report: " .. dir .. "/afile is a file, not a folder: give --out a folder\n")
+  t.eq(read(dir .. "/afile"), "mine", "untouched")
+  -- A folder with the user's own files is not replaced.
+  assert(require("klab.sys").mkdir(dir .. "/mine"))
+  local g = assert(io.open(dir .. "/mine/notes.txt", "w"))
+  g:write("keep")
+  g:close()
+  code, _, err = t.sh(sq(t.klab) .. " report " .. sq(path) .. " --out " .. sq(dir .. "/mine"))
+  t.eq(code, 2)
+  t.match(err, "holds files that are not a klab report")
+  t.eq(read(dir .. "/mine/notes.txt"), "keep")
+end
+
+function tests.sft_export_says_why_it_has_no_records(t)
+  local path, dir = nogpu_store(t)
+  local export = require "klab.report.export"
+  local recs, s = assert(export.sft(path, { experiment = "nogpu" }))
+  t.eq(#recs, 0)
+  t.eq(export.summary_text(s), "0 records: experiment nogpu has 6 turns, none passed (5 were not measured)")
+  local code, out = t.sh(sq(t.klab) .. " export sft " .. sq(path) .. " --experiment cut --out " .. sq(dir .. "/x.jsonl"))
+  t.eq(code, 1, "nothing passed: the candidates failed")
+  t.match(out, "^0 records: experiment cut has 4 turns, none passed\nwrote 0 records to ")
+  t.ok(not out:find("task%s+generation"), "no empty header")
+  -- A store where nothing was measured: status 3.
+  local db = assert(store.open(path))
+  db:exec("UPDATE turns SET verdict = 'unknown'")
+  db:close()
+  code, out = t.sh(sq(t.klab) .. " export sft " .. sq(path) .. " --out " .. sq(dir .. "/y.jsonl"))
+  t.eq(code, 3)
+  t.match(out, "^0 records: the store has 10 turns and none was measured")
+  code, _, out = t.sh(sq(t.klab) .. " export sft " .. sq(path) .. " --experiment nope")
+  t.eq(code, 2)
+  t.match(out, "holds no experiment named 'nope' %(it holds: cut, nogpu%)")
+end
+
 return tests
