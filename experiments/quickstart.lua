@@ -1,6 +1,6 @@
 -- experiments/quickstart.lua: what `make run` runs.
 --
---   klab experiments/quickstart.lua [arch=sm_90a,sm_100a] [files=A.ptx,B.cu] [sweep=false]
+--   klab experiments/quickstart.lua [arch=sm_90a,sm_100a] [files=A.ptx,B.cu] [sweep=false] [out=DIR]
 --
 -- 1. Compiles every sample kernel under tasks/ for Hopper (sm_90a) and
 --    Blackwell (sm_100a), without a GPU, and prints the resources and the PTX
@@ -25,6 +25,7 @@ local o = experiment.options({
   { "arch", { "sm_90a", "sm_100a" }, "the targets the sample kernels are compiled for" },
   { "files", { "" }, "the kernel files to compile (default: every .ptx and .cu under tasks/)" },
   { "sweep", true, "after the compile table, replay the sweep and write its report" },
+  { "out", "", "the folder for the sweep's store and report (default: build/quickstart, else a temporary one)" },
 }, { ... })
 local archs = o.arch
 
@@ -112,7 +113,9 @@ end
 
 local function fresh_store()
   local dir
-  if is_dir("build") then
+  if o.out ~= "" then
+    dir = o.out
+  elseif is_dir("build") then
     dir = "build/quickstart"
   else
     dir = os.tmpname()
