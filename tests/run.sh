@@ -48,7 +48,7 @@ for build in "$@"; do
         [ -x "$t" ] || continue
         case "$t" in *.d) continue;; esac
         run_suite 300 "$t"
-        tail -n 40 "$log" | grep -vE '^ctest ' | grep -E 'FAIL|ERROR|Sanitizer|runtime error' | sed 's/^/  /'
+        tail -n 40 "$log" | grep -vE '^(ctest|skip) ' | grep -E 'FAIL|ERROR|Sanitizer|runtime error' | sed 's/^/  /'
         grep -E '^ctest ' "$log" | sed 's/^/  /'
         keep "$build" "$(basename "$t")"
         add
@@ -57,7 +57,7 @@ for build in "$@"; do
         fi
     done
     run_suite 900 "$build/klab" tests/lua/run.lua
-    grep -E '^(FAIL|    )|Sanitizer|runtime error' "$log" | sed 's/^/  /'
+    grep -vE '^(skip |  tests: )' "$log" | grep -E '^(FAIL|    )|Sanitizer|runtime error' | sed 's/^/  /'
     grep -E '^lua: ' "$log" | sed 's/^/  /'
     keep "$build" lua
     add

@@ -20,14 +20,6 @@ local function browser(t)
   return nil
 end
 
-local function read(path)
-  local f = io.open(path, "rb")
-  if not f then return nil end
-  local s = f:read("a")
-  f:close()
-  return s
-end
-
 -- Width and height from a PNG's IHDR chunk, or nil.
 local function png_size(s)
   if not s or s:sub(1, 8) ~= "\137PNG\r\n\26\n" or s:sub(13, 16) ~= "IHDR" then return nil end
@@ -72,7 +64,7 @@ function T.quickstart_report_in_a_browser(t)
     .. " experiments/quickstart.lua arch=sm_90a files=tasks/samples/vector_add.ptx out=" .. sq(d .. "/qs"))
   t.eq(code, 0, err)
   local rdir = d .. "/qs/report"
-  local index = read(rdir .. "/index.html")
+  local index = t.read(rdir .. "/index.html")
   if not t.ok(index, "the quickstart wrote its report: " .. out) then return end
   local gpu = require("klab.gpu").available()
 
@@ -81,7 +73,7 @@ function T.quickstart_report_in_a_browser(t)
   for attr, rel in index:gmatch('(%a+)="([^"#:]+%.%w+)"') do
     if attr == "src" or attr == "href" then
       links = links + 1
-      local body = read(rdir .. "/" .. rel)
+      local body = t.read(rdir .. "/" .. rel)
       t.ok(body and #body > 0, "linked file exists: " .. rel)
       if attr == "src" then t.ok(png_size(body), rel .. " is a PNG") end
     end
@@ -127,7 +119,7 @@ function T.quickstart_report_in_a_browser(t)
   code, _, err = t.sh("cd " .. sq(d) .. " && timeout 120 " .. sq(chromium) .. " " .. flags .. " --screenshot="
     .. sq(d .. "/shot.png") .. " " .. sq("file://" .. rdir .. "/index.html"))
   t.eq(code, 0, "chromium --screenshot: " .. err)
-  local shot = read(d .. "/shot.png")
+  local shot = t.read(d .. "/shot.png")
   local w, h = png_size(shot)
   t.eq(w, WIDTH) t.eq(h, HEIGHT)
   t.ok(shot and #shot > 20000, "the first screen is not blank")

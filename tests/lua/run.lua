@@ -94,6 +94,14 @@ local function new_t(name, failures)
     local ok, why = require("klab.gpu").available()
     if not ok then t.skip("no GPU: " .. tostring(why)) end
   end
+  -- The whole file, or nil when it cannot be read.
+  function t.read(path)
+    local f = io.open(path, "rb")
+    if not f then return nil end
+    local s = f:read("a")
+    f:close()
+    return s
+  end
   function t.tmpdir()
     local p = io.popen("mktemp -d")
     local d = p:read("l")
