@@ -189,6 +189,20 @@ function T.experiment_scripts_refuse_unknown_options_in_one_line(t)
   t.eq(o.n, 5) t.eq(o.s, "a")
 end
 
+-- A task that does not exist is named, with the script's line, before any request is sent.
+function T.unknown_task_in_an_experiment_is_one_line(t)
+  local d = t.tmpdir()
+  write(d .. "/myexp.lua", 'local experiment = require "klab.experiment"\n'
+    .. 'local exp = experiment.new { name = "x", db = arg[1] .. "/x.db", progress = false,\n'
+    .. '  models = { { name = "m", provider = "openai", model = "m", base_url = "http://127.0.0.1:9/v1" } },\n'
+    .. '  tasks = { "nope/1" } }\nreturn exp:run().status\n')
+  local code, out, err = t.sh("cd " .. sq(t.root) .. " && " .. sq(t.klab) .. " " .. sq(d .. "/myexp.lua") .. " " .. sq(d))
+  t.eq(code, 2)
+  t.eq(out, "")
+  t.match(err, "^[^\n]*myexp%.lua:2: experiment x: task nope/1: no task named 'nope' under tasks %('klab tasks' lists "
+    .. "the tasks%)\n$")
+end
+
 -- A replay that lacks a response: one line naming the task, tag, replica,
 -- turn and the file looked for, the way out, and status 2.
 function T.replay_miss_is_one_line(t)

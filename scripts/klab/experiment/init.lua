@@ -316,7 +316,24 @@ function M.new(spec)
   end
   if #e.models == 0 then error("experiment.new: at least one model is required", 2) end
   e.groups = {}
-  for i, t in ipairs(spec.tasks or {}) do e.groups[i] = M.group(t) end
+  -- A task name that names nothing is the user's mistake: said before any
+  -- request is sent, at the line of the script that made the experiment.
+  local caller = debug.getinfo(2, "Sl")
+  local where = caller and caller.currentline and caller.currentline > 0
+    and ("%s:%d: "):format(caller.short_src, caller.currentline) or ""
+  local function bad_task(name, why)
+    command.raise(("%sexperiment %s: task %s: %s"):format(where, spec.name, tostring(name),
+      command.task_hint(tostring(why):gsub("^[^:\n]+%.lua:%d+: ", ""))))
+  end
+  for i, t in ipairs(spec.tasks or {}) do
+    local ok, g = pcall(M.group, t)
+    if not ok then bad_task(type(t) == "table" and t.name or t, g) end
+    for _, w in ipairs(g.workloads) do
+      local wok, why = pcall(task_mod.get, w)
+      if not wok then bad_task(w, why) end
+    end
+    e.groups[i] = g
+  end
   if #e.groups == 0 then error("experiment.new: at least one task is required", 2) end
   e.tags = spec.tags or { "none" }
   e.replicas = spec.replicas or 1
