@@ -166,5 +166,5 @@ if not gpu_ok then print("\nGPU stages skipped: " .. tostring(why)) end
 print("\n== 3. The report of this store (figures, tables, provenance)\n")
 local report_dir = out_dir .. "/report"
 local files, warnings = assert(require("klab.report").write(store_path, report_dir))
-for _, w in ipairs(warnings or {}) do print("warning: " .. w) end
+for _, w in ipairs(warnings or {}) do print("note: " .. w) end
 print(string.format("Report: %s/index.html (%d files)", report_dir, #files))
