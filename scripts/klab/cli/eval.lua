@@ -146,14 +146,6 @@ function M.status(r)
   return EXIT.failed
 end
 
--- The store named by --db, opened for writing; nil, a line for the user
--- and the exit status when it cannot be.
-local function open_db(path)
-  local db, err = require("klab.store").open(path)
-  if db then return db end
-  return nil, command.store_problem(path, err), EXIT.usage
-end
-
 function M.main(args)
   local o, code = command.parsed("eval", USAGE, parse(args))
   if not o then return code end
@@ -164,9 +156,9 @@ function M.main(args)
   end
   local db
   if o.db then
-    local derr, dcode
-    db, derr, dcode = open_db(o.db)
-    if not db then return fail(derr, dcode) end
+    local derr
+    db, derr = command.open_store(o.db)
+    if not db then return fail(derr, EXIT.usage) end
   end
   local eval = require "klab.eval"
   local s = eval.session { db = db, deadline = o.deadline }
