@@ -1,6 +1,7 @@
 #!/bin/sh
 # tests/run.sh BUILD_DIR...: runs the C unit tests and the Lua tests of each
-# build directory and prints one closing line "N passed, N failed, N skipped".
+# build directory, then the Slurm test with the first, and prints one closing
+# line "N passed, N failed, N skipped".
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -53,5 +54,15 @@ for build in "$@"; do
         echo "  lua tests exited with status $rc"; tail -n 20 "$log"; total_f=$((total_f + 1))
     fi
 done
+
+# A sweep through a real single-node Slurm (tests/slurm/run.sh): once, with
+# the first build, since it starts daemons of its own.
+echo "== slurm ($1)"
+run_suite 180 sh tests/slurm/run.sh "$1"
+sed 's/^/  /' "$log"
+add
+if [ $rc -ne 0 ] && ! grep -qE '[1-9][0-9]* failed' "$log"; then
+    echo "  the slurm test exited with status $rc"; total_f=$((total_f + 1))
+fi
 echo "$total_p passed, $total_f failed, $total_s skipped"
 [ "$total_f" -eq 0 ]

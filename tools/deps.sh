@@ -2,7 +2,9 @@
 # Installs the Debian packages klab's build and tests need, when missing.
 # Needs root (or sudo) only when something is missing.
 set -eu
-pkgs="build-essential pkg-config liblua5.4-dev lua-cjson-dev libsqlite3-dev libcurl4-openssl-dev gnuplot-nox python3"
+# slurm-wlm and munge: the test that runs a sweep through a local Slurm.
+pkgs="build-essential pkg-config liblua5.4-dev lua-cjson-dev libsqlite3-dev libcurl4-openssl-dev gnuplot-nox python3
+slurm-wlm munge"
 missing=""
 for p in $pkgs; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing="$missing $p"
