@@ -85,6 +85,13 @@ end
 
 local function count(db, tbl) return db:first("SELECT count(*) AS n FROM " .. tbl).n end
 
+-- The dump of a fresh store that the sources were merged into, in order.
+local function merged(path, ...)
+  local db <close> = assert(store.open(path))
+  for _, src in ipairs { ... } do merge.merge(db, src) end
+  return table.concat(dump_text(db), "\n")
+end
+
 local function added(report, name)
   for _, t in ipairs(report.tables) do if t.name == name then return t.added, t end end
 end
@@ -166,10 +173,7 @@ T.merging_again_changes_nothing_and_order_does_not_matter = function(t)
     t.eq(#r.conflicts, 0)
   end
   t.eq(table.concat(dump_text(out), "\n"), first, "the same store after merging again")
-  local rev <close> = assert(store.open(dir .. "/rev.db"))
-  merge.merge(rev, dir .. "/b.db")
-  merge.merge(rev, dir .. "/a.db")
-  t.eq(table.concat(dump_text(rev), "\n"), first, "the same store whichever shard comes first")
+  t.eq(merged(dir .. "/rev.db", dir .. "/b.db", dir .. "/a.db"), first, "the same store whichever shard comes first")
 end
 
 T.conflicts_are_reported_and_the_output_kept = function(t)
@@ -252,10 +256,7 @@ T.a_copy_that_went_further_replaces_the_older_one = function(t)
   t.eq(count(out, "turns"), 2, "the trajectory's turns are the newer copy's")
   merge.merge(out, dir .. "/old.db")
   t.eq(table.concat(dump_text(out), "\n"), want, "the older copy merged again does not go back")
-  local rev <close> = assert(store.open(dir .. "/rev.db"))
-  merge.merge(rev, dir .. "/new.db")
-  merge.merge(rev, dir .. "/old.db")
-  t.eq(table.concat(dump_text(rev), "\n"), want, "in either order")
+  t.eq(merged(dir .. "/rev.db", dir .. "/new.db", dir .. "/old.db"), want, "in either order")
 end
 
 T.a_store_still_open_is_read_through_its_log = function(t)

@@ -17,13 +17,8 @@ local function q(s) return require("klab.command").shell_quote(s) end
 -- The quickstart's sweep (4 trajectories of 3 turns), replayed from the
 -- sample replies shipped in experiments/responses/quickstart.
 local function quickstart(t, db, extra)
-  local s = {
-    name = "quickstart", db = db, mode = "replay", responses_dir = t.root .. "/experiments/responses/quickstart",
-    models = { { name = "klab-sample", provider = "openai", model = "klab-sample", base_url = "http://127.0.0.1:9/v1" } },
-    tasks = { { name = "gemm_bf16_small", workloads = { "gemm_bf16/128x4096x4096", "gemm_bf16/16x7168x5120" } } },
-    tags = { "none", "hopper" }, replicas = 2, turns = 3, target_speedup = 1.2, select = "fastest_correct",
-    progress = false,
-  }
+  local s = dofile(t.root .. "/experiments/quickstart_spec.lua") {
+    db = db, responses_dir = t.root .. "/experiments/responses/quickstart" }
   for k, v in pairs(extra or {}) do s[k] = v end
   return s
 end

@@ -11,14 +11,6 @@ local T = {}
 
 local function q(s) return require("klab.command").shell_quote(s) end
 
-local function read(path)
-  local f = io.open(path, "rb")
-  if not f then return nil end
-  local s = f:read("a")
-  f:close()
-  return s
-end
-
 local function write(path, text, mode)
   local f = assert(io.open(path, "w"))
   f:write(text)
@@ -87,16 +79,16 @@ T.an_array_task_saves_its_store_and_resumes_from_the_copy = function(t)
   t.match(err, "wrote .*sweep%.sbatch %(not submitted: %-%-dry%-run%)")
   t.match(out, "#SBATCH %-%-array=0%-2")
   local script = results .. "/sweep.sbatch"
-  t.eq(read(script), out, "--dry-run prints what it wrote")
+  t.eq(t.read(script), out, "--dry-run prints what it wrote")
   local task = "cd " .. q(t.root) .. " && SLURM_ARRAY_JOB_ID=77 SLURM_ARRAY_TASK_ID=1 sh " .. q(script)
   code, out, err = t.sh(task)
   t.eq(code, 0, err)
   t.match(out, "new turns: 3 of 3")
   local saved = results .. "/shard-1-of-3.db"
-  t.ok(read(saved), "the store was copied to the results folder")
-  t.eq(read(saved .. "-wal"), nil, "as one file, without a write-ahead log")
-  t.eq(read(saved .. ".part"), nil, "under its final name")
-  t.eq(read(dir .. "/node/klab-77-1/shard.db"), nil, "the node's copy is removed once the task succeeded")
+  t.ok(t.read(saved), "the store was copied to the results folder")
+  t.eq(t.read(saved .. "-wal"), nil, "as one file, without a write-ahead log")
+  t.eq(t.read(saved .. ".part"), nil, "under its final name")
+  t.eq(t.read(dir .. "/node/klab-77-1/shard.db"), nil, "the node's copy is removed once the task succeeded")
   do
     local db <close> = assert(store.open(saved, { readonly = true }))
     t.eq(db:first("SELECT count(*) AS n FROM trajectories").n, 1, "shard 1 of 3 holds one trajectory")
@@ -119,7 +111,7 @@ T.submission_goes_through_sbatch = function(t)
   t.eq(code, 0, err)
   t.match(out, "submitted job 4242: 2 array tasks running tests/slurm/sweep.lua")
   t.match(out, "klab merge .*/r/sweep%.db .*/r/shard%-%*%-of%-2%.db")
-  t.eq(read(dir .. "/args"), "--parsable\n" .. dir .. "/r/sweep.sbatch\n", "sbatch got the script as one argument")
+  t.eq(t.read(dir .. "/args"), "--parsable\n" .. dir .. "/r/sweep.sbatch\n", "sbatch got the script as one argument")
   write(bin .. "/sbatch", "#!/bin/sh\necho 'sbatch: error: invalid partition name' >&2\nexit 1\n", "+x")
   code, _, err = t.sh(base)
   t.eq(code, 1)

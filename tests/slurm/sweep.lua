@@ -1,6 +1,7 @@
--- tests/slurm/sweep.lua: the quickstart's replayed sweep (experiments/
--- responses/quickstart: sample replies, no network) as an experiment script
--- that takes options, for the Slurm test (tests/slurm/run.sh).
+-- tests/slurm/sweep.lua: the quickstart's replayed sweep
+-- (experiments/quickstart_spec.lua: sample replies, no network) as an
+-- experiment script that takes options, for the Slurm test
+-- (tests/slurm/run.sh). Run it from the repository's root.
 --
 --   klab tests/slurm/sweep.lua db=PATH [shard=I/N] [pause=SECONDS] [run=false]
 --
@@ -15,25 +16,14 @@ local experiment = require "klab.experiment"
 local o = experiment.options({ db = "", run = true, pause = 0.0 }, { ... })
 if o.db == "" then error("db=PATH is required", 0) end
 
-local exp <close> = experiment.new {
-  name = "quickstart",
+local exp <close> = experiment.new(dofile("experiments/quickstart_spec.lua") {
   db = o.db,
-  mode = "replay",
-  responses_dir = "experiments/responses/quickstart",
-  models = { { name = "klab-sample", provider = "openai", model = "klab-sample", base_url = "http://127.0.0.1:9/v1" } },
-  tasks = { { name = "gemm_bf16_small", workloads = { "gemm_bf16/128x4096x4096", "gemm_bf16/16x7168x5120" } } },
-  tags = { "none", "hopper" },
-  replicas = 2,
-  turns = 3,
-  target_speedup = 1.2,
-  select = "fastest_correct",
-  progress = false,
   on_turn = function(e)
     print(("stored turn %s r%d t%d: %s"):format(e.tag, e.replica, e.turn, e.verdict))
     io.stdout:flush()
     if o.pause > 0 then require("klab.sys").sleep(o.pause) end
   end,
-}
+})
 
 if o.run then
   local sum = exp:run()
