@@ -47,6 +47,7 @@ end
 -- row, sorted: two stores with equal dumps hold the same thing. Each query
 -- names its columns c1..cN.
 local DUMP = {
+  { 5, [[SELECT 'verdict' c1, name c2, rank c3, short c4, class c5 FROM verdicts]] },
   { 4, [[SELECT 'environment' c1, host c2, extra c3, created_at c4 FROM environments]] },
   { 5, [[SELECT 'candidate' c1, hash c2, language c3, code c4, plan c5 FROM candidates]] },
   { 6, [[SELECT 'compile' c1, c.hash c2, k.hash c3, c.ok c4, typeof(c.image) c5, hex(c.image) c6 FROM compiles c
@@ -156,7 +157,7 @@ T.shards_merge_with_nothing_lost_or_duplicated = function(t)
   t.eq(tb, 2, "b's trajectory was renumbered")
   t.eq(out:first("SELECT count(*) AS n FROM turns WHERE trajectory_id = ?", tb).n, 2, "its turns followed it")
   t.eq(added(rb, "candidates"), 1) t.eq(select(2, added(rb, "candidates")).same, 1)
-  t.match(merge.summary(rb), "b%.db: environments %+1, candidates %+1 %(1 there%)")
+  t.match(merge.summary(rb), "b%.db: verdicts %+0 %(%d+ there%), environments %+1, candidates %+1 %(1 there%)")
 end
 
 T.merging_again_changes_nothing_and_order_does_not_matter = function(t)
@@ -319,7 +320,7 @@ T.the_command_line = function(t)
   t.eq(code, 0) t.match(out, "usage: klab merge OUT%.db SHARD%.db")
   code, out = t.sh(q(t.klab) .. " merge " .. q(dir .. "/out.db") .. " " .. q(dir .. "/a.db") .. " " .. q(dir .. "/b.db"))
   t.eq(code, 0)
-  t.match(out, "a%.db: environments %+1, candidates %+2")
+  t.match(out, "a%.db: verdicts %+0 %(%d+ there%), environments %+1, candidates %+2")
   t.match(out, "out%.db: 2 of 2 stores merged, 0 conflicts")
   code, out, err = t.sh(q(t.klab) .. " merge " .. q(dir .. "/out.db") .. " " .. q(dir .. "/a.db") .. " " ..
     q(dir .. "/none.db"))

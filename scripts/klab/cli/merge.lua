@@ -46,6 +46,9 @@ function M.main(args)
   local merge = require("klab.store.merge")
   local db <close>, err = require("klab.store").open(o.out)
   if not db then return command.fail("merge", err) end
+  -- The output is written by this klab: its verdicts are this klab's (a
+  -- shard from an older one brings no verdicts table of its own).
+  require("klab.eval.verdict").define(db)
   local failed, conflicts = 0, 0
   for _, path in ipairs(o.sources) do
     local ok, report = pcall(merge.merge, db, path)

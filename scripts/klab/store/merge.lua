@@ -42,6 +42,7 @@ local M = {}
 --             replaced, and never mixed from two stores;
 --   strict    a conflict refuses the whole source.
 M.TABLES = {
+  { name = "verdicts", key = { "name" }, identity = { "rank", "short", "stage", "class", "means" } },
   { name = "environments", key = "*" },
   { name = "candidates", key = { "hash" }, identity = { "language", "code", "plan" } },
   { name = "compiles", key = { "hash" }, refs = { candidate_id = "candidates" }, identity = { "candidate_id", "arch", "ok" } },
