@@ -125,14 +125,16 @@ EOF
 export SLURM_CONF="$T/slurm.conf"
 
 slurmctld -D -f "$SLURM_CONF" >>"$T/log/slurmctld.log" 2>&1 &
-pids="$pids $!"
+ctld=$!
 slurmd -D -f "$SLURM_CONF" -N localhost >>"$T/log/slurmd.log" 2>&1 &
-pids="$pids $!"
+slurmd=$!
+pids="$pids $ctld $slurmd"
 i=0
 state=""
 while [ $i -lt 100 ]; do
     state=$(sinfo -h -o %t 2>/dev/null)
     [ "$state" = idle ] && break
+    kill -0 "$ctld" 2>/dev/null && kill -0 "$slurmd" 2>/dev/null || break
     sleep 0.2
     i=$((i + 1))
 done
