@@ -7,7 +7,8 @@
 --    instruction census of each. Kernels that need the other architecture's
 --    instructions fail to build for it, and the table says so with the
 --    assembler's reason.
--- 2. Replays the sample responses in experiments/responses/quickstart/
+-- 2. Replays (the sweep of experiments/quickstart_spec.lua) the sample
+--    responses in experiments/responses/quickstart/
 --    (written by the klab team as sample data, not model output) through the
 --    whole pipeline, in replay mode (no network): a multi-turn sweep of one
 --    "model" over the small bf16 GEMM shapes, 2 prompt tags x 2 replicas x 3
@@ -130,22 +131,7 @@ end
 local function sweep()
   local experiment = require("klab.experiment")
   local path, dir = fresh_store()
-  local exp <close> = experiment.new {
-    name = "quickstart",
-    db = path,
-    mode = "replay",
-    responses_dir = "experiments/responses/quickstart",
-    -- Never contacted: replay mode answers from the store and the shipped files only.
-    models = { { name = "klab-sample", provider = "openai", model = "klab-sample", base_url = "http://127.0.0.1:9/v1" } },
-    tasks = { { name = "gemm_bf16_small", workloads = { "gemm_bf16/128x4096x4096", "gemm_bf16/16x7168x5120" } } },
-    tags = { "none", "hopper" },
-    replicas = 2,
-    turns = 3,
-    target_speedup = 1.2,
-    select = "fastest_correct",
-    progress = false,
-    log = dir .. "/quickstart.log",
-  }
+  local exp <close> = experiment.new(dofile("experiments/quickstart_spec.lua") { db = path, log = dir .. "/quickstart.log" })
   local summary = exp:run()
   print(exp:table())
   local req = summary.requests

@@ -5,7 +5,9 @@
 set -eu
 pkgs="build-essential pkg-config liblua5.4-dev lua-cjson-dev libsqlite3-dev libcurl4-openssl-dev gnuplot-nox python3"
 if [ "${1:-}" = "--test" ]; then
-    pkgs="$pkgs chromium"
+    # chromium: the report checked in a headless browser; slurm-wlm and
+    # munge: a sweep run through a local Slurm.
+    pkgs="$pkgs chromium slurm-wlm munge"
 fi
 missing=""
 for p in $pkgs; do

@@ -108,6 +108,14 @@ local function new_t(name, failures)
     p:close()
     return d
   end
+  -- A file's contents, or nil when it cannot be read.
+  function t.read(path)
+    local f = io.open(path, "rb")
+    if not f then return nil end
+    local s = f:read("a")
+    f:close()
+    return s
+  end
   -- Runs a shell command; returns exit code, stdout, stderr.
   function t.sh(cmd)
     local errf = os.tmpname()

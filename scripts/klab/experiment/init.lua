@@ -24,7 +24,10 @@
 -- stored; raising from it stops the run), progress ["auto", "bar", "plain",
 -- false], log (a path to append to, or function(line)), concurrency [total
 -- requests in flight; each model has its own cap too], drain_s [10], session
--- (an open eval session to use).
+-- (an open eval session to use), shard ({index=, count=} or "I/N": run
+-- only that shard of the trajectories; false: all of them; default: the
+-- command line's shard=I/N, else the Slurm array task's; see
+-- klab.experiment.shard). A string db may name {index} and {count}.
 --
 -- Resume: every trajectory and turn is stored as it finishes (one
 -- transaction per turn). Running the same experiment again skips finished
@@ -46,6 +49,7 @@ local verdicts = require "klab.eval.verdict"
 local candidate_mod = require "klab.eval.candidate"
 local task_mod = require "klab.task"
 local store_mod = require "klab.store"
+local shard_mod = require "klab.experiment.shard"
 local cjson = require "cjson"
 
 local M = {}
@@ -117,6 +121,9 @@ function M.help(decl, name)
     end
   end
   out[#out + 1] = ""
+  out[#out + 1] = "Every experiment script also takes shard=I/N: run only shard I of N of the sweep's trajectories"
+  out[#out + 1] = "(docs/slurm.md); a db= path may name {index} and {count}."
+  out[#out + 1] = ""
   out[#out + 1] = command.EXIT_TEXT
   return table.concat(out, "\n")
 end
@@ -127,8 +134,11 @@ end
 -- help on standard output and status 0; an unknown key, a bad value or an
 -- argument that is not key=value ends it with one line that names the
 -- script, the option and the known ones, and status 2 (klab.command's
--- error objects).
+-- error objects). Every script also takes shard=I/N (o.shard;
+-- experiment.new uses it), and a db option's {index} and {count} are
+-- filled from the shard.
 function M.options(decl, args)
+  args = shard_mod.take(args)
   decl = declared(decl)
   local name = script_name()
   local defaults, keys = {}, {}
@@ -171,6 +181,8 @@ function M.options(decl, args)
       o[k] = v
     end
   end
+  o.shard = shard_mod.command_line
+  if type(o.db) == "string" then o.db = shard_mod.path(o.db, shard_mod.resolve(nil)) end
   return o
 end
 
@@ -345,8 +357,9 @@ function M.new(spec)
   e.feedback = spec.feedback or {}
   e.prompt = spec.prompt or {}
   e.history = spec.history or "full"
+  e.shard = shard_mod.resolve(spec.shard)
   if type(spec.db) == "string" then
-    e.db = M.open_store(spec.db, "experiment " .. spec.name)
+    e.db = M.open_store(shard_mod.path(spec.db, e.shard), "experiment " .. spec.name)
     e.own_db = true
   else
     e.db = spec.db
@@ -402,34 +415,43 @@ local function traj_key(exp, m, g, tag, r)
   return store_mod.hash("klab.trajectory.1", exp, m.name, g.name, tag, tostring(r))
 end
 
--- The trajectories of the sweep, in order, loaded or created.
-function Exp:_trajectories()
-  local db = self.db
+-- Every trajectory of the sweep in its fixed order: {m, g, tag, r, key}.
+function Exp:_sweep()
   local list = {}
   for _, m in ipairs(self.models) do
     for _, g in ipairs(self.groups) do
       for _, tag in ipairs(self.tags) do
-        for r = 1, self.replicas do
-          local key = traj_key(self.name, m, g, tag, r)
-          local row = db:first("SELECT * FROM trajectories WHERE key = ?", key)
-          local messages
-          if row then
-            messages = cjson.decode(row.messages)
-          else
-            messages = prompt.messages { group = g, tag = tag, arch = self.arch, system = self.prompt.system,
-              user = self.prompt.user, vars = self.prompt.vars, root = self.prompt.root }
-            local id = db:insert("trajectories", { experiment_id = self.exp_id, key = key, model = m.name,
-              task = g.name, tag = tag, replica = r, messages = model_mod.json(messages) })
-            row = db:first("SELECT * FROM trajectories WHERE id = ?", id)
-          end
-          local t = { row = row, id = row.id, key = key, model = m, group = g, tag = tag, replica = r,
-                      initial = messages, done = row.state == "done", turns = {} }
-          for _, tr in ipairs(db:query("SELECT * FROM turns WHERE trajectory_id = ? ORDER BY turn", row.id)) do
-            t.turns[#t.turns + 1] = tr
-          end
-          list[#list + 1] = t
-        end
+        for r = 1, self.replicas do list[#list + 1] = { m, g, tag, r, traj_key(self.name, m, g, tag, r) } end
       end
+    end
+  end
+  return list
+end
+
+-- The trajectories of the sweep (of its shard), in order, loaded or created.
+function Exp:_trajectories()
+  local db = self.db
+  local list = {}
+  for p, s in ipairs(self:_sweep()) do
+    if shard_mod.keeps(self.shard, p - 1) then
+      local m, g, tag, r, key = s[1], s[2], s[3], s[4], s[5]
+      local row = db:first("SELECT * FROM trajectories WHERE key = ?", key)
+      local messages
+      if row then
+        messages = cjson.decode(row.messages)
+      else
+        messages = prompt.messages { group = g, tag = tag, arch = self.arch, system = self.prompt.system,
+          user = self.prompt.user, vars = self.prompt.vars, root = self.prompt.root }
+        local id = db:insert("trajectories", { experiment_id = self.exp_id, key = key, model = m.name,
+          task = g.name, tag = tag, replica = r, messages = model_mod.json(messages) })
+        row = db:first("SELECT * FROM trajectories WHERE id = ?", id)
+      end
+      local t = { row = row, id = row.id, key = key, model = m, group = g, tag = tag, replica = r,
+                  initial = messages, done = row.state == "done", turns = {} }
+      for _, tr in ipairs(db:query("SELECT * FROM turns WHERE trajectory_id = ? ORDER BY turn", row.id)) do
+        t.turns[#t.turns + 1] = tr
+      end
+      list[#list + 1] = t
     end
   end
   return list
@@ -699,6 +721,7 @@ function Exp:run()
   local spec = self.spec
   self.exp_id = db:transaction(function() return self:_experiment_id() end)
   local trajs = db:transaction(function() return self:_trajectories() end)
+  if self.shard then self:_log("shard %s: %d trajectories of the sweep", shard_mod.text(self.shard), #trajs) end
   -- Trajectories whose last turn ended them but were not marked (a crash between) are finished now.
   for _, t in ipairs(trajs) do
     if not t.done then
@@ -715,7 +738,8 @@ function Exp:run()
     return total, done
   end
   local total, done0 = totals()
-  local bar = progress.new { total = total, label = self.name .. ": turns", mode = spec.progress == nil and "auto" or spec.progress }
+  local label = self.name .. (self.shard and (" shard " .. shard_mod.text(self.shard)) or "") .. ": turns"
+  local bar = progress.new { total = total, label = label, mode = spec.progress == nil and "auto" or spec.progress }
   bar:update { done = done0, start_done = done0, counts = self:_counts(), force = true }
 
   self.caller = model_mod.caller { db = db, mode = self.mode, experiment = self.name, responses_dir = spec.responses_dir,
@@ -790,7 +814,7 @@ function Exp:run()
   self.caller, self.session = nil, nil
   local status, why = self:_outcome(ran)
   return { trajectories = #trajs, turns = dn, new_turns = stored, counts = self:_counts(), requests = stats,
-           status = status, why = why }
+           status = status, why = why, shard = self.shard }
 end
 
 -- What a run came to, from the turns it stored: the exit status
@@ -832,12 +856,20 @@ end
 -- ---- reading results -----------------------------------------------------------
 
 -- One row per trajectory: {id, model, task, tag, replica, turns, state, stop_reason, verdicts = {...},
--- best_speedup, selected_turn, selected_speedup, tokens_in, tokens_out, cost}.
+-- best_speedup, selected_turn, selected_speedup, tokens_in, tokens_out, cost}, in sweep order (so a
+-- store merged from shards reads like one run), then any trajectories the spec does not name.
 function Exp:rows()
   local db = self.db
   local exp = db:first("SELECT id FROM experiments WHERE name = ?", self.name)
   if not exp then return {} end
   local rows = db:query([[SELECT * FROM trajectories WHERE experiment_id = ? ORDER BY id]], exp.id)
+  local pos = {}
+  for p, s in ipairs(self:_sweep()) do pos[s[5]] = p end
+  table.sort(rows, function(a, b)
+    local pa, pb = pos[a.key] or math.huge, pos[b.key] or math.huge
+    if pa ~= pb then return pa < pb end
+    return a.id < b.id
+  end)
   for _, r in ipairs(rows) do
     r.verdicts = {}
     r.tokens_in, r.tokens_out, r.cost = 0, 0, nil
