@@ -152,7 +152,7 @@ test: test-deps
 test-only:
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)$(MAKE) --no-print-directory SAN=1 all
-	$(Q)sh tests/run.sh build build/asan
+	$(Q)sh tests/run.sh --slurm build build/asan
 
 run: deps
 	$(Q)$(MAKE) --no-print-directory all

@@ -1,11 +1,14 @@
 #!/bin/sh
-# tests/run.sh BUILD_DIR...: runs the C unit tests and the Lua tests of each
-# build directory, then the Slurm test with the first, and prints one closing
+# tests/run.sh [--slurm] BUILD_DIR...: runs the C unit tests and the Lua tests
+# of each build directory, then (with --slurm) the Slurm test with the first,
+# and prints one closing
 # line "N passed, N failed, N skipped". Skipped tests are reported once per
 # reason over all suites and builds ("skip 68 tests: no GPU: ..."), before
 # the closing line; each suite's whole output, with the names of the tests
 # it skipped, is kept in BUILD_DIR/test-logs/.
 set -u
+slurm=0
+if [ "${1:-}" = "--slurm" ]; then slurm=1; shift; fi
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 total_p=0; total_f=0; total_s=0
@@ -67,13 +70,15 @@ for build in "$@"; do
 done
 # A sweep through a real single-node Slurm (tests/slurm/run.sh): once, with
 # the first build, since it starts daemons of its own.
-echo "== slurm ($1)"
-run_suite 180 sh tests/slurm/run.sh "$1"
-grep -vE '^skip ' "$log" | sed 's/^/  /'
-keep "$1" slurm
-add
-if [ $rc -ne 0 ] && ! grep -qE '[1-9][0-9]* failed' "$log"; then
-    echo "  the slurm test exited with status $rc"; total_f=$((total_f + 1))
+if [ $slurm -eq 1 ]; then
+    echo "== slurm ($1)"
+    run_suite 180 sh tests/slurm/run.sh "$1"
+    grep -vE '^skip ' "$log" | sed 's/^/  /'
+    keep "$1" slurm
+    add
+    if [ $rc -ne 0 ] && ! grep -qE '[1-9][0-9]* failed' "$log"; then
+        echo "  the slurm test exited with status $rc"; total_f=$((total_f + 1))
+    fi
 fi
 # "skip N tests: REASON" (the Lua runner) or "skip FILE:LINE: REASON" (a C
 # test, one each): summed by reason, in the order first seen.
