@@ -434,12 +434,15 @@ static int heuristic(const dnn_api *a, cudnnBackendDescriptor_t graph, cudnnBack
     return s;
 }
 
-int dnn_engines_count(const dnn_api *a, const dnn_gb *g, const char *what, int64_t *count, ks_status *st)
+int dnn_engines_count(const dnn_api *a, const dnn_gb *g, const char *what, int *graph_ok, int64_t *count,
+                      ks_status *st)
 {
     *count = 0;
+    *graph_ok = 0;
     cudnnBackendDescriptor_t graph = NULL;
     if (make_graph(a, NULL, g, what, &graph, st))
         return st->code;
+    *graph_ok = 1;
     const cudnnBackendHeurMode_t modes[2] = {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK};
     int s = CUDNN_STATUS_NOT_SUPPORTED;
     for (int m = 0; m < 2; m++) {
