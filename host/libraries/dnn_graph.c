@@ -251,8 +251,7 @@ const char *dnn_graph_role_name(int kind, int role)
     return roles[kind][role];
 }
 
-/* Whether slot role of op is written by it. */
-static int is_output(const dnn_g_op *op, int role)
+int dnn_graph_role_written(const dnn_g_op *op, int role)
 {
     switch (op->kind) {
     case DNN_K_POINTWISE: return role == PW_Y;
@@ -705,7 +704,7 @@ int dnn_graph_resolve(const dnn_graph_desc *d, dnn_graph_desc *r, ks_status *st)
             dnn_g_tensor *t = &r->t[ti];
             if (used[ti] < 0)
                 used[ti] = i;
-            if (is_output(op, k)) {
+            if (dnn_graph_role_written(op, k)) {
                 if (t->by_value)
                     return ks_fail(st, KS_EINVAL, 0, "%s writes '%s', a by-value scalar", lab, t->name);
                 if (writer[ti] >= 0)

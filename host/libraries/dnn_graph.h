@@ -160,6 +160,9 @@ int dnn_graph_phase_parse(const char *s);             /* "inference", "training"
 /* The role index of role name r for kind (see the table above), or -1. */
 int dnn_graph_role(int kind, const char *r);
 const char *dnn_graph_role_name(int kind, int role);  /* NULL past the last */
+/* Whether op writes its tensor in slot role (y, c, dx, index; a training
+ * norm's mean and inv_variance). */
+int dnn_graph_role_written(const dnn_g_op *op, int role);
 
 /* ---- building a description ---- */
 
