@@ -393,7 +393,7 @@ static void test_plan_on_gpu(void)
     CHECK(blas_matmul_enqueue(p, 0, NULL, &st) == KS_EINVAL);   /* nothing bound */
 
     /* The bound form. */
-    blas_gemm_args args = {dA, dB, dC, 0, 0, 0};
+    blas_gemm_args args = {dA, dB, dC, 0, 0, 0, 0};
     CHECK(blas_gemm_bind(p, &args, &st) == KS_OK);
     cuda_memset_d8(c, dC, 0, sizeof hC, &st);
     CHECKF(blas_matmul_enqueue(p, 0, NULL, &st) == KS_OK, "%s", st.msg);
