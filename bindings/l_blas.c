@@ -34,13 +34,16 @@
  *                                 first choice (what PyTorch would run).
  *   plan:info()                -> {dtype=, out_dtype=, compute=, M=, N=, K=, algos=,
  *                                 workspace_bytes=, fast_accum=, flops=, a_bytes=,
- *                                 b_bytes=, c_bytes=, m=, n=, k=, transa=, transb=,
- *                                 lda=, ldb=, ldc=}
+ *                                 b_bytes=, c_bytes=, bias_bytes=, a_layout=,
+ *                                 b_layout=, batch=, epilogue=, bias_dtype=, and the
+ *                                 map's fields (m=, n=, k=, transa=, ..., align_c=)}
+ *                                 (byte sizes cover the whole batch)
  *   plan:run(A, B, C [, opts]) -> true | nil, msg, code
  *       A, B, C: gpu.Buffer of the plan's context, large enough;
  *       opts = {algo=1, scale_a=Buffer, scale_b=Buffer (e4m3 only, one fp32
  *       each; default 1.0), workspace=Buffer (>= the plan's workspace; default
- *       the plan's own), bias=Buffer (bias epilogues: required, else refused)}. Enqueued asynchronously on the context's stream
+ *       the plan's own), bias=Buffer (bias epilogues: required, else
+ *       refused)}. Enqueued asynchronously on the context's stream
  *       (the legacy default stream, the one ctx:launch uses); ctx:sync()
  *       waits for it.
  *   plan:time(A, B, C [, opts]) -> {method=, fallback=, flush_bytes=,

@@ -770,7 +770,8 @@ static int gplan_run(lua_State *L)
             luaL_error(L, "run: '%s' is not a tensor of this graph", name ? name : "?");
         const dnn_g_tensor *t = &r->t[ti];
         if (t->is_virtual || t->by_value)
-            luaL_error(L, "run: tensor '%s' is %s and takes no address", name, t->is_virtual ? "virtual" : "a by-value scalar");
+            luaL_error(L, "run: tensor '%s' is %s and takes no address", name,
+                       t->is_virtual ? "virtual" : "a by-value scalar");
         if (lua_isinteger(L, -1)) {
             lua_Integer x = lua_tointeger(L, -1);
             if (x <= 0)

@@ -798,29 +798,33 @@ static void build_conv(dnn_gb *g, const dnn_g_op *op, const dnn_tens *T, cudnnDa
 {
     const dnn_tens *in = &T[op->io[CV_IN]], *w = &T[op->io[CV_W]], *out = &T[op->io[CV_OUT]];
     cudnnBackendDescriptor_t cd = conv_desc(g, op, in->nd - 2, comp, name);
+    /* The forward and the data-gradient operations differ only in their
+     * attribute names: the input side (x or dy), the filter, the output
+     * side (y or dx), the convolution, alpha and beta. */
+    static const struct {
+        cudnnBackendDescriptorType_t type;
+        cudnnBackendAttributeName_t in, w, out, conv, alpha, beta;
+    } a[2] = {
+        {CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X,
+         CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y,
+         CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA,
+         CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA},
+        {CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY,
+         CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX,
+         CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA,
+         CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA},
+    };
+    const int k = op->kind == DNN_K_CONV_FWD ? 0 : 1;
     float alpha = 1.0f, beta = 0.0f;
-    if (op->kind == DNN_K_CONV_FWD) {
-        cudnnBackendDescriptor_t o = dnn_gb_new(g, CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR, name);
-        dnn_gb_set_desc(g, o, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, in->d, name);
-        dnn_gb_set_desc(g, o, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, w->d, name);
-        dnn_gb_set_desc(g, o, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, out->d, name);
-        dnn_gb_set_desc(g, o, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, cd, name);
-        dnn_gb_set(g, o, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, CUDNN_TYPE_FLOAT, 1, &alpha, name);
-        dnn_gb_set(g, o, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, CUDNN_TYPE_FLOAT, 1, &beta, name);
-        dnn_gb_fin(g, o, name);
-        dnn_gb_op(g, o, name);
-    } else {
-        cudnnBackendDescriptor_t o =
-            dnn_gb_new(g, CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR, name);
-        dnn_gb_set_desc(g, o, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY, in->d, name);
-        dnn_gb_set_desc(g, o, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W, w->d, name);
-        dnn_gb_set_desc(g, o, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX, out->d, name);
-        dnn_gb_set_desc(g, o, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC, cd, name);
-        dnn_gb_set(g, o, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA, CUDNN_TYPE_FLOAT, 1, &alpha, name);
-        dnn_gb_set(g, o, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA, CUDNN_TYPE_FLOAT, 1, &beta, name);
-        dnn_gb_fin(g, o, name);
-        dnn_gb_op(g, o, name);
-    }
+    cudnnBackendDescriptor_t o = dnn_gb_new(g, a[k].type, name);
+    dnn_gb_set_desc(g, o, a[k].in, in->d, name);
+    dnn_gb_set_desc(g, o, a[k].w, w->d, name);
+    dnn_gb_set_desc(g, o, a[k].out, out->d, name);
+    dnn_gb_set_desc(g, o, a[k].conv, cd, name);
+    dnn_gb_set(g, o, a[k].alpha, CUDNN_TYPE_FLOAT, 1, &alpha, name);
+    dnn_gb_set(g, o, a[k].beta, CUDNN_TYPE_FLOAT, 1, &beta, name);
+    dnn_gb_fin(g, o, name);
+    dnn_gb_op(g, o, name);
 }
 
 static void build_resample(dnn_gb *g, const dnn_g_op *op, const dnn_tens *T, cudnnDataType_t comp,

@@ -18,6 +18,7 @@
  * graph=<0|1> engines=<n>") so a run shows what the loaded cuDNN accepts.
  */
 #include <math.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,6 +87,23 @@ static dnn_g_op *op(dnn_graph_desc *d, int kind, const char *mode)
         o->mode = dnn_graph_mode_parse(kind, mode);
         CHECKF(o->mode >= 0 || kind == DNN_K_CONV_FWD, "mode %s of %s", mode, dnn_graph_kind_name(kind));
     }
+    return o;
+}
+
+/* An operation with its tensors: (role, tensor index) pairs ending with NULL. */
+static dnn_g_op *opio(dnn_graph_desc *d, int kind, const char *mode, ...)
+{
+    dnn_g_op *o = op(d, kind, mode);
+    va_list ap;
+    va_start(ap, mode);
+    for (const char *role = va_arg(ap, const char *); role; role = va_arg(ap, const char *)) {
+        int t = va_arg(ap, int);
+        int k = dnn_graph_role(kind, role);
+        CHECKF(k >= 0, "role %s of %s", role, dnn_graph_kind_name(kind));
+        if (k >= 0)
+            o->io[k] = t;
+    }
+    va_end(ap);
     return o;
 }
 
@@ -176,13 +194,8 @@ static void test_resolve(void)
     int s = scalar(d, "s", DNN_DT_F32, 2.0);
     int t = virt0(d, "t", DNN_DT_F32);
     int y = tensor(d, "y", DNN_DT_BF16, NULL, 0);
-    dnn_g_op *o = op(d, DNN_K_POINTWISE, "MUL");
-    io(o, "x", x);
-    io(o, "b", s);
-    io(o, "y", t);
-    o = op(d, DNN_K_POINTWISE, "RELU_FWD");
-    io(o, "x", t);
-    io(o, "y", y);
+    opio(d, DNN_K_POINTWISE, "MUL", "x", x, "b", s, "y", t, NULL);
+    opio(d, DNN_K_POINTWISE, "RELU_FWD", "x", t, "y", y, NULL);
     CHECKF(dnn_graph_resolve(d, r, &st) == KS_OK, "%s", st.msg);
     /* Packed row-major strides, scalar ones of the operand's rank, the
      * pointwise outputs shaped like their input. */
@@ -199,9 +212,7 @@ static void test_resolve(void)
     x = tensor(d, "x", DNN_DT_F32, DIMS(2, 3, 4, 5));
     d->t[x].layout = DNN_LAYOUT_NHWC;
     y = tensor(d, "y", DNN_DT_F32, NULL, 0);
-    o = op(d, DNN_K_POINTWISE, "ABS");
-    io(o, "x", x);
-    io(o, "y", y);
+    opio(d, DNN_K_POINTWISE, "ABS", "x", x, "y", y, NULL);
     CHECKF(dnn_graph_resolve(d, r, &st) == KS_OK, "%s", st.msg);
     CHECK(r->t[x].stride[0] == 60 && r->t[x].stride[1] == 1 && r->t[x].stride[2] == 15 && r->t[x].stride[3] == 3);
     CHECK(r->t[y].stride[1] == 1 && r->t[y].stride[3] == 3);
@@ -330,10 +341,9 @@ static void test_reduction(void)
             dnn_graph_desc *d = malloc(sizeof *d);
             dnn_graph_desc_init(d);
             int x = tensor(d, "x", DNN_DT_F32, DIMS(8, 256, 512));
-            int y = axis == 2 ? tensor(d, "y", DNN_DT_F32, DIMS(8, 256, 1)) : tensor(d, "y", DNN_DT_F32, DIMS(8, 1, 512));
-            dnn_g_op *o = op(d, DNN_K_REDUCTION, modes[i]);
-            io(o, "x", x);
-            io(o, "y", y);
+            int y = axis == 2 ? tensor(d, "y", DNN_DT_F32, DIMS(8, 256, 1))
+                              : tensor(d, "y", DNN_DT_F32, DIMS(8, 1, 512));
+            opio(d, DNN_K_REDUCTION, modes[i], "x", x, "y", y, NULL);
             char name[64];
             snprintf(name, sizeof name, "reduction %s over dim %d", modes[i], axis + 1);
             describe_ok(name, d, 1);
@@ -346,13 +356,8 @@ static void test_reduction(void)
     int s = virt(d, "sum", DNN_DT_F32, DIMS(8, 256, 1));
     int k = scalar(d, "inv_n", DNN_DT_F32, 1.0 / 512);
     int y = tensor(d, "y", DNN_DT_F32, DIMS(8, 256, 1));
-    dnn_g_op *o = op(d, DNN_K_REDUCTION, "ADD");
-    io(o, "x", x);
-    io(o, "y", s);
-    o = op(d, DNN_K_POINTWISE, "MUL");
-    io(o, "x", s);
-    io(o, "b", k);
-    io(o, "y", y);
+    opio(d, DNN_K_REDUCTION, "ADD", "x", x, "y", s, NULL);
+    opio(d, DNN_K_POINTWISE, "MUL", "x", s, "b", k, "y", y, NULL);
     describe_ok("reduction ADD then MUL (mean)", d, 1);
     free(d);
 }
@@ -365,10 +370,7 @@ static void test_matmul(void)
     int a = tensor(d, "a", DNN_DT_BF16, DIMS(4, 64, 32));
     int b = tensor(d, "b", DNN_DT_BF16, DIMS(4, 32, 48));
     int c = tensor(d, "c", DNN_DT_F32, DIMS(4, 64, 48));
-    dnn_g_op *o = op(d, DNN_K_MATMUL, NULL);
-    io(o, "a", a);
-    io(o, "b", b);
-    io(o, "c", c);
+    opio(d, DNN_K_MATMUL, NULL, "a", a, "b", b, "c", c, NULL);
     describe_ok("matmul batched bf16", d, 1);
 
     /* fp32, B transposed through its strides (K-major), B broadcast over the batch. */
@@ -379,10 +381,7 @@ static void test_matmul(void)
     d->t[b].stride[1] = 1;
     d->t[b].stride[2] = 32;
     c = tensor(d, "c", DNN_DT_F32, DIMS(4, 64, 48));
-    o = op(d, DNN_K_MATMUL, NULL);
-    io(o, "a", a);
-    io(o, "b", b);
-    io(o, "c", c);
+    opio(d, DNN_K_MATMUL, NULL, "a", a, "b", b, "c", c, NULL);
     describe_ok("matmul f32, B K-major, broadcast", d, 1);
 
     /* Epilogues in the graph: bias add then ReLU / GELU, bf16 out. */
@@ -395,17 +394,9 @@ static void test_matmul(void)
         int acc = virt(d, "acc", DNN_DT_F32, DIMS(1, 256, 512));
         int biased = virt0(d, "biased", DNN_DT_F32);
         int y = tensor(d, "y", DNN_DT_BF16, DIMS(1, 256, 512));
-        o = op(d, DNN_K_MATMUL, NULL);
-        io(o, "a", a);
-        io(o, "b", b);
-        io(o, "c", acc);
-        o = op(d, DNN_K_POINTWISE, "ADD");
-        io(o, "x", acc);
-        io(o, "b", bias);
-        io(o, "y", biased);
-        o = op(d, DNN_K_POINTWISE, acts[i]);
-        io(o, "x", biased);
-        io(o, "y", y);
+        opio(d, DNN_K_MATMUL, NULL, "a", a, "b", b, "c", acc, NULL);
+        opio(d, DNN_K_POINTWISE, "ADD", "x", acc, "b", bias, "y", biased, NULL);
+        opio(d, DNN_K_POINTWISE, acts[i], "x", biased, "y", y, NULL);
         char name[64];
         snprintf(name, sizeof name, "matmul + bias + %s", acts[i]);
         describe_ok(name, d, 1);
@@ -416,10 +407,7 @@ static void test_matmul(void)
     a = tensor(d, "a", DNN_DT_F32, DIMS(1, 4096, 1024));
     b = tensor(d, "b", DNN_DT_F32, DIMS(1, 1024, 1));
     c = tensor(d, "c", DNN_DT_F32, DIMS(1, 4096, 1));
-    o = op(d, DNN_K_MATMUL, NULL);
-    io(o, "a", a);
-    io(o, "b", b);
-    io(o, "c", c);
+    opio(d, DNN_K_MATMUL, NULL, "a", a, "b", b, "c", c, NULL);
     describe_ok("matmul matrix-vector", d, 1);
     free(d);
 }
@@ -480,13 +468,8 @@ static void test_conv(void)
     io(o, "x", x);
     io(o, "w", w);
     io(o, "y", acc);
-    o = op(d, DNN_K_POINTWISE, "ADD");
-    io(o, "x", acc);
-    io(o, "b", bias);
-    io(o, "y", z);
-    o = op(d, DNN_K_POINTWISE, "RELU_FWD");
-    io(o, "x", z);
-    io(o, "y", y);
+    o = opio(d, DNN_K_POINTWISE, "ADD", "x", acc, "b", bias, "y", z, NULL);
+    o = opio(d, DNN_K_POINTWISE, "RELU_FWD", "x", z, "y", y, NULL);
     describe_ok("conv_fwd + bias + relu", d, 1);
     free(d);
 }
@@ -649,13 +632,8 @@ static void test_reshape(void)
     d->t[t].stride[2] = 32;
     int b = tensor(d, "b", DNN_DT_BF16, DIMS(4, 64, 48));
     int c = tensor(d, "c", DNN_DT_F32, DIMS(4, 32, 48));
-    dnn_g_op *o = op(d, DNN_K_RESHAPE, NULL);
-    io(o, "x", a);
-    io(o, "y", t);
-    o = op(d, DNN_K_MATMUL, NULL);
-    io(o, "a", t);
-    io(o, "b", b);
-    io(o, "c", c);
+    opio(d, DNN_K_RESHAPE, NULL, "x", a, "y", t, NULL);
+    opio(d, DNN_K_MATMUL, NULL, "a", t, "b", b, "c", c, NULL);
     describe_ok("reshape (transpose) + matmul", d, 0);
     free(d);
 }
@@ -687,25 +665,18 @@ static void test_refusals(void)
 
     /* A mode is needed, and known. */
     RESET();
-    o = op(d, DNN_K_POINTWISE, NULL);
-    io(o, "x", x);
-    io(o, "y", y);
+    o = opio(d, DNN_K_POINTWISE, NULL, "x", x, "y", y, NULL);
     refused(d, KS_EINVAL, "op 0 (pointwise) needs a mode", NULL);
     o->mode = 12345;
     refused(d, KS_EINVAL, "unknown mode 12345", NULL);
 
     /* Roles: a binary mode without b, a unary one with b. */
     RESET();
-    o = op(d, DNN_K_POINTWISE, "ADD");
-    io(o, "x", x);
-    io(o, "y", y);
+    o = opio(d, DNN_K_POINTWISE, "ADD", "x", x, "y", y, NULL);
     refused(d, KS_EINVAL, "op 0 (pointwise ADD) needs a tensor for 'b'", NULL);
     RESET();
     b = tensor(d, "b", DNN_DT_F32, DIMS(2, 8));
-    o = op(d, DNN_K_POINTWISE, "RELU_FWD");
-    io(o, "x", x);
-    io(o, "b", b);
-    io(o, "y", y);
+    o = opio(d, DNN_K_POINTWISE, "RELU_FWD", "x", x, "b", b, "y", y, NULL);
     refused(d, KS_EINVAL, "(pointwise RELU_FWD) takes no 'b'", NULL);
     o->io[1] = 77;
     refused(d, KS_EINVAL, "names tensor 77", NULL);
@@ -713,16 +684,11 @@ static void test_refusals(void)
     /* Shapes that do not broadcast; a reduction output of another rank. */
     RESET();
     b = tensor(d, "b", DNN_DT_F32, DIMS(3, 8));
-    o = op(d, DNN_K_POINTWISE, "MUL");
-    io(o, "x", x);
-    io(o, "b", b);
-    io(o, "y", y);
+    o = opio(d, DNN_K_POINTWISE, "MUL", "x", x, "b", b, "y", y, NULL);
     refused(d, KS_EINVAL, "'x' [2,8] and 'b' [3,8]", "do not broadcast");
     RESET();
     d->t[y].nd = 1;
-    o = op(d, DNN_K_REDUCTION, "ADD");
-    io(o, "x", x);
-    io(o, "y", y);
+    o = opio(d, DNN_K_REDUCTION, "ADD", "x", x, "y", y, NULL);
     refused(d, KS_EINVAL, "(reduction ADD): output 'y'", "with 1 where it is reduced");
 
     /* Matmul shapes. */
@@ -730,50 +696,33 @@ static void test_refusals(void)
     x = tensor(d, "a", DNN_DT_F32, DIMS(1, 4, 8));
     b = tensor(d, "b", DNN_DT_F32, DIMS(1, 9, 4));
     y = tensor(d, "c", DNN_DT_F32, DIMS(1, 4, 4));
-    o = op(d, DNN_K_MATMUL, NULL);
-    io(o, "a", x);
-    io(o, "b", b);
-    io(o, "c", y);
+    o = opio(d, DNN_K_MATMUL, NULL, "a", x, "b", b, "c", y, NULL);
     refused(d, KS_EINVAL, "op 0 (matmul): needs a [...,M,K]", "'b' [1,9,4]");
 
     /* Virtual tensors: read before written; never written. */
     RESET();
     int v = virt0(d, "v", DNN_DT_F32);
-    o = op(d, DNN_K_POINTWISE, "EXP");
-    io(o, "x", v);
-    io(o, "y", y);
-    o = op(d, DNN_K_POINTWISE, "EXP");
-    io(o, "x", x);
-    io(o, "y", v);
+    o = opio(d, DNN_K_POINTWISE, "EXP", "x", v, "y", y, NULL);
+    o = opio(d, DNN_K_POINTWISE, "EXP", "x", x, "y", v, NULL);
     refused(d, KS_EINVAL, "op 0 (pointwise EXP) reads virtual tensor 'v' before", NULL);
 
     /* Written twice; an unused tensor; a by-value scalar written. */
     RESET();
-    o = op(d, DNN_K_POINTWISE, "EXP");
-    io(o, "x", x);
-    io(o, "y", y);
-    o = op(d, DNN_K_POINTWISE, "LOG");
-    io(o, "x", x);
-    io(o, "y", y);
+    o = opio(d, DNN_K_POINTWISE, "EXP", "x", x, "y", y, NULL);
+    o = opio(d, DNN_K_POINTWISE, "LOG", "x", x, "y", y, NULL);
     refused(d, KS_EINVAL, "'y' is written by op 0 and op 1", NULL);
     RESET();
     tensor(d, "spare", DNN_DT_F32, DIMS(2, 8));
-    o = op(d, DNN_K_POINTWISE, "EXP");
-    io(o, "x", x);
-    io(o, "y", y);
+    o = opio(d, DNN_K_POINTWISE, "EXP", "x", x, "y", y, NULL);
     refused(d, KS_EINVAL, "'spare' is not used", NULL);
     RESET();
     int s = scalar(d, "s", DNN_DT_F32, 1.0);
-    o = op(d, DNN_K_POINTWISE, "EXP");
-    io(o, "x", x);
-    io(o, "y", s);
+    o = opio(d, DNN_K_POINTWISE, "EXP", "x", x, "y", s, NULL);
     refused(d, KS_EINVAL, "writes 's', a by-value scalar", NULL);
 
     /* Tensor properties. */
     RESET();
-    o = op(d, DNN_K_POINTWISE, "EXP");
-    io(o, "x", x);
-    io(o, "y", y);
+    o = opio(d, DNN_K_POINTWISE, "EXP", "x", x, "y", y, NULL);
     d->t[y].dtype = DNN_DT_BOOL;
     refused(d, KS_EINVAL, "'y': bool tensors must be virtual", NULL);
     d->t[y].dtype = DNN_DT_F32;
@@ -797,9 +746,7 @@ static void test_refusals(void)
     dnn_graph_desc_init(d);
     x = tensor(d, "x", DNN_DT_F32, DIMS(2, 8, 8));
     y = tensor(d, "y", DNN_DT_F32, NULL, 0);
-    o = op(d, DNN_K_REDUCTION, "MAX");
-    io(o, "x", x);
-    io(o, "y", y);
+    o = opio(d, DNN_K_REDUCTION, "MAX", "x", x, "y", y, NULL);
     refused(d, KS_EINVAL, "'y' (y of op 0 (reduction MAX)) needs dims", NULL);
 
     /* Convolution: output shape, channel groups. */
@@ -807,10 +754,7 @@ static void test_refusals(void)
     x = tensor(d, "x", DNN_DT_F32, DIMS(1, 8, 16, 16));
     int w = tensor(d, "w", DNN_DT_F32, DIMS(16, 8, 3, 3));
     y = tensor(d, "y", DNN_DT_F32, DIMS(1, 16, 16, 16));
-    o = op(d, DNN_K_CONV_FWD, NULL);
-    io(o, "x", x);
-    io(o, "w", w);
-    io(o, "y", y);
+    o = opio(d, DNN_K_CONV_FWD, NULL, "x", x, "w", w, "y", y, NULL);
     refused(d, KS_EINVAL, "op 0 (conv_fwd): spatial dimension 1 of the output is 16", "give 14");
     o->pre_pad[0] = o->pre_pad[1] = o->post_pad[0] = o->post_pad[1] = 1;
     CHECK(describe_ok("conv_fwd small (padding fixed)", d, 1));
@@ -834,11 +778,7 @@ static void test_refusals(void)
     y = tensor(d, "y", DNN_DT_F32, DIMS(16, 64, 1, 1));
     int sc = tensor(d, "scale", DNN_DT_F32, DIMS(1, 64, 1, 1));
     int eps = tensor(d, "eps", DNN_DT_F32, DIMS(1, 1, 1, 1));
-    o = op(d, DNN_K_NORM_FWD, "LAYER_NORM");
-    io(o, "x", x);
-    io(o, "scale", sc);
-    io(o, "epsilon", eps);
-    io(o, "y", y);
+    o = opio(d, DNN_K_NORM_FWD, "LAYER_NORM", "x", x, "scale", sc, "epsilon", eps, "y", y, NULL);
     refused(d, KS_EINVAL, "(norm_fwd LAYER_NORM) needs a tensor for 'bias'", NULL);
     o->mode = dnn_graph_mode_parse(DNN_K_NORM_FWD, "RMS_NORM");
     refused(d, KS_EINVAL, "epsilon 'eps' must be a by-value scalar", NULL);
@@ -850,9 +790,7 @@ static void test_refusals(void)
 
     /* Graph knobs. */
     RESET();
-    o = op(d, DNN_K_POINTWISE, "EXP");
-    io(o, "x", x);
-    io(o, "y", y);
+    o = opio(d, DNN_K_POINTWISE, "EXP", "x", x, "y", y, NULL);
     d->plans = 0;
     refused(d, KS_EINVAL, "plans must be between 1 and", NULL);
     d->plans = 1;
@@ -879,9 +817,7 @@ static void test_cudnn_refuses(void)
         dnn_graph_desc_init(d);
         int x = tensor(d, "x", DNN_DT_F32, DIMS(8, 256, 512));
         int y = tensor(d, "y", DNN_DT_F32, DIMS(8, 256, 1));
-        dnn_g_op *o = op(d, DNN_K_REDUCTION, modes[i]);
-        io(o, "x", x);
-        io(o, "y", y);
+        opio(d, DNN_K_REDUCTION, modes[i], "x", x, "y", y, NULL);
         ks_status st;
         ks_clear(&st);
         dnn_graph_outline *ol = calloc(1, sizeof *ol);
@@ -907,9 +843,7 @@ static dnn_graph_desc *relu_desc(int64_t n)
     dnn_graph_desc_init(d);
     int x = tensor(d, "x", DNN_DT_F32, DIMS(1, n));
     int y = tensor(d, "y", DNN_DT_F32, DIMS(1, n));
-    dnn_g_op *o = op(d, DNN_K_POINTWISE, "RELU_FWD");
-    io(o, "x", x);
-    io(o, "y", y);
+    opio(d, DNN_K_POINTWISE, "RELU_FWD", "x", x, "y", y, NULL);
     return d;
 }
 

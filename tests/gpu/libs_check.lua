@@ -102,41 +102,41 @@ local function numel(dims)
   return n
 end
 
+-- Calls fn(lin, idx) for every index of dims in row-major order (lin
+-- 1-based, idx the 0-based coordinates; fn must not keep idx).
+local function walk(dims, fn)
+  local nd, idx = #dims, {}
+  for k = 1, nd do idx[k] = 0 end
+  for lin = 1, numel(dims) do
+    fn(lin, idx)
+    for k = nd, 1, -1 do
+      idx[k] = idx[k] + 1
+      if idx[k] < dims[k] then break end
+      idx[k] = 0
+    end
+  end
+end
+
+-- The element offset of idx in tensor t (its strides).
+local function offset(t, idx)
+  local off = 0
+  for k = 1, #t.dims do off = off + idx[k] * t.strides[k] end
+  return off
+end
+
 -- Logical (row-major over dims) values to the bytes of tensor t
 -- {dtype=, dims=, strides=, bytes=}, and back.
 local function pack(t, values)
   local enc, esz = ENC[t.dtype], ELEM[t.dtype]
   local parts, zero = {}, enc(0)
   for i = 1, t.bytes // esz do parts[i] = zero end
-  local nd, idx = #t.dims, {}
-  for k = 1, nd do idx[k] = 0 end
-  for lin = 1, #values do
-    local off = 0
-    for k = 1, nd do off = off + idx[k] * t.strides[k] end
-    parts[off + 1] = enc(values[lin])
-    for k = nd, 1, -1 do
-      idx[k] = idx[k] + 1
-      if idx[k] < t.dims[k] then break end
-      idx[k] = 0
-    end
-  end
+  walk(t.dims, function(lin, idx) parts[offset(t, idx) + 1] = enc(values[lin]) end)
   return table.concat(parts)
 end
 
 local function unpack_values(t, s)
   local dec, out = DEC[t.dtype], {}
-  local nd, idx = #t.dims, {}
-  for k = 1, nd do idx[k] = 0 end
-  for lin = 1, numel(t.dims) do
-    local off = 0
-    for k = 1, nd do off = off + idx[k] * t.strides[k] end
-    out[lin] = dec(s, off)
-    for k = nd, 1, -1 do
-      idx[k] = idx[k] + 1
-      if idx[k] < t.dims[k] then break end
-      idx[k] = 0
-    end
-  end
+  walk(t.dims, function(lin, idx) out[lin] = dec(s, offset(t, idx)) end)
   return out
 end
 M.pack, M.unpack = pack, unpack_values
@@ -197,38 +197,29 @@ local BINARY = {
   MAX = math.max, MIN = math.min, POW = function(a, b) return a ^ b end,
 }
 
+-- The row-major index (1-based) in a tensor of dims sub, which has extent
+-- 1 where it broadcasts (or is reduced), of the coordinates idx.
+local function sub_index(sub, idx)
+  local i = 0
+  for k = 1, #sub do i = i * sub[k] + (sub[k] == 1 and 0 or idx[k]) end
+  return i + 1
+end
+
 -- out[i] = fn(x[i], b[broadcast i]) over dims (b has extent 1 or the same).
 local function broadcast2(dims, bdims, x, b, fn)
-  local nd, idx, out = #dims, {}, {}
-  for k = 1, nd do idx[k] = 0 end
-  for lin = 1, #x do
-    local bi = 0
-    for k = 1, nd do bi = bi * bdims[k] + (bdims[k] == 1 and 0 or idx[k]) end
-    out[lin] = fn(x[lin], b[bi + 1])
-    for k = nd, 1, -1 do
-      idx[k] = idx[k] + 1
-      if idx[k] < dims[k] then break end
-      idx[k] = 0
-    end
-  end
+  local out = {}
+  walk(dims, function(lin, idx) out[lin] = fn(x[lin], b[sub_index(bdims, idx)]) end)
   return out
 end
 
 -- y = reduce over the dimensions where ydims is 1.
 local function reduce(dims, ydims, x, init, fn)
-  local y, nd, idx = {}, #dims, {}
+  local y = {}
   for i = 1, numel(ydims) do y[i] = init end
-  for k = 1, nd do idx[k] = 0 end
-  for lin = 1, #x do
-    local yi = 0
-    for k = 1, nd do yi = yi * ydims[k] + (ydims[k] == 1 and 0 or idx[k]) end
-    y[yi + 1] = fn(y[yi + 1], x[lin])
-    for k = nd, 1, -1 do
-      idx[k] = idx[k] + 1
-      if idx[k] < dims[k] then break end
-      idx[k] = 0
-    end
-  end
+  walk(dims, function(lin, idx)
+    local yi = sub_index(ydims, idx)
+    y[yi] = fn(y[yi], x[lin])
+  end)
   return y
 end
 M.reduce = reduce
@@ -253,19 +244,20 @@ local function matmul(ad, bd, a, b)
 end
 M.matmul = matmul
 
--- Cross-correlation y [N,K,OH,OW] of x [N,C,H,W] with w [K,C/G,R,S].
-local function conv2d(xd, wd, yd, x, w, pad, stride, dil)
+-- Calls fn(xi, wi, yi) (1-based) for every product of the convolution of
+-- x [N,C,H,W] with w [K,C/G,R,S] into y [N,K,OH,OW] (cross-correlation,
+-- the input padded with zeros): y[yi] gets x[xi]·w[wi].
+local function conv_walk(xd, wd, yd, pad, stride, dil, fn)
   local N, C, H, W = xd[1], xd[2], xd[3], xd[4]
   local K, Cg, R, S = wd[1], wd[2], wd[3], wd[4]
   local OH, OW = yd[3], yd[4]
   local Kg = K // (C // Cg)
-  local y = {}
   for n = 0, N - 1 do
     for k = 0, K - 1 do
       local g = k // Kg
       for oh = 0, OH - 1 do
         for ow = 0, OW - 1 do
-          local s = 0
+          local yi = ((n * K + k) * OH + oh) * OW + ow + 1
           for c = 0, Cg - 1 do
             for r = 0, R - 1 do
               local ih = oh * stride - pad + r * dil
@@ -273,17 +265,22 @@ local function conv2d(xd, wd, yd, x, w, pad, stride, dil)
                 for q = 0, S - 1 do
                   local iw = ow * stride - pad + q * dil
                   if iw >= 0 and iw < W then
-                    s = s + x[((n * C + g * Cg + c) * H + ih) * W + iw + 1] * w[((k * Cg + c) * R + r) * S + q + 1]
+                    fn(((n * C + g * Cg + c) * H + ih) * W + iw + 1, ((k * Cg + c) * R + r) * S + q + 1, yi)
                   end
                 end
               end
             end
           end
-          y[((n * K + k) * OH + oh) * OW + ow + 1] = s
         end
       end
     end
   end
+end
+
+local function conv2d(xd, wd, yd, x, w, pad, stride, dil)
+  local y = {}
+  for i = 1, numel(yd) do y[i] = 0 end
+  conv_walk(xd, wd, yd, pad, stride, dil, function(xi, wi, yi) y[yi] = y[yi] + x[xi] * w[wi] end)
   return y
 end
 M.conv2d = conv2d
@@ -291,36 +288,9 @@ M.conv2d = conv2d
 -- The data gradient dx [N,C,H,W] of conv2d for dy [N,K,OH,OW]: the
 -- transposed convolution.
 local function conv2d_dgrad(dxd, wd, dyd, dy, w, pad, stride, dil)
-  local N, C, H, W = dxd[1], dxd[2], dxd[3], dxd[4]
-  local K, Cg, R, S = wd[1], wd[2], wd[3], wd[4]
-  local OH, OW = dyd[3], dyd[4]
-  local Kg = K // (C // Cg)
   local dx = {}
-  for i = 1, N * C * H * W do dx[i] = 0 end
-  for n = 0, N - 1 do
-    for k = 0, K - 1 do
-      local g = k // Kg
-      for oh = 0, OH - 1 do
-        for ow = 0, OW - 1 do
-          local v = dy[((n * K + k) * OH + oh) * OW + ow + 1]
-          for c = 0, Cg - 1 do
-            for r = 0, R - 1 do
-              local ih = oh * stride - pad + r * dil
-              if ih >= 0 and ih < H then
-                for q = 0, S - 1 do
-                  local iw = ow * stride - pad + q * dil
-                  if iw >= 0 and iw < W then
-                    local i = ((n * C + g * Cg + c) * H + ih) * W + iw + 1
-                    dx[i] = dx[i] + v * w[((k * Cg + c) * R + r) * S + q + 1]
-                  end
-                end
-              end
-            end
-          end
-        end
-      end
-    end
-  end
+  for i = 1, numel(dxd) do dx[i] = 0 end
+  conv_walk(dxd, wd, dyd, pad, stride, dil, function(xi, wi, yi) dx[xi] = dx[xi] + dy[yi] * w[wi] end)
   return dx
 end
 M.conv2d_dgrad = conv2d_dgrad
@@ -521,24 +491,29 @@ local function pool_case(mode, how, dtype, win, stride, pad)
   }
 end
 
+-- The row-major C[b] = epilogue(op(A[b])·op(B[b]) + bias) of a klab.blas
+-- spec (layouts, batch and strides as klab.blas takes them; C's
+-- elements between members are left nil).
 local function gemm_ref(spec, v)
   local M_, N, K, B = spec.M, spec.N, spec.K, spec.batch or 1
   local al, bl = spec.a_layout or "mk", spec.b_layout or "nk"
+  local sa, sb = spec.stride_a or M_ * K, spec.stride_b or N * K
+  local sc = spec.stride_c or M_ * N
+  local e = spec.epilogue or "none"
   local C = {}
   for b = 0, B - 1 do
     for m = 0, M_ - 1 do
       for n = 0, N - 1 do
         local s = 0
         for k = 0, K - 1 do
-          local a = al == "mk" and v.A[b * M_ * K + m * K + k + 1] or v.A[b * M_ * K + k * M_ + m + 1]
-          local x = bl == "nk" and v.B[b * N * K + n * K + k + 1] or v.B[b * N * K + k * N + n + 1]
+          local a = al == "mk" and v.A[b * sa + m * K + k + 1] or v.A[b * sa + k * M_ + m + 1]
+          local x = bl == "nk" and v.B[b * sb + n * K + k + 1] or v.B[b * sb + k * N + n + 1]
           s = s + a * x
         end
-        local e = spec.epilogue or "none"
         if e:find("bias") then s = s + v.bias[n + 1] end
         if e:find("relu") then s = math.max(s, 0) end
         if e:find("gelu") then s = gelu_tanh(s) end   -- cuBLASLt's GELU is the tanh form
-        C[b * M_ * N + m * N + n + 1] = s
+        C[b * sc + m * N + n + 1] = s
       end
     end
   end

@@ -183,24 +183,9 @@ end
 
 -- ---- variants: layouts, batches, epilogues ----
 
--- Row-major C[b] = op(A[b])·op(B[b]) for the layouts, lists 1-based.
-local function ref_gemm_var(A, B, M, N, K, al, bl, batch, sa, sb, sc)
-  local C = {}
-  for b = 0, batch - 1 do
-    for m = 0, M - 1 do
-      for n = 0, N - 1 do
-        local s = 0
-        for k = 0, K - 1 do
-          local a = al == "mk" and A[b * sa + m * K + k + 1] or A[b * sa + k * M + m + 1]
-          local x = bl == "nk" and B[b * sb + n * K + k + 1] or B[b * sb + k * N + n + 1]
-          s = s + a * x
-        end
-        C[b * sc + m * N + n + 1] = s
-      end
-    end
-  end
-  return C
-end
+-- Row-major C[b] = op(A[b])·op(B[b]) (+ epilogue) for a spec: the GPU
+-- check's reference, so that the two agree on what a variant means.
+local function gemm_ref(t, spec, v) return dofile(t.root .. "/tests/gpu/libs_check.lua").gemm_ref(spec, v) end
 
 -- The map for every layout and a padded batch: a column-major GEMM per
 -- member on the mapped buffers is the row-major result.
@@ -217,7 +202,7 @@ function T.map_layouts_and_batches(t)
       local A, B = {}, {}
       for i = 1, 29 + M * K do A[i] = (i * 7 + 3) % 11 - 5 end
       for i = 1, 33 + N * K do B[i] = (i * 5 + 1) % 13 - 6 end
-      local want = ref_gemm_var(A, B, M, N, K, al, bl, batch, 29, 33, 31)
+      local want = gemm_ref(t, spec, { A = A, B = B })
       local LA, LB = A, B
       if mp.a_is_user_b then LA, LB = B, A end
       local bad = 0
@@ -459,15 +444,7 @@ function T.gpu_batched_layouts_relu_bias(t)
   for i = 1, B_ * K * M do A[i] = (i * 7 + 3) % 3 - 1 end
   for i = 1, B_ * K * N do Bm[i] = (i * 5 + 1) % 3 - 1 end
   for n = 1, N do bias[n] = (n - 1) % 7 - 3 end
-  local want = ref_gemm_var(A, Bm, M, N, K, "km", "kn", B_, K * M, K * N, M * N)
-  for b = 0, B_ - 1 do
-    for m = 0, M - 1 do
-      for n = 1, N do
-        local i = b * M * N + m * N + n
-        want[i] = math.max(0, want[i] + bias[n])
-      end
-    end
-  end
+  local want = gemm_ref(t, spec, { A = A, B = Bm, bias = bias })
   local bA, bB = assert(ctx:alloc(info.a_bytes)), assert(ctx:alloc(info.b_bytes))
   local bC, bbias = assert(ctx:alloc(info.c_bytes)), assert(ctx:alloc(info.bias_bytes))
   assert(bA:upload(encode("bf16", A)))
