@@ -37,7 +37,7 @@
  *                                 tensors={name={dtype=, dims=, strides=, bytes=,
  *                                 virtual=, value=}}} | nil, msg, code
  *       Builds and finalizes every tensor and operation descriptor without
- *       a handle (no GPU), then tries the operation graph and the
+ *       a handle (no GPU), then tries the operation graph and the FALLBACK
  *       heuristic without one (graph, engines: what the loaded library
  *       says; older ones need a device for these). A descriptor cuDNN
  *       refuses is nil, msg, "EUNSUPPORTED" naming the operation.

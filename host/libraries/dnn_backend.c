@@ -443,20 +443,17 @@ int dnn_engines_count(const dnn_api *a, const dnn_gb *g, const char *what, int *
     if (make_graph(a, NULL, g, what, &graph, st))
         return st->code;
     *graph_ok = 1;
-    const cudnnBackendHeurMode_t modes[2] = {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK};
-    int s = CUDNN_STATUS_NOT_SUPPORTED;
-    for (int m = 0; m < 2; m++) {
-        cudnnBackendDescriptor_t heur = NULL;
-        s = heuristic(a, graph, modes[m], &heur, count);
-        if (heur)
-            a->bdestroy(heur);
-        if (s == CUDNN_STATUS_SUCCESS && *count > 0)
-            break;
-    }
+    /* FALLBACK only: it lists the engines that can run the graph at all,
+     * which is the question here. Mode A without a device leaks memory
+     * inside cuDNN 9.19 on every call for graphs with a matmul. */
+    cudnnBackendDescriptor_t heur = NULL;
+    int s = heuristic(a, graph, CUDNN_HEUR_MODE_FALLBACK, &heur, count);
+    if (heur)
+        a->bdestroy(heur);
     a->bdestroy(graph);
     if (s != CUDNN_STATUS_SUCCESS) {
         char w[240];
-        snprintf(w, sizeof w, "engine heuristic for the %s", what);
+        snprintf(w, sizeof w, "engine heuristic (fallback) for the %s", what);
         return dnn_fail(st, a, s, w);
     }
     return KS_OK;

@@ -176,10 +176,9 @@ int dnn_engines_plan(const dnn_api *a, cudnnHandle_t h, const dnn_gb *g, const d
                      const char *what, dnn_engines *e, ks_status *st);
 
 /* Finalizes the operation graph of g without a handle (*graph_ok = 1 when
- * it did) and asks the heuristic (mode A, then FALLBACK) how many
- * configurations it has (*count, of the first mode that answered with
- * some); builds no execution plan, so no GPU is needed where the library
- * allows it. A failure says which step cuDNN refused. */
+ * it did) and asks the FALLBACK heuristic how many engine configurations
+ * can run it (*count); builds no execution plan, so no GPU is needed where
+ * the library allows it. A failure says which step cuDNN refused. */
 int dnn_engines_count(const dnn_api *a, const dnn_gb *g, const char *what, int *graph_ok, int64_t *count,
                       ks_status *st);
 

@@ -687,7 +687,7 @@ int dnn_graph_resolve(const dnn_graph_desc *d, dnn_graph_desc *r, ks_status *st)
             if (!rn) {
                 if (ti != -1)
                     return ks_fail(st, KS_EINVAL, 0, "%s: has no tensor slot %d", lab, k);
-                break;
+                continue;
             }
             if (ti < -1 || ti >= r->ntensors)
                 return ks_fail(st, KS_EINVAL, 0, "%s: %s names tensor %d, which does not exist", lab, rn, ti);

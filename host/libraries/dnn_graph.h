@@ -55,8 +55,9 @@
  *
  * dnn_graph_describe builds and finalizes every tensor and operation
  * descriptor without a handle, then tries the operation graph and the
- * heuristic without one (newer libraries allow both), so the description
- * is proven against the loaded library on a machine without a GPU.
+ * FALLBACK heuristic without one (newer libraries allow both), so the
+ * description is proven against the loaded library on a machine without
+ * a GPU.
  */
 #ifndef KLAB_HOST_LIBRARIES_DNN_GRAPH_H
 #define KLAB_HOST_LIBRARIES_DNN_GRAPH_H
@@ -196,7 +197,8 @@ typedef struct dnn_graph_outline {
     char ops[DNN_G_MAX_OPS][64];    /* "pointwise RELU_FWD", "conv_fwd", ... */
     int graph;                      /* 1: the operation graph finalized without a handle */
     char graph_msg[KS_MSG_MAX];     /* why not, when graph is 0 */
-    int64_t engines;                /* heuristic configurations without a device; -1 not asked */
+    int64_t engines;                /* configurations the FALLBACK heuristic lists without a device;
+                                     * -1 not asked */
     char engines_msg[KS_MSG_MAX];   /* why the heuristic did not answer */
     size_t version;                 /* cudnnGetVersion() */
 } dnn_graph_outline;
@@ -204,7 +206,8 @@ typedef struct dnn_graph_outline {
 /* Resolves d, then builds and finalizes every tensor and operation
  * descriptor (no handle). A descriptor cuDNN refuses is KS_EUNSUPPORTED
  * naming the operation, with cuDNN's message; then the operation graph and
- * the heuristic are tried without a handle, and their outcome is recorded
+ * the FALLBACK heuristic are tried without a handle (mode A deviceless
+ * leaks inside cuDNN 9.19 for matmul graphs), and their outcome is recorded
  * in out (graph, engines) rather than failing, since older libraries need
  * a device for them. Needs cuDNN (KS_ENOLIB), not a driver. */
 int dnn_graph_describe(const dnn_graph_desc *d, dnn_graph_outline *out, ks_status *st);

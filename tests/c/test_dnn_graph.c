@@ -680,6 +680,9 @@ static void test_refusals(void)
     refused(d, KS_EINVAL, "(pointwise RELU_FWD) takes no 'b'", NULL);
     o->io[1] = 77;
     refused(d, KS_EINVAL, "names tensor 77", NULL);
+    o->io[1] = -1;
+    o->io[5] = x;
+    refused(d, KS_EINVAL, "(pointwise RELU_FWD): has no tensor slot 5", NULL);
 
     /* Shapes that do not broadcast; a reduction output of another rank. */
     RESET();
