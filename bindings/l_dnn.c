@@ -1,11 +1,9 @@
 /*
  * l_dnn.c: require "klab.dnn", the cuDNN attention baseline (host/libraries/dnn.h) and
- * the source of klab's reference attention kernels.
+ * any cuDNN graph described as data (host/libraries/dnn_graph.h).
  *
  *   dnn.version()              -> "9.19.0", 91900 | nil, msg, code   (no driver needed)
  *   dnn.library()              -> path, how ("env" | "CUDA_HOME" | "soname") | nil, msg, code
- *   dnn.ref_source()           -> CUDA source of host/driver/kernels/attn_ref.cu (compile it
- *                                 with klab.jit for the device's arch)
  *   dnn.describe(spec [, route]) -> {route=, nops=, tensors=, ops={"matmul Q.Kt", ...}}
  *                                 | nil, msg, code
  *       Builds and finalizes every tensor and operation descriptor of the
@@ -191,14 +189,6 @@ static int l_library(lua_State *L)
     lua_pushstring(L, path);
     lua_pushstring(L, how ? how : "");
     return 2;
-}
-
-static int l_ref_source(lua_State *L)
-{
-    size_t n = 0;
-    const char *s = dnn_ref_source(&n);
-    lua_pushlstring(L, s, n);
-    return 1;
 }
 
 static int l_describe(lua_State *L)
@@ -883,7 +873,7 @@ static const luaL_Reg gplan_meta[] = {
 };
 
 static const luaL_Reg dnn_funcs[] = {
-    {"version", l_version}, {"library", l_library}, {"ref_source", l_ref_source},
+    {"version", l_version}, {"library", l_library},
     {"describe", l_describe}, {"sdpa_plan", l_sdpa_plan},
     {"graph_describe", l_graph_describe}, {"graph_plan", l_graph_plan}, {NULL, NULL},
 };

@@ -20,9 +20,6 @@
 
 #include "libraries/dnn_backend.h"
 
-extern const char klab_kernel_attn_ref[];
-extern const unsigned long klab_kernel_attn_ref_len;
-
 /* Descriptor types and attributes that older headers may lack. */
 #define DNN_OP_SDPA_FWD ((cudnnBackendDescriptorType_t)41)
 #define DNN_OP_SDPA_BWD ((cudnnBackendDescriptorType_t)43)
@@ -30,13 +27,6 @@ extern const unsigned long klab_kernel_attn_ref_len;
 /* The first library versions with each fused operation (frontend's gates). */
 #define DNN_FUSED_FWD_MIN 91301
 #define DNN_FUSED_BWD_MIN 91700
-
-const char *dnn_ref_source(size_t *len)
-{
-    if (len)
-        *len = klab_kernel_attn_ref_len;
-    return klab_kernel_attn_ref;
-}
 
 const char *dnn_route_name(int route)
 {

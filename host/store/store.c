@@ -199,12 +199,75 @@ static const char schema_v1[] =
     " latency_ms REAL, input_tokens INTEGER, output_tokens INTEGER, cost_usd REAL,"
     " created_at TEXT NOT NULL DEFAULT " NOW ");";
 
+/* Version 2: the experiment tables (experiments, trajectories, turns), which
+ * earlier versions created from the experiment library with IF NOT EXISTS,
+ * so a store that already has them keeps them; and the verdicts table, the
+ * store's copy of the one verdict list (klab.eval.verdict defines it and
+ * writes it here), which every verdict recorded in evaluations or turns must
+ * name. */
+static const char schema_v2[] =
+    "CREATE TABLE IF NOT EXISTS experiments ("
+    " id INTEGER PRIMARY KEY,"
+    " name TEXT NOT NULL UNIQUE,"
+    " config TEXT,"
+    " created_at TEXT NOT NULL DEFAULT " NOW ","
+    " updated_at TEXT);"
+    "CREATE TABLE IF NOT EXISTS trajectories ("
+    " id INTEGER PRIMARY KEY,"
+    " experiment_id INTEGER NOT NULL REFERENCES experiments(id),"
+    " key TEXT NOT NULL UNIQUE,"
+    " model TEXT NOT NULL, task TEXT NOT NULL, tag TEXT NOT NULL, replica INTEGER NOT NULL,"
+    " state TEXT NOT NULL DEFAULT 'running' CHECK (state IN ('running', 'done')),"
+    " stop_reason TEXT,"
+    " turns INTEGER NOT NULL DEFAULT 0,"
+    " best_speedup REAL, best_turn INTEGER,"
+    " selected_turn INTEGER, selected_speedup REAL, selection TEXT,"
+    " messages TEXT,"
+    " created_at TEXT NOT NULL DEFAULT " NOW ","
+    " finished_at TEXT);"
+    "CREATE INDEX IF NOT EXISTS trajectories_experiment ON trajectories(experiment_id);"
+    "CREATE TABLE IF NOT EXISTS turns ("
+    " id INTEGER PRIMARY KEY,"
+    " trajectory_id INTEGER NOT NULL REFERENCES trajectories(id),"
+    " turn INTEGER NOT NULL,"
+    " request_hash TEXT, source TEXT,"
+    " verdict TEXT NOT NULL, reason TEXT,"
+    " speedup REAL, verified INTEGER,"
+    " candidate TEXT, language TEXT,"
+    " reply TEXT, feedback TEXT,"
+    " input_tokens INTEGER, output_tokens INTEGER, reasoning_tokens INTEGER,"
+    " latency_ms REAL, cost_usd REAL,"
+    " workloads TEXT,"
+    " created_at TEXT NOT NULL DEFAULT " NOW ","
+    " UNIQUE (trajectory_id, turn));"
+    "CREATE INDEX IF NOT EXISTS turns_verdict ON turns(verdict);"
+    "CREATE TABLE verdicts ("
+    " name TEXT PRIMARY KEY,"
+    " rank INTEGER NOT NULL,"
+    " short TEXT NOT NULL,"
+    " stage TEXT,"
+    " class TEXT NOT NULL CHECK (class IN ('correct', 'failed', 'not_measured')),"
+    " means TEXT);"
+    "CREATE TRIGGER evaluations_verdict_insert BEFORE INSERT ON evaluations"
+    " WHEN NEW.verdict IS NOT NULL AND NOT EXISTS (SELECT 1 FROM verdicts WHERE name = NEW.verdict)"
+    " BEGIN SELECT RAISE(ABORT, 'unknown verdict (not in the verdicts table)'); END;"
+    "CREATE TRIGGER evaluations_verdict_update BEFORE UPDATE OF verdict ON evaluations"
+    " WHEN NEW.verdict IS NOT NULL AND NOT EXISTS (SELECT 1 FROM verdicts WHERE name = NEW.verdict)"
+    " BEGIN SELECT RAISE(ABORT, 'unknown verdict (not in the verdicts table)'); END;"
+    "CREATE TRIGGER turns_verdict_insert BEFORE INSERT ON turns"
+    " WHEN NOT EXISTS (SELECT 1 FROM verdicts WHERE name = NEW.verdict)"
+    " BEGIN SELECT RAISE(ABORT, 'unknown verdict (not in the verdicts table)'); END;"
+    "CREATE TRIGGER turns_verdict_update BEFORE UPDATE OF verdict ON turns"
+    " WHEN NOT EXISTS (SELECT 1 FROM verdicts WHERE name = NEW.verdict)"
+    " BEGIN SELECT RAISE(ABORT, 'unknown verdict (not in the verdicts table)'); END;";
+
 static const struct migration {
     int version;
     const char *description;
     const char *sql;
 } migrations[] = {
     {1, "initial schema", schema_v1},
+    {2, "experiment tables and the verdicts table", schema_v2},
 };
 
 #define NMIGRATIONS (sizeof migrations / sizeof migrations[0])
@@ -789,27 +852,32 @@ int store_put_candidate(store *db, const store_candidate *c, int64_t *id, int *c
 /* ------------------------------------------------------------------ */
 /* Evaluations                                                          */
 
-static const char *const verdicts[] = {
-    "passed", "compile_error", "plan_error", "load_error", "runtime_error", "timeout",
-    "incorrect", "guard_violation", "input_modified", "nondeterministic",
-    "unexpected_launches", "target_not_executed", "unknown",
-};
-
-int store_verdict_valid(const char *v)
+/* The verdict must be one the verdicts table names (the store's copy of
+ * klab.eval.verdict's list); the triggers enforce the same for any write. */
+static int verdict_known(store *db, const char *v, ks_status *st)
 {
-    if (!v)
-        return 0;
-    for (size_t i = 0; i < sizeof verdicts / sizeof verdicts[0]; i++)
-        if (strcmp(v, verdicts[i]) == 0)
-            return 1;
-    return 0;
-}
-
-const char *store_verdict(int i)
-{
-    if (i < 0 || (size_t)i >= sizeof verdicts / sizeof verdicts[0])
-        return NULL;
-    return verdicts[i];
+    if (!v || !*v)
+        return ks_fail(st, KS_EINVAL, 0, "store: an evaluation result needs a verdict");
+    sqlite3_stmt *s;
+    int rc = prep(db, "SELECT count(*), (SELECT count(*) FROM verdicts) FROM verdicts WHERE name = ?", &s, st);
+    if (rc)
+        return rc;
+    sqlite3_bind_text(s, 1, v, -1, SQLITE_STATIC);
+    int srs = sqlite3_step(s);
+    if (srs != SQLITE_ROW) {
+        rc = sql_fail(db->h, srs, st, "step", sqlite3_sql(s));
+        sqlite3_finalize(s);
+        return rc;
+    }
+    int64_t found = sqlite3_column_int64(s, 0), defined = sqlite3_column_int64(s, 1);
+    sqlite3_finalize(s);
+    if (defined == 0)
+        return ks_fail(st, KS_EINVAL, 0,
+                       "store: %s defines no verdicts yet (the evaluation pipeline writes them before recording)",
+                       db->path);
+    if (!found)
+        return ks_fail(st, KS_EINVAL, 0, "store: unknown verdict '%s'", v);
+    return KS_OK;
 }
 
 static int check_eval(const store_eval *ev, ks_status *st)
@@ -823,10 +891,13 @@ static int check_eval(const store_eval *ev, ks_status *st)
     return KS_OK;
 }
 
-static int check_result(const store_result *r, ks_status *st)
+static int check_result(store *db, const store_result *r, ks_status *st)
 {
-    if (!r || !store_verdict_valid(r->verdict))
-        return ks_fail(st, KS_EINVAL, 0, "store: unknown verdict '%s'", r && r->verdict ? r->verdict : "(none)");
+    if (!r)
+        return ks_fail(st, KS_EINVAL, 0, "store: no evaluation result");
+    int rc = verdict_known(db, r->verdict, st);
+    if (rc)
+        return rc;
     for (size_t i = 0; i < r->nm; i++) {
         if (!r->m[i].name || !*r->m[i].name)
             return ks_fail(st, KS_EINVAL, 0, "store: measurement %zu has no name", i + 1);
@@ -862,14 +933,14 @@ static int begin_eval_tx(store *db, const store_eval *ev, int64_t *id, int *done
         if (rc)
             return rc;
         *id = eid;
-        if (is_done) {
+        if (is_done && !ev->replace) {
             *done = 1;
             return KS_OK;
         }
-        /* Interrupted earlier: start it again in place. */
+        /* Interrupted earlier, or replaced: start it again in place. */
         *done = 0;
         rc = prep(db,
-                  "UPDATE evaluations SET attempts = attempts + 1, started_at = " NOW ","
+                  "UPDATE evaluations SET state = 'running', attempts = attempts + 1, started_at = " NOW ","
                   " env_id = ?, compile_id = ?, options = ?, verdict = NULL, reason = NULL,"
                   " timing_method = NULL, stage_times = NULL, detail = NULL, finished_at = NULL"
                   " WHERE id = ?",
@@ -982,7 +1053,7 @@ int store_begin_evaluation(store *db, const store_eval *ev, int64_t *id, int *do
 
 int store_finish_evaluation(store *db, int64_t id, const store_result *r, ks_status *st)
 {
-    int rc = check_result(r, st);
+    int rc = check_result(db, r, st);
     if (rc)
         return rc;
     rc = store_begin(db, st);
@@ -996,7 +1067,7 @@ int store_record_evaluation(store *db, const store_eval *ev, const store_result 
 {
     int rc = check_eval(ev, st);
     if (!rc)
-        rc = check_result(r, st);
+        rc = check_result(db, r, st);
     if (rc)
         return rc;
     int64_t eid = 0;

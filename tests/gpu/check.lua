@@ -98,7 +98,7 @@ do
       perf = string.format("%.1f us, %.0f TFLOP/s", tm.candidate.median, tm.candidate.tflops or 0)
       if tm.speedup then perf = perf .. string.format(", %.2fx cuBLASLt", tm.speedup) end
     end
-    local ps = r and r.stages.profile
+    local ps = r and r.stages.instructions
     local instr = "-"
     if ps then
       if ps.status ~= "ok" then
@@ -218,7 +218,7 @@ do
     if not ok_js or type(r) ~= "table" then
       row("instruction stage under ncu", false, "no JSON result; output ends: " .. out:sub(-200):gsub("\n", " | "))
     else
-      local ps = r.stages and r.stages.profile or {}
+      local ps = r.stages and r.stages.instructions or {}
       local tm = r.stages and r.stages.timing or {}
       local ok = ps.status == "unknown" and type(ps.reason) == "string" and ps.reason ~= ""
         and r.verdict ~= "incorrect" and r.stages.correctness ~= nil
@@ -241,6 +241,20 @@ if attention_ok then
   end
 else
   row("attention check", false, tostring(ac):sub(1, 200))
+end
+
+-- 5c. Every other task family: baselines against references (and >= 50 us
+-- on the main shapes), samples and known-bad kernels with their verdicts.
+local tasks_ok, tc = pcall(dofile, "tests/gpu/tasks_check.lua")
+if tasks_ok then
+  local ok, rows_or_err = pcall(tc.run, { skip = { gemm = true, attention = true } })
+  if ok then
+    for _, r in ipairs(rows_or_err) do row(r[1], r[2], r[3]) end
+  else
+    row("task families check", false, tostring(rows_or_err):sub(1, 200))
+  end
+else
+  row("task families check", false, tostring(tc):sub(1, 200))
 end
 
 -- 6. The unit suites with their GPU sections. Each suite's whole output is

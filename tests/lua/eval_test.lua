@@ -79,14 +79,28 @@ function T.no_gpu_says_unknown_and_is_stored(t)
   t.match(r.reason, "GPU stages skipped")
   t.ok(r.stages.build.ok)
   t.eq(r.stages.plan.launches, 1)
-  -- Stored once; asking again answers from the store.
+  -- An unknown result is not a measurement: asking again evaluates again
+  -- (the row is replaced, not answered from).
   local r2 = assert(eval.evaluate(TASK, "tasks/gemm/samples/naive", { db = db }))
-  t.eq(r2.cached, true)
+  t.eq(r2.cached, nil)
   t.eq(r2.verdict, "unknown")
   local store = require "klab.store"
   local s <close> = assert(store.open(db))
   t.eq(s:first("SELECT count(*) AS n FROM evaluations").n, 1)
+  t.eq(s:first("SELECT attempts FROM evaluations").attempts, 2)
   t.eq(s:first("SELECT count(*) AS n FROM candidates").n, 1)
+  -- A result that was measured here (a compile error needs no GPU) answers
+  -- again from the store.
+  local bad = candidate(t, "extern \"C\" __global__ void gemm( { }", nil)
+  local c1 = assert(eval.evaluate(TASK, bad, { db = db }))
+  t.eq(c1.verdict, "compile_error")
+  local c2 = assert(eval.evaluate(TASK, bad, { db = db }))
+  t.eq(c2.cached, true)
+  t.eq(c2.verdict, "compile_error")
+  -- The store's key names the machine and klab's version: a result measured
+  -- elsewhere is a different row.
+  local e = s:first("SELECT count(*) AS n FROM evaluations").n
+  t.eq(e, 2)
 end
 
 function T.cli(t)

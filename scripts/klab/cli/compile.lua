@@ -146,7 +146,7 @@ function M.main(args)
       local cjson = require("cjson")
       local obj = partial and plain(partial, o.file) or { ok = false, file = o.file }
       obj.ok, obj.error, obj.code = false, msg, code
-      print(cjson.encode(obj))
+      print(require("klab.json").encode(obj))
     elseif partial and partial.log and partial.log ~= "" then
       io.stderr:write(partial.log, partial.log:sub(-1) == "\n" and "" or "\n")
     end

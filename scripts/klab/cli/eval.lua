@@ -118,16 +118,20 @@ local function human(r)
     say("time       median %s (p10 %s, p90 %s, %d samples, %s)", fmt_us(t.candidate.median), fmt_us(t.candidate.p10),
       fmt_us(t.candidate.p90), t.candidate.n or 0, t.method or "?")
     if t.candidate.tflops then say("           %.1f TFLOP/s", t.candidate.tflops) end
+    local lib = ({ cublaslt = "cuBLASLt", cudnn = "cuDNN", shipped = "shipped kernel" })[(t.baseline_info or {}).lib]
+      or tostring((t.baseline_info or {}).lib or "baseline")
     if t.baseline then
-      say("baseline   cuBLASLt median %s; speedup %.3fx", fmt_us(t.baseline.median), t.speedup or 0)
+      say("baseline   %s median %s; speedup %.3fx", lib, fmt_us(t.baseline.median), t.speedup or 0)
+    elseif t.baseline_error then
+      say("baseline   none: %s", t.baseline_error)
     end
-    if t.speedup_tf32 then say("           speedup over cuBLASLt TF32: %.3fx", t.speedup_tf32) end
+    if t.speedup_tf32 then say("           speedup over %s TF32: %.3fx", lib, t.speedup_tf32) end
   end
   local sz = r.stages.sanitizer
   if sz then
     say("sanitizer  %s", sz.status == "ok" and (sz.errors .. " memcheck error(s)") or ("unknown: " .. tostring(sz.reason)))
   end
-  local ps = r.stages.profile
+  local ps = r.stages.instructions
   if ps and ps.text then say("profile    %s", ps.text) end
   say("verdict    %s: %s", r.verdict, r.reason or "")
   if r.cached then say("(answered from the store)") end
@@ -152,7 +156,7 @@ function M.main(args)
   s:close()
   if not r then return fail(rerr) end
   if o.json then
-    print(require("cjson").encode(r))
+    print(require("klab.json").encode(r))
   else
     print(human(r))
   end

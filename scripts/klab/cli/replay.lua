@@ -4,7 +4,7 @@ local M = {}
 M.summary = "run a candidate N times with no profiler of klab's own (for ncu, compute-sanitizer)"
 
 local USAGE = [[
-usage: klab replay TASK CANDIDATE [--runs N] [--arch sm_XY] [--json]
+usage: klab replay TASK CANDIDATE [--runs N] [--arch sm_XY] [--plan FILE] [--json]
 
 Builds the candidate, runs its plan, prepares the task's first input set and
 runs the planned launches N times (default 1) in this process, with neither
@@ -14,6 +14,9 @@ to let NVIDIA's tools look at exactly what klab evaluates:
   ncu --clock-control none --metrics gpu__time_duration.sum \
       build/klab replay gemm_bf16/8192x7168x5120 tasks/gemm/samples/wgmma_tma --runs 5
   compute-sanitizer --tool memcheck build/klab replay TASK CANDIDATE
+
+--plan FILE runs CANDIDATE (a .cu or .ptx file) with the launch plan in FILE
+instead of the task's default plan.
 
 Exit status: 0 when the last run was correct, 1 otherwise, 2 for a bad
 command line.
@@ -29,7 +32,7 @@ function M.main(args)
       return 0
     elseif a == "--json" then
       o.json = true
-    elseif a == "--runs" or a == "--arch" then
+    elseif a == "--runs" or a == "--arch" or a == "--plan" then
       local v = args[i + 1]
       if not v then
         io.stderr:write("klab replay: option ", a, " needs a value\n")
@@ -54,16 +57,29 @@ function M.main(args)
     io.stderr:write("klab replay: --runs needs a positive integer\n")
     return 2
   end
-  local r, err = require("klab.eval").replay(pos[1], pos[2], { runs = math.tointeger(runs), arch = o.arch })
+  local cand = pos[2]
+  if o.plan then
+    local cm = require "klab.eval.candidate"
+    local c, cerr = cm.load(cand)
+    local f, ferr = io.open(o.plan, "rb")
+    if not c or not f then
+      io.stderr:write("klab replay: ", tostring(cerr or ferr), "\n")
+      return 2
+    end
+    local plan = f:read("a")
+    f:close()
+    cand = assert(cm.new { code = c.code, lang = c.lang, plan = plan, name = c.name, source = c.source })
+  end
+  local r, err = require("klab.eval").replay(pos[1], cand, { runs = math.tointeger(runs), arch = o.arch })
   if not r then
     io.stderr:write("klab replay: ", tostring(err), "\n")
     return 1
   end
   if o.json then
-    print(require("cjson").encode(r))
+    print(require("klab.json").encode(r))
   else
     print(string.format("%s on %s: %s: %s%s", r.name, r.task, r.verdict, r.reason or "",
-      r.seconds and string.format(" (%d runs in %.3f s)", r.runs, r.seconds) or ""))
+      r.run_seconds and string.format(" (%d runs in %.3f s)", r.runs, r.run_seconds) or ""))
   end
   return r.verdict == "passed" and 0 or 1
 end

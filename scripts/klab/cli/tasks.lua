@@ -134,7 +134,7 @@ function M.main(args)
     local cjson = require("cjson")
     local recs = {}
     for i, t in ipairs(shown) do recs[i] = record(t) end
-    local text = #recs == 0 and "[]" or cjson.encode(recs)
+    local text = #recs == 0 and "[]" or require("klab.json").encode(recs)
     io.write(text, "\n")
   else
     local rows = { { "NAME", "FAMILY", "SHAPE", "DTYPES", "GFLOP", "TARGETS" } }

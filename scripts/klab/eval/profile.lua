@@ -752,128 +752,32 @@ end
 
 -- ---- one candidate, in this process -------------------------------------------
 
--- Compiles a candidate, runs its plan, fills its inputs with a constant
--- pattern (profiles, not answers: nothing is checked) and runs the stage on
--- it, optionally timing it with CUPTI activity records for the duration.
--- For `klab`-side checks (tests/gpu/profile_vs_ncu.lua) and experiments.
---   task: a klab.task descriptor or name; cand: a path or {code=, lang=, plan=}
---   opts: arch, ctx, time (bool), sass_executed, fill (byte, default 0x3c)
+-- The evaluation's load and instruction stages (and, with opts.time, its
+-- timing stage) on one candidate, in this process: for klab-side checks
+-- (tests/gpu/profile_vs_ncu.lua) and experiments. The inputs are the
+-- evaluation's first input set, so ncu wrapped around `klab replay` sees the
+-- same data (tensor cores draw less power, and run faster, on constant data).
+--   task: a klab.task descriptor or name; cand: a path or a klab.eval.candidate
+--   opts: arch, time (bool), budget_s, sass_executed
 -- Returns stage, extra {arch=, launches=, timing=} | nil, msg, code.
 function M.run_candidate(task, cand, opts)
   opts = opts or {}
   local gpu = require "klab.gpu"
   local okg, why = gpu.available()
   if not okg then return nil, why, "ENODRIVER" end
-  if type(task) == "string" then task = require("klab.task").get(task) end
-  if type(cand) == "string" then
-    local c, err = require("klab.eval.candidate").load(cand)
-    if not c then return nil, err, "EINVAL" end
-    cand = c
+  local stages = { "load", "instructions" }
+  if opts.time then stages[#stages + 1] = "timing" end
+  local r, err = require("klab.eval").run_local(task, cand, { arch = opts.arch, stages = stages, timing = opts.time,
+    sass_executed = opts.sass_executed, timing_opts = { budget_s = opts.budget_s or 3 } })
+  if not r then return nil, err, "EINVAL" end
+  local st = r.stages.instructions
+  if not st then return nil, tostring(r.verdict) .. ": " .. tostring(r.reason), "ESTAGE" end
+  local extra = { arch = r.arch, launches = r.stages.plan and r.stages.plan.launches }
+  local tm = r.stages.timing
+  if tm and tm.candidate then
+    extra.timing = { median_us = tm.candidate.median, method = tm.method, n = tm.candidate.n }
   end
-  local props = assert(gpu.device(0))
-  local arch = opts.arch or props.arch
-  local ctx = opts.ctx
-  if not ctx then
-    local err, code
-    ctx, err, code = gpu.context(0)
-    if not ctx then return nil, err, code end
-  end
-  local res, cerr, ccode = require("klab.jit").compile { source = cand.code, lang = cand.lang, arch = arch,
-    name = cand.name }
-  if not res then return nil, "compile: " .. tostring(cerr), ccode end
-  local plan, perr, pcode = require("klab.eval.plan").run(task, cand.plan, { arch = arch })
-  if not plan then return nil, "plan: " .. tostring(perr), pcode end
-  local mod, lerr, lcode = ctx:load(res.cubin)
-  if not mod then return nil, "load: " .. tostring(lerr), lcode end
-  local funcs, kernels = {}, {}
-  for _, l in ipairs(plan.launches) do
-    if not funcs[l.kernel] then
-      local fn, ferr, fcode = mod:func(l.kernel)
-      if not fn then return nil, ferr, fcode end
-      funcs[l.kernel], kernels[l.kernel] = fn, fn:attributes()
-    end
-  end
-  -- Inputs as an evaluation draws them (N(0,1) through the judge kernels):
-  -- tensor cores draw less power, and run faster, on constant data, so a
-  -- constant fill would not time the same kernel ncu sees under klab replay.
-  local judge = require "klab.judge"
-  local jres = require("klab.jit").compile { source = judge.source(), lang = "cuda", arch = arch, name = "judge.cu" }
-  local j = jres and judge.open(ctx, jres.cubin)
-  local bufs, outs = {}, {}
-  local seed = 0
-  local names = {}
-  for name in pairs(task.buffers) do names[#names + 1] = name end
-  table.sort(names)
-  for _, name in ipairs(names) do
-    local b = task.buffers[name]
-    local buf, aerr, acode = ctx:alloc(b.bytes)
-    if not buf then return nil, aerr, acode end
-    bufs[name] = buf
-    if b.role == "input" then
-      seed = seed + 1
-      if j and judge.dtype_size(b.dtype) then
-        j:fill(buf, b.numel, b.dtype, "normal", seed)
-      else
-        buf:fill(opts.fill or 0x3c)
-      end
-    else
-      outs[#outs + 1] = buf
-    end
-  end
-  for name, w in pairs(plan.workspace or {}) do
-    local buf, aerr, acode = ctx:alloc(w.bytes)
-    if not buf then return nil, aerr, acode end
-    bufs[name] = buf
-    outs[#outs + 1] = buf
-  end
-  local judge = require "klab.judge"
-  local tmaps = {}
-  for name, t in pairs(plan.tensormaps or {}) do
-    local s, terr = judge.tensormap(bufs[t.buffer]:ptr(), {
-      dtype = t.dtype, dims = t.dims, box = t.box, strides = t.strides, swizzle = t.swizzle or "none",
-      l2 = (t.l2promotion and t.l2promotion ~= "none") and t.l2promotion or "none",
-      oob = tostring(t.oob_fill or ""):find("nan") and "nan" or "zero" })
-    if not s then return nil, "tensor map " .. name .. ": " .. tostring(terr), "EINVAL" end
-    tmaps[name] = s
-  end
-  local function run()
-    for _, l in ipairs(plan.launches) do
-      local args = {}
-      for i, a in ipairs(l.args) do
-        if a.kind == "buffer" or a.kind == "workspace" then args[i] = { "u64", bufs[a.name]:ptr() }
-        elseif a.kind == "tensormap" then args[i] = { "bytes", tmaps[a.name] }
-        else args[i] = { a.type, a.value } end
-      end
-      local ok, err, code = ctx:launch(funcs[l.kernel], { grid = l.grid, block = l.block, cluster = l.cluster,
-        shared = l.shared, args = args })
-      if not ok then return nil, err, code end
-    end
-    return true
-  end
-  local function prepare()
-    for _, b in ipairs(outs) do b:fill(0xff) end
-    return true
-  end
-  local extra = { arch = arch, launches = #plan.launches }
-  local duration
-  if opts.time then
-    local timing = require "klab.timing"
-    prepare()
-    local r = timing.measure(ctx, { run = function()
-      local ok, err = run()
-      if not ok then error(err) end
-      return #plan.launches
-    end, method = "cupti", budget_s = opts.budget_s or 3, min_samples = 10, max_samples = 200 })
-    if r then
-      extra.timing = { median_us = r.candidate.median, method = r.method, n = r.candidate.n }
-      duration = r.candidate.median
-    end
-  end
-  local stage = M.stage(ctx, run, { targets = task.targets, flops = task.flops, bytes = task.bytes }, arch, {
-    prepare = prepare, launches = plan.launches, kernels = kernels, funcs = funcs, device = props,
-    cubin = res.cubin, sass_executed = opts.sass_executed, duration_us = duration,
-    duration_source = duration and "CUPTI activity" or nil })
-  return stage, extra
+  return st, extra
 end
 
 -- ---- compute-sanitizer ----------------------------------------------------------
@@ -930,9 +834,10 @@ function M.sanitize(task_name, candidate_path, opts)
   local klab = opts.klab or (arg and arg[-1]) or "klab"
   -- API errors are not the kernel's: klab's own probing (the parameter
   -- layout query past the last parameter) returns them on purpose.
-  local cmd = string.format("%s --tool memcheck --report-api-errors no --error-exitcode 0 %s replay %s %s --runs %d 2>&1",
+  local cmd = string.format("%s --tool memcheck --report-api-errors no --error-exitcode 0 %s replay %s %s --runs %d%s 2>&1",
     shell_quote(tool),
-    shell_quote(klab), shell_quote(task_name), shell_quote(candidate_path), opts.runs or 1)
+    shell_quote(klab), shell_quote(task_name), shell_quote(candidate_path), opts.runs or 1,
+    opts.plan and (" --plan " .. shell_quote(opts.plan)) or "")
   local p = io.popen(cmd)
   if not p then return { status = "unknown", reason = "cannot run " .. tool } end
   local out = p:read("a")

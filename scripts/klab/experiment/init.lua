@@ -34,8 +34,8 @@
 -- replay miss, an interrupt) requests already in flight are waited for
 -- (drain_s) and their responses kept in the cache before the error goes on.
 --
--- The tables (created here, documented in docs/experiments.md): experiments,
--- trajectories, turns.
+-- The tables (created by the store, documented in docs/experiments.md):
+-- experiments, trajectories, turns.
 
 local model_mod = require "klab.experiment.model"
 local prompt = require "klab.experiment.prompt"
@@ -50,46 +50,11 @@ local cjson = require "cjson"
 
 local M = {}
 
-M.SCHEMA = [[
-CREATE TABLE IF NOT EXISTS experiments(
-  id INTEGER PRIMARY KEY,
-  name TEXT NOT NULL UNIQUE,
-  config TEXT,
-  created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')),
-  updated_at TEXT);
-CREATE TABLE IF NOT EXISTS trajectories(
-  id INTEGER PRIMARY KEY,
-  experiment_id INTEGER NOT NULL REFERENCES experiments(id),
-  key TEXT NOT NULL UNIQUE,
-  model TEXT NOT NULL, task TEXT NOT NULL, tag TEXT NOT NULL, replica INTEGER NOT NULL,
-  state TEXT NOT NULL DEFAULT 'running' CHECK (state IN ('running', 'done')),
-  stop_reason TEXT,
-  turns INTEGER NOT NULL DEFAULT 0,
-  best_speedup REAL, best_turn INTEGER,
-  selected_turn INTEGER, selected_speedup REAL, selection TEXT,
-  messages TEXT,
-  created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')),
-  finished_at TEXT);
-CREATE INDEX IF NOT EXISTS trajectories_experiment ON trajectories(experiment_id);
-CREATE TABLE IF NOT EXISTS turns(
-  id INTEGER PRIMARY KEY,
-  trajectory_id INTEGER NOT NULL REFERENCES trajectories(id),
-  turn INTEGER NOT NULL,
-  request_hash TEXT, source TEXT,
-  verdict TEXT NOT NULL, reason TEXT,
-  speedup REAL, verified INTEGER,
-  candidate TEXT, language TEXT,
-  reply TEXT, feedback TEXT,
-  input_tokens INTEGER, output_tokens INTEGER, reasoning_tokens INTEGER,
-  latency_ms REAL, cost_usd REAL,
-  workloads TEXT,
-  created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')),
-  UNIQUE(trajectory_id, turn));
-CREATE INDEX IF NOT EXISTS turns_verdict ON turns(verdict);
-]]
-
+-- The store owns the tables (host/store/store.c's migrations; docs/store.md
+-- and docs/experiments.md describe them); the verdicts a turn may record are
+-- klab.eval.verdict's, written into the store before the first turn.
 function M.ensure_schema(db)
-  db:exec(M.SCHEMA)
+  verdicts.define(db)
 end
 
 -- ---- command-line options ------------------------------------------------
@@ -387,10 +352,7 @@ local function summarize(name, r, speedup_field)
     elseif POSITIVE[ins.status] or NEGATIVE[ins.status] then status = ins.status end
     w.instructions = { status = status, families = names, missing = #missing > 0 and missing or nil }
   end
-  local prof = st.profile
-  if type(prof) == "table" and type(prof.text) == "string" then w.profile = prof.text
-  elseif type(prof) == "string" then w.profile = prof
-  elseif type(ins) == "table" and type(ins.text) == "string" then w.profile = ins.text end
+  if type(ins) == "table" and type(ins.text) == "string" then w.profile = ins.text end
   return w
 end
 
@@ -700,11 +662,8 @@ function Exp:rows()
   return rows
 end
 
-M.SHORT = {
-  passed = "P", compile_error = "C", extraction_error = "X", request_error = "E", incorrect = "I",
-  runtime_error = "R", timeout = "T", plan_error = "PL", load_error = "LD", guard_violation = "G",
-  input_modified = "M", nondeterministic = "N", unexpected_launches = "U", target_not_executed = "V", unknown = "?",
-}
+-- The short code of each verdict, for tables (klab.eval.verdict defines them).
+M.SHORT = verdicts.SHORT
 
 local function speed(x) return x and ("%.3fx"):format(x) or "-" end
 

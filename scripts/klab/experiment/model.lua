@@ -53,68 +53,9 @@ local M = {}
 M.MODES = { live = true, ["record-missing"] = true, replay = true }
 M.PROVIDERS = { openai = "klab.experiment.providers.openai", anthropic = "klab.experiment.providers.anthropic" }
 
--- ---- canonical JSON ------------------------------------------------------
-
-local function json_string(s)
-  return '"' .. s:gsub('[%c"\\]', function(c)
-    if c == '"' then return '\\"' end
-    if c == "\\" then return "\\\\" end
-    if c == "\n" then return "\\n" end
-    if c == "\t" then return "\\t" end
-    if c == "\r" then return "\\r" end
-    return ("\\u%04x"):format(c:byte())
-  end) .. '"'
-end
-
-local function json_number(x)
-  if x ~= x or x == math.huge or x == -math.huge then error("model.json: cannot encode " .. tostring(x), 0) end
-  if math.type(x) == "integer" then return tostring(x) end
-  if x == math.floor(x) and math.abs(x) < 2 ^ 53 then return ("%d"):format(x) end
-  for _, p in ipairs { "%.15g", "%.16g", "%.17g" } do
-    local s = p:format(x)
-    if tonumber(s) == x then return s end
-  end
-  return ("%.17g"):format(x)
-end
-
-local function is_array(t)
-  local n = #t
-  if n == 0 then return next(t) == nil end
-  local count = 0
-  for k in pairs(t) do
-    if math.type(k) ~= "integer" or k < 1 or k > n then return false end
-    count = count + 1
-  end
-  return count == n
-end
-
-local function encode(v, depth)
-  if depth > 64 then error("model.json: nested too deeply", 0) end
-  local ty = type(v)
-  if ty == "string" then return json_string(v) end
-  if ty == "number" then return json_number(v) end
-  if ty == "boolean" then return tostring(v) end
-  if v == nil or v == cjson.null then return "null" end
-  if ty ~= "table" then error("model.json: cannot encode a " .. ty, 0) end
-  if is_array(v) then
-    local parts = {}
-    for i = 1, #v do parts[i] = encode(v[i], depth + 1) end
-    return "[" .. table.concat(parts, ",") .. "]"
-  end
-  local keys = {}
-  for k in pairs(v) do
-    if type(k) ~= "string" then error("model.json: object keys must be strings, got " .. type(k), 0) end
-    keys[#keys + 1] = k
-  end
-  table.sort(keys)
-  local parts = {}
-  for i, k in ipairs(keys) do parts[i] = json_string(k) .. ":" .. encode(v[k], depth + 1) end
-  return "{" .. table.concat(parts, ",") .. "}"
-end
-
--- JSON with sorted object keys, no spaces, integral floats as integers: equal
--- tables give equal text. An empty table is [].
-function M.json(v) return encode(v, 0) end
+-- Canonical JSON (klab.json): equal tables give equal text, so equal
+-- requests hash alike.
+M.json = require("klab.json").encode
 
 -- ---- models ---------------------------------------------------------------
 

@@ -38,7 +38,7 @@ local M = {}
 
 M.KINDS = { generation = true, repair = true, both = true }
 
-local function json(v) return require("klab.experiment.model").json(v) end
+local json = require("klab.json").encode
 
 local function decode(s)
   if type(s) ~= "string" then return nil end
@@ -72,8 +72,8 @@ function M.sft(db_or_path, opts)
   local db, err, code, owned = report.open_store(db_or_path)
   if not db then return nil, (err:gsub("^report: ", "export: ")), code end
   local ok, records, summary = pcall(function()
-    if not (metrics.has_table(db, "trajectories") and metrics.has_table(db, "turns") and metrics.has_table(db, "experiments")) then
-      error("export: this store holds no experiments (no trajectories or turns tables)", 0)
+    if not metrics.has_table(db, "experiments") or db:first("SELECT count(*) AS n FROM experiments").n == 0 then
+      error("export: this store holds no experiments (only evaluations, or nothing yet)", 0)
     end
     local arch_of = {}
     for _, tr in ipairs(metrics.load(db, { experiment = opts.experiment })) do arch_of[tr.id] = tr.arch end

@@ -29,7 +29,7 @@ M.SHOW_PS = { 0, 0.5, 0.8, 1, 1.2, 1.5 }
 
 local html = tables.html_escape
 
-local function json(v) return require("klab.experiment.model").json(v) end
+local json = require("klab.json").encode
 
 local function klab_version()
   local ok, b = pcall(require, "klab.build")

@@ -21,9 +21,12 @@
 -- A task descriptor holds: name, base, variant, family, file, description,
 -- dims (name -> integer), dim_order, tags, kernel, buffers (name -> {name,
 -- role, dtype, shape (integers), shape_expr, layout, numel, bytes,
--- elem_bits}), buffer_order, inputs, scales, reference, baseline,
--- tolerance (dtype -> {atol, rtol, matched}), flops, bytes, targets (arch ->
--- list), plan (source), trials, distributions.
+-- elem_bits}), buffer_order, inputs, scales, reference ({source, path, code,
+-- plan, units (expressions), derive, derived, sample}), units (output ->
+-- elements per reference unit, for this variant), baseline ({kind =
+-- "library", lib, op, modes, ...} or {kind = "shipped", source, path, code,
+-- plan}), precision, tolerance (dtype -> {atol, rtol, matched}), flops,
+-- bytes, targets (arch -> list), plan (source), trials, distributions.
 
 local shape = require("klab.task.shape")
 
@@ -33,7 +36,7 @@ local FIELDS = {
   name = true, family = true, description = true, dims = true, variants = true, buffers = true,
   inputs = true, scales = true, reference = true, baseline = true, tolerance = true,
   flops = true, bytes = true, targets = true, plan = true, trials = true, distributions = true,
-  tags = true, kernel = true,
+  tags = true, kernel = true, precision = true,
 }
 local REQUIRED = { "name", "family", "description", "dims", "variants", "buffers", "inputs",
                    "reference", "baseline", "tolerance", "flops", "targets", "plan" }
@@ -133,6 +136,24 @@ local function canon_dtype(file, path, name)
   local d, err = shape.dtype(name)
   if not d then fail(file, path, err) end
   return d.name
+end
+
+-- Launch-plan text: compiled here (not run) to catch syntax errors early.
+local function check_plan_text(file, path, v)
+  check_type(file, path, v, "string")
+  local _, perr = load(v, "=" .. path, "t", {})
+  if perr then fail(file, path, perr) end
+  return v
+end
+
+-- A file the task ships beside its task file (reference.cu, baseline.cu):
+-- a relative path that stays inside the task's folder.
+local function check_source(file, path, v)
+  check_type(file, path, v, "string")
+  if not v:match("^[%w_%-][%w_%-%.]*$") or v:find("..", 1, true) then
+    fail(file, path, "must be a file name in the task's folder, got '" .. v .. "'")
+  end
+  return v
 end
 
 -- A distribution: {dist=kind, params...}; returns a normalized copy.
@@ -346,7 +367,9 @@ local function check_common(file, f)
     return a < b
   end)
 
-  -- scales (fp8): data buffer -> {buffer = scale buffer, mode = "amax"}
+  -- scales (fp8): data buffer -> {buffer = scale buffer, value = v}: the
+  -- per-tensor scale a kernel must apply, written into the scale buffer (an
+  -- f32 input of one element) before every run.
   c.scales = {}
   local scale_bufs = {}
   if f.scales ~= nil then
@@ -363,12 +386,10 @@ local function check_common(file, f)
       local sb = c.buffers[s.buffer]
       if not sb then fail(file, p .. ".buffer", "names no buffer '" .. tostring(s.buffer) .. "'") end
       if sb.role ~= "input" or sb.dtype ~= "f32" then fail(file, p .. ".buffer", "a scale buffer must be an f32 input") end
-      local mode = s.mode or "amax"
-      if mode ~= "amax" and mode ~= "const" then fail(file, p .. ".mode", "must be 'amax' or 'const'") end
-      if mode == "amax" and not FP8_MAX[db.dtype] then
-        fail(file, p .. ".mode", "amax scaling needs an fp8/fp4 data buffer, got " .. db.dtype)
-      end
-      if mode == "const" then check_number(file, p .. ".value", s.value, 0) end
+      local mode = s.mode or "const"
+      if mode ~= "const" then fail(file, p .. ".mode", "must be 'const' (a fixed scale value)") end
+      check_number(file, p .. ".value", s.value, 0)
+      if not (s.value > 0) then fail(file, p .. ".value", "must be positive") end
       c.scales[data] = { buffer = s.buffer, mode = mode, value = s.value, max = FP8_MAX[db.dtype] }
       scale_bufs[s.buffer] = true
     end
@@ -392,23 +413,78 @@ local function check_common(file, f)
     end
   end
 
-  -- reference and baseline
-  if type(f.reference) == "string" then
-    c.reference = { name = f.reference }
-  else
-    check_type(file, "reference", f.reference, "table")
-    if not is_ident(f.reference.name) then fail(file, "reference.name", "must be an identifier string") end
-    c.reference = f.reference
+  -- reference: kernels the task ships, run by klab in the worker like its
+  -- own ({source=, plan=, units=, derive=, derived=, sample=}).
+  check_type(file, "reference", f.reference, "table")
+  local r = f.reference
+  check_keys(file, "reference", r, { source = true, plan = true, units = true, derive = true, derived = true,
+    sample = true, name = true, accumulate = true })
+  c.reference = { name = r.name, accumulate = r.accumulate }
+  c.reference.source = check_source(file, "reference.source", r.source)
+  c.reference.plan = check_plan_text(file, "reference.plan", r.plan)
+  c.reference.units = {}
+  if r.units ~= nil then check_type(file, "reference.units", r.units, "table") end
+  for _, bname in ipairs(c.buffer_order) do
+    local b = c.buffers[bname]
+    local u = (r.units or {})[bname]
+    if b.role == "output" then
+      if u == nil then u = 1 end
+      for _, nm in ipairs(shape.names(u)) do
+        if not seen[nm] then fail(file, "reference.units." .. bname, ("unknown dimension '%s'"):format(nm)) end
+      end
+      c.reference.units[bname] = u
+    elseif u ~= nil then
+      fail(file, "reference.units." .. bname, "units are given for outputs only")
+    end
   end
+  for k in pairs(r.units or {}) do
+    if not c.buffers[k] then fail(file, "reference.units." .. tostring(k), "names no buffer") end
+  end
+  if r.derive ~= nil then
+    c.reference.derive = check_plan_text(file, "reference.derive", r.derive)
+    check_list(file, "reference.derived", r.derived, function(p, name)
+      local b = c.buffers[name]
+      if not b or b.role ~= "input" then fail(file, p, "must name an input buffer") end
+    end)
+    if #r.derived == 0 then fail(file, "reference.derived", "names the inputs the derive plan writes") end
+    c.reference.derived = r.derived
+  elseif r.derived ~= nil then
+    fail(file, "reference.derived", "needs reference.derive (the plan that writes them)")
+  end
+  c.reference.sample = r.sample == nil and 8192 or r.sample
+  if math.type(c.reference.sample) ~= "integer" or c.reference.sample < 1 then
+    fail(file, "reference.sample", "must be a positive integer (units checked per timed run)")
+  end
+
+  -- baseline: a library operation ({lib=, op=, ...}, read by klab.eval.baselines.<lib>)
+  -- or a kernel the task ships ({source=, plan=, name=}).
   check_type(file, "baseline", f.baseline, "table")
-  if not is_ident(f.baseline.lib) then fail(file, "baseline.lib", "must be an identifier string") end
-  if not is_ident(f.baseline.op) then fail(file, "baseline.op", "must be an identifier string") end
-  local modes = f.baseline.modes or { "default" }
-  check_list(file, "baseline.modes", modes, function(p, m) if not is_ident(m) then fail(file, p, "must be an identifier string") end end)
-  if #modes == 0 then fail(file, "baseline.modes", "needs at least one mode") end
   c.baseline = {}
   for k, v in pairs(f.baseline) do c.baseline[k] = v end
-  c.baseline.modes = modes
+  if f.baseline.source ~= nil then
+    check_keys(file, "baseline", f.baseline, { source = true, plan = true, name = true, note = true })
+    c.baseline.kind = "shipped"
+    c.baseline.source = check_source(file, "baseline.source", f.baseline.source)
+    c.baseline.plan = check_plan_text(file, "baseline.plan", f.baseline.plan)
+  else
+    if not is_ident(f.baseline.lib) then fail(file, "baseline.lib", "must be an identifier string (or give source= and plan= for a shipped kernel)") end
+    if not is_ident(f.baseline.op) then fail(file, "baseline.op", "must be an identifier string") end
+    local modes = f.baseline.modes or { "default" }
+    check_list(file, "baseline.modes", modes, function(p, m) if not is_ident(m) then fail(file, p, "must be an identifier string") end end)
+    if #modes == 0 then fail(file, "baseline.modes", "needs at least one mode") end
+    c.baseline.kind = "library"
+    c.baseline.modes = modes
+  end
+
+  -- precision: the element type whose peak bounds the task's FLOPs (the
+  -- physical floor and the fraction of peak); default: the first input's.
+  if f.precision ~= nil then
+    c.precision = canon_dtype(file, "precision", f.precision)
+  else
+    for _, bname in ipairs(c.buffer_order) do
+      if c.buffers[bname].role == "input" and not scale_bufs[bname] then c.precision = c.buffers[bname].dtype break end
+    end
+  end
 
   -- tolerance: output dtype -> {atol, rtol, matched}
   check_type(file, "tolerance", f.tolerance, "table")
@@ -453,10 +529,7 @@ local function check_common(file, f)
   end
 
   -- plan: Lua source, compiled here (not run) to catch syntax errors early
-  check_type(file, "plan", f.plan, "string")
-  local _, perr = load(f.plan, "=plan", "t", {})
-  if perr then fail(file, "plan", perr) end
-  c.plan = f.plan
+  c.plan = check_plan_text(file, "plan", f.plan)
 
   -- trials and distributions
   c.trials = f.trials == nil and 3 or f.trials
@@ -501,7 +574,16 @@ local function build_variant(file, c, f, v)
     kernel = c.kernel, inputs = c.inputs, scales = c.scales, reference = c.reference,
     baseline = c.baseline, tolerance = c.tolerance, targets = c.targets, plan = c.plan,
     trials = c.trials, distributions = c.distributions, buffer_order = c.buffer_order,
+    precision = c.precision,
   }
+  -- The reference's units per output, in elements, for this variant.
+  t.units = {}
+  for bname, u in pairs(c.reference.units) do
+    local n, err = shape.eval(u, v.dims)
+    if not n then fail(file, "reference.units." .. bname, err, v.name) end
+    if n < 1 then fail(file, "reference.units." .. bname, "must be at least 1 element, got " .. n, v.name) end
+    t.units[bname] = n
+  end
   local tags = {}
   for _, x in ipairs(c.tags) do tags[#tags + 1] = x end
   for _, x in ipairs(v.tags) do tags[#tags + 1] = x end
@@ -545,10 +627,23 @@ end
 local cache = {}
 
 -- Loads one file; returns the (frozen) file descriptor.
+-- The text of a file the task ships beside its task file.
+local function read_beside(path, name, field)
+  local dir = path:match("^(.*)/[^/]*$") or "."
+  local full = dir .. "/" .. name
+  local text, err = read_file(full)
+  if not text then fail(path, field, "cannot read " .. full .. ": " .. tostring(err)) end
+  return text, full
+end
+
 local function load_file(path)
   if cache[path] then return cache[path] end
   local f = run_file(path)
   local c = check_common(path, f)
+  c.reference.code, c.reference.path = read_beside(path, c.reference.source, "reference.source")
+  if c.baseline.kind == "shipped" then
+    c.baseline.code, c.baseline.path = read_beside(path, c.baseline.source, "baseline.source")
+  end
   local tasks = {}
   for i, v in ipairs(c.variants) do tasks[i] = build_variant(path, c, f, v) end
   local variants = {}
