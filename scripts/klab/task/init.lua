@@ -472,6 +472,9 @@ local function check_common(file, f)
     local modes = f.baseline.modes or { "default" }
     check_list(file, "baseline.modes", modes, function(p, m) if not is_ident(m) then fail(file, p, "must be an identifier string") end end)
     if #modes == 0 then fail(file, "baseline.modes", "needs at least one mode") end
+    if f.baseline.spec ~= nil and type(f.baseline.spec) ~= "function" then
+      fail(file, "baseline.spec", "must be a function of the variant's dimensions returning the library's description")
+    end
     c.baseline.kind = "library"
     c.baseline.modes = modes
   end
@@ -583,6 +586,19 @@ local function build_variant(file, c, f, v)
     trials = c.trials, distributions = c.distributions, buffer_order = c.buffer_order,
     precision = c.precision, work = c.work,
   }
+  -- A library baseline described per variant (a cuDNN graph, a cuBLASLt
+  -- matmul with its shape): spec(dims) gives the plain description.
+  if c.baseline.spec then
+    local dd = {}
+    for k, x in pairs(v.dims) do dd[k] = x end
+    local ok, spec = pcall(c.baseline.spec, dd)
+    if not ok then fail(file, "baseline.spec", "raised: " .. tostring(spec), v.name) end
+    if type(spec) ~= "table" then fail(file, "baseline.spec", "must return a table, got " .. type(spec), v.name) end
+    local b = {}
+    for k, x in pairs(c.baseline) do b[k] = x end
+    b.spec = M.plain(spec)
+    t.baseline = b
+  end
   -- The reference's units per output, in elements, for this variant.
   t.units = {}
   for bname, u in pairs(c.reference.units) do

@@ -3,11 +3,15 @@
 --
 --   prepare(W, task, io, opts) -> runner | nil, reason
 --
--- The task's baseline table: {lib = "cublaslt", op = "matmul", layout =
--- "nt", a = "A", b = "B", c = "C" (operand buffers; C = A·Bᵀ, row-major),
--- modes = {"default"} | {"fp32", "tf32"} (compute types: the first is timed
--- interleaved with the candidate, the others beside it), scale_a =,
--- scale_b = (fp8 per-tensor scale buffers)}. W is the worker's toolkit
+-- The task's baseline table: {lib = "cublaslt", op = "matmul", a = "A", b =
+-- "B", c = "C" (operand buffers), modes = {"default"} | {"fp32", "tf32"}
+-- (compute types: the first is timed interleaved with the candidate, the
+-- others beside it), scale_a =, scale_b = (fp8 per-tensor scale buffers),
+-- spec = function(dims) -> {M=, N=, K=, batch=, a_layout="mk"|"km",
+-- b_layout="nk"|"kn", stride_a=, stride_b=, stride_c=, epilogue="none"|
+-- "bias"|"relu"|"relu_bias"|"gelu"|"gelu_bias", bias = buffer, bias_dtype=}
+-- (klab.blas.gemm_plan's fields; without spec: C = A·Bᵀ with the task's M,
+-- N, K)}. W is the worker's toolkit
 -- (klab.eval.gpu: ctx, region, ...); io = {inputs = name -> buffer, outputs =
 -- name -> the baseline's own output buffers}; runner.run(inputs) enqueues one
 -- call on those inputs (name -> buffer view), or on io.inputs. Every heuristic algorithm gets
@@ -31,7 +35,7 @@ function M.prepare(W, task, io, opts)
   opts = opts or {}
   local b = task.baseline
   if b.op ~= "matmul" then return nil, "cuBLASLt baseline: unknown op '" .. tostring(b.op) .. "'" end
-  if (b.layout or "nt") ~= "nt" then return nil, "cuBLASLt baseline: only layout nt (C = A·Bᵀ) is supported" end
+  local sp = b.spec or {}
   local an, bn, cn = b.a or "A", b.b or "B", b.c or "C"
   local A, B, C = io.inputs[an], io.inputs[bn], io.outputs[cn]
   if not (A and B and C) then return nil, "cuBLASLt baseline: the task lacks operands " .. an .. ", " .. bn .. ", " .. cn end
@@ -41,14 +45,20 @@ function M.prepare(W, task, io, opts)
   local d = task.dims
   local blas = require "klab.blas"
   local rA, rB, rC = W.region(A), W.region(B), W.region(C)
+  local bias_name = sp.bias
+  local bias = bias_name and io.inputs[bias_name]
+  if bias_name and not bias then return nil, "cuBLASLt baseline: the task lacks the bias input " .. bias_name end
   local runner = { modes = {} }
   for _, mode in ipairs(compute_modes(b.modes)) do
-    local plan, err = blas.gemm_plan(W.ctx, { dtype = dtype, compute = mode, M = d.M, N = d.N, K = d.K,
-      algos = opts.algos or 8 })
+    local plan, err = blas.gemm_plan(W.ctx, { dtype = dtype, compute = mode, M = sp.M or d.M, N = sp.N or d.N,
+      K = sp.K or d.K, algos = opts.algos or 8, batch = sp.batch, a_layout = sp.a_layout, b_layout = sp.b_layout,
+      stride_a = sp.stride_a, stride_b = sp.stride_b, stride_c = sp.stride_c, epilogue = sp.epilogue,
+      bias_dtype = sp.bias_dtype })
     if not plan then return nil, "cuBLASLt: " .. tostring(err) end
     -- Each of the heuristic's algorithms gets a short run; the best is then
     -- timed interleaved with the candidate like any other sample.
-    local runopts = { budget_s = opts.baseline_budget_s or 0.5, min_samples = 10, max_samples = 200 }
+    local runopts = { budget_s = opts.baseline_budget_s or 0.5, min_samples = 10, max_samples = 200,
+      bias = bias and W.region(bias) or nil }
     if dtype == "e4m3" then
       runopts.scale_a = W.region(io.inputs[b.scale_a])
       runopts.scale_b = W.region(io.inputs[b.scale_b])
@@ -60,7 +70,7 @@ function M.prepare(W, task, io, opts)
     if not runner.run then
       -- The first mode listed (strict FP32 for fp32 tasks) is the one
       -- interleaved with the candidate; the others are reported beside it.
-      local ro = { algo = t.best_index, scale_a = runopts.scale_a, scale_b = runopts.scale_b }
+      local ro = { algo = t.best_index, scale_a = runopts.scale_a, scale_b = runopts.scale_b, bias = runopts.bias }
       -- One call on the inputs given (each timed sample has its own), or
       -- on the ones it was prepared with.
       runner.run = function(inputs)
@@ -68,9 +78,11 @@ function M.prepare(W, task, io, opts)
         local o = ro
         if inputs then
           a, bb = W.region(inputs[an]), W.region(inputs[bn])
+          o = { algo = ro.algo, scale_a = ro.scale_a, scale_b = ro.scale_b, bias = ro.bias }
           if dtype == "e4m3" then
-            o = { algo = ro.algo, scale_a = W.region(inputs[b.scale_a]), scale_b = W.region(inputs[b.scale_b]) }
+            o.scale_a, o.scale_b = W.region(inputs[b.scale_a]), W.region(inputs[b.scale_b])
           end
+          if bias_name then o.bias = W.region(inputs[bias_name]) end
         end
         local ok, rerr = plan:run(a, bb, rC, o)
         if not ok then error(rerr) end
@@ -78,7 +90,8 @@ function M.prepare(W, task, io, opts)
       end
       runner.median_us, runner.mode = t.best.median_us, mode
       runner.info = { lib = "cublaslt", kind = "library", algo = t.best_index,
-        first_choice_median_us = t.first.median_us, compute = mode }
+        first_choice_median_us = t.first.median_us, compute = mode, tile = t.best.tile, stages = t.best.stages,
+        epilogue = sp.epilogue, batch = sp.batch }
     end
   end
   return runner

@@ -1,5 +1,6 @@
--- klab.eval.baselines.cudnn: the cuDNN attention baseline (klab.dnn), timed
--- exactly like candidates.
+-- klab.eval.baselines.cudnn: cuDNN baselines (klab.dnn), timed exactly like
+-- candidates: scaled-dot-product attention (op = "sdpa_fwd" | "sdpa_bwd")
+-- and any graph a task describes (op = "graph").
 --
 --   prepare(W, task, io, opts) -> runner | nil, reason
 --       runner = {run = function() enqueue one call; return -1 end,
@@ -31,12 +32,65 @@ local function lib_label()
   return string.format("cuDNN %s (%s)", tostring(v or "?"), tostring(path or "not loaded"))
 end
 
+-- A cuDNN graph the task describes (baseline.op = "graph", spec = the
+-- graph per variant, klab.dnn.graph_plan's description): its real tensors
+-- are named after the task's buffers. modes: {"default"} or, for fp32
+-- tasks, {"fp32", "tf32"}: strict FP32 engines timed with the candidate,
+-- TF32 ones beside it.
+local function graph(W, task, io, opts, dnn)
+  local b = task.baseline
+  if type(b.spec) ~= "table" then return nil, "cuDNN graph baseline: the task gives no graph (baseline.spec)" end
+  local MATH = { default = "any", fp32 = "fp32", strict = "fp32", tf32 = "tf32" }
+  local function addresses(inputs)
+    local a = {}
+    for name, t in pairs(b.spec.tensors or {}) do
+      if not t.virtual and t.value == nil then
+        local g = inputs[name] or io.outputs[name]
+        if not g then error("cuDNN graph baseline: no buffer for tensor " .. name) end
+        a[name] = g.ptr
+      end
+    end
+    return a
+  end
+  local runner = { modes = {} }
+  for _, mode in ipairs(b.modes or { "default" }) do
+    local desc = {}
+    for k, x in pairs(b.spec) do desc[k] = x end
+    desc.math = MATH[mode] or "any"
+    local plan, err = dnn.graph_plan(W.ctx, desc)
+    if not plan then return nil, string.format("%s cannot run %s's graph (%s): %s", lib_label(), task.name, mode,
+      tostring(err)) end
+    local info = plan:info()
+    local path, how = dnn.library()
+    local entry = { plan = plan, info = { lib = "cudnn", kind = "library", op = "graph", mode = mode,
+      version = info.version, version_code = info.version_code, path = path, how = how, engine = info.engine,
+      workspace_bytes = info.workspace_bytes and info.workspace_bytes[1], notes = info.notes and info.notes[1],
+      refused = info.refused } }
+    local fixed = addresses(io.inputs)
+    local function run(inputs)
+      local rok, rerr = plan:run(inputs and addresses(inputs) or fixed)
+      if not rok then error("cuDNN: " .. tostring(rerr)) end
+      return -1
+    end
+    if not runner.run then
+      runner.run, runner.plan, runner.mode, runner.info = run, plan, mode, entry.info
+    else
+      -- Modes after the first are timed beside the candidate, by themselves.
+      local r = require("klab.timing").measure(W.ctx, { run = run, budget_s = opts.baseline_budget_s or 0.3,
+        min_samples = 10, max_samples = 200 })
+      runner.modes[mode] = { median_us = r and r.candidate.median, engine = info.engine }
+    end
+  end
+  return runner
+end
+
 function M.prepare(W, task, io, opts)
   opts = opts or {}
   local ok, dnn = pcall(require, "klab.dnn")
   if not ok then return nil, "klab.dnn is not available: " .. tostring(dnn) end
   local v, code_or_err = dnn.version()
   if not v then return nil, "cuDNN cannot be loaded: " .. tostring(code_or_err) end
+  if (task.baseline or {}).op == "graph" then return graph(W, task, io, opts, dnn) end
   local b = task.baseline or {}
   local d = task.dims
   local bwd = b.op == "sdpa_bwd"
