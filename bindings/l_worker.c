@@ -20,6 +20,13 @@
  *       stage_expired (timeouts): its own limit ran out, not the call's.
  *       code is "ETIMEOUT", "ECHILD" or "EPROTO". After a failure the worker
  *       is dead; calling it again raises. No deadline (nil or <= 0) waits forever.
+ *   w:start(payload, deadline_seconds?) -> true | nil, msg, code
+ *   w:step() -> false while the job runs; then exactly what w:call returns
+ *   w:busy() -> boolean      worker.wait({w, ...}, timeout_seconds?) -> true
+ *       The same call in two halves, for a supervisor running many workers:
+ *       start sends the job along, step makes progress without blocking,
+ *       wait blocks until one of the busy workers needs a step (or a
+ *       deadline of theirs or the timeout passes).
  *   w:alive() -> boolean     w:pid() -> integer     w:output() -> string
  *   w:free() -> true if it freed the worker (also __gc and __close)
  *
@@ -266,6 +273,27 @@ static void push_detail(lua_State *L, const worker_reply *r)
     }
 }
 
+/* Pushes what a call ended with: reply, info | nil, msg, code, detail. */
+static int push_outcome(lua_State *L, int rc, worker_reply *r, const ks_status *st)
+{
+    /* Only a memory error can raise from here on (and would leak r). */
+    if (rc == KS_OK && r->outcome == WORKER_FINISHED) {
+        lua_pushlstring(L, r->payload, r->payload_len);
+        lua_createtable(L, 0, 2);
+        lua_pushnumber(L, r->elapsed);
+        lua_setfield(L, -2, "elapsed");
+        lua_pushlstring(L, r->output ? r->output : "", r->output ? r->output_len : 0);
+        lua_setfield(L, -2, "output_tail");
+        push_stage(L, r);
+        worker_reply_clear(r);
+        return 2;
+    }
+    lh_pushfail(L, st);
+    push_detail(L, r);
+    worker_reply_clear(r);
+    return 4;
+}
+
 static int l_call(lua_State *L)
 {
     worker *w = check_worker(L, 1);
@@ -285,22 +313,85 @@ static int l_call(lua_State *L)
         worker_reply_clear(&r);
         return lh_raise(L, &st);
     }
-    /* Only a memory error can raise from here on (and would leak r). */
-    if (rc == KS_OK && r.outcome == WORKER_FINISHED) {
-        lua_pushlstring(L, r.payload, r.payload_len);
-        lua_createtable(L, 0, 2);
-        lua_pushnumber(L, r.elapsed);
-        lua_setfield(L, -2, "elapsed");
-        lua_pushlstring(L, r.output ? r.output : "", r.output ? r.output_len : 0);
-        lua_setfield(L, -2, "output_tail");
-        push_stage(L, &r);
-        worker_reply_clear(&r);
-        return 2;
+    return push_outcome(L, rc, &r, &st);
+}
+
+/* w:start(payload, deadline_seconds?): the job is under way (w:step, worker.wait). */
+static int l_start(lua_State *L)
+{
+    worker *w = check_worker(L, 1);
+    size_t n;
+    const char *job = luaL_checklstring(L, 2, &n);
+    lua_Number deadline = luaL_optnumber(L, 3, 0);
+    if (n > FRAME_MAX)
+        return luaL_argerror(L, 2, "job larger than the frame limit (256 MiB)");
+    ks_status st;
+    ks_clear(&st);
+    int rc = worker_start(w, job, n, deadline, &st);
+    if (rc == KS_EINVAL)
+        return lh_raise(L, &st);
+    if (rc)
+        return lh_pushfail(L, &st);
+    lua_pushboolean(L, 1);
+    return 1;
+}
+
+/* w:step() -> false while the job runs; else what w:call returns. */
+static int l_step(lua_State *L)
+{
+    worker *w = check_worker(L, 1);
+    if (!worker_busy(w))
+        return luaL_error(L, "worker %d has no job in progress", (int)worker_pid(w));
+    luaL_checkstack(L, 8, "worker step");
+    worker_reply r;
+    ks_status st;
+    ks_clear(&st);
+    int rc = worker_step(w, &r, &st);
+    if (rc == KS_EAGAIN) {
+        lua_pushboolean(L, 0);
+        return 1;
     }
-    lh_pushfail(L, &st);
-    push_detail(L, &r);
-    worker_reply_clear(&r);
-    return 4;
+    return push_outcome(L, rc, &r, &st);
+}
+
+static int l_busy(lua_State *L)
+{
+    lua_pushboolean(L, worker_busy(check_worker(L, 1)));
+    return 1;
+}
+
+/* worker.wait({w, ...}, timeout_seconds?) -> true: blocks until a busy
+ * worker has something to read or write, a deadline of theirs passes, or
+ * the timeout (nil: none) runs out. */
+static int l_wait(lua_State *L)
+{
+    luaL_checktype(L, 1, LUA_TTABLE);
+    lua_Number timeout = luaL_optnumber(L, 2, -1);
+    worker *ws[64];
+    size_t n = 0;
+    lua_Integer len = (lua_Integer)lua_rawlen(L, 1);
+    for (lua_Integer i = 1; i <= len; i++) {
+        lua_rawgeti(L, 1, i);
+        lworker *lw = luaL_testudata(L, -1, WORKER_T);
+        lua_pop(L, 1);
+        if (!lw)
+            return luaL_error(L, "worker.wait: element %d is not a worker", (int)i);
+        if (lw->w && worker_busy(lw->w)) {
+            if (n == 64)
+                return luaL_error(L, "worker.wait: at most 64 busy workers");
+            ws[n++] = lw->w;
+        }
+    }
+    ks_status st;
+    ks_clear(&st);
+    if (n == 0 && timeout < 0) {
+        lua_pushboolean(L, 1);
+        return 1;
+    }
+    if (worker_wait(ws, n, timeout, &st))
+        return lh_pushfail(L, &st);
+    lua_pushboolean(L, 1);
+    return 1;
 }
 
 static int l_alive(lua_State *L)
@@ -400,6 +491,7 @@ static int l_stage(lua_State *L)
 
 static const luaL_Reg worker_funcs[] = {
     {"spawn", l_spawn},
+    {"wait", l_wait},
     {"read_job", l_read_job},
     {"write_result", l_write_result},
     {"stage", l_stage},
@@ -408,6 +500,9 @@ static const luaL_Reg worker_funcs[] = {
 
 static const luaL_Reg worker_methods[] = {
     {"call", l_call},
+    {"start", l_start},
+    {"step", l_step},
+    {"busy", l_busy},
     {"alive", l_alive},
     {"pid", l_pid},
     {"output", l_output},

@@ -44,6 +44,7 @@ const char *ks_code_name(int code)
     case KS_EPROTO: return "EPROTO";
     case KS_ENOTFOUND: return "ENOTFOUND";
     case KS_EUNSUPPORTED: return "EUNSUPPORTED";
+    case KS_EAGAIN: return "EAGAIN";
     }
     return "EUNKNOWN";
 }

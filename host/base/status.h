@@ -26,7 +26,8 @@ typedef enum {
     KS_ECHILD = -10,    /* a child process crashed or exited badly */
     KS_EPROTO = -11,    /* malformed frame or reply */
     KS_ENOTFOUND = -12, /* a named thing does not exist */
-    KS_EUNSUPPORTED = -13 /* the machine cannot do this (no profiling rights, ...) */
+    KS_EUNSUPPORTED = -13, /* the machine cannot do this (no profiling rights, ...) */
+    KS_EAGAIN = -14     /* not finished yet: ask again (a job still running) */
 } ks_code;
 
 #define KS_MSG_MAX 512

@@ -39,6 +39,7 @@ struct worker {
     char *flat;  /* cap + 1 bytes: the ring made contiguous for worker_output */
     size_t cap;
     unsigned long long total;
+    struct worker_callstate *call; /* the job in progress (worker_start .. worker_step), or NULL */
 };
 
 /* The most output drained in one go, so that a child that writes without end
@@ -581,195 +582,287 @@ static int stage_notice(const unsigned char *p, size_t n, char *name, double *se
     return 1;
 }
 
-int worker_call(worker *w, const void *job, size_t n, double deadline_seconds, worker_reply *r,
-                ks_status *st)
+/* The call in progress on a worker (worker_start .. worker_step): what is
+ * left to send, the reply being read, the deadlines. */
+struct worker_callstate {
+    unsigned char *job;   /* header and payload, sent as one stream */
+    size_t to_send, sent;
+    int send_broken;
+    double t0, deadline, deadline_seconds, stage_deadline;
+    unsigned long long mark;
+    reply_reader rr;
+    worker_reply r;       /* filled as the call goes (stage), handed over at the end */
+};
+
+static void call_free(worker *w)
 {
-    if (r)
-        memset(r, 0, sizeof *r);
-    if (w == NULL || r == NULL || (n > 0 && job == NULL))
-        return ks_fail(st, KS_EINVAL, 0, "worker_call: bad arguments");
+    if (!w->call)
+        return;
+    free(w->call->job);
+    free(w->call->rr.buf);
+    worker_reply_clear(&w->call->r);
+    free(w->call);
+    w->call = NULL;
+}
+
+/* Ends the call: moves its reply (with the output of the call) to r. */
+static int call_end(worker *w, int rc, worker_reply *r)
+{
+    struct worker_callstate *c = w->call;
+    *r = c->r;
+    memset(&c->r, 0, sizeof c->r);
+    r->elapsed = frame_now() - c->t0;
+    r->output = malloc(w->cap + 1);
+    if (r->output)
+        r->output_len = ring_copy(w, c->mark, r->output);
+    call_free(w);
+    return rc;
+}
+
+int worker_start(worker *w, const void *job, size_t n, double deadline_seconds, ks_status *st)
+{
+    if (w == NULL || (n > 0 && job == NULL))
+        return ks_fail(st, KS_EINVAL, 0, "worker_start: bad arguments");
     if (n > FRAME_MAX)
         return ks_fail(st, KS_EINVAL, 0, "job of %zu bytes exceeds the %zu-byte frame limit", n,
                        FRAME_MAX);
     if (w->state == W_DEAD)
         return ks_fail(st, KS_EINVAL, 0, "worker %d is dead; spawn a new one", (int)w->pid);
-
-    double t0 = frame_now();
-    double deadline = deadline_seconds > 0 ? t0 + deadline_seconds : -1;
-    double stage_deadline = -1; /* set by a stage notice with a limit */
-    drain_output(w); /* output from before this call is not this call's */
-    unsigned long long mark = w->total;
-    int rc = KS_OK;
-    reply_reader rr;
-    memset(&rr, 0, sizeof rr);
-
-    if (w->state == W_RUNNING && child_exited(w))
-        kill_group_and_reap(w);
-    if (w->state == W_EXITED) {
-        rc = report_death(w, r, st, "before the job was sent");
-        goto out;
+    if (w->call)
+        return ks_fail(st, KS_EINVAL, 0, "worker %d is busy with another job", (int)w->pid);
+    struct worker_callstate *c = calloc(1, sizeof *c);
+    unsigned char *buf = malloc(FRAME_HDR + n);
+    if (!c || !buf) {
+        free(c);
+        free(buf);
+        return ks_fail(st, KS_ENOMEM, 0, "worker_start: out of memory");
     }
+    frame_put_len(buf, (uint32_t)n);
+    if (n)
+        memcpy(buf + FRAME_HDR, job, n);
+    c->job = buf;
+    c->to_send = FRAME_HDR + n;
+    c->t0 = frame_now();
+    c->deadline_seconds = deadline_seconds;
+    c->deadline = deadline_seconds > 0 ? c->t0 + deadline_seconds : -1;
+    c->stage_deadline = -1; /* set by a stage notice with a limit */
+    drain_output(w); /* output from before this call is not this call's */
+    c->mark = w->total;
+    w->call = c;
+    return KS_OK;
+}
 
-    /* A frame waiting before we asked for one would be taken as the reply. */
-    {
+int worker_busy(const worker *w)
+{
+    return w && w->call;
+}
+
+/* Makes all the progress possible now. Returns 1 with *rc set when the call
+ * ended (outcome in c->r), 0 while it goes on. */
+static int call_progress(worker *w, int *rc, ks_status *st)
+{
+    struct worker_callstate *c = w->call;
+    worker_reply *r = &c->r;
+    reply_reader *rr = &c->rr;
+
+    if (c->sent == 0) {
+        if (w->state == W_RUNNING && child_exited(w))
+            kill_group_and_reap(w);
+        if (w->state == W_EXITED) {
+            *rc = report_death(w, r, st, "before the job was sent");
+            return 1;
+        }
+        /* A frame waiting before we asked for one would be taken as the reply. */
         struct pollfd pf = {.fd = w->res_fd, .events = POLLIN};
-        if (poll(&pf, 1, 0) == 1 && (pf.revents & POLLIN)) {
-            unsigned char c;
-            ssize_t k = read(w->res_fd, &c, 1);
+        if (!rr->eof && poll(&pf, 1, 0) == 1 && (pf.revents & POLLIN) && !rr->hgot) {
+            unsigned char ch;
+            ssize_t k = read(w->res_fd, &ch, 1);
             if (k > 0) {
                 kill_worker(w);
                 r->outcome = WORKER_PROTOCOL;
-                rc = ks_fail(st, KS_EPROTO, 0,
-                             "worker %d wrote to its result channel before it was sent a job",
-                             (int)w->pid);
-                goto out;
+                *rc = ks_fail(st, KS_EPROTO, 0, "worker %d wrote to its result channel before it was sent a job",
+                              (int)w->pid);
+                return 1;
             }
             if (k == 0)
-                rr.eof = 1;
+                rr->eof = 1;
         }
     }
-
-    unsigned char hdr[FRAME_HDR];
-    frame_put_len(hdr, (uint32_t)n);
-    size_t sent = 0, to_send = FRAME_HDR + n;
-    int send_broken = 0;
-
     for (;;) {
-        /* Make all the progress possible without blocking. */
-        while (sent < to_send && !send_broken) {
-            const unsigned char *p;
-            size_t left;
-            if (sent < FRAME_HDR) {
-                p = hdr + sent;
-                left = FRAME_HDR - sent;
-            } else {
-                p = (const unsigned char *)job + (sent - FRAME_HDR);
-                left = n - (sent - FRAME_HDR);
-            }
-            ssize_t k = send(w->job_fd, p, left, MSG_NOSIGNAL | MSG_DONTWAIT);
+        while (c->sent < c->to_send && !c->send_broken) {
+            ssize_t k = send(w->job_fd, c->job + c->sent, c->to_send - c->sent, MSG_NOSIGNAL | MSG_DONTWAIT);
             if (k > 0) {
-                sent += (size_t)k;
+                c->sent += (size_t)k;
                 continue;
             }
             if (k < 0 && errno == EINTR)
                 continue;
             if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
                 break;
-            send_broken = 1; /* the child closed its stdin or died: wait for its exit */
+            c->send_broken = 1; /* the child closed its stdin or died: wait for its exit */
         }
-        reply_pump(w, &rr);
+        reply_pump(w, rr);
         drain_output(w);
-
-        if (rr.too_long) {
+        if (rr->too_long) {
             kill_worker(w);
             r->outcome = WORKER_PROTOCOL;
-            rc = ks_fail(st, KS_EPROTO, 0,
-                         "worker %d sent a frame of %zu bytes (limit %zu): malformed reply",
-                         (int)w->pid, rr.len, FRAME_MAX);
-            break;
+            *rc = ks_fail(st, KS_EPROTO, 0, "worker %d sent a frame of %zu bytes (limit %zu): malformed reply",
+                          (int)w->pid, rr->len, FRAME_MAX);
+            return 1;
         }
-        if (rr.nomem) {
+        if (rr->nomem) {
             kill_worker(w);
             r->outcome = WORKER_PROTOCOL;
-            rc = ks_fail(st, KS_ENOMEM, 0, "cannot allocate %zu bytes for the reply of worker %d",
-                         rr.len, (int)w->pid);
-            break;
+            *rc = ks_fail(st, KS_ENOMEM, 0, "cannot allocate %zu bytes for the reply of worker %d", rr->len,
+                          (int)w->pid);
+            return 1;
         }
         int exited = child_exited(w);
         if (exited)
-            reply_pump(w, &rr); /* what it wrote before dying is all in the pipe now */
-        if (reply_done(&rr)) {
-            if (sent < to_send) {
+            reply_pump(w, rr); /* what it wrote before dying is all in the pipe now */
+        if (reply_done(rr)) {
+            if (c->sent < c->to_send) {
                 kill_worker(w);
                 r->outcome = WORKER_PROTOCOL;
-                rc = ks_fail(st, KS_EPROTO, 0,
-                             "worker %d replied before it had read the whole job", (int)w->pid);
-                break;
+                *rc = ks_fail(st, KS_EPROTO, 0, "worker %d replied before it had read the whole job", (int)w->pid);
+                return 1;
             }
-            int notice = stage_notice(rr.buf, rr.len, r->stage, &r->stage_seconds);
+            int notice = stage_notice(rr->buf, rr->len, r->stage, &r->stage_seconds);
             if (notice < 0) {
                 kill_worker(w);
                 r->outcome = WORKER_PROTOCOL;
-                rc = ks_fail(st, KS_EPROTO, 0, "worker %d sent a malformed stage notice", (int)w->pid);
-                break;
+                *rc = ks_fail(st, KS_EPROTO, 0, "worker %d sent a malformed stage notice", (int)w->pid);
+                return 1;
             }
             if (notice > 0) {
-                stage_deadline = r->stage_seconds > 0 ? frame_now() + r->stage_seconds : -1;
-                int eof = rr.eof;
-                free(rr.buf);
-                memset(&rr, 0, sizeof rr);
-                rr.eof = eof;
+                c->stage_deadline = r->stage_seconds > 0 ? frame_now() + r->stage_seconds : -1;
+                int eof = rr->eof;
+                free(rr->buf);
+                memset(rr, 0, sizeof *rr);
+                rr->eof = eof;
                 continue; /* the next frame is read at once: it may already be in the pipe */
             }
             r->outcome = WORKER_FINISHED;
-            r->payload = rr.buf;
-            r->payload_len = rr.len;
-            rr.buf[rr.len] = '\0';
-            rr.buf = NULL;
+            r->payload = rr->buf;
+            r->payload_len = rr->len;
+            rr->buf[rr->len] = '\0';
+            rr->buf = NULL;
             if (exited)
                 kill_group_and_reap(w); /* its death is reported by the next call */
             drain_output(w); /* what it wrote before replying belongs to this call */
-            rc = KS_OK;
-            break;
+            *rc = KS_OK;
+            return 1;
         }
         if (exited) {
             kill_group_and_reap(w);
-            rc = report_death(w, r, st, "before replying");
-            break;
+            *rc = report_death(w, r, st, "before replying");
+            return 1;
         }
-
-        int ms = -1;
-        int by_stage = stage_deadline >= 0 && (deadline < 0 || stage_deadline <= deadline);
-        double until = by_stage ? stage_deadline : deadline;
-        if (until >= 0) {
-            double left = until - frame_now();
-            if (left <= 0) {
-                kill_worker(w);
-                r->outcome = WORKER_TIMEOUT;
-                r->stage_expired = by_stage;
-                if (by_stage)
-                    rc = ks_fail(st, KS_ETIMEOUT, 0,
-                                 "worker %d did not finish stage '%s' within its %.3f s; its process group "
-                                 "was killed", (int)w->pid, r->stage, r->stage_seconds);
-                else
-                    rc = ks_fail(st, KS_ETIMEOUT, 0,
-                                 "worker %d did not reply within %.3f s%s%s%s; its process group was killed",
-                                 (int)w->pid, deadline_seconds, r->stage[0] ? " (in stage '" : "", r->stage,
-                                 r->stage[0] ? "')" : "");
-                break;
-            }
-            double msd = ceil(left * 1000.0);
-            ms = msd > 1e9 ? 1000000000 : (int)msd; /* poll again later rather than overflow */
-        }
-        if (w->pid_fd < 0 && (ms < 0 || ms > 20))
-            ms = 20; /* no pidfd: look for the child's exit periodically */
-
-        struct pollfd pf[4];
-        nfds_t nf = 0;
-        if (sent < to_send && !send_broken)
-            pf[nf++] = (struct pollfd){.fd = w->job_fd, .events = POLLOUT};
-        if (!rr.eof)
-            pf[nf++] = (struct pollfd){.fd = w->res_fd, .events = POLLIN};
-        if (w->out_fd >= 0)
-            pf[nf++] = (struct pollfd){.fd = w->out_fd, .events = POLLIN};
-        if (w->pid_fd >= 0)
-            pf[nf++] = (struct pollfd){.fd = w->pid_fd, .events = POLLIN};
-        if (poll(pf, nf, ms) < 0 && errno != EINTR) {
-            int err = errno;
+        int by_stage = c->stage_deadline >= 0 && (c->deadline < 0 || c->stage_deadline <= c->deadline);
+        double until = by_stage ? c->stage_deadline : c->deadline;
+        if (until >= 0 && until - frame_now() <= 0) {
             kill_worker(w);
-            r->outcome = WORKER_PROTOCOL;
-            rc = ks_fail(st, KS_EIO, err, "worker_call: poll: %s", strerror(err));
-            break;
+            r->outcome = WORKER_TIMEOUT;
+            r->stage_expired = by_stage;
+            if (by_stage)
+                *rc = ks_fail(st, KS_ETIMEOUT, 0,
+                              "worker %d did not finish stage '%s' within its %.3f s; its process group was killed",
+                              (int)w->pid, r->stage, r->stage_seconds);
+            else
+                *rc = ks_fail(st, KS_ETIMEOUT, 0,
+                              "worker %d did not reply within %.3f s%s%s%s; its process group was killed",
+                              (int)w->pid, c->deadline_seconds, r->stage[0] ? " (in stage '" : "", r->stage,
+                              r->stage[0] ? "')" : "");
+            return 1;
+        }
+        return 0;
+    }
+}
+
+/* The descriptors a busy worker waits on, and how long until its deadline
+ * (ms; -1: none). Returns the number of pollfds filled (at most 4). */
+static nfds_t call_pollfds(worker *w, struct pollfd *pf, int *ms)
+{
+    struct worker_callstate *c = w->call;
+    nfds_t nf = 0;
+    *ms = -1;
+    int by_stage = c->stage_deadline >= 0 && (c->deadline < 0 || c->stage_deadline <= c->deadline);
+    double until = by_stage ? c->stage_deadline : c->deadline;
+    if (until >= 0) {
+        double left = until - frame_now();
+        double msd = left <= 0 ? 0 : ceil(left * 1000.0);
+        *ms = msd > 1e9 ? 1000000000 : (int)msd; /* poll again later rather than overflow */
+    }
+    if (w->pid_fd < 0 && (*ms < 0 || *ms > 20))
+        *ms = 20; /* no pidfd: look for the child's exit periodically */
+    if (c->sent < c->to_send && !c->send_broken)
+        pf[nf++] = (struct pollfd){.fd = w->job_fd, .events = POLLOUT};
+    if (!c->rr.eof)
+        pf[nf++] = (struct pollfd){.fd = w->res_fd, .events = POLLIN};
+    if (w->out_fd >= 0)
+        pf[nf++] = (struct pollfd){.fd = w->out_fd, .events = POLLIN};
+    if (w->pid_fd >= 0)
+        pf[nf++] = (struct pollfd){.fd = w->pid_fd, .events = POLLIN};
+    return nf;
+}
+
+int worker_step(worker *w, worker_reply *r, ks_status *st)
+{
+    if (r)
+        memset(r, 0, sizeof *r);
+    if (w == NULL || r == NULL || !w->call)
+        return ks_fail(st, KS_EINVAL, 0, "worker_step: no call in progress");
+    int rc = KS_OK;
+    if (!call_progress(w, &rc, st))
+        return KS_EAGAIN;
+    return call_end(w, rc, r);
+}
+
+int worker_wait(worker *const *ws, size_t n, double timeout_seconds, ks_status *st)
+{
+    struct pollfd pf[4 * 64];
+    if (n > 64)
+        return ks_fail(st, KS_EINVAL, 0, "worker_wait: at most 64 workers at once, not %zu", n);
+    nfds_t nf = 0;
+    int ms = timeout_seconds < 0 ? -1 : (int)ceil(timeout_seconds * 1000.0);
+    for (size_t i = 0; i < n; i++) {
+        if (!ws[i] || !ws[i]->call)
+            continue;
+        int wms;
+        nf += call_pollfds(ws[i], pf + nf, &wms);
+        if (wms >= 0 && (ms < 0 || wms < ms))
+            ms = wms;
+    }
+    if (nf == 0 && ms < 0)
+        return ks_fail(st, KS_EINVAL, 0, "worker_wait: no call in progress and no timeout");
+    if (poll(pf, nf, ms) < 0 && errno != EINTR)
+        return ks_fail(st, KS_EIO, errno, "worker_wait: poll: %s", strerror(errno));
+    return KS_OK;
+}
+
+int worker_call(worker *w, const void *job, size_t n, double deadline_seconds, worker_reply *r,
+                ks_status *st)
+{
+    if (r)
+        memset(r, 0, sizeof *r);
+    if (w == NULL || r == NULL)
+        return ks_fail(st, KS_EINVAL, 0, "worker_call: bad arguments");
+    int rc = worker_start(w, job, n, deadline_seconds, st);
+    if (rc)
+        return rc;
+    for (;;) {
+        rc = worker_step(w, r, st);
+        if (rc != KS_EAGAIN)
+            return rc;
+        worker *one[1] = {w};
+        ks_status ws;
+        if (worker_wait(one, 1, -1, &ws) && ws.code == KS_EIO) {
+            kill_worker(w);
+            w->call->r.outcome = WORKER_PROTOCOL;
+            rc = ks_fail(st, KS_EIO, ws.sub, "worker_call: %s", ws.msg);
+            return call_end(w, rc, r);
         }
     }
-
-out:
-    free(rr.buf);
-    r->elapsed = frame_now() - t0;
-    r->output = malloc(w->cap + 1);
-    if (r->output)
-        r->output_len = ring_copy(w, mark, r->output);
-    return rc;
 }
 
 void worker_reply_clear(worker_reply *r)
@@ -807,6 +900,7 @@ void worker_free(worker *w)
 {
     if (w == NULL)
         return;
+    call_free(w);
     close_fd(&w->job_fd); /* end of its input first: a polite worker would stop */
     if (w->state == W_RUNNING)
         kill_group_and_reap(w);

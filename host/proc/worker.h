@@ -115,6 +115,21 @@ int worker_spawn(const char *const argv[], const worker_opts *o, worker **out, k
 int worker_call(worker *w, const void *job, size_t n, double deadline_seconds, worker_reply *r,
                 ks_status *st);
 
+/* The same call in two halves, for a supervisor that runs many workers at
+ * once. worker_start sends nothing yet; it records the job and its deadline
+ * (KS_EINVAL when the worker is dead or already busy). worker_step makes all
+ * the progress possible without blocking: KS_EAGAIN while the job runs; once
+ * it ended, r and the return value are exactly worker_call's. worker_wait
+ * blocks until one of the busy workers among ws has something to read or
+ * write, or a deadline of theirs passes, or timeout_seconds (< 0: none)
+ * runs out; then worker_step each busy worker. */
+int worker_start(worker *w, const void *job, size_t n, double deadline_seconds, ks_status *st);
+int worker_step(worker *w, worker_reply *r, ks_status *st);
+int worker_wait(worker *const *ws, size_t n, double timeout_seconds, ks_status *st);
+
+/* 1 while a job started with worker_start has not ended. */
+int worker_busy(const worker *w);
+
 /* Worker side: announces stage name (at most WORKER_STAGE_NAME_MAX - 1
  * bytes, no newline) with a limit of seconds (<= 0: none of its own) on
  * fd, the result channel (3 in a worker). KS_EINVAL for a bad name. */

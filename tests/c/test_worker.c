@@ -447,6 +447,61 @@ static void test_group_kill(void)
     prctl(PR_SET_CHILD_SUBREAPER, 0);
 }
 
+/* The call in two halves: two workers busy at once, waited on together;
+ * one replies, the other hangs until its own deadline, and a third call
+ * while busy is refused. */
+static void test_async(void)
+{
+    worker *a = spawn_helper(NULL), *b = spawn_helper(NULL);
+    if (!a || !b) {
+        worker_free(a);
+        worker_free(b);
+        return;
+    }
+    ks_status st;
+    worker_reply r;
+    CHECK(!worker_busy(a) && !worker_busy(b));
+    CHECK(worker_start(a, "hang", 4, 0.4, &st) == KS_OK);
+    CHECK(worker_start(b, "echo:hi", 7, 10, &st) == KS_OK);
+    CHECK(worker_busy(a) && worker_busy(b));
+    CHECK(worker_start(b, "echo:x", 6, 10, &st) == KS_EINVAL);
+    int a_done = 0, b_done = 0, rounds = 0;
+    double t0 = frame_now();
+    while ((!a_done || !b_done) && rounds++ < 1000) {
+        worker *ws[2];
+        size_t n = 0;
+        if (!a_done)
+            ws[n++] = a;
+        if (!b_done)
+            ws[n++] = b;
+        CHECK(worker_wait(ws, n, 5.0, &st) == KS_OK);
+        if (!b_done) {
+            int rc = worker_step(b, &r, &st);
+            if (rc != KS_EAGAIN) {
+                CHECKF(rc == KS_OK && r.payload_len == 2 && memcmp(r.payload, "hi", 2) == 0,
+                       "b: rc %d", rc);
+                /* b answered while a still hung. */
+                CHECK(!a_done && frame_now() - t0 < 0.4);
+                worker_reply_clear(&r);
+                b_done = 1;
+            }
+        }
+        if (!a_done) {
+            int rc = worker_step(a, &r, &st);
+            if (rc != KS_EAGAIN) {
+                CHECKF(rc == KS_ETIMEOUT && r.outcome == WORKER_TIMEOUT, "a: rc %d", rc);
+                worker_reply_clear(&r);
+                a_done = 1;
+            }
+        }
+    }
+    CHECK(a_done && b_done);
+    CHECK(!worker_busy(b) && worker_alive(b) && !worker_alive(a));
+    expect_reply(b, "echo:again", "again");
+    worker_free(a);
+    worker_free(b);
+}
+
 /* Freeing a live worker kills and reaps it. */
 static void test_free_kills(void)
 {
@@ -504,6 +559,7 @@ int main(int argc, char **argv)
     test_large_frames_and_output();
     test_outcomes();
     test_stages();
+    test_async();
     test_group_kill();
     test_free_kills();
     test_parent_death();
