@@ -9,8 +9,13 @@
  *   sys.now() -> seconds                 monotonic clock, float
  *   sys.time() -> seconds                wall clock (Unix time), float
  *   sys.hostname() -> string
+ *   sys.cpu_count() -> integer           the CPUs this process may run on
+ *                                        (its affinity mask: a Slurm or
+ *                                        cgroup allocation, not the machine's)
  *   sys.exe() -> path | nil, msg, code   this program (/proc/self/exe)
  *   sys.signal_name(n) -> "SEGV" | nil   sys.signal_number("SEGV") -> 11 | nil
+ *   sys.lock(path) -> Lock | nil, msg, code   waits for an exclusive flock on
+ *                                       the file; lock:free(), __close, __gc
  *   sys.mkdir(path) -> true | nil, msg, code
  *       creates path and its missing parents (mode 0777 less the umask);
  *       an existing folder is fine
@@ -19,8 +24,11 @@
  *       are removed, never followed; a missing path is fine
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <ftw.h>
 #include <limits.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -126,6 +134,18 @@ static int l_hostname(lua_State *L)
     return 1;
 }
 
+static int l_cpu_count(lua_State *L)
+{
+    cpu_set_t set;
+    long n = 0;
+    if (sched_getaffinity(0, sizeof set, &set) == 0)
+        n = CPU_COUNT(&set);
+    if (n <= 0)
+        n = sysconf(_SC_NPROCESSORS_ONLN);
+    lua_pushinteger(L, n > 0 ? n : 1);
+    return 1;
+}
+
 static int l_exe(lua_State *L)
 {
     char buf[PATH_MAX];
@@ -221,6 +241,68 @@ static int l_remove_tree(lua_State *L)
     return 1;
 }
 
+/* ---- exclusive locks (flock) ---- */
+
+#define LOCK_T "klab.sys.Lock"
+
+typedef struct {
+    int fd; /* -1 once released */
+} llock;
+
+static int lock_release(lua_State *L)
+{
+    llock *k = luaL_checkudata(L, 1, LOCK_T);
+    int was = k->fd >= 0;
+    if (was) {
+        flock(k->fd, LOCK_UN);
+        close(k->fd);
+        k->fd = -1;
+    }
+    lua_pushboolean(L, was);
+    return 1;
+}
+
+/* sys.lock(path) -> Lock | nil, msg, code: waits for an exclusive lock on
+ * the file (created if missing); released by lock:free(), __close or __gc,
+ * and by the process's death. */
+static int l_lock(lua_State *L)
+{
+    const char *path = luaL_checkstring(L, 1);
+    llock *k = lua_newuserdatauv(L, sizeof *k, 0);
+    k->fd = -1;
+    if (luaL_newmetatable(L, LOCK_T)) {
+        lua_pushcfunction(L, lock_release);
+        lua_setfield(L, -2, "__gc");
+        lua_pushcfunction(L, lock_release);
+        lua_setfield(L, -2, "__close");
+        lua_newtable(L);
+        lua_pushcfunction(L, lock_release);
+        lua_setfield(L, -2, "free");
+        lua_setfield(L, -2, "__index");
+    }
+    lua_setmetatable(L, -2);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        int e = errno;
+        luaL_pushfail(L);
+        lua_pushfstring(L, "cannot open lock file %s: %s", path, strerror(e));
+        lua_pushstring(L, "EIO");
+        return 3;
+    }
+    while (flock(fd, LOCK_EX) != 0) {
+        if (errno == EINTR)
+            continue;
+        int e = errno;
+        close(fd);
+        luaL_pushfail(L);
+        lua_pushfstring(L, "cannot lock %s: %s", path, strerror(e));
+        lua_pushstring(L, "EIO");
+        return 3;
+    }
+    k->fd = fd;
+    return 1;
+}
+
 static const luaL_Reg sys_funcs[] = {
     {"getpid", l_getpid},
     {"getppid", l_getppid},
@@ -229,11 +311,13 @@ static const luaL_Reg sys_funcs[] = {
     {"now", l_now},
     {"time", l_time},
     {"hostname", l_hostname},
+    {"cpu_count", l_cpu_count},
     {"exe", l_exe},
     {"signal_name", l_signal_name},
     {"signal_number", l_signal_number},
     {"mkdir", l_mkdir},
     {"remove_tree", l_remove_tree},
+    {"lock", l_lock},
     {NULL, NULL},
 };
 

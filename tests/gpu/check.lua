@@ -90,7 +90,10 @@ do
   local es <close> = eval.session { deadline = 60 }
   local function judge(task, cand, want, opts)
     local t0 = sys.now()
-    local r, err = es:evaluate(task, cand, opts or { timing_opts = { budget_s = 3 } })
+    local eo = {}
+    for k, v in pairs(opts or { timing_opts = { budget_s = 3 } }) do eo[k] = v end
+    eo.profile = eo.show_profile  -- the full feedback profile where the table shows it
+    local r, err = es:evaluate(task, cand, eo)
     local got = r and r.verdict or ("error: " .. tostring(err))
     local tm = r and r.stages.timing
     local perf = ""

@@ -397,7 +397,7 @@ end
 -- at 0.7x without them. This drives early stop, the feedback of passed
 -- turns, verification and the paired gate without a GPU.
 local function fake_session(calls)
-  return { evaluate = function(_, name, c, opts)
+  local function evaluate(_, name, c, opts)
     calls[#calls + 1] = name
     local fast = c.code:find("FAST", 1, true) ~= nil
     return {
@@ -410,7 +410,17 @@ local function fake_session(calls)
           families = { wgmma = { status = fast and "executed" or "not_executed" } } },
       },
     }
-  end, close = function() end }
+  end
+  -- The session's queue: submit answers at once, wait hands the result over.
+  local done, n = {}, 0
+  return { evaluate = evaluate,
+    submit = function(self, name, c, opts)
+      n = n + 1
+      done[n] = evaluate(self, name, c, opts)
+      return n
+    end,
+    wait = function(_, ticket) local r = done[ticket] done[ticket] = nil return r end,
+    close = function() end }
 end
 
 T.early_stop_verification_and_paired_gate = function(t)

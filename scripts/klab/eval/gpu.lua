@@ -71,10 +71,11 @@ end
 
 function M.describe()
   local ok, why = gpu.available()
-  if not ok then return { none = tostring(why) } end
+  if not ok then return { none = tostring(why), count = 0 } end
   local props, err = gpu.device(0)
-  if not props then return { none = tostring(err) } end
-  return { gpu_name = props.name, driver_version = tostring(gpu.driver_version()), arch = props.arch }
+  if not props then return { none = tostring(err), count = 0 } end
+  return { gpu_name = props.name, driver_version = tostring(gpu.driver_version()), arch = props.arch,
+           count = gpu.count() or 1 }
 end
 
 -- ---- buffers -----------------------------------------------------------------
@@ -696,6 +697,7 @@ local function stage_instructions(run)
     -- The supervisor takes the static census while this runs; the listing
     -- is needed here only to join executed counts to opcodes.
     cubin = opts.sass_executed and run.c.cubin or nil, sass_executed = opts.sass_executed,
+    full = opts.profile,
   })
   res.stages.instructions = ps
   if ps.sticky then
@@ -1148,6 +1150,19 @@ local function finite(v)
   return v
 end
 
+-- Workers that share a GPU (KLAB_GPU_LOCK names it) take turns on the
+-- stages that need the device to themselves: the profiler's counters and
+-- the timed runs. The lock waits outside the stage's own limit.
+local EXCLUSIVE = { instructions = true, timing = true, baseline = true }
+
+local function device_lock(name)
+  local key = os.getenv("KLAB_GPU_LOCK")
+  if not EXCLUSIVE[name] or not key or key == "" then return nil end
+  local dir = os.getenv("TMPDIR")
+  if not dir or dir == "" then dir = "/tmp" end
+  return sys.lock(dir .. "/klab-gpu-" .. key:gsub("[^%w_.-]", "_") .. ".lock")
+end
+
 function M.run(job)
   job = integers(job)
   local res = { stages = {}, worker_pid = sys.getpid() }
@@ -1157,6 +1172,7 @@ function M.run(job)
     if name == "timing" and job.timing == false then break end
     local fn = STAGE_FN[name]
     if not fn then error("klab.eval.gpu: no stage " .. tostring(name)) end
+    local lock <close> = device_lock(name)
     serve.stage(name, stages.limit(name, opts) or 0)
     fn(run)
     if res.verdict then

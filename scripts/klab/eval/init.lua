@@ -5,6 +5,8 @@
 --   local eval = require "klab.eval"
 --   local s <close> = eval.session{db = "results.db", deadline = 120}
 --   local r = s:evaluate(task, candidate, {arch = "sm_90a", timing = true})
+--   local ticket = s:submit(task, candidate, opts)  -- many at once, on the session's pool:
+--   s:poll(timeout_s) -> {{ticket=, result=}, ...}  s:wait(ticket [, timeout_s])  s:pending()
 --   eval.evaluate(task, candidate, opts)     -- a one-off session
 --   eval.replay(task, candidate, {runs = n}) -- in this process, no profiler (for ncu, compute-sanitizer)
 --   eval.run_local(task, candidate, {stages = {...}}) -- chosen worker stages in this process
@@ -33,7 +35,7 @@
 -- evaluated again, and replaced in the store, every time.
 
 local candidate_mod = require "klab.eval.candidate"
-local supervisor = require "klab.proc.supervisor"
+local pool_mod = require "klab.eval.pool"
 local task_mod = require "klab.task"
 local verdicts = require "klab.eval.verdict"
 local stages = require "klab.eval.stages"
@@ -49,10 +51,15 @@ local KLAB_VERSION = require("klab.build").version
 local Session = {}
 Session.__index = Session
 
+-- opts: db, deadline, arch, stage_deadlines, env, and the pool's gpus
+-- ("all" by default: one worker per visible GPU), per_gpu (workers sharing
+-- a GPU; they take turns on its exclusive stages), cpu (workers that run the
+-- caller's stages in parallel; 0: in this process).
 function M.session(opts)
   opts = opts or {}
-  local s = setmetatable({ opts = opts, deadline = opts.deadline or 180 }, Session)
-  s.sup = supervisor.new { deadline = s.deadline, env = opts.env }
+  local s = setmetatable({ opts = opts, deadline = opts.deadline or 180, items = {}, next_ticket = 1 }, Session)
+  s.pool = pool_mod.new { gpus = opts.gpus, per_gpu = opts.per_gpu, cpu = opts.cpu, deadline = s.deadline,
+    env = opts.env }
   if opts.db then
     if type(opts.db) == "string" then
       s.db = assert(require("klab.store").open(opts.db))
@@ -66,9 +73,9 @@ function M.session(opts)
 end
 
 function Session:close()
-  if self.sup then self.sup:close() end
+  if self.pool then self.pool:close() end
   if self.own_db and self.db then self.db:close() end
-  self.sup, self.db = nil, nil
+  self.pool, self.db = nil, nil
 end
 Session.__close = Session.close
 Session.__gc = Session.close
@@ -88,18 +95,14 @@ local function resolve(t, c)
   return t, c
 end
 
--- The machine the worker measures on, asked once per session (a cheap job:
--- the worker starts CUDA, which the evaluation needs anyway): {gpu_name=,
+-- The machine the workers measure on, asked once per session (a cheap job:
+-- a worker starts CUDA, which the evaluation needs anyway): {gpu_name=,
 -- driver_version=} or {none = why}.
 function Session:machine()
   if self._machine then return self._machine end
-  local rep = self.sup:run({ module = "klab.eval.gpu", fn = "describe" }, { deadline = 60 })
-  local m
-  if rep.status == "finished" and type(rep.result) == "table" then
-    m = rep.result
-  else
-    m = { none = "the worker could not describe the device: " .. tostring(rep.error or rep.status) }
-  end
+  local d = self.pool:devices()
+  local m = d.gpu_name and { gpu_name = d.gpu_name, driver_version = d.driver_version, arch = d.arch } or
+    { none = tostring(d.none or "no device") }
   self._machine = m
   return m
 end
@@ -134,14 +137,16 @@ local function check_contract(stage, r)
   end
 end
 
--- ---- the worker's stages, through the supervisor --------------------------
+-- ---- the worker's stages, through the pool --------------------------------
 
--- Runs the GPU stages in the worker and turns a dead worker into a verdict.
-function Session:_gpu(job, deadline)
-  local rep = self.sup:run({ module = "klab.eval.gpu", fn = "run", args = job }, { deadline = deadline })
+-- The worker's result from a supervisor's report; a dead worker becomes a
+-- verdict.
+local function gpu_result(pool, h, deadline)
+  local rep = h.report
   if rep.status == "finished" then
     local r = rep.result
-    if r.unfit then self.sup:retire() end
+    if r.unfit then pool:retire(h.slot) end
+    r.device_index = h.device
     return r
   end
   local r = { stages = {}, worker = { status = rep.status, pid = rep.worker_pid, output_tail = rep.output_tail,
@@ -282,48 +287,197 @@ local function merge(result, g)
   result.verdict, result.reason = g.verdict, g.reason
 end
 
-function Session:evaluate(t, c, opts)
+-- ---- submitting, advancing, collecting --------------------------------------
+
+-- Queues an evaluation; returns its ticket (or nil, why when the task or
+-- candidate cannot be found). A stored result that may answer again is
+-- ready at once.
+function Session:submit(t, c, opts)
   opts = opts or {}
   t, c = resolve(t, c)
   if not t then return nil, c end
   local arch = opts.arch or self.opts.arch or "sm_90a"
-  local key
+  local item = { ticket = self.next_ticket, opts = opts, t0 = sys.now() }
+  self.next_ticket = self.next_ticket + 1
+  self.items[item.ticket] = item
   if self.db then
-    key = key_of(t, c, arch, opts, self:machine())
+    item.key = key_of(t, c, arch, opts, self:machine())
     if not opts.force then
-      local done = self.db:evaluation_done(key)
+      local done = self.db:evaluation_done(item.key)
       if done and done.detail then
         local ok, prev = pcall(require("cjson").decode, done.detail)
         if ok and reusable(prev) then
           prev.cached = true
-          return prev
+          item.result, item.state = prev, "done"
+          return item.ticket
         end
       end
     end
   end
-  local run = new_run(t, c, arch, opts)
-  local result = run.result
-  local t0 = sys.now()
-  local stage_deadlines = check_stage_deadlines(opts.stage_deadlines or self.opts.stage_deadlines)
-  if caller_stages(run) then
-    run.job.opts.stage_deadlines = stage_deadlines
-    run.job.stages = stages.worker()
-    local go = true
-    if opts.sanitize then go = self:_sanitize(run) end
-    if go then
-      local g = self:_gpu(run.job, opts.deadline or self.deadline)
-      merge(result, g)
-      if g.stage then check_contract(g.stage, result) end
-    end
+  item.stage_deadlines = check_stage_deadlines(opts.stage_deadlines or self.opts.stage_deadlines)
+  item.run = new_run(t, c, arch, opts)
+  item.state = "build"
+  return item.ticket
+end
+
+-- The caller's stages of an item: on a CPU worker when the pool has them
+-- (the task and candidate travel as data; the worker compiles and plans and
+-- sends the job back), else here.
+function Session:_build(item)
+  local run = item.run
+  if self.pool:has("cpu") and run.task.file and not item.build_here then
+    local c = run.cand
+    item.handle = self.pool:submit("cpu", { module = "klab.eval.prepare", fn = "remote", args = {
+      task_file = run.task.file, task = run.task.name, arch = run.arch, opts = prepare.remote_opts(item.opts),
+      cand = { code = c.code, lang = c.lang, plan = c.plan, name = c.name, source = c.source } } })
+    item.state = "building"
+    return
   end
+  if caller_stages(run) then
+    item.state = "ready"
+  else
+    self:_finish(item)
+  end
+end
+
+-- The worker's stages: sanitizer first when asked, then a GPU worker
+-- (preferring one that already holds the task's inputs and references).
+function Session:_dispatch(item)
+  local run = item.run
+  run.job.opts.stage_deadlines = item.stage_deadlines
+  run.job.stages = stages.worker()
+  if item.opts.sanitize and not self:_sanitize(run) then return self:_finish(item) end
+  item.handle = self.pool:submit("gpu", { module = "klab.eval.gpu", fn = "run", args = run.job },
+    { deadline = item.opts.deadline or self.deadline, affinity = run.task.name })
+  item.state = "running"
+end
+
+-- The record stage: the verdict when nothing else was found, the census, the
+-- row in the store.
+function Session:_finish(item)
+  local run = item.run
+  local result = run.result
   prepare.cleanup(run)
   prepare.finish(run)
   if result.verdict == nil then
     result.verdict, result.reason = "passed", "correct on every trial and timed run"
   end
-  result.seconds = sys.now() - t0
-  if key then self:_record(run, key) end
-  return result
+  result.seconds = sys.now() - item.t0
+  if item.key then self:_record(run, item.key) end
+  item.result, item.state, item.run = result, "done", nil
+end
+
+-- The items in the order they were submitted.
+function Session:_ordered()
+  local list = {}
+  for _, item in pairs(self.items) do list[#list + 1] = item end
+  table.sort(list, function(a, b) return a.ticket < b.ticket end)
+  return list
+end
+
+-- A finished job of the pool back on its item.
+function Session:_landed(item, h)
+  item.handle = nil
+  if h.kind == "cpu" then
+    local rep = h.report
+    if rep.status == "finished" then
+      item.run.result, item.run.job = rep.result.result, rep.result.job
+      if rep.result.job then
+        prepare.census_start(item.run)
+        item.state = "ready"
+      else
+        self:_finish(item)
+      end
+    else
+      -- The CPU worker failed (a candidate cannot crash it: the compiler
+      -- runs in a child of its own): build here instead.
+      item.build_here, item.state = true, "build"
+    end
+  else
+    local g = gpu_result(self.pool, h, item.opts.deadline or self.deadline)
+    merge(item.run.result, g)
+    if g.stage then check_contract(g.stage, item.run.result) end
+    self:_finish(item)
+  end
+end
+
+-- Moves items along in submission order, waiting up to timeout_s for a
+-- worker when nothing could move. Builds go to the CPU workers as fast as
+-- they take them; without CPU workers one build at a time runs here, and
+-- only while fewer jobs wait for a GPU than there are GPU workers, so that a
+-- GPU is never kept waiting by a long list of builds ahead of it.
+function Session:_advance(timeout_s)
+  local moved = false
+  for _, item in ipairs(self:_ordered()) do
+    if item.state == "build" then
+      local remote = self.pool:has("cpu") and not item.build_here
+      if remote or (not moved and self.pool:queued("gpu") < self.pool:slots("gpu")) then
+        self:_build(item)
+        moved = true
+      end
+    end
+    if item.state == "ready" then
+      self:_dispatch(item)
+      moved = true
+    end
+  end
+  local by_handle = {}
+  for _, item in pairs(self.items) do
+    if item.handle then by_handle[item.handle] = item end
+  end
+  for _, h in ipairs(self.pool:poll(moved and 0 or timeout_s)) do
+    local item = by_handle[h]
+    if item then self:_landed(item, h) end
+  end
+end
+
+-- The items that are done (each {ticket=, result=}), taken out of the
+-- session; waits up to timeout_s for one when none is.
+function Session:poll(timeout_s)
+  local out = {}
+  local function take()
+    for ticket, item in pairs(self.items) do
+      if item.state == "done" then
+        out[#out + 1] = { ticket = ticket, result = item.result }
+        self.items[ticket] = nil
+      end
+    end
+  end
+  take()
+  if #out == 0 then
+    self:_advance(timeout_s or 0)
+    take()
+  end
+  table.sort(out, function(a, b) return a.ticket < b.ticket end)
+  return out
+end
+
+-- Waits for one ticket (at most timeout_s seconds when given: then nil
+-- while it is still under way); the others go on meanwhile and stay to be
+-- polled.
+function Session:wait(ticket, timeout_s)
+  local item = self.items[ticket]
+  if not item then error("klab.eval: no evaluation with ticket " .. tostring(ticket), 2) end
+  local t0 = sys.now()
+  while item.state ~= "done" do
+    local left = timeout_s and (timeout_s - (sys.now() - t0)) or 1.0
+    if left <= 0 then return nil end
+    self:_advance(math.min(left, 1.0))
+  end
+  self.items[ticket] = nil
+  return item.result
+end
+
+function Session:pending()
+  local n = 0
+  for _ in pairs(self.items) do n = n + 1 end
+  return n
+end
+
+function Session:evaluate(t, c, opts)
+  local ticket, err = self:submit(t, c, opts)
+  if not ticket then return nil, err end
+  return self:wait(ticket)
 end
 
 -- compute-sanitizer memcheck around `klab replay`, twice, as PTXBench does
@@ -408,7 +562,10 @@ function Session:check_baseline(t, opts)
   if caller_stages(run) then
     run.job.stages = { "baseline" }
     run.job.opts.budget_s = opts.budget_s or 0
-    merge(run.result, self:_gpu(run.job, opts.deadline or self.deadline))
+    local h = self.pool:submit("gpu", { module = "klab.eval.gpu", fn = "run", args = run.job },
+      { deadline = opts.deadline or self.deadline, affinity = t.name })
+    while not h.report do self.pool:poll(1.0) end
+    merge(run.result, gpu_result(self.pool, h, opts.deadline or self.deadline))
   end
   prepare.cleanup(run)
   return run.result

@@ -25,6 +25,10 @@ local sys = require "klab.sys"
 
 local M = {}
 
+-- Static SASS censuses by machine code (cubin hash and target families):
+-- one nvdisasm run per cubin per process, whatever evaluates it again.
+local CENSUS, CENSUS_N = {}, 0
+
 -- A compiled image as a file for the worker (it reads and loads it).
 local function write_temp(bytes)
   local path = os.tmpname()
@@ -124,6 +128,36 @@ local function compile_task_kernel(what, path, code, arch)
   return res
 end
 
+-- "Present in machine code", for every evaluation that compiled, whatever
+-- happens on the GPU (nvdisasm where installed; no GPU needed). The tool
+-- runs while the GPU stages do; finish collects it. cubin: the image's
+-- bytes (nil: read from the job's image file).
+function M.census_start(run, cubin)
+  local targets = (run.task.targets or {})[run.arch]
+  local ckey = run.result.stages.build.cubin_hash .. "\0" .. table.concat(task_mod.plain(targets or {}), ",")
+  if CENSUS[ckey] then
+    -- The same machine code was listed before: its census is known.
+    local known = CENSUS[ckey]
+    run.census = function() return known end
+    return
+  end
+  if not cubin then
+    local f = io.open(run.job.candidate.cubin_path, "rb")
+    cubin = f and f:read("a")
+    if f then f:close() end
+    if not cubin then return end
+  end
+  local finish = profile.sass_static_start(cubin, targets)
+  run.census = function()
+    local sass = finish()
+    if sass.available then
+      if CENSUS_N >= 256 then CENSUS, CENSUS_N = {}, 0 end
+      CENSUS[ckey], CENSUS_N = sass, CENSUS_N + 1
+    end
+    return sass
+  end
+end
+
 -- The candidate's code (when the run has one).
 local function build_candidate(run)
   local t, c, r = run.task, run.cand, run.result
@@ -142,10 +176,9 @@ local function build_candidate(run)
     ok = true, kernels = res.kernels, census = res.census, compile_ms = res.compile_ms, cached = res.cached,
     hash = res.hash, cubin_hash = res.cubin_hash, log = res.log, compiler = res.compiler,
   }
-  -- "Present in machine code", for every evaluation that compiled, whatever
-  -- happens on the GPU (nvdisasm where installed; no GPU needed). The tool
-  -- runs while the GPU stages do; finish collects it.
-  run.census = profile.sass_static_start(res.cubin, (t.targets or {})[run.arch])
+  -- A CPU worker leaves the census to the process that schedules the GPU
+  -- stages, so that it runs while they do rather than before them.
+  if not run.opts.census_later then M.census_start(run, res.cubin) end
   run.cubin = res.cubin
   run.kernels = res.kernels
   return true
@@ -283,6 +316,8 @@ function M.plan(run)
   end
   job.task.baseline.error = run.baseline_error
   for k, v in pairs(run.opts.timing_opts or {}) do job.opts[k] = v end
+  -- The full feedback profile only when asked for: the verdicts need few counters.
+  job.opts.profile = run.opts.profile and true or nil
   r.stages.plan.seconds = sys.now() - p0
   run.job = job
   return true
@@ -297,6 +332,41 @@ function M.finish(run)
   run.result.stages.build.sass = { available = sass.available, tool = sass.tool, reason = sass.reason,
     opcodes = sass.static and sass.static.opcodes, families = sass.static_families, seconds = sys.now() - s0 }
   run.census = nil
+end
+
+-- ---- on a CPU worker ---------------------------------------------------------
+
+-- The evaluation options a CPU worker needs (plain data: no functions).
+function M.remote_opts(opts)
+  local o = {}
+  for _, k in ipairs { "trials", "timing", "timing_opts", "cache", "profile" } do
+    if type(opts[k]) ~= "function" then o[k] = opts[k] end
+  end
+  return o
+end
+
+-- A worker job: the caller's stages of one evaluation, away from the
+-- process that schedules them (so that compiles run on every core). args
+-- = {task_file=, task=, arch=, opts=, cand = {code=, lang=, plan=, name=,
+-- source=}}. Returns {result = the result so far (build, plan, verdict),
+-- job = the worker's job when the GPU stages should run}. The compiled
+-- images stay in temporary files the scheduling process removes; it also
+-- takes the census (census_start), while the GPU stages run.
+function M.remote(args)
+  local tf = task_mod.load(args.task_file)
+  local t
+  for _, x in ipairs(tf.tasks) do
+    if x.name == args.task then t = x end
+  end
+  if not t then error("no task " .. tostring(args.task) .. " in " .. tostring(args.task_file)) end
+  local c = assert(require("klab.eval.candidate").new(args.cand))
+  local opts = args.opts or {}
+  opts.census_later = true
+  local run = { task = t, cand = c, arch = args.arch, opts = opts,
+    result = { task = t.name, candidate = c.hash, name = c.name, arch = args.arch, stages = {},
+               klab_version = require("klab.build").version } }
+  local ok = M.build(run) and M.plan(run)
+  return { result = run.result, job = ok and run.job or nil }
 end
 
 function M.cleanup(run)

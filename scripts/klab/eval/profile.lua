@@ -486,17 +486,40 @@ end
 local profilers = setmetatable({}, { __mode = "k" })
 local flushers = setmetatable({}, { __mode = "k" })
 
+-- What the verdicts need (instruction families, FLOPs by path, the SIMT
+-- arithmetic of the work rule): a few counters, so few replay passes. The
+-- feedback profile (throughputs, occupancy, DRAM bytes, clocks) is the
+-- whole table, collected only when asked for (opts.full).
+local VERDICT_ROLES = { "^inst%.", "^flops%.", "^ops%." }
+
+function M.verdict_metrics(rows)
+  rows = rows or (C and C.metric_table()) or {}
+  local names, seen = {}, {}
+  for _, r in ipairs(rows) do
+    for _, pat in ipairs(VERDICT_ROLES) do
+      if r.role:find(pat) and not seen[r.name] then
+        seen[r.name] = true
+        names[#names + 1] = r.name
+      end
+    end
+  end
+  return names
+end
+
 local function get_profiler(ctx, opts)
   if opts.profiler then return opts.profiler end
-  local e = profilers[ctx]
+  local set = opts.metrics and "given" or (opts.full and "full" or "verdict")
+  profilers[ctx] = profilers[ctx] or {}
+  local e = profilers[ctx][set]
   if e then return e.p, e.err, e.code end
   if not C then
     e = { err = "klab.prof is not available", code = "ENOLIB" }
   else
-    local p, err, code = C.new(ctx, opts.metrics and { metrics = opts.metrics } or nil)
+    local metrics = opts.metrics or (set == "verdict" and M.verdict_metrics() or nil)
+    local p, err, code = C.new(ctx, metrics and { metrics = metrics } or nil)
     e = { p = p, err = err, code = code }
   end
-  profilers[ctx] = e
+  profilers[ctx][set] = e
   return e.p, e.err, e.code
 end
 
@@ -803,7 +826,7 @@ function M.run_candidate(task, cand, opts)
   local stages = { "load", "instructions" }
   if opts.time then stages[#stages + 1] = "timing" end
   local r, err = require("klab.eval").run_local(task, cand, { arch = opts.arch, stages = stages, timing = opts.time,
-    sass_executed = opts.sass_executed, timing_opts = { budget_s = opts.budget_s or 3 } })
+    sass_executed = opts.sass_executed, timing_opts = { budget_s = opts.budget_s or 3 }, profile = true })
   if not r then return nil, err, "EINVAL" end
   local st = r.stages.instructions
   if not st then return nil, tostring(r.verdict) .. ": " .. tostring(r.reason), "ESTAGE" end

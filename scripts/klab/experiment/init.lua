@@ -24,7 +24,9 @@
 -- stored; raising from it stops the run), progress ["auto", "bar", "plain",
 -- false], log (a path to append to, or function(line)), concurrency [total
 -- requests in flight; each model has its own cap too], drain_s [10], session
--- (an open eval session to use), shard ({index=, count=} or "I/N": run
+-- (an open eval session to use), pool ({gpus=, per_gpu=, cpu=} for the
+-- session klab opens: klab.eval.session's; default every GPU, one worker
+-- each, and CPU workers for the builds), shard ({index=, count=} or "I/N": run
 -- only that shard of the trajectories; false: all of them; default: the
 -- command line's shard=I/N, else the Slurm array task's; see
 -- klab.experiment.shard). A string db may name {index} and {count}.
@@ -521,10 +523,13 @@ local function summarize(name, r, speedup_field)
   return w
 end
 
--- Evaluates candidate c on the workloads; polls the model caller between
--- evaluations so that requests keep flowing.
+-- Evaluates candidate c on the workloads, all submitted at once so that the
+-- session's pool runs them side by side (builds on its CPU workers, the GPU
+-- stages on every GPU); polls the model caller meanwhile so that requests
+-- keep flowing.
 function Exp:_evaluate(c, workloads, opts)
   local results, ws = {}, {}
+  local tickets = {}
   for i, name in ipairs(workloads) do
     local o = opts
     if type(opts.trials) == "function" then
@@ -532,17 +537,29 @@ function Exp:_evaluate(c, workloads, opts)
       for k, v in pairs(opts) do o[k] = v end
       o.trials = opts.trials(task_mod.get(name))
     end
-    local r, err = self.session:evaluate(name, c, o)
-    if not r then r = { verdict = "unknown", reason = "unknown: the evaluation could not start: " .. tostring(err), stages = {} } end
-    results[i] = r
-    ws[i] = summarize(name, r, self.spec.speedup_field)
-    -- Code that does not build or load fails the same way on every workload.
-    if r.verdict == "compile_error" or r.verdict == "load_error" then
-      ws[i].axes = nil
-      break
+    local ticket, err = self.session:submit(name, c, o)
+    if ticket then
+      tickets[ticket] = i
+    else
+      results[i] = { verdict = "unknown", reason = "unknown: the evaluation could not start: " .. tostring(err), stages = {} }
     end
-    if self.caller then
-      for _, o in ipairs(self.caller:poll(0)) do self.outcomes[#self.outcomes + 1] = o end
+  end
+  for ticket, i in pairs(tickets) do
+    while not results[i] do
+      results[i] = self.session:wait(ticket, self.caller and 0.05 or nil)
+      if self.caller then
+        for _, o in ipairs(self.caller:poll(0)) do self.outcomes[#self.outcomes + 1] = o end
+      end
+    end
+  end
+  for i, name in ipairs(workloads) do
+    ws[i] = summarize(name, results[i], self.spec.speedup_field)
+    -- Code that does not build or load fails the same way on every
+    -- workload: it is reported once.
+    if results[i].verdict == "compile_error" or results[i].verdict == "load_error" then
+      ws[i].axes = nil
+      for j = #results, i + 1, -1 do results[j] = nil end
+      break
     end
   end
   local v = verdicts.worst(table.unpack(ws))
@@ -745,7 +762,9 @@ function Exp:run()
   self.caller = model_mod.caller { db = db, mode = self.mode, experiment = self.name, responses_dir = spec.responses_dir,
     concurrency = spec.concurrency, http = spec.http, log = function(line) self:_log("%s", line) end }
   local own_session = not spec.session
-  self.session = spec.session or require("klab.eval").session { db = db, deadline = spec.eval and spec.eval.deadline }
+  local pool = spec.pool or {}
+  self.session = spec.session or require("klab.eval").session { db = db, deadline = spec.eval and spec.eval.deadline,
+    gpus = pool.gpus, per_gpu = pool.per_gpu, cpu = pool.cpu or require("klab.eval.pool").default_cpu() }
   self.outcomes = {}
   local waiting = {}   -- ticket -> trajectory
   local stored = 0

@@ -2,6 +2,9 @@
 --
 --   local sup = require("klab.proc.supervisor").new{argv=?, env=?, rlimits=?, deadline=60}
 --   local report = sup:run({module="m", fn="f", args=...}, {deadline=seconds})
+--   sup:start(job, {deadline=}) -> true | false, report;  sup:step() -> nil | report
+--       the same call in two halves (a pool runs several supervisors at
+--       once: klab.worker.wait({sup:handle(), ...}) blocks until one needs a step)
 --   sup:close()       (also <close>)
 --
 -- One worker (klab --worker, running klab.proc.serve) serves job after job; after
@@ -71,22 +74,8 @@ function Supervisor:_discard()
   end
 end
 
-function Supervisor:run(job, o)
-  if type(job) ~= "table" then error("supervisor:run: job must be a table", 2) end
-  local deadline = (o and o.deadline) or self.deadline
-  if type(deadline) ~= "number" or deadline <= 0 then
-    error("supervisor:run: deadline must be a positive number of seconds", 2)
-  end
-  local eok, payload = pcall(cjson.encode, job)
-  if not eok then error("supervisor:run: job cannot be encoded as JSON: " .. tostring(payload), 2) end
-
-  local w, serr, scode = self:_worker()
-  if not w then
-    return { status = "error", error = "cannot start a worker: " .. tostring(serr), code = scode }
-  end
-  local pid = w:pid()
-  self.jobs = self.jobs + 1
-  local reply, msg, code, detail = w:call(payload, deadline)
+-- The report of a call that ended (w:call's or w:step's results).
+function Supervisor:_report(pid, reply, msg, code, detail)
   if reply == nil then
     self:_discard()
     return {
@@ -117,6 +106,63 @@ function Supervisor:run(job, o)
     report.traceback = res.traceback
   end
   return report
+end
+
+local function encode_job(job, o, default)
+  if type(job) ~= "table" then error("supervisor: job must be a table", 3) end
+  local deadline = (o and o.deadline) or default
+  if type(deadline) ~= "number" or deadline <= 0 then
+    error("supervisor: deadline must be a positive number of seconds", 3)
+  end
+  local eok, payload = pcall(cjson.encode, job)
+  if not eok then error("supervisor: job cannot be encoded as JSON: " .. tostring(payload), 3) end
+  return payload, deadline
+end
+
+function Supervisor:run(job, o)
+  local payload, deadline = encode_job(job, o, self.deadline)
+  local w, serr, scode = self:_worker()
+  if not w then
+    return { status = "error", error = "cannot start a worker: " .. tostring(serr), code = scode }
+  end
+  local pid = w:pid()
+  self.jobs = self.jobs + 1
+  return self:_report(pid, w:call(payload, deadline))
+end
+
+-- The same in two halves, for a pool of supervisors: start sends the job
+-- (false, report when no worker can start), step returns nil while it runs
+-- and its report once it ended; worker() is what klab.worker.wait takes.
+function Supervisor:start(job, o)
+  local payload, deadline = encode_job(job, o, self.deadline)
+  local w, serr, scode = self:_worker()
+  if not w then
+    return false, { status = "error", error = "cannot start a worker: " .. tostring(serr), code = scode }
+  end
+  local ok, err, code = w:start(payload, deadline)
+  if not ok then
+    self:_discard()
+    return false, { status = "error", error = "cannot send the job: " .. tostring(err), code = code }
+  end
+  self.jobs = self.jobs + 1
+  self.busy_pid = w:pid()
+  return true
+end
+
+function Supervisor:step()
+  local w = self.worker
+  if not (w and w:busy()) then return nil end
+  local reply, msg, code, detail = w:step()
+  if reply == false then return nil end
+  return self:_report(self.busy_pid, reply, msg, code, detail)
+end
+
+function Supervisor:busy()
+  return self.worker ~= nil and self.worker:busy()
+end
+
+function Supervisor:handle()
+  return self.worker
 end
 
 -- The pid of the current worker, or nil when none is running.

@@ -42,4 +42,13 @@ function M.staged()
   return { a = a, b = b }
 end
 
+-- Sleeps args.s seconds; says when it ran, where, and which device it was
+-- given (for the pool's tests).
+function M.span(args)
+  local t0 = sys.now()
+  sys.sleep(args and args.s or 0)
+  return { pid = sys.getpid(), t0 = t0, t1 = sys.now(), device = os.getenv("CUDA_VISIBLE_DEVICES") or "",
+    lock = os.getenv("KLAB_GPU_LOCK") or "", tag = args and args.tag }
+end
+
 return M
