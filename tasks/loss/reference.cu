@@ -4,36 +4,24 @@
 // partial sums into the reference's workspace, then one block adds them).
 // Cross-entropy: a unit is one row's loss.
 
-// The block's values v summed in a fixed tree; every thread gets the sum.
-// blockDim.x must be a power of two no larger than 256.
-static __device__ double block_sum(double v)
+// The block's values v combined (the maximum, or the sum) in a fixed tree;
+// every thread gets the result. blockDim.x must be a power of two no larger
+// than 256.
+static __device__ double block_all(double v, bool take_max)
 {
     __shared__ double red[256];
     red[threadIdx.x] = v;
     __syncthreads();
     for (u32 half = blockDim.x >> 1; half > 0; half >>= 1) {
-        if (threadIdx.x < half)
-            red[threadIdx.x] += red[threadIdx.x + half];
+        if (threadIdx.x < half) {
+            const double o = red[threadIdx.x + half];
+            red[threadIdx.x] = take_max ? fmax(red[threadIdx.x], o) : red[threadIdx.x] + o;
+        }
         __syncthreads();
     }
-    const double sum = red[0];
+    const double all = red[0];
     __syncthreads();
-    return sum;
-}
-
-static __device__ double block_max(double v)
-{
-    __shared__ double red[256];
-    red[threadIdx.x] = v;
-    __syncthreads();
-    for (u32 half = blockDim.x >> 1; half > 0; half >>= 1) {
-        if (threadIdx.x < half)
-            red[threadIdx.x] = fmax(red[threadIdx.x], red[threadIdx.x + half]);
-        __syncthreads();
-    }
-    const double top = red[0];
-    __syncthreads();
-    return top;
+    return all;
 }
 
 // part[b] = sum of (P[i] - T[i])^2 over the elements block b visits.
@@ -45,7 +33,7 @@ mse_ref_partial(const float *P, const float *T, u64 n, double *part)
         const double d = (double)P[i] - (double)T[i];
         acc += d * d;
     }
-    acc = block_sum(acc);
+    acc = block_all(acc, false);
     if (threadIdx.x == 0)
         part[blockIdx.x] = acc;
 }
@@ -57,7 +45,7 @@ mse_ref_final(const double *part, u32 g, u64 n, float *L)
     double acc = 0.0;
     for (u32 i = threadIdx.x; i < g; i += blockDim.x)
         acc += part[i];
-    acc = block_sum(acc);
+    acc = block_all(acc, false);
     if (threadIdx.x == 0)
         L[0] = (float)(acc / (double)n);
 }
@@ -80,11 +68,11 @@ ce_ref(const __nv_bfloat16 *X, const int *T, const u64 *positions, float *L, u32
     double top = __longlong_as_double(0xfff0000000000000ULL);
     for (u32 c = threadIdx.x; c < C; c += blockDim.x)
         top = fmax(top, (double)__bfloat162float(x[c]));
-    top = block_max(top);
+    top = block_all(top, true);
     double sum = 0.0;
     for (u32 c = threadIdx.x; c < C; c += blockDim.x)
         sum += exp((double)__bfloat162float(x[c]) - top);
-    sum = block_sum(sum);
+    sum = block_all(sum, false);
     if (threadIdx.x == 0)
         L[blockIdx.x] = (float)(top + log(sum) - (double)__bfloat162float(x[T[row]]));
 }
