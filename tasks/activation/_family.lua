@@ -38,8 +38,8 @@ local OPS = {
 local DT = { f32 = 0, bf16 = 2 }
 local CTYPE = { f32 = "float", bf16 = "bf16" }
 local WORDS = {
-  f32 = "fp32, computed as accurately as fp32 allows",
-  bf16 = "bf16 as __nv_bfloat16 bit patterns, computed in fp32 and rounded once to\nbf16 (round to nearest even)",
+  f32 = "fp32; compute as accurately as fp32 allows (no narrower intermediate)",
+  bf16 = "bf16 (__nv_bfloat16 bit patterns); compute in fp32 and round once to\nbf16 (round to nearest even)",
 }
 
 F.dims = { "R", "C" }
@@ -139,14 +139,15 @@ function F.describe(op, dtype)
   local k = F.kernel(op)
   return ([[
 Write a CUDA kernel named `%s` that applies an activation element by element
-to X[R, C] (row-major, %s), writing Y[R, C] of the same type:
+to X[R, C] (row-major), writing Y[R, C]:
   %s
+X and Y are %s.
 Here R=${R}, C=${C}: n = R*C elements.
 With the default launch plan the kernel is
   extern "C" __global__ void %s(const %s *X, %s *Y, unsigned long long n)
 launched with one thread per element: a grid of (ceil(n/256), 1, 1) blocks of
 256 threads and no dynamic shared memory. Send your own plan to change any of
-this.]]):format(k, WORDS[dtype], OPS[op].formula, k, CTYPE[dtype], CTYPE[dtype])
+this.]]):format(k, OPS[op].formula, WORDS[dtype], k, CTYPE[dtype], CTYPE[dtype])
 end
 
 function F.plan(op)

@@ -134,11 +134,11 @@ function F.mid_flops(op)
   return function(d) return d.B * d.N * d.D + (op == "mean" and d.B * d.D or 0) end
 end
 
-local WHAT = {
-  sum = "the sum",
-  mean = "the mean (the sum divided by the count)",
-  max = "the maximum",
-}
+-- What a reduction computes over n elements (n names the count).
+local function what(op, n)
+  if op == "mean" then return "the mean (the sum divided by " .. n .. ")" end
+  return op == "max" and "the maximum" or "the sum"
+end
 
 local RULES = [[
 Accumulate in fp32 or wider; do not round the inputs to a narrower type.
@@ -148,28 +148,28 @@ the same bits (no floating-point atomics whose order varies).]]
 function F.last_description(op)
   return ([[
 Write a CUDA kernel named `%s_last` that reduces each row of X[R, C]
-(row-major, fp32) to %s of its C elements: Y[r] over X[r, 0..C), written
-as fp32 Y[R]. Here R=${R}, C=${C}.
+(row-major, fp32) to one value: Y[r] = %s of X[r, 0..C),
+written as fp32 Y[R]. Here R=${R}, C=${C}.
 %s
 With the default launch plan the kernel is
   extern "C" __global__ void %s_last(const float *X, float *Y, unsigned R, unsigned C)
 launched with one block of 256 threads per row (grid (R, 1, 1)) and no
-dynamic shared memory. Send your own plan to change any of this.]]):format(op, WHAT[op],
+dynamic shared memory. Send your own plan to change any of this.]]):format(op, what(op, "C"),
     op == "max" and "Inputs are finite." or RULES, op)
 end
 
 function F.mid_description(op)
   return ([[
 Write a CUDA kernel named `%s_mid` that reduces X[B, N, D] (row-major, D
-contiguous, fp32) over its middle dimension to %s of N elements:
-Y[b, d] over X[b, 0..N, d], written as fp32 Y[B, D] (row-major). Here
-B=${B}, N=${N}, D=${D}.
+contiguous, fp32) over its middle dimension: Y[b, d] = %s of
+X[b, 0..N, d], written as fp32 Y[B, D] (row-major). Here B=${B}, N=${N},
+D=${D}.
 %s
 With the default launch plan the kernel is
   extern "C" __global__ void %s_mid(const float *X, float *Y, unsigned B, unsigned N, unsigned D)
 launched with a grid of (ceil(D/256), B, 1) blocks of 256 threads and no
 dynamic shared memory: thread x of block (i, b) owns Y[b, 256*i + x]. Send
-your own plan to change any of this.]]):format(op, WHAT[op], op == "max" and "Inputs are finite." or RULES, op)
+your own plan to change any of this.]]):format(op, what(op, "N"), op == "max" and "Inputs are finite." or RULES, op)
 end
 
 function F.last_plan(op)
