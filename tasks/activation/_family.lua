@@ -64,12 +64,13 @@ F.inputs = { X = { dist = "normal", mean = 0, std = 1 } }
 
 -- KernelBench-Verified's scaled inputs (x3, x0.01, x-1) and PTXBench's
 -- spiky mix, two seeds each. Where the output is proportional to the input
--- (both ends of ReLU, GELU, SiLU, ELU; tanh near zero) atol follows the
--- scale (tol_scale). "wide" inputs, N(0, 30²), pass |X| = 44 often (one
--- in seven), where exp(2X) overflows fp32: a tanh written as
+-- (the positive end of ReLU, GELU, SiLU and ELU; tanh near zero) atol
+-- follows the scale (tol_scale). "wide" inputs, N(0, 30²), exceed 44 on
+-- one element in fourteen, where exp(2X) overflows fp32: a tanh written as
 -- (e^2X - 1)/(e^2X + 1), or a sigmoid as e^X/(1 + e^X), returns Inf/Inf =
--- NaN there; they also cover the saturated ends of every curve. Softplus does not get them: cuDNN's
--- SOFTPLUS_FWD is defined as log(1 + exp(x)) and may itself overflow there.
+-- NaN there; they also cover the saturated ends of every curve. Softplus
+-- does not get them: cuDNN's SOFTPLUS_FWD is defined as log(1 + exp(x))
+-- and may itself overflow there.
 F.trials = 2
 function F.distributions(op)
   local o = OPS[op]
