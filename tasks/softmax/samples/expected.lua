@@ -4,4 +4,6 @@
 return {
   { name = "naive", task = "softmax_bf16", verdict = "passed",
     why = "a block per row, three passes, fp32: correct and plain" },
+  { name = "naive_logsoftmax", task = "logsoftmax_bf16", verdict = "passed",
+    why = "a block per row, three passes, fp32, output x - max - log(sum): correct and plain" },
 }

@@ -1,0 +1,9 @@
+-- Known-bad activation kernels and the verdict klab must give each one
+-- (each names a folder next to this file; they run on the task's "small"
+-- variant, 999x1021).
+return {
+  { name = "tanh_exp_formula", task = "tanh_bf16", verdict = "incorrect",
+    why = "tanh as (e^2x - 1)/(e^2x + 1): NaN where e^2x overflows, on the 'wide' inputs" },
+  { name = "relu_vec4_no_tail", task = "relu_f32", verdict = "guard_violation",
+    why = "float4 loads and stores with no tail: the last store writes one float past the end of Y" },
+}

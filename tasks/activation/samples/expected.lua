@@ -1,0 +1,8 @@
+-- Sample solutions and the verdict each must get (each names a folder next
+-- to this file; samples run on the task's first "main" variant).
+-- Memory-bound tasks have no target instruction family, so a correct sample
+-- passes.
+return {
+  { name = "naive_gelu_tanh", task = "gelu_tanh_bf16", verdict = "passed",
+    why = "one thread per element, fp32 arithmetic with tanhf, one rounding to bf16: correct and plain" },
+}

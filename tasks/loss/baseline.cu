@@ -1,0 +1,70 @@
+// baseline.cu: the cross-entropy task's shipped baseline (no library has a
+// cross-entropy with integer targets as one call; a cuDNN graph would need
+// two reductions feeding pointwise operations and an index gather). A block
+// of 512 threads per row; rows whose length is a multiple of 8 are read as
+// 16-byte vectors of eight bf16, others element by element, once: each
+// thread keeps a running maximum m and sum s of exp(x - m), rescaled when
+// m grows; warps, then the block, fold their pairs; the loss is
+// m + log(s) - x[target]. Compiled after klab's prelude.
+
+// Folds the pair (mo, so) into (m, s); a pair with a zero sum is empty.
+static __device__ __forceinline__ void fold(float &m, float &s, float mo, float so)
+{
+    if (so == 0.0f)
+        return;
+    if (s == 0.0f) {
+        m = mo;
+        s = so;
+        return;
+    }
+    const float top = fmaxf(m, mo);
+    s = s * __expf(m - top) + so * __expf(mo - top);
+    m = top;
+}
+
+extern "C" __global__ void __launch_bounds__(512)
+ce_baseline(const __nv_bfloat16 *X, const int *T, float *L, u32 C)
+{
+    __shared__ float wm[16], ws[16];
+    const u64 row = blockIdx.x;
+    const __nv_bfloat16 *x = X + row * C;
+    float m = 0.0f, s = 0.0f;
+
+    if ((C & 7) == 0) {
+        const uint4 *xv = reinterpret_cast<const uint4 *>(x);
+        for (u32 j = threadIdx.x; j < (C >> 3); j += blockDim.x) {
+            const uint4 q = xv[j];
+            const __nv_bfloat16 *h = reinterpret_cast<const __nv_bfloat16 *>(&q);
+            float a[8], top = __bfloat162float(h[0]);
+#pragma unroll
+            for (int k = 0; k < 8; k++) {
+                a[k] = __bfloat162float(h[k]);
+                top = fmaxf(top, a[k]);
+            }
+            float sum = 0.0f;
+#pragma unroll
+            for (int k = 0; k < 8; k++)
+                sum += __expf(a[k] - top);
+            fold(m, s, top, sum);
+        }
+    } else {
+        for (u32 c = threadIdx.x; c < C; c += blockDim.x)
+            fold(m, s, __bfloat162float(x[c]), 1.0f);
+    }
+
+    for (int off = 16; off > 0; off >>= 1) {
+        const float mo = __shfl_xor_sync(0xffffffffu, m, off);
+        const float so = __shfl_xor_sync(0xffffffffu, s, off);
+        fold(m, s, mo, so);
+    }
+    if ((threadIdx.x & 31) == 0) {
+        wm[threadIdx.x >> 5] = m;
+        ws[threadIdx.x >> 5] = s;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        for (u32 w = 1; w < (blockDim.x >> 5); w++)
+            fold(m, s, wm[w], ws[w]);
+        L[row] = m + logf(s) - __bfloat162float(x[T[row]]);
+    }
+}

@@ -1,0 +1,78 @@
+// reference.cu: the loss family's trusted reference, compiled after klab's
+// prelude (klab_unit, u32, u64). fp64 sums in a fixed order (no atomics).
+// Mean squared error: one unit, the scalar, computed in two launches (block
+// partial sums into the reference's workspace, then one block adds them).
+// Cross-entropy: a unit is one row's loss.
+
+// The block's values v combined (the maximum, or the sum) in a fixed tree;
+// every thread gets the result. blockDim.x must be a power of two no larger
+// than 256.
+static __device__ double block_all(double v, bool take_max)
+{
+    __shared__ double red[256];
+    red[threadIdx.x] = v;
+    __syncthreads();
+    for (u32 half = blockDim.x >> 1; half > 0; half >>= 1) {
+        if (threadIdx.x < half) {
+            const double o = red[threadIdx.x + half];
+            red[threadIdx.x] = take_max ? fmax(red[threadIdx.x], o) : red[threadIdx.x] + o;
+        }
+        __syncthreads();
+    }
+    const double all = red[0];
+    __syncthreads();
+    return all;
+}
+
+// part[b] = sum of (P[i] - T[i])^2 over the elements block b visits.
+extern "C" __global__ void __launch_bounds__(256)
+mse_ref_partial(const float *P, const float *T, u64 n, double *part)
+{
+    double acc = 0.0;
+    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {
+        const double d = (double)P[i] - (double)T[i];
+        acc += d * d;
+    }
+    acc = block_all(acc, false);
+    if (threadIdx.x == 0)
+        part[blockIdx.x] = acc;
+}
+
+// L[0] = (sum of the g partial sums) / n, in one block.
+extern "C" __global__ void __launch_bounds__(256)
+mse_ref_final(const double *part, u32 g, u64 n, float *L)
+{
+    double acc = 0.0;
+    for (u32 i = threadIdx.x; i < g; i += blockDim.x)
+        acc += part[i];
+    acc = block_all(acc, false);
+    if (threadIdx.x == 0)
+        L[0] = (float)(acc / (double)n);
+}
+
+// Targets: each drawn integer reduced modulo C, so that they cover every
+// class of the variant (the task's input law cannot name C).
+extern "C" __global__ void ce_targets(int *T, u64 R, u32 C)
+{
+    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < R; i += (u64)gridDim.x * blockDim.x)
+        T[i] = (int)((u32)T[i] % C);
+}
+
+// L[slot] = log(sum_c exp(X[r, c])) - X[r, T[r]] for the row unit r of the
+// slot, through the row maximum so that no exp overflows or underflows.
+extern "C" __global__ void __launch_bounds__(256)
+ce_ref(const __nv_bfloat16 *X, const int *T, const u64 *positions, float *L, u32 C)
+{
+    const u64 row = klab_unit(positions, blockIdx.x);
+    const __nv_bfloat16 *x = X + row * C;
+    double top = __longlong_as_double(0xfff0000000000000ULL);
+    for (u32 c = threadIdx.x; c < C; c += blockDim.x)
+        top = fmax(top, (double)__bfloat162float(x[c]));
+    top = block_all(top, true);
+    double sum = 0.0;
+    for (u32 c = threadIdx.x; c < C; c += blockDim.x)
+        sum += exp((double)__bfloat162float(x[c]) - top);
+    sum = block_all(sum, false);
+    if (threadIdx.x == 0)
+        L[blockIdx.x] = (float)(top + log(sum) - (double)__bfloat162float(x[T[row]]));
+}

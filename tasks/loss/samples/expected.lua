@@ -1,0 +1,10 @@
+-- Sample solutions and the verdict each must get (each names a folder next
+-- to this file; samples run on the task's first "main" variant).
+-- Memory-bound tasks have no target instruction family, so a correct sample
+-- passes.
+return {
+  { name = "naive_mse", task = "mse_f32", verdict = "passed",
+    why = "block partial sums in fp32, then one block in a fixed order: correct, deterministic and plain" },
+  { name = "naive_cross_entropy", task = "cross_entropy_bf16", verdict = "passed",
+    why = "a block per row, three passes through the row maximum, fp32: correct and plain" },
+}

@@ -1,0 +1,11 @@
+-- Known-bad reduction kernels and the verdict klab must give each one (each
+-- names a folder next to this file; they run on the task's "small"
+-- variant with its default plan).
+return {
+  { name = "argmax_last_tie", task = "argmax_last_bf16", verdict = "incorrect",
+    why = "keeps the highest index of equal maxima; the task wants the lowest, and its bf16 uniform rows tie" },
+  { name = "max_init_zero", task = "max_last_f32", verdict = "incorrect",
+    why = "the maximum starts from 0: returns 0 on the rows that are negative throughout" },
+  { name = "sum_mid_no_guard", task = "sum_mid_f32", verdict = "guard_violation",
+    why = "no bounds check on the column: the spare threads of the last batch write past the end of Y (D = 129)" },
+}

@@ -1,0 +1,72 @@
+// baseline.cu: the argmax task's shipped baseline (cuDNN has no argmax). A
+// block of 256 threads per row; rows whose length is a multiple of 8 are
+// read as 16-byte vectors of eight bf16, other rows element by element.
+// Each thread visits its columns in increasing order and keeps the first
+// strict improvement; warps, then the block, keep the larger value or the
+// lower index of equal values. Compiled after klab's prelude.
+
+// Whether (v, i) beats (bv, bi): larger, or equal with a lower index.
+static __device__ __forceinline__ bool beats(float v, u32 i, float bv, u32 bi)
+{
+    return v > bv || (v == bv && i < bi);
+}
+
+extern "C" __global__ void __launch_bounds__(256)
+argmax_baseline(const __nv_bfloat16 *X, int *I, u32 C)
+{
+    __shared__ float wv[8];
+    __shared__ u32 wi[8];
+    const __nv_bfloat16 *x = X + (u64)blockIdx.x * C;
+    float best = __int_as_float(0xff800000);
+    u32 at = 0xffffffffu;
+
+    if ((C & 7) == 0) {
+        const uint4 *xv = reinterpret_cast<const uint4 *>(x);
+        for (u32 j = threadIdx.x; j < (C >> 3); j += blockDim.x) {
+            uint4 q = xv[j];
+            const __nv_bfloat162 *h = reinterpret_cast<const __nv_bfloat162 *>(&q);
+#pragma unroll
+            for (int k = 0; k < 4; k++) {
+                float2 f = __bfloat1622float2(h[k]);
+                if (f.x > best) {
+                    best = f.x;
+                    at = 8 * j + 2 * k;
+                }
+                if (f.y > best) {
+                    best = f.y;
+                    at = 8 * j + 2 * k + 1;
+                }
+            }
+        }
+    } else {
+        for (u32 c = threadIdx.x; c < C; c += blockDim.x) {
+            float v = __bfloat162float(x[c]);
+            if (v > best) {
+                best = v;
+                at = c;
+            }
+        }
+    }
+
+    for (int off = 16; off > 0; off >>= 1) {
+        float ov = __shfl_xor_sync(0xffffffffu, best, off);
+        u32 oi = __shfl_xor_sync(0xffffffffu, at, off);
+        if (beats(ov, oi, best, at)) {
+            best = ov;
+            at = oi;
+        }
+    }
+    if ((threadIdx.x & 31) == 0) {
+        wv[threadIdx.x >> 5] = best;
+        wi[threadIdx.x >> 5] = at;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        for (u32 w = 1; w < (blockDim.x >> 5); w++)
+            if (beats(wv[w], wi[w], best, at)) {
+                best = wv[w];
+                at = wi[w];
+            }
+        I[blockIdx.x] = (int)at;
+    }
+}
