@@ -7,6 +7,18 @@ local F = {}
 -- PTXBench's spiky mix: N(0,1) + N(0,100)·Bern(0.001).
 F.SPIKY = { dist = "spiky", std = 1, spike_std = 10, p = 0.001 }
 
+-- The base law, then KernelBench-Verified's x3, x0.01 and x-1 (every float
+-- input scaled), with atol scaled by t3 and t001; neg_inputs replaces laws
+-- in the x-1 entry (a variance must stay positive).
+function F.scaled(t3, t001, neg_inputs)
+  return {
+    { name = "randn" },
+    { name = "x3", scale = 3, tol_scale = t3 },
+    { name = "x0.01", scale = 0.01, tol_scale = t001 },
+    { name = "neg", scale = -1, inputs = neg_inputs },
+  }
+end
+
 -- Element type codes of klab's prelude (klab_load), for reference plans.
 local DT_CODES = "local DT = { f32 = 0, f16 = 1, bf16 = 2 }"
 
@@ -43,14 +55,10 @@ F.row_inputs = {
 -- E[x^2] - E[x]^2 cancels catastrophically, which is how a one-pass
 -- variance fails (a two-pass or Welford variance does not).
 function F.row_distributions(shift)
-  return {
-    { name = "randn" },
-    { name = "x3", scale = 3, tol_scale = 3 },
-    { name = "x0.01", scale = 0.01, tol_scale = 0.01 },
-    { name = "neg", scale = -1 },
-    { name = "spiky", inputs = { X = F.SPIKY } },
-    { name = "shifted", inputs = { X = { dist = "normal", mean = shift, std = 1 } } },
-  }
+  local d = F.scaled(3, 0.01)
+  d[#d + 1] = { name = "spiky", inputs = { X = F.SPIKY } }
+  d[#d + 1] = { name = "shifted", inputs = { X = { dist = "normal", mean = shift, std = 1 } } }
+  return d
 end
 
 -- buffers of a row normalization in dtype (bias only for LayerNorm).
