@@ -34,12 +34,13 @@ dynamic shared memory. Send your own plan to change any of this.]]
 dims = { "T", "Hq", "Hk", "D", "P" }
 -- Llama-3-8B's attention (32 query heads, 8 key heads of 128) on 32768
 -- tokens and a 32-head MHA on 16384 (Q and K read and written: 640 and 512
--- MiB, over 100 us on an H200), and a small odd shape; a 4096-position
--- cache (2 MiB, L2-resident).
+-- MiB, over 100 us on an H200), and a small odd shape; every variant has
+-- a 4096-position cache (2 MiB at D = 128, L2-resident), so the names leave
+-- P out.
 variants = {
-  { T = 32768, Hq = 32, Hk = 8, D = 128, P = 4096, tags = { "main" } },
-  { T = 16384, Hq = 32, Hk = 32, D = 128, P = 4096, tags = { "main" } },
-  { T = 999, Hq = 6, Hk = 2, D = 72, P = 4096, tags = { "odd", "small" } },
+  { T = 32768, Hq = 32, Hk = 8, D = 128, P = 4096, name = "32768x32x8x128", tags = { "main" } },
+  { T = 16384, Hq = 32, Hk = 32, D = 128, P = 4096, name = "16384x32x32x128", tags = { "main" } },
+  { T = 999, Hq = 6, Hk = 2, D = 72, P = 4096, name = "999x6x2x72", tags = { "odd", "small" } },
 }
 
 buffers = {
@@ -82,6 +83,7 @@ tolerance = { bf16 = F.BF16 }
 reference = {
   source = "reference.cu", accumulate = "f64", units = { Qo = "Hq*D", Ko = "Hk*D" },
   plan = [[
+assert(P >= 4096, "pos is drawn in [0, 4096): the cache needs P >= 4096 rows")
 local tokens = nsample > 0 and nsample or T
 return { launches = { { kernel = "rope_ref", grid = { tokens, 1, 1 }, block = { 128, 1, 1 },
   args = { buffer("pos"), buffer("Q"), buffer("K"), buffer("cos_sin"), buffer("positions"), u64(nsample),

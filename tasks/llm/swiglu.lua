@@ -15,8 +15,8 @@ Write a CUDA kernel named `swiglu`: the SwiGLU activation of a gated MLP
 patterns): the gate a = X[t, j] and the up projection b = X[t, D + j] for
 j < D. Compute
   Y[t, j] = silu(a) * b,   silu(a) = a / (1 + exp(-a)),
-in fp32 and write Y as bf16 [T, D] (round to nearest even). Gates range far
-from zero: keep exp from turning them into NaN. Here T=${T}, D=${D}.
+in fp32 and write Y as bf16 [T, D] (round to nearest even). Here T=${T},
+D=${D}.
 With the default launch plan the kernel is
   extern "C" __global__ void swiglu(const bf16 *X, bf16 *Y, unsigned T,
                                     unsigned D)
