@@ -1,0 +1,100 @@
+// baseline.cu: the normalization family's shipped baseline, GroupNorm over
+// NCHW bf16 (no library in klab has an engine for it: groupnorm_bf16.lua).
+// A block per (sample, group), whose elements are contiguous: one pass for
+// the sums of (x - k) and (x - k)^2, shifted by one of the group's own
+// values k so that groups far from zero keep their variance, then one pass
+// that normalizes (mostly from L2). 16-byte loads and stores where the
+// group is aligned and no vector straddles two channels; fp32 arithmetic.
+// Compiled after klab's prelude.
+
+// The sums of v.x and v.y over the block (blockDim.x a multiple of 32),
+// returned to every thread.
+static __device__ __forceinline__ float2 block_sum2(float2 v, float2 *red)
+{
+    for (int o = 16; o > 0; o >>= 1) {
+        v.x += __shfl_xor_sync(0xffffffffu, v.x, o);
+        v.y += __shfl_xor_sync(0xffffffffu, v.y, o);
+    }
+    u32 w = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    if ((threadIdx.x & 31) == 0)
+        red[w] = v;
+    __syncthreads();
+    if (w == 0) {
+        v = threadIdx.x < nw ? red[threadIdx.x] : make_float2(0.0f, 0.0f);
+        for (int o = 16; o > 0; o >>= 1) {
+            v.x += __shfl_xor_sync(0xffffffffu, v.x, o);
+            v.y += __shfl_xor_sync(0xffffffffu, v.y, o);
+        }
+        if (threadIdx.x == 0)
+            red[0] = v;
+    }
+    __syncthreads();
+    return red[0];
+}
+
+extern "C" __global__ void __launch_bounds__(512)
+groupnorm_baseline(const __nv_bfloat16 *X, const __nv_bfloat16 *weight, const __nv_bfloat16 *bias,
+                   __nv_bfloat16 *Y, u32 C, u32 HW, u32 G, float eps)
+{
+    __shared__ float2 red[32];
+    const u64 group = blockIdx.x;
+    const u32 cpg = C / G;
+    const u64 len = (u64)cpg * HW;
+    const u64 base = group * len;
+    const u32 c0 = (u32)(group % G) * cpg;
+    const __nv_bfloat16 *x = X + base;
+    __nv_bfloat16 *y = Y + base;
+    const bool vec = base % 8 == 0 && HW % 8 == 0;
+    const float k = __bfloat162float(x[0]);
+
+    float2 acc = make_float2(0.0f, 0.0f);
+    if (vec) {
+        const uint4 *x4 = (const uint4 *)x;
+        for (u64 i = threadIdx.x; i < len / 8; i += blockDim.x) {
+            uint4 v = x4[i];
+            const __nv_bfloat162 *h = (const __nv_bfloat162 *)&v;
+#pragma unroll
+            for (int j = 0; j < 4; j++) {
+                float2 f = __bfloat1622float2(h[j]);
+                float a = f.x - k, b = f.y - k;
+                acc.x += a + b;
+                acc.y += a * a + b * b;
+            }
+        }
+    } else {
+        for (u64 i = threadIdx.x; i < len; i += blockDim.x) {
+            float a = __bfloat162float(x[i]) - k;
+            acc.x += a;
+            acc.y += a * a;
+        }
+    }
+    const float2 s = block_sum2(acc, red);
+    const float d = s.x / (float)len;
+    const float mean = k + d;
+    const float rstd = rsqrtf(fmaxf(s.y / (float)len - d * d, 0.0f) + eps);
+
+    if (vec) {
+        const uint4 *x4 = (const uint4 *)x;
+        uint4 *y4 = (uint4 *)y;
+        for (u64 i = threadIdx.x; i < len / 8; i += blockDim.x) {
+            const u32 c = c0 + (u32)(i * 8 / HW);
+            const float sc = rstd * __bfloat162float(weight[c]);
+            const float sh = __bfloat162float(bias[c]);
+            uint4 v = x4[i], o;
+            const __nv_bfloat162 *h = (const __nv_bfloat162 *)&v;
+            __nv_bfloat162 *q = (__nv_bfloat162 *)&o;
+#pragma unroll
+            for (int j = 0; j < 4; j++) {
+                float2 f = __bfloat1622float2(h[j]);
+                q[j] = __floats2bfloat162_rn((f.x - mean) * sc + sh, (f.y - mean) * sc + sh);
+            }
+            y4[i] = o;
+        }
+    } else {
+        for (u64 i = threadIdx.x; i < len; i += blockDim.x) {
+            const u32 c = c0 + (u32)(i / HW);
+            const float v = (__bfloat162float(x[i]) - mean) * rstd * __bfloat162float(weight[c]);
+            y[i] = __float2bfloat16_rn(v + __bfloat162float(bias[c]));
+        }
+    }
+}

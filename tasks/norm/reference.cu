@@ -1,0 +1,113 @@
+// reference.cu: the normalization family's trusted references. Plain fp64
+// arithmetic, statistics in two passes (the mean, then the mean squared
+// deviation from it), a fixed reduction order, no atomics; outputs in fp32.
+// Compiled after klab's prelude (klab_load, klab_unit, u32, u64); the task
+// files' plans run each kernel over every unit (positions == 0) or over
+// the units listed in positions (a timed run's check).
+
+#define RB 256
+
+// The sum of v over the block (blockDim.x a power of two, at most RB), in
+// a fixed tree; every thread gets it.
+static __device__ double block_sum(double v, double *red)
+{
+    red[threadIdx.x] = v;
+    __syncthreads();
+    for (u32 s = blockDim.x / 2; s > 0; s >>= 1) {
+        if (threadIdx.x < s)
+            red[threadIdx.x] += red[threadIdx.x + s];
+        __syncthreads();
+    }
+    double r = red[0];
+    __syncthreads();
+    return r;
+}
+
+// Row normalizations of X[R, C], a block per row unit (slot blockIdx.x):
+//   mode 0, LayerNorm: Y = (x - mean) / sqrt(var + eps) * w + b (biased var)
+//   mode 1, RMSNorm:   Y = x / sqrt(mean(x^2) + eps) * w
+// B may be null (no bias). dtx, dtw, dtb: klab element types.
+extern "C" __global__ void __launch_bounds__(RB)
+rownorm_ref(const void *X, int dtx, const void *W, int dtw, const void *B, int dtb, const u64 *positions, u64 n,
+            float *Y, u32 C, float eps, int mode)
+{
+    __shared__ double red[RB];
+    u64 slot = blockIdx.x;
+    u64 row = klab_unit(positions, slot);
+    u64 in = row * C;
+    float *y = Y + slot * C;
+
+    double mean = 0.0;
+    if (mode == 0) {
+        double s = 0.0;
+        for (u32 c = threadIdx.x; c < C; c += blockDim.x)
+            s += klab_load(X, in + c, dtx);
+        mean = block_sum(s, red) / C;
+    }
+    double q = 0.0;
+    for (u32 c = threadIdx.x; c < C; c += blockDim.x) {
+        double d = klab_load(X, in + c, dtx) - mean;
+        q += d * d;
+    }
+    double rstd = 1.0 / sqrt(block_sum(q, red) / C + (double)eps);
+    for (u32 c = threadIdx.x; c < C; c += blockDim.x) {
+        double v = (klab_load(X, in + c, dtx) - mean) * rstd * klab_load(W, c, dtw);
+        if (B)
+            v += klab_load(B, c, dtb);
+        y[c] = (float)v;
+    }
+}
+
+// BatchNorm in inference, NHWC: X[P, C] with P = N*H*W pixels, per-channel
+// running mean and var, weight and bias (fp32):
+//   Y = (x - mean[c]) / sqrt(var[c] + eps) * weight[c] + bias[c].
+// A unit is a pixel (C elements); n units, a thread per element of them.
+extern "C" __global__ void batchnorm_ref(const void *X, int dtx, const float *mean, const float *var,
+                                         const float *weight, const float *bias, const u64 *positions, u64 n,
+                                         float *Y, u32 C, float eps)
+{
+    u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n * C)
+        return;
+    u64 slot = i / C;
+    u32 c = (u32)(i % C);
+    u64 pixel = klab_unit(positions, slot);
+    double x = klab_load(X, pixel * C + c, dtx);
+    double v = (x - (double)mean[c]) / sqrt((double)var[c] + (double)eps) * (double)weight[c] + (double)bias[c];
+    Y[i] = (float)v;
+}
+
+// GroupNorm, NCHW: X[N, C, H, W] with C channels in G groups of C/G; the
+// group (n, g) is the contiguous block of (C/G)*HW elements at
+// (n*G + g) * (C/G)*HW, normalized with its own mean and biased variance,
+// then Y = xhat * weight[c] + bias[c] for its channel c. A unit is a
+// group; a block per group unit.
+extern "C" __global__ void __launch_bounds__(RB)
+groupnorm_ref(const void *X, int dtx, const void *W, int dtw, const void *B, int dtb, const u64 *positions, u64 n,
+              float *Y, u32 C, u32 HW, u32 G, float eps)
+{
+    __shared__ double red[RB];
+    u64 slot = blockIdx.x;
+    u64 group = klab_unit(positions, slot);
+    u32 cpg = C / G;
+    u64 len = (u64)cpg * HW;
+    u64 in = group * len;
+    u32 c0 = (u32)(group % G) * cpg;
+    float *y = Y + slot * len;
+
+    double s = 0.0;
+    for (u64 e = threadIdx.x; e < len; e += blockDim.x)
+        s += klab_load(X, in + e, dtx);
+    double mean = block_sum(s, red) / (double)len;
+    double q = 0.0;
+    for (u64 e = threadIdx.x; e < len; e += blockDim.x) {
+        double d = klab_load(X, in + e, dtx) - mean;
+        q += d * d;
+    }
+    double rstd = 1.0 / sqrt(block_sum(q, red) / (double)len + (double)eps);
+    for (u64 e = threadIdx.x; e < len; e += blockDim.x) {
+        u32 c = c0 + (u32)(e / HW);
+        double v = (klab_load(X, in + e, dtx) - mean) * rstd * klab_load(W, c, dtw) + klab_load(B, c, dtb);
+        y[e] = (float)v;
+    }
+}
