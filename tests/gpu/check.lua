@@ -278,7 +278,7 @@ end
 -- workload execute, and the PTXBench table counts it.
 do
   local q = require("klab.command").shell_quote
-  local p = io.popen(q(sys.exe()) .. " experiments/quickstart.lua sm_90a 2>&1")
+  local p = io.popen(q(sys.exe()) .. " experiments/quickstart.lua arch=sm_90a 2>&1")
   local out = p:read("a")
   p:close()
   local store = require "klab.store"
