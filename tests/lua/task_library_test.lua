@@ -49,7 +49,7 @@ function T.every_task_loads_and_prepares(t)
       end
     end
     if x.baseline.lib == "cudnn" and x.baseline.op == "graph" then
-      local d, err = require("klab.dnn").graph_describe(x.baseline.spec)
+      local d, err = require("klab.dnn").graph_describe(task.plain(x.baseline.spec))
       t.ok(d, x.name .. ": its cuDNN graph describes: " .. tostring(err))
     end
     t.ok(x.flops > 0 and x.bytes > 0, x.name .. " counts its work")
