@@ -123,43 +123,40 @@ F.convt_reference = reference("conv_bwd_data_ref", "1")
 -- engines with the candidate and TF32 ones beside it.
 local function nhwc(dt, d) return { dtype = dt, dims = d, layout = "nhwc" } end
 
-function F.conv_baseline(dt, modes)
+-- dims(d) -> cuDNN's dimensions of x, w and y for the variant d; op: the
+-- operation, its roles bound to the task's buffers.
+local function graph_baseline(dt, modes, dims, op)
   return { lib = "cudnn", op = "graph", modes = modes, spec = function(d)
-    local oh, ow = out_hw(d)
-    return {
-      tensors = { x = nhwc(dt, { d.N, d.C, d.H, d.W }), w = nhwc(dt, { d.K, d.C, d.R, d.S }),
-                  y = nhwc(dt, { d.N, d.K, oh, ow }) },
-      ops = { { op = "conv_fwd", inputs = { x = "x", w = "w" }, outputs = { y = "y" }, padding = d.P, stride = d.U } },
-      compute = "f32",
-    }
+    local xd, wd, yd = dims(d)
+    local o = { padding = d.P, stride = d.U }
+    for k, v in pairs(op) do o[k] = v end
+    return { tensors = { x = nhwc(dt, xd), w = nhwc(dt, wd), y = nhwc(dt, yd) }, ops = { o }, compute = "f32" }
   end }
 end
 
-function F.dw_baseline(dt, modes)
-  return { lib = "cudnn", op = "graph", modes = modes, spec = function(d)
+local FWD = { op = "conv_fwd", inputs = { x = "x", w = "w" }, outputs = { y = "y" } }
+
+function F.conv_baseline(dt, modes)
+  return graph_baseline(dt, modes, function(d)
     local oh, ow = out_hw(d)
-    return {
-      tensors = { x = nhwc(dt, { d.N, d.C, d.H, d.W }), w = nhwc(dt, { d.C, 1, d.R, d.S }),
-                  y = nhwc(dt, { d.N, d.C, oh, ow }) },
-      ops = { { op = "conv_fwd", inputs = { x = "x", w = "w" }, outputs = { y = "y" }, padding = d.P, stride = d.U } },
-      compute = "f32",
-    }
-  end }
+    return { d.N, d.C, d.H, d.W }, { d.K, d.C, d.R, d.S }, { d.N, d.K, oh, ow }
+  end, FWD)
+end
+
+function F.dw_baseline(dt, modes)
+  return graph_baseline(dt, modes, function(d)
+    local oh, ow = out_hw(d)
+    return { d.N, d.C, d.H, d.W }, { d.C, 1, d.R, d.S }, { d.N, d.C, oh, ow }
+  end, FWD)
 end
 
 -- convt2d is cuDNN's data gradient: its dy is the task's x (at the forward
 -- output size, K channels), its dx the task's y.
 function F.convt_baseline(dt, modes)
-  return { lib = "cudnn", op = "graph", modes = modes, spec = function(d)
+  return graph_baseline(dt, modes, function(d)
     local oh, ow = out_hw(d)
-    return {
-      tensors = { x = nhwc(dt, { d.N, d.K, oh, ow }), w = nhwc(dt, { d.K, d.C, d.R, d.S }),
-                  y = nhwc(dt, { d.N, d.C, d.H, d.W }) },
-      ops = { { op = "conv_bwd_data", inputs = { dy = "x", w = "w" }, outputs = { dx = "y" }, padding = d.P,
-                stride = d.U } },
-      compute = "f32",
-    }
-  end }
+    return { d.N, d.K, oh, ow }, { d.K, d.C, d.R, d.S }, { d.N, d.C, d.H, d.W }
+  end, { op = "conv_bwd_data", inputs = { dy = "x", w = "w" }, outputs = { dx = "y" } })
 end
 
 -- FLOPs: two per multiply-add of the direct convolution, taps that fall on
@@ -216,6 +213,22 @@ return { launches = { { kernel = "dwconv2d", grid = { cdiv(N * OH * OW * C, 256)
 ]]
 
 -- The descriptions. what: the types in words; ctype: the C element type.
+
+-- The default signature of conv2d and conv_transpose2d and their tile
+-- grid, in words.
+local function tile_text(kernel, ctype, pixels, pixel_order, channels)
+  return ([[
+With the default launch plan the kernel is
+  extern "C" __global__ void %s(const %s *x, const %s *w, %s *y,
+      unsigned N, unsigned H, unsigned W, unsigned C, unsigned K,
+      unsigned R, unsigned S, unsigned P, unsigned U)
+launched with a grid of (ceil(%s/128), ceil(%s/64), 1) blocks of 256
+threads and no dynamic shared memory: block (x, y) owns output pixels
+128*x .. 128*x+127 (pixels counted as %s) and channels
+64*y .. 64*y+63.
+]]):format(kernel, ctype, ctype, ctype, pixels, channels, pixel_order) .. F.own_plan
+end
+
 function F.conv_description(what, ctype)
   return ([[
 Write a CUDA kernel named `conv2d` that computes a 2D convolution in NHWC:
@@ -225,17 +238,7 @@ output y[N,OH,OW,K] (K=${K} channels), all row-major,
 %s.
 Values of x outside the image are zero (cross-correlation: the filter is
 not flipped).
-]] .. F.geometry .. [[
-
-With the default launch plan the kernel is
-  extern "C" __global__ void conv2d(const %s *x, const %s *w, %s *y,
-      unsigned N, unsigned H, unsigned W, unsigned C, unsigned K,
-      unsigned R, unsigned S, unsigned P, unsigned U)
-launched with a grid of (ceil(N*OH*OW/128), ceil(K/64), 1) blocks of 256
-threads and no dynamic shared memory: block (x, y) owns output pixels
-128*x .. 128*x+127 (pixels counted as (n*OH + oh)*OW + ow) and channels
-64*y .. 64*y+63.
-]] .. F.own_plan):format(what, ctype, ctype, ctype)
+]]):format(what) .. F.geometry .. "\n" .. tile_text("conv2d", ctype, "N*OH*OW", "(n*OH + oh)*OW + ow", "K")
 end
 
 function F.dw_description(what, ctype)
@@ -268,17 +271,8 @@ as its input,
                of sum_{k<K} x[n,i,j,k] * w[k,r,s,c],
 all row-major, %s.
 y has C channels, x has K=${K}.
-]] .. F.geometry .. [[
-
-With the default launch plan the kernel is
-  extern "C" __global__ void conv_transpose2d(const %s *x, const %s *w,
-      %s *y, unsigned N, unsigned H, unsigned W, unsigned C, unsigned K,
-      unsigned R, unsigned S, unsigned P, unsigned U)
-launched with a grid of (ceil(N*H*W/128), ceil(C/64), 1) blocks of 256
-threads and no dynamic shared memory: block (x, y) owns output pixels
-128*x .. 128*x+127 (pixels counted as (n*H + h)*W + w) and channels
-64*y .. 64*y+63.
-]] .. F.own_plan):format(what, ctype, ctype, ctype)
+]]):format(what) .. F.geometry .. "\n" ..
+    tile_text("conv_transpose2d", ctype, "N*H*W", "(n*H + h)*W + w", "C")
 end
 
 F.BF16_TEXT = "in bf16 (__nv_bfloat16 bit patterns), accumulating in fp32 and\n" ..

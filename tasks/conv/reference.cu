@@ -9,6 +9,24 @@
 // Slot i of y holds unit klab_unit(positions, i): with positions null, all
 // of y in order (n = its size); else the n units listed.
 
+// The coordinates of element u of a packed [N, H, W, C] tensor.
+struct nhwc {
+    u64 n;
+    u32 h, w, c;
+};
+
+static __device__ __forceinline__ nhwc nhwc_of(u64 u, u32 H, u32 W, u32 C)
+{
+    nhwc p;
+    p.c = (u32)(u % C);
+    u /= C;
+    p.w = (u32)(u % W);
+    u /= W;
+    p.h = (u32)(u % H);
+    p.n = u / H;
+    return p;
+}
+
 // conv2d and the depthwise convolution: x [N,H,W,C], w [K,R,S,C/groups],
 // y [N,OH,OW,K]; output channel k reads the C/groups input channels of its
 // group, k / (K/groups). A unit is an element of y: u = ((n*OH + oh)*OW +
@@ -20,13 +38,9 @@ extern "C" __global__ void conv_fwd_ref(const void *x, int dtx, const void *w, i
     u64 slot = (u64)blockIdx.x * blockDim.x + threadIdx.x;
     if (slot >= n)
         return;
-    u64 u = klab_unit(positions, slot);
-    u32 k = (u32)(u % K);
-    u64 t = u / K;
-    u32 ow = (u32)(t % OW);
-    t /= OW;
-    u32 oh = (u32)(t % OH);
-    u64 img = t / OH;
+    nhwc o = nhwc_of(klab_unit(positions, slot), OH, OW, K);
+    u64 img = o.n;
+    u32 oh = o.h, ow = o.w, k = o.c;
     u32 cg = C / groups, kg = K / groups;
     u32 c0 = (k / kg) * cg;
     double acc = 0.0;
@@ -58,13 +72,9 @@ extern "C" __global__ void conv_bwd_data_ref(const void *x, int dtx, const void 
     u64 slot = (u64)blockIdx.x * blockDim.x + threadIdx.x;
     if (slot >= n)
         return;
-    u64 u = klab_unit(positions, slot);
-    u32 c = (u32)(u % C);
-    u64 t = u / C;
-    u32 col = (u32)(t % W);
-    t /= W;
-    u32 row = (u32)(t % H);
-    u64 img = t / H;
+    nhwc o = nhwc_of(klab_unit(positions, slot), H, W, C);
+    u64 img = o.n;
+    u32 row = o.h, col = o.w, c = o.c;
     double acc = 0.0;
     for (u32 r = 0; r < R; r++) {
         long long a = (long long)row + P - r;  // = i*U

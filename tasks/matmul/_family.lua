@@ -175,4 +175,38 @@ F.linear_buffers = {
   C = { role = "output", dtype = "bf16", shape = { "M", "N" } },
 }
 
+-- The linear layers' text for a model. formula: C's elements in words and
+-- symbols, the bias and the activation included.
+function F.linear_description(kernel, formula)
+  return ([[
+Write a CUDA kernel named `%s` that computes %s
+for row-major A[M,K], B[N,K] and a bias vector bias[N] in bf16 (__nv_bfloat16
+bit patterns), accumulating in fp32, adding the bias and applying the
+activation in fp32, and writing C[M,N] in bf16 (round to nearest even).
+Here M=${M}, N=${N}, K=${K}.
+With the default launch plan the kernel is
+  extern "C" __global__ void %s(const bf16 *A, const bf16 *B,
+      const bf16 *bias, bf16 *C, unsigned M, unsigned N, unsigned K)
+launched with a grid of (ceil(N/128), ceil(M/128), 1) blocks of 256 threads
+and no dynamic shared memory: block (x, y) owns the 128x128 tile of C at rows
+128*y and columns 128*x.
+]]):format(kernel, formula, kernel) .. F.own_plan
+end
+
+-- A linear layer's reference, baseline (cuBLASLt's <act>_bias epilogue)
+-- and default plan.
+function F.linear_reference(act)
+  return F.reference { a = "A", b = "B", c = "C", bias = "bias", act = act }
+end
+
+function F.linear_baseline(act)
+  return F.baseline { spec = function(d)
+    return { M = d.M, N = d.N, K = d.K, epilogue = act .. "_bias", bias = "bias" }
+  end }
+end
+
+function F.linear_plan(kernel)
+  return F.tile_plan(kernel, "1", 'buffer("A"), buffer("B"), buffer("bias"), buffer("C"), u32(M), u32(N), u32(K)')
+end
+
 return F
