@@ -1,0 +1,8 @@
+-- naive_convt: one thread per element of y, 256 per block.
+return {
+  launches = {
+    { kernel = "conv_transpose2d", grid = { cdiv(N * H * W * C, 256), 1, 1 }, block = { 256, 1, 1 }, shared = 0,
+      args = { buffer("x"), buffer("w"), buffer("y"), u32(N), u32(H), u32(W), u32(C), u32(K), u32(R), u32(S),
+               u32(P), u32(U) } },
+  },
+}

@@ -1,0 +1,76 @@
+// reference.cu: the matmul family's trusted reference. For each batch
+// member b, C[b] = act(A[b]·B[b]ᵀ + bias) with row-major A[b][M,K],
+// B[b][N,K], C[b][M,N], members packed one after the other, bias[N] shared
+// by every member (or none), act none, ReLU or GELU in its tanh form (the
+// one cuBLASLt's epilogue computes). Products summed in fp64, the bias
+// added and the activation applied in fp64, written as fp32. klab compiles
+// it after its prelude (klab_load, klab_unit) and runs it with the plans in
+// _family.lua. Plain rather than fast; deterministic (no atomics, a fixed
+// order).
+//
+// A unit is one element of C: u = (b*M + m)*N + n.
+
+#define RT 16
+
+enum { ACT_NONE = 0, ACT_RELU = 1, ACT_GELU_TANH = 2 };
+
+static __device__ __forceinline__ double epilogue(double v, const void *bias, int dtbias, u64 n, int act)
+{
+    if (bias)
+        v += klab_load(bias, n, dtbias);
+    if (act == ACT_RELU)
+        v = v > 0.0 ? v : 0.0;
+    else if (act == ACT_GELU_TANH)
+        v = 0.5 * v * (1.0 + tanh(0.7978845608028654 * (v + 0.044715 * v * v * v)));  // sqrt(2/pi)
+    return v;
+}
+
+// The whole of C: a 16x16 tile of member blockIdx.z per block, both
+// operands staged in shared memory as doubles.
+extern "C" __global__ void mm_ref(const void *A, int dta, const void *B, int dtb, const void *bias, int dtbias,
+                                  int act, float *C, u32 M, u32 N, u32 K)
+{
+    __shared__ double As[RT][RT + 1];
+    __shared__ double Bs[RT][RT + 1];
+    u64 b = blockIdx.z;
+    u64 a0 = b * M * K, b0 = b * N * K, c0 = b * M * N;
+    u32 m = blockIdx.y * RT + threadIdx.y;
+    u32 n = blockIdx.x * RT + threadIdx.x;
+    u32 bn = blockIdx.x * RT + threadIdx.y;
+    double acc = 0.0;
+    for (u32 k0 = 0; k0 < K; k0 += RT) {
+        u32 k = k0 + threadIdx.x;
+        As[threadIdx.y][threadIdx.x] = (m < M && k < K) ? klab_load(A, a0 + (u64)m * K + k, dta) : 0.0;
+        Bs[threadIdx.y][threadIdx.x] = (bn < N && k < K) ? klab_load(B, b0 + (u64)bn * K + k, dtb) : 0.0;
+        __syncthreads();
+        for (int kk = 0; kk < RT; kk++)
+            acc += As[threadIdx.y][kk] * Bs[threadIdx.x][kk];
+        __syncthreads();
+    }
+    if (m < M && n < N)
+        C[c0 + (u64)m * N + n] = (float)epilogue(acc, bias, dtbias, n, act);
+}
+
+// Units positions[0..n) into C[0..n): a warp per unit, its lanes splitting
+// K, the partial sums added in a fixed tree.
+extern "C" __global__ void mm_ref_units(const void *A, int dta, const void *B, int dtb, const void *bias,
+                                        int dtbias, int act, const u64 *positions, u64 n, float *C, u32 M, u32 N,
+                                        u32 K)
+{
+    u64 slot = ((u64)blockIdx.x * blockDim.x + threadIdx.x) / 32;
+    u32 lane = threadIdx.x & 31;
+    if (slot >= n)
+        return;
+    u64 u = klab_unit(positions, slot);
+    u64 mn = (u64)M * N;
+    u64 b = u / mn, r = u % mn;
+    u64 m = r / N, col = r % N;
+    const u64 a0 = (b * M + m) * K, b0 = (b * N + col) * K;
+    double acc = 0.0;
+    for (u32 k = lane; k < K; k += 32)
+        acc += klab_load(A, a0 + k, dta) * klab_load(B, b0 + k, dtb);
+    for (int off = 16; off > 0; off >>= 1)
+        acc += __shfl_xor_sync(0xffffffffu, acc, off);
+    if (lane == 0)
+        C[slot] = (float)epilogue(acc, bias, dtbias, col, act);
+}

@@ -1,0 +1,138 @@
+-- What the pooling task files share: 2D max and average pooling in NHWC
+-- (channels-last), a 3x3 window, stride 2 and padding 1 on every side (the
+-- ResNet stem's max pooling; for the average, PyTorch's default
+-- count_include_pad=True: every window is divided by 9, padding counted as
+-- zeros):
+--
+--   maxpool2d  y[n,oh,ow,c] = max over the window's elements inside the image
+--   avgpool2d  y[n,oh,ow,c] = (sum over the window's elements inside the image) / 9
+--
+-- with the window of output (oh, ow) at rows 2*oh-1 .. 2*oh+1 and columns
+-- 2*ow-1 .. 2*ow+1 of x[N,H,W,C]; OH = (H - 1)/2 + 1 and OW = (W - 1)/2 + 1
+-- rounded down. Task files take this with `local pool = include "_family.lua"`.
+local F = {}
+
+-- The window: a constant of the family, not a dimension (dimensions must be
+-- positive and the interesting pad of the 2x2 window would be 0).
+local WIN, STRIDE, PAD = 3, 2, 1
+local OH = string.format("(H+%d-%d)//%d+1", 2 * PAD, WIN, STRIDE)
+local OW = string.format("(W+%d-%d)//%d+1", 2 * PAD, WIN, STRIDE)
+local function out_hw(d) return (d.H + 2 * PAD - WIN) // STRIDE + 1, (d.W + 2 * PAD - WIN) // STRIDE + 1 end
+
+F.dims = { "N", "H", "W", "C" }
+
+-- The main shapes read 392 MiB and write 98 (about 130 us at an H200's
+-- 4 TB/s; the fp32 tasks halve N to move as many bytes): a
+-- ResNet-stem-like map with 256 channels and a 224x224 one with 128; then a
+-- small odd one (15x17: the last window of each row and column hangs over
+-- the bottom/right edge).
+function F.variants(dt)
+  local n = dt == "f32" and 2 or 1
+  return {
+    { N = 64 // n, H = 112, W = 112, C = 256, tags = { "main" } },
+    { N = 32 // n, H = 224, W = 224, C = 128, tags = { "main" } },
+    { N = 3, H = 15, W = 17, C = 24, tags = { "odd", "small" } },
+  }
+end
+
+function F.buffers(dt)
+  return {
+    x = { role = "input", dtype = dt, shape = { "N", "H", "W", "C" } },
+    y = { role = "output", dtype = dt, shape = { "N", OH, OW, "C" } },
+  }
+end
+
+F.inputs = { x = { dist = "normal", mean = 0, std = 1 } }
+
+-- KernelBench-Verified's hidden suite (x1, x3, x0.01, x-1) and PTXBench's
+-- spiky mix; y scales with x (tol_scale = scale). And all-negative inputs,
+-- which break a max pooling that starts from 0 or pads with zeros (the
+-- padding of a max pool is -inf: it never wins) wherever a window is
+-- negative, and on every window at the top and left edges.
+F.trials = 2
+F.distributions = {
+  { name = "randn" },
+  { name = "x3", scale = 3, tol_scale = 3 },
+  { name = "x0.01", scale = 0.01, tol_scale = 0.01 },
+  { name = "neg", scale = -1 },
+  { name = "spiky", inputs = { x = { dist = "spiky", std = 1, spike_std = 10, p = 0.001 } } },
+  { name = "negative", inputs = { x = { dist = "uniform", lo = -2, hi = -0.25 } } },
+}
+
+-- The trusted reference (reference.cu): one thread per output element (a
+-- unit), the window's maximum or its sum / 9 in fp64, written as fp32.
+local REFERENCE_PLAN = [[
+local DT = { f32 = 0, bf16 = 2 }
+local OH, OW = (H + %d - %d) // %d + 1, (W + %d - %d) // %d + 1
+local total = nsample > 0 and nsample or buffers.y.numel
+return { launches = { { kernel = "pool_ref", grid = { cdiv(total, 256), 1, 1 }, block = { 256, 1, 1 },
+  args = { buffer("x"), i32(DT[buffers.x.dtype]), buffer("positions"), u64(total), buffer("y"), u32(H), u32(W),
+           u32(C), u32(OH), u32(OW), u32(%d), u32(%d), u32(%d), i32(%d) } } } }
+]]
+
+function F.reference(avg)
+  return { source = "reference.cu", accumulate = "f64", units = { y = 1 },
+    plan = REFERENCE_PLAN:format(2 * PAD, WIN, STRIDE, 2 * PAD, WIN, STRIDE, WIN, STRIDE, PAD, avg and 1 or 0) }
+end
+
+-- The library baseline: a cuDNN graph of one resample operation on NHWC
+-- tensors named after the task's buffers (cuDNN's dimensions in N, C, H, W
+-- order, layout "nhwc"), fp32 compute. MAXPOOL pads with -inf;
+-- AVGPOOL_INCLUDE_PADDING pads with zeros and divides by the window's size.
+-- One mode: pooling multiplies nothing, so there is no TF32 variant to time.
+function F.baseline(dt, mode)
+  return { lib = "cudnn", op = "graph", modes = { "default" }, spec = function(d)
+    local oh, ow = out_hw(d)
+    return {
+      tensors = { x = { dtype = dt, dims = { d.N, d.C, d.H, d.W }, layout = "nhwc" },
+                  y = { dtype = dt, dims = { d.N, d.C, oh, ow }, layout = "nhwc" } },
+      ops = { { op = "resample_fwd", mode = mode, inputs = { x = "x" }, outputs = { y = "y" }, window = WIN,
+                stride = STRIDE, padding = PAD } },
+      compute = "f32",
+    }
+  end }
+end
+
+-- One comparison (max) or addition (average) per window element, by
+-- convention; no work rule (not multiply-adds).
+F.flops = function(d)
+  local oh, ow = out_hw(d)
+  return d.N * oh * ow * d.C * WIN * WIN
+end
+
+-- Memory-bound: no instruction family to verify.
+F.targets = {}
+
+-- The text for a model. op: "max" or "average"; rule: how an output is
+-- formed; types: the element types in words; ctype: the C element type.
+function F.description(kernel, op, rule, types, ctype)
+  return ([[
+Write a CUDA kernel named `%s` that computes 2D %s pooling of
+x[N,H,W,C] into y[N,OH,OW,C] (NHWC, row-major),
+%s.
+The window is 3x3 with stride 2 and padding 1 on every side: output
+(oh, ow) covers rows 2*oh-1 .. 2*oh+1 and columns 2*ow-1 .. 2*ow+1 of x,
+and OH = (H-1)/2 + 1, OW = (W-1)/2 + 1 (rounded down). %s
+Here N=${N}, H=${H}, W=${W}, C=${C}.
+With the default launch plan the kernel is
+  extern "C" __global__ void %s(const %s *x, %s *y, unsigned N,
+      unsigned H, unsigned W, unsigned C)
+launched with one thread per element of y, ceil(N*OH*OW*C/256) blocks of
+256 threads and no dynamic shared memory. Send your own plan to change any
+of this.]]):format(kernel, op, types, rule, kernel, ctype, ctype)
+end
+
+F.MAX_RULE = "Each output is the\nmaximum of its window's elements inside the image (the padding never wins)."
+F.AVG_RULE = "Each output is the\nsum of its window's elements inside the image divided by 9: the padding\n" ..
+  "counts as zeros (PyTorch's avg_pool2d with count_include_pad=True)."
+
+function F.plan(kernel)
+  return ([[
+-- Default plan: one launch of `%s`, one thread per output element, 256 per block.
+local OH, OW = (H + %d - %d) // %d + 1, (W + %d - %d) // %d + 1
+return { launches = { { kernel = "%s", grid = { cdiv(N * OH * OW * C, 256), 1, 1 }, block = { 256, 1, 1 },
+  shared = 0, args = { buffer("x"), buffer("y"), u32(N), u32(H), u32(W), u32(C) } } } }
+]]):format(kernel, 2 * PAD, WIN, STRIDE, 2 * PAD, WIN, STRIDE, kernel)
+end
+
+return F
