@@ -73,7 +73,7 @@ function M.run(opts)
         local t0 = sys.now()
         local main = false
         for _, g in ipairs(task.plain(t.tags)) do if g == "main" then main = true end end
-        local r = s:check_baseline(t, { budget_s = 0.5 })
+        local r = s:check_baseline(t, { budget_s = 0.3 })
         local st = r.stages.baseline or {}
         local info = st.info or {}
         local us = st.timing and st.timing.median
