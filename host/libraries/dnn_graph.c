@@ -894,9 +894,35 @@ static int build_graph(dnn_gb *g, const dnn_graph_desc *r, char (*names)[64])
 {
     dnn_tens T[DNN_G_MAX_TENSORS];
     memset(T, 0, sizeof T);
+    /* cuDNN's pointwise engines take a tensor of fewer than three dimensions
+     * but read it from the wrong rows (seen with 9.14 on an H200: y[i] came
+     * from x[i + (R-1)C]), and refuse one-dimensional ones; the same tensor
+     * with leading dimensions of 1 is read right. A normalization's first
+     * dimension is its batch, so graphs with one keep their ranks. */
+    int promote = 1;
+    for (int i = 0; i < r->nops; i++)
+        if (r->op[i].kind == DNN_K_NORM_FWD)
+            promote = 0;
     for (int i = 0; i < r->ntensors && !g->rc; i++) {
         const dnn_g_tensor *t = &r->t[i];
-        T[i] = dnn_gb_tensor(g, i + 1, t->nd, t->dim, t->stride, cu_dtype(t->dtype), t->is_virtual, t->by_value);
+        int nd = t->nd;
+        int64_t dim[DNN_G_MAX_DIMS], stride[DNN_G_MAX_DIMS];
+        memcpy(dim, t->dim, sizeof dim);
+        memcpy(stride, t->stride, sizeof stride);
+        if (promote && nd >= 1 && nd < 3) {
+            int add = 3 - nd;
+            int64_t outer = t->dim[0] * t->stride[0];
+            for (int k = nd - 1; k >= 0; k--) {
+                dim[k + add] = t->dim[k];
+                stride[k + add] = t->stride[k];
+            }
+            for (int k = 0; k < add; k++) {
+                dim[k] = 1;
+                stride[k] = outer > 0 ? outer : 1;
+            }
+            nd = 3;
+        }
+        T[i] = dnn_gb_tensor(g, i + 1, nd, dim, stride, cu_dtype(t->dtype), t->is_virtual, t->by_value);
         if (g->rc) {
             char w[96];
             snprintf(w, sizeof w, "tensor '%s'", t->name);
@@ -1149,8 +1175,17 @@ int dnn_graph_plan_create(const dnn_graph_desc *d, cuda_ctx *c, dnn_graph_plan *
     graph_label(&p->r, p->names, p->what, sizeof p->what);
     const unsigned tc = DNN_NOTE_BIT(CUDNN_NUMERICAL_NOTE_TENSOR_CORE);
     const unsigned down = DNN_NOTE_BIT(CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS);
-    dnn_engine_filter f = {p->r.plans, p->r.engine, p->r.math == DNN_MATH_TF32 ? tc : 0,
-                           p->r.math == DNN_MATH_FP32 ? tc | down : 0};
+    /* Strict FP32 refuses engines noted tensor_core or down_convert only
+     * where TF32 products can enter: matmuls and convolutions. cuDNN notes
+     * its pointwise and reduction engines tensor_core too, though they
+     * multiply nothing; the reference check still judges their results. */
+    int mma = 0;
+    for (int i = 0; i < p->r.nops; i++) {
+        int k = p->r.op[i].kind;
+        mma |= k == DNN_K_MATMUL || k == DNN_K_CONV_FWD || k == DNN_K_CONV_BWD_DATA;
+    }
+    dnn_engine_filter f = {p->r.plans, p->r.engine, p->r.math == DNN_MATH_TF32 && mma ? tc : 0,
+                           p->r.math == DNN_MATH_FP32 && mma ? tc | down : 0};
     int rc = dnn_engines_plan(a, p->handle, &p->g, &f, p->what, &p->e, st);
     dnn_graph_info *in = &p->info;
     in->tried = p->e.tried;

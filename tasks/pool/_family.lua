@@ -93,6 +93,22 @@ function F.baseline(dt, mode)
   end }
 end
 
+-- The bf16 tasks' baseline: a kernel shipped with the family (baseline.cu),
+-- recorded as such in every result. cuDNN 9.14's bf16 resample engines were
+-- measured on an H200 to fault (illegal address) on the main shapes and to
+-- give wrong values on the small one, while its fp32 engines are right.
+local SHIPPED_PLAN = [[
+local OH, OW = (H + %d - %d) // %d + 1, (W + %d - %d) // %d + 1
+local total = N * OH * OW * (C // 2)
+return { launches = { { kernel = "pool2d_bf16_baseline", grid = { cdiv(total, 256), 1, 1 }, block = { 256, 1, 1 },
+  args = { buffer("x"), buffer("y"), u32(H), u32(W), u32(C // 2), u32(OH), u32(OW), u64(total), i32(%d) } } } }
+]]
+
+function F.shipped_baseline(avg)
+  return { source = "baseline.cu", name = "thread per channel pair, bf16x2 " .. (avg and "average" or "max") .. " pooling",
+    plan = SHIPPED_PLAN:format(2 * PAD, WIN, STRIDE, 2 * PAD, WIN, STRIDE, avg and 1 or 0) }
+end
+
 -- One comparison (max) or addition (average) per window element, by
 -- convention; no work rule (not multiply-adds).
 F.flops = function(d)

@@ -99,12 +99,12 @@ end
 -- cuDNN's reduction over the dimension that has extent 1 in Y's
 -- description (X and Y as the task's buffers, fp32 compute); the mean
 -- adds a pointwise MUL by the by-value scalar 1/n. Strict FP32 only: no
--- TF32 path exists for a reduction.
-local function graph(op, xdims, ydims, n)
-  local g = { tensors = { X = { dims = xdims }, Y = { dims = ydims } } }
+-- TF32 path exists for a reduction. x and y: {dims=, strides=}.
+local function graph(op, x, y, n)
+  local g = { tensors = { X = x, Y = y } }
   local mode = op == "max" and "MAX" or "ADD"
   if op == "mean" then
-    g.tensors.sum = { dims = ydims, virtual = true }
+    g.tensors.sum = { dims = y.dims, strides = y.strides, virtual = true }
     g.tensors.inv_n = { value = 1 / n }
     g.ops = { { op = "reduction", mode = mode, inputs = { x = "X" }, outputs = { y = "sum" } },
               { op = "pointwise", mode = "MUL", inputs = { x = "sum", b = "inv_n" }, outputs = { y = "Y" } } }
@@ -116,12 +116,19 @@ end
 
 function F.last_baseline(op)
   return { lib = "cudnn", op = "graph", modes = { "fp32" },
-           spec = function(d) return graph(op, { d.R, d.C }, { d.R, 1 }, d.C) end }
+           spec = function(d) return graph(op, { dims = { d.R, d.C } }, { dims = { d.R, 1 } }, d.C) end }
 end
 
+-- cuDNN reduces the innermost dimensions only (a [B,N,D] -> [B,1,D]
+-- reduction has no engine), so the same memory is described as [B,D,N]
+-- with N's stride D: the reduced dimension is last in the description,
+-- though not in memory.
 function F.mid_baseline(op)
   return { lib = "cudnn", op = "graph", modes = { "fp32" },
-           spec = function(d) return graph(op, { d.B, d.N, d.D }, { d.B, 1, d.D }, d.N) end }
+           spec = function(d)
+             return graph(op, { dims = { d.B, d.D, d.N }, strides = { d.N * d.D, 1, d.D } },
+               { dims = { d.B, d.D, 1 }, strides = { d.D, 1, 1 } }, d.N)
+           end }
 end
 
 -- One operation per input element (an add or a comparison), one more per

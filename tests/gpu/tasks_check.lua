@@ -77,9 +77,10 @@ function M.run(opts)
         local st = r.stages.baseline or {}
         local info = st.info or {}
         local us = st.timing and st.timing.median
+        local function int(v) return math.tointeger(v) or v end
         local engine = info.lib == "shipped" and ("shipped kernel (" .. tostring(info.name or info.source) .. ")")
-          or (tostring(info.lib) .. (info.engine and (" engine " .. tostring(info.engine)) or "")
-            .. (info.algo and (" algo " .. tostring(info.algo)) or "") .. (info.compute and (" " .. info.compute) or ""))
+          or (tostring(info.lib) .. (info.engine and (" engine " .. tostring(int(info.engine))) or "")
+            .. (info.algo and (" algo " .. tostring(int(info.algo))) or "") .. (info.compute and (" " .. info.compute) or ""))
         base_rows[#base_rows + 1] = { t.name, engine, us, r.verdict, main }
         local ok = r.verdict == "passed" and (not main or (us and us >= MIN_US))
         check("baseline " .. t.name, ok, string.format("%s, %s, %s (%.1f s)%s", r.verdict, engine,

@@ -272,13 +272,53 @@ end
 
 -- ---- task state -------------------------------------------------------------
 
+-- A worker keeps the state of its most recent tasks only: one task's
+-- input sets, references, timing slots and baseline can take gigabytes,
+-- and a worker that meets a hundred tasks (a task library's check, a sweep
+-- over families) would otherwise run out of device memory. The pool sends
+-- a task's jobs to the worker that holds its state.
+local KEEP_TASKS = 2
+
+local function release_task(ts)
+  for _, set in pairs(ts.inputs) do
+    free_all(set.bufs)
+    free_all(set.refs)
+  end
+  free_all(ts.outs)
+  free_all(ts.base_outs)
+  for _, ws in pairs(ts.ws or {}) do free_all(ws) end
+  for _, list in pairs(ts.slots or {}) do free_all(list) end
+  local cb = ts.checkbufs
+  if cb then
+    if cb.positions then cb.positions:free() end
+    free_all(cb.ref)
+    free_all(cb.got)
+  end
+  ts.inputs, ts.outs, ts.base_outs, ts.ws, ts.slots, ts.checkbufs, ts.baseline = {}, nil, nil, nil, nil, nil, nil
+end
+
 local function task_state(job)
   local task = job.task
+  S.task_clock = (S.task_clock or 0) + 1
   local ts = S.tasks[task.name]
   if not ts then
     ts = { inputs = {}, baseline = nil }
     S.tasks[task.name] = ts
+    local names = {}
+    for name in pairs(S.tasks) do names[#names + 1] = name end
+    if #names > KEEP_TASKS then
+      table.sort(names, function(a, b) return (S.tasks[a].used or 0) < (S.tasks[b].used or 0) end)
+      for i = 1, #names - KEEP_TASKS do
+        if names[i] ~= task.name then
+          release_task(S.tasks[names[i]])
+          S.tasks[names[i]] = nil
+        end
+      end
+      -- Plans and library handles of the released tasks go with them.
+      collectgarbage("collect")
+    end
   end
+  ts.used = S.task_clock
   task.buffer_by_name = {}
   for _, b in ipairs(task.buffers) do task.buffer_by_name[b.name] = b end
   ts.job_ref = job.reference
