@@ -4,7 +4,8 @@
 --   1. the stages of one evaluation of the wgmma sample on the PTXBench
 --      shape, with a cold worker (new process, no compile cache) and warm;
 --   2. evaluations per minute over a batch of candidates (samples and
---      known-bad kernels) with a stated timing budget;
+--      known-bad kernels) with a stated timing budget: one worker in turn,
+--      the pool on one GPU, two workers sharing the GPU;
 --   3. klab's median kernel time against ncu's gpu__time_duration for the
 --      same kernels (ncu runs `klab replay`, so it sees the same launches);
 --   4. cuBLASLt through klab against torch.matmul, same shapes, same run.
@@ -46,20 +47,27 @@ do
     stage_rows[#stage_rows + 1] = { r[1], r[2].verdict, st.build and st.build.seconds, st.build and st.build.cached,
       st.plan and st.plan.seconds, st.load and st.load.seconds, st.correctness and st.correctness.seconds,
       st.instructions and st.instructions.seconds, st.timing and st.timing.seconds, r[2].seconds - known, r[2].seconds,
-      st.timing and st.timing.candidate and st.timing.candidate.median, st.timing and st.timing.speedup, sass_s }
+      st.timing and st.timing.candidate and st.timing.candidate.median, st.timing and st.timing.speedup, sass_s,
+      r[2].seconds - (st.timing and st.timing.seconds or 0), st.instructions and st.instructions.passes }
   end
 end
 line("\n1. One evaluation of %s on %s (ms; 'worker' is process start, CUDA init,", WGMMA, PTX_TASK)
 line("   judge compile, inputs and references: what a warm worker keeps)")
 line("   'sass' is how long the evaluation waited for the static SASS census (nvdisasm runs during the GPU stages)")
-line("%-5s %-8s %9s %6s %9s %9s %9s %9s %9s %9s %9s %9s  %s", "", "verdict", "build", "cached", "sass", "plan", "load",
-  "correct", "instr", "timing", "worker", "total", "kernel median / speedup")
+line("%-5s %-8s %9s %6s %9s %9s %9s %9s %9s %9s %9s %9s %9s  %s", "", "verdict", "build", "cached", "sass", "plan", "load",
+  "correct", "instr", "timing", "worker", "total", "no-timing", "kernel median / speedup")
 for _, r in ipairs(stage_rows) do
-  line("%-5s %-8s %s %6s %s %s %s %s %s %s %s %s  %.1f us / %.3fx", r[1], r[2], ms(r[3]), tostring(r[4]), ms(r[14]),
-    ms(r[5]), ms(r[6]), ms(r[7]), ms(r[8]), ms(r[9]), ms(r[10]), ms(r[11]), r[12] or 0, r[13] or 0)
+  if r[16] then line("%-5s instruction stage: %s profiler passes", r[1], tostring(r[16])) end
+end
+for _, r in ipairs(stage_rows) do
+  line("%-5s %-8s %s %6s %s %s %s %s %s %s %s %s %s  %.1f us / %.3fx", r[1], r[2], ms(r[3]), tostring(r[4]), ms(r[14]),
+    ms(r[5]), ms(r[6]), ms(r[7]), ms(r[8]), ms(r[9]), ms(r[10]), ms(r[11]), ms(r[15]), r[12] or 0, r[13] or 0)
 end
 
--- 2. Throughput over a batch.
+-- 2. Throughput over a batch, three ways in this one run: one worker
+-- evaluating one candidate after another (compiles in this process); the
+-- pool on one GPU (compiles and plans on CPU workers while the GPU works);
+-- two GPU workers sharing the GPU (they take turns on its exclusive stages).
 if not skip.batch then
   local batch = {
     "tasks/gemm/samples/naive", "tasks/gemm/samples/mma_sync", "tasks/gemm/samples/wgmma_tma",
@@ -70,21 +78,65 @@ if not skip.batch then
   }
   local task = "gemm_bf16/4096x4096x4096"
   local budget = 1
-  local s <close> = eval.session { deadline = 120 }
-  -- Warm the worker and the task's inputs first: steady state is what a sweep sees.
-  s:evaluate(task, batch[3], { force = true, timing = false })
-  local t0 = sys.now()
-  local counts = {}
-  for _, c in ipairs(batch) do
-    local r = s:evaluate(task, c, { force = true, timing_opts = { budget_s = budget } })
-    counts[r.verdict] = (counts[r.verdict] or 0) + 1
+  local cpu = require("klab.eval.pool").default_cpu()
+  local ways = {
+    { "one worker, in turn", { gpus = 1, cpu = 0 }, false },
+    { "pool, 1 GPU, " .. cpu .. " CPU workers", { gpus = 1, cpu = cpu }, true },
+    { "pool, 2 workers share the GPU", { gpus = 1, per_gpu = 2, cpu = cpu }, true },
+  }
+  local rows = {}
+  for _, w in ipairs(ways) do
+    local o = { deadline = 120 }
+    for k, v in pairs(w[2]) do o[k] = v end
+    local s <close> = eval.session(o)
+    -- Warm every worker and the task's inputs first: steady state is what a
+    -- sweep sees.
+    local warm = {}
+    for i = 1, (o.per_gpu or 1) do warm[i] = s:submit(task, batch[3], { force = true, timing = false }) end
+    for _, t in ipairs(warm) do s:wait(t) end
+    local t0 = sys.now()
+    local counts, verdicts_of = {}, {}
+    -- No compile cache: every way compiles every candidate, as a sweep of
+    -- new candidates does.
+    local opts = { force = true, cache = false, timing_opts = { budget_s = budget } }
+    -- Each result as it lands (stderr), so that a slow one shows.
+    local function landed(i, r)
+      verdicts_of[i] = r.verdict
+      io.stderr:write(string.format("   [%s] %6.1f s  %-36s %-20s %5.2f s\n", w[1], sys.now() - t0, batch[i], r.verdict,
+        r.seconds or 0))
+    end
+    if w[3] then
+      local tickets = {}
+      for i, c in ipairs(batch) do tickets[assert(s:submit(task, c, opts))] = i end
+      while s:pending() > 0 do
+        for _, d in ipairs(s:poll(0.5)) do landed(tickets[d.ticket], d.result) end
+      end
+    else
+      for i, c in ipairs(batch) do landed(i, s:evaluate(task, c, opts)) end
+    end
+    local wall = sys.now() - t0
+    for _, v in pairs(verdicts_of) do counts[v] = (counts[v] or 0) + 1 end
+    local parts = {}
+    for v, n in pairs(counts) do parts[#parts + 1] = v .. "=" .. n end
+    table.sort(parts)
+    rows[#rows + 1] = { w[1], wall, #batch / wall * 60, table.concat(parts, " "), verdicts_of }
+    if #rows == 1 then
+      line("\n2. Batch of %d candidates on %s, timing budget %g s each", #batch, task, budget)
+      line("%-36s %9s %10s %8s  %s", "", "seconds", "evals/min", "x first", "verdicts")
+    end
+    local r = rows[#rows]
+    line("%-36s %9.1f %10.1f %8.2f  %s", r[1], r[2], r[3], r[3] / rows[1][3], r[4])
+    io.stdout:flush()
   end
-  local wall = sys.now() - t0
-  local parts = {}
-  for v, n in pairs(counts) do parts[#parts + 1] = v .. "=" .. n end
-  table.sort(parts)
-  line("\n2. Batch of %d candidates on %s, timing budget %g s each: %.1f s, %.1f evaluations/minute (%s)",
-    #batch, task, budget, wall, #batch / wall * 60, table.concat(parts, " "))
+  -- The same verdict for every candidate, whichever way it ran.
+  for i, c in ipairs(batch) do
+    for k = 2, #rows do
+      if rows[k][5][i] ~= rows[1][5][i] then
+        line("   verdicts differ for %s: %s (%s) vs %s (%s)", c, tostring(rows[1][5][i]), rows[1][1],
+          tostring(rows[k][5][i]), rows[k][1])
+      end
+    end
+  end
 end
 
 -- 3. klab against ncu on the same kernels.

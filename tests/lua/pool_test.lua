@@ -94,6 +94,29 @@ function T.a_dead_worker_costs_one_job(t)
   t.eq(after2.report.status, "finished")
 end
 
+-- A result may leave its worker unfit: nothing starts on that worker before
+-- the caller has seen the result and could retire it.
+function T.retire_before_the_next_job(t)
+  local pool <close> = pool_mod.new { gpus = { 0 }, env = job_env(), deadline = 30 }
+  t.eq(pool:slots("gpu"), 1)
+  local first = pool:submit("gpu", span(0.2, "first"))
+  local second = pool:submit("gpu", span(0, "second"))
+  local sys = require "klab.sys"
+  local t0 = sys.now()
+  local landed
+  while not landed and sys.now() - t0 < 30 do
+    for _, h in ipairs(pool:poll(0.5)) do
+      if h == first then landed = true end
+    end
+  end
+  t.ok(landed, "the first job finished")
+  t.eq(second.slot, nil, "the second has not started on the first's worker")
+  pool:retire(first.slot)
+  drain(t, pool, { second })
+  t.eq(second.report.status, "finished")
+  t.ok(second.report.result.pid ~= first.report.result.pid, "the second ran on a new worker")
+end
+
 function T.deadline_applies_per_job(t)
   local pool <close> = pool_mod.new { cpu = 1, env = job_env(), deadline = 30 }
   local slow = pool:submit("cpu", { module = "jobs.bad", fn = "sleep" }, { deadline = 0.3 })

@@ -183,6 +183,11 @@ function Pool:_collect(done)
   while i <= #self.inflight do
     local s = self.inflight[i]
     local rep = s.sup:step()
+    if not rep and not s.sup:busy() then
+      -- The worker was taken away while it had the job (retired or
+      -- closed): the job ends here rather than waiting forever.
+      rep = { status = "error", error = "the worker was stopped while it ran the job" }
+    end
     if rep then
       s.handle.report = rep
       done[#done + 1] = s.handle
@@ -196,7 +201,10 @@ end
 
 -- Advances every job: starts what can start, collects what ended, and
 -- waits up to timeout_s (0: not at all) for something to happen when
--- nothing ended yet. Returns the handles that finished.
+-- nothing ended yet. Returns the handles that finished. Nothing starts on
+-- a worker between its job's end and the caller's look at the result: a
+-- result may ask for the worker to be retired (unfit after a sticky CUDA
+-- error), and the next job must not run on it.
 function Pool:poll(timeout_s)
   local done = {}
   self:_dispatch(done)
@@ -206,7 +214,6 @@ function Pool:poll(timeout_s)
     for _, s in ipairs(self.inflight) do ws[#ws + 1] = s.sup:handle() end
     worker.wait(ws, timeout_s)
     self:_collect(done)
-    self:_dispatch(done)
   end
   return done
 end

@@ -135,7 +135,7 @@ end
 function M.census_start(run, cubin)
   local targets = (run.task.targets or {})[run.arch]
   local ckey = run.result.stages.build.cubin_hash .. "\0" .. table.concat(task_mod.plain(targets or {}), ",")
-  if CENSUS[ckey] then
+  if CENSUS[ckey] and run.opts.cache ~= false then
     -- The same machine code was listed before: its census is known.
     local known = CENSUS[ckey]
     run.census = function() return known end
