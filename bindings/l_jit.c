@@ -4,7 +4,7 @@
  *   jit.compile{source=, arch="sm_90a", lang="ptx"|"cuda" (default: from
  *               name or content), name="file name for messages",
  *               lineinfo=true, cache=true, options={...}, cache_dir=,
- *               timeout=seconds}
+ *               timeout=seconds, limits={memory=bytes, cpu=seconds}}
  *     -> result | nil, message, code [, result]
  *   jit.compile_file(path [, opts])     same, reading the file; name = path
  *   jit.census(ptx_text)                -> {family = count, ..., instructions = n}
@@ -18,7 +18,15 @@
  * sass_instructions=, param_bytes=, tcgen05=, setmaxnreg=, mbarriers=}...},
  * entries={names...}, census={...}, hash=, cubin_hash=, compile_ms=,
  * cached=, arch=, lang=, compiler=, cache_note=}. A figure that is unknown
- * is nil. A compile error returns nil, message, "ECOMPILE", result (ok=false,
+ * is nil.
+ *
+ * Sources other than klab's own device code (host/driver/kernels/, which
+ * compiles in this process as it is) are candidates: they may include only
+ * the CUDA toolkit's headers (compile/includes.h), and their compiler runs
+ * in a child process under limits (default 4 GiB of memory and 60 s of
+ * CPU); exceeding one is a compile error naming it.
+ *
+ * A compile error returns nil, message, "ECOMPILE", result (ok=false,
  * with the log); a rejection nil, reason, "EREJECT" (and a result when the
  * compiler ran). Wrong argument types and forbidden compiler options raise.
  */
@@ -28,7 +36,9 @@
 #include <string.h>
 
 #include "lhost.h"
+#include "driver/devkern.h"
 #include "driver/dynlib.h"
+#include "libraries/dnn.h"
 #include "compile/jit.h"
 #include "compile/ptx_census.h"
 
@@ -137,6 +147,26 @@ static void push_result(lua_State *L, const jit_result *r, int ok)
     }
 }
 
+/* klab's own device code (the kernels embedded from host/driver/kernels): compiled in
+ * this process, its includes unchecked. Everything else is a candidate's. */
+static int klab_source(const char *src, size_t len)
+{
+    size_t n;
+    const char *own[2];
+    size_t lens[2];
+    own[0] = devkern_source(&n);
+    lens[0] = n;
+    own[1] = dnn_ref_source(&n);
+    lens[1] = n;
+    for (int i = 0; i < 2; i++)
+        if (own[i] && lens[i] == len && memcmp(own[i], src, len) == 0)
+            return 1;
+    return 0;
+}
+
+#define CANDIDATE_MEMORY ((long long)4 << 30)
+#define CANDIDATE_CPU_S 60
+
 /* Compiles src with the options table at index opts (0: none). Returns the
  * number of Lua results. */
 static int do_compile(lua_State *L, int opts, const char *src, size_t len, const char *dflt_name)
@@ -146,7 +176,24 @@ static int do_compile(lua_State *L, int opts, const char *src, size_t len, const
     req.source = src;
     req.source_len = len;
     req.name = dflt_name;
+    req.trusted = klab_source(src, len);
+    if (!req.trusted) {
+        req.limit_memory = CANDIDATE_MEMORY;
+        req.limit_cpu_s = CANDIDATE_CPU_S;
+    }
     if (opts) {
+        int lt = lua_getfield(L, opts, "limits");
+        if (lt == LUA_TTABLE) {
+            int li = lua_gettop(L);
+            req.limit_memory = lh_optintfield(L, li, "memory", req.limit_memory);
+            lua_Integer cpu = lh_optintfield(L, li, "cpu", req.limit_cpu_s);
+            if (req.limit_memory < 0 || cpu < 0 || cpu > 86400)
+                return luaL_error(L, "jit.compile: limits must be positive (memory bytes, cpu seconds)");
+            req.limit_cpu_s = (int)cpu;
+        } else if (lt != LUA_TNIL) {
+            return luaL_error(L, "jit.compile: limits must be a table {memory = bytes, cpu = seconds}");
+        }
+        lua_pop(L, 1);
         req.arch = lh_optstrfield(L, opts, "arch", NULL);
         req.name = lh_optstrfield(L, opts, "name", dflt_name);
         req.lineinfo = lh_optboolfield(L, opts, "lineinfo", 1);

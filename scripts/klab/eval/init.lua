@@ -60,9 +60,13 @@ end
 Session.__close = Session.close
 Session.__gc = Session.close
 
+-- The first line that says what went wrong: one with "error" or "fatal",
+-- past ptxas's closing summary (the cause is above it).
 local function first_error_line(log)
   for line in (log or ""):gmatch("[^\n]+") do
-    if line:find("error") then return line end
+    if (line:find("error") or line:find("fatal")) and not line:find("Ptx assembly aborted due to errors", 1, true) then
+      return line
+    end
   end
   return (log or ""):match("[^\n]+")
 end
@@ -323,7 +327,7 @@ end
 -- finish function of the static SASS census (for finish_census).
 local function prepare(t, c, arch, result, opts)
   local b0 = sys.now()
-  local res, err, code, partial = jit.compile { source = c.code, lang = c.lang, arch = arch, name = c.name,
+  local res, err, code, partial = jit.compile { source = c.code, lang = c.lang, arch = arch, name = c.file or c.name,
     cache = opts.cache }
   if not res then
     result.stages.build = { ok = false, log = partial and partial.log or err, code = code }
@@ -345,7 +349,7 @@ local function prepare(t, c, arch, result, opts)
   -- runs while the GPU stages do; finish_census collects it.
   local census = profile.sass_static_start(res.cubin, (t.targets or {})[arch])
   local p0 = sys.now()
-  local plan, perr = plan_mod.run(t, c.plan, { arch = arch })
+  local plan, perr = plan_mod.run(t, c.plan, { arch = arch, name = c.plan_file })
   if not plan then
     result.verdict, result.reason = "plan_error", perr
     return nil, census
