@@ -9,6 +9,7 @@
  *       link, folder, FIFO, device or larger file is refused (code "EINVAL")
  *       with a message naming the path and why
  *   fs.mkdtemp([prefix])    -> path of a new private folder under $TMPDIR or /tmp
+ *   fs.mkstemp([prefix])    -> path of a new private, empty file there
  *   fs.remove_tree(path)    -> true | nil, msg, code   (links are removed, never followed)
  *   fs.realpath(path)       -> path | nil, msg, code
  *   fs.mkdirs(path)         -> true | nil, msg, code
@@ -86,6 +87,17 @@ static int l_mkdtemp(lua_State *L)
     char path[PATH_MAX];
     ks_status st;
     if (fs_mkdtemp(prefix, path, sizeof path, &st) != KS_OK)
+        return lh_pushfail(L, &st);
+    lua_pushstring(L, path);
+    return 1;
+}
+
+static int l_mkstemp(lua_State *L)
+{
+    const char *prefix = luaL_optstring(L, 1, "klab-");
+    char path[PATH_MAX];
+    ks_status st;
+    if (fs_mkstemp(prefix, path, sizeof path, &st) != KS_OK)
         return lh_pushfail(L, &st);
     lua_pushstring(L, path);
     return 1;
@@ -182,6 +194,7 @@ static const luaL_Reg fs_funcs[] = {
     {"type", l_type},
     {"read", l_read},
     {"mkdtemp", l_mkdtemp},
+    {"mkstemp", l_mkstemp},
     {"remove_tree", l_remove_tree},
     {"realpath", l_realpath},
     {"mkdirs", l_mkdirs},

@@ -11,7 +11,10 @@
  *              nested tables) whose fields become globals of the chunk
  *   opts       nil or {memory = bytes (32 MiB), instructions = count (1e7),
  *              seconds = wall-clock limit (5; 0 = none),
- *              prelude = source run first in the same state (helpers)}
+ *              prelude = source run first in the same state (helpers),
+ *              load = true: a global load(text, name, "t", env) for
+ *              trusted code run as the chunk (task files are loaded by
+ *              such a chunk), text only, inside the same limits}
  *
  * Each call runs the chunk in a NEW lua_State, separate from the caller's,
  * and closes it before returning. That state has only: the base functions
@@ -346,8 +349,34 @@ static void sb_wrap(lua_State *S, const char *lib, const char *name, lua_CFuncti
     lua_pop(S, 1);
 }
 
+/* load(text [, name [, mode [, env]]]): text chunks only (a binary chunk
+ * could crash the state), from a string (no reader function). What it
+ * loads runs inside the same limits as everything else here. */
+static int sb_load(lua_State *S)
+{
+    size_t len;
+    const char *src = luaL_checklstring(S, 1, &len);
+    const char *name = luaL_optstring(S, 2, "=(load)");
+    const char *mode = luaL_optstring(S, 3, "t");
+    if (strcmp(mode, "t") != 0)
+        return luaL_argerror(S, 3, "only text chunks (mode \"t\") can be loaded here");
+    int has_env = !lua_isnone(S, 4);
+    if (luaL_loadbufferx(S, src, len, name, "t") != LUA_OK) {
+        luaL_pushfail(S);
+        lua_insert(S, -2);
+        return 2;
+    }
+    if (has_env) {
+        lua_pushvalue(S, 4);
+        if (!lua_setupvalue(S, -2, 1))
+            lua_pop(S, 1);
+    }
+    return 1;
+}
+
 /* [-0, +0, m] Opens the allowed libraries and strips what a plan may not
- * touch. Runs protected, before the memory cap is armed. */
+ * touch; argument 1: whether to offer the text-only load. Runs protected,
+ * before the memory cap is armed. */
 static int sb_setup(lua_State *S)
 {
     static const char *const base_off[] = {"dofile", "loadfile", "load", "collectgarbage",
@@ -355,6 +384,7 @@ static int sb_setup(lua_State *S)
     static const char *const string_off[] = {"dump", "find", "match", "gmatch", "gsub", NULL};
     static const char *const table_off[] = {"move", NULL};
     static const char *const math_off[] = {"random", "randomseed", NULL};
+    int with_load = lua_toboolean(S, 1);
     luaL_requiref(S, LUA_GNAME, luaopen_base, 1);
     luaL_requiref(S, LUA_STRLIBNAME, luaopen_string, 1);
     luaL_requiref(S, LUA_TABLIBNAME, luaopen_table, 1);
@@ -376,6 +406,10 @@ static int sb_setup(lua_State *S)
     lua_setglobal(S, "print");
     lua_pushcfunction(S, sb_xpcall);
     lua_setglobal(S, "xpcall");
+    if (with_load) {
+        lua_pushcfunction(S, sb_load);
+        lua_setglobal(S, "load");
+    }
     /* The loaded-libraries table would hand out the original functions. */
     lua_pushnil(S);
     lua_setfield(S, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
@@ -576,12 +610,14 @@ static int l_sandbox_run(lua_State *L)
     lua_Integer mem = 32 * 1024 * 1024, ins = 10 * 1000 * 1000;
     lua_Number seconds = 5;
     const char *prelude = NULL;
+    int with_load = 0;
     if (!lua_isnil(L, 4)) {
         sb_readopt_int(L, 4, "memory", mem, &mem);
         sb_readopt_int(L, 4, "instructions", ins, &ins);
         seconds = lh_optnumfield(L, 4, "seconds", seconds);
         if (!(seconds >= 0))
             return luaL_error(L, "sandbox.run: option 'seconds' must be >= 0");
+        with_load = lh_optboolfield(L, 4, "load", 0);
         if (lua_getfield(L, 4, "prelude") != LUA_TNIL) {
             if (lua_type(L, -1) != LUA_TSTRING)
                 return luaL_error(L, "sandbox.run: option 'prelude' must be a string");
@@ -615,7 +651,8 @@ static int l_sandbox_run(lua_State *L)
     const char *code = NULL;
 
     lua_pushcfunction(S, sb_setup);
-    if (lua_pcall(S, 0, 0, 0) != LUA_OK)
+    lua_pushboolean(S, with_load);
+    if (lua_pcall(S, 1, 0, 0) != LUA_OK)
         return luaL_error(L, "sandbox: cannot set up the Lua state");
     c->capped = 1;
 

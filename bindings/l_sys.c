@@ -11,6 +11,13 @@
  *   sys.hostname() -> string
  *   sys.exe() -> path | nil, msg, code   this program (/proc/self/exe)
  *   sys.signal_name(n) -> "SEGV" | nil   sys.signal_number("SEGV") -> 11 | nil
+ *   sys.isatty(fd) -> boolean            (0, 1, 2: stdin, stdout, stderr)
+ *   sys.trap(name, ...) -> true          catch these signals ("INT", "TERM"): the
+ *                                        first is recorded for sys.trapped(); a
+ *                                        second one ends the process at once, as
+ *                                        that signal would without the trap
+ *   sys.trapped() -> "INT" | nil         the first signal caught since sys.trap
+ *   sys.untrap()                         the dispositions from before sys.trap
  */
 #include <errno.h>
 #include <limits.h>
@@ -151,6 +158,93 @@ static int l_signal_number(lua_State *L)
     return 1;
 }
 
+static int l_isatty(lua_State *L)
+{
+    lua_Integer fd = luaL_checkinteger(L, 1);
+    lua_pushboolean(L, fd >= 0 && fd <= INT_MAX && isatty((int)fd));
+    return 1;
+}
+
+/* ---- signal traps ---- */
+
+static volatile sig_atomic_t trap_got;   /* the first signal caught, 0 before */
+static struct sigaction trap_old[NSIG];
+static unsigned char trap_set[NSIG];
+
+/* The first signal is recorded for the program to act on (drain, store,
+ * exit); a second means "now": the default disposition, raised again. */
+static void trap_handler(int sig)
+{
+    if (trap_got) {
+        signal(sig, SIG_DFL);
+        raise(sig);
+        return;
+    }
+    trap_got = sig;
+}
+
+static void untrap_all(void)
+{
+    for (int s = 1; s < NSIG; s++)
+        if (trap_set[s]) {
+            sigaction(s, &trap_old[s], NULL);
+            trap_set[s] = 0;
+        }
+}
+
+static int l_trap(lua_State *L)
+{
+    int n = lua_gettop(L);
+    int sigs[16];
+    if (n < 1 || n > 16)
+        return luaL_error(L, "sys.trap: name 1 to 16 signals");
+    for (int i = 1; i <= n; i++) {
+        int s = signal_number(luaL_checkstring(L, i));
+        if (s == 0 || s == SIGKILL || s == SIGSTOP)
+            return luaL_argerror(L, i, "a signal that can be caught (\"INT\", \"TERM\", ...)");
+        sigs[i - 1] = s;
+    }
+    trap_got = 0;
+    for (int i = 0; i < n; i++) {
+        int s = sigs[i];
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = trap_handler;
+        sigemptyset(&sa.sa_mask);
+        /* No SA_RESTART: a blocking wait returns, and the loop looks. */
+        struct sigaction old;
+        if (sigaction(s, &sa, &old) != 0)
+            return luaL_error(L, "sys.trap: sigaction: %s", strerror(errno));
+        if (!trap_set[s]) {
+            trap_old[s] = old;
+            trap_set[s] = 1;
+        }
+    }
+    lua_pushboolean(L, 1);
+    return 1;
+}
+
+static int l_trapped(lua_State *L)
+{
+    int s = trap_got;
+    const char *name = s ? worker_signal_name(s) : NULL;
+    if (name)
+        lua_pushstring(L, name);
+    else if (s)
+        lua_pushinteger(L, s);
+    else
+        lua_pushnil(L);
+    return 1;
+}
+
+static int l_untrap(lua_State *L)
+{
+    (void)L;
+    untrap_all();
+    trap_got = 0;
+    return 0;
+}
+
 static const luaL_Reg sys_funcs[] = {
     {"getpid", l_getpid},
     {"getppid", l_getppid},
@@ -162,6 +256,10 @@ static const luaL_Reg sys_funcs[] = {
     {"exe", l_exe},
     {"signal_name", l_signal_name},
     {"signal_number", l_signal_number},
+    {"isatty", l_isatty},
+    {"trap", l_trap},
+    {"trapped", l_trapped},
+    {"untrap", l_untrap},
     {NULL, NULL},
 };
 

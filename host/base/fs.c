@@ -269,22 +269,45 @@ int fs_read(const char *path, size_t cap, char **buf, size_t *len, ks_status *st
     return KS_OK;
 }
 
-int fs_mkdtemp(const char *prefix, char *out, size_t n, ks_status *st)
+/* <tmp>/<prefix>XXXXXX into out; *tmp gets the folder used. */
+static int temp_template(const char *prefix, char *out, size_t n, const char **tmp, ks_status *st)
 {
-    const char *tmp = getenv("TMPDIR");
-    if (!tmp || !*tmp)
-        tmp = "/tmp";
+    *tmp = getenv("TMPDIR");
+    if (!*tmp || !**tmp)
+        *tmp = "/tmp";
     if (!prefix || !*prefix)
         prefix = "klab-";
     if (strchr(prefix, '/'))
-        return ks_fail(st, KS_EINVAL, 0, "fs_mkdtemp: the prefix may not hold '/'");
-    int w = snprintf(out, n, "%s/%sXXXXXX", tmp, prefix);
+        return ks_fail(st, KS_EINVAL, 0, "temporary names: the prefix may not hold '/'");
+    int w = snprintf(out, n, "%s/%sXXXXXX", *tmp, prefix);
     if (w < 0 || (size_t)w >= n)
-        return ks_fail(st, KS_EINVAL, 0, "fs_mkdtemp: the path is too long");
+        return ks_fail(st, KS_EINVAL, 0, "temporary names: the path is too long");
+    return KS_OK;
+}
+
+int fs_mkdtemp(const char *prefix, char *out, size_t n, ks_status *st)
+{
+    const char *tmp;
+    if (temp_template(prefix, out, n, &tmp, st))
+        return st->code;
     if (!mkdtemp(out)) {
         int e = errno;
         return ks_fail(st, KS_EIO, e, "cannot create a temporary folder in %s: %s", tmp, strerror(e));
     }
+    return KS_OK;
+}
+
+int fs_mkstemp(const char *prefix, char *out, size_t n, ks_status *st)
+{
+    const char *tmp;
+    if (temp_template(prefix, out, n, &tmp, st))
+        return st->code;
+    int fd = mkostemp(out, O_CLOEXEC);
+    if (fd < 0) {
+        int e = errno;
+        return ks_fail(st, KS_EIO, e, "cannot create a temporary file in %s: %s", tmp, strerror(e));
+    }
+    close(fd);
     return KS_OK;
 }
 

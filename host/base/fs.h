@@ -11,7 +11,7 @@
  *     fstat; a file larger than the cap is refused with its size, and the
  *     read stops at the cap whatever the size said (files under /proc say 0);
  *   - fs_mkdtemp makes a private temporary folder (mode 0700) under
- *     $TMPDIR or /tmp;
+ *     $TMPDIR or /tmp, fs_mkstemp a private temporary file;
  *   - fs_remove_tree removes a tree without following symbolic links (a
  *     link is removed, never what it points to) and without crossing into
  *     another file system;
@@ -61,6 +61,10 @@ int fs_read(const char *path, size_t cap, char **buf, size_t *len, ks_status *st
 /* Makes a new folder, mode 0700, named <tmp>/<prefix>XXXXXX where <tmp> is
  * $TMPDIR or /tmp; the path goes into out. */
 int fs_mkdtemp(const char *prefix, char *out, size_t n, ks_status *st);
+
+/* Makes a new empty file, mode 0600, named <tmp>/<prefix>XXXXXX (as
+ * fs_mkdtemp); the path goes into out. */
+int fs_mkstemp(const char *prefix, char *out, size_t n, ks_status *st);
 
 /* Removes path and, when it is a folder, everything under it, without
  * following symbolic links and without leaving path's file system. A

@@ -173,9 +173,7 @@ end
 -- A candidate as a folder again (kernel.cu or kernel.ptx, plan.lua), for
 -- tools that take a path.
 local function write_candidate(c)
-  local p = io.popen("mktemp -d")
-  local dir = p:read("l")
-  p:close()
+  local dir = assert(require("klab.fs").mkdtemp("klab-candidate-"))
   local f = assert(io.open(dir .. "/kernel." .. (c.lang == "ptx" and "ptx" or "cu"), "wb"))
   f:write(c.code)
   f:close()
@@ -188,7 +186,7 @@ local function write_candidate(c)
 end
 
 local function write_temp(bytes)
-  local path = os.tmpname()
+  local path = assert(require("klab.fs").mkstemp("klab-cubin-"))
   local f = assert(io.open(path, "wb"))
   f:write(bytes)
   f:close()
@@ -440,7 +438,7 @@ function Session:evaluate(t, c, opts)
     -- does before timing: a stage of its own, outside the worker.
     local dir = write_candidate(c)
     local san = profile.sanitize(t.name, dir, { klab = sys.exe(), runs = 2 })
-    os.execute("rm -rf '" .. dir .. "'")
+    require("klab.fs").remove_tree(dir)
     result.stages.sanitizer = san
     if san.status == "ok" and (san.errors or 0) > 0 then
       result.verdict = "runtime_error"

@@ -65,9 +65,11 @@ local function decode(s)
 end
 
 local function mkdirs(dir)
-  local q = figures.shell_quote
-  local ok = os.execute("mkdir -p " .. q(dir .. "/figures/src") .. " " .. q(dir .. "/tables"))
-  if not ok then error("report: cannot create " .. dir, 0) end
+  local fs = require "klab.fs"
+  for _, sub in ipairs { "/figures/src", "/tables" } do
+    local ok, err = fs.mkdirs(dir .. sub)
+    if not ok then error("report: cannot create " .. dir .. ": " .. tostring(err), 0) end
+  end
 end
 
 local function sorted_set(list, field)

@@ -1,0 +1,296 @@
+-- security_test.lua: what a candidate, a plan, a task file or a model server
+-- can reach, tried as an attacker would (no GPU needed). Each test is one
+-- attack and the answer klab must give.
+local eval = require "klab.eval"
+local jit = require "klab.jit"
+local cjson = require "cjson"
+
+local T = {}
+
+local TASK = "gemm_bf16/123x457x789"
+local SECRET = "klab-test-secret-value-0123456789"
+
+local function write(path, text)
+  local f = assert(io.open(path, "wb"))
+  f:write(text)
+  f:close()
+end
+
+local function read(path)
+  local f = io.open(path, "rb")
+  if not f then return nil end
+  local s = f:read("a")
+  f:close()
+  return s
+end
+
+local function q(s) return require("klab.command").shell_quote(s) end
+
+local KERNEL = 'extern "C" __global__ void gemm(float *x) { x[0] = 1; }\n'
+
+-- ---- candidate code ---------------------------------------------------------
+
+-- A kernel that includes a host file: refused before the compiler reads it,
+-- the reason names the include and the line, and neither the file nor the
+-- environment reaches the result (which would be stored and fed back).
+function T.kernel_cannot_include_host_files(t)
+  local d = t.tmpdir()
+  write(d .. "/kernel.cu", "// reads the host\n#include \"/proc/self/environ\"\n" .. KERNEL)
+  local code, out = t.sh("KLAB_TEST_TOKEN=" .. SECRET .. " " .. t.klab .. " eval " .. TASK .. " " .. q(d) ..
+    " --json --db " .. q(d .. "/r.db"))
+  t.eq(code, 1)
+  local r = cjson.decode(out)
+  t.eq(r.verdict, "compile_error")
+  t.match(r.reason, d:gsub("%p", "%%%0") .. "/kernel.cu:2: #include \"/proc/self/environ\" is not allowed: " ..
+    "candidates may include only the CUDA toolkit's headers")
+  t.ok(not out:find(SECRET, 1, true), "the environment is not in the result")
+  t.ok(not out:find("PATH=", 1, true), "nor any other variable")
+  t.ok(not read(d .. "/r.db"):find(SECRET, 1, true), "nor in the store")
+  for _, inc in ipairs { '"/etc/passwd"', '"../x.h"', '"plan.lua"', "</etc/passwd>" } do
+    local _, err, ecode = jit.compile { source = "#include " .. inc .. "\n" .. KERNEL, arch = "sm_90a", lang = "cuda",
+      name = "k.cu", cache = false }
+    t.eq(ecode, "ECOMPILE", inc)
+    t.match(err, "^k%.cu:1: #include .* is not allowed")
+  end
+  -- The toolkit's own headers are what candidates may use.
+  local ok, err = jit.compile { source = "#include <cuda_fp16.h>\n#include <cuda/std/cstdint>\n" .. KERNEL,
+    arch = "sm_90a", lang = "cuda", cache = false }
+  t.ok(ok, err)
+end
+
+-- NVRTC names the program by the user's path and never searches its folder.
+function T.compile_errors_name_the_users_file(t)
+  local d = t.tmpdir()
+  write(d .. "/kernel.cu", 'extern "C" __global__ void gemm(float *x)\n{\n  int y = ;\n}\n')
+  write(d .. "/beside.h", "#define X 1\n")
+  local r = assert(eval.evaluate(TASK, d, { deadline = 30 }))
+  t.eq(r.verdict, "compile_error")
+  t.match(r.reason, d:gsub("%p", "%%%0") .. "/kernel%.cu:3: error: expected an expression")
+  t.ok(not r.reason:find("(3)", 1, true))
+  -- Garbage PTX: ptxas's first real error, not its closing summary.
+  local p = t.tmpdir()
+  write(p .. "/kernel.ptx", "garbage\n")
+  r = assert(eval.evaluate(TASK, p, { deadline = 30 }))
+  t.eq(r.verdict, "compile_error")
+  t.match(r.reason, "Missing %.version directive")
+  t.match(r.reason, p:gsub("%p", "%%%0") .. "/kernel%.ptx, line 1")
+  -- A plan's errors name plan.lua.
+  local c = t.tmpdir()
+  write(c .. "/kernel.cu", read(t.root .. "/tasks/gemm/samples/naive/kernel.cu"))
+  write(c .. "/plan.lua", "\n\nerror('no plan today')\n")
+  r = assert(eval.evaluate(TASK, c, { deadline = 30 }))
+  t.eq(r.verdict, "plan_error")
+  t.match(r.reason, "^" .. c:gsub("%p", "%%%0") .. "/plan%.lua:3: no plan today")
+end
+
+-- A macro bomb is stopped by the compiler's limits, whichever comes first,
+-- and the compile error says which.
+function T.compiler_runs_under_limits(t)
+  local levels = { "#define A0 x+x+x+x+x+x+x+x+x+x" }
+  for i = 1, 7 do levels[#levels + 1] = ("#define A%d %s"):format(i, ("A" .. (i - 1) .. "+"):rep(9) .. "A" .. (i - 1)) end
+  local cpu_bomb = table.concat(levels, "\n") .. '\nextern "C" __global__ void k(float *y, float x) { y[0] = A7; }\n'
+  local t0 = require("klab.sys").now()
+  local _, err, code = jit.compile { source = cpu_bomb, arch = "sm_90a", lang = "cuda", name = "DIR/kernel.cu",
+    cache = false, limits = { cpu = 1 } }
+  t.eq(code, "ECOMPILE")
+  t.eq(err, "DIR/kernel.cu: the compiler exceeded its 1 s CPU limit")
+  t.ok(require("klab.sys").now() - t0 < 20, "stopped early")
+  local wide = { "#define A0 " .. ("x"):rep(90) }
+  for i = 1, 7 do wide[#wide + 1] = ("#define A%d %s"):format(i, ("A" .. (i - 1) .. " "):rep(10)) end
+  local mem_bomb = table.concat(wide, "\n") .. "\n#define S(x) #x\n#define T(x) S(x)\n" ..
+    'extern "C" __global__ void k(char *y) { const char *s = T(A7); y[0] = s[1]; }\n'
+  _, err, code = jit.compile { source = mem_bomb, arch = "sm_90a", lang = "cuda", name = "DIR/kernel.cu",
+    cache = false, limits = { memory = 256 * 1024 * 1024, cpu = 30 } }
+  t.eq(code, "ECOMPILE")
+  t.match(err, "^DIR/kernel%.cu: the compiler exceeded its 256 MiB memory limit")
+end
+
+-- A compiler log is bounded before anything stores or feeds it back.
+function T.compiler_log_is_bounded(t)
+  local lines = {}
+  for i = 1, 3000 do lines[i] = ('#warning "warning %d, padded to make the log long enough"'):format(i) end
+  local src = table.concat(lines, "\n") .. "\n" .. KERNEL
+  local r, err = jit.compile { source = src, arch = "sm_90a", lang = "cuda", name = "w.cu", cache = false }
+  t.ok(r, err)
+  t.ok(#r.log <= 64 * 1024, "log of " .. #r.log .. " bytes")
+  t.match(r.log, "%[%.%.%. %d+ bytes cut%]")
+  t.match(r.log, "warning 1,")
+  t.match(r.log, "warning 3000,")
+end
+
+-- ---- candidate folders ----------------------------------------------------------
+
+-- A candidate is only the regular files inside its folder: each way out is
+-- refused with the path and the reason, and nothing refused is stored.
+function T.candidate_folder_cannot_reach_outside(t)
+  local cases = {}
+  local function case(name, setup, want)
+    local d = t.tmpdir() .. "/" .. name
+    os.execute("mkdir " .. q(d))
+    setup(d)
+    cases[#cases + 1] = { dir = d, want = want }
+  end
+  case("link_out", function(d) os.execute("ln -s /etc/passwd " .. q(d .. "/kernel.cu")) end,
+    "/kernel%.cu: a symbolic link that leaves the candidate folder")
+  case("plan_link_out", function(d)
+    write(d .. "/kernel.cu", KERNEL)
+    os.execute("ln -s /etc/hostname " .. q(d .. "/plan.lua"))
+  end, "/plan%.lua: a symbolic link that leaves the candidate folder")
+  case("fifo", function(d) os.execute("mkfifo " .. q(d .. "/kernel.cu")) end, "/kernel%.cu: is a FIFO")
+  case("device", function(d) os.execute("ln -s /dev/zero " .. q(d .. "/kernel.ptx")) end,
+    "/kernel%.ptx: a symbolic link that leaves")
+  case("dir", function(d) os.execute("mkdir " .. q(d .. "/kernel.cu")) end, "/kernel%.cu: is a directory, not a file")
+  case("big", function(d) write(d .. "/kernel.cu", ("/" .. ("x"):rep(1023)):rep(5 * 1024)) end,
+    "/kernel%.cu: too large %(5242880 bytes; the limit is 4194304 bytes%)")
+  case("both", function(d)
+    write(d .. "/kernel.cu", KERNEL)
+    write(d .. "/kernel.ptx", ".version 8.0\n")
+  end, ": both kernel%.cu and kernel%.ptx; keep one")
+  local db = t.tmpdir() .. "/r.db"
+  for _, c in ipairs(cases) do
+    local code, out, err = t.sh("timeout 20 " .. t.klab .. " eval " .. TASK .. " " .. q(c.dir) .. " --db " .. q(db))
+    t.eq(code, 1, c.dir)
+    t.match(err, "^klab eval: " .. c.dir:gsub("%p", "%%%0") .. c.want, c.dir)
+    t.eq(out, "", c.dir)
+  end
+  local s = require("klab.store").open(db)
+  if s then
+    t.eq(s:first("SELECT count(*) AS n FROM candidates").n, 0, "nothing refused is stored")
+    s:close()
+  end
+  -- A link inside the folder to a file inside it is the file.
+  local d = t.tmpdir()
+  write(d .. "/real.cu", KERNEL)
+  os.execute("ln -s real.cu " .. q(d .. "/kernel.cu"))
+  local c, why = require("klab.eval.candidate").load(d)
+  t.ok(c, why)
+  t.eq(c and c.code, KERNEL)
+end
+
+-- A candidate path is a path, never shell text.
+function T.candidate_path_runs_no_command(t)
+  local d = t.tmpdir()
+  local code = t.sh("cd " .. q(d) .. " && " .. t.klab .. " eval " .. TASK .. " 'x$(touch PWNED)' 2>/dev/null")
+  t.eq(code, 1)
+  t.ok(not read(d .. "/PWNED"), "no file was created")
+end
+
+-- ---- task files --------------------------------------------------------------
+
+local TOY = [[
+name = "toy"
+family = "toy"
+description = "Add ${N} numbers."
+dims = { "N" }
+variants = { { N = 16 } }
+buffers = {
+  X = { role = "input", dtype = "f32", shape = { "N" } },
+  Y = { role = "output", dtype = "f32", shape = "N" },
+}
+inputs = { X = { dist = "uniform", lo = -1, hi = 1 } }
+reference = "add_ref"
+baseline = { lib = "none", op = "copy" }
+tolerance = { f32 = { atol = 0, rtol = 0 } }
+flops = function(d) return d.N end
+targets = { sm_90a = { "tma" } }
+plan = "return { launches = { { kernel = 'k', grid = 1, block = 32, args = { { buffer = 'X' } } } } }"
+]]
+
+local function task_tree(t, files)
+  local dir = t.tmpdir()
+  for path, text in pairs(files) do
+    os.execute("mkdir -p " .. q(dir .. "/" .. path:match("^(.*)/")))
+    write(dir .. "/" .. path, text)
+  end
+  return dir
+end
+
+-- Task files run in a sandbox of their own: one that loops, hogs memory,
+-- reaches for io or replaces string.format is reported by name, changes
+-- nothing in klab, and the other tasks load and evaluate.
+function T.task_files_run_sandboxed(t)
+  local task = require "klab.task"
+  local dir = task_tree(t, {
+    ["a/loop.lua"] = "while true do end\n",
+    ["b/hog.lua"] = "local t = {}\nfor i = 1, 1e9 do t[i] = ('x'):rep(4096) .. i end\n",
+    ["c/evil.lua"] = "string.format = function() return 'pwned' end\nerror('and then fails')\n",
+    ["c/reads.lua"] = "local f = io.open('/etc/passwd')\n",
+    ["c/wide.lua"] = TOY:gsub('name = "toy"', 'name = "wide"'):gsub("{ N = 16 }", "{ N = 1 << 32 }")
+      :gsub('shape = { "N" }', 'shape = { "N", "N" }'),
+    ["d/toy.lua"] = TOY,
+  })
+  local saved = task.LIMITS
+  task.LIMITS = { memory = 32 * 1024 * 1024, instructions = 2000000, seconds = 5 }
+  local t0 = require("klab.sys").now()
+  local all, errs = task.list(dir)
+  task.LIMITS = saved
+  t.ok(require("klab.sys").now() - t0 < 10, "a runaway file costs its limits, no more")
+  t.eq(#all, 1)
+  t.eq(all[1] and all[1].name, "toy/16")
+  local text = table.concat(errs, "\n")
+  t.eq(#errs, 5, text)
+  t.match(text, "a/loop%.lua exceeded the instruction limit")
+  t.match(text, "b/hog%.lua exceeded the memory limit")
+  t.match(text, "c/evil%.lua: error while running: .*and then fails")
+  t.match(text, "c/reads%.lua: error while running: .*attempt to index a nil value %(global 'io'%)")
+  t.match(text, "c/wide%.lua: field 'buffers%.X%.shape' %(variant 4294967296%): holds more than 2%^40 elements")
+  t.eq(string.format("%d", 5), "5", "klab's own string library is untouched")
+  t.eq(("%s"):format("x"), "x")
+  -- The command line: the good task is found and evaluated past the broken
+  -- ones; `klab tasks` lists it and names every file that failed.
+  local c = t.tmpdir()
+  write(c .. "/kernel.cu", 'extern "C" __global__ void k(float *x) { x[0] = ; }\n')
+  local code, out, err = t.sh("timeout 120 " .. t.klab .. " eval toy/16 " .. q(c) .. " --tasks " .. q(dir) .. " --json")
+  t.eq(code, 1, err)
+  local ok, r = pcall(cjson.decode, out)
+  t.ok(ok and r.verdict == "compile_error" and r.task == "toy/16", out .. err)
+  code, out, err = t.sh("timeout 120 " .. t.klab .. " tasks --tasks " .. q(dir))
+  t.eq(code, 1)
+  t.match(out, "toy/16")
+  t.match(err, "loop%.lua exceeded the instruction limit")
+end
+
+-- The search path: --tasks folders, then $KLAB_TASKS (dir1:dir2), then the
+-- repository's tasks/; a name found twice is taken from the first.
+function T.task_search_path(t)
+  local one = task_tree(t, { ["x/toy.lua"] = TOY:gsub("Add ", "One adds ") })
+  local two = task_tree(t, { ["x/toy.lua"] = TOY:gsub("Add ", "Two adds ") })
+  local three = task_tree(t, { ["x/toy.lua"] = TOY:gsub("Add ", "Three adds ") })
+  local function desc(env, args)
+    local code, out, err = t.sh(env .. " " .. t.klab .. " tasks --json " .. args)
+    local ok, list = pcall(cjson.decode, out)
+    if not (ok and type(list) == "table") then return "?" .. out .. err, code end
+    local toy, gemm
+    for _, r in ipairs(list) do
+      if r.name == "toy/16" then toy = r end
+      if r.family == "gemm" then gemm = true end
+    end
+    return toy and toy.file, gemm
+  end
+  local file, gemm = desc("KLAB_TASKS=" .. q(one .. ":" .. two), "")
+  t.eq(file, one .. "/x/toy.lua")
+  t.ok(gemm, "the repository's tasks come after")
+  file = desc("KLAB_TASKS=" .. q(two .. ":" .. one), "")
+  t.eq(file, two .. "/x/toy.lua")
+  file = desc("KLAB_TASKS=" .. q(one .. ":" .. two), "--tasks " .. q(three))
+  t.eq(file, three .. "/x/toy.lua")
+  local task = require "klab.task"
+  t.eq(task.get("toy/16", { path = { two, one } }).file, two .. "/x/toy.lua")
+  t.eq(task.get("toy/16", { path = { one, two } }).file, one .. "/x/toy.lua")
+end
+
+-- scripts/klab holds no shell command: no io.popen, no os.execute.
+function T.no_shell_in_the_library(t)
+  local found = {}
+  local p = assert(io.popen("find " .. q(t.root .. "/scripts/klab") .. " -name '*.lua'"))
+  for path in p:lines() do
+    local src = read(path)
+    for _, pat in ipairs { "io%.popen", "os%.execute", "os%.tmpname" } do
+      if src:find(pat) then found[#found + 1] = path:sub(#t.root + 2) .. " uses " .. pat:gsub("%%", "") end
+    end
+  end
+  p:close()
+  t.eq(#found, 0, table.concat(found, "; "))
+end
+
+return T
