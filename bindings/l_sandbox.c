@@ -39,7 +39,10 @@
  * The env is copied in and the chunk's first return value copied out as
  * plain data (raw access, so no metamethod of the chunk runs outside the
  * jail); functions, userdata, cycles, nesting deeper than 64 or more than
- * 1,000,000 values are refused. Failure codes: "EPLAN" (syntax error, the
+ * 1,000,000 values are refused. What the copy out makes counts against the
+ * memory cap: every string each time it is copied (one string referenced
+ * 200,000 times is 200,000 copies) and every table and entry; past the cap
+ * the copy stops with "EMEMORY". Failure codes: "EPLAN" (syntax error, the
  * chunk raised, or the result is not plain data), "EMEMORY" (memory cap),
  * "ELIMIT" (instruction cap or deadline). Misuse (a function in env, a bad
  * option) raises.
@@ -89,7 +92,15 @@ typedef struct sb_copy {
     const void *path[SB_MAX_DEPTH];
     int depth;
     long count;
+    size_t bytes;           /* what the copy made so far in `to` (copy-out) */
+    size_t cap;             /* its limit: the jail's memory cap; 0: none */
+    int over;               /* the copy passed cap */
 } sb_copy;
+
+/* What a copied table entry costs beyond its key and value's own bytes
+ * (Lua's Node), and a table beyond its entries. */
+#define SB_ENTRY_BYTES 32
+#define SB_TABLE_BYTES 64
 
 static double now_s(void)
 {
@@ -448,6 +459,18 @@ static void check_plain(lua_State *L, int idx, sb_copy *cp, const char *what)
     cp->depth--;
 }
 
+/* Charges n bytes of the copy against its cap; raises in `to` past it. */
+static void copy_charge(sb_copy *cp, size_t n)
+{
+    if (!cp->cap)
+        return;
+    if (n > cp->cap || cp->bytes > cp->cap - n) {
+        cp->over = 1;
+        luaL_error(cp->to, "the returned value is larger than the memory limit (%I bytes)", (lua_Integer)cp->cap);
+    }
+    cp->bytes += n;
+}
+
 /* Pushes onto `to` a copy of the plain value at index idx of `from`. Uses
  * only calls that cannot raise in `from` (raw iteration of values already
  * checked or about to be checked); may raise in `to`. On a refusal it raises
@@ -471,6 +494,7 @@ static void copy_value(sb_copy *cp, int idx, int strict_in_to)
     case LUA_TSTRING: {
         size_t len;
         const char *s = lua_tolstring(F, idx, &len);
+        copy_charge(cp, len + 1);
         lua_pushlstring(T, s, len);
         return;
     }
@@ -493,12 +517,14 @@ static void copy_value(sb_copy *cp, int idx, int strict_in_to)
         luaL_error(T, "out of stack space while copying");
     luaL_checkstack(T, 4, "copying a value");
     cp->path[cp->depth++] = p;
+    copy_charge(cp, SB_TABLE_BYTES);
     lua_newtable(T);
     lua_pushnil(F);
     while (lua_next(F, idx)) {
         int kt = lua_type(F, -2);
         if (kt != LUA_TSTRING && kt != LUA_TNUMBER && kt != LUA_TBOOLEAN)
             luaL_error(T, "the returned value has a key of type %s", lua_typename(F, kt));
+        copy_charge(cp, SB_ENTRY_BYTES);
         copy_value(cp, lua_gettop(F) - 1, strict_in_to);
         copy_value(cp, lua_gettop(F), strict_in_to);
         lua_rawset(T, -3);
@@ -708,10 +734,17 @@ static int l_sandbox_run(lua_State *L)
     cp.from = S;
     cp.to = L;
     cp.from_idx = lua_gettop(S);
+    cp.cap = c->cap;
     lua_pushcfunction(L, sb_copy_out);
     lua_pushlightuserdata(L, &cp);
     if (lua_pcall(L, 1, 1, 0) != LUA_OK) {
-        code = "EPLAN";
+        if (cp.over) {
+            lua_pop(L, 1);
+            lua_pushfstring(L, "%s exceeded the memory limit (%I bytes) with its result", cname, (lua_Integer)c->cap);
+            code = "EMEMORY";
+        } else {
+            code = "EPLAN";
+        }
         goto fail_top;
     }
     lua_pushlstring(L, c->out, c->outlen);

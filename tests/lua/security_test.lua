@@ -175,6 +175,34 @@ function T.candidate_path_runs_no_command(t)
   t.ok(not read(d .. "/PWNED"), "no file was created")
 end
 
+-- ---- plans ----------------------------------------------------------------------
+
+-- A plan's result counts against its memory cap: 200,000 references to one
+-- 1 MiB string are 200 GiB once copied out, and are refused at 16 MiB.
+function T.plan_result_counts_against_the_cap(t)
+  local plan = require "klab.eval.plan"
+  local task = require("klab.task").get(TASK, { root = t.root .. "/tasks" })
+  local t0 = require("klab.sys").now()
+  local before = collectgarbage("count")
+  local p, why, code = plan.run(task, [[
+local s = ("x"):rep(1024 * 1024)
+local t = {}
+for i = 1, 200000 do t[i] = s end
+return { launches = t }]], { name = "DIR/plan.lua" })
+  t.eq(p, nil)
+  t.eq(code, "EMEMORY")
+  t.match(why, "^DIR/plan%.lua exceeded the memory limit %(16777216 bytes%) with its result")
+  collectgarbage()
+  t.ok(collectgarbage("count") - before < 64 * 1024, "klab did not grow past the cap")
+  t.ok(require("klab.sys").now() - t0 < 10)
+  -- Many small values are counted too (table entries, not only strings).
+  local sandbox = require "klab.sandbox"
+  local v, msg, c = sandbox.run("local t = {} for i = 1, 400000 do t[i] = i end return t", "p", nil,
+    { memory = 8 * 1024 * 1024, instructions = 1e8 })
+  t.eq(v, nil, "400,000 entries do not fit in 8 MiB")
+  t.eq(c, "EMEMORY", msg)
+end
+
 -- ---- task files --------------------------------------------------------------
 
 local TOY = [[
