@@ -16,6 +16,7 @@
 #include <lualib.h>
 
 #include "runtime.h"
+#include "base/redact.h"
 
 static const char *progname = "klab";
 
@@ -112,6 +113,9 @@ static int run_script(lua_State *L, char **argv, int argc, int script)
 
 int main(int argc, char **argv)
 {
+    /* Before anything runs: the values of *_KEY and *_TOKEN variables are
+     * kept out of everything klab writes (base/redact.h). */
+    redact_scan_environ();
     lua_State *L = rt_new();
     if (L == NULL) {
         fprintf(stderr, "%s: cannot create Lua state: not enough memory\n", progname);

@@ -1,5 +1,6 @@
 /* runtime.c: creating the lua_State and calling into it safely. */
 #include "runtime.h"
+#include "base/redact.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,8 +35,11 @@ int rt_pcall(lua_State *L, int nargs, int nres)
 int rt_report(lua_State *L, int status)
 {
     if (status != LUA_OK) {
-        const char *msg = lua_tostring(L, -1);
-        fprintf(stderr, "klab: %s\n", msg ? msg : "(error object is not a string)");
+        size_t n = 0, rl = 0;
+        const char *msg = lua_tolstring(L, -1, &n);
+        char *r = msg ? redact_apply(msg, n, &rl) : NULL;
+        fprintf(stderr, "klab: %s\n", r ? r : msg ? msg : "(error object is not a string)");
+        free(r);
         fflush(stderr);
         lua_pop(L, 1);
     }

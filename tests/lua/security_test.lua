@@ -307,6 +307,136 @@ function T.task_search_path(t)
   t.eq(task.get("toy/16", { path = { one, two } }).file, one .. "/x/toy.lua")
 end
 
+-- ---- model servers ---------------------------------------------------------------
+
+local function with_server(t, fn) return dofile(t.root .. "/tests/server/model_server.lua").with(t, fn) end
+
+-- Runs a Lua script in a child klab with env (a "K=V ..." prefix); returns code, out, err.
+local function child(t, dir, env, body, ...)
+  local script = dir .. "/child.lua"
+  write(script, body)
+  local args = {}
+  for i, a in ipairs { ... } do args[i] = q(a) end
+  return t.sh(("cd %s && %s %s %s %s"):format(q(t.root), env, q(t.klab), q(script), table.concat(args, " ")))
+end
+
+-- A server that echoes the key in a 401, one that quotes it in a reply, and
+-- a kernel that includes the environment: the key reaches neither the
+-- store, nor the log, nor the next request, while every request carried it.
+-- The variable's name is not *_KEY: what protects it is api_key_env.
+function T.keys_do_not_leak_through_servers(t)
+  with_server(t, function(s)
+    local dir = t.tmpdir()
+    local key = "sk-klab-" .. ("%08x%08x"):format(math.random(0, 0x7fffffff), os.time())
+    local environ = "Here.\n\n```cuda\n#include \"/proc/self/environ\"\n" .. KERNEL .. "```\n"
+    s:script { { status = 401, echo_auth = true }, { reply_auth = true }, { reply = environ } }
+    local code, out, err = child(t, dir, "KLAB_SECRET_FOR_TEST=" .. q(key), [[
+local experiment = require "klab.experiment"
+local dir, base = arg[1], arg[2]
+local exp = experiment.new {
+  name = "keys", db = dir .. "/k.db", log = dir .. "/k.log", progress = false,
+  models = { { name = "oa", provider = "openai", model = "m", base_url = base .. "/v1",
+    api_key_env = "KLAB_SECRET_FOR_TEST", retry = { attempts = 1 }, concurrency = 1 } },
+  tasks = { "]] .. TASK .. [[" }, replicas = 1, turns = 3,
+}
+exp:run()
+for _, r in ipairs(exp.db:query("SELECT error FROM responses WHERE error IS NOT NULL")) do print("error: " .. r.error) end
+]], dir, s.base)
+    t.eq(code, 0, err)
+    t.match(out, "error: HTTP 401: invalid key: Bearer %[redacted KLAB_SECRET_FOR_TEST%]")
+    local log = s:log()
+    t.eq(#log, 3, "three requests")
+    local want = (select(2, t.sh("printf %s " .. q(key) .. " | sha256sum")) or ""):match("^(%x+)")
+    for i, e in ipairs(log) do
+      t.eq(e.secrets.authorization, want, "request " .. i .. " carried the key (the test is not vacuous)")
+      t.ok(not e.body:find(key, 1, true), "request " .. i .. " does not send the key back")
+    end
+    t.match(log[3].body, "redacted KLAB_SECRET_FOR_TEST", "the quoted key went back redacted")
+    local blobs = { out, err, read(dir .. "/k.log") or "" }
+    for _, suffix in ipairs { "", "-wal", "-shm" } do blobs[#blobs + 1] = read(dir .. "/k.db" .. suffix) or "" end
+    for i, b in ipairs(blobs) do t.ok(not b:find(key, 1, true), "the key is absent from output " .. i) end
+    local db <close> = assert(require("klab.store").open(dir .. "/k.db", { readonly = true }))
+    local turns = db:query("SELECT turn, verdict, reason, feedback, reply FROM turns ORDER BY turn")
+    t.eq(#turns, 3)
+    t.match(turns[1] and turns[1].reason or "", "request_error: .*%[redacted KLAB_SECRET_FOR_TEST%]")
+    t.match(turns[2] and turns[2].reply or "", "Your key is Bearer %[redacted KLAB_SECRET_FOR_TEST%]")
+    t.eq(turns[3] and turns[3].verdict, "compile_error")
+    t.match(turns[3] and turns[3].reason or "", "#include \"/proc/self/environ\" is not allowed")
+  end)
+end
+
+-- A key over plain http:// to another machine is refused, with the reason,
+-- unless the model says allow_insecure_http; this machine is fine.
+function T.key_refused_over_plain_http(t)
+  local model = require "klab.experiment.model"
+  local http = require "klab.http"
+  t.raises(function()
+    model.new { provider = "openai", model = "m", base_url = "http://models.example/v1", api_key_env = "SOME_API_KEY" }
+  end, "plain http:// to another machine and api_key_env is set: the key would cross the network unencrypted")
+  t.ok(model.new { provider = "openai", model = "m", base_url = "http://models.example/v1", api_key_env = "SOME_API_KEY",
+    allow_insecure_http = true })
+  t.ok(model.new { provider = "openai", model = "m", base_url = "http://127.0.0.1:8000/v1", api_key_env = "SOME_API_KEY" })
+  t.ok(model.new { provider = "openai", model = "m", base_url = "http://models.example/v1" }, "no key, no refusal")
+  for url, want in pairs {
+    ["http://localhost:8000/v1"] = true, ["http://127.0.0.1/"] = true, ["http://127.1.2.3:9"] = true,
+    ["http://[::1]:8000/x"] = true, ["http://127.0.0.1@evil.example/"] = false, ["http://127.0.0.1.evil.example/"] = false,
+    ["http://localhost.evil.example/"] = false, ["http://10.0.0.1/"] = false, ["http://evil.example\\@127.0.0.1/"] = false,
+  } do
+    t.eq(http.is_loopback(url), want, url)
+  end
+  -- The HTTP layer refuses on its own too, before connecting.
+  local c = http.client()
+  if not c then return t.skip("libcurl is not installed") end
+  local id, err, code = c:submit { url = "http://10.255.255.1/v1", headers = { Authorization = { env = "PATH", prefix = "Bearer " } },
+    body = "{}" }
+  t.eq(id, nil)
+  t.eq(code, "EREJECT")
+  t.match(err, "refusing to send a key over plain http://")
+  c:free()
+end
+
+-- No field of a reply aborts a sweep: odd usage figures are stored as text
+-- with a warning; a reply over the size limit is an error with its size,
+-- and none of its body is stored.
+function T.odd_replies_do_not_abort(t)
+  local model = require "klab.experiment.model"
+  local store = require "klab.store"
+  with_server(t, function(s)
+    local dir = t.tmpdir()
+    local db <close> = assert(store.open(dir .. "/m.db"))
+    local lines = {}
+    local c <close> = model.caller { db = db, mode = "live", log = function(l) lines[#lines + 1] = l end }
+    local m = model.new { provider = "openai", model = "m", base_url = s.base .. "/v1", retry = { attempts = 1 },
+      max_reply_bytes = 100000 }
+    local MSG = { { role = "user", content = "hi" } }
+    for i, raw in ipairs { '{"prompt_tokens": 12.5, "completion_tokens": 1e20}', '{"prompt_tokens": NaN, "completion_tokens": "7"}',
+      '{"prompt_tokens": -3, "completion_tokens": Infinity}', '[1, 2]' } do
+      s:script { { usage_raw = raw } }
+      local o = c:call(m, MSG, { key = { sample = i } })
+      t.ok(o.ok, "reply " .. i .. " is a reply: " .. tostring(o.error))
+      t.eq(o.usage.input, nil)
+      t.eq(o.usage.output, nil)
+      local row = db:cache_get(o.hash)
+      t.ok(row and row.input_tokens == nil and row.output_tokens == nil, "counts stored as NULL")
+      local resp = cjson.decode(row.response)
+      if i == 1 then
+        t.eq(resp.usage_text.input, "12.5")
+        t.eq(resp.usage_text.output, "1e+20")
+      elseif i == 2 then
+        t.eq(resp.usage_text.input, "nan")
+        t.eq(resp.usage_text.output, "7")
+      end
+    end
+    t.match(table.concat(lines, "\n"), "warning: usage input = 12%.5 is not a token count")
+    s:script { { pad = 200000 } }
+    local o = c:call(m, MSG, { key = { sample = 9 } })
+    t.eq(o.ok, false)
+    t.match(o.error, "response body of %d+ bytes %(Content%-Length%) is larger than the limit of 100000 bytes")
+    local row = db:cache_get(o.hash)
+    t.ok(row and #row.response < 4096, "the body is not stored")
+  end)
+end
+
 -- scripts/klab holds no shell command: no io.popen, no os.execute.
 function T.no_shell_in_the_library(t)
   local found = {}

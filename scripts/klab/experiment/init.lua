@@ -255,7 +255,8 @@ end
 Exp.__close = Exp.close
 
 function Exp:_log(fmt, ...)
-  local line = fmt:format(...)
+  -- What a server echoed or a compiler quoted never carries a key into the log.
+  local line = require("klab.redact").text(fmt:format(...))
   local l = self.spec.log
   if type(l) == "function" then l(line)
   elseif type(l) == "string" then
