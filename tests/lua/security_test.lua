@@ -437,6 +437,108 @@ function T.odd_replies_do_not_abort(t)
   end)
 end
 
+-- ---- interruptions and concurrent runs --------------------------------------------------------
+
+-- The sweep a child klab runs in the tests below: four requests at once.
+local SWEEP = [[
+local experiment = require "klab.experiment"
+local dir, base, name = arg[1], arg[2], arg[3]
+local exp = experiment.new {
+  name = name, db = dir .. "/s.db", log = dir .. "/s.log", progress = false, drain_s = 20,
+  models = { { name = "oa", provider = "openai", model = "m", base_url = base .. "/v1", retry = { attempts = 1 },
+    concurrency = 4, timeout = 60 } },
+  tasks = { "]] .. TASK .. [[" }, replicas = 4, turns = 1,
+}
+exp:run()
+print("finished")
+]]
+
+-- Starts the sweep in a child klab; returns the process once the server
+-- has all four requests in flight.
+local function start_sweep(t, s, dir, name)
+  local spawn, sys = require "klab.spawn", require "klab.sys"
+  write(dir .. "/sweep.lua", SWEEP)
+  local before = #s:log()
+  local p = assert(spawn.start { argv = { t.klab, dir .. "/sweep.lua", dir, s.base, name }, cwd = t.root })
+  local deadline = sys.now() + 30
+  while #s:log() < before + 4 and sys.now() < deadline do sys.sleep(0.05) end
+  t.eq(#s:log(), before + 4, "four requests in flight")
+  return p
+end
+
+local function replies_stored(dir)
+  local db <close> = assert(require("klab.store").open(dir .. "/s.db", { readonly = true }))
+  return db:first("SELECT count(*) AS n FROM responses WHERE error IS NULL").n
+end
+
+-- SIGINT during a sweep: the replies in flight are waited for and stored,
+-- klab exits non-zero with a one-line reason, and the next run buys none
+-- of them again.
+function T.sigint_drains_replies_in_flight(t)
+  local sys = require "klab.sys"
+  with_server(t, function(s)
+    local dir = t.tmpdir()
+    s:script { { delay = 1.5 }, { delay = 1.5 }, { delay = 1.5 }, { delay = 1.5 } }
+    local p = start_sweep(t, s, dir, "sig")
+    t.ok(sys.kill(p:pid(), "INT"))
+    local r = p:wait(60)
+    t.eq(r.status, "exited")
+    t.ok(r.code ~= 0, "exit status " .. tostring(r.code))
+    t.match(r.stderr, "klab: experiment sig: stopped by SIGINT; 4 of 4 replies in flight were waited for and stored")
+    t.ok(not r.stderr:find("traceback"), r.stderr)
+    t.ok(not r.stdout:find("finished"))
+    t.eq(replies_stored(dir), 4, "every paid reply is in the store")
+    local sent = #s:log()
+    local code, _, err = t.sh("cd " .. q(t.root) .. " && " .. q(t.klab) .. " " .. q(dir .. "/sweep.lua") .. " " ..
+      q(dir) .. " " .. q(s.base) .. " sig")
+    t.eq(code, 0, err)
+    t.eq(#s:log(), sent, "the rerun sent nothing again")
+  end)
+end
+
+-- A second signal ends the process at once, drain or not; SIGTERM is a
+-- signal like SIGINT.
+function T.second_signal_exits_at_once(t)
+  local sys = require "klab.sys"
+  with_server(t, function(s)
+    local dir = t.tmpdir()
+    s:script { { delay = 20 }, { delay = 20 }, { delay = 20 }, { delay = 20 } }
+    local p = start_sweep(t, s, dir, "twice")
+    t.ok(sys.kill(p:pid(), "TERM"))
+    sys.sleep(0.3)
+    local t0 = sys.now()
+    t.ok(sys.kill(p:pid(), "INT"))
+    local r = p:wait(30)
+    t.eq(r.status, "signaled")
+    t.eq(r.signal, "INT")
+    t.ok(sys.now() - t0 < 5, "ended at once")
+  end)
+end
+
+-- Two runs of one experiment on one store: the second says the first is
+-- running, with its pid, and exits (no traceback, no constraint error).
+-- The first killed with SIGKILL leaves no lock behind.
+function T.second_run_of_an_experiment_stops(t)
+  local sys = require "klab.sys"
+  with_server(t, function(s)
+    local dir = t.tmpdir()
+    s:script { { delay = 20 }, { delay = 20 }, { delay = 20 }, { delay = 20 } }
+    local p = start_sweep(t, s, dir, "once")
+    local cmd = "cd " .. q(t.root) .. " && " .. q(t.klab) .. " " .. q(dir .. "/sweep.lua") .. " " .. q(dir) .. " " ..
+      q(s.base) .. " once"
+    local code, out, err = t.sh(cmd)
+    t.eq(code, 1)
+    t.match(err, "^klab: experiment once is running elsewhere on this store %(.-s%.db%): pid " .. p:pid() .. " on ")
+    t.ok(not err:find("traceback") and not err:find("UNIQUE"), err)
+    t.eq(out, "")
+    sys.kill(p:pid(), "KILL")
+    p:wait(10)
+    code, out, err = t.sh(cmd)
+    t.eq(code, 0, err)
+    t.match(out, "finished")
+  end)
+end
+
 -- scripts/klab holds no shell command: no io.popen, no os.execute.
 function T.no_shell_in_the_library(t)
   local found = {}
