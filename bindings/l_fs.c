@@ -81,27 +81,21 @@ static int l_read(lua_State *L)
     return 1;
 }
 
-static int l_mkdtemp(lua_State *L)
+/* A new temporary folder or file, by make (fs_mkdtemp or fs_mkstemp). */
+static int push_temp(lua_State *L, int (*make)(const char *, char *, size_t, ks_status *))
 {
     const char *prefix = luaL_optstring(L, 1, "klab-");
     char path[PATH_MAX];
     ks_status st;
-    if (fs_mkdtemp(prefix, path, sizeof path, &st) != KS_OK)
+    if (make(prefix, path, sizeof path, &st) != KS_OK)
         return lh_pushfail(L, &st);
     lua_pushstring(L, path);
     return 1;
 }
 
-static int l_mkstemp(lua_State *L)
-{
-    const char *prefix = luaL_optstring(L, 1, "klab-");
-    char path[PATH_MAX];
-    ks_status st;
-    if (fs_mkstemp(prefix, path, sizeof path, &st) != KS_OK)
-        return lh_pushfail(L, &st);
-    lua_pushstring(L, path);
-    return 1;
-}
+static int l_mkdtemp(lua_State *L) { return push_temp(L, fs_mkdtemp); }
+
+static int l_mkstemp(lua_State *L) { return push_temp(L, fs_mkstemp); }
 
 static int l_remove_tree(lua_State *L)
 {

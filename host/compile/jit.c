@@ -1448,6 +1448,7 @@ static int get_blob(const char **p, const char *end, char **out, size_t *len)
     return 0;
 }
 
+#if !defined(__SANITIZE_ADDRESS__)
 /* This process's virtual size in bytes (0 when unknown). */
 static long long virtual_bytes(void)
 {
@@ -1460,6 +1461,7 @@ static long long virtual_bytes(void)
     }
     return (long long)pages * (long long)sysconf(_SC_PAGESIZE);
 }
+#endif
 
 static int compile_cuda_limited(const jit_request *req, const nvrtc_api *api, jit_result *r, ks_status *st)
 {
@@ -1469,19 +1471,21 @@ static int compile_cuda_limited(const jit_request *req, const nvrtc_api *api, ji
     o.fn = cuda_child_main;
     o.fn_arg = &c;
     o.out = SPAWN_CAPTURE;
-    o.err = SPAWN_NULL;
+    o.err = SPAWN_CAPTURE; /* how it died, when it did */
     o.capture_max = JIT_MAX_ENTRY;
     int ms = req->timeout_ms > 0 ? req->timeout_ms : JIT_DEFAULT_TIMEOUT_MS;
     o.timeout_s = ms / 1000.0;
     o.limit_cpu = req->limit_cpu_s;
     if (req->limit_memory > 0) {
         /* The child starts as a copy of this process: its address space may
-         * grow by the limit. Where that cannot hold (a sanitizer build
-         * reserves terabytes up front), the watch on its resident growth
-         * does. */
+         * grow by the limit. In a sanitizer build, whose allocator reserves
+         * terabytes up front and fails its own way at such a limit, the
+         * watch on resident growth alone holds it. */
+        o.watch_rss = req->limit_memory;
+#if !defined(__SANITIZE_ADDRESS__)
         long long vsz = virtual_bytes();
         o.limit_as = vsz > 0 ? vsz + req->limit_memory : 0;
-        o.watch_rss = req->limit_memory;
+#endif
     }
     spawn_result sr;
     double t0 = now_ms();
@@ -1515,10 +1519,15 @@ static int compile_cuda_limited(const jit_request *req, const nvrtc_api *api, ji
     if (!ok) {
         char how[128];
         spawn_describe(&sr, o.timeout_s, how, sizeof how);
-        /* Out of address space, NVRTC cannot always say so: it may abort. */
-        if (req->limit_memory > 0 && !sr.exited) {
-            char lim[64];
-            spawn_format_bytes(req->limit_memory, lim, sizeof lim);
+        /* Out of address space, NVRTC cannot always say so: it may abort,
+         * or its allocator may say so on stderr and exit. */
+        int said_memory = sr.err && (strcasestr(sr.err, "memory") || strcasestr(sr.err, "allocat"));
+        char lim[64];
+        spawn_format_bytes(req->limit_memory, lim, sizeof lim);
+        if (req->limit_memory > 0 && said_memory) {
+            rc = ks_fail(st, KS_ECOMPILE, sr.signal, "%s: the compiler exceeded its %s memory limit",
+                         display_name(req), lim);
+        } else if (req->limit_memory > 0 && !sr.exited) {
             rc = ks_fail(st, KS_ECOMPILE, sr.signal,
                          "%s: the compiler %s (it may have exceeded its %s memory limit)", display_name(req), how,
                          lim);

@@ -129,6 +129,34 @@ void spawn_child_close_from(int from, int keep, int max_fd, int exec_follows)
             close(fd);
 }
 
+int spawn_child_begin(pid_t parent, int check_fd)
+{
+    spawn_child_signals();
+    setpgid(0, 0);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent)
+        _exit(127); /* the parent died before PDEATHSIG was armed */
+    int check = fcntl(check_fd, F_DUPFD_CLOEXEC, 10);
+    if (check < 0)
+        _exit(127);
+    return check;
+}
+
+int spawn_child_fds(const int *from, int n)
+{
+    int tmp[16];
+    if (n > 16)
+        return EINVAL;
+    /* Every end above the targets first, so no dup2 clobbers another. */
+    for (int i = 0; i < n; i++)
+        if (from[i] >= 0 && (tmp[i] = fcntl(from[i], F_DUPFD_CLOEXEC, 10)) < 0)
+            return errno;
+    for (int i = 0; i < n; i++)
+        if (from[i] >= 0 && dup2(tmp[i], i) < 0)
+            return errno;
+    return 0;
+}
+
 int spawn_child_limit(int resource, long long v)
 {
     if (v <= 0)
@@ -206,26 +234,14 @@ typedef struct child_plan {
 static void child_run(const child_plan *p) __attribute__((noreturn));
 static void child_run(const child_plan *p)
 {
-    spawn_child_signals();
-    setpgid(0, 0);
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != p->parent)
-        _exit(127); /* the parent died before PDEATHSIG was armed */
-    /* Move every end above 2 first, so the dup2s below cannot clobber one. */
-    int check = fcntl(p->check_fd, F_DUPFD_CLOEXEC, 10);
-    if (check < 0)
-        _exit(127);
-    int a = p->in_fd >= 0 ? fcntl(p->in_fd, F_DUPFD_CLOEXEC, 10) : -1;
-    int b = p->out_fd >= 0 ? fcntl(p->out_fd, F_DUPFD_CLOEXEC, 10) : -1;
-    int c = p->err_fd >= 0 ? fcntl(p->err_fd, F_DUPFD_CLOEXEC, 10) : -1;
-    if ((p->in_fd >= 0 && a < 0) || (p->out_fd >= 0 && b < 0) || (p->err_fd >= 0 && c < 0))
-        spawn_child_fail(check, errno);
-    if ((a >= 0 && dup2(a, 0) < 0) || (b >= 0 && dup2(b, 1) < 0) || (c >= 0 && dup2(c, 2) < 0))
-        spawn_child_fail(check, errno);
+    int check = spawn_child_begin(p->parent, p->check_fd);
+    int fds[3] = {p->in_fd, p->out_fd, p->err_fd};
+    int e = spawn_child_fds(fds, 3);
+    if (e)
+        spawn_child_fail(check, e);
     if (p->o->cwd && chdir(p->o->cwd) != 0)
         spawn_child_fail(check, errno);
     spawn_child_close_from(3, check, p->max_fd, p->o->fn == NULL);
-    int e;
     if ((e = spawn_child_limit(RLIMIT_AS, p->o->limit_as)) ||
         (e = spawn_child_limit(RLIMIT_CPU, p->o->limit_cpu)) ||
         (e = spawn_child_limit(RLIMIT_FSIZE, p->o->limit_fsize)))

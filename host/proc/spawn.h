@@ -135,6 +135,13 @@ void spawn_child_signals(void);
 /* closes every descriptor from `from` up except `keep` (when an exec
  * follows, marks them close-on-exec instead where close_range can); */
 void spawn_child_close_from(int from, int keep, int max_fd, int exec_follows);
+/* the start of every child: default signals, a process group of its own,
+ * SIGKILL when the parent thread dies (exit now if it already did); returns
+ * check_fd moved above the standard descriptors; */
+int spawn_child_begin(pid_t parent, int check_fd);
+/* makes from[i] the descriptor i, for i < n (n <= 16; -1 leaves i alone);
+ * 0 or an errno value; */
+int spawn_child_fds(const int *from, int n);
 /* sets a resource limit (lowered to the hard limit); 0 or an errno value; */
 int spawn_child_limit(int resource, long long v);
 /* writes err to err_fd (the parent's exec check) and exits with 127. */

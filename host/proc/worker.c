@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -273,24 +272,11 @@ static void set_limit(int err_fd, int resource, long long v)
 static void child_exec(const child_plan *p) __attribute__((noreturn));
 static void child_exec(const child_plan *p)
 {
-    spawn_child_signals();
-
-    setpgid(0, 0);
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != p->parent)
-        _exit(127); /* the parent died before PDEATHSIG was armed */
-
-    /* Move every end above 3 first, so the dup2s below cannot clobber one. */
-    int err_fd = fcntl(p->err_fd, F_DUPFD_CLOEXEC, 10);
-    if (err_fd < 0)
-        _exit(127);
-    int a = fcntl(p->job_fd, F_DUPFD_CLOEXEC, 10);
-    int b = fcntl(p->res_fd, F_DUPFD_CLOEXEC, 10);
-    int c = fcntl(p->out_fd, F_DUPFD_CLOEXEC, 10);
-    if (a < 0 || b < 0 || c < 0)
-        spawn_child_fail(err_fd, errno);
-    if (dup2(a, 0) < 0 || dup2(c, 1) < 0 || dup2(c, 2) < 0 || dup2(b, 3) < 0)
-        spawn_child_fail(err_fd, errno);
+    int err_fd = spawn_child_begin(p->parent, p->err_fd);
+    int fds[4] = {p->job_fd, p->out_fd, p->out_fd, p->res_fd};
+    int e = spawn_child_fds(fds, 4);
+    if (e)
+        spawn_child_fail(err_fd, e);
 
     /* Nothing but 0-3 crosses exec (err_fd is close-on-exec already). */
     spawn_child_close_from(4, err_fd, p->maxfd, 1);
