@@ -31,11 +31,13 @@
  * compiler ran). Wrong argument types and forbidden compiler options raise.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "lhost.h"
+#include "base/fs.h"
 #include "driver/devkern.h"
 #include "driver/dynlib.h"
 #include "libraries/dnn.h"
@@ -281,25 +283,18 @@ static int l_jit_compile_file(lua_State *L)
         luaL_checktype(L, 2, LUA_TTABLE);
         opts = 2;
     }
+    /* The file the user named (through links), read as a regular file only. */
     ks_status st;
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        ks_fail(&st, KS_EIO, errno, "cannot read %s: %s", path, strerror(errno));
-        return lh_pushfail(L, &st);
-    }
-    luaL_Buffer b;
-    luaL_buffinit(L, &b);
-    char chunk[8192];
+    char real[PATH_MAX];
+    char *buf;
     size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
-        luaL_addlstring(&b, chunk, n);
-    int err = ferror(f);
-    fclose(f);
-    luaL_pushresult(&b);
-    if (err) {
-        ks_fail(&st, KS_EIO, 0, "error reading %s", path);
+    if (fs_realpath(path, real, sizeof real, &st) != KS_OK || fs_read(real, (size_t)64 << 20, &buf, &n, &st) != KS_OK) {
+        ks_status why = st; /* "PATH: reason" */
+        ks_fail(&st, KS_EIO, why.sub, "cannot read %s", why.msg);
         return lh_pushfail(L, &st);
     }
+    lua_pushlstring(L, buf, n);
+    free(buf);
     size_t len;
     const char *src = lua_tolstring(L, -1, &len);
     return do_compile(L, opts, src, len, path);
