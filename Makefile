@@ -1,8 +1,10 @@
 # klab: plain GNU make.
 #
 #   make            build build/klab
-#   make test       install missing Debian packages, build, run every test
-#                   (C unit tests, Lua tests, and both again under ASan+UBSan)
+#   make test       install missing Debian packages (also the tests' own:
+#                   chromium, for the report's browser check), build, run
+#                   every test (C unit tests, Lua tests, and both again under
+#                   ASan+UBSan)
 #   make run        install missing Debian packages, build, run the quickstart
 #   make gpu-check  run the GPU suite (on a machine with a GPU) and print its table
 #   make SAN=1      sanitizer build into build/asan
@@ -61,7 +63,7 @@ CTEST_BIN := $(CTEST_SRC:tests/c/%.c=$(BUILD)/tests/%)
 CTEST_HELPERS := $(sort $(wildcard tests/c/helper_*.c))
 CTEST_HELPER_BIN := $(CTEST_HELPERS:tests/c/%.c=$(BUILD)/tests/%)
 
-.PHONY: all klab deps test test-only run gpu-check clean check-san tests-bin
+.PHONY: all klab deps test-deps test test-only run gpu-check clean check-san tests-bin
 all: $(BUILD)/klab tests-bin
 
 klab: $(BUILD)/klab
@@ -140,14 +142,17 @@ tests-bin: $(CTEST_BIN) $(CTEST_HELPER_BIN)
 deps:
 	$(Q)sh tools/deps.sh
 
-test: deps
+test-deps:
+	$(Q)sh tools/deps.sh --test
+
+test: test-deps
 	$(Q)$(MAKE) --no-print-directory test-only
 
 # Plain build, then the sanitizer build, each running both suites; one summary line.
 test-only:
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)$(MAKE) --no-print-directory SAN=1 all
-	$(Q)sh tests/run.sh build build/asan
+	$(Q)sh tests/run.sh --slurm build build/asan
 
 run: deps
 	$(Q)$(MAKE) --no-print-directory all

@@ -5,12 +5,18 @@
  *   klab COMMAND [args...]              run scripts/klab/cli/COMMAND.lua
  *   klab --worker                       serve jobs for a supervisor (internal)
  *
- * Exit status is 0 on success and non-zero on any error, whose message and
- * traceback go to standard error.
+ * Exit status: a command's main returns it; a script's is the integer it
+ * returns (else 0). An error ends with 1 and its message on standard error,
+ * one line (--verbose or KLAB_DEBUG=1 adds the traceback); klab.command's
+ * error objects carry their own status (2 for a user's mistake, ...). A
+ * missing script, an unknown command or option, and a script that does not
+ * compile end with 2. The table: klab.command.EXIT, docs/rules.md.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <lauxlib.h>
 #include <lualib.h>
@@ -19,6 +25,9 @@
 #include "base/redact.h"
 
 static const char *progname = "klab";
+
+/* Exit statuses, as klab.command.EXIT defines them. */
+enum { EXIT_OK = 0, EXIT_FAILED = 1, EXIT_USAGE = 2 };
 
 static void usage_short(void)
 {
@@ -36,7 +45,7 @@ static int run_module_main(lua_State *L, const char *mod, const char *fn, int ar
     lua_pushstring(L, mod);
     int status = rt_pcall(L, 1, 1);
     if (status != LUA_OK)
-        return rt_report(L, status) == LUA_OK ? 0 : 1;
+        return rt_exit_status(L, status);
     if (lua_getfield(L, -1, fn) != LUA_TFUNCTION) {
         fprintf(stderr, "%s: module %s has no function %s\n", progname, mod, fn);
         return 1;
@@ -48,10 +57,8 @@ static int run_module_main(lua_State *L, const char *mod, const char *fn, int ar
         lua_rawseti(L, -2, i - first + 1);
     }
     status = rt_pcall(L, 1, 1);
-    if (status != LUA_OK) {
-        rt_report(L, status);
-        return 1;
-    }
+    if (status != LUA_OK)
+        return rt_exit_status(L, status);
     int rc = 0;
     if (lua_isinteger(L, -1))
         rc = (int)lua_tointeger(L, -1);
@@ -88,27 +95,49 @@ static void create_arg_table(lua_State *L, char **argv, int argc, int script)
     lua_setglobal(L, "arg");
 }
 
+/* A chunk that does not compile is the user's mistake (exit 2). */
 static int do_chunk(lua_State *L, int status)
 {
-    if (status == LUA_OK)
-        status = rt_pcall(L, 0, 0);
-    return rt_report(L, status);
+    if (status != LUA_OK) {
+        rt_exit_status(L, status);
+        return EXIT_USAGE;
+    }
+    return rt_exit_status(L, rt_pcall(L, 0, 0));
 }
 
+/* Runs a script file with its arguments; the exit status is an integer the
+ * script returns, else 0, or the error's. A missing file or one that does
+ * not compile gives 2. */
 static int run_script(lua_State *L, char **argv, int argc, int script)
 {
     const char *fname = argv[script];
     if (strcmp(fname, "-") == 0)
         fname = NULL; /* standard input */
     int status = luaL_loadfile(L, fname);
-    if (status != LUA_OK)
-        return rt_report(L, status);
+    if (status != LUA_OK) {
+        rt_exit_status(L, status);
+        return EXIT_USAGE;
+    }
     int n = argc - script - 1;
     luaL_checkstack(L, n + 3, "too many arguments to script");
     for (int i = script + 1; i < argc; i++)
         lua_pushstring(L, argv[i]);
-    status = rt_pcall(L, n, 0);
-    return rt_report(L, status);
+    status = rt_pcall(L, n, 1);
+    if (status != LUA_OK)
+        return rt_exit_status(L, status);
+    int rc = lua_isinteger(L, -1) ? (int)lua_tointeger(L, -1) : EXIT_OK;
+    lua_pop(L, 1);
+    return rc;
+}
+
+/* A word that could only name a command (no '/', no '.') but names none,
+ * and is no file either: the user mistyped a command. */
+static int unknown_command(const char *word)
+{
+    struct stat sb;
+    if (strchr(word, '/') || strchr(word, '.') || word[0] == '-')
+        return 0;
+    return stat(word, &sb) != 0 && errno == ENOENT;
 }
 
 int main(int argc, char **argv)
@@ -141,6 +170,13 @@ int main(int argc, char **argv)
             rc = run_module_main(L, "klab.cli.version", "main", argc, argv, i + 1);
             goto done;
         }
+        if (strcmp(a, "--verbose") == 0) {
+            /* Through the environment too: Lua code that keeps a
+             * traceback of its own and child processes see it. */
+            setenv("KLAB_DEBUG", "1", 1);
+            rt_set_verbose(1);
+            continue;
+        }
         if (strcmp(a, "--worker") == 0) {
             rc = run_module_main(L, "klab.proc.serve", "run", argc, argv, i + 1);
             goto done;
@@ -155,17 +191,15 @@ int main(int argc, char **argv)
             const char *v = argv[++i];
             if (a[1] == 'e') {
                 create_arg_table(L, argv, argc, i);
-                if (do_chunk(L, luaL_loadbuffer(L, v, strlen(v), "=(command line)")) != LUA_OK) {
-                    rc = 1;
+                rc = do_chunk(L, luaL_loadbuffer(L, v, strlen(v), "=(command line)"));
+                if (rc != EXIT_OK)
                     goto done;
-                }
             } else {
                 lua_getglobal(L, "require");
                 lua_pushstring(L, v);
                 int status = rt_pcall(L, 1, 1);
                 if (status != LUA_OK) {
-                    rt_report(L, status);
-                    rc = 1;
+                    rc = rt_exit_status(L, status);
                     goto done;
                 }
                 /* -l mod sets global mod (the part after the last dot). */
@@ -199,8 +233,14 @@ int main(int argc, char **argv)
         rc = run_module_main(L, mod, "main", argc, argv, i + 1);
         goto done;
     }
+    if (unknown_command(argv[i])) {
+        fprintf(stderr, "%s: '%s' is neither a command nor a script file; '%s --help' lists the commands\n",
+                progname, argv[i], progname);
+        rc = EXIT_USAGE;
+        goto done;
+    }
     create_arg_table(L, argv, argc, i);
-    rc = run_script(L, argv, argc, i) == LUA_OK ? 0 : 1;
+    rc = run_script(L, argv, argc, i);
 
 done:
     lua_close(L);

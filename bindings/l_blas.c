@@ -5,11 +5,23 @@
  *   blas.library()             -> path of the loaded libcublasLt | nil, msg, code
  *   blas.map(spec)             -> how C = A·Bᵀ is posed to cuBLASLt (pure):
  *                                 {m=, n=, k=, transa="T", transb="N", lda=, ldb=,
- *                                  ldc=, a_is_user_b=true}
+ *                                  ldc=, a_is_user_b=true, batch=, stride_a=,
+ *                                  stride_b=, stride_c=, align_a=, align_b=, align_c=}
+ *                                 (strides and alignments are cuBLASLt's A, B, C)
+ *   blas.describe(spec)        -> the map above plus {descriptors=true, epilogue=,
+ *                                 bias_dtype=, a_bytes=, b_bytes=, c_bytes=,
+ *                                 bias_bytes=} | nil, msg, code
+ *       No GPU: the matmul descriptor and layouts are created and every
+ *       attribute set by the loaded cuBLASLt; the heuristic needs a device.
  *   blas.gemm_plan(ctx, spec)  -> Plan | nil, msg, code
  *       spec = {dtype="bf16"|"f16"|"e4m3"|"f32", compute="f32"|"tf32" (f32 only),
- *               M=, N=, K=, algos=8, workspace=bytes (32 MiB), fast_accum=false}
- *       A[M,K], B[N,K], C[M,N] row-major; C = A·Bᵀ. Out dtype: bf16 for e4m3,
+ *               M=, N=, K=, algos=8, workspace=bytes (32 MiB), fast_accum=false,
+ *               a_layout="mk"|"km", b_layout="nk"|"kn", batch=1, stride_a=,
+ *               stride_b=, stride_c= (elements; default packed),
+ *               epilogue="none"|"bias"|"relu"|"relu_bias"|"gelu"|"gelu_bias",
+ *               bias_dtype="f32" (default: C's dtype)}
+ *       A[M,K] (or [K,M]), B[N,K] (or [K,N]), C[M,N] row-major; C =
+ *       act(A·Bᵀ + bias), bias[N] per column of C. Out dtype: bf16 for e4m3,
  *       the in dtype otherwise. A bad spec raises; no driver (ENODRIVER), no
  *       cuBLASLt (ENOLIB) or no algorithm for the case (EUNSUPPORTED) return
  *       nil, msg, code.
@@ -22,13 +34,16 @@
  *                                 first choice (what PyTorch would run).
  *   plan:info()                -> {dtype=, out_dtype=, compute=, M=, N=, K=, algos=,
  *                                 workspace_bytes=, fast_accum=, flops=, a_bytes=,
- *                                 b_bytes=, c_bytes=, m=, n=, k=, transa=, transb=,
- *                                 lda=, ldb=, ldc=}
+ *                                 b_bytes=, c_bytes=, bias_bytes=, a_layout=,
+ *                                 b_layout=, batch=, epilogue=, bias_dtype=, and the
+ *                                 map's fields (m=, n=, k=, transa=, ..., align_c=)}
+ *                                 (byte sizes cover the whole batch)
  *   plan:run(A, B, C [, opts]) -> true | nil, msg, code
  *       A, B, C: gpu.Buffer of the plan's context, large enough;
  *       opts = {algo=1, scale_a=Buffer, scale_b=Buffer (e4m3 only, one fp32
  *       each; default 1.0), workspace=Buffer (>= the plan's workspace; default
- *       the plan's own)}. Enqueued asynchronously on the context's stream
+ *       the plan's own), bias=Buffer (bias epilogues: required, else
+ *       refused)}. Enqueued asynchronously on the context's stream
  *       (the legacy default stream, the one ctx:launch uses); ctx:sync()
  *       waits for it.
  *   plan:time(A, B, C [, opts]) -> {method=, fallback=, flush_bytes=,
@@ -139,6 +154,37 @@ static void read_spec(lua_State *L, int t, blas_gemm_desc *d)
     d->fast_accum = lh_optboolfield(L, t, "fast_accum", 0);
     if (d->fast_accum && d->dtype != BLAS_E4M3)
         luaL_error(L, "fast_accum applies to e4m3 GEMMs only");
+    const char *al = lh_optstrfield(L, t, "a_layout", "mk");
+    if (strcmp(al, "mk") != 0 && strcmp(al, "km") != 0)
+        luaL_error(L, "a_layout must be mk (A[M,K]) or km (A[K,M]), not '%s'", al);
+    d->a_layout = al[0] == 'k' ? BLAS_A_KM : BLAS_A_MK;
+    const char *bl = lh_optstrfield(L, t, "b_layout", "nk");
+    if (strcmp(bl, "nk") != 0 && strcmp(bl, "kn") != 0)
+        luaL_error(L, "b_layout must be nk (B[N,K]) or kn (B[K,N]), not '%s'", bl);
+    d->b_layout = bl[0] == 'k' ? BLAS_B_KN : BLAS_B_NK;
+    lua_Integer batch = lh_optintfield(L, t, "batch", 1);
+    if (batch < 1)
+        luaL_error(L, "batch must be >= 1");
+    d->batch = (int64_t)batch;
+    const char *sn[] = {"stride_a", "stride_b", "stride_c"};
+    int64_t *sv[] = {&d->stride_a, &d->stride_b, &d->stride_c};
+    for (int i = 0; i < 3; i++) {
+        lua_Integer v = lh_optintfield(L, t, sn[i], 0);
+        if (v < 0)
+            luaL_error(L, "%s must be >= 0 elements", sn[i]);
+        *sv[i] = (int64_t)v;
+    }
+    blas_epilogue e;
+    if (blas_epilogue_parse(lh_optstrfield(L, t, "epilogue", "none"), &e, &st))
+        lh_raise(L, &st);
+    d->epilogue = (int)e;
+    const char *bt = lh_optstrfield(L, t, "bias_dtype", NULL);
+    const char *outname = d->dtype == BLAS_E4M3 ? "bf16" : blas_dtype_name((int)d->dtype);
+    if (bt && strcmp(bt, "f32") != 0 && strcmp(bt, outname) != 0)
+        luaL_error(L, "bias_dtype must be f32 or %s (C's dtype), not '%s'", outname, bt);
+    d->bias_f32 = bt && strcmp(bt, "f32") == 0 && strcmp(outname, "f32") != 0;
+    if (bt && !blas_epilogue_has_bias(d->epilogue))
+        luaL_error(L, "bias_dtype needs an epilogue with a bias (bias, relu_bias, gelu_bias)");
 }
 
 /* [-0, +0, m] Adds the mapping's fields to the table on top. */
@@ -153,6 +199,32 @@ static void set_map(lua_State *L, const blas_gemm_map *mp)
     lh_setint(L, "ldb", mp->ldb);
     lh_setint(L, "ldc", mp->ldc);
     lh_setbool(L, "a_is_user_b", mp->a_is_user_b);
+    lh_setint(L, "batch", mp->batch);
+    lh_setint(L, "stride_a", mp->stride_a);
+    lh_setint(L, "stride_b", mp->stride_b);
+    lh_setint(L, "stride_c", mp->stride_c);
+    lh_setint(L, "align_a", mp->align_a);
+    lh_setint(L, "align_b", mp->align_b);
+    lh_setint(L, "align_c", mp->align_c);
+}
+
+/* [-0, +0, m] The spec's layout, batch, epilogue and operand sizes, added
+ * to the table on top. */
+static void set_shape(lua_State *L, const blas_gemm_desc *d)
+{
+    lh_setstr(L, "a_layout", d->a_layout == BLAS_A_KM ? "km" : "mk");
+    lh_setstr(L, "b_layout", d->b_layout == BLAS_B_KN ? "kn" : "nk");
+    lh_setint(L, "batch", d->batch > 1 ? d->batch : 1);
+    lh_setstr(L, "epilogue", blas_epilogue_name(d->epilogue));
+    if (blas_epilogue_has_bias(d->epilogue))
+        lh_setstr(L, "bias_dtype", d->bias_f32 ? "f32" : d->dtype == BLAS_E4M3 ? "bf16"
+                                                 : blas_dtype_name((int)d->dtype));
+    blas_gemm_bytes by;
+    blas_gemm_operand_bytes(d, &by);
+    lh_setint(L, "a_bytes", (lua_Integer)by.a);
+    lh_setint(L, "b_bytes", (lua_Integer)by.b);
+    lh_setint(L, "c_bytes", (lua_Integer)by.c);
+    lh_setint(L, "bias_bytes", (lua_Integer)by.bias);
 }
 
 /* ---- module functions ---- */
@@ -190,6 +262,24 @@ static int l_map(lua_State *L)
         return lh_raise(L, &st);
     lua_createtable(L, 0, 9);
     set_map(L, &mp);
+    return 1;
+}
+
+static int l_describe(lua_State *L)
+{
+    blas_gemm_desc d;
+    read_spec(L, 1, &d);
+    blas_gemm_map mp;
+    ks_status st;
+    ks_clear(&st);
+    if (blas_gemm_map_dims(&d, &mp, &st))   /* a bad shape for the dtype is misuse */
+        return lh_raise(L, &st);
+    if (blas_gemm_describe(&d, &mp, &st))
+        return lh_pushfail(L, &st);
+    lua_createtable(L, 0, 24);
+    set_map(L, &mp);
+    set_shape(L, &d);
+    lh_setbool(L, "descriptors", 1);
     return 1;
 }
 
@@ -266,11 +356,8 @@ static int plan_info(lua_State *L)
     lh_setint(L, "workspace_bytes", (lua_Integer)d->workspace_bytes);
     lh_setbool(L, "fast_accum", d->fast_accum);
     lh_setnum(L, "flops", blas_gemm_plan_flops(p->plan));
-    size_t in = blas_dtype_in_bytes((int)d->dtype), out = blas_dtype_out_bytes((int)d->dtype);
-    lh_setint(L, "a_bytes", (lua_Integer)((size_t)d->M * (size_t)d->K * in));
-    lh_setint(L, "b_bytes", (lua_Integer)((size_t)d->N * (size_t)d->K * in));
-    lh_setint(L, "c_bytes", (lua_Integer)((size_t)d->M * (size_t)d->N * out));
     set_map(L, blas_gemm_plan_map(p->plan));
+    set_shape(L, d);
     return 1;
 }
 
@@ -298,9 +385,9 @@ static lua_Integer read_operands(lua_State *L, l_plan *p, blas_gemm_args *a, int
     if (c->n.closed)
         luaL_error(L, "the plan's " CTX_T " was freed");
     const blas_gemm_desc *d = blas_gemm_plan_desc(p->plan);
-    size_t in = blas_dtype_in_bytes((int)d->dtype), out = blas_dtype_out_bytes((int)d->dtype);
-    size_t need[3] = {(size_t)d->M * (size_t)d->K * in, (size_t)d->N * (size_t)d->K * in,
-                      (size_t)d->M * (size_t)d->N * out};
+    blas_gemm_bytes by;
+    blas_gemm_operand_bytes(d, &by);
+    size_t need[3] = {by.a, by.b, by.c};
     const char *names[3] = {"A", "B", "C"};
     CUdeviceptr ptr[3];
     for (int i = 0; i < 3; i++)
@@ -330,6 +417,12 @@ static lua_Integer read_operands(lua_State *L, l_plan *p, blas_gemm_args *a, int
     a->scale_a = opt_buf(L, o, "scale_a", c, sizeof(float));
     a->scale_b = opt_buf(L, o, "scale_b", c, sizeof(float));
     a->workspace = opt_buf(L, o, "workspace", c, d->workspace_bytes);
+    a->bias = opt_buf(L, o, "bias", c, by.bias);
+    if (blas_epilogue_has_bias(d->epilogue) && !a->bias)
+        luaL_error(L, "the %s epilogue needs opts.bias (a Buffer of %d bytes)", blas_epilogue_name(d->epilogue),
+                   (int)by.bias);
+    if (!blas_epilogue_has_bias(d->epilogue) && a->bias)
+        luaL_error(L, "opts.bias given, but the plan's epilogue is %s", blas_epilogue_name(d->epilogue));
     *opts = o;
     return algo;
 }
@@ -342,8 +435,7 @@ static int plan_run(lua_State *L)
     lua_Integer algo = read_operands(L, p, &a, &o);
     ks_status st;
     ks_clear(&st);
-    if (blas_gemm_enqueue(p->plan, (int)algo - 1, a.A, a.B, a.C, a.scale_a, a.scale_b,
-                          a.workspace, NULL, &st))
+    if (blas_gemm_enqueue_args(p->plan, (int)algo - 1, &a, NULL, &st))
         return lh_pushfail(L, &st);
     lua_pushboolean(L, 1);
     return 1;
@@ -455,16 +547,16 @@ static int plan_tostring(lua_State *L)
     }
     const blas_gemm_desc *d = blas_gemm_plan_desc(p->plan);
     char s[160];
-    snprintf(s, sizeof s, PLAN_T " (%s%s M=%lld N=%lld K=%lld, %d algos)",
+    snprintf(s, sizeof s, PLAN_T " (%s%s M=%lld N=%lld K=%lld%s%s, %d algos)",
              blas_dtype_name((int)d->dtype), d->compute == BLAS_COMPUTE_TF32 ? "/tf32" : "",
-             (long long)d->M, (long long)d->N, (long long)d->K,
-             blas_gemm_plan_algo_count(p->plan));
+             (long long)d->M, (long long)d->N, (long long)d->K, d->epilogue ? " " : "",
+             d->epilogue ? blas_epilogue_name(d->epilogue) : "", blas_gemm_plan_algo_count(p->plan));
     lua_pushstring(L, s);
     return 1;
 }
 
 static const luaL_Reg blas_funcs[] = {
-    {"version", l_version}, {"library", l_library}, {"map", l_map},
+    {"version", l_version}, {"library", l_library}, {"map", l_map}, {"describe", l_describe},
     {"gemm_plan", l_gemm_plan}, {NULL, NULL},
 };
 

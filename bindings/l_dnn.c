@@ -1,11 +1,9 @@
 /*
  * l_dnn.c: require "klab.dnn", the cuDNN attention baseline (host/libraries/dnn.h) and
- * the source of klab's reference attention kernels.
+ * any cuDNN graph described as data (host/libraries/dnn_graph.h).
  *
  *   dnn.version()              -> "9.19.0", 91900 | nil, msg, code   (no driver needed)
  *   dnn.library()              -> path, how ("env" | "CUDA_HOME" | "soname") | nil, msg, code
- *   dnn.ref_source()           -> CUDA source of host/driver/kernels/attn_ref.cu (compile it
- *                                 with klab.jit for the device's arch)
  *   dnn.describe(spec [, route]) -> {route=, nops=, tensors=, ops={"matmul Q.Kt", ...}}
  *                                 | nil, msg, code
  *       Builds and finalizes every tensor and operation descriptor of the
@@ -29,20 +27,67 @@
  *                                 version=, version_code=, path=, refused=}
  *   plan:free() -> true | false; __close, __gc, __tostring.
  *
- * A Plan holds its Context in user value 1 and counts as one of the
- * context's children (lgpu_hold), so the driver context outlives it.
+ * Any cuDNN graph described as data (host/libraries/dnn_graph.h):
+ *
+ *   dnn.graph_describe(desc)   -> {nops=, ntensors=, ops={"pointwise RELU_FWD", ...},
+ *                                 graph=bool, graph_error=, engines=n | nil,
+ *                                 engines_error=, version=, version_code=,
+ *                                 tensors={name={dtype=, dims=, strides=, bytes=,
+ *                                 virtual=, value=}}} | nil, msg, code
+ *       Builds and finalizes every tensor and operation descriptor without
+ *       a handle (no GPU), then tries the operation graph and the FALLBACK
+ *       heuristic without one (graph, engines: what the loaded library
+ *       says; older ones need a device for these). A descriptor cuDNN
+ *       refuses is nil, msg, "EUNSUPPORTED" naming the operation.
+ *   dnn.graph_plan(ctx, desc)  -> GraphPlan | nil, msg, code   (ctx nil: as sdpa_plan)
+ *       desc = {
+ *         tensors = {name = {dtype="f32"|"bf16"|"f16"|"i32"|"i64"|"bool",
+ *                            dims={...}, strides={...} (default packed
+ *                            row-major), layout="row"|"nhwc", virtual=false,
+ *                            value=x (a by-value scalar)}, ...},
+ *         ops = {{op="pointwise"|"reduction"|"matmul"|"conv_fwd"|
+ *                     "conv_bwd_data"|"resample_fwd"|"norm_fwd"|"reshape",
+ *                 mode="RELU_FWD"..., inputs={role=name, ...} or {name, ...},
+ *                 outputs={role=name} or {name, ...}, compute="f32",
+ *                 axis=, param=, padding=, pre_padding=, post_padding=,
+ *                 stride=, dilation=, window=, padding_mode="zero"|
+ *                 "neg_inf"|"edge", phase="inference"|"training"}, ...},
+ *         compute="f32", plans=1, engine=<global index>, math="any"|"fp32"|"tf32" }
+ *       Roles per kind are dnn_graph.h's (x, b, t, y; a, b, c; x, w, y;
+ *       dy, w, dx; x, y, index; x, scale, bias, epsilon, mean,
+ *       inv_variance, y); a list fills the kind's read (inputs) or written
+ *       (outputs) roles in that order. Spatial lists take one number per
+ *       spatial dimension, or one number for all. A bad description raises.
+ *   gplan:run({name = address | Buffer | {buffer, offset}, ...} [, index=1])
+ *                              -> true | nil, msg, code
+ *       Every real tensor needs an address (by-value and virtual ones take
+ *       none); unknown names raise. Enqueued on the legacy default stream.
+ *   gplan:info()               -> {engine=, engines={...}, ranks={...},
+ *                                 heuristic_modes={"A"|"FALLBACK"...},
+ *                                 workspace_bytes={...}, notes={"tensor_core,..."},
+ *                                 plans=, tried=, heuristic_count=, filtered=,
+ *                                 refused={{engine=, rank=, why=}...}, nops=,
+ *                                 math=, version=, version_code=, path=,
+ *                                 workspace=, tensors={...as in describe}}
+ *   gplan:free() -> true | false; __close, __gc, __tostring.
+ *
+ * A Plan or GraphPlan holds its Context in user value 1 and counts as one
+ * of the context's children (lgpu_hold), so the driver context outlives it.
  */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "lhost.h"
 #include "lgpu.h"
 #include "driver/cuda.h"
 #include "libraries/dnn.h"
+#include "libraries/dnn_graph.h"
 
 #define PLAN_T "klab.dnn.Plan"
+#define GPLAN_T "klab.dnn.GraphPlan"
 
 typedef struct l_plan {
     dnn_sdpa_plan *plan;   /* NULL once released */
@@ -144,14 +189,6 @@ static int l_library(lua_State *L)
     lua_pushstring(L, path);
     lua_pushstring(L, how ? how : "");
     return 2;
-}
-
-static int l_ref_source(lua_State *L)
-{
-    size_t n = 0;
-    const char *s = dnn_ref_source(&n);
-    lua_pushlstring(L, s, n);
-    return 1;
 }
 
 static int l_describe(lua_State *L)
@@ -350,9 +387,495 @@ static int plan_tostring(lua_State *L)
     return 1;
 }
 
+/* ---- graphs ---- */
+
+typedef struct l_gplan {
+    dnn_graph_plan *plan;  /* NULL once released */
+    l_ctx *ctx;            /* the context userdata (also user value 1) */
+} l_gplan;
+
+static int gplan_release(l_gplan *p)
+{
+    if (!p->plan)
+        return 0;
+    dnn_graph_plan *gp = p->plan;
+    p->plan = NULL;
+    ks_status st;
+    ks_clear(&st);
+    dnn_graph_plan_free(gp, &st);
+    if (p->ctx)
+        lgpu_unhold(&p->ctx->n);
+    p->ctx = NULL;
+    return 1;
+}
+
+static l_gplan *check_gplan(lua_State *L, int idx)
+{
+    l_gplan *p = luaL_checkudata(L, idx, GPLAN_T);
+    if (!p->plan)
+        luaL_error(L, "attempt to use a freed " GPLAN_T);
+    return p;
+}
+
+/* [-0, +0, v] The list (or single number) at field k of the table at t
+ * into out[0..max), all >= lo; returns how many were given (0: absent). A
+ * single number fills every slot. */
+static int read_ints(lua_State *L, int t, const char *what, const char *k, int64_t *out, int max, int64_t lo)
+{
+    int ty = lua_getfield(L, t, k);
+    int n = 0;
+    if (ty == LUA_TNIL) {
+        lua_pop(L, 1);
+        return 0;
+    }
+    if (ty == LUA_TNUMBER) {
+        if (!lua_isinteger(L, -1) || lua_tointeger(L, -1) < lo)
+            luaL_error(L, "%s: %s must be an integer >= %d", what, k, (int)lo);
+        for (int i = 0; i < max; i++)
+            out[i] = (int64_t)lua_tointeger(L, -1);
+        lua_pop(L, 1);
+        return -1;
+    }
+    if (ty != LUA_TTABLE)
+        luaL_error(L, "%s: %s must be a list of integers", what, k);
+    n = (int)luaL_len(L, -1);
+    if (n < 1 || n > max)
+        luaL_error(L, "%s: %s needs 1 to %d entries, has %d", what, k, max, n);
+    for (int i = 0; i < n; i++) {
+        lua_rawgeti(L, -1, i + 1);
+        if (!lua_isinteger(L, -1) || lua_tointeger(L, -1) < lo)
+            luaL_error(L, "%s: %s[%d] must be an integer >= %d", what, k, i + 1, (int)lo);
+        out[i] = (int64_t)lua_tointeger(L, -1);
+        lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+    return n;
+}
+
+/* A name from an enum field (lower or upper case), via parse; dflt when
+ * absent. Raises naming the accepted values. */
+static int read_enum(lua_State *L, int t, const char *what, const char *k, int (*parse)(const char *), int dflt,
+                     const char *accepted)
+{
+    const char *s = lh_optstrfield(L, t, k, NULL);
+    if (!s)
+        return dflt;
+    int v = parse(s);
+    if (v < 0)
+        luaL_error(L, "%s: %s must be %s, not '%s'", what, k, accepted, s);
+    return v;
+}
+
+/* Reads one tensor spec (table on top of the stack) into t. */
+static void read_gtensor(lua_State *L, dnn_g_tensor *t)
+{
+    int idx = lua_gettop(L);
+    char what[64];
+    snprintf(what, sizeof what, "tensor '%s'", t->name);
+    luaL_checktype(L, idx, LUA_TTABLE);
+    t->dtype = read_enum(L, idx, what, "dtype", dnn_graph_dtype_parse, DNN_DT_F32, "f32, bf16, f16, i32, i64 or bool");
+    t->nd = read_ints(L, idx, what, "dims", t->dim, DNN_G_MAX_DIMS, 1);
+    if (t->nd < 0)
+        luaL_error(L, "%s: dims must be a list", what);
+    int ns = read_ints(L, idx, what, "strides", t->stride, DNN_G_MAX_DIMS, 1);
+    if (ns != 0 && ns != t->nd)
+        luaL_error(L, "%s: strides must be a list as long as dims", what);
+    t->layout = read_enum(L, idx, what, "layout", dnn_graph_layout_parse, DNN_LAYOUT_ROW, "row or nhwc");
+    t->is_virtual = lh_optboolfield(L, idx, "virtual", 0);
+    lua_getfield(L, idx, "value");
+    if (!lua_isnil(L, -1)) {
+        if (!lua_isnumber(L, -1))
+            luaL_error(L, "%s: value must be a number", what);
+        t->by_value = 1;
+        t->value = (double)lua_tonumber(L, -1);
+    }
+    lua_pop(L, 1);
+}
+
+/* Fills op's roles from the inputs or outputs field (written = 0 or 1). */
+static void read_roles(lua_State *L, int t, const dnn_graph_desc *d, dnn_g_op *op, const char *what, int written)
+{
+    const char *field = written ? "outputs" : "inputs";
+    if (lua_getfield(L, t, field) == LUA_TNIL) {
+        lua_pop(L, 1);
+        return;
+    }
+    if (!lua_istable(L, -1))
+        luaL_error(L, "%s: %s must be a table", what, field);
+    int tab = lua_gettop(L);
+    int n = (int)luaL_len(L, tab);
+    if (n > 0) {
+        /* A list: the kind's roles of this direction, in order. */
+        int role = 0;
+        for (int i = 1; i <= n; i++) {
+            while (dnn_graph_role_name(op->kind, role) && dnn_graph_role_written(op, role) != written)
+                role++;
+            if (!dnn_graph_role_name(op->kind, role))
+                luaL_error(L, "%s: too many %s (%d)", what, field, n);
+            lua_rawgeti(L, tab, i);
+            const char *name = lua_tostring(L, -1);
+            int ti = name ? dnn_graph_find(d, name) : -1;
+            if (ti < 0)
+                luaL_error(L, "%s: %s[%d] names no described tensor ('%s')", what, field, i, name ? name : "?");
+            op->io[role++] = ti;
+            lua_pop(L, 1);
+        }
+    }
+    lua_pushnil(L);
+    while (lua_next(L, tab)) {
+        if (lua_type(L, -2) == LUA_TSTRING) {
+            const char *rn = lua_tostring(L, -2);
+            int role = dnn_graph_role(op->kind, rn);
+            if (role < 0)
+                luaL_error(L, "%s: %s has no role '%s'", what, dnn_graph_kind_name(op->kind), rn);
+            if (dnn_graph_role_written(op, role) != written)
+                luaL_error(L, "%s: '%s' belongs in %s", what, rn, written ? "inputs" : "outputs");
+            const char *name = lua_tostring(L, -1);
+            int ti = name ? dnn_graph_find(d, name) : -1;
+            if (ti < 0)
+                luaL_error(L, "%s: %s.%s names no described tensor ('%s')", what, field, rn, name ? name : "?");
+            op->io[role] = ti;
+        } else if (!lua_isinteger(L, -2) || lua_tointeger(L, -2) < 1 || lua_tointeger(L, -2) > n) {
+            luaL_error(L, "%s: %s keys must be role names or list positions", what, field);
+        }
+        lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+}
+
+static int parse_compute(const char *s)
+{
+    return dnn_graph_dtype_parse(s);
+}
+
+/* Reads op i (table on top of the stack) of d. */
+static void read_gop(lua_State *L, dnn_graph_desc *d, int i)
+{
+    int t = lua_gettop(L);
+    char what[48];
+    snprintf(what, sizeof what, "ops[%d]", i + 1);
+    if (!lua_istable(L, t))
+        luaL_error(L, "%s must be a table", what);
+    const char *ks = lh_optstrfield(L, t, "op", NULL);
+    if (!ks)
+        luaL_error(L, "%s needs op (pointwise, reduction, matmul, conv_fwd, conv_bwd_data, resample_fwd, norm_fwd "
+                   "or reshape)", what);
+    int kind = dnn_graph_kind_parse(ks);
+    if (kind < 0)
+        luaL_error(L, "%s: unknown op '%s'", what, ks);
+    ks_status st;
+    ks_clear(&st);
+    dnn_g_op *op = dnn_graph_add_op(d, kind, &st);
+    if (!op)
+        lh_raise(L, &st);
+    const char *ms = lh_optstrfield(L, t, "mode", NULL);
+    if (ms) {
+        op->mode = dnn_graph_mode_parse(kind, ms);
+        if (op->mode < 0)
+            luaL_error(L, "%s: %s has no mode '%s'", what, ks, ms);
+    }
+    op->compute = read_enum(L, t, what, "compute", parse_compute, -1, "f32, bf16, f16, i32, i64 or bool");
+    op->phase = read_enum(L, t, what, "phase", dnn_graph_phase_parse, DNN_PHASE_INFERENCE, "inference or training");
+    op->padding_mode = read_enum(L, t, what, "padding_mode", dnn_graph_padding_parse, -1, "zero, neg_inf or edge");
+    op->axis = lh_optintfield(L, t, "axis", -1);
+    op->param = lh_optnumfield(L, t, "param", NAN);
+    int64_t pad[DNN_G_MAX_SPATIAL];
+    if (read_ints(L, t, what, "padding", pad, DNN_G_MAX_SPATIAL, 0))
+        for (int k = 0; k < DNN_G_MAX_SPATIAL; k++)
+            op->pre_pad[k] = op->post_pad[k] = pad[k];
+    read_ints(L, t, what, "pre_padding", op->pre_pad, DNN_G_MAX_SPATIAL, 0);
+    read_ints(L, t, what, "post_padding", op->post_pad, DNN_G_MAX_SPATIAL, 0);
+    read_ints(L, t, what, "stride", op->stride, DNN_G_MAX_SPATIAL, 1);
+    read_ints(L, t, what, "dilation", op->dilation, DNN_G_MAX_SPATIAL, 1);
+    read_ints(L, t, what, "window", op->window, DNN_G_MAX_SPATIAL, 1);
+    read_roles(L, t, d, op, what, 0);
+    read_roles(L, t, d, op, what, 1);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* [-0, +1, v] Reads the graph description at index t into a new block
+ * owned by Lua (left on the stack) and resolves it; raises on misuse. */
+static dnn_graph_desc *read_graph(lua_State *L, int t)
+{
+    luaL_checktype(L, t, LUA_TTABLE);
+    dnn_graph_desc *d = lua_newuserdatauv(L, sizeof *d, 0);
+    dnn_graph_desc_init(d);
+    if (lua_getfield(L, t, "tensors") != LUA_TTABLE)
+        luaL_error(L, "a graph needs tensors = {name = {dtype=, dims=, ...}, ...}");
+    int tt = lua_gettop(L);
+    /* Tensors in name order, so a description always gives the same uids. */
+    const char *names[DNN_G_MAX_TENSORS];
+    int n = 0;
+    lua_pushnil(L);
+    while (lua_next(L, tt)) {
+        if (lua_type(L, -2) != LUA_TSTRING)
+            luaL_error(L, "tensors must be keyed by name");
+        if (n >= DNN_G_MAX_TENSORS)
+            luaL_error(L, "a graph has at most %d tensors", DNN_G_MAX_TENSORS);
+        names[n++] = lua_tostring(L, -2);   /* anchored by the table */
+        lua_pop(L, 1);
+    }
+    qsort(names, (size_t)n, sizeof names[0], cmp_str);
+    ks_status st;
+    ks_clear(&st);
+    for (int i = 0; i < n; i++) {
+        int ti = dnn_graph_add_tensor(d, names[i], &st);
+        if (ti < 0)
+            lh_raise(L, &st);
+        lua_getfield(L, tt, names[i]);
+        read_gtensor(L, &d->t[ti]);
+        lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+    if (lua_getfield(L, t, "ops") != LUA_TTABLE)
+        luaL_error(L, "a graph needs ops = {{op=, ...}, ...}");
+    int ot = lua_gettop(L);
+    int nops = (int)luaL_len(L, ot);
+    for (int i = 0; i < nops; i++) {
+        lua_rawgeti(L, ot, i + 1);
+        read_gop(L, d, i);
+        lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+    d->compute = read_enum(L, t, "graph", "compute", parse_compute, DNN_DT_F32, "f32, f16, bf16 or i32");
+    d->math = read_enum(L, t, "graph", "math", dnn_graph_math_parse, DNN_MATH_ANY, "any, fp32 or tf32");
+    d->plans = (int)lh_optintfield(L, t, "plans", 1);
+    d->engine = (int64_t)lh_optintfield(L, t, "engine", -1);
+    if (dnn_graph_resolve(d, d, &st))
+        lh_raise(L, &st);
+    return d;
+}
+
+/* [-0, +1, m] {name = {dtype=, dims=, strides=, bytes=, virtual=, value=}} of resolved r. */
+static void push_gtensors(lua_State *L, const dnn_graph_desc *r)
+{
+    lua_createtable(L, 0, r->ntensors);
+    for (int i = 0; i < r->ntensors; i++) {
+        const dnn_g_tensor *t = &r->t[i];
+        lua_createtable(L, 0, 6);
+        lh_setstr(L, "dtype", dnn_graph_dtype_name(t->dtype));
+        for (int l = 0; l < 2; l++) {
+            lua_createtable(L, t->nd, 0);
+            for (int k = 0; k < t->nd; k++) {
+                lua_pushinteger(L, (lua_Integer)(l ? t->stride[k] : t->dim[k]));
+                lua_rawseti(L, -2, k + 1);
+            }
+            lua_setfield(L, -2, l ? "strides" : "dims");
+        }
+        lh_setint(L, "bytes", (lua_Integer)dnn_graph_tensor_bytes(r, i));
+        lh_setbool(L, "virtual", t->is_virtual);
+        if (t->by_value)
+            lh_setnum(L, "value", t->value);
+        lua_setfield(L, -2, t->name);
+    }
+}
+
+static int l_graph_describe(lua_State *L)
+{
+    dnn_graph_desc *d = read_graph(L, 1);
+    dnn_graph_outline *o = lua_newuserdatauv(L, sizeof *o, 0);
+    ks_status st;
+    ks_clear(&st);
+    if (dnn_graph_describe(d, o, &st))
+        return lh_pushfail(L, &st);
+    lua_createtable(L, 0, 12);
+    lh_setint(L, "nops", o->nops);
+    lh_setint(L, "ntensors", o->ntensors);
+    lua_createtable(L, o->nops, 0);
+    for (int i = 0; i < o->nops; i++) {
+        lua_pushstring(L, o->ops[i]);
+        lua_rawseti(L, -2, i + 1);
+    }
+    lua_setfield(L, -2, "ops");
+    lh_setbool(L, "graph", o->graph);
+    if (o->graph_msg[0])
+        lh_setstr(L, "graph_error", o->graph_msg);
+    if (o->engines >= 0)
+        lh_setint(L, "engines", (lua_Integer)o->engines);
+    if (o->engines_msg[0])
+        lh_setstr(L, "engines_error", o->engines_msg);
+    char v[32];
+    snprintf(v, sizeof v, "%zu.%zu.%zu", o->version / 10000, o->version / 100 % 100, o->version % 100);
+    lh_setstr(L, "version", v);
+    lh_setint(L, "version_code", (lua_Integer)o->version);
+    push_gtensors(L, d);
+    lua_setfield(L, -2, "tensors");
+    return 1;
+}
+
+static int l_graph_plan(lua_State *L)
+{
+    l_ctx *c = NULL;
+    if (!lua_isnil(L, 1))
+        c = lgpu_check_ctx(L, 1);
+    dnn_graph_desc *d = read_graph(L, 2);
+    ks_status st;
+    ks_clear(&st);
+    if (!c) {
+        /* Only the no-driver failure is an answer without a context. */
+        dnn_graph_plan *none = NULL;
+        int rc = dnn_graph_plan_create(d, NULL, &none, &st);
+        if (rc == KS_ENODRIVER || rc == KS_ENOLIB)
+            return lh_pushfail(L, &st);
+        return luaL_argerror(L, 1, "expected a " CTX_T);
+    }
+    /* Released first: a failure below leaves nothing to free. */
+    l_gplan *p = lua_newuserdatauv(L, sizeof *p, 1);
+    p->plan = NULL;
+    p->ctx = NULL;
+    luaL_setmetatable(L, GPLAN_T);
+    lua_pushvalue(L, 1);
+    lua_setiuservalue(L, -2, 1);
+    dnn_graph_plan *gp = NULL;
+    if (dnn_graph_plan_create(d, c->ctx, &gp, &st))
+        return lh_pushfail(L, &st);
+    p->plan = gp;
+    p->ctx = c;
+    lgpu_hold(&c->n);
+    return 1;
+}
+
+static int gplan_run(lua_State *L)
+{
+    l_gplan *p = check_gplan(L, 1);
+    luaL_checktype(L, 2, LUA_TTABLE);
+    lua_Integer index = luaL_optinteger(L, 3, 1);
+    if (p->ctx->n.closed)
+        luaL_error(L, "the plan's " CTX_T " was freed");
+    const dnn_graph_desc *r = dnn_graph_plan_desc(p->plan);
+    const dnn_graph_info *info = dnn_graph_plan_info(p->plan);
+    if (index < 1 || index > info->plans)
+        luaL_error(L, "plan index must be between 1 and %d", info->plans);
+    CUdeviceptr ptrs[DNN_G_MAX_TENSORS];
+    memset(ptrs, 0, sizeof ptrs);
+    lua_pushnil(L);
+    while (lua_next(L, 2)) {
+        const char *name = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : NULL;
+        int ti = name ? dnn_graph_find(r, name) : -1;
+        if (ti < 0)
+            luaL_error(L, "run: '%s' is not a tensor of this graph", name ? name : "?");
+        const dnn_g_tensor *t = &r->t[ti];
+        if (t->is_virtual || t->by_value)
+            luaL_error(L, "run: tensor '%s' is %s and takes no address", name,
+                       t->is_virtual ? "virtual" : "a by-value scalar");
+        if (lua_isinteger(L, -1)) {
+            lua_Integer x = lua_tointeger(L, -1);
+            if (x <= 0)
+                luaL_error(L, "run: tensor '%s' needs a device address > 0", name);
+            ptrs[ti] = (CUdeviceptr)x;
+        } else {
+            ptrs[ti] = lgpu_check_region(L, lua_gettop(L), p->ctx, name, dnn_graph_tensor_bytes(r, ti));
+        }
+        lua_pop(L, 1);
+    }
+    for (int i = 0; i < r->ntensors; i++)
+        if (!r->t[i].is_virtual && !r->t[i].by_value && !ptrs[i])
+            luaL_error(L, "run: tensor '%s' needs an address", r->t[i].name);
+    ks_status st;
+    ks_clear(&st);
+    if (dnn_graph_plan_run(p->plan, (int)index - 1, ptrs, NULL, &st))
+        return lh_pushfail(L, &st);
+    lua_pushboolean(L, 1);
+    return 1;
+}
+
+static int gplan_info(lua_State *L)
+{
+    l_gplan *p = check_gplan(L, 1);
+    const dnn_graph_desc *r = dnn_graph_plan_desc(p->plan);
+    const dnn_graph_info *in = dnn_graph_plan_info(p->plan);
+    lua_createtable(L, 0, 20);
+    lh_setint(L, "engine", (lua_Integer)in->engine[0]);
+    const char *lists[] = {"engines", "ranks", "workspace_bytes", "heuristic_modes", "notes"};
+    for (int l = 0; l < 5; l++) {
+        lua_createtable(L, in->plans, 0);
+        for (int i = 0; i < in->plans; i++) {
+            if (l == 0)
+                lua_pushinteger(L, (lua_Integer)in->engine[i]);
+            else if (l == 1)
+                lua_pushinteger(L, (lua_Integer)in->rank[i] + 1);
+            else if (l == 2)
+                lua_pushinteger(L, (lua_Integer)in->workspace[i]);
+            else if (l == 3)
+                lua_pushstring(L, in->heur_mode[i] == 2 ? "FALLBACK" : in->heur_mode[i] == 3 ? "A" : "?");
+            else
+                lua_pushstring(L, in->notes[i]);
+            lua_rawseti(L, -2, i + 1);
+        }
+        lua_setfield(L, -2, lists[l]);
+    }
+    lh_setint(L, "plans", in->plans);
+    lh_setint(L, "tried", in->tried);
+    lh_setint(L, "heuristic_count", in->heur_count);
+    lh_setint(L, "filtered", in->filtered);
+    lua_createtable(L, in->nrefused, 0);
+    for (int i = 0; i < in->nrefused; i++) {
+        lua_createtable(L, 0, 3);
+        lh_setint(L, "engine", (lua_Integer)in->refused[i].engine);
+        lh_setint(L, "rank", in->refused[i].rank + 1);
+        lh_setstr(L, "why", in->refused[i].why);
+        lua_rawseti(L, -2, i + 1);
+    }
+    lua_setfield(L, -2, "refused");
+    lh_setint(L, "nops", in->nops);
+    lh_setstr(L, "math", dnn_graph_math_name(r->math));
+    char v[32];
+    snprintf(v, sizeof v, "%zu.%zu.%zu", in->version / 10000, in->version / 100 % 100, in->version % 100);
+    lh_setstr(L, "version", v);
+    lh_setint(L, "version_code", (lua_Integer)in->version);
+    lh_setint(L, "workspace", (lua_Integer)in->workspace_bytes);
+    ks_status st;
+    ks_clear(&st);
+    const char *path = dnn_library_path(NULL, &st);
+    if (path)
+        lh_setstr(L, "path", path);
+    push_gtensors(L, r);
+    lua_setfield(L, -2, "tensors");
+    return 1;
+}
+
+static int gplan_free(lua_State *L)
+{
+    lua_pushboolean(L, gplan_release(luaL_checkudata(L, 1, GPLAN_T)));
+    return 1;
+}
+
+static int gplan_gc(lua_State *L)
+{
+    gplan_release(luaL_checkudata(L, 1, GPLAN_T));
+    return 0;
+}
+
+static int gplan_tostring(lua_State *L)
+{
+    l_gplan *p = luaL_checkudata(L, 1, GPLAN_T);
+    if (!p->plan) {
+        lua_pushstring(L, GPLAN_T " (freed)");
+        return 1;
+    }
+    const dnn_graph_info *in = dnn_graph_plan_info(p->plan);
+    char s[160];
+    snprintf(s, sizeof s, GPLAN_T " (%d ops, engine %lld)", in->nops, (long long)in->engine[0]);
+    lua_pushstring(L, s);
+    return 1;
+}
+
+static const luaL_Reg gplan_methods[] = {
+    {"run", gplan_run}, {"info", gplan_info}, {"free", gplan_free}, {NULL, NULL},
+};
+
+static const luaL_Reg gplan_meta[] = {
+    {"__gc", gplan_gc}, {"__close", gplan_gc}, {"__tostring", gplan_tostring}, {NULL, NULL},
+};
+
 static const luaL_Reg dnn_funcs[] = {
-    {"version", l_version}, {"library", l_library}, {"ref_source", l_ref_source},
-    {"describe", l_describe}, {"sdpa_plan", l_sdpa_plan}, {NULL, NULL},
+    {"version", l_version}, {"library", l_library},
+    {"describe", l_describe}, {"sdpa_plan", l_sdpa_plan},
+    {"graph_describe", l_graph_describe}, {"graph_plan", l_graph_plan}, {NULL, NULL},
 };
 
 static const luaL_Reg plan_methods[] = {
@@ -366,6 +889,8 @@ static const luaL_Reg plan_meta[] = {
 int luaopen_klab_dnn(lua_State *L)
 {
     lh_newclass(L, PLAN_T, plan_methods, plan_meta);
+    lua_pop(L, 1);
+    lh_newclass(L, GPLAN_T, gplan_methods, gplan_meta);
     lua_pop(L, 1);
     luaL_newlib(L, dnn_funcs);
     return 1;

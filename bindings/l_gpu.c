@@ -22,6 +22,7 @@
  *   ctx:mem_info()             -> free, total | nil, msg, code, detail
  *   ctx:device()               -> ordinal;  ctx:sticky() -> "CUDA_ERROR_..." | nil
  *   mod:func(name)             -> Function | nil, msg, "ENOTFOUND"
+ *   mod:global(name)           -> address, bytes | nil, msg, "ENOTFOUND"   (a __device__ variable)
  *   fn:attributes()            -> {registers=, local_bytes=, static_smem=, const_bytes=,
  *                                  max_threads=, binary_version=, ptx_version=,
  *                                  max_dynamic_smem=, cluster={w,h,d}}
@@ -634,6 +635,23 @@ static int mod_func(lua_State *L)
     return 1;
 }
 
+/* m:global(name) -> address, bytes | nil, msg, code: a __device__
+ * variable of the module (klab restores them between runs). */
+static int mod_global(lua_State *L)
+{
+    l_mod *m = check_mod(L, 1);
+    const char *name = luaL_checkstring(L, 2);
+    CUdeviceptr p;
+    size_t bytes;
+    ks_status st;
+    ks_clear(&st);
+    if (cuda_module_global(node_ctx(&m->n)->ctx, m->mod, name, &p, &bytes, &st))
+        return push_fail(L, &st);
+    lua_pushinteger(L, (lua_Integer)p);
+    lua_pushinteger(L, (lua_Integer)bytes);
+    return 2;
+}
+
 /* ---- Function ---- */
 
 static int func_free(lua_State *L)
@@ -846,7 +864,7 @@ static const luaL_Reg ctx_meta[] = {
 };
 
 static const luaL_Reg mod_methods[] = {
-    {"func", mod_func}, {"free", mod_free}, {NULL, NULL},
+    {"func", mod_func}, {"global", mod_global}, {"free", mod_free}, {NULL, NULL},
 };
 static const luaL_Reg mod_meta[] = {
     {"__gc", mod_gc}, {"__close", mod_gc}, {"__tostring", mod_tostring}, {NULL, NULL},

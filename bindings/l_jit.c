@@ -8,10 +8,15 @@
  *     -> result | nil, message, code [, result]
  *   jit.compile_file(path [, opts])     same, reading the file; name = path
  *   jit.census(ptx_text)                -> {family = count, ..., instructions = n}
+ *   jit.globals(cubin)                  -> {{name=, section=, offset=, bytes=, section_bytes=,
+ *                                          static=}, ...}: writable module globals
  *   jit.versions()                      -> {nvrtc=, ptxas=, cupti=, cublasLt=, cudnn=}
  *                                          each {ok=true, version=, path=} or
  *                                          {ok=false, error=reason}
  *   jit.cache_dir()                     -> path | nil, message, code
+ *   jit.check_arch(arch [, lang])       -> true | nil, message, code: whether
+ *                                          arch names a target the compilers
+ *                                          know ("ptx", "cuda" or either)
  *
  * A result: {ok=true, cubin=, ptx=, log=, kernels={{name=, registers=,
  * spill_stores=, spill_loads=, shared_static=, shared_cubin=, local_bytes=,
@@ -40,7 +45,7 @@
 #include "base/fs.h"
 #include "driver/devkern.h"
 #include "driver/dynlib.h"
-#include "libraries/dnn.h"
+#include "compile/cubin.h"
 #include "compile/jit.h"
 #include "compile/ptx_census.h"
 
@@ -149,21 +154,29 @@ static void push_result(lua_State *L, const jit_result *r, int ok)
     }
 }
 
-/* klab's own device code (the kernels embedded from host/driver/kernels): compiled in
- * this process, its includes unchecked. Everything else is a candidate's. */
+/* klab's own device code, the judge kernels embedded from host/driver/kernels
+ * (klab.judge.source(): the prelude, a #line directive, the judge source):
+ * compiled in this process, its includes unchecked. Everything else given
+ * to jit.compile, task references included, is checked and limited. */
 static int klab_source(const char *src, size_t len)
 {
-    size_t n;
-    const char *own[2];
-    size_t lens[2];
-    own[0] = devkern_source(&n);
-    lens[0] = n;
-    own[1] = dnn_ref_source(&n);
-    lens[1] = n;
-    for (int i = 0; i < 2; i++)
-        if (own[i] && lens[i] == len && memcmp(own[i], src, len) == 0)
-            return 1;
-    return 0;
+    size_t np, nj;
+    const char *pre = devkern_prelude(&np);
+    const char *judge = devkern_source(&nj);
+    if (!pre || !judge || len < np + nj || len - np - nj > 64)
+        return 0;
+    if (memcmp(src, pre, np) != 0 || memcmp(src + len - nj, judge, nj) != 0)
+        return 0;
+    /* Between them: one #line directive and blank space, nothing else. */
+    const char *m = src + np, *e = src + len - nj;
+    while (m < e && (*m == '\n' || *m == ' '))
+        m++;
+    if (e - m < 6 || memcmp(m, "#line ", 6) != 0)
+        return 0;
+    for (const char *q = m; q < e; q++)
+        if (*q == '\n' && q + 1 < e)
+            return 0;
+    return 1;
 }
 
 #define CANDIDATE_MEMORY ((long long)4 << 30)
@@ -372,12 +385,58 @@ static int l_jit_cache_dir(lua_State *L)
     return 1;
 }
 
+/* jit.globals(cubin) -> {{name=, section=, offset=, bytes=, section_bytes=,
+ * static=bool}, ...} | nil, msg, code: the module globals a kernel can
+ * write and that keep their contents from launch to launch. */
+static int l_jit_globals(lua_State *L)
+{
+    size_t n;
+    const char *img = luaL_checklstring(L, 1, &n);
+    cubin_info ci;
+    memset(&ci, 0, sizeof ci);
+    ks_status st;
+    ks_clear(&st);
+    if (cubin_parse(img, n, &ci, &st))
+        return lh_pushfail(L, &st);
+    lua_createtable(L, ci.nglobals, 0);
+    for (int i = 0; i < ci.nglobals; i++) {
+        const cubin_global *g = &ci.globals[i];
+        lua_createtable(L, 0, 6);
+        lh_setstr(L, "name", g->name);
+        lh_setstr(L, "section", g->section);
+        lh_setint(L, "offset", (lua_Integer)g->offset);
+        lh_setint(L, "bytes", (lua_Integer)g->bytes);
+        lh_setint(L, "section_bytes", (lua_Integer)g->section_bytes);
+        lh_setbool(L, "static", g->bind == 0 /* STB_LOCAL */);
+        lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+    cubin_free(&ci);
+    return 1;
+}
+
+/* jit.check_arch(arch [, lang]) */
+static int l_jit_check_arch(lua_State *L)
+{
+    const char *arch = luaL_checkstring(L, 1);
+    static const char *const langs[] = {"auto", "ptx", "cuda", NULL};
+    static const jit_lang codes[] = {JIT_LANG_AUTO, JIT_LANG_PTX, JIT_LANG_CUDA};
+    jit_lang lang = codes[luaL_checkoption(L, 2, "auto", langs)];
+    ks_status st;
+    ks_clear(&st);
+    if (jit_check_arch(arch, lang, &st) != KS_OK)
+        return lh_pushfail(L, &st);
+    lua_pushboolean(L, 1);
+    return 1;
+}
+
 static const luaL_Reg jit_funcs[] = {
+    {"globals", l_jit_globals},
     {"compile", l_jit_compile},
     {"compile_file", l_jit_compile_file},
     {"census", l_jit_census},
     {"versions", l_jit_versions},
     {"cache_dir", l_jit_cache_dir},
+    {"check_arch", l_jit_check_arch},
     {NULL, NULL},
 };
 

@@ -2,8 +2,11 @@
  * l_judge.c: require "klab.judge", klab's trusted device-side checks
  * (host/driver/devkern.h) and tensor maps (host/driver/tmap.h).
  *
- *   judge.source()                 -> CUDA source of the judge kernels (compile
- *                                     it with klab.jit for the device's arch)
+ *   judge.source()                 -> CUDA source of the judge kernels, prelude
+ *                                     included (compile it with klab.jit for the
+ *                                     device's arch)
+ *   judge.prelude()                -> the prelude alone (element types), which
+ *                                     task references and shipped baselines get
  *   judge.open(ctx, cubin)         -> Judge | nil, msg, code
  *   judge.dtype_size(name)         -> bytes per element | nil for an unknown type
  *   judge.tensormap(ptr, spec)     -> 128-byte string | nil, msg, code
@@ -23,7 +26,8 @@
  *   j:compare(got, dtype, want_f32, n, atol, rtol) -> {total, failed, nan, inf,
  *         max_abs, max_abs_at, max_rel, max_rel_at, first_fail}   (indices 0-based)
  *   j:bitdiff(a, b, bytes)                 -> count, first_offset|nil
- *   j:gemm_ref(A, dta, B, dtb, C_f32, M, N, K [, scale])
+ *   j:gather(src, dtype, positions, n, unit, dst)  dst[i*unit+e] = src[positions[i]*unit+e]
+ *   j:positions(out, n, total, seed)   out[i] (u64) uniform in [0, total), from (seed, i)
  *   j:convert(src, dts, dst, dtd, n)
  *   j:free(), __close, __gc
  * Operations run on the legacy stream, in order with ctx:launch; the ones
@@ -105,9 +109,23 @@ static int fail(lua_State *L, const ks_status *st)
 
 static int l_source(lua_State *L)
 {
+    size_t np, nj;
+    const char *p = devkern_prelude(&np);
+    const char *s = devkern_source(&nj);
+    luaL_Buffer b;
+    luaL_buffinit(L, &b);
+    luaL_addlstring(&b, p, np);
+    luaL_addstring(&b, "\n#line 1 \"judge.cu\"\n");
+    luaL_addlstring(&b, s, nj);
+    luaL_pushresult(&b);
+    return 1;
+}
+
+static int l_prelude(lua_State *L)
+{
     size_t n;
-    const char *s = devkern_source(&n);
-    lua_pushlstring(L, s, n);
+    const char *p = devkern_prelude(&n);
+    lua_pushlstring(L, p, n);
     return 1;
 }
 
@@ -350,26 +368,34 @@ static int j_bitdiff(lua_State *L)
     return 2;
 }
 
-static unsigned check_dim(lua_State *L, int idx)
-{
-    lua_Integer v = luaL_checkinteger(L, idx);
-    luaL_argcheck(L, v >= 1 && v <= UINT32_MAX, idx, "dimension out of range");
-    return (unsigned)v;
-}
-
-static int j_gemm_ref(lua_State *L)
+static int j_gather(lua_State *L)
 {
     l_judge *j = check_judge(L, 1);
-    CUdeviceptr A = check_ptr(L, 2);
-    int dta = check_dtype(L, 3);
-    CUdeviceptr B = check_ptr(L, 4);
-    int dtb = check_dtype(L, 5);
-    CUdeviceptr C = check_ptr(L, 6);
-    unsigned M = check_dim(L, 7), N = check_dim(L, 8), K = check_dim(L, 9);
-    double scale = luaL_optnumber(L, 10, 1.0);
+    CUdeviceptr src = check_ptr(L, 2);
+    int dt = check_dtype(L, 3);
+    CUdeviceptr pos = check_ptr(L, 4);
+    size_t n = check_size(L, 5);
+    size_t unit = check_size(L, 6);
+    CUdeviceptr dst = check_ptr(L, 7);
     ks_status st;
     ks_clear(&st);
-    if (devkern_gemm_ref(j->k, NULL, A, dta, B, dtb, C, M, N, K, scale, &st))
+    if (devkern_gather(j->k, NULL, src, dt, pos, n, unit, dst, &st))
+        return fail(L, &st);
+    lua_pushboolean(L, 1);
+    return 1;
+}
+
+static int j_positions(lua_State *L)
+{
+    l_judge *j = check_judge(L, 1);
+    CUdeviceptr out = check_ptr(L, 2);
+    size_t n = check_size(L, 3);
+    lua_Integer total = luaL_checkinteger(L, 4);
+    luaL_argcheck(L, total > 0, 4, "needs at least one unit");
+    uint64_t seed = (uint64_t)luaL_checkinteger(L, 5);
+    ks_status st;
+    ks_clear(&st);
+    if (devkern_positions(j->k, NULL, out, n, (uint64_t)total, seed, &st))
         return fail(L, &st);
     lua_pushboolean(L, 1);
     return 1;
@@ -416,6 +442,7 @@ static int j_tostring(lua_State *L)
 
 static const luaL_Reg funcs[] = {
     {"source", l_source},
+    {"prelude", l_prelude},
     {"open", l_open},
     {"dtype_size", l_dtype_size},
     {"tensormap", l_tensormap},
@@ -430,7 +457,8 @@ static const luaL_Reg methods[] = {
     {"checksum", j_checksum},
     {"compare", j_compare},
     {"bitdiff", j_bitdiff},
-    {"gemm_ref", j_gemm_ref},
+    {"gather", j_gather},
+    {"positions", j_positions},
     {"convert", j_convert},
     {"free", j_free},
     {NULL, NULL},

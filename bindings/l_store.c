@@ -32,14 +32,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ljson.h"
 #include "lhost.h"
 #include "store/store.h"
 
 #define STORE_T "klab.Store"
 #define STMT_T "klab.Store.stmt"
-#define SBUF_T "klab.Store.buffer"
 #define BLOB_T "klab.store.blob"
-#define JSON_DEPTH 32
 
 typedef struct lstore {
     store *db;
@@ -84,51 +83,6 @@ static int stmt_close(lua_State *L)
     return 0;
 }
 
-/* A growable byte buffer that is freed even when an error is raised. */
-typedef struct sbuf {
-    char *p;
-    size_t n, cap;
-} sbuf;
-
-static sbuf *new_sbuf(lua_State *L)
-{
-    sbuf *b = lua_newuserdatauv(L, sizeof *b, 0);
-    memset(b, 0, sizeof *b);
-    luaL_setmetatable(L, SBUF_T);
-    return b;
-}
-
-static int sbuf_gc(lua_State *L)
-{
-    sbuf *b = luaL_checkudata(L, 1, SBUF_T);
-    free(b->p);
-    b->p = NULL;
-    b->n = b->cap = 0;
-    return 0;
-}
-
-static void sbuf_add(lua_State *L, sbuf *b, const char *p, size_t n)
-{
-    if (b->n + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->n + n + 1)
-            cap *= 2;
-        char *q = realloc(b->p, cap);
-        if (!q)
-            luaL_error(L, "out of memory");
-        b->p = q;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->n, p, n);
-    b->n += n;
-    b->p[b->n] = '\0';
-}
-
-static void sbuf_adds(lua_State *L, sbuf *b, const char *s)
-{
-    sbuf_add(L, b, s, strlen(s));
-}
-
 /* ------------------------------------------------------------------ */
 /* Failures                                                             */
 
@@ -151,163 +105,12 @@ static int fail(lua_State *L, const ks_status *st)
 }
 
 /* ------------------------------------------------------------------ */
-/* JSON text from Lua tables (for JSON columns and table parameters)     */
+/* Binding values and reading rows                                      */
 
 static int is_blob(lua_State *L, int idx)
 {
     return luaL_testudata(L, idx, BLOB_T) != NULL;
 }
-
-static void json_string(lua_State *L, sbuf *b, const char *s, size_t n)
-{
-    sbuf_add(L, b, "\"", 1);
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        char esc[8];
-        if (c == '"' || c == '\\') {
-            esc[0] = '\\';
-            esc[1] = (char)c;
-            sbuf_add(L, b, esc, 2);
-        } else if (c == '\n') {
-            sbuf_add(L, b, "\\n", 2);
-        } else if (c == '\t') {
-            sbuf_add(L, b, "\\t", 2);
-        } else if (c == '\r') {
-            sbuf_add(L, b, "\\r", 2);
-        } else if (c < 0x20 || c == 0x7f) {
-            snprintf(esc, sizeof esc, "\\u%04x", c);
-            sbuf_add(L, b, esc, 6);
-        } else {
-            sbuf_add(L, b, (const char *)&s[i], 1);
-        }
-    }
-    sbuf_add(L, b, "\"", 1);
-}
-
-typedef struct jkey {
-    const char *s;
-    size_t n;
-} jkey;
-
-static int jkey_cmp(const void *a, const void *b)
-{
-    const jkey *x = a, *y = b;
-    size_t n = x->n < y->n ? x->n : y->n;
-    int c = memcmp(x->s, y->s, n);
-    return c ? c : (x->n > y->n) - (x->n < y->n);
-}
-
-static void json_value(lua_State *L, sbuf *b, int idx, int depth);
-
-static void json_table(lua_State *L, sbuf *b, int idx, int depth)
-{
-    if (depth > JSON_DEPTH)
-        luaL_error(L, "JSON: table nested deeper than %d (a cycle?)", JSON_DEPTH);
-    luaL_checkstack(L, 6, "JSON");
-    lua_Integer len = (lua_Integer)lua_rawlen(L, idx);
-    lua_Integer count = 0;
-    int all_strings = 1, all_index = 1;
-    lua_pushnil(L);
-    while (lua_next(L, idx)) {
-        count++;
-        if (lua_type(L, -2) != LUA_TSTRING)
-            all_strings = 0;
-        if (!lua_isinteger(L, -2) || lua_tointeger(L, -2) < 1 || lua_tointeger(L, -2) > len)
-            all_index = 0;
-        lua_pop(L, 1);
-    }
-    if (count > 0 && count == len && all_index) {
-        sbuf_add(L, b, "[", 1);
-        for (lua_Integer i = 1; i <= len; i++) {
-            if (i > 1)
-                sbuf_add(L, b, ",", 1);
-            lua_rawgeti(L, idx, i);
-            json_value(L, b, lua_gettop(L), depth + 1);
-            lua_pop(L, 1);
-        }
-        sbuf_add(L, b, "]", 1);
-        return;
-    }
-    if (!all_strings)
-        luaL_error(L, "JSON: a table must be an array (1..n) or have string keys only");
-    /* Keys sorted, so that equal tables give equal text (and hashes). The
-     * key strings stay alive: the table at idx holds them. */
-    jkey *keys = lua_newuserdatauv(L, (size_t)count * sizeof *keys + 1, 0);
-    size_t k = 0;
-    lua_pushnil(L);
-    while (lua_next(L, idx)) {
-        keys[k].s = lua_tolstring(L, -2, &keys[k].n);
-        k++;
-        lua_pop(L, 1);
-    }
-    qsort(keys, k, sizeof *keys, jkey_cmp);
-    sbuf_add(L, b, "{", 1);
-    for (size_t i = 0; i < k; i++) {
-        if (i > 0)
-            sbuf_add(L, b, ",", 1);
-        json_string(L, b, keys[i].s, keys[i].n);
-        sbuf_add(L, b, ":", 1);
-        lua_pushlstring(L, keys[i].s, keys[i].n);
-        lua_rawget(L, idx);
-        json_value(L, b, lua_gettop(L), depth + 1);
-        lua_pop(L, 1);
-    }
-    sbuf_add(L, b, "}", 1);
-    lua_pop(L, 1); /* keys */
-}
-
-static void json_value(lua_State *L, sbuf *b, int idx, int depth)
-{
-    char num[64];
-    switch (lua_type(L, idx)) {
-    case LUA_TNIL:
-        sbuf_adds(L, b, "null");
-        break;
-    case LUA_TBOOLEAN:
-        sbuf_adds(L, b, lua_toboolean(L, idx) ? "true" : "false");
-        break;
-    case LUA_TNUMBER:
-        if (lua_isinteger(L, idx)) {
-            snprintf(num, sizeof num, LUA_INTEGER_FMT, (LUAI_UACINT)lua_tointeger(L, idx));
-        } else {
-            double v = lua_tonumber(L, idx);
-            if (!isfinite(v))
-                luaL_error(L, "JSON: %f is not a finite number", v);
-            /* The shortest text that reads back as the same double. */
-            for (int prec = 15; prec <= 17; prec++) {
-                snprintf(num, sizeof num, "%.*g", prec, v);
-                if (strtod(num, NULL) == v)
-                    break;
-            }
-        }
-        sbuf_adds(L, b, num);
-        break;
-    case LUA_TSTRING: {
-        size_t n;
-        const char *s = lua_tolstring(L, idx, &n);
-        json_string(L, b, s, n);
-        break;
-    }
-    case LUA_TTABLE:
-        json_table(L, b, idx, depth);
-        break;
-    default:
-        luaL_error(L, "JSON: cannot encode a %s", luaL_typename(L, idx));
-    }
-}
-
-/* [-0, +1, m] Replaces nothing; pushes the JSON text of the table at idx. */
-static void push_json(lua_State *L, int idx)
-{
-    idx = lua_absindex(L, idx);
-    sbuf *b = new_sbuf(L);
-    json_value(L, b, idx, 0);
-    lua_pushlstring(L, b->p ? b->p : "", b->n);
-    lua_remove(L, -2); /* the buffer; its __gc frees the bytes */
-}
-
-/* ------------------------------------------------------------------ */
-/* Binding values and reading rows                                      */
 
 /* Binds the Lua value at idx to parameter pidx. Raises on a value that
  * cannot be stored. */
@@ -336,7 +139,7 @@ static void bind_value(lua_State *L, store_stmt *s, int pidx, int idx)
         break;
     }
     case LUA_TTABLE: {
-        push_json(L, idx);
+        lj_push(L, idx);
         const char *p = lua_tolstring(L, -1, &n);
         rc = store_bind_text(s, pidx, p, n, &st);
         lua_pop(L, 1);
@@ -567,12 +370,12 @@ static int m_insert(lua_State *L)
         lua_pushvalue(L, -1);
         lua_rawseti(L, cols, ++ncol);
     }
-    sbuf *b = new_sbuf(L);
-    sbuf_adds(L, b, "INSERT INTO \"");
-    sbuf_adds(L, b, table);
-    sbuf_adds(L, b, "\"");
+    lj_buf *b = lj_buf_new(L);
+    lj_buf_adds(L, b, "INSERT INTO \"");
+    lj_buf_adds(L, b, table);
+    lj_buf_adds(L, b, "\"");
     if (ncol == 0) {
-        sbuf_adds(L, b, " DEFAULT VALUES");
+        lj_buf_adds(L, b, " DEFAULT VALUES");
     } else {
         const char **names = lua_newuserdatauv(L, (size_t)ncol * sizeof *names, 0);
         for (lua_Integer i = 1; i <= ncol; i++) {
@@ -586,16 +389,16 @@ static int m_insert(lua_State *L)
                 names[j] = names[j - 1];
                 names[j - 1] = t;
             }
-        sbuf_adds(L, b, " (");
+        lj_buf_adds(L, b, " (");
         for (lua_Integer i = 0; i < ncol; i++) {
-            sbuf_adds(L, b, i ? ", \"" : "\"");
-            sbuf_adds(L, b, names[i]);
-            sbuf_adds(L, b, "\"");
+            lj_buf_adds(L, b, i ? ", \"" : "\"");
+            lj_buf_adds(L, b, names[i]);
+            lj_buf_adds(L, b, "\"");
         }
-        sbuf_adds(L, b, ") VALUES (");
+        lj_buf_adds(L, b, ") VALUES (");
         for (lua_Integer i = 0; i < ncol; i++)
-            sbuf_adds(L, b, i ? ", ?" : "?");
-        sbuf_adds(L, b, ")");
+            lj_buf_adds(L, b, i ? ", ?" : "?");
+        lj_buf_adds(L, b, ")");
         /* Values in the same order, pushed as parameters. */
         luaL_checkstack(L, (int)ncol + 4, "insert: too many columns");
         int first = lua_gettop(L) + 1;
@@ -683,7 +486,7 @@ static const char *json_field(lua_State *L, int t, const char *k)
         return lua_tostring(L, -1); /* left on the stack: keeps it alive */
     if (ty != LUA_TTABLE)
         luaL_error(L, "field '%s' must be a JSON string or a table, got %s", k, luaL_typename(L, -1));
-    push_json(L, -1);
+    lj_push(L, -1);
     lua_remove(L, -2);
     return lua_tostring(L, -1);
 }
@@ -728,7 +531,7 @@ static int m_put_candidate(lua_State *L)
 }
 
 static const char *const eval_fields[] = {
-    "key", "candidate", "task", "arch", "replica", "env", "compile", "options",
+    "key", "candidate", "task", "arch", "replica", "env", "compile", "options", "replace",
     "verdict", "reason", "timing_method", "stage_times", "detail", "measurements", NULL,
 };
 static const char *const result_fields[] = {
@@ -744,6 +547,7 @@ static void read_eval(lua_State *L, int t, store_eval *ev)
     ev->task = req_str(L, t, "task", "evaluation");
     ev->arch = req_str(L, t, "arch", "evaluation");
     ev->replica = (int64_t)lh_optintfield(L, t, "replica", 0);
+    ev->replace = lh_optboolfield(L, t, "replace", 0);
     ev->env_id = (int64_t)lh_optintfield(L, t, "env", 0);
     ev->compile_id = (int64_t)lh_optintfield(L, t, "compile", 0);
     ev->options = json_field(L, t, "options");
@@ -754,8 +558,6 @@ static void read_eval(lua_State *L, int t, store_eval *ev)
 static void read_result(lua_State *L, int t, store_result *r)
 {
     r->verdict = req_str(L, t, "verdict", "evaluation");
-    if (!store_verdict_valid(r->verdict))
-        luaL_error(L, "evaluation: unknown verdict '%s'", r->verdict);
     r->reason = lh_optstrfield(L, t, "reason", NULL);
     r->timing_method = lh_optstrfield(L, t, "timing_method", NULL);
     r->compile_id = (int64_t)lh_optintfield(L, t, "compile", 0);
@@ -1040,9 +842,6 @@ int luaopen_klab_store(lua_State *L)
     static const luaL_Reg stmt_mm[] = {{"__gc", stmt_close}, {"__close", stmt_close}, {NULL, NULL}};
     lh_newclass(L, STMT_T, NULL, stmt_mm);
     lua_pop(L, 1);
-    static const luaL_Reg sbuf_mm[] = {{"__gc", sbuf_gc}, {NULL, NULL}};
-    lh_newclass(L, SBUF_T, NULL, sbuf_mm);
-    lua_pop(L, 1);
     static const luaL_Reg blob_mm[] = {{"__tostring", blob_tostring}, {NULL, NULL}};
     lh_newclass(L, BLOB_T, NULL, blob_mm);
     lua_pop(L, 1);
@@ -1050,11 +849,5 @@ int luaopen_klab_store(lua_State *L)
     luaL_newlib(L, funcs);
     lua_pushinteger(L, STORE_SCHEMA_VERSION);
     lua_setfield(L, -2, "SCHEMA_VERSION");
-    lua_newtable(L);
-    for (int i = 0; store_verdict(i); i++) {
-        lua_pushstring(L, store_verdict(i));
-        lua_rawseti(L, -2, (lua_Integer)i + 1);
-    }
-    lua_setfield(L, -2, "VERDICTS");
     return 1;
 }

@@ -11,6 +11,13 @@
  *   sys.hostname() -> string
  *   sys.exe() -> path | nil, msg, code   this program (/proc/self/exe)
  *   sys.signal_name(n) -> "SEGV" | nil   sys.signal_number("SEGV") -> 11 | nil
+ *   sys.mkdir(path) -> true | nil, msg, code
+ *       creates path and its missing parents (mode 0777 less the umask);
+ *       an existing folder is fine
+ *   sys.remove_tree(path) -> true | nil, msg, code
+ *       removes path and, for a folder, everything under it; symbolic links
+ *       are removed, never followed; a missing path is fine
+ *       (both are klab.fs's mkdirs and remove_tree: host/base/fs.c)
  *   sys.isatty(fd) -> boolean            (0, 1, 2: stdin, stdout, stderr)
  *   sys.trap(name, ...) -> true          catch these signals ("INT", "TERM"): the
  *                                        first is recorded for sys.trapped(); a
@@ -22,11 +29,14 @@
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "lhost.h"
+#include "base/fs.h"
 #include "proc/worker.h"
 
 static int signal_number(const char *name)
@@ -158,6 +168,33 @@ static int l_signal_number(lua_State *L)
     return 1;
 }
 
+/* sys.mkdir(path): mkdir -p, without a shell (fs_mkdirs). */
+static int l_mkdir(lua_State *L)
+{
+    const char *path = luaL_checkstring(L, 1);
+    if (!*path)
+        return luaL_argerror(L, 1, "empty path");
+    ks_status st;
+    if (fs_mkdirs(path, &st) != KS_OK)
+        return lh_pushfail(L, &st);
+    lua_pushboolean(L, 1);
+    return 1;
+}
+
+/* sys.remove_tree(path): rm -rf, without a shell; never follows links
+ * (fs_remove_tree). */
+static int l_remove_tree(lua_State *L)
+{
+    const char *path = luaL_checkstring(L, 1);
+    if (!*path || !strcmp(path, "/"))
+        return luaL_argerror(L, 1, "refusing to remove an empty path or /");
+    ks_status st;
+    if (fs_remove_tree(path, &st) != KS_OK)
+        return lh_pushfail(L, &st);
+    lua_pushboolean(L, 1);
+    return 1;
+}
+
 static int l_isatty(lua_State *L)
 {
     lua_Integer fd = luaL_checkinteger(L, 1);
@@ -256,6 +293,8 @@ static const luaL_Reg sys_funcs[] = {
     {"exe", l_exe},
     {"signal_name", l_signal_name},
     {"signal_number", l_signal_number},
+    {"mkdir", l_mkdir},
+    {"remove_tree", l_remove_tree},
     {"isatty", l_isatty},
     {"trap", l_trap},
     {"trapped", l_trapped},

@@ -17,16 +17,18 @@
 local experiment = require "klab.experiment"
 
 local o = experiment.options(experiment.with_model_options {
-  name = "kbv_best_of_5",
-  db = "results/kbv_best_of_5.db",
-  tasks = { "gemm_f32/4096x4096x4096", "gemm_f32/1000x1000x1000", "gemm_f32/123x457x789" },
-  samples = 5,
-  temperature = 0.8,
-  arch = "sm_90a",
-  mode = "record-missing",
-  speedup = "speedup_tf32",
-  seeds = 5,
-  log = "",
+  about = "A KernelBench-Verified-style best-of-5: N single-turn samples per task, the fastest correct one counts.",
+  { "name", "kbv_best_of_5", "the experiment's name in the store" },
+  { "db", "results/kbv_best_of_5.db", "the store (created with its folder; run again to resume)" },
+  { "tasks", { "gemm_f32/4096x4096x4096", "gemm_f32/1000x1000x1000", "gemm_f32/123x457x789" },
+    "tasks, comma-separated (klab tasks lists them)" },
+  { "samples", 5, "independent samples per task (N of best-of-N)" },
+  { "temperature", 0.8, "sampling temperature" },
+  { "arch", "sm_90a", "the compile target" },
+  { "mode", "record-missing", "live, record-missing or replay (answers from the store only)" },
+  { "speedup", "speedup_tf32", "the speedup reported: speedup_tf32 (against TF32) or speedup" },
+  { "seeds", 5, "seeded correctness trials besides the hidden distributions" },
+  { "log", "", "the log file (default: DB.log)" },
 }, { ... })
 
 -- KernelBench-Verified's hidden suite, D1..D4, as the task defines them.
@@ -42,7 +44,6 @@ local function trials(t)
   return out
 end
 
-os.execute("mkdir -p \"$(dirname '" .. o.db .. "')\"")
 local exp <close> = experiment.new {
   name = o.name, db = o.db, models = experiment.models_from(o), tasks = o.tasks, tags = { "none" },
   replicas = math.tointeger(o.samples), turns = 1, arch = o.arch, mode = o.mode, select = "fastest_correct",
@@ -51,7 +52,7 @@ local exp <close> = experiment.new {
   eval = { trials = trials, replica = "kbv" },
   log = o.log ~= "" and o.log or (o.db .. ".log"),
 }
-exp:run()
+local summary = exp:run()
 print(exp:table())
 print()
 local rows = exp:select("fastest_correct", { "model", "task" })
@@ -77,3 +78,6 @@ for name, m in pairs(per_model) do
     100 * m.correct / m.tasks, m.timed > 0 and string.format("%.3fx", math.exp(m.logsum / m.timed)) or "-",
     m.timed, 100 * m.fast / m.tasks))
 end
+-- The exit status (klab --help): 3 when nothing could be evaluated (model server
+-- unreachable, no GPU), else 0.
+return summary.status

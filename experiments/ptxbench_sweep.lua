@@ -21,23 +21,24 @@
 local experiment = require "klab.experiment"
 
 local o = experiment.options(experiment.with_model_options {
-  name = "ptxbench_sweep",
-  db = "results/ptxbench_sweep.db",
-  tasks = { "gemm_bf16/8192x7168x5120" },
-  tags = { "hopper-no-hint", "hopper+cluster_multicast", "hopper+warp_specialization" },
-  replicas = 4,
-  turns = 8,
-  target = 1.2,
-  arch = "sm_90a",
-  mode = "record-missing",
-  select = "fastest_verified",
-  profile = false,
-  profile_after = 2,
-  responses_dir = "",
-  log = "",
+  about = "A PTXBench-style sweep: prompt tags x replicas trajectories of repair turns per model and task.",
+  { "name", "ptxbench_sweep", "the experiment's name in the store" },
+  { "db", "results/ptxbench_sweep.db", "the store (created with its folder; run again to resume)" },
+  { "tasks", { "gemm_bf16/8192x7168x5120" }, "tasks or task groups, comma-separated (klab tasks lists them)" },
+  { "tags", { "hopper-no-hint", "hopper+cluster_multicast", "hopper+warp_specialization" },
+    "prompt tags, comma-separated (prompts/)" },
+  { "replicas", 4, "trajectories per model, task and tag" },
+  { "turns", 8, "turns per trajectory at most" },
+  { "target", 1.2, "stop a trajectory once every workload passes at this speedup" },
+  { "arch", "sm_90a", "the compile target" },
+  { "mode", "record-missing", "live, record-missing or replay (answers from the store only)" },
+  { "select", "fastest_verified", "the selection policy per trajectory" },
+  { "profile", false, "add the profile to the feedback" },
+  { "profile_after", 2, "from which turn the profile is added" },
+  { "responses_dir", "", "a folder of stored replies to answer from (as experiments/responses/)" },
+  { "log", "", "the log file (default: DB.log)" },
 }, { ... })
 
-os.execute("mkdir -p \"$(dirname '" .. o.db .. "')\"")
 local exp <close> = experiment.new {
   name = o.name, db = o.db, models = experiment.models_from(o), tasks = o.tasks, tags = o.tags,
   replicas = math.tointeger(o.replicas), turns = math.tointeger(o.turns), target_speedup = o.target,
@@ -45,7 +46,7 @@ local exp <close> = experiment.new {
   feedback = { profile = o.profile, profile_after = math.tointeger(o.profile_after) },
   log = o.log ~= "" and o.log or (o.db .. ".log"),
 }
-exp:run()
+local summary = exp:run()
 print(exp:table())
 print()
 print(string.format("%-24s %-28s %5s %8s %9s %8s", "model", "task", "n", "correct", "verified", "best"))
@@ -53,3 +54,6 @@ for _, c in ipairs(exp:cells()) do
   print(string.format("%-24s %-28s %5d %8d %9d %8s", c.model, c.task, c.n, c.correct, c.verified,
     c.best and string.format("%.3fx", c.best) or "-"))
 end
+-- The exit status (klab --help): 3 when nothing could be evaluated (model server
+-- unreachable, no GPU), else 0.
+return summary.status

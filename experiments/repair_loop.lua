@@ -14,27 +14,29 @@ local experiment = require "klab.experiment"
 local prompt = require "klab.experiment.prompt"
 
 local o = experiment.options(experiment.with_model_options {
-  name = "repair_loop",
-  db = "results/repair_loop.db",
-  task = "gemm_bf16/1000x1000x1000",
-  seed_kernel = "tasks/gemm/bad/low_precision",
-  replicas = 2,
-  turns = 5,
-  target = 0.0,
-  arch = "sm_90a",
-  mode = "record-missing",
-  profile_after = 2,
-  log = "",
+  about = "A repair loop: the model is shown a broken kernel and its evaluation, and repairs it turn by turn.",
+  { "name", "repair_loop", "the experiment's name in the store" },
+  { "db", "results/repair_loop.db", "the store (created with its folder; run again to resume)" },
+  { "task", "gemm_bf16/1000x1000x1000", "the task (klab tasks lists them)" },
+  { "seed_kernel", "tasks/gemm/bad/low_precision", "the broken kernel to repair (a candidate folder or file)" },
+  { "replicas", 2, "trajectories" },
+  { "turns", 5, "turns per trajectory at most" },
+  { "target", 0.0, "stop at a correct turn with this speedup (0: the first correct turn)" },
+  { "arch", "sm_90a", "the compile target" },
+  { "mode", "record-missing", "live, record-missing or replay (answers from the store only)" },
+  { "profile_after", 2, "from which turn the profile is added to the feedback" },
+  { "log", "", "the log file (default: DB.log)" },
 }, { ... })
 
-os.execute("mkdir -p \"$(dirname '" .. o.db .. "')\"")
-local seed = assert(require("klab.eval.candidate").load(o.seed_kernel))
+local command = require "klab.command"
+local seed, why = require("klab.eval.candidate").load(o.seed_kernel)
+if not seed then command.raise(("%s: seed_kernel=%s: %s"):format(arg[0], o.seed_kernel, why)) end
 
 -- The seed's own evaluation, as the model will see it.
-local store = require "klab.store"
-local db <close> = assert(store.open(o.db))
+local db <close> = experiment.open_store(o.db, arg[0])
 local ev <close> = require("klab.eval").session { db = db }
-local r = assert(ev:evaluate(o.task, seed, { arch = o.arch }))
+local r, rerr = ev:evaluate(o.task, seed, { arch = o.arch })
+if not r then command.raise(("%s: task=%s: %s"):format(arg[0], o.task, command.task_hint(rerr))) end
 local t = require("klab.task").get(o.task)
 local axes = {}
 for _, d in ipairs(t.dim_order) do axes[#axes + 1] = d .. "=" .. t.dims[d] end
@@ -51,6 +53,9 @@ local exp <close> = experiment.new {
   feedback = { template = "repair_feedback.md", profile = true, profile_after = math.tointeger(o.profile_after) },
   log = o.log ~= "" and o.log or (o.db .. ".log"),
 }
-exp:run()
+local summary = exp:run()
 print("seed kernel: " .. o.seed_kernel .. " -> " .. tostring(r.reason))
 print(exp:table())
+-- The exit status (klab --help): 3 when nothing could be evaluated (model server
+-- unreachable, no GPU), else 0.
+return summary.status

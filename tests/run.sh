@@ -1,12 +1,25 @@
 #!/bin/sh
-# tests/run.sh BUILD_DIR...: runs the C unit tests and the Lua tests of each
-# build directory and prints one closing line "N passed, N failed, N skipped".
+# tests/run.sh [--slurm] BUILD_DIR...: runs the C unit tests and the Lua tests
+# of each build directory, then (with --slurm) the Slurm test with the first,
+# and prints one closing
+# line "N passed, N failed, N skipped". Skipped tests are reported once per
+# reason over all suites and builds ("skip 68 tests: no GPU: ..."), before
+# the closing line; each suite's whole output, with the names of the tests
+# it skipped, is kept in BUILD_DIR/test-logs/.
 set -u
+slurm=0
+if [ "${1:-}" = "--slurm" ]; then slurm=1; shift; fi
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 total_p=0; total_f=0; total_s=0
 log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+skips=$(mktemp)
+trap 'rm -f "$log" "$skips"' EXIT
+
+keep() {   # keep BUILD NAME: saves $log as BUILD/test-logs/NAME.log and its skip lines
+    mkdir -p "$1/test-logs" && cp "$log" "$1/test-logs/$2.log"
+    grep -E '^skip ' "$log" >>"$skips"
+}
 
 add() {   # parses "... N passed, N failed, N skipped" lines from $log
     line=$(grep -E '[0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1)
@@ -38,20 +51,43 @@ for build in "$@"; do
         [ -x "$t" ] || continue
         case "$t" in *.d) continue;; esac
         run_suite 300 "$t"
-        tail -n 40 "$log" | grep -vE '^ctest ' | grep -E 'FAIL|skip|ERROR|Sanitizer|runtime error' | sed 's/^/  /'
+        tail -n 40 "$log" | grep -vE '^(ctest|skip) ' | grep -E 'FAIL|ERROR|Sanitizer|runtime error' | sed 's/^/  /'
         grep -E '^ctest ' "$log" | sed 's/^/  /'
+        keep "$build" "$(basename "$t")"
         add
         if [ $rc -ne 0 ] && ! grep -qE '[1-9][0-9]* failed' "$log"; then
             echo "  $t exited with status $rc"; total_f=$((total_f + 1))
         fi
     done
     run_suite 900 "$build/klab" tests/lua/run.lua
-    grep -E '^(FAIL|skip|    )|Sanitizer|runtime error' "$log" | sed 's/^/  /'
+    grep -vE '^(skip |  tests: )' "$log" | grep -E '^(FAIL|    )|Sanitizer|runtime error' | sed 's/^/  /'
     grep -E '^lua: ' "$log" | sed 's/^/  /'
+    keep "$build" lua
     add
     if [ $rc -ne 0 ] && ! grep -qE '[1-9][0-9]* failed' "$log"; then
         echo "  lua tests exited with status $rc"; tail -n 20 "$log"; total_f=$((total_f + 1))
     fi
 done
+# A sweep through a real single-node Slurm (tests/slurm/run.sh): once, with
+# the first build, since it starts daemons of its own.
+if [ $slurm -eq 1 ]; then
+    echo "== slurm ($1)"
+    run_suite 180 sh tests/slurm/run.sh "$1"
+    grep -vE '^skip ' "$log" | sed 's/^/  /'
+    keep "$1" slurm
+    add
+    if [ $rc -ne 0 ] && ! grep -qE '[1-9][0-9]* failed' "$log"; then
+        echo "  the slurm test exited with status $rc"; total_f=$((total_f + 1))
+    fi
+fi
+# "skip N tests: REASON" (the Lua runner) or "skip FILE:LINE: REASON" (a C
+# test, one each): summed by reason, in the order first seen.
+awk '
+    /^skip [0-9]+ tests?: / { n = $2; r = $0; sub(/^skip [0-9]+ tests?: /, "", r) }
+    !/^skip [0-9]+ tests?: / { n = 1; r = $0; sub(/^skip /, "", r) }
+    { if (!(r in count)) order[++k] = r; count[r] += n }
+    END { for (i = 1; i <= k; i++) printf "skip %d test%s: %s\n", count[order[i]], count[order[i]] == 1 ? "" : "s", order[i] }
+' "$skips"
+[ -s "$skips" ] && echo "(which tests: $(for b in "$@"; do printf '%s ' "$b/test-logs/"; done)"| sed 's/ $/)/'
 echo "$total_p passed, $total_f failed, $total_s skipped"
 [ "$total_f" -eq 0 ]

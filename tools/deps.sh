@@ -1,8 +1,14 @@
 #!/bin/sh
-# Installs the Debian packages klab's build and tests need, when missing.
-# Needs root (or sudo) only when something is missing.
+# Installs the Debian packages klab's build needs, when missing; with --test
+# also what only the tests need (chromium: the report is checked in a
+# headless browser). Needs root (or sudo) only when something is missing.
 set -eu
 pkgs="build-essential pkg-config liblua5.4-dev lua-cjson-dev libsqlite3-dev libcurl4-openssl-dev gnuplot-nox python3"
+if [ "${1:-}" = "--test" ]; then
+    # chromium: the report checked in a headless browser; slurm-wlm and
+    # munge: a sweep run through a local Slurm.
+    pkgs="$pkgs chromium slurm-wlm munge"
+fi
 missing=""
 for p in $pkgs; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing="$missing $p"

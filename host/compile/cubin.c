@@ -73,6 +73,9 @@ void cubin_free(cubin_info *ci)
         free(ci->kernels[i].name);
     for (int i = 0; i < ci->nsymbols; i++)
         free(ci->symbols[i].name);
+    for (int i = 0; i < ci->nglobals; i++)
+        free(ci->globals[i].name);
+    free(ci->globals);
     free(ci->kernels);
     free(ci->symbols);
     memset(ci, 0, sizeof *ci);
@@ -253,6 +256,43 @@ int cubin_parse(const void *data, size_t size, cubin_info *ci, ks_status *st)
                 k->param_bytes = -1;
                 k->max_reg_count = -1;
             }
+        }
+    }
+
+    /* Writable globals: data objects defined in .nv.global(.init). */
+    if (symsec >= 0) {
+        const Elf64_Shdr *s = &sh[symsec];
+        size_t nsym = s->sh_size / sizeof(Elf64_Sym);
+        ci->globals = calloc(nsym ? nsym : 1, sizeof *ci->globals);
+        if (!ci->globals) {
+            rc = ks_fail(st, KS_ENOMEM, 0, "cubin: out of memory");
+            goto out;
+        }
+        for (size_t i = 0; i < nsym; i++) {
+            Elf64_Sym sym;
+            memcpy(&sym, r.p + s->sh_offset + i * sizeof sym, sizeof sym);
+            if (ELF64_ST_TYPE(sym.st_info) != STT_OBJECT || sym.st_shndx == SHN_UNDEF ||
+                sym.st_shndx >= (unsigned)nsec)
+                continue;
+            const char *sec = str_at(&r, shstr, sh[sym.st_shndx].sh_name);
+            const char *which = NULL;
+            if (sec && strcmp(sec, ".nv.global") == 0)
+                which = ".nv.global";
+            else if (sec && strcmp(sec, ".nv.global.init") == 0)
+                which = ".nv.global.init";
+            if (!which)
+                continue;
+            cubin_global *g = &ci->globals[ci->nglobals];
+            if (!(g->name = dup_str(ci->symbols[i].name))) {
+                rc = ks_fail(st, KS_ENOMEM, 0, "cubin: out of memory");
+                goto out;
+            }
+            ci->nglobals++;
+            g->section = which;
+            g->offset = sym.st_value;
+            g->bytes = sym.st_size;
+            g->section_bytes = sh[sym.st_shndx].sh_size;
+            g->bind = ELF64_ST_BIND(sym.st_info);
         }
     }
 

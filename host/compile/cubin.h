@@ -45,6 +45,18 @@ typedef struct cubin_symbol {
     unsigned shndx;                 /* section index (st_shndx) */
 } cubin_symbol;
 
+/* A module global: a defined data object in a writable global section
+ * (.nv.global, zero-initialised; .nv.global.init, initialised), which a
+ * kernel can write and which keeps its contents from launch to launch. */
+typedef struct cubin_global {
+    char *name;
+    const char *section;            /* ".nv.global" or ".nv.global.init" (static strings) */
+    uint64_t offset;                /* st_value: offset in the section */
+    uint64_t bytes;                 /* st_size */
+    uint64_t section_bytes;         /* the whole section's size */
+    unsigned char bind;             /* STB_LOCAL (static), STB_GLOBAL, STB_WEAK */
+} cubin_global;
+
 typedef struct cubin_info {
     int elf_type;                   /* ET_EXEC (2) for a loadable cubin, ET_REL (1) relocatable */
     int sm;                         /* e_flags bits 8..15, e.g. 90 or 100 */
@@ -54,6 +66,8 @@ typedef struct cubin_info {
     cubin_symbol *symbols;
     int nsymbols;
     int reserved_smem;              /* the cubin has .nv.reservedSmem.* symbols */
+    cubin_global *globals;          /* writable module globals */
+    int nglobals;
 } cubin_info;
 
 /* Parses data[0..size). On success *out owns allocations freed by

@@ -22,6 +22,16 @@ void includes_toolkit_roots(char roots[][4096], int *n)
         (*n)++;
 }
 
+/* A #line directive: from pos on, the physical line phys is line `line`
+ * of file `file` ("" keeps the name). */
+typedef struct line_mark {
+    size_t pos;
+    long phys, line;
+    char file[256];
+} line_mark;
+
+#define MAX_LINE_MARKS 64
+
 /* The source after splicing, and where lines were spliced away. */
 typedef struct lx {
     char *s;
@@ -32,10 +42,12 @@ typedef struct lx {
     char (*roots)[4096];
     int nroots;
     ks_status *st;
+    line_mark marks[MAX_LINE_MARKS];
+    int nmarks;
 } lx;
 
-/* The line (1-based, of the original text) of position pos of s. */
-static long line_at(const lx *x, size_t pos)
+/* The physical line (1-based, of the original text) of position pos of s. */
+static long phys_line(const lx *x, size_t pos)
 {
     long line = 1;
     for (size_t i = 0; i < pos && i < x->n; i++)
@@ -59,13 +71,6 @@ static int is_newline(const lx *x, size_t k)
 
 static int ident_start(int c) { return c == '_' || c == '$' || isalpha(c) || c >= 0x80 || c == '\\'; }
 static int ident_char(int c) { return ident_start(c) || isdigit(c); }
-
-static int refuse_at(lx *x, size_t pos, const char *fmt, const char *what)
-{
-    char why[300];
-    snprintf(why, sizeof why, fmt, what);
-    return ks_fail(x->st, KS_ECOMPILE, 0, "%s:%ld: %s", x->name, line_at(x, pos), why);
-}
 
 /* Skips a block comment starting at pos ("/" "*"); 1 when it held a newline. */
 static int skip_block_comment(lx *x)
@@ -119,6 +124,62 @@ static void skip_hspace(lx *x)
             return;
     }
 }
+
+static int refuse_at(lx *x, size_t pos, const char *fmt, const char *what)
+{
+    char why[300];
+    snprintf(why, sizeof why, fmt, what);
+    /* Where the compiler would say it is: after the last #line before it. */
+    long line = phys_line(x, pos);
+    const char *file = x->name;
+    for (int i = x->nmarks - 1; i >= 0; i--)
+        if (x->marks[i].pos <= pos) {
+            line = x->marks[i].line + (line - x->marks[i].phys);
+            if (x->marks[i].file[0])
+                file = x->marks[i].file;
+            break;
+        }
+    return ks_fail(x->st, KS_ECOMPILE, 0, "%s:%ld: %s", file, line, why);
+}
+
+/* #line N ["file"]: noted for messages (a malformed one is the compiler's
+ * to refuse). pos is after the directive name. */
+static void note_line(lx *x)
+{
+    skip_hspace(x);
+    long n = 0;
+    int digits = 0;
+    while (x->pos < x->n && isdigit((unsigned char)x->s[x->pos]) && n < 100000000) {
+        n = n * 10 + (x->s[x->pos++] - '0');
+        digits++;
+    }
+    if (!digits || x->nmarks == MAX_LINE_MARKS)
+        return;
+    line_mark *m = &x->marks[x->nmarks];
+    m->file[0] = '\0';
+    skip_hspace(x);
+    if (at(x, 0) == '"') {
+        size_t k = 0;
+        x->pos++;
+        while (x->pos < x->n && x->s[x->pos] != '"' && !is_newline(x, 0)) {
+            char c = x->s[x->pos++];
+            if (k + 1 < sizeof m->file)
+                m->file[k++] = (unsigned char)c < 0x20 ? '?' : c;
+        }
+        m->file[k] = '\0';
+    }
+    /* It numbers the line after it. */
+    size_t p = x->pos;
+    while (p < x->n && x->s[p] != '\n' && x->s[p] != '\r')
+        p++;
+    if (p < x->n)
+        p++;
+    m->pos = p;
+    m->phys = phys_line(x, p);
+    m->line = n;
+    x->nmarks++;
+}
+
 
 /* Whether name may be included: relative, no "..", no backslash or control
  * characters, and a regular file under one of the roots once resolved. */
@@ -230,6 +291,8 @@ static int directive(lx *x, size_t where)
     }
     if (!strcmp(name, "embed"))
         return refuse_at(x, where, "%s is not allowed: candidates may not read files", "#embed");
+    if (!strcmp(name, "line"))
+        note_line(x);
     return KS_OK;
 }
 

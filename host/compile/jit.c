@@ -226,16 +226,27 @@ static int device_launch_name(const char *s, size_t n)
     return 0;
 }
 
-/* External functions ptxas resolves itself in a whole-program compile
- * (device printf, malloc/free, assert). */
+/* External functions the driver provides to whole-program code: device
+ * printf and assert, which honest kernels use and nvcc builds. */
 static int system_call_name(const char *s, size_t n)
 {
-    static const char *const names[] = {"vprintf", "malloc", "free", "__assertfail", NULL};
+    static const char *const names[] = {"vprintf", "__assertfail", NULL};
     for (int i = 0; names[i]; i++)
         if (strlen(names[i]) == n && memcmp(s, names[i], n) == 0)
             return 1;
     return 0;
 }
+
+/* Device-side malloc and free: refused, because the device heap outlives a
+ * launch, so a kernel could keep results there from one run to the next,
+ * out of reach of the globals klab restores before every run. */
+static int device_heap_name(const char *s, size_t n)
+{
+    return (n == 6 && memcmp(s, "malloc", 6) == 0) || (n == 4 && memcmp(s, "free", 4) == 0);
+}
+
+#define HEAP_REASON "device-side malloc/free is not allowed (the device heap outlives a launch, so state could " \
+                    "carry from one run to the next): the code calls %.*s"
 
 static int ident_char(char c)
 {
@@ -293,6 +304,10 @@ int jit_check_ptx(const char *ptx, size_t len, ks_status *st)
         size_t nlen = (size_t)(q - nb);
         if (nlen && system_call_name(nb, nlen))
             continue;
+        if (nlen && device_heap_name(nb, nlen)) {
+            rc = ks_fail(st, KS_EREJECT, 0, HEAP_REASON, (int)nlen, nb);
+            break;
+        }
         rc = ks_fail(st, KS_EREJECT, 0,
                      "unresolved external function %.*s: relocatable code is not allowed "
                      "(whole-program kernels only, every function must have a body)",
@@ -316,9 +331,13 @@ static int check_cubin(const cubin_info *ci, ks_status *st)
             return ks_fail(st, KS_EREJECT, 0,
                            "device-side kernel launch (dynamic parallelism) is not allowed: the cubin has symbol %s",
                            s->name);
-        /* Weak undefined .nv.reservedSmem.* symbols are resolved by the
-         * driver; a global undefined symbol needs a link step. */
-        if (s->undefined && n && s->bind == 1 /* STB_GLOBAL */ && strncmp(s->name, ".nv.", 4) != 0)
+        if (s->undefined && device_heap_name(s->name, n))
+            return ks_fail(st, KS_EREJECT, 0, HEAP_REASON, (int)n, s->name);
+        /* Weak undefined .nv.reservedSmem.* symbols and the driver's own
+         * system calls (printf, assert) are resolved at load; any other
+         * global undefined symbol needs a link step. */
+        if (s->undefined && n && s->bind == 1 /* STB_GLOBAL */ && strncmp(s->name, ".nv.", 4) != 0 &&
+            !system_call_name(s->name, n))
             return ks_fail(st, KS_EREJECT, 0,
                            "the cubin has an unresolved symbol %s: relocatable code is not allowed",
                            s->name);
@@ -1222,9 +1241,27 @@ static int nvrtc_reject_reason(const char *log, const char *arch, ks_status *st)
     first_error(log, first, sizeof first);
     if (strstr(log, "invalid value for --gpu-architecture") || strstr(log, "invalid value for -arch"))
         return ks_fail(st, KS_EREJECT, 0, "NVRTC does not know the target %s: %s", arch, first);
+    /* A device-side launch however it is spelled: the device runtime's
+     * entry points (cudaGetParameterBuffer, __cudaCDP2*, cudaLaunchDevice)
+     * appear in the log as the names ptxas could not resolve. */
+    for (const char *p = log; *p;) {
+        if (!ident_char(*p)) {
+            p++;
+            continue;
+        }
+        const char *q = p;
+        while (*q && ident_char(*q))
+            q++;
+        if (device_launch_name(p, (size_t)(q - p)))
+            return ks_fail(st, KS_EREJECT, 0,
+                           "device-side kernel launch (dynamic parallelism) is not allowed: the code uses %.*s",
+                           (int)(q - p > 80 ? 80 : q - p), p);
+        if (device_heap_name(p, (size_t)(q - p)) && strstr(log, "nresolved"))
+            return ks_fail(st, KS_EREJECT, 0, HEAP_REASON, (int)(q - p), p);
+        p = q;
+    }
     if (strstr(log, "relocatable device code") || strstr(log, "-rdc=true") ||
-        strstr(log, "dynamic parallelism") || strstr(log, "device-side kernel launch") ||
-        strstr(log, "cudaLaunchDevice") || strstr(log, "cudaGetParameterBuffer"))
+        strstr(log, "dynamic parallelism") || strstr(log, "device-side kernel launch"))
         return ks_fail(st, KS_EREJECT, 0,
                        "device-side kernel launch (dynamic parallelism) or relocatable code is not allowed: %s",
                        first);

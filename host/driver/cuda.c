@@ -52,6 +52,7 @@
     X(cuModuleLoadDataEx, PFN_cuModuleLoadDataEx_v2010, CUDA_VERSION, 1)       \
     X(cuModuleUnload, PFN_cuModuleUnload_v2000, CUDA_VERSION, 1)               \
     X(cuModuleGetFunction, PFN_cuModuleGetFunction_v2000, CUDA_VERSION, 1)     \
+    X(cuModuleGetGlobal, PFN_cuModuleGetGlobal_v3020, CUDA_VERSION, 1)          \
     X(cuFuncGetAttribute, PFN_cuFuncGetAttribute_v2020, CUDA_VERSION, 1)       \
     X(cuFuncSetAttribute, PFN_cuFuncSetAttribute_v9000, CUDA_VERSION, 1)       \
     X(cuFuncGetParamInfo, PFN_cuFuncGetParamInfo_v12040, CUDA_VERSION, 0)      \
@@ -691,6 +692,24 @@ int cuda_func_get(cuda_ctx *c, CUmodule m, const char *name, CUfunction *out, ks
     if (r)
         *out = NULL;
     return ctx_fail(c, st, r, "cuModuleGetFunction");
+}
+
+int cuda_module_global(cuda_ctx *c, CUmodule m, const char *name, CUdeviceptr *ptr, size_t *bytes,
+                       ks_status *st)
+{
+    *ptr = 0;
+    *bytes = 0;
+    if (!name)
+        return ks_fail(st, KS_EINVAL, 0, "no global name");
+    if (cuda_ctx_use(c, st))
+        return st->code;
+    CUresult r = api.p_cuModuleGetGlobal(ptr, bytes, m, name);
+    if (r == CUDA_ERROR_NOT_FOUND) {
+        *ptr = 0;
+        *bytes = 0;
+        return ks_fail(st, KS_ENOTFOUND, r, "the module has no global named '%s'", name);
+    }
+    return ctx_fail(c, st, r, "cuModuleGetGlobal");
 }
 
 int cuda_func_attributes(cuda_ctx *c, CUfunction f, cuda_func_attrs *a, ks_status *st)

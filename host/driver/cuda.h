@@ -157,6 +157,11 @@ int cuda_module_load(cuda_ctx *c, const void *image, size_t n, CUmodule *out,
 
 int cuda_module_unload(cuda_ctx *c, CUmodule m, ks_status *st);
 
+/* cuModuleGetGlobal: the address and size of a module global (a
+ * __device__ variable); KS_ENOTFOUND when the module has none by that name. */
+int cuda_module_global(cuda_ctx *c, CUmodule m, const char *name, CUdeviceptr *ptr, size_t *bytes,
+                       ks_status *st);
+
 /* cuModuleGetFunction; KS_ENOTFOUND when the module has no such kernel. */
 int cuda_func_get(cuda_ctx *c, CUmodule m, const char *name, CUfunction *out, ks_status *st);
 

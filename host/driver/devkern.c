@@ -6,6 +6,8 @@
 #include <string.h>
 #include <strings.h>
 
+extern const char klab_kernel_prelude[];
+extern const unsigned long klab_kernel_prelude_len;
 extern const char klab_kernel_judge[];
 extern const unsigned long klab_kernel_judge_len;
 
@@ -15,7 +17,7 @@ extern const unsigned long klab_kernel_judge_len;
 struct devkern {
     cuda_ctx *ctx;
     CUmodule mod;
-    CUfunction fill, pattern, pattern_check, checksum, compare, bitdiff, gemm_ref, convert;
+    CUfunction fill, pattern, pattern_check, checksum, compare, bitdiff, gather, positions, convert;
     CUdeviceptr scratch;
 };
 
@@ -54,6 +56,13 @@ size_t kd_dtype_size(int dt)
     return dt >= 0 && dt < KD_NTYPES ? sizes[dt] : 0;
 }
 
+const char *devkern_prelude(size_t *len)
+{
+    if (len)
+        *len = klab_kernel_prelude_len;
+    return klab_kernel_prelude;
+}
+
 const char *devkern_source(size_t *len)
 {
     if (len)
@@ -80,7 +89,7 @@ int devkern_open(cuda_ctx *c, const void *cubin, size_t n, devkern **out, ks_sta
     } fns[] = {
         {"k_fill", &k->fill}, {"k_pattern", &k->pattern}, {"k_pattern_check", &k->pattern_check},
         {"k_checksum", &k->checksum}, {"k_compare", &k->compare}, {"k_bitdiff", &k->bitdiff},
-        {"k_gemm_ref", &k->gemm_ref}, {"k_convert", &k->convert},
+        {"k_gather", &k->gather}, {"k_positions", &k->positions}, {"k_convert", &k->convert},
     };
     for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) {
         rc = cuda_func_get(c, k->mod, fns[i].name, fns[i].fn, st);
@@ -268,24 +277,26 @@ int devkern_bitdiff(devkern *k, CUstream s, CUdeviceptr a, CUdeviceptr b, size_t
     return KS_OK;
 }
 
-int devkern_gemm_ref(devkern *k, CUstream s, CUdeviceptr A, int dta, CUdeviceptr B, int dtb,
-                     CUdeviceptr C, unsigned M, unsigned N, unsigned K, double scale, ks_status *st)
+int devkern_gather(devkern *k, CUstream s, CUdeviceptr src, int dt, CUdeviceptr positions, size_t n,
+                   size_t unit, CUdeviceptr dst, ks_status *st)
 {
-    if (check_dtype(dta, st) != KS_OK || check_dtype(dtb, st) != KS_OK)
+    if (check_dtype(dt, st) != KS_OK)
         return st->code;
-    if (M == 0 || N == 0 || K == 0)
-        return ks_fail(st, KS_EINVAL, 0, "empty GEMM %ux%ux%u", M, N, K);
-    cuda_launch l;
-    memset(&l, 0, sizeof l);
-    l.grid[0] = (N + 15) / 16;
-    l.grid[1] = (M + 15) / 16;
-    l.grid[2] = 1;
-    l.block[0] = 16;
-    l.block[1] = 16;
-    l.block[2] = 1;
-    l.stream = s;
-    void *params[] = {&A, &dta, &B, &dtb, &C, &M, &N, &K, &scale};
-    return cuda_launch_kernel(k->ctx, k->gemm_ref, &l, params, st);
+    if (unit == 0 || n > SIZE_MAX / unit)
+        return ks_fail(st, KS_EINVAL, 0, "gather: %zu units of %zu elements", n, unit);
+    unsigned long long nn = n, uu = unit;
+    void *params[] = {&src, &dt, &positions, &nn, &uu, &dst};
+    return launch_1d(k, s, k->gather, n * unit, params, st);
+}
+
+int devkern_positions(devkern *k, CUstream s, CUdeviceptr out, size_t n, uint64_t total, uint64_t seed,
+                      ks_status *st)
+{
+    if (total == 0)
+        return ks_fail(st, KS_EINVAL, 0, "positions: no units to draw from");
+    unsigned long long nn = n, tt = total, ss = seed;
+    void *params[] = {&out, &nn, &tt, &ss};
+    return launch_1d(k, s, k->positions, n, params, st);
 }
 
 int devkern_convert(devkern *k, CUstream s, CUdeviceptr src, int dts, CUdeviceptr dst, int dtd,

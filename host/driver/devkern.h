@@ -37,12 +37,18 @@ const char *kd_dtype_name(int dt);
 /* Bytes per element, 0 for an unknown type. */
 size_t kd_dtype_size(int dt);
 
-/* The embedded CUDA source of the judge kernels. */
+/* The embedded CUDA source of the judge kernels; compile it after the
+ * prelude. */
 const char *devkern_source(size_t *len);
+
+/* The embedded prelude (host/driver/kernels/prelude.cu): klab's element
+ * types, compiled in front of the judge kernels and of every task's
+ * reference and shipped baseline kernels. */
+const char *devkern_prelude(size_t *len);
 
 typedef struct devkern devkern;
 
-/* Loads the judge kernels from a cubin compiled from devkern_source() for
+/* Loads the judge kernels from a cubin compiled from the prelude and devkern_source() for
  * this device. */
 int devkern_open(cuda_ctx *c, const void *cubin, size_t n, devkern **out, ks_status *st);
 
@@ -86,10 +92,15 @@ int devkern_compare(devkern *k, CUstream s, CUdeviceptr got, int dt, CUdeviceptr
 int devkern_bitdiff(devkern *k, CUstream s, CUdeviceptr a, CUdeviceptr b, size_t nbytes,
                     uint64_t *count, uint64_t *first, ks_status *st);
 
-/* C[M,N] (fp32) = scale * A[M,K] . B[N,K]^T with fp64 accumulation; A and B
- * row-major of types dta and dtb. */
-int devkern_gemm_ref(devkern *k, CUstream s, CUdeviceptr A, int dta, CUdeviceptr B, int dtb,
-                     CUdeviceptr C, unsigned M, unsigned N, unsigned K, double scale, ks_status *st);
+/* dst[i*unit + e] = src[positions[i]*unit + e] for i < n, e < unit, both of
+ * type dt; positions is a device array of n u64 unit indices. */
+int devkern_gather(devkern *k, CUstream s, CUdeviceptr src, int dt, CUdeviceptr positions, size_t n,
+                   size_t unit, CUdeviceptr dst, ks_status *st);
+
+/* out[i] (u64, i < n) = a position drawn uniformly from [0, total), a pure
+ * function of (seed, i). */
+int devkern_positions(devkern *k, CUstream s, CUdeviceptr out, size_t n, uint64_t total, uint64_t seed,
+                      ks_status *st);
 
 /* Converts n elements from type dts at src to type dtd at dst. */
 int devkern_convert(devkern *k, CUstream s, CUdeviceptr src, int dts, CUdeviceptr dst, int dtd,

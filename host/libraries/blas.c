@@ -88,6 +88,66 @@ size_t blas_dtype_out_bytes(int dtype)
     }
 }
 
+static const char *const epi_names[BLAS_EPI_COUNT] = {
+    [BLAS_EPI_NONE] = "none", [BLAS_EPI_BIAS] = "bias", [BLAS_EPI_RELU] = "relu",
+    [BLAS_EPI_RELU_BIAS] = "relu_bias", [BLAS_EPI_GELU] = "gelu", [BLAS_EPI_GELU_BIAS] = "gelu_bias",
+};
+
+const char *blas_epilogue_name(int epilogue)
+{
+    return epilogue >= 0 && epilogue < BLAS_EPI_COUNT ? epi_names[epilogue] : "?";
+}
+
+int blas_epilogue_parse(const char *s, blas_epilogue *out, ks_status *st)
+{
+    for (int i = 0; s && i < BLAS_EPI_COUNT; i++)
+        if (strcmp(s, epi_names[i]) == 0) {
+            *out = (blas_epilogue)i;
+            return KS_OK;
+        }
+    return ks_fail(st, KS_EINVAL, 0,
+                   "unknown GEMM epilogue '%s' (expected none, bias, relu, relu_bias, gelu or gelu_bias)",
+                   s ? s : "(null)");
+}
+
+int blas_epilogue_has_bias(int epilogue)
+{
+    return epilogue == BLAS_EPI_BIAS || epilogue == BLAS_EPI_RELU_BIAS || epilogue == BLAS_EPI_GELU_BIAS;
+}
+
+static int64_t batch_of(const blas_gemm_desc *d)
+{
+    return d->batch > 1 ? d->batch : 1;
+}
+
+void blas_gemm_operand_bytes(const blas_gemm_desc *d, blas_gemm_bytes *out)
+{
+    memset(out, 0, sizeof *out);
+    int64_t b = batch_of(d);
+    size_t in = blas_dtype_in_bytes((int)d->dtype), o = blas_dtype_out_bytes((int)d->dtype);
+    int64_t ma = d->M * d->K, mb = d->N * d->K, mc = d->M * d->N;
+    int64_t sa = d->stride_a ? d->stride_a : ma, sb = d->stride_b ? d->stride_b : mb;
+    int64_t sc = d->stride_c ? d->stride_c : mc;
+    out->a = (size_t)((b - 1) * sa + ma) * in;
+    out->b = (size_t)((b - 1) * sb + mb) * in;
+    out->c = (size_t)((b - 1) * sc + mc) * o;
+    if (blas_epilogue_has_bias(d->epilogue))
+        out->bias = (size_t)d->N * (d->bias_f32 ? 4 : o);
+}
+
+/* The alignment in bytes (a power of two, at most BLAS_PTR_ALIGN) of every
+ * batch member when the first is BLAS_PTR_ALIGN-aligned. */
+static int member_align(int64_t batch, int64_t stride, size_t elem)
+{
+    if (batch <= 1)
+        return BLAS_PTR_ALIGN;
+    uint64_t bytes = (uint64_t)stride * elem;
+    int a = BLAS_PTR_ALIGN;
+    while (a > 1 && bytes % (uint64_t)a)
+        a /= 2;
+    return a;
+}
+
 /* ---- the mapping ------------------------------------------------------- */
 
 /*
@@ -107,6 +167,12 @@ size_t blas_dtype_out_bytes(int dtype)
  * A is the caller's B (their fp8 scales swap too). TN is exactly what
  * Hopper's fp8 kernels require (A transposed, B not; both K-major), so all
  * four dtypes share one mapping.
+ *
+ * The other layouts change only how each buffer is read. B stored [K,N]
+ * is column-major N×K (ld N), already B' = op(A_lt): TRANSA = N. A stored
+ * [K,M] is column-major M×K (ld M), whose transpose is the K×M wanted:
+ * TRANSB = T. A batch keeps the mapping per member; cuBLASLt's A and B
+ * strides are the caller's B and A strides.
  */
 int blas_gemm_map_dims(const blas_gemm_desc *d, blas_gemm_map *out, ks_status *st)
 {
@@ -133,23 +199,73 @@ int blas_gemm_map_dims(const blas_gemm_desc *d, blas_gemm_map *out, ks_status *s
         return ks_fail(st, KS_EINVAL, 0,
                        "e4m3 GEMM needs K a multiple of 16 (16-byte aligned K-major rows), got K=%lld",
                        (long long)d->K);
+    if (d->a_layout != BLAS_A_MK && d->a_layout != BLAS_A_KM)
+        return ks_fail(st, KS_EINVAL, 0, "unknown layout %d for A (mk or km)", d->a_layout);
+    if (d->b_layout != BLAS_B_NK && d->b_layout != BLAS_B_KN)
+        return ks_fail(st, KS_EINVAL, 0, "unknown layout %d for B (nk or kn)", d->b_layout);
+    if (d->dtype == BLAS_E4M3 && (d->a_layout != BLAS_A_MK || d->b_layout != BLAS_B_NK))
+        return ks_fail(st, KS_EINVAL, 0, "e4m3 GEMM needs A [M,K] and B [N,K] (the TN layout Hopper's fp8 "
+                       "kernels take)");
+    if (d->epilogue < 0 || d->epilogue >= BLAS_EPI_COUNT)
+        return ks_fail(st, KS_EINVAL, 0, "unknown GEMM epilogue %d", d->epilogue);
+    if (d->bias_f32 && !blas_epilogue_has_bias(d->epilogue))
+        return ks_fail(st, KS_EINVAL, 0, "an fp32 bias needs an epilogue with a bias (bias, relu_bias, gelu_bias)");
+    int64_t b = batch_of(d);
+    if (d->batch < 0 || b > lim)
+        return ks_fail(st, KS_EINVAL, 0, "GEMM batch must be >= 1, got %lld", (long long)d->batch);
+    const struct { const char *name; int64_t v, min; } strides[3] = {
+        {"stride_a", d->stride_a, d->M * d->K}, {"stride_b", d->stride_b, d->N * d->K},
+        {"stride_c", d->stride_c, d->M * d->N}};
+    for (int i = 0; i < 3; i++) {
+        if (strides[i].v && b == 1)
+            return ks_fail(st, KS_EINVAL, 0, "%s applies to batched GEMMs (batch > 1)", strides[i].name);
+        if (strides[i].v && strides[i].v < strides[i].min)
+            return ks_fail(st, KS_EINVAL, 0, "%s (%lld elements) is less than one matrix (%lld): batch members "
+                           "would overlap", strides[i].name, (long long)strides[i].v, (long long)strides[i].min);
+        if ((double)(strides[i].v ? strides[i].v : strides[i].min) * (double)b > (double)lim * 16)
+            return ks_fail(st, KS_EINVAL, 0, "batched GEMM too large (%s x batch)", strides[i].name);
+    }
 
     memset(out, 0, sizeof *out);
     out->m = (uint64_t)d->N;
     out->n = (uint64_t)d->M;
     out->k = (uint64_t)d->K;
-    out->transa = 1;
-    out->transb = 0;
     out->a_is_user_b = 1;
-    out->a_rows = (uint64_t)d->K;
-    out->a_cols = (uint64_t)d->N;
-    out->lda = d->K;
-    out->b_rows = (uint64_t)d->K;
-    out->b_cols = (uint64_t)d->M;
-    out->ldb = d->K;
+    /* cuBLASLt's A is the caller's B: op(A_lt) must be B' (N×K). */
+    if (d->b_layout == BLAS_B_NK) {
+        out->transa = 1;
+        out->a_rows = (uint64_t)d->K;
+        out->a_cols = (uint64_t)d->N;
+        out->lda = d->K;
+    } else {
+        out->transa = 0;
+        out->a_rows = (uint64_t)d->N;
+        out->a_cols = (uint64_t)d->K;
+        out->lda = d->N;
+    }
+    /* cuBLASLt's B is the caller's A: op(B_lt) must be A'ᵀ (K×M). */
+    if (d->a_layout == BLAS_A_MK) {
+        out->transb = 0;
+        out->b_rows = (uint64_t)d->K;
+        out->b_cols = (uint64_t)d->M;
+        out->ldb = d->K;
+    } else {
+        out->transb = 1;
+        out->b_rows = (uint64_t)d->M;
+        out->b_cols = (uint64_t)d->K;
+        out->ldb = d->M;
+    }
     out->c_rows = (uint64_t)d->N;
     out->c_cols = (uint64_t)d->M;
     out->ldc = d->N;
+    out->batch = b;
+    out->stride_a = d->stride_b ? d->stride_b : d->N * d->K;
+    out->stride_b = d->stride_a ? d->stride_a : d->M * d->K;
+    out->stride_c = d->stride_c ? d->stride_c : d->M * d->N;
+    size_t in = blas_dtype_in_bytes((int)d->dtype), o = blas_dtype_out_bytes((int)d->dtype);
+    out->align_a = member_align(b, out->stride_a, in);
+    out->align_b = member_align(b, out->stride_b, in);
+    out->align_c = member_align(b, out->stride_c, o);
     return KS_OK;
 }
 
@@ -215,6 +331,7 @@ typedef struct lt_api {
     __typeof__(cublasLtMatmulDescSetAttribute) *desc_set;
     __typeof__(cublasLtMatrixLayoutCreate) *layout_create;
     __typeof__(cublasLtMatrixLayoutDestroy) *layout_destroy;
+    __typeof__(cublasLtMatrixLayoutSetAttribute) *layout_set;
     __typeof__(cublasLtMatmulPreferenceCreate) *pref_create;
     __typeof__(cublasLtMatmulPreferenceDestroy) *pref_destroy;
     __typeof__(cublasLtMatmulPreferenceSetAttribute) *pref_set;
@@ -246,6 +363,7 @@ static const lt_api *api_load(ks_status *st)
         {"cublasLtMatmulDescSetAttribute", (void **)&a.desc_set},
         {"cublasLtMatrixLayoutCreate", (void **)&a.layout_create},
         {"cublasLtMatrixLayoutDestroy", (void **)&a.layout_destroy},
+        {"cublasLtMatrixLayoutSetAttribute", (void **)&a.layout_set},
         {"cublasLtMatmulPreferenceCreate", (void **)&a.pref_create},
         {"cublasLtMatmulPreferenceDestroy", (void **)&a.pref_destroy},
         {"cublasLtMatmulPreferenceSetAttribute", (void **)&a.pref_set},
@@ -452,6 +570,7 @@ struct blas_gemm_plan {
     CUdeviceptr ws;                 /* the plan's own workspace */
     CUdeviceptr unit;               /* fp8: 1.0f at +0 and at +16 */
     CUdeviceptr set_a, set_b;       /* the scale pointers now in op (cuBLASLt's A and B) */
+    CUdeviceptr set_bias;           /* the bias pointer now in op */
     int bound;
     blas_gemm_args args;
 };
@@ -475,15 +594,123 @@ static cudaDataType_t out_type(blas_dtype t)
     }
 }
 
-/* "e4m3 x e4m3 -> bf16 (compute f32), M=.. N=.. K=.." for messages. */
+static void with_defaults(const blas_gemm_desc *in, blas_gemm_desc *d);
+
+/* "e4m3 x e4m3 -> bf16 (compute f32), M=.. N=.. K=.." for messages, with
+ * the batch and epilogue when there are. */
 static void case_name(const blas_gemm_desc *d, char *buf, size_t n)
 {
     const char *out = d->dtype == BLAS_E4M3 ? "bf16" : blas_dtype_name((int)d->dtype);
-    snprintf(buf, n, "%s x %s -> %s (compute %s%s), M=%lld N=%lld K=%lld",
+    char batch[48] = "", epi[48] = "";
+    if (batch_of(d) > 1)
+        snprintf(batch, sizeof batch, ", batch %lld", (long long)batch_of(d));
+    if (d->epilogue != BLAS_EPI_NONE)
+        snprintf(epi, sizeof epi, ", epilogue %s%s", blas_epilogue_name(d->epilogue),
+                 d->bias_f32 ? " (f32 bias)" : "");
+    snprintf(buf, n, "%s x %s -> %s (compute %s%s), M=%lld N=%lld K=%lld%s%s",
              blas_dtype_name((int)d->dtype), blas_dtype_name((int)d->dtype), out,
              blas_compute_name((int)d->compute),
              d->dtype == BLAS_E4M3 && d->fast_accum ? ", fast accum" : "",
-             (long long)d->M, (long long)d->N, (long long)d->K);
+             (long long)d->M, (long long)d->N, (long long)d->K, batch, epi);
+}
+
+static cublasLtEpilogue_t lt_epilogue(int e)
+{
+    switch (e) {
+    case BLAS_EPI_BIAS: return CUBLASLT_EPILOGUE_BIAS;
+    case BLAS_EPI_RELU: return CUBLASLT_EPILOGUE_RELU;
+    case BLAS_EPI_RELU_BIAS: return CUBLASLT_EPILOGUE_RELU_BIAS;
+    case BLAS_EPI_GELU: return CUBLASLT_EPILOGUE_GELU;
+    case BLAS_EPI_GELU_BIAS: return CUBLASLT_EPILOGUE_GELU_BIAS;
+    default: return CUBLASLT_EPILOGUE_DEFAULT;
+    }
+}
+
+/* A layout of type t, rows × cols, leading dimension ld, with the batch. */
+static int make_layout(const lt_api *api, cublasLtMatrixLayout_t *l, cudaDataType_t t, uint64_t rows,
+                       uint64_t cols, int64_t ld, int64_t batch, int64_t stride, const char *what, ks_status *st)
+{
+    char w[96];
+    snprintf(w, sizeof w, "cublasLtMatrixLayoutCreate(%s)", what);
+    if (blas_fail(st, api->layout_create(l, t, rows, cols, ld), w))
+        return st->code;
+    if (batch > 1) {
+        int32_t count = (int32_t)batch;
+        snprintf(w, sizeof w, "cublasLtMatrixLayoutSetAttribute(%s, BATCH_COUNT)", what);
+        if (blas_fail(st, api->layout_set(*l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count), w))
+            return st->code;
+        snprintf(w, sizeof w, "cublasLtMatrixLayoutSetAttribute(%s, STRIDED_BATCH_OFFSET)", what);
+        if (blas_fail(st, api->layout_set(*l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride),
+                      w))
+            return st->code;
+    }
+    return KS_OK;
+}
+
+/* The matmul descriptor and the three layouts of d (mapped by map); on
+ * failure the caller destroys what was made (non-NULL handles). */
+static int make_descs(const lt_api *api, const blas_gemm_desc *d, const blas_gemm_map *map,
+                      cublasLtMatmulDesc_t *op, cublasLtMatrixLayout_t *la, cublasLtMatrixLayout_t *lb,
+                      cublasLtMatrixLayout_t *lc, ks_status *st)
+{
+    cudaDataType_t ti = in_type(d->dtype), to = out_type(d->dtype);
+    cublasComputeType_t ct = d->compute == BLAS_COMPUTE_TF32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+    int32_t ta = map->transa ? CUBLAS_OP_T : CUBLAS_OP_N;
+    int32_t tb = map->transb ? CUBLAS_OP_T : CUBLAS_OP_N;
+    if (blas_fail(st, api->desc_create(op, ct, CUDA_R_32F), "cublasLtMatmulDescCreate")
+        || blas_fail(st, api->desc_set(*op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta),
+                     "cublasLtMatmulDescSetAttribute(TRANSA)")
+        || blas_fail(st, api->desc_set(*op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb),
+                     "cublasLtMatmulDescSetAttribute(TRANSB)"))
+        return st->code;
+    if (d->epilogue != BLAS_EPI_NONE) {
+        cublasLtEpilogue_t e = lt_epilogue(d->epilogue);
+        if (blas_fail(st, api->desc_set(*op, CUBLASLT_MATMUL_DESC_EPILOGUE, &e, sizeof e),
+                      "cublasLtMatmulDescSetAttribute(EPILOGUE)"))
+            return st->code;
+    }
+    if (d->bias_f32) {
+        int32_t bt = CUDA_R_32F;
+        if (blas_fail(st, api->desc_set(*op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt, sizeof bt),
+                      "cublasLtMatmulDescSetAttribute(BIAS_DATA_TYPE)"))
+            return st->code;
+    }
+    if (d->dtype == BLAS_E4M3) {
+        int8_t fast = (int8_t)(d->fast_accum != 0);
+        if (blas_fail(st, api->desc_set(*op, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast, sizeof fast),
+                      "cublasLtMatmulDescSetAttribute(FAST_ACCUM)"))
+            return st->code;
+    }
+    if (make_layout(api, la, ti, map->a_rows, map->a_cols, map->lda, map->batch, map->stride_a, "A", st)
+        || make_layout(api, lb, ti, map->b_rows, map->b_cols, map->ldb, map->batch, map->stride_b, "B", st)
+        || make_layout(api, lc, to, map->c_rows, map->c_cols, map->ldc, map->batch, map->stride_c, "C", st))
+        return st->code;
+    return KS_OK;
+}
+
+int blas_gemm_describe(const blas_gemm_desc *d, blas_gemm_map *out, ks_status *st)
+{
+    if (!d || !out)
+        return ks_fail(st, KS_EINVAL, 0, "blas_gemm_describe: NULL argument");
+    blas_gemm_desc dd;
+    with_defaults(d, &dd);
+    if (blas_gemm_map_dims(&dd, out, st))
+        return st->code;
+    const lt_api *api = api_load(st);
+    if (!api)
+        return st->code;
+    cublasLtMatmulDesc_t op = NULL;
+    cublasLtMatrixLayout_t la = NULL, lb = NULL, lc = NULL;
+    int rc = make_descs(api, &dd, out, &op, &la, &lb, &lc, st);
+    if (lc)
+        api->layout_destroy(lc);
+    if (lb)
+        api->layout_destroy(lb);
+    if (la)
+        api->layout_destroy(la);
+    if (op)
+        api->desc_destroy(op);
+    return rc;
 }
 
 /* Sets a pointer attribute of the matmul descriptor. */
@@ -612,42 +839,38 @@ int blas_gemm_plan_create(const blas_gemm_desc *din, cuda_ctx *c, blas_gemm_plan
     p->d = d;
     p->map = map;
 
-    cudaDataType_t ti = in_type(d.dtype), to = out_type(d.dtype);
-    cublasComputeType_t ct = d.compute == BLAS_COMPUTE_TF32 ? CUBLAS_COMPUTE_32F_FAST_TF32
-                                                            : CUBLAS_COMPUTE_32F;
-    int32_t ta = map.transa ? CUBLAS_OP_T : CUBLAS_OP_N;
-    int32_t tb = map.transb ? CUBLAS_OP_T : CUBLAS_OP_N;
     uint64_t wsb = d.workspace_bytes;
     char what[320];
 
     if (blas_fail(st, api->create(&p->lt), "cublasLtCreate")
-        || blas_fail(st, api->desc_create(&p->op, ct, CUDA_R_32F), "cublasLtMatmulDescCreate")
-        || blas_fail(st, api->desc_set(p->op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta),
-                     "cublasLtMatmulDescSetAttribute(TRANSA)")
-        || blas_fail(st, api->desc_set(p->op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb),
-                     "cublasLtMatmulDescSetAttribute(TRANSB)")
-        || blas_fail(st, api->layout_create(&p->la, ti, map.a_rows, map.a_cols, map.lda),
-                     "cublasLtMatrixLayoutCreate(A)")
-        || blas_fail(st, api->layout_create(&p->lb, ti, map.b_rows, map.b_cols, map.ldb),
-                     "cublasLtMatrixLayoutCreate(B)")
-        || blas_fail(st, api->layout_create(&p->lc, to, map.c_rows, map.c_cols, map.ldc),
-                     "cublasLtMatrixLayoutCreate(C)")
+        || make_descs(api, &d, &map, &p->op, &p->la, &p->lb, &p->lc, st)
         || blas_fail(st, api->pref_create(&p->pref), "cublasLtMatmulPreferenceCreate")
         || blas_fail(st, api->pref_set(p->pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &wsb,
                                        sizeof wsb),
                      "cublasLtMatmulPreferenceSetAttribute(MAX_WORKSPACE_BYTES)"))
         goto fail;
+    /* Batch members less aligned than the base pointers: say so, so the
+     * heuristic offers only algorithms that can take them. */
+    const struct { cublasLtMatmulPreferenceAttributes_t attr; int align; const char *name; } al[4] = {
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, map.align_a, "MIN_ALIGNMENT_A_BYTES"},
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, map.align_b, "MIN_ALIGNMENT_B_BYTES"},
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, map.align_c, "MIN_ALIGNMENT_C_BYTES"},
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, map.align_c, "MIN_ALIGNMENT_D_BYTES"}};
+    for (int i = 0; i < 4; i++) {
+        if (al[i].align >= BLAS_PTR_ALIGN)
+            continue;
+        uint32_t v = (uint32_t)al[i].align;
+        snprintf(what, sizeof what, "cublasLtMatmulPreferenceSetAttribute(%s)", al[i].name);
+        if (blas_fail(st, api->pref_set(p->pref, al[i].attr, &v, sizeof v), what))
+            goto fail;
+    }
 
     if (d.dtype == BLAS_E4M3) {
         /* The heuristic sees real scale pointers, as at run time, and a
          * caller that passes no scales gets 1.0 from this pair. */
         const float ones[8] = {1.0f, 0, 0, 0, 1.0f, 0, 0, 0};
-        int8_t fast = (int8_t)d.fast_accum;
         if (cuda_mem_alloc(c, sizeof ones, &p->unit, st)
             || cuda_memcpy_htod(c, p->unit, ones, sizeof ones, st)
-            || blas_fail(st, api->desc_set(p->op, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast,
-                                           sizeof fast),
-                         "cublasLtMatmulDescSetAttribute(FAST_ACCUM)")
             || set_scales(p, 0, 0, st))
             goto fail;
     }
@@ -671,8 +894,9 @@ int blas_gemm_plan_create(const blas_gemm_desc *din, cuda_ctx *c, blas_gemm_plan
     if (n == 0) {
         case_name(&d, what, sizeof what);
         ks_fail(st, KS_EUNSUPPORTED, s,
-                "cuBLASLt has no algorithm for %s (TN layout, workspace %zu bytes)%s%s", what,
-                d.workspace_bytes, s ? ": " : "", s ? blas_status_name(s) : "");
+                "cuBLASLt has no algorithm for %s (%c%c layout, workspace %zu bytes)%s%s", what,
+                map.transa ? 'T' : 'N', map.transb ? 'T' : 'N', d.workspace_bytes, s ? ": " : "",
+                s ? blas_status_name(s) : "");
         goto fail;
     }
     p->nalgo = n;
@@ -711,7 +935,7 @@ const blas_algo_info *blas_gemm_plan_algo(const blas_gemm_plan *p, int i)
 
 double blas_gemm_plan_flops(const blas_gemm_plan *p)
 {
-    return p ? 2.0 * (double)p->d.M * (double)p->d.N * (double)p->d.K : 0.0;
+    return p ? 2.0 * (double)p->d.M * (double)p->d.N * (double)p->d.K * (double)batch_of(&p->d) : 0.0;
 }
 
 /* The argument checks shared by the direct and the bound forms. */
@@ -732,6 +956,14 @@ static int check_args(const blas_gemm_plan *p, const blas_gemm_args *a, ks_statu
                        blas_dtype_name((int)p->d.dtype));
     if ((a->scale_a % 4) || (a->scale_b % 4))
         return ks_fail(st, KS_EINVAL, 0, "fp8 scale pointers must be 4-byte aligned");
+    int need_bias = blas_epilogue_has_bias(p->d.epilogue);
+    if (need_bias && !a->bias)
+        return ks_fail(st, KS_EINVAL, 0, "the %s epilogue needs a bias vector", blas_epilogue_name(p->d.epilogue));
+    if (!need_bias && a->bias)
+        return ks_fail(st, KS_EINVAL, 0, "a bias was given, but the plan's epilogue is %s",
+                       blas_epilogue_name(p->d.epilogue));
+    if (a->bias % 16)
+        return ks_fail(st, KS_EINVAL, 0, "the bias (0x%llx) is not 16-byte aligned", (unsigned long long)a->bias);
     return KS_OK;
 }
 
@@ -745,6 +977,12 @@ static int enqueue(blas_gemm_plan *p, int i, const blas_gemm_args *a, CUstream s
         return st->code;
     if (p->d.dtype == BLAS_E4M3 && set_scales(p, a->scale_a, a->scale_b, st))
         return st->code;
+    if (a->bias && a->bias != p->set_bias) {
+        if (set_ptr(p, CUBLASLT_MATMUL_DESC_BIAS_POINTER, a->bias,
+                    "cublasLtMatmulDescSetAttribute(BIAS_POINTER)", st))
+            return st->code;
+        p->set_bias = a->bias;
+    }
     const float alpha = 1.0f, beta = 0.0f;
     CUdeviceptr ws = a->workspace ? a->workspace : p->ws;
     const void *lt_a = (const void *)(uintptr_t)(p->map.a_is_user_b ? a->B : a->A);
@@ -763,16 +1001,22 @@ static int enqueue(blas_gemm_plan *p, int i, const blas_gemm_args *a, CUstream s
     return KS_OK;
 }
 
+int blas_gemm_enqueue_args(blas_gemm_plan *p, int algo_index, const blas_gemm_args *a, CUstream stream,
+                           ks_status *st)
+{
+    if (!p || !a)
+        return ks_fail(st, KS_EINVAL, 0, "blas_gemm_enqueue_args: NULL argument");
+    if (check_args(p, a, st))
+        return st->code;
+    return enqueue(p, algo_index, a, stream, st);
+}
+
 int blas_gemm_enqueue(blas_gemm_plan *p, int algo_index, CUdeviceptr A, CUdeviceptr B,
                       CUdeviceptr C, CUdeviceptr scale_a, CUdeviceptr scale_b,
                       CUdeviceptr workspace, CUstream stream, ks_status *st)
 {
-    if (!p)
-        return ks_fail(st, KS_EINVAL, 0, "blas_gemm_enqueue: NULL plan");
-    blas_gemm_args a = {A, B, C, scale_a, scale_b, workspace};
-    if (check_args(p, &a, st))
-        return st->code;
-    return enqueue(p, algo_index, &a, stream, st);
+    blas_gemm_args a = {A, B, C, scale_a, scale_b, workspace, 0};
+    return blas_gemm_enqueue_args(p, algo_index, &a, stream, st);
 }
 
 int blas_gemm_bind(blas_gemm_plan *p, const blas_gemm_args *a, ks_status *st)

@@ -1,11 +1,21 @@
 /*
- * blas.h: the cuBLASLt GEMM baseline. Plans and enqueues C = A·Bᵀ through
- * cuBLASLt, so that a candidate GEMM kernel can be timed against the
- * vendor library with the same method, on the same stream, in the same
- * worker.
+ * blas.h: the cuBLASLt GEMM baseline. Plans and enqueues C = A·Bᵀ (and
+ * its variants below) through cuBLASLt, so that a candidate GEMM kernel can
+ * be timed against the vendor library with the same method, on the same
+ * stream, in the same worker.
  *
  * Task semantics: A[M,K], B[N,K] and C[M,N] are row-major, C = A·Bᵀ
- * (both operands K-major, the layout of a linear layer's x·Wᵀ). Types:
+ * (both operands K-major, the layout of a linear layer's x·Wᵀ). Variants,
+ * all off in a zeroed description:
+ *   - layouts: A stored [K,M] (a_layout BLAS_A_KM, C = Aᵀ·...) and B stored
+ *     [K,N] (b_layout BLAS_B_KN, C = ...·B); C is always [M,N] row-major;
+ *   - a strided batch: batch GEMMs, the b-th operands at b·stride_x
+ *     elements (0: packed, one matrix after the other);
+ *   - epilogues: C = act(A·Bᵀ + bias) with bias[N] (one value per column
+ *     of C, shared by the batch) in C's dtype or fp32 (bias_f32); act is
+ *     none, ReLU or GELU (cuBLASLt's GELU is the tanh approximation);
+ *   - matrix-vector shapes are M = 1 or N = 1 of the same GEMM.
+ * Types:
  *
  *   BLAS_BF16   bf16 in,  fp32 accumulate, bf16 out
  *   BLAS_F16    fp16 in,  fp32 accumulate, fp16 out
@@ -69,6 +79,19 @@ typedef enum {
  * preference); blas_gemm_enqueue refuses A, B, C less aligned than this. */
 #define BLAS_PTR_ALIGN 256
 
+typedef enum { BLAS_A_MK = 0, BLAS_A_KM = 1 } blas_a_layout;
+typedef enum { BLAS_B_NK = 0, BLAS_B_KN = 1 } blas_b_layout;
+
+typedef enum {
+    BLAS_EPI_NONE = 0,
+    BLAS_EPI_BIAS,              /* CUBLASLT_EPILOGUE_BIAS */
+    BLAS_EPI_RELU,              /* CUBLASLT_EPILOGUE_RELU */
+    BLAS_EPI_RELU_BIAS,         /* CUBLASLT_EPILOGUE_RELU_BIAS: relu(x + bias) */
+    BLAS_EPI_GELU,              /* CUBLASLT_EPILOGUE_GELU */
+    BLAS_EPI_GELU_BIAS,         /* CUBLASLT_EPILOGUE_GELU_BIAS: gelu(x + bias) */
+    BLAS_EPI_COUNT
+} blas_epilogue;
+
 typedef struct blas_gemm_desc {
     blas_dtype dtype;
     blas_compute compute;       /* BLAS_COMPUTE_F32 unless dtype is BLAS_F32 */
@@ -76,6 +99,12 @@ typedef struct blas_gemm_desc {
     int algos;                  /* heuristic results wanted; 0: 8; max 64 */
     size_t workspace_bytes;     /* 0: 32 MiB */
     int fast_accum;             /* fp8 only: CUBLASLT_MATMUL_DESC_FAST_ACCUM (default 0) */
+    int a_layout;               /* blas_a_layout; fp8 only BLAS_A_MK */
+    int b_layout;               /* blas_b_layout; fp8 only BLAS_B_NK */
+    int64_t batch;              /* 0 or 1: one GEMM */
+    int64_t stride_a, stride_b, stride_c;   /* elements between batch members; 0: packed */
+    int epilogue;               /* blas_epilogue */
+    int bias_f32;               /* the bias is fp32 (else C's dtype) */
 } blas_gemm_desc;
 
 /* "bf16", "f16", "e4m3", "f32"; "?" when unknown. */
@@ -90,6 +119,20 @@ int blas_compute_parse(const char *s, blas_compute *out, ks_status *st);
 size_t blas_dtype_in_bytes(int dtype);
 size_t blas_dtype_out_bytes(int dtype);
 
+/* "none", "bias", "relu", "relu_bias", "gelu", "gelu_bias"; "?" when unknown. */
+const char *blas_epilogue_name(int epilogue);
+/* Parses those names; KS_EINVAL naming the accepted values otherwise. */
+int blas_epilogue_parse(const char *s, blas_epilogue *out, ks_status *st);
+/* Whether the epilogue reads a bias vector. */
+int blas_epilogue_has_bias(int epilogue);
+
+/* Bytes the operands of a checked description span: A, B and C with the
+ * batch and its strides, and the bias (0 without one). */
+typedef struct blas_gemm_bytes {
+    size_t a, b, c, bias;
+} blas_gemm_bytes;
+void blas_gemm_operand_bytes(const blas_gemm_desc *d, blas_gemm_bytes *out);
+
 /* How the row-major problem is posed to cuBLASLt (column-major):
  * D = op(A_lt)·op(B_lt) with D_lt m×n. a_is_user_b is 1: cuBLASLt's "A" is
  * the caller's B and cuBLASLt's "B" is the caller's A (so the fp8 scale of
@@ -102,12 +145,26 @@ typedef struct blas_gemm_map {
     int a_is_user_b;
     uint64_t a_rows, a_cols, b_rows, b_cols, c_rows, c_cols;
     int64_t lda, ldb, ldc;
+    int64_t batch;                              /* >= 1 */
+    int64_t stride_a, stride_b, stride_c;       /* of cuBLASLt's A, B and C, in elements */
+    int align_a, align_b, align_c;              /* bytes every batch member of cuBLASLt's A, B, C is
+                                                 * aligned to, given BLAS_PTR_ALIGN base pointers */
 } blas_gemm_map;
 
 /* Pure: checks d (dims >= 1, a known dtype, TF32 only with BLAS_F32,
- * fp8 needs K % 16 == 0 so the K-major rows are 16-byte aligned) and fills
- * out. KS_EINVAL with the reason otherwise. Needs no library. */
+ * fp8 needs K % 16 == 0 so the K-major rows are 16-byte aligned and the
+ * default layouts, batch strides at least a matrix, a known epilogue) and
+ * fills out. KS_EINVAL with the reason otherwise. Needs no library. */
 int blas_gemm_map_dims(const blas_gemm_desc *d, blas_gemm_map *out, ks_status *st);
+
+/* What can be checked without a GPU: the mapping, then the matmul
+ * descriptor (compute type, transposes, epilogue, bias type, fp8 flags)
+ * and the three layouts (with the batch) created and set by the loaded
+ * cuBLASLt, which checks every attribute value. The heuristic and the
+ * handle need a device and are not tried. KS_EINVAL for a bad description,
+ * KS_ENOLIB without cuBLASLt, KS_ECUDA/KS_EUNSUPPORTED naming the
+ * attribute cuBLASLt refused. */
+int blas_gemm_describe(const blas_gemm_desc *d, blas_gemm_map *out, ks_status *st);
 
 /* "CUBLAS_STATUS_NOT_SUPPORTED" etc. from a built-in table; never NULL
  * ("CUBLAS_STATUS_<n>" for an unknown value, in a static buffer). */
@@ -179,16 +236,30 @@ const blas_gemm_map *blas_gemm_plan_map(const blas_gemm_plan *p);
  * out of range). */
 int blas_gemm_plan_algo_count(const blas_gemm_plan *p);
 const blas_algo_info *blas_gemm_plan_algo(const blas_gemm_plan *p, int i);
-/* 2·M·N·K, the flop count used for TFLOP/s. */
+/* 2·M·N·K·batch, the flop count used for TFLOP/s. */
 double blas_gemm_plan_flops(const blas_gemm_plan *p);
 
-/* Enqueues one C = A·Bᵀ with heuristic result algo_index on stream (NULL:
- * the legacy default stream); asynchronous, returns after the launch. A, B,
- * C are device pointers (BLAS_PTR_ALIGN-aligned) to the row-major arrays
- * above. scale_a/scale_b: device float pointers for fp8 (0: 1.0); must be 0
- * for other dtypes. workspace: a device buffer of at least the plan's
- * workspace_bytes, or 0 to use the plan's own. KS_EINVAL for a bad index,
- * a misaligned pointer or scales given for a non-fp8 dtype. */
+/* The operands of one call. A, B, C are device pointers (BLAS_PTR_ALIGN-
+ * aligned) to the row-major arrays above. scale_a/scale_b: device float
+ * pointers for fp8 (0: 1.0); must be 0 for other dtypes. workspace: a
+ * device buffer of at least the plan's workspace_bytes, or 0 to use the
+ * plan's own. bias: the bias vector (16-byte aligned) when the epilogue
+ * has one, else 0. */
+typedef struct blas_gemm_args {
+    CUdeviceptr A, B, C;
+    CUdeviceptr scale_a, scale_b;   /* fp8 only; 0 = 1.0 */
+    CUdeviceptr workspace;          /* 0 = the plan's own */
+    CUdeviceptr bias;               /* bias epilogues only */
+} blas_gemm_args;
+
+/* Enqueues one GEMM with heuristic result algo_index on stream (NULL: the
+ * legacy default stream); asynchronous, returns after the launch. KS_EINVAL
+ * for a bad index, a misaligned pointer, scales given for a non-fp8 dtype,
+ * a bias missing or given against the plan's epilogue. */
+int blas_gemm_enqueue_args(blas_gemm_plan *p, int algo_index, const blas_gemm_args *a, CUstream stream,
+                           ks_status *st);
+
+/* The same without a bias (plans without a bias epilogue). */
 int blas_gemm_enqueue(blas_gemm_plan *p, int algo_index, CUdeviceptr A, CUdeviceptr B,
                       CUdeviceptr C, CUdeviceptr scale_a, CUdeviceptr scale_b,
                       CUdeviceptr workspace, CUstream stream, ks_status *st);
@@ -196,12 +267,7 @@ int blas_gemm_enqueue(blas_gemm_plan *p, int algo_index, CUdeviceptr A, CUdevice
 /* Callback-style use for timers that only know "enqueue one sample":
  * bind the operands once, then call blas_matmul_enqueue(plan, i, stream,
  * st) as often as wanted. The arguments are checked as in
- * blas_gemm_enqueue when bound. */
-typedef struct blas_gemm_args {
-    CUdeviceptr A, B, C;
-    CUdeviceptr scale_a, scale_b;   /* fp8 only; 0 = 1.0 */
-    CUdeviceptr workspace;          /* 0 = the plan's own */
-} blas_gemm_args;
+ * blas_gemm_enqueue_args when bound. */
 
 int blas_gemm_bind(blas_gemm_plan *p, const blas_gemm_args *a, ks_status *st);
 

@@ -1,10 +1,6 @@
 /*
- * dnn.c: the cuDNN attention baseline (see dnn.h).
- *
- * cuDNN is opened through dynlib and every entry point used here is
- * resolved by name into a pointer of the exact type the header declares
- * (__typeof__ of the declaration, which does not reference the symbol), so
- * the binary never links the library.
+ * dnn.c: the cuDNN attention baseline (see dnn.h), built on the backend
+ * plumbing of dnn_backend.h.
  *
  * The composite graphs follow the node order, dimensions, strides and data
  * types of cudnn-frontend's CompositeSDPANode / CompositeSoftmaxNode /
@@ -18,21 +14,11 @@
 #include "libraries/dnn.h"
 
 #include <math.h>
-#include <pthread.h>
-#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wstrict-prototypes"
-#include <cudnn_graph.h>
-#pragma GCC diagnostic pop
-
-#include "driver/dynlib.h"
-
-extern const char klab_kernel_attn_ref[];
-extern const unsigned long klab_kernel_attn_ref_len;
+#include "libraries/dnn_backend.h"
 
 /* Descriptor types and attributes that older headers may lack. */
 #define DNN_OP_SDPA_FWD ((cudnnBackendDescriptorType_t)41)
@@ -41,13 +27,6 @@ extern const unsigned long klab_kernel_attn_ref_len;
 /* The first library versions with each fused operation (frontend's gates). */
 #define DNN_FUSED_FWD_MIN 91301
 #define DNN_FUSED_BWD_MIN 91700
-
-const char *dnn_ref_source(size_t *len)
-{
-    if (len)
-        *len = klab_kernel_attn_ref_len;
-    return klab_kernel_attn_ref;
-}
 
 const char *dnn_route_name(int route)
 {
@@ -59,276 +38,25 @@ const char *dnn_route_name(int route)
     }
 }
 
-/* ---- the library ------------------------------------------------------- */
-
-typedef struct dnn_api {
-    __typeof__(cudnnGetVersion) *get_version;
-    __typeof__(cudnnGetErrorString) *error_string;
-    __typeof__(cudnnGetLastErrorString) *last_error;   /* optional */
-    __typeof__(cudnnCreate) *create;
-    __typeof__(cudnnDestroy) *destroy;
-    __typeof__(cudnnSetStream) *set_stream;
-    __typeof__(cudnnBackendCreateDescriptor) *bcreate;
-    __typeof__(cudnnBackendDestroyDescriptor) *bdestroy;
-    __typeof__(cudnnBackendSetAttribute) *bset;
-    __typeof__(cudnnBackendGetAttribute) *bget;
-    __typeof__(cudnnBackendFinalize) *bfinalize;
-    __typeof__(cudnnBackendExecute) *bexecute;
-    size_t version;
-} dnn_api;
-
-static dnn_api g_api;
-static int g_api_ready;
-static pthread_mutex_t g_api_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static const dnn_api *api_load(ks_status *st)
-{
-    pthread_mutex_lock(&g_api_lock);
-    if (g_api_ready) {
-        pthread_mutex_unlock(&g_api_lock);
-        return &g_api;
-    }
-    const dynlib *lib = dynlib_get(&dynlib_cudnn, st);
-    dnn_api a;
-    memset(&a, 0, sizeof a);
-    struct { const char *name; void **slot; } syms[] = {
-        {"cudnnGetVersion", (void **)&a.get_version},
-        {"cudnnGetErrorString", (void **)&a.error_string},
-        {"cudnnCreate", (void **)&a.create},
-        {"cudnnDestroy", (void **)&a.destroy},
-        {"cudnnSetStream", (void **)&a.set_stream},
-        {"cudnnBackendCreateDescriptor", (void **)&a.bcreate},
-        {"cudnnBackendDestroyDescriptor", (void **)&a.bdestroy},
-        {"cudnnBackendSetAttribute", (void **)&a.bset},
-        {"cudnnBackendGetAttribute", (void **)&a.bget},
-        {"cudnnBackendFinalize", (void **)&a.bfinalize},
-        {"cudnnBackendExecute", (void **)&a.bexecute},
-    };
-    int ok = lib != NULL;
-    for (size_t i = 0; ok && i < sizeof syms / sizeof syms[0]; i++)
-        if (dynlib_sym(lib, syms[i].name, syms[i].slot, st))
-            ok = 0;
-    if (ok) {
-        ks_status ignore;
-        ks_clear(&ignore);
-        /* cuDNN 9.0 and later; its absence only costs detail in messages. */
-        if (dynlib_sym(lib, "cudnnGetLastErrorString", (void **)&a.last_error, &ignore))
-            a.last_error = NULL;
-        a.version = a.get_version();
-        g_api = a;
-        g_api_ready = 1;
-    }
-    pthread_mutex_unlock(&g_api_lock);
-    return ok ? &g_api : NULL;
-}
-
-int dnn_load(ks_status *st)
-{
-    return api_load(st) ? KS_OK : st->code;
-}
-
-int dnn_version(char *buf, size_t n, size_t *code, ks_status *st)
-{
-    if (buf && n)
-        buf[0] = '\0';
-    if (code)
-        *code = 0;
-    const dnn_api *a = api_load(st);
-    if (!a)
-        return st->code;
-    if (code)
-        *code = a->version;
-    if (buf && n)
-        snprintf(buf, n, "%zu.%zu.%zu", a->version / 10000, a->version / 100 % 100, a->version % 100);
-    return KS_OK;
-}
-
-const char *dnn_library_path(const char **how, ks_status *st)
-{
-    const dynlib *lib = dynlib_get(&dynlib_cudnn, st);
-    if (how)
-        *how = lib ? lib->how : NULL;
-    return lib ? lib->path : NULL;
-}
-
-const char *dnn_status_name(int status)
-{
-    if (g_api_ready && g_api.error_string)
-        return g_api.error_string((cudnnStatus_t)status);
-    static _Thread_local char buf[40];
-    snprintf(buf, sizeof buf, "CUDNN_STATUS_%d", status);
-    return buf;
-}
-
-/* A failed cuDNN call as a status: the call, cuDNN's name for the status
- * and its last error message. Refusals (NOT_SUPPORTED, BAD_PARAM while
- * building) are KS_EUNSUPPORTED; allocation failures KS_ENOMEM; the rest
- * KS_ECUDA. */
-static int dnn_fail(ks_status *st, const dnn_api *a, int status, const char *what)
-{
-    char detail[KS_MSG_MAX];
-    detail[0] = '\0';
-    if (a && a->last_error)
-        a->last_error(detail, sizeof detail);
-    int code = KS_ECUDA;
-    if ((status >= 2000 && status < 4000))
-        code = KS_EUNSUPPORTED;
-    else if (status == 4003 || status == 4004)
-        code = KS_ENOMEM;
-    return ks_fail(st, code, status, "%s: %s (%d)%s%s", what, dnn_status_name(status), status,
-                   detail[0] ? ": " : "", detail);
-}
-
 /* ---- graph building ---------------------------------------------------- */
 
-#define GB_MAX_DESC 256
-
-typedef struct tens {
-    cudnnBackendDescriptor_t d;
-    int64_t uid;
-    int nd;
-    int64_t dim[4], str[4];
-    cudnnDataType_t dt;
-} tens;
-
-typedef struct gb {
-    const dnn_api *a;
-    cudnnBackendDescriptor_t all[GB_MAX_DESC];
-    int nall;
-    cudnnBackendDescriptor_t ops[DNN_MAX_OPS];
-    const char *opname[DNN_MAX_OPS];
-    int nops;
-    int ntensors;
-    int64_t next_uid;       /* for virtual tensors */
-    int rc;                 /* first failure, KS_OK while none */
-    ks_status *st;
-} gb;
-
-static void gb_init(gb *g, const dnn_api *a, ks_status *st)
-{
-    memset(g, 0, sizeof *g);
-    g->a = a;
-    g->st = st;
-    g->next_uid = 1000;
-}
-
-static void gb_destroy(gb *g)
-{
-    for (int i = g->nall - 1; i >= 0; i--)
-        if (g->all[i])
-            g->a->bdestroy(g->all[i]);
-    g->nall = 0;
-    g->nops = 0;
-}
-
-static cudnnBackendDescriptor_t gb_new(gb *g, cudnnBackendDescriptorType_t type, const char *what)
-{
-    if (g->rc)
-        return NULL;
-    if (g->nall >= GB_MAX_DESC) {
-        g->rc = ks_fail(g->st, KS_EINVAL, 0, "graph too large (%d descriptors)", g->nall);
-        return NULL;
-    }
-    cudnnBackendDescriptor_t d = NULL;
-    int s = g->a->bcreate(type, &d);
-    if (s != CUDNN_STATUS_SUCCESS) {
-        char w[160];
-        snprintf(w, sizeof w, "cudnnBackendCreateDescriptor(%s)", what);
-        g->rc = dnn_fail(g->st, g->a, s, w);
-        return NULL;
-    }
-    g->all[g->nall++] = d;
-    return d;
-}
-
-static void gb_set(gb *g, cudnnBackendDescriptor_t d, cudnnBackendAttributeName_t attr,
-                   cudnnBackendAttributeType_t type, int64_t count, const void *v, const char *what)
-{
-    if (g->rc)
-        return;
-    int s = g->a->bset(d, attr, type, count, v);
-    if (s != CUDNN_STATUS_SUCCESS) {
-        char w[160];
-        snprintf(w, sizeof w, "cudnnBackendSetAttribute(%s, attribute %d)", what, (int)attr);
-        g->rc = dnn_fail(g->st, g->a, s, w);
-    }
-}
-
-static void gb_fin(gb *g, cudnnBackendDescriptor_t d, const char *what)
-{
-    if (g->rc)
-        return;
-    int s = g->a->bfinalize(d);
-    if (s != CUDNN_STATUS_SUCCESS) {
-        char w[160];
-        snprintf(w, sizeof w, "cudnnBackendFinalize(%s)", what);
-        g->rc = dnn_fail(g->st, g->a, s, w);
-    }
-}
-
-static void gb_set_desc(gb *g, cudnnBackendDescriptor_t d, cudnnBackendAttributeName_t attr,
-                        cudnnBackendDescriptor_t v, const char *what)
-{
-    gb_set(g, d, attr, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &v, what);
-}
-
-static void gb_op(gb *g, cudnnBackendDescriptor_t op, const char *name)
-{
-    if (g->rc)
-        return;
-    if (g->nops >= DNN_MAX_OPS) {
-        g->rc = ks_fail(g->st, KS_EINVAL, 0, "graph has more than %d operations", DNN_MAX_OPS);
-        return;
-    }
-    g->ops[g->nops] = op;
-    g->opname[g->nops] = name;
-    g->nops++;
-}
-
-/* A tensor. Real tensors get the caller's uid; virtual ones a fresh one. */
-static tens gb_tensor(gb *g, int64_t uid, int nd, const int64_t *dim, const int64_t *str,
-                      cudnnDataType_t dt, int is_virtual, int by_value)
-{
-    tens t;
-    memset(&t, 0, sizeof t);
-    t.uid = uid ? uid : g->next_uid++;
-    t.nd = nd;
-    t.dt = dt;
-    for (int i = 0; i < nd; i++) {
-        t.dim[i] = dim[i];
-        t.str[i] = str[i];
-    }
-    cudnnBackendDescriptor_t d = gb_new(g, CUDNN_BACKEND_TENSOR_DESCRIPTOR, "tensor");
-    int64_t align = 16;
-    bool yes = true;
-    gb_set(g, d, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &dt, "tensor data type");
-    gb_set(g, d, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, nd, t.dim, "tensor dimensions");
-    gb_set(g, d, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, nd, t.str, "tensor strides");
-    gb_set(g, d, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &t.uid, "tensor uid");
-    gb_set(g, d, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &align, "tensor alignment");
-    if (is_virtual)
-        gb_set(g, d, CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1, &yes, "tensor virtual");
-    if (by_value)
-        gb_set(g, d, CUDNN_ATTR_TENSOR_IS_BY_VALUE, CUDNN_TYPE_BOOLEAN, 1, &yes, "tensor by value");
-    gb_fin(g, d, "tensor");
-    if (!g->rc)
-        g->ntensors++;
-    t.d = d;
-    return t;
-}
+/* The attention graphs are built with dnn_backend's builder; these are the
+ * shapes they use most. */
+typedef dnn_tens tens;
+typedef dnn_gb gb;
 
 static tens gb_t4(gb *g, int64_t uid, int64_t d0, int64_t d1, int64_t d2, int64_t d3, int64_t s0,
                   int64_t s1, int64_t s2, int64_t s3, cudnnDataType_t dt, int is_virtual)
 {
     const int64_t dim[4] = {d0, d1, d2, d3}, str[4] = {s0, s1, s2, s3};
-    return gb_tensor(g, uid, 4, dim, str, dt, is_virtual, 0);
+    return dnn_gb_tensor(g, uid, 4, dim, str, dt, is_virtual, 0);
 }
 
 /* A virtual tensor shaped like x (pointwise outputs inherit the strides of
  * the input with the same dimensions, as the frontend infers them). */
 static tens gb_like(gb *g, const tens *x, cudnnDataType_t dt)
 {
-    return gb_tensor(g, 0, x->nd, x->dim, x->str, dt, 1, 0);
+    return dnn_gb_tensor(g, 0, x->nd, x->dim, x->str, dt, 1, 0);
 }
 
 /* A pass-by-value scalar: {1,1,1,1} (pointwise operands need the rank of
@@ -336,78 +64,28 @@ static tens gb_like(gb *g, const tens *x, cudnnDataType_t dt)
 static tens gb_scalar(gb *g, int64_t uid, cudnnDataType_t dt)
 {
     const int64_t one[4] = {1, 1, 1, 1};
-    return gb_tensor(g, uid, 4, one, one, dt, 0, 1);
+    return dnn_gb_tensor(g, uid, 4, one, one, dt, 0, 1);
 }
 
 /* Pointwise y = mode(x [, b [, t]]). axis >= 0 only for GEN_INDEX. */
 static void gb_pw(gb *g, cudnnPointwiseMode_t mode, cudnnDataType_t prec, const tens *x, const tens *b,
                   const tens *t, const tens *y, int64_t axis, const char *name)
 {
-    cudnnBackendDescriptor_t pw = gb_new(g, CUDNN_BACKEND_POINTWISE_DESCRIPTOR, name);
-    gb_set(g, pw, CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode, name);
-    gb_set(g, pw, CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &prec, name);
-    if (axis >= 0)
-        gb_set(g, pw, CUDNN_ATTR_POINTWISE_AXIS, CUDNN_TYPE_INT64, 1, &axis, name);
-    gb_fin(g, pw, name);
-    cudnnBackendDescriptor_t op = gb_new(g, CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR, name);
-    gb_set_desc(g, op, CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, pw, name);
-    gb_set_desc(g, op, CUDNN_ATTR_OPERATION_POINTWISE_XDESC, x->d, name);
-    if (b)
-        gb_set_desc(g, op, CUDNN_ATTR_OPERATION_POINTWISE_BDESC, b->d, name);
-    if (t)
-        gb_set_desc(g, op, CUDNN_ATTR_OPERATION_POINTWISE_TDESC, t->d, name);
-    gb_set_desc(g, op, CUDNN_ATTR_OPERATION_POINTWISE_YDESC, y->d, name);
-    gb_fin(g, op, name);
-    gb_op(g, op, name);
+    dnn_gb_pw(g, mode, prec, x, b, t, y, axis, NAN, name);
 }
 
 /* c = a . b, batched over the two leading dimensions, fp32 compute. */
 static void gb_matmul(gb *g, const tens *a, const tens *b, const tens *c, const char *name)
 {
-    cudnnDataType_t comp = CUDNN_DATA_FLOAT;
-    cudnnBackendDescriptor_t mm = gb_new(g, CUDNN_BACKEND_MATMUL_DESCRIPTOR, name);
-    gb_set(g, mm, CUDNN_ATTR_MATMUL_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &comp, name);
-    gb_fin(g, mm, name);
-    cudnnBackendDescriptor_t op = gb_new(g, CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR, name);
-    gb_set_desc(g, op, CUDNN_ATTR_OPERATION_MATMUL_ADESC, a->d, name);
-    gb_set_desc(g, op, CUDNN_ATTR_OPERATION_MATMUL_BDESC, b->d, name);
-    gb_set_desc(g, op, CUDNN_ATTR_OPERATION_MATMUL_CDESC, c->d, name);
-    gb_set_desc(g, op, CUDNN_ATTR_OPERATION_MATMUL_DESC, mm, name);
-    gb_fin(g, op, name);
-    gb_op(g, op, name);
+    dnn_gb_matmul(g, a, b, c, CUDNN_DATA_FLOAT, name);
 }
 
-/* y = reduce(x) over the dimensions where y has extent 1. */
 static void gb_reduce(gb *g, cudnnReduceTensorOp_t how, const tens *x, const tens *y, const char *name)
 {
-    cudnnDataType_t comp = CUDNN_DATA_FLOAT;
-    cudnnBackendDescriptor_t r = gb_new(g, CUDNN_BACKEND_REDUCTION_DESCRIPTOR, name);
-    gb_set(g, r, CUDNN_ATTR_REDUCTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &comp, name);
-    gb_set(g, r, CUDNN_ATTR_REDUCTION_OPERATOR, CUDNN_TYPE_REDUCTION_OPERATOR_TYPE, 1, &how, name);
-    if (g->a->version >= 91100) {
-        /* The frontend states the (default) non-deterministic mode from 9.11 on. */
-        bool det = false;
-        gb_set(g, r, CUDNN_ATTR_REDUCTION_IS_DETERMINISTIC, CUDNN_TYPE_BOOLEAN, 1, &det, name);
-    }
-    gb_fin(g, r, name);
-    cudnnBackendDescriptor_t op = gb_new(g, CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR, name);
-    gb_set_desc(g, op, CUDNN_ATTR_OPERATION_REDUCTION_DESC, r, name);
-    gb_set_desc(g, op, CUDNN_ATTR_OPERATION_REDUCTION_XDESC, x->d, name);
-    gb_set_desc(g, op, CUDNN_ATTR_OPERATION_REDUCTION_YDESC, y->d, name);
-    gb_fin(g, op, name);
-    gb_op(g, op, name);
+    dnn_gb_reduce(g, how, CUDNN_DATA_FLOAT, x, y, name);
 }
 
-/* A view of x with other dimensions and strides (the frontend's reshape
- * for transposed operands). */
-static void gb_reshape(gb *g, const tens *x, const tens *y, const char *name)
-{
-    cudnnBackendDescriptor_t op = gb_new(g, CUDNN_BACKEND_OPERATION_RESHAPE_DESCRIPTOR, name);
-    gb_set_desc(g, op, CUDNN_ATTR_OPERATION_RESHAPE_XDESC, x->d, name);
-    gb_set_desc(g, op, CUDNN_ATTR_OPERATION_RESHAPE_YDESC, y->d, name);
-    gb_fin(g, op, name);
-    gb_op(g, op, name);
-}
+#define gb_reshape dnn_gb_reshape
 
 /* Unique ids of the real tensors. */
 enum {
@@ -485,15 +163,15 @@ static void build_fwd_fused(gb *g, const dnn_sdpa_desc *d)
     tens stats = gb_t4(g, UID_STATS, b, h, s, 1, h * s, s, 1, 1, F, 0);
     tens scale = gb_scalar(g, UID_SCALE, F);
     const char *name = "sdpa_fwd";
-    cudnnBackendDescriptor_t op = gb_new(g, DNN_OP_SDPA_FWD, name);
-    gb_set_desc(g, op, CUDNN_ATTR_OPERATION_SDPA_FWD_QDESC, q.d, name);
-    gb_set_desc(g, op, CUDNN_ATTR_OPERATION_SDPA_FWD_KDESC, k.d, name);
-    gb_set_desc(g, op, CUDNN_ATTR_OPERATION_SDPA_FWD_VDESC, v.d, name);
-    gb_set_desc(g, op, CUDNN_ATTR_OPERATION_SDPA_FWD_ODESC, o.d, name);
-    gb_set_desc(g, op, CUDNN_ATTR_OPERATION_SDPA_FWD_STATSDESC, stats.d, name);
-    gb_set_desc(g, op, CUDNN_ATTR_OPERATION_SDPA_FWD_SCALEDESC, scale.d, name);
-    gb_fin(g, op, name);
-    gb_op(g, op, name);
+    cudnnBackendDescriptor_t op = dnn_gb_new(g, DNN_OP_SDPA_FWD, name);
+    dnn_gb_set_desc(g, op, CUDNN_ATTR_OPERATION_SDPA_FWD_QDESC, q.d, name);
+    dnn_gb_set_desc(g, op, CUDNN_ATTR_OPERATION_SDPA_FWD_KDESC, k.d, name);
+    dnn_gb_set_desc(g, op, CUDNN_ATTR_OPERATION_SDPA_FWD_VDESC, v.d, name);
+    dnn_gb_set_desc(g, op, CUDNN_ATTR_OPERATION_SDPA_FWD_ODESC, o.d, name);
+    dnn_gb_set_desc(g, op, CUDNN_ATTR_OPERATION_SDPA_FWD_STATSDESC, stats.d, name);
+    dnn_gb_set_desc(g, op, CUDNN_ATTR_OPERATION_SDPA_FWD_SCALEDESC, scale.d, name);
+    dnn_gb_fin(g, op, name);
+    dnn_gb_op(g, op, name);
 }
 
 /* Backward, fused: the SDPA_BWD operation (cuDNN >= 9.17). */
@@ -513,19 +191,19 @@ static void build_bwd_fused(gb *g, const dnn_sdpa_desc *d)
     tens dv = gb_t4(g, UID_DV, b, h, s, e, n0, n1, e, 1, BF, 0);
     tens scale = gb_scalar(g, UID_SCALE, F);
     const char *name = "sdpa_bwd";
-    cudnnBackendDescriptor_t op = gb_new(g, DNN_OP_SDPA_BWD, name);
-    gb_set_desc(g, op, CUDNN_ATTR_OPERATION_SDPA_BWD_QDESC, q.d, name);
-    gb_set_desc(g, op, CUDNN_ATTR_OPERATION_SDPA_BWD_KDESC, k.d, name);
-    gb_set_desc(g, op, CUDNN_ATTR_OPERATION_SDPA_BWD_VDESC, v.d, name);
-    gb_set_desc(g, op, CUDNN_ATTR_OPERATION_SDPA_BWD_ODESC, o.d, name);
-    gb_set_desc(g, op, CUDNN_ATTR_OPERATION_SDPA_BWD_STATSDESC, stats.d, name);
-    gb_set_desc(g, op, CUDNN_ATTR_OPERATION_SDPA_BWD_SCALEDESC, scale.d, name);
-    gb_set_desc(g, op, CUDNN_ATTR_OPERATION_SDPA_BWD_DQDESC, dq.d, name);
-    gb_set_desc(g, op, CUDNN_ATTR_OPERATION_SDPA_BWD_DKDESC, dk.d, name);
-    gb_set_desc(g, op, CUDNN_ATTR_OPERATION_SDPA_BWD_DVDESC, dv.d, name);
-    gb_set_desc(g, op, CUDNN_ATTR_OPERATION_SDPA_BWD_DODDESC, dout.d, name);
-    gb_fin(g, op, name);
-    gb_op(g, op, name);
+    cudnnBackendDescriptor_t op = dnn_gb_new(g, DNN_OP_SDPA_BWD, name);
+    dnn_gb_set_desc(g, op, CUDNN_ATTR_OPERATION_SDPA_BWD_QDESC, q.d, name);
+    dnn_gb_set_desc(g, op, CUDNN_ATTR_OPERATION_SDPA_BWD_KDESC, k.d, name);
+    dnn_gb_set_desc(g, op, CUDNN_ATTR_OPERATION_SDPA_BWD_VDESC, v.d, name);
+    dnn_gb_set_desc(g, op, CUDNN_ATTR_OPERATION_SDPA_BWD_ODESC, o.d, name);
+    dnn_gb_set_desc(g, op, CUDNN_ATTR_OPERATION_SDPA_BWD_STATSDESC, stats.d, name);
+    dnn_gb_set_desc(g, op, CUDNN_ATTR_OPERATION_SDPA_BWD_SCALEDESC, scale.d, name);
+    dnn_gb_set_desc(g, op, CUDNN_ATTR_OPERATION_SDPA_BWD_DQDESC, dq.d, name);
+    dnn_gb_set_desc(g, op, CUDNN_ATTR_OPERATION_SDPA_BWD_DKDESC, dk.d, name);
+    dnn_gb_set_desc(g, op, CUDNN_ATTR_OPERATION_SDPA_BWD_DVDESC, dv.d, name);
+    dnn_gb_set_desc(g, op, CUDNN_ATTR_OPERATION_SDPA_BWD_DODDESC, dout.d, name);
+    dnn_gb_fin(g, op, name);
+    dnn_gb_op(g, op, name);
 }
 
 /* Backward, composite: CompositeSDPABackwardNode for MHA without dropout,
@@ -661,22 +339,22 @@ int dnn_sdpa_describe(const dnn_sdpa_desc *d, int route, dnn_graph_summary *out,
         return st->code;
     if (route != DNN_ROUTE_FUSED && route != DNN_ROUTE_COMPOSITE)
         return ks_fail(st, KS_EINVAL, 0, "dnn_sdpa_describe: route must be fused or composite");
-    const dnn_api *a = api_load(st);
+    const dnn_api *a = dnn_api_get(st);
     if (!a)
         return st->code;
     if (route_possible(a, d, route, st))
         return st->code;
     gb g;
-    gb_init(&g, a, st);
+    dnn_gb_init(&g, a, st);
     int rc = build(&g, d, route);
     if (rc == KS_OK) {
         out->route = route;
-        out->nops = g.nops;
+        out->nops = g.nops < DNN_MAX_OPS ? g.nops : DNN_MAX_OPS;
         out->ntensors = g.ntensors;
-        for (int i = 0; i < g.nops; i++)
+        for (int i = 0; i < out->nops; i++)
             out->ops[i] = g.opname[i];
     }
-    gb_destroy(&g);
+    dnn_gb_destroy(&g);
     return rc;
 }
 
@@ -689,26 +367,13 @@ struct dnn_sdpa_plan {
     dnn_plan_info info;
     cudnnHandle_t handle;
     gb g;                           /* every descriptor of the graph */
-    cudnnBackendDescriptor_t graph;
-    cudnnBackendDescriptor_t heur;
-    cudnnBackendDescriptor_t cfgs[32];
-    int ncfg;
-    cudnnBackendDescriptor_t plan[DNN_MAX_PLANS];
-    int nplan;
+    dnn_engines e;                  /* the operation graph and the kept execution plans */
+    dnn_exec x;                     /* the last variant pack */
     CUdeviceptr ws;                 /* max workspace over the kept plans */
     size_t ws_bytes;
     CUdeviceptr ssum, dq_accum;     /* composite backward scratch */
-    CUstream stream_set;
-    int stream_known;
-    /* The last variant pack, reused while the addresses stay the same (a
-     * timed loop calls with the same operands every time). */
-    cudnnBackendDescriptor_t vp;
-    int vp_n;
-    int64_t vp_uids[16];
-    void *vp_ptrs[16];
     /* Host values of the pass-by-value scalars (variant-pack pointers). */
     float scale_value, one_value, neginf_value;
-    ks_status scratch_st;
 };
 
 static void release_descs(dnn_sdpa_plan *p)
@@ -716,25 +381,9 @@ static void release_descs(dnn_sdpa_plan *p)
     const dnn_api *a = p->api;
     if (!a)
         return;
-    if (p->vp)
-        a->bdestroy(p->vp);
-    p->vp = NULL;
-    p->vp_n = 0;
-    for (int i = 0; i < p->nplan; i++)
-        if (p->plan[i])
-            a->bdestroy(p->plan[i]);
-    p->nplan = 0;
-    for (int i = 0; i < p->ncfg; i++)
-        if (p->cfgs[i])
-            a->bdestroy(p->cfgs[i]);
-    p->ncfg = 0;
-    if (p->heur)
-        a->bdestroy(p->heur);
-    p->heur = NULL;
-    if (p->graph)
-        a->bdestroy(p->graph);
-    p->graph = NULL;
-    gb_destroy(&p->g);
+    dnn_exec_release(a, &p->x);
+    dnn_engines_release(a, &p->e);
+    dnn_gb_destroy(&p->g);
 }
 
 int dnn_sdpa_plan_free(dnn_sdpa_plan *p, ks_status *st)
@@ -765,21 +414,6 @@ int dnn_sdpa_plan_free(dnn_sdpa_plan *p, ks_status *st)
     return rc;
 }
 
-/* The engine's global index behind an engine configuration, or -1. */
-static int64_t engine_index(const dnn_api *a, cudnnBackendDescriptor_t cfg)
-{
-    cudnnBackendDescriptor_t eng = NULL;
-    if (a->bcreate(CUDNN_BACKEND_ENGINE_DESCRIPTOR, &eng) != CUDNN_STATUS_SUCCESS)
-        return -1;
-    int64_t n = 0, idx = -1;
-    if (a->bget(cfg, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &n, &eng) !=
-            CUDNN_STATUS_SUCCESS ||
-        a->bget(eng, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &n, &idx) != CUDNN_STATUS_SUCCESS)
-        idx = -1;
-    a->bdestroy(eng);
-    return idx;
-}
-
 /* Builds route into p and keeps up to p->d.plans execution plans. On
  * failure everything built is released and st says why. */
 static int plan_route(dnn_sdpa_plan *p, int route, ks_status *st)
@@ -787,123 +421,34 @@ static int plan_route(dnn_sdpa_plan *p, int route, ks_status *st)
     const dnn_api *a = p->api;
     if (route_possible(a, &p->d, route, st))
         return st->code;
-    gb_init(&p->g, a, st);
+    dnn_gb_init(&p->g, a, st);
     if (build(&p->g, &p->d, route)) {
         int rc = p->g.rc;
         release_descs(p);
         return rc;
     }
-    char what[96];
-    snprintf(what, sizeof what, "%s %s graph", dnn_route_name(route), p->d.dir == DNN_FWD ? "forward" : "backward");
-
-    int s = a->bcreate(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, &p->graph);
-    if (s == CUDNN_STATUS_SUCCESS)
-        s = a->bset(p->graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &p->handle);
-    if (s == CUDNN_STATUS_SUCCESS)
-        s = a->bset(p->graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, p->g.nops,
-                    p->g.ops);
-    if (s == CUDNN_STATUS_SUCCESS)
-        s = a->bfinalize(p->graph);
-    if (s != CUDNN_STATUS_SUCCESS) {
-        char w[160];
-        snprintf(w, sizeof w, "cuDNN refused the %s (operation graph)", what);
-        int rc = dnn_fail(st, a, s, w);
+    char what[200];
+    snprintf(what, sizeof what, "%s %s graph (B=%lld H=%lld S=%lld D=%lld%s)", dnn_route_name(route),
+             p->d.dir == DNN_FWD ? "forward" : "backward", (long long)p->d.b, (long long)p->d.h,
+             (long long)p->d.s, (long long)p->d.d, p->d.causal ? ", causal" : "");
+    memset(&p->e, 0, sizeof p->e);
+    dnn_engine_filter f = {p->d.plans, -1, 0, 0};
+    if (dnn_engines_plan(a, p->handle, &p->g, &f, what, &p->e, st)) {
+        p->info.tried = p->e.tried;
+        p->info.heur_count = p->e.heur_count;
         release_descs(p);
-        return rc;
+        return st->code;
     }
-
-    /* Heuristic mode A first, then FALLBACK, as the frontend's default list. */
-    const cudnnBackendHeurMode_t modes[2] = {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK};
-    char last[KS_MSG_MAX];
-    snprintf(last, sizeof last, "the heuristic returned no engine configuration");
-    int last_status = CUDNN_STATUS_NOT_SUPPORTED;
-    for (int m = 0; m < 2 && p->nplan < p->d.plans; m++) {
-        if (p->heur) {
-            a->bdestroy(p->heur);
-            p->heur = NULL;
-        }
-        for (int i = 0; i < p->ncfg; i++)
-            if (p->cfgs[i])
-                a->bdestroy(p->cfgs[i]);
-        p->ncfg = 0;
-        s = a->bcreate(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, &p->heur);
-        if (s == CUDNN_STATUS_SUCCESS)
-            s = a->bset(p->heur, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
-                        &p->graph);
-        if (s == CUDNN_STATUS_SUCCESS)
-            s = a->bset(p->heur, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &modes[m]);
-        if (s == CUDNN_STATUS_SUCCESS)
-            s = a->bfinalize(p->heur);
-        int64_t count = 0;
-        if (s == CUDNN_STATUS_SUCCESS)
-            s = a->bget(p->heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count, NULL);
-        if (s != CUDNN_STATUS_SUCCESS) {
-            ks_status tmp;
-            dnn_fail(&tmp, a, s, m == 0 ? "engine heuristic (mode A)" : "engine heuristic (fallback)");
-            snprintf(last, sizeof last, "%s", tmp.msg);
-            last_status = s;
-            continue;
-        }
-        if (count > (int64_t)(sizeof p->cfgs / sizeof p->cfgs[0]))
-            count = (int64_t)(sizeof p->cfgs / sizeof p->cfgs[0]);
-        for (int64_t i = 0; i < count; i++) {
-            if (a->bcreate(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, &p->cfgs[p->ncfg]) != CUDNN_STATUS_SUCCESS)
-                break;
-            p->ncfg++;
-        }
-        int64_t got = 0;
-        if (p->ncfg > 0)
-            s = a->bget(p->heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, p->ncfg, &got,
-                        p->cfgs);
-        if (m == 0)
-            p->info.heur_count = (int)got;
-        if (s != CUDNN_STATUS_SUCCESS)
-            got = 0;
-        for (int64_t i = 0; i < got && p->nplan < p->d.plans; i++) {
-            cudnnBackendDescriptor_t ep = NULL;
-            p->info.tried++;
-            s = a->bcreate(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, &ep);
-            if (s == CUDNN_STATUS_SUCCESS)
-                s = a->bset(ep, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &p->handle);
-            if (s == CUDNN_STATUS_SUCCESS)
-                s = a->bset(ep, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
-                            &p->cfgs[i]);
-            if (s == CUDNN_STATUS_SUCCESS)
-                s = a->bfinalize(ep);
-            int64_t wsb = 0, n = 0;
-            if (s == CUDNN_STATUS_SUCCESS)
-                s = a->bget(ep, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &n, &wsb);
-            if (s != CUDNN_STATUS_SUCCESS) {
-                ks_status tmp;
-                char w[96];
-                snprintf(w, sizeof w, "execution plan for engine configuration %lld", (long long)i);
-                dnn_fail(&tmp, a, s, w);
-                snprintf(last, sizeof last, "%s", tmp.msg);
-                last_status = s;
-                if (ep)
-                    a->bdestroy(ep);
-                continue;
-            }
-            int k = p->nplan++;
-            p->plan[k] = ep;
-            p->info.engine[k] = engine_index(a, p->cfgs[i]);
-            p->info.engine_rank[k] = (int)i;
-            p->info.workspace[k] = (size_t)(wsb > 0 ? wsb : 0);
-        }
+    for (int k = 0; k < p->e.nplan; k++) {
+        p->info.engine[k] = p->e.engine[k];
+        p->info.engine_rank[k] = p->e.rank[k];
+        p->info.workspace[k] = p->e.workspace[k];
     }
-    if (p->nplan == 0) {
-        int code = (last_status >= 2000 && last_status < 4000) ? KS_EUNSUPPORTED : KS_ECUDA;
-        int rc = ks_fail(st, code == KS_ECUDA ? KS_EUNSUPPORTED : code, last_status,
-                         "cuDNN %zu.%zu.%zu has no engine for the %s (B=%lld H=%lld S=%lld D=%lld%s): %s",
-                         a->version / 10000, a->version / 100 % 100, a->version % 100, what,
-                         (long long)p->d.b, (long long)p->d.h, (long long)p->d.s, (long long)p->d.d,
-                         p->d.causal ? ", causal" : "", last);
-        release_descs(p);
-        return rc;
-    }
+    p->info.tried = p->e.tried;
+    p->info.heur_count = p->e.heur_count;
     p->info.route = route;
     p->info.nops = p->g.nops;
-    p->info.plans = p->nplan;
+    p->info.plans = p->e.nplan;
     return KS_OK;
 }
 
@@ -919,7 +464,7 @@ int dnn_sdpa_plan_create(const dnn_sdpa_desc *din, cuda_ctx *c, dnn_sdpa_plan **
         return st->code;
     if (!c)
         return ks_fail(st, KS_EINVAL, 0, "dnn_sdpa_plan_create: no CUDA context");
-    const dnn_api *a = api_load(st);
+    const dnn_api *a = dnn_api_get(st);
     if (!a)
         return st->code;
     if (cuda_ctx_use(c, st))
@@ -981,7 +526,7 @@ int dnn_sdpa_plan_create(const dnn_sdpa_desc *din, cuda_ctx *c, dnn_sdpa_plan **
     }
 
     size_t wsmax = 256;
-    for (int i = 0; i < p->nplan; i++)
+    for (int i = 0; i < p->e.nplan; i++)
         if (p->info.workspace[i] > wsmax)
             wsmax = p->info.workspace[i];
     p->ws_bytes = wsmax;
@@ -1018,8 +563,8 @@ int dnn_sdpa_plan_run(dnn_sdpa_plan *p, int index, const dnn_sdpa_args *x, CUstr
 {
     if (!p || !x)
         return ks_fail(st, KS_EINVAL, 0, "dnn_sdpa_plan_run: NULL argument");
-    if (index < 0 || index >= p->nplan)
-        return ks_fail(st, KS_EINVAL, 0, "dnn: plan index %d out of range (%d kept)", index, p->nplan);
+    if (index < 0 || index >= p->e.nplan)
+        return ks_fail(st, KS_EINVAL, 0, "dnn: plan index %d out of range (%d kept)", index, p->e.nplan);
     const int bwd = p->d.dir == DNN_BWD;
     const struct { const char *name; CUdeviceptr v; int need; } ops[] = {
         {"Q", x->q, 1}, {"K", x->k, 1}, {"V", x->v, 1}, {"O", x->o, 1}, {"LSE", x->lse, 1},
@@ -1037,13 +582,6 @@ int dnn_sdpa_plan_run(dnn_sdpa_plan *p, int index, const dnn_sdpa_args *x, CUstr
     const dnn_api *a = p->api;
     if (cuda_ctx_use(p->ctx, st))
         return st->code;
-    if (!p->stream_known || p->stream_set != stream) {
-        int s = a->set_stream(p->handle, (cudaStream_t)stream);
-        if (s != CUDNN_STATUS_SUCCESS)
-            return dnn_fail(st, a, s, "cudnnSetStream");
-        p->stream_set = stream;
-        p->stream_known = 1;
-    }
     int64_t uids[16];
     void *ptrs[16];
     int n = 0;
@@ -1074,47 +612,8 @@ int dnn_sdpa_plan_run(dnn_sdpa_plan *p, int index, const dnn_sdpa_args *x, CUstr
         cuda_memset_d8(p->ctx, p->dq_accum, 0, (size_t)(p->d.b * p->d.h * p->d.s * p->d.d) * sizeof(float), st))
         return st->code;
 
-    int same = p->vp && p->vp_n == n;
-    for (int i = 0; same && i < n; i++)
-        same = p->vp_uids[i] == uids[i] && p->vp_ptrs[i] == ptrs[i];
-    int s = CUDNN_STATUS_SUCCESS;
-    if (!same) {
-        if (p->vp)
-            a->bdestroy(p->vp);
-        p->vp = NULL;
-        p->vp_n = 0;
-        cudnnBackendDescriptor_t vp = NULL;
-        void *ws = (void *)(uintptr_t)p->ws;
-        s = a->bcreate(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, &vp);
-        if (s == CUDNN_STATUS_SUCCESS)
-            s = a->bset(vp, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, n, uids);
-        if (s == CUDNN_STATUS_SUCCESS)
-            s = a->bset(vp, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, n, ptrs);
-        if (s == CUDNN_STATUS_SUCCESS)
-            s = a->bset(vp, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &ws);
-        if (s == CUDNN_STATUS_SUCCESS)
-            s = a->bfinalize(vp);
-        if (s != CUDNN_STATUS_SUCCESS) {
-            if (vp)
-                a->bdestroy(vp);
-            return dnn_fail(st, a, s, "variant pack");
-        }
-        p->vp = vp;
-        p->vp_n = n;
-        memcpy(p->vp_uids, uids, sizeof uids[0] * (size_t)n);
-        memcpy(p->vp_ptrs, ptrs, sizeof ptrs[0] * (size_t)n);
-    }
-    s = a->bexecute(p->handle, p->plan[index], p->vp);
-    if (s != CUDNN_STATUS_SUCCESS) {
-        char w[128];
-        snprintf(w, sizeof w, "cudnnBackendExecute (%s %s, plan %d)", dnn_route_name(p->info.route),
-                 bwd ? "backward" : "forward", index);
-        int rc = dnn_fail(st, a, s, w);
-        /* A refusal at execution is still a failure to run, not a graph
-         * that cuDNN declined. */
-        if (rc == KS_EUNSUPPORTED)
-            st->code = rc = KS_ECUDA;
-        return rc;
-    }
-    return KS_OK;
+    char what[128];
+    snprintf(what, sizeof what, "cudnnBackendExecute (%s %s, plan %d)", dnn_route_name(p->info.route),
+             bwd ? "backward" : "forward", index);
+    return dnn_exec_run(a, p->handle, &p->x, p->e.plan[index], n, uids, ptrs, p->ws, stream, what, st);
 }

@@ -3,8 +3,8 @@
  * (forward with log-sum-exp, and backward) as cuDNN backend graphs and runs
  * them on device addresses, so that candidate attention kernels are timed
  * against the vendor library with the same method, on the same stream, in
- * the same worker. Also hands out klab's own reference attention kernels
- * (host/driver/kernels/attn_ref.cu), which the correctness stage trusts.
+ * the same worker. (The attention tasks' reference kernels live with the
+ * tasks, in tasks/attention/reference.cu.)
  *
  * Task semantics (klab's attention family): Q, K, V, O, dO, dQ, dK, dV are
  * bf16 [B, H, S, D] row-major (BHSD, D contiguous); LSE is fp32 [B, H, S],
@@ -102,9 +102,6 @@ int dnn_version(char *buf, size_t n, size_t *code, ks_status *st);
 /* The file that was loaded and how it was found ("env", "CUDA_HOME",
  * "soname"); NULL with st filled when the library cannot be loaded. */
 const char *dnn_library_path(const char **how, ks_status *st);
-
-/* The embedded CUDA source of klab's reference attention kernels. */
-const char *dnn_ref_source(size_t *len);
 
 /* Checks a descriptor (dimensions, route against direction and mask). */
 int dnn_sdpa_check(const dnn_sdpa_desc *d, ks_status *st);

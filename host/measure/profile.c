@@ -44,6 +44,10 @@
  *   flops.fp8        tensor FLOPs with fp8 sources (GH100 does not split them by path)
  *   flops.hmma       tensor FLOPs through HMMA/IMMA (mma.sync)
  *   flops.utc        tensor FLOPs through UTC*MMA (tcgen05.mma)
+ *   ops.ffma, ops.fadd, ops.fmul, ops.hfma, ops.hadd, ops.hmul, ops.dfma,
+ *   ops.dadd, ops.dmul   thread-level arithmetic instructions executed on
+ *                    the SIMT pipes (with predicate on), for the FLOPs
+ *                    done off the tensor cores
  *   time.ns          duration of the profiled range (slowed by profiling: not a timing)
  *   pct.sm, pct.mem, pct.dram, pct.occupancy, pct.tensor   percent of peak
  *   bytes.dram_read, bytes.dram_write
@@ -85,6 +89,15 @@ static const profile_metric TABLE[] = {
     {"GH100", "sm__cycles_elapsed.avg.per_second", "rate.sm_hz", 0},
     {"GH100", "sm__cycles_elapsed.max", "cycles.elapsed", 0},
     {"GH100", "sm__cycles_active.max", "cycles.active", 0},
+    {"GH100", "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum", "ops.ffma", 0},
+    {"GH100", "smsp__sass_thread_inst_executed_op_fadd_pred_on.sum", "ops.fadd", 0},
+    {"GH100", "smsp__sass_thread_inst_executed_op_fmul_pred_on.sum", "ops.fmul", 0},
+    {"GH100", "smsp__sass_thread_inst_executed_op_hfma_pred_on.sum", "ops.hfma", 0},
+    {"GH100", "smsp__sass_thread_inst_executed_op_hadd_pred_on.sum", "ops.hadd", 0},
+    {"GH100", "smsp__sass_thread_inst_executed_op_hmul_pred_on.sum", "ops.hmul", 0},
+    {"GH100", "smsp__sass_thread_inst_executed_op_dfma_pred_on.sum", "ops.dfma", 0},
+    {"GH100", "smsp__sass_thread_inst_executed_op_dadd_pred_on.sum", "ops.dadd", 0},
+    {"GH100", "smsp__sass_thread_inst_executed_op_dmul_pred_on.sum", "ops.dmul", 0},
 
     /* Blackwell: B200 (GB100). Names from CUPTI 13.0's offline tables only:
      * not yet run on a B200. */
@@ -94,6 +107,15 @@ static const profile_metric TABLE[] = {
     {"GB100", "smsp__inst_executed_op_tma_ld.sum", "inst.tma", 0},
     {"GB100", "smsp__inst_executed_op_tma_st.sum", "inst.tma", 0},
     {"GB100", "sm__inst_executed.sum", "inst.total", 0},
+    {"GB100", "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum", "ops.ffma", 0},
+    {"GB100", "smsp__sass_thread_inst_executed_op_fadd_pred_on.sum", "ops.fadd", 0},
+    {"GB100", "smsp__sass_thread_inst_executed_op_fmul_pred_on.sum", "ops.fmul", 0},
+    {"GB100", "smsp__sass_thread_inst_executed_op_hfma_pred_on.sum", "ops.hfma", 0},
+    {"GB100", "smsp__sass_thread_inst_executed_op_hadd_pred_on.sum", "ops.hadd", 0},
+    {"GB100", "smsp__sass_thread_inst_executed_op_hmul_pred_on.sum", "ops.hmul", 0},
+    {"GB100", "smsp__sass_thread_inst_executed_op_dfma_pred_on.sum", "ops.dfma", 0},
+    {"GB100", "smsp__sass_thread_inst_executed_op_dadd_pred_on.sum", "ops.dadd", 0},
+    {"GB100", "smsp__sass_thread_inst_executed_op_dmul_pred_on.sum", "ops.dmul", 0},
     {"GB100", "sm__ops_path_tensor_op_utchmma_src_bf16_dst_fp32.sum", "flops.utc", 0},
     {"GB100", "sm__ops_path_tensor_op_utchmma_src_fp16_dst_fp32.sum", "flops.utc", 0},
     {"GB100", "sm__ops_path_tensor_op_utchmma_src_fp16_dst_fp16.sum", "flops.utc", 0},

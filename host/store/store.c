@@ -201,12 +201,75 @@ static const char schema_v1[] =
     " latency_ms REAL, input_tokens INTEGER, output_tokens INTEGER, cost_usd REAL,"
     " created_at TEXT NOT NULL DEFAULT " NOW ");";
 
+/* Version 2: the experiment tables (experiments, trajectories, turns), which
+ * earlier versions created from the experiment library with IF NOT EXISTS,
+ * so a store that already has them keeps them; and the verdicts table, the
+ * store's copy of the one verdict list (klab.eval.verdict defines it and
+ * writes it here), which every verdict recorded in evaluations or turns must
+ * name. */
+static const char schema_v2[] =
+    "CREATE TABLE IF NOT EXISTS experiments ("
+    " id INTEGER PRIMARY KEY,"
+    " name TEXT NOT NULL UNIQUE,"
+    " config TEXT,"
+    " created_at TEXT NOT NULL DEFAULT " NOW ","
+    " updated_at TEXT);"
+    "CREATE TABLE IF NOT EXISTS trajectories ("
+    " id INTEGER PRIMARY KEY,"
+    " experiment_id INTEGER NOT NULL REFERENCES experiments(id),"
+    " key TEXT NOT NULL UNIQUE,"
+    " model TEXT NOT NULL, task TEXT NOT NULL, tag TEXT NOT NULL, replica INTEGER NOT NULL,"
+    " state TEXT NOT NULL DEFAULT 'running' CHECK (state IN ('running', 'done')),"
+    " stop_reason TEXT,"
+    " turns INTEGER NOT NULL DEFAULT 0,"
+    " best_speedup REAL, best_turn INTEGER,"
+    " selected_turn INTEGER, selected_speedup REAL, selection TEXT,"
+    " messages TEXT,"
+    " created_at TEXT NOT NULL DEFAULT " NOW ","
+    " finished_at TEXT);"
+    "CREATE INDEX IF NOT EXISTS trajectories_experiment ON trajectories(experiment_id);"
+    "CREATE TABLE IF NOT EXISTS turns ("
+    " id INTEGER PRIMARY KEY,"
+    " trajectory_id INTEGER NOT NULL REFERENCES trajectories(id),"
+    " turn INTEGER NOT NULL,"
+    " request_hash TEXT, source TEXT,"
+    " verdict TEXT NOT NULL, reason TEXT,"
+    " speedup REAL, verified INTEGER,"
+    " candidate TEXT, language TEXT,"
+    " reply TEXT, feedback TEXT,"
+    " input_tokens INTEGER, output_tokens INTEGER, reasoning_tokens INTEGER,"
+    " latency_ms REAL, cost_usd REAL,"
+    " workloads TEXT,"
+    " created_at TEXT NOT NULL DEFAULT " NOW ","
+    " UNIQUE (trajectory_id, turn));"
+    "CREATE INDEX IF NOT EXISTS turns_verdict ON turns(verdict);"
+    "CREATE TABLE verdicts ("
+    " name TEXT PRIMARY KEY,"
+    " rank INTEGER NOT NULL,"
+    " short TEXT NOT NULL,"
+    " stage TEXT,"
+    " class TEXT NOT NULL CHECK (class IN ('correct', 'failed', 'not_measured')),"
+    " means TEXT);"
+    "CREATE TRIGGER evaluations_verdict_insert BEFORE INSERT ON evaluations"
+    " WHEN NEW.verdict IS NOT NULL AND NOT EXISTS (SELECT 1 FROM verdicts WHERE name = NEW.verdict)"
+    " BEGIN SELECT RAISE(ABORT, 'unknown verdict (not in the verdicts table)'); END;"
+    "CREATE TRIGGER evaluations_verdict_update BEFORE UPDATE OF verdict ON evaluations"
+    " WHEN NEW.verdict IS NOT NULL AND NOT EXISTS (SELECT 1 FROM verdicts WHERE name = NEW.verdict)"
+    " BEGIN SELECT RAISE(ABORT, 'unknown verdict (not in the verdicts table)'); END;"
+    "CREATE TRIGGER turns_verdict_insert BEFORE INSERT ON turns"
+    " WHEN NOT EXISTS (SELECT 1 FROM verdicts WHERE name = NEW.verdict)"
+    " BEGIN SELECT RAISE(ABORT, 'unknown verdict (not in the verdicts table)'); END;"
+    "CREATE TRIGGER turns_verdict_update BEFORE UPDATE OF verdict ON turns"
+    " WHEN NOT EXISTS (SELECT 1 FROM verdicts WHERE name = NEW.verdict)"
+    " BEGIN SELECT RAISE(ABORT, 'unknown verdict (not in the verdicts table)'); END;";
+
 static const struct migration {
     int version;
     const char *description;
     const char *sql;
 } migrations[] = {
     {1, "initial schema", schema_v1},
+    {2, "experiment tables and the verdicts table", schema_v2},
 };
 
 #define NMIGRATIONS (sizeof migrations / sizeof migrations[0])
@@ -413,6 +476,99 @@ static int set_wal(store *db, int busy_ms, ks_status *st)
     return rc;
 }
 
+/* Opens db->h on name (a path, or a URI with SQLITE_OPEN_URI) and sets the
+ * connection's options; fills st on failure (db->h may then be set). */
+static int open_handle(store *db, const char *name, int flags, int busy, ks_status *st)
+{
+    int rc = sqlite3_open_v2(name, &db->h, flags, NULL);
+    if (rc != SQLITE_OK) {
+        int code = sqlite_to_ks(rc);
+        return ks_fail(st, code == KS_EINVAL ? KS_EIO : code, rc, "store: cannot open %s: %s (%s)", db->path,
+                       db->h ? sqlite3_errmsg(db->h) : sqlite3_errstr(rc), sqlite_code_name(rc));
+    }
+    sqlite3_extended_result_codes(db->h, 1);
+    sqlite3_busy_timeout(db->h, busy);
+    return run(db, "PRAGMA foreign_keys = ON", st);
+}
+
+/* Whether a read-only open that failed may be tried again as immutable: the
+ * failure is one of opening files (SQLite could not create the -shm and -wal
+ * files of a WAL store, as in a folder the user cannot write), the file is
+ * readable, and there is no -wal file with content, so that the main file
+ * holds every committed transaction and nobody is writing it. */
+static int immutable_fallback(const char *path, const ks_status *st)
+{
+    int c = st->sub & 0xff;
+    if (c != SQLITE_CANTOPEN && c != SQLITE_READONLY && c != SQLITE_IOERR && c != SQLITE_PERM)
+        return 0;
+    if (access(path, R_OK) != 0)
+        return 0;
+    size_t n = strlen(path);
+    char *wal = malloc(n + 5);
+    if (!wal)
+        return 0;
+    memcpy(wal, path, n);
+    memcpy(wal + n, "-wal", 5);
+    FILE *f = fopen(wal, "rb");
+    free(wal);
+    if (!f)
+        return errno == ENOENT;
+    int empty = fgetc(f) == EOF;
+    fclose(f);
+    return empty;
+}
+
+/* "file:<path>?immutable=1" with the characters a URI path cannot hold
+ * escaped; NULL when out of memory. */
+static char *immutable_uri(const char *path)
+{
+    static const char tail[] = "?immutable=1";
+    size_t n = strlen(path);
+    char *uri = malloc(5 + 3 * n + sizeof tail);
+    if (!uri)
+        return NULL;
+    char *o = uri;
+    memcpy(o, "file:", 5);
+    o += 5;
+    for (const char *p = path; *p; p++) {
+        if (*p == '%' || *p == '?' || *p == '#')
+            o += sprintf(o, "%%%02X", (unsigned char)*p);
+        else
+            *o++ = *p;
+    }
+    memcpy(o, tail, sizeof tail);
+    return uri;
+}
+
+/* The read-only open: never creates, never migrates, and reads a store in a
+ * folder the user cannot write (where SQLite cannot make the WAL's -shm
+ * file) by opening it immutable when that is safe (immutable_fallback). */
+static int open_readonly(store *db, int busy, ks_status *st)
+{
+    int version = 0;
+    int r = open_handle(db, db->path, SQLITE_OPEN_READONLY, busy, st);
+    if (r == KS_OK)
+        r = read_version(db, &version, st);
+    if (r != KS_OK && immutable_fallback(db->path, st)) {
+        sqlite3_close_v2(db->h);
+        db->h = NULL;
+        char *uri = immutable_uri(db->path);
+        if (!uri)
+            return ks_fail(st, KS_ENOMEM, 0, "store: out of memory");
+        ks_clear(st);
+        r = open_handle(db, uri, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, busy, st);
+        free(uri);
+        if (r == KS_OK)
+            r = read_version(db, &version, st);
+    }
+    if (r == KS_OK && version != STORE_SCHEMA_VERSION)
+        r = ks_fail(st, version > STORE_SCHEMA_VERSION ? KS_EUNSUPPORTED : KS_EINVAL, 0,
+                    "store: %s has schema version %d, this klab needs %d (open it writable once to migrate)",
+                    db->path, version, STORE_SCHEMA_VERSION);
+    db->version = version;
+    return r;
+}
+
 int store_open(store **out, const char *path, const store_options *opt, ks_status *st)
 {
     *out = NULL;
@@ -426,33 +582,17 @@ int store_open(store **out, const char *path, const store_options *opt, ks_statu
         free(db);
         return ks_fail(st, KS_ENOMEM, 0, "store: out of memory");
     }
-    int flags = readonly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
-    int rc = sqlite3_open_v2(path, &db->h, flags, NULL);
-    if (rc != SQLITE_OK) {
-        int code = sqlite_to_ks(rc);
-        ks_fail(st, code == KS_EINVAL ? KS_EIO : code, rc, "store: cannot open %s: %s (%s)", path,
-                db->h ? sqlite3_errmsg(db->h) : sqlite3_errstr(rc), sqlite_code_name(rc));
-        store_close(&db);
-        return st->code;
-    }
-    sqlite3_extended_result_codes(db->h, 1);
-    sqlite3_busy_timeout(db->h, busy);
-
-    int r = run(db, "PRAGMA foreign_keys = ON", st);
-    if (r == KS_OK && !readonly)
-        r = set_wal(db, busy, st);
-    if (r == KS_OK && !readonly)
-        r = run(db, "PRAGMA synchronous = NORMAL", st);
-    if (r == KS_OK && !readonly)
-        r = migrate(db, st);
-    if (r == KS_OK && readonly) {
-        int version = 0;
-        r = read_version(db, &version, st);
-        if (r == KS_OK && version != STORE_SCHEMA_VERSION)
-            r = ks_fail(st, version > STORE_SCHEMA_VERSION ? KS_EUNSUPPORTED : KS_EINVAL, 0,
-                        "store: %s has schema version %d, this klab needs %d (open it writable once to migrate)",
-                        path, version, STORE_SCHEMA_VERSION);
-        db->version = version;
+    int r;
+    if (readonly) {
+        r = open_readonly(db, busy, st);
+    } else {
+        r = open_handle(db, path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, busy, st);
+        if (r == KS_OK)
+            r = set_wal(db, busy, st);
+        if (r == KS_OK)
+            r = run(db, "PRAGMA synchronous = NORMAL", st);
+        if (r == KS_OK)
+            r = migrate(db, st);
     }
     if (r != KS_OK) {
         store_close(&db);
@@ -804,27 +944,32 @@ int store_put_candidate(store *db, const store_candidate *c, int64_t *id, int *c
 /* ------------------------------------------------------------------ */
 /* Evaluations                                                          */
 
-static const char *const verdicts[] = {
-    "passed", "compile_error", "plan_error", "load_error", "runtime_error", "timeout",
-    "incorrect", "guard_violation", "input_modified", "nondeterministic",
-    "unexpected_launches", "target_not_executed", "unknown",
-};
-
-int store_verdict_valid(const char *v)
+/* The verdict must be one the verdicts table names (the store's copy of
+ * klab.eval.verdict's list); the triggers enforce the same for any write. */
+static int verdict_known(store *db, const char *v, ks_status *st)
 {
-    if (!v)
-        return 0;
-    for (size_t i = 0; i < sizeof verdicts / sizeof verdicts[0]; i++)
-        if (strcmp(v, verdicts[i]) == 0)
-            return 1;
-    return 0;
-}
-
-const char *store_verdict(int i)
-{
-    if (i < 0 || (size_t)i >= sizeof verdicts / sizeof verdicts[0])
-        return NULL;
-    return verdicts[i];
+    if (!v || !*v)
+        return ks_fail(st, KS_EINVAL, 0, "store: an evaluation result needs a verdict");
+    sqlite3_stmt *s;
+    int rc = prep(db, "SELECT count(*), (SELECT count(*) FROM verdicts) FROM verdicts WHERE name = ?", &s, st);
+    if (rc)
+        return rc;
+    sqlite3_bind_text(s, 1, v, -1, SQLITE_STATIC);
+    int srs = sqlite3_step(s);
+    if (srs != SQLITE_ROW) {
+        rc = sql_fail(db->h, srs, st, "step", sqlite3_sql(s));
+        sqlite3_finalize(s);
+        return rc;
+    }
+    int64_t found = sqlite3_column_int64(s, 0), defined = sqlite3_column_int64(s, 1);
+    sqlite3_finalize(s);
+    if (defined == 0)
+        return ks_fail(st, KS_EINVAL, 0,
+                       "store: %s defines no verdicts yet (the evaluation pipeline writes them before recording)",
+                       db->path);
+    if (!found)
+        return ks_fail(st, KS_EINVAL, 0, "store: unknown verdict '%s'", v);
+    return KS_OK;
 }
 
 static int check_eval(const store_eval *ev, ks_status *st)
@@ -838,10 +983,13 @@ static int check_eval(const store_eval *ev, ks_status *st)
     return KS_OK;
 }
 
-static int check_result(const store_result *r, ks_status *st)
+static int check_result(store *db, const store_result *r, ks_status *st)
 {
-    if (!r || !store_verdict_valid(r->verdict))
-        return ks_fail(st, KS_EINVAL, 0, "store: unknown verdict '%s'", r && r->verdict ? r->verdict : "(none)");
+    if (!r)
+        return ks_fail(st, KS_EINVAL, 0, "store: no evaluation result");
+    int rc = verdict_known(db, r->verdict, st);
+    if (rc)
+        return rc;
     for (size_t i = 0; i < r->nm; i++) {
         if (!r->m[i].name || !*r->m[i].name)
             return ks_fail(st, KS_EINVAL, 0, "store: measurement %zu has no name", i + 1);
@@ -877,14 +1025,14 @@ static int begin_eval_tx(store *db, const store_eval *ev, int64_t *id, int *done
         if (rc)
             return rc;
         *id = eid;
-        if (is_done) {
+        if (is_done && !ev->replace) {
             *done = 1;
             return KS_OK;
         }
-        /* Interrupted earlier: start it again in place. */
+        /* Interrupted earlier, or replaced: start it again in place. */
         *done = 0;
         rc = prep(db,
-                  "UPDATE evaluations SET attempts = attempts + 1, started_at = " NOW ","
+                  "UPDATE evaluations SET state = 'running', attempts = attempts + 1, started_at = " NOW ","
                   " env_id = ?, compile_id = ?, options = ?, verdict = NULL, reason = NULL,"
                   " timing_method = NULL, stage_times = NULL, detail = NULL, finished_at = NULL"
                   " WHERE id = ?",
@@ -997,7 +1145,7 @@ int store_begin_evaluation(store *db, const store_eval *ev, int64_t *id, int *do
 
 int store_finish_evaluation(store *db, int64_t id, const store_result *r, ks_status *st)
 {
-    int rc = check_result(r, st);
+    int rc = check_result(db, r, st);
     if (rc)
         return rc;
     rc = store_begin(db, st);
@@ -1011,7 +1159,7 @@ int store_record_evaluation(store *db, const store_eval *ev, const store_result 
 {
     int rc = check_eval(ev, st);
     if (!rc)
-        rc = check_result(r, st);
+        rc = check_result(db, r, st);
     if (rc)
         return rc;
     int64_t eid = 0;

@@ -35,7 +35,7 @@
 #include "base/status.h"
 
 /* Version of the schema this build creates and understands. */
-#define STORE_SCHEMA_VERSION 1
+#define STORE_SCHEMA_VERSION 2
 
 /* Length of a hash in hex (SHA-256), without the terminating NUL. */
 #define STORE_HASH_HEX 64
@@ -45,7 +45,9 @@ typedef struct store_stmt store_stmt;
 
 typedef struct store_options {
     int busy_timeout_ms;    /* wait this long for another writer; <= 0: 5000 */
-    int readonly;           /* open read-only; never creates or migrates */
+    int readonly;           /* open read-only; never creates or migrates; a WAL
+                               store in a folder the user cannot write is read
+                               as immutable when no -wal file holds data */
 } store_options;
 
 /* Opens (creating when new) the database at path, sets WAL mode, the busy
@@ -178,6 +180,7 @@ typedef struct store_eval {
     int64_t compile_id;     /* compile result id; 0 = none */
     int64_t replica;        /* 0, 1, ... */
     const char *options;    /* JSON text of the evaluation options; may be NULL */
+    int replace;            /* a finished evaluation with this key is started again (its result replaced) */
 } store_eval;
 
 typedef struct store_measurement {
@@ -187,7 +190,7 @@ typedef struct store_measurement {
 } store_measurement;
 
 typedef struct store_result {
-    const char *verdict;        /* required: one of store_verdict_valid */
+    const char *verdict;        /* required: a name in the store's verdicts table */
     const char *reason;         /* short, human-readable; may be NULL */
     const char *timing_method;  /* e.g. "cupti", "events"; may be NULL */
     const char *stage_times;    /* JSON object of seconds per stage; may be NULL */
@@ -197,14 +200,9 @@ typedef struct store_result {
     size_t nm;
 } store_result;
 
-/* 1 if v is one of the verdicts of DESIGN.md (passed, compile_error, ...). */
-int store_verdict_valid(const char *v);
-
-/* The i-th verdict (0-based), or NULL past the last. */
-const char *store_verdict(int i);
-
 /* Resume rule, step 1. In one transaction: if key is finished, sets *done = 1
- * and *id to it and writes nothing; if key exists but is unfinished (an
+ * and *id to it and writes nothing (unless ev->replace: then it is started
+ * again in place, like an interrupted one); if key exists but is unfinished (an
  * interrupted run), resets it to a fresh start (its attempts count goes up)
  * and sets *done = 0; otherwise inserts it as running. A key already used for
  * a different candidate, task, arch or replica is KS_EINVAL. */

@@ -1,32 +1,144 @@
--- klab.command: what every `klab COMMAND` does with its command line, so
--- that they all answer alike.
+-- klab.command: what every `klab COMMAND` and every experiment script does
+-- with its command line and its exit status, so that they all answer alike.
 --
 --   local o, code = command.parsed("eval", USAGE, parse(args))
 --   if not o then return code end
 --   ...
---   return command.fail("eval", "no such task", 1)
+--   return command.fail("eval", "no such task", command.EXIT.usage)
+--
+-- Exit statuses (one table for every command and experiment script;
+-- docs/rules.md):
+--   0  done (for eval and replay: the candidate passed, or was correct
+--      with its target instructions not seen running)
+--   1  the candidate failed (a failing verdict); for commands that judge no
+--      candidate, what was asked could not be done
+--   2  a mistake in what was asked: bad options, unknown command or task,
+--      a missing file, a store that cannot be read
+--   3  could not run: no GPU or driver, profiling unavailable when asked
+--      for, a model server that nothing could reach; the verdict is unknown
+-- (A script killed by a signal ends as the shell reports it: 128 + signal.)
 local M = {}
 
+M.EXIT = { ok = 0, failed = 1, usage = 2, could_not_run = 3 }
+
+-- The table as --help texts print it (klab --help, each command, and each
+-- experiment script).
+M.EXIT_TEXT = [[
+Exit status:
+  0  done (eval, replay: the candidate passed or target_not_executed)
+  1  failed: the candidate's verdict is a failure (eval, replay); for other
+     commands what was asked could not be done, and the message says why
+  2  a mistake in the command line or its inputs (bad option, unknown
+     command or task, missing file, unreadable store)
+  3  could not run (no GPU or driver, profiling unavailable, model server
+     unreachable): nothing was measured
+]]
+
+-- A user's mistake or a condition that ends a command with a given exit
+-- status: raised as an error object, printed by klab as its one line
+-- (no traceback unless --verbose or KLAB_DEBUG=1) and turned into the
+-- exit status. message should name the user's file and the way out.
+local Err = {}
+Err.__index = Err
+Err.__tostring = function(e) return e.message end
+M.Error = Err
+
+-- An error object {message =, exit =} (exit default 2).
+function M.error_object(message, exit)
+  return setmetatable({ message = tostring(message), exit = exit or M.EXIT.usage }, Err)
+end
+
+-- Raises error_object(message, exit).
+function M.raise(message, exit) error(M.error_object(message, exit), 0) end
+
+-- Whether errors should carry their traceback (klab --verbose, or
+-- KLAB_DEBUG set to anything but "" or "0").
+function M.verbose()
+  local d = os.getenv("KLAB_DEBUG")
+  return d ~= nil and d ~= "" and d ~= "0"
+end
+
+-- Whether e is an error object of this module.
+function M.is_error(e) return getmetatable(e) == Err end
+
 -- o, err as a command's parser returns them. A bad command line prints
--- "klab NAME: err" and the usage on stderr and gives nil, 2; --help
--- (o.help) prints the usage on stdout and gives nil, 0; else o.
+-- one line, "klab NAME: err; 'klab NAME --help' shows the options", on
+-- stderr and gives nil, 2; --help (o.help) prints the usage on stdout and
+-- gives nil, 0; else o.
 function M.parsed(name, usage, o, err)
-  if not o then
-    io.stderr:write("klab ", name, ": ", tostring(err), "\n", usage)
-    return nil, 2
-  end
+  if not o then return nil, M.usage_error(name, err) end
   if o.help then
     io.write(usage)
-    return nil, 0
+    return nil, M.EXIT.ok
   end
   return o
+end
+
+-- The one line of a bad command line (as parsed prints it); returns 2.
+function M.usage_error(name, err)
+  io.stderr:write("klab ", name, ": ", tostring(err), "; 'klab ", name, " --help' shows the options\n")
+  return M.EXIT.usage
 end
 
 -- Prints "klab NAME: msg" on stderr; returns code (default 1), the exit
 -- status.
 function M.fail(name, msg, code)
   io.stderr:write("klab ", name, ": ", tostring(msg), "\n")
-  return code or 1
+  return code or M.EXIT.failed
+end
+
+-- A positive, finite number of seconds from a command-line string, or nil,
+-- why. ("inf", "1e999" and "nan" are refused: a deadline must end.)
+function M.seconds(s, what)
+  local n = tonumber(s)
+  if not n or n ~= n or n <= 0 or n == math.huge then
+    return nil, ("%s needs a positive, finite number of seconds, not '%s'"):format(what, tostring(s))
+  end
+  return n
+end
+
+-- One line for the user from klab.store.open's message about path: what
+-- is wrong with the file, in the user's terms, with SQLite's own words.
+function M.store_problem(path, err)
+  err = tostring(err)
+  local said = err:match(": ([^:]-) %(SQLITE_[%u_]+%)") or err:gsub("^store: ", "")
+  if err:find("SQLITE_NOTADB", 1, true) then
+    return ("%s is not a klab store (SQLite says: %s)"):format(path, said)
+  end
+  if err:find("SQLITE_CANTOPEN", 1, true) or err:find("SQLITE_PERM", 1, true) then
+    return ("cannot open the store %s (SQLite says: %s); check that the file and its folder exist and can be read")
+      :format(path, said)
+  end
+  return (err:gsub("^store: ", ""))
+end
+
+-- open_store(path [, {readonly = true}]) -> db | nil, line, code: the
+-- store at path, or a line for the user (store_problem) and a short code:
+-- ENOENT when a read-only open finds no file, EINVAL when the file is not
+-- a klab store, else klab.store's code.
+function M.open_store(path, opts)
+  opts = opts or {}
+  if require("klab.task").is_dir(path) then return nil, ("%s is a folder, not a store file"):format(path), "EINVAL" end
+  if opts.readonly then
+    local f = io.open(path, "rb")
+    if not f then return nil, ("no such store file: %s"):format(path), "ENOENT" end
+    f:close()
+  end
+  local db, err, code = require("klab.store").open(path, opts)
+  if db then return db end
+  local line = M.store_problem(path, err)
+  if tostring(err):find("SQLITE_NOTADB", 1, true) or tostring(err):find("not a klab store", 1, true) then
+    code = "EINVAL"
+  end
+  return nil, line, code
+end
+
+-- A task or candidate lookup's message as a line for the user: without the
+-- library's function name, and with the way out for an unknown task.
+function M.task_hint(msg)
+  msg = tostring(msg):gsub("^task%.load: ", "")
+  if msg:find("no task named", 1, true) then msg = msg .. " ('klab tasks' lists the tasks)" end
+  return msg
 end
 
 -- s quoted for a POSIX shell: safe whatever it holds.

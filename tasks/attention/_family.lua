@@ -115,6 +115,69 @@ F.bwd_tolerance = {
   bf16 = { atol = 1e-2, rtol = 2e-2, matched = 0.9999 },
 }
 
+-- The trusted reference (reference.cu): fp32 throughout, precise exp/log,
+-- no tensor cores or atomics. A unit is one row (b, h, s) of every output: D
+-- elements of O, dQ, dK, dV and one of LSE; a timed run's check recomputes
+-- 256 rows (each costs S*D work, so far fewer than a GEMM's 8192 elements).
+local REF_COMMON = [[
+assert(D % 4 == 0 and D <= 128, "the reference attention kernels need D % 4 == 0 and D <= 128")
+local BH, L = B * H, D + 1
+local causal = dims.causal or 0
+local scale = 1 / math.sqrt(D)
+]]
+
+F.fwd_reference = {
+  source = "reference.cu", accumulate = "f32", units = { O = "D", LSE = 1 }, sample = 256,
+  plan = REF_COMMON .. [[
+if nsample == 0 then
+  return { launches = { { kernel = "attn_ref_fwd", grid = { cdiv(S, 64), BH, 1 }, block = { 256, 1, 1 },
+    shared = 4 * (3 * 64 * L + 64 * 65),
+    args = { buffer("Q"), buffer("K"), buffer("V"), buffer("O"), u64(0), buffer("LSE"),
+             u32(S), u32(D), f32(scale), u32(causal) } } } }
+end
+return { launches = { { kernel = "attn_ref_fwd_rows", grid = { nsample, 1, 1 }, block = { 128, 1, 1 },
+  shared = 4 * (S + D + 4),
+  args = { buffer("Q"), buffer("K"), buffer("V"), buffer("positions"), u64(nsample), buffer("O"), buffer("LSE"),
+           u32(S), u32(D), f32(scale), u32(causal) } } } }
+]],
+}
+
+-- The backward's O and LSE inputs come from the reference forward on the same
+-- Q, K, V (derive), so every input set is self-consistent; Dsum =
+-- rowsum(dO * O) of the bf16 O a kernel sees goes to the reference's own
+-- workspace.
+F.bwd_reference = {
+  source = "reference.cu", accumulate = "f32", units = { dQ = "D", dK = "D", dV = "D" }, sample = 256,
+  derived = { "O", "LSE" },
+  derive = REF_COMMON .. [[
+return { launches = { { kernel = "attn_ref_fwd", grid = { cdiv(S, 64), BH, 1 }, block = { 256, 1, 1 },
+  shared = 4 * (3 * 64 * L + 64 * 65),
+  args = { buffer("Q"), buffer("K"), buffer("V"), u64(0), buffer("O"), buffer("LSE"),
+           u32(S), u32(D), f32(scale), u32(causal) } } } }
+]],
+  plan = REF_COMMON .. [[
+local rows = BH * S
+local ws = { dsum = { bytes = 4 * rows } }
+local prep = { kernel = "attn_ref_bwd_prep", grid = { cdiv(rows, 8), 1, 1 }, block = { 256, 1, 1 },
+  args = { buffer("O"), buffer("dO"), workspace("dsum"), u64(rows), u32(D) } }
+if nsample == 0 then
+  local g = { cdiv(S, 64), BH, 1 }
+  return { workspace = ws, launches = { prep,
+    { kernel = "attn_ref_bwd_dq", grid = g, block = { 256, 1, 1 }, shared = 4 * (4 * 64 * L + 64 * 65),
+      args = { buffer("Q"), buffer("K"), buffer("V"), buffer("dO"), buffer("LSE"), workspace("dsum"), buffer("dQ"),
+               u32(S), u32(D), f32(scale), u32(causal) } },
+    { kernel = "attn_ref_bwd_dkdv", grid = g, block = { 256, 1, 1 }, shared = 4 * (4 * 64 * L + 2 * 64 * 65 + 128),
+      args = { buffer("Q"), buffer("K"), buffer("V"), buffer("dO"), buffer("LSE"), workspace("dsum"), buffer("dK"),
+               buffer("dV"), u32(S), u32(D), f32(scale), u32(causal) } } } }
+end
+return { workspace = ws, launches = { prep,
+  { kernel = "attn_ref_bwd_rows", grid = { nsample, 1, 1 }, block = { 128, 1, 1 }, shared = 4 * (2 * S + 3 * D),
+    args = { buffer("Q"), buffer("K"), buffer("V"), buffer("dO"), buffer("LSE"), workspace("dsum"),
+             buffer("positions"), u64(nsample), buffer("dQ"), buffer("dK"), buffer("dV"),
+             u32(S), u32(D), f32(scale), u32(causal) } } } }
+]],
+}
+
 F.targets = {
   sm_90a = { "wgmma", "tma" },
   sm_100a = { "tcgen05.mma", "tcgen05.tmem", "tma" },

@@ -15,7 +15,7 @@ trials = F.trials
 distributions = F.distributions
 tolerance = F.bwd_tolerance
 
-reference = { name = "attention_ref", op = "attention_bwd", causal = false }
+reference = F.bwd_reference
 baseline = { lib = "cudnn", op = "sdpa_bwd", causal = false, route = "auto" }
 
 flops = F.bwd_flops(false)

@@ -15,7 +15,7 @@ trials = F.trials
 distributions = F.distributions
 tolerance = F.fwd_tolerance
 
-reference = { name = "attention_ref", op = "attention_fwd", causal = false }
+reference = F.fwd_reference
 baseline = { lib = "cudnn", op = "sdpa_fwd", causal = false, route = "auto" }
 
 flops = F.fwd_flops(false)

@@ -42,9 +42,43 @@ F.distributions = {
                                B = { dist = "spiky", std = 1, spike_std = 10, p = 0.001 } } },
 }
 
-F.reference = { name = "gemm_ref", op = "nt", accumulate = "f64" }
+-- The trusted reference (reference.cu): C in fp32 from fp64 sums of the
+-- very values the kernel sees (inputs as stored, scales as stored). A unit is
+-- one element of C; a timed run's check recomputes 8192 of them.
+local REFERENCE_PLAN = [[
+-- The reference: all of C (nsample == 0) or the units listed in positions.
+local DT = { f32 = 0, f16 = 1, bf16 = 2, fp8e4m3 = 3, fp8e5m2 = 4 }
+local da, db = DT[buffers.A.dtype], DT[buffers.B.dtype]
+local sa, sb = %s, %s
+if nsample == 0 then
+  return { launches = { { kernel = "gemm_ref", grid = { cdiv(N, 16), cdiv(M, 16), 1 }, block = { 16, 16, 1 },
+    args = { buffer("A"), i32(da), buffer("B"), i32(db), sa, sb, buffer("C"), u32(M), u32(N), u32(K) } } } }
+end
+return { launches = { { kernel = "gemm_ref_units", grid = { cdiv(nsample, 4), 1, 1 }, block = { 128, 1, 1 },
+  args = { buffer("A"), i32(da), buffer("B"), i32(db), sa, sb, buffer("positions"), u64(nsample), buffer("C"),
+           u32(N), u32(K) } } } }
+]]
+
+function F.reference(scaled)
+  local sa = scaled and 'buffer("scale_a")' or "u64(0)"
+  local sb = scaled and 'buffer("scale_b")' or "u64(0)"
+  return { source = "reference.cu", accumulate = "f64", units = { C = 1 }, plan = REFERENCE_PLAN:format(sa, sb) }
+end
+
+-- The library baseline: cuBLASLt's matmul on the same operands (C = A·Bᵀ,
+-- row-major), the best of its heuristic's algorithms; modes name the compute
+-- types timed (fp32 tasks: strict FP32 first, then TF32 beside it).
+function F.baseline(modes, extra)
+  local b = { lib = "cublaslt", op = "matmul", layout = "nt", a = "A", b = "B", c = "C", modes = modes or { "default" } }
+  for k, v in pairs(extra or {}) do b[k] = v end
+  return b
+end
 
 F.flops = function(d) return 2 * d.M * d.N * d.K end
+
+-- The work rule: a GEMM kernel must execute at least 90% of 2*M*N*K as
+-- arithmetic (tensor cores or SIMT pipes); less means it skipped work.
+F.work = 0.9
 
 -- Tensor-core targets for the types tensor cores take.
 F.targets = {

@@ -30,9 +30,10 @@ tolerance = {
   f16 = { atol = 1e-2, rtol = 2e-3, matched = 1.0 },
 }
 
-reference = gemm.reference
-baseline = { lib = "cublaslt", op = "matmul", layout = "nt", modes = { "default" } }
+reference = gemm.reference()
+baseline = gemm.baseline()
 flops = gemm.flops
+work = gemm.work
 bytes = function(d) return 2 * (d.M * d.K + d.N * d.K + d.M * d.N) end
 targets = gemm.targets
 plan = gemm.plan()

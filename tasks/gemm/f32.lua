@@ -28,9 +28,10 @@ tolerance = {
   f32 = { atol = 1e-3, rtol = 1e-3, matched = 1.0 },
 }
 
-reference = gemm.reference
-baseline = { lib = "cublaslt", op = "matmul", layout = "nt", modes = { "fp32", "tf32" } }
+reference = gemm.reference()
+baseline = gemm.baseline({ "fp32", "tf32" })
 flops = gemm.flops
+work = gemm.work
 bytes = function(d) return 4 * (d.M * d.K + d.N * d.K + d.M * d.N) end
 
 -- Tensor cores have no fp32 inputs; wgmma/tcgen05 reach fp32 accuracy only

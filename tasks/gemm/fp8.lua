@@ -37,12 +37,12 @@ buffers = {
 -- A and B are drawn from `inputs` and rounded to e4m3 (saturating at 448).
 -- The scales are fixed powers of two, different for A and B (0.5 and 0.25),
 -- so that a kernel that ignores either one is off by a factor of 2 or 4
--- while every value stays exact; "amax" names how a framework would pick
--- them. The reference multiplies the same fp8 values and scales.
+-- while every value stays exact. The reference reads the same scale
+-- buffers and multiplies the same fp8 values.
 inputs = gemm.inputs
 scales = {
-  A = { buffer = "scale_a", mode = "amax" },
-  B = { buffer = "scale_b", mode = "amax" },
+  A = { buffer = "scale_a", value = 0.5 },
+  B = { buffer = "scale_b", value = 0.25 },
 }
 
 -- The scaled distributions scale A and B before rounding to e4m3, so C and
@@ -64,11 +64,11 @@ tolerance = {
   bf16 = { atol = 5e-2, rtol = 2e-2, matched = 1.0 },
 }
 
-reference = { name = "gemm_ref", op = "nt", accumulate = "f64", scaled = true }
-baseline = { lib = "cublaslt", op = "matmul", layout = "nt", scales = "per_tensor",
-             modes = { "default" } }
+reference = gemm.reference(true)
+baseline = gemm.baseline(nil, { scale_a = "scale_a", scale_b = "scale_b" })
 
 flops = gemm.flops
+work = gemm.work
 bytes = function(d) return d.M * d.K + d.N * d.K + 2 * d.M * d.N + 8 end
 
 targets = gemm.targets

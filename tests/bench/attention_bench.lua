@@ -48,21 +48,22 @@ end
 -- ---- child: time cuDNN on every task in this process -----------------------
 
 if child then
-  local gpu = require "klab.gpu"
-  local jit = require "klab.jit"
-  local judge = require "klab.judge"
-  local cudnn = require "klab.eval.baselines.cudnn"
-  local props = assert(gpu.device(0))
-  local ctx = assert(gpu.context(0))
-  local jr = assert(jit.compile { source = judge.source(), lang = "cuda", arch = props.arch, name = "judge.cu" })
-  local S = { ctx = ctx, judge = assert(judge.open(ctx, jr.cubin)), props = props }
+  local eval = require "klab.eval"
   for _, t in ipairs(attention_tasks()) do
-    local r = cudnn.run_case(S, cudnn.spec(t), { compare = false, budget_s = budget, methods = { "auto", "events" },
-      min_samples = 10, max_samples = 200 })
+    -- The pipeline's baseline check, in this process: cuDNN against the
+    -- reference once, then timed by each method.
+    local r = eval.run_local(t, nil, { stages = { "baseline" }, budget_s = budget, methods = { "auto", "events" } })
+    local st = r.stages.baseline or {}
+    local timings = {}
+    for m, x in pairs(st.timings or {}) do
+      timings[m] = x.error and { error = x.error } or { median_us = x.median, tflops = x.tflops, method = x.method,
+        samples = x.n, p10_us = x.p10, p90_us = x.p90 }
+    end
     local d = t.dims
     local rec = { task = t.name, kind = t.name:find("^attn_bwd") and "bwd" or "fwd", causal = d.causal == 1,
-      B = d.B, H = d.H, S = d.S, D = d.D, flops = t.flops, ok = r.ok, refused = r.refused, error = r.error,
-      info = r.info, timings = r.timings }
+      B = d.B, H = d.H, S = d.S, D = d.D, flops = t.flops, ok = r.verdict == "passed",
+      refused = r.verdict == "unknown" and r.reason or nil, error = r.verdict == "incorrect" and r.reason or nil,
+      info = st.info, timings = timings }
     io.write(cjson.encode(rec), "\n")
     io.flush()
     collectgarbage()

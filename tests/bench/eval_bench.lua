@@ -42,10 +42,10 @@ do
     local sass_s = st.build and st.build.sass and st.build.sass.seconds
     local known = (st.build and st.build.seconds or 0) + (sass_s or 0) + (st.plan and st.plan.seconds or 0) +
       (st.load and st.load.seconds or 0) + (st.correctness and st.correctness.seconds or 0) +
-      (st.timing and st.timing.seconds or 0) + (st.profile and st.profile.seconds or 0)
+      (st.timing and st.timing.seconds or 0) + (st.instructions and st.instructions.seconds or 0)
     stage_rows[#stage_rows + 1] = { r[1], r[2].verdict, st.build and st.build.seconds, st.build and st.build.cached,
       st.plan and st.plan.seconds, st.load and st.load.seconds, st.correctness and st.correctness.seconds,
-      st.profile and st.profile.seconds, st.timing and st.timing.seconds, r[2].seconds - known, r[2].seconds,
+      st.instructions and st.instructions.seconds, st.timing and st.timing.seconds, r[2].seconds - known, r[2].seconds,
       st.timing and st.timing.candidate and st.timing.candidate.median, st.timing and st.timing.speedup, sass_s }
   end
 end
@@ -53,7 +53,7 @@ line("\n1. One evaluation of %s on %s (ms; 'worker' is process start, CUDA init,
 line("   judge compile, inputs and references: what a warm worker keeps)")
 line("   'sass' is how long the evaluation waited for the static SASS census (nvdisasm runs during the GPU stages)")
 line("%-5s %-8s %9s %6s %9s %9s %9s %9s %9s %9s %9s %9s  %s", "", "verdict", "build", "cached", "sass", "plan", "load",
-  "correct", "profile", "timing", "worker", "total", "kernel median / speedup")
+  "correct", "instr", "timing", "worker", "total", "kernel median / speedup")
 for _, r in ipairs(stage_rows) do
   line("%-5s %-8s %s %6s %s %s %s %s %s %s %s %s  %.1f us / %.3fx", r[1], r[2], ms(r[3]), tostring(r[4]), ms(r[14]),
     ms(r[5]), ms(r[6]), ms(r[7]), ms(r[8]), ms(r[9]), ms(r[10]), ms(r[11]), r[12] or 0, r[13] or 0)

@@ -8,9 +8,18 @@
  * (KS_ENOLIB, in a child process so the process-wide handle is not
  * involved), and plan creation without a driver (KS_ENODRIVER).
  *
+ * The variants: every A/B layout and a strided batch, checked the same way
+ * (a column-major GEMM per batch member with the mapped arguments), the
+ * rejections of descriptions cuBLASLt cannot take, operand sizes and batch
+ * alignments, and blas_gemm_describe, which has the loaded cuBLASLt create
+ * the matmul descriptor (epilogue, bias type) and batched layouts without
+ * a GPU; the heuristic needs a device (cublasLtCreate fails without one)
+ * and is left to the GPU part.
+ *
  * With a GPU (cuda_available): a bf16 plan on a small shape, every
  * heuristic algorithm run on integer-valued inputs and compared exactly
- * with the host result, and the bound (callback) form.
+ * with the host result, and the bound (callback) form; a batched GEMM with
+ * transposed layouts and a ReLU+bias epilogue, compared exactly.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -78,6 +87,17 @@ static void test_names(void)
     char tiny[4];
     blas_tile_name(634, tiny, sizeof tiny);
     CHECK(strlen(tiny) == 3);
+
+    blas_epilogue e;
+    const char *epis[] = {"none", "bias", "relu", "relu_bias", "gelu", "gelu_bias"};
+    for (int i = 0; i < 6; i++) {
+        CHECK(blas_epilogue_parse(epis[i], &e, &st) == KS_OK);
+        CHECK(strcmp(blas_epilogue_name((int)e), epis[i]) == 0);
+    }
+    CHECK(blas_epilogue_parse("silu", &e, &st) == KS_EINVAL && strstr(st.msg, "gelu_bias"));
+    CHECK(blas_epilogue_has_bias(BLAS_EPI_RELU_BIAS) && blas_epilogue_has_bias(BLAS_EPI_BIAS));
+    CHECK(!blas_epilogue_has_bias(BLAS_EPI_GELU) && !blas_epilogue_has_bias(BLAS_EPI_NONE));
+    CHECK(strcmp(blas_epilogue_name(99), "?") == 0);
 }
 
 /* ---- the mapping ---- */
@@ -154,6 +174,161 @@ static void test_map_semantics(int64_t M, int64_t N, int64_t K)
     free(B);
     free(C);
     free(D);
+}
+
+/* The mapping for layouts (al, bl) and a batch with the given strides (0:
+ * packed): a column-major GEMM per batch member on the mapped buffers
+ * equals the row-major C[b] = op(A[b])·op(B[b]) computed directly. */
+static void test_layout_semantics(int al, int bl, int64_t M, int64_t N, int64_t K, int64_t batch, int64_t sa,
+                                  int64_t sb, int64_t sc)
+{
+    blas_gemm_desc d = desc(BLAS_F32, BLAS_COMPUTE_F32, M, N, K);
+    d.a_layout = al;
+    d.b_layout = bl;
+    d.batch = batch;
+    d.stride_a = sa;
+    d.stride_b = sb;
+    d.stride_c = sc;
+    blas_gemm_map mp;
+    ks_status st;
+    CHECKF(blas_gemm_map_dims(&d, &mp, &st) == KS_OK, "%s", st.msg);
+    CHECK(mp.batch == batch);
+    blas_gemm_bytes by;
+    blas_gemm_operand_bytes(&d, &by);
+    size_t na = by.a / 4, nb = by.b / 4, nc = by.c / 4;
+    double *A = calloc(na, sizeof(double)), *B = calloc(nb, sizeof(double));
+    double *C = calloc(nc, sizeof(double)), *D = calloc(nc, sizeof(double));
+    for (size_t i = 0; i < na; i++)
+        A[i] = (double)((i * 7 + 3) % 11) - 5;
+    for (size_t i = 0; i < nb; i++)
+        B[i] = (double)((i * 5 + 1) % 13) - 6;
+    int64_t SA = sa ? sa : M * K, SB = sb ? sb : N * K, SC = sc ? sc : M * N;
+    for (int64_t b = 0; b < batch; b++) {
+        const double *Ab = A + b * SA, *Bb = B + b * SB;
+        for (int64_t m = 0; m < M; m++)
+            for (int64_t n = 0; n < N; n++) {
+                double s = 0;
+                for (int64_t k = 0; k < K; k++) {
+                    double a = al == BLAS_A_MK ? Ab[m * K + k] : Ab[k * M + m];
+                    double x = bl == BLAS_B_NK ? Bb[n * K + k] : Bb[k * N + n];
+                    s += a * x;
+                }
+                C[b * SC + m * N + n] = s;
+            }
+        colmajor_gemm(&mp, (mp.a_is_user_b ? B : A) + b * mp.stride_a, (mp.a_is_user_b ? A : B) + b * mp.stride_b,
+                      D + b * mp.stride_c);
+    }
+    int same = 1;
+    for (int64_t b = 0; b < batch; b++)
+        for (int64_t i = 0; i < M * N; i++)
+            same &= D[b * SC + i] == C[b * SC + i];
+    CHECKF(same, "layouts %s/%s batch %lld: mapped column-major GEMM differs (M=%lld N=%lld K=%lld)",
+           al ? "km" : "mk", bl ? "kn" : "nk", (long long)batch, (long long)M, (long long)N, (long long)K);
+    free(A);
+    free(B);
+    free(C);
+    free(D);
+}
+
+static void test_variants(void)
+{
+    ks_status st;
+    blas_gemm_map mp;
+    for (int al = 0; al < 2; al++)
+        for (int bl = 0; bl < 2; bl++) {
+            test_layout_semantics(al, bl, 3, 5, 7, 1, 0, 0, 0);
+            test_layout_semantics(al, bl, 1, 9, 4, 1, 0, 0, 0);    /* M = 1: vector-matrix */
+            test_layout_semantics(al, bl, 8, 1, 6, 1, 0, 0, 0);    /* N = 1: matrix-vector */
+            test_layout_semantics(al, bl, 4, 6, 5, 3, 0, 0, 0);    /* packed batch */
+            test_layout_semantics(al, bl, 4, 6, 5, 2, 29, 33, 31); /* padded strides */
+        }
+    /* The transposes follow the layouts; the lds are the stored rows. */
+    blas_gemm_desc d = desc(BLAS_BF16, BLAS_COMPUTE_F32, 64, 128, 256);
+    d.a_layout = BLAS_A_KM;
+    d.b_layout = BLAS_B_KN;
+    CHECK(blas_gemm_map_dims(&d, &mp, &st) == KS_OK);
+    CHECK(mp.transa == 0 && mp.transb == 1 && mp.lda == 128 && mp.ldb == 64 && mp.ldc == 128);
+    CHECK(mp.batch == 1 && mp.align_a == BLAS_PTR_ALIGN && mp.align_c == BLAS_PTR_ALIGN);
+
+    /* Batch sizes and the alignment of batch members. */
+    d = desc(BLAS_BF16, BLAS_COMPUTE_F32, 3, 5, 7);
+    d.batch = 4;
+    blas_gemm_bytes by;
+    blas_gemm_operand_bytes(&d, &by);
+    CHECK(by.a == 4 * 21 * 2 && by.b == 4 * 35 * 2 && by.c == 4 * 15 * 2 && by.bias == 0);
+    CHECK(blas_gemm_map_dims(&d, &mp, &st) == KS_OK);
+    CHECK(mp.stride_a == 35 && mp.stride_b == 21 && mp.stride_c == 15);   /* cuBLASLt's A is the caller's B */
+    CHECK(mp.align_a == 2 && mp.align_b == 2 && mp.align_c == 2);         /* 70, 42 and 30 bytes apart */
+    d.stride_a = d.stride_b = d.stride_c = 128;
+    CHECK(blas_gemm_map_dims(&d, &mp, &st) == KS_OK && mp.align_a == 256 && mp.align_c == 256);
+    d.epilogue = BLAS_EPI_GELU_BIAS;
+    blas_gemm_operand_bytes(&d, &by);
+    CHECK(by.bias == 5 * 2 && by.a == (3 * 128 + 21) * 2);
+    d.bias_f32 = 1;
+    blas_gemm_operand_bytes(&d, &by);
+    CHECK(by.bias == 5 * 4);
+    d = desc(BLAS_F32, BLAS_COMPUTE_TF32, 8, 8, 8);
+    blas_gemm_operand_bytes(&d, &by);
+    CHECK(by.a == 256 && by.c == 256);
+
+    /* Rejections. */
+    d = desc(BLAS_E4M3, BLAS_COMPUTE_F32, 64, 64, 64);
+    d.b_layout = BLAS_B_KN;
+    CHECK(blas_gemm_map_dims(&d, &mp, &st) == KS_EINVAL && strstr(st.msg, "TN layout"));
+    d = desc(BLAS_BF16, BLAS_COMPUTE_F32, 64, 64, 64);
+    d.a_layout = 5;
+    CHECK(blas_gemm_map_dims(&d, &mp, &st) == KS_EINVAL && strstr(st.msg, "layout"));
+    d = desc(BLAS_BF16, BLAS_COMPUTE_F32, 64, 64, 64);
+    d.stride_a = 8192;
+    CHECK(blas_gemm_map_dims(&d, &mp, &st) == KS_EINVAL && strstr(st.msg, "batch > 1"));
+    d.batch = 2;
+    d.stride_a = 100;
+    CHECK(blas_gemm_map_dims(&d, &mp, &st) == KS_EINVAL && strstr(st.msg, "overlap"));
+    d = desc(BLAS_BF16, BLAS_COMPUTE_F32, 64, 64, 64);
+    d.batch = -3;
+    CHECK(blas_gemm_map_dims(&d, &mp, &st) == KS_EINVAL && strstr(st.msg, "batch"));
+    d = desc(BLAS_BF16, BLAS_COMPUTE_F32, 64, 64, 64);
+    d.epilogue = 42;
+    CHECK(blas_gemm_map_dims(&d, &mp, &st) == KS_EINVAL && strstr(st.msg, "epilogue"));
+    d.epilogue = BLAS_EPI_RELU;
+    d.bias_f32 = 1;
+    CHECK(blas_gemm_map_dims(&d, &mp, &st) == KS_EINVAL && strstr(st.msg, "fp32 bias"));
+}
+
+/* What cuBLASLt checks without a GPU: descriptors and layouts. */
+static void test_describe(void)
+{
+    ks_status st;
+    blas_gemm_map mp;
+    struct { blas_dtype t; blas_compute c; int64_t M, N, K, batch; int al, bl, epi, bias_f32, fast; } cases[] = {
+        {BLAS_BF16, BLAS_COMPUTE_F32, 4096, 4096, 4096, 1, 0, 0, 0, 0, 0},
+        {BLAS_BF16, BLAS_COMPUTE_F32, 512, 512, 512, 16, 0, 0, 0, 0, 0},
+        {BLAS_BF16, BLAS_COMPUTE_F32, 1024, 4096, 1024, 1, 0, 0, BLAS_EPI_BIAS, 0, 0},
+        {BLAS_BF16, BLAS_COMPUTE_F32, 1024, 4096, 1024, 1, 0, 0, BLAS_EPI_RELU_BIAS, 0, 0},
+        {BLAS_BF16, BLAS_COMPUTE_F32, 1024, 4096, 1024, 1, 0, 0, BLAS_EPI_GELU_BIAS, 1, 0},
+        {BLAS_F16, BLAS_COMPUTE_F32, 1024, 1024, 1024, 4, 1, 1, BLAS_EPI_GELU, 0, 0},
+        {BLAS_F32, BLAS_COMPUTE_F32, 8192, 1, 8192, 1, 0, 0, 0, 0, 0},
+        {BLAS_F32, BLAS_COMPUTE_TF32, 1, 8192, 8192, 1, 0, 1, 0, 0, 0},
+        {BLAS_F32, BLAS_COMPUTE_TF32, 2048, 2048, 2048, 1, 0, 0, BLAS_EPI_RELU_BIAS, 0, 0},
+        {BLAS_E4M3, BLAS_COMPUTE_F32, 2048, 2048, 2048, 1, 0, 0, 0, 0, 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        blas_gemm_desc d = desc(cases[i].t, cases[i].c, cases[i].M, cases[i].N, cases[i].K);
+        d.batch = cases[i].batch;
+        d.a_layout = cases[i].al;
+        d.b_layout = cases[i].bl;
+        d.epilogue = cases[i].epi;
+        d.bias_f32 = cases[i].bias_f32;
+        d.fast_accum = cases[i].fast;
+        ks_clear(&st);
+        int rc = blas_gemm_describe(&d, &mp, &st);
+        CHECKF(rc == KS_OK, "describe case %zu (%s, %s): %s", i, blas_dtype_name((int)d.dtype),
+               blas_epilogue_name(d.epilogue), st.msg);
+        CHECK(mp.batch == (cases[i].batch > 1 ? cases[i].batch : 1));
+    }
+    blas_gemm_desc bad = desc(BLAS_BF16, BLAS_COMPUTE_TF32, 8, 8, 8);
+    CHECK(blas_gemm_describe(&bad, &mp, &st) == KS_EINVAL);
+    CHECK(blas_gemm_describe(NULL, &mp, &st) == KS_EINVAL);
 }
 
 static void test_map(void)
@@ -261,6 +436,12 @@ static void test_missing_library(void)
             bad |= 2;
         if (blas_version(v, sizeof v, &st) != KS_ENOLIB || v[0] != '\0')
             bad |= 4;
+        blas_gemm_desc d;
+        memset(&d, 0, sizeof d);
+        d.M = d.N = d.K = 16;
+        blas_gemm_map mp;
+        if (blas_gemm_describe(&d, &mp, &st) != KS_ENOLIB)
+            bad |= 8;
         _exit(bad);
     }
     int status = 0;
@@ -393,7 +574,7 @@ static void test_plan_on_gpu(void)
     CHECK(blas_matmul_enqueue(p, 0, NULL, &st) == KS_EINVAL);   /* nothing bound */
 
     /* The bound form. */
-    blas_gemm_args args = {dA, dB, dC, 0, 0, 0};
+    blas_gemm_args args = {dA, dB, dC, 0, 0, 0, 0};
     CHECK(blas_gemm_bind(p, &args, &st) == KS_OK);
     cuda_memset_d8(c, dC, 0, sizeof hC, &st);
     CHECKF(blas_matmul_enqueue(p, 0, NULL, &st) == KS_OK, "%s", st.msg);
@@ -427,6 +608,79 @@ static void test_plan_on_gpu(void)
     cuda_ctx_close(c, &st);
 }
 
+/* A batched GEMM with both operands in their other layout and a ReLU+bias
+ * epilogue, on integer values (exact in bf16), every algorithm. */
+static void test_variants_on_gpu(void)
+{
+    char why[256];
+    if (!cuda_available(why, sizeof why)) {
+        SKIP("no GPU: batched, transposed, ReLU+bias GEMM");
+        return;
+    }
+    ks_status st;
+    cuda_ctx *c = NULL;
+    if (cuda_ctx_open(0, &c, &st)) {
+        CHECKF(0, "cuda_ctx_open: %s", st.msg);
+        return;
+    }
+    enum { BT = 3, M = 32, N = 48, K = 64 };
+    blas_gemm_desc d = desc(BLAS_BF16, BLAS_COMPUTE_F32, M, N, K);
+    d.batch = BT;
+    d.a_layout = BLAS_A_KM;
+    d.b_layout = BLAS_B_KN;
+    d.epilogue = BLAS_EPI_RELU_BIAS;
+    blas_gemm_plan *p = NULL;
+    int rc = blas_gemm_plan_create(&d, c, &p, &st);
+    CHECKF(rc == KS_OK, "plan: %s", st.msg);
+    if (rc) {
+        cuda_ctx_close(c, &st);
+        return;
+    }
+    CHECK(blas_gemm_plan_flops(p) == 2.0 * M * N * K * BT);
+    static uint16_t hA[BT * K * M], hB[BT * K * N], hC[BT * M * N], hbias[N];
+    static float want[BT * M * N];
+    for (int i = 0; i < BT * K * M; i++)
+        hA[i] = to_bf16((float)((i * 7 + 3) % 3 - 1));
+    for (int i = 0; i < BT * K * N; i++)
+        hB[i] = to_bf16((float)((i * 5 + 1) % 3 - 1));
+    for (int n = 0; n < N; n++)
+        hbias[n] = to_bf16((float)(n % 7 - 3));
+    for (int b = 0; b < BT; b++)
+        for (int m = 0; m < M; m++)
+            for (int n = 0; n < N; n++) {
+                float s = from_bf16(hbias[n]);
+                for (int k = 0; k < K; k++)   /* A[b] is [K,M], B[b] is [K,N] */
+                    s += from_bf16(hA[b * K * M + k * M + m]) * from_bf16(hB[b * K * N + k * N + n]);
+                want[b * M * N + m * N + n] = s > 0 ? s : 0;
+            }
+    CUdeviceptr dA = 0, dB = 0, dC = 0, dbias = 0;
+    CHECK(cuda_mem_alloc(c, sizeof hA, &dA, &st) == KS_OK && cuda_mem_alloc(c, sizeof hB, &dB, &st) == KS_OK);
+    CHECK(cuda_mem_alloc(c, sizeof hC, &dC, &st) == KS_OK && cuda_mem_alloc(c, sizeof hbias, &dbias, &st) == KS_OK);
+    CHECK(cuda_memcpy_htod(c, dA, hA, sizeof hA, &st) == KS_OK && cuda_memcpy_htod(c, dB, hB, sizeof hB, &st) == KS_OK);
+    CHECK(cuda_memcpy_htod(c, dbias, hbias, sizeof hbias, &st) == KS_OK);
+    int n = blas_gemm_plan_algo_count(p);
+    for (int i = 0; i < n; i++) {
+        cuda_memset_d8(c, dC, 0xff, sizeof hC, &st);
+        blas_gemm_args a = {dA, dB, dC, 0, 0, 0, dbias};
+        rc = blas_gemm_enqueue_args(p, i, &a, NULL, &st);
+        CHECKF(rc == KS_OK, "algo %d: %s", i, st.msg);
+        CHECK(cuda_ctx_sync(c, &st) == KS_OK);
+        CHECK(cuda_memcpy_dtoh(c, hC, dC, sizeof hC, &st) == KS_OK);
+        int bad = 0;
+        for (int j = 0; j < BT * M * N; j++)
+            bad += from_bf16(hC[j]) != want[j];
+        CHECKF(bad == 0, "algo %d: %d of %d outputs differ", i, bad, BT * M * N);
+    }
+    /* The bias is required, and refused where the plan has none. */
+    CHECK(blas_gemm_enqueue(p, 0, dA, dB, dC, 0, 0, 0, NULL, &st) == KS_EINVAL && strstr(st.msg, "needs a bias"));
+    CHECK(blas_gemm_plan_free(p, &st) == KS_OK);
+    cuda_mem_free(c, dA, &st);
+    cuda_mem_free(c, dB, &st);
+    cuda_mem_free(c, dC, &st);
+    cuda_mem_free(c, dbias, &st);
+    cuda_ctx_close(c, &st);
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -434,10 +688,13 @@ int main(int argc, char **argv)
     check_prog = "test_blas";
     test_names();
     test_map();
+    test_variants();
     test_status();
     test_missing_library();   /* forks: before anything loads the driver */
     test_library();
+    test_describe();
     test_plan_without_gpu();
     test_plan_on_gpu();
+    test_variants_on_gpu();
     return check_done();
 }

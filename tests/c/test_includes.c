@@ -85,5 +85,10 @@ int main(void)
     REFUSED("#\\u0069nclude \"/etc/passwd\"\n", "universal character names");
     REFUSED("const char *s = R\"x(never ends\n#include \"/etc/passwd\"\n", "unterminated raw string");
     REFUSED("#include \"/etc/passwd\n", "unterminated header name");
+    /* Messages follow #line, as the compiler's do (klab's prelude before a
+     * task's reference.cu). */
+    REFUSED("int x;\n#line 10 \"tasks/x/reference.cu\"\nint y;\n#include \"/etc/passwd\"\n",
+            "tasks/x/reference.cu:11: #include \"/etc/passwd\" is not allowed");
+    REFUSED("#line 5\n#include \"/etc/passwd\"\n", "DIR/kernel.cu:5: ");
     return check_done();
 }

@@ -54,12 +54,26 @@ static void scalar_text(store *db, const char *sql, char *out, size_t n)
     store_finalize(s);
 }
 
+/* The verdicts a store accepts are the rows of its verdicts table, which
+ * klab.eval.verdict writes; these tests write the few they use. */
+static void define_verdicts(store *db)
+{
+    ks_status st;
+    int rc = store_exec(db,
+                        "INSERT OR REPLACE INTO verdicts(name, rank, short, class) VALUES"
+                        " ('incorrect', 1, 'I', 'failed'), ('passed', 2, 'P', 'correct')",
+                        &st);
+    CHECKF(rc == KS_OK, "define verdicts: %s", st.msg);
+}
+
 static store *open_db(const char *path)
 {
     store *db = NULL;
     ks_status st;
     int rc = store_open(&db, path, NULL, &st);
     CHECKF(rc == KS_OK, "open %s: %s", path, st.msg);
+    if (db)
+        define_verdicts(db);
     return db;
 }
 
@@ -100,8 +114,9 @@ static void test_schema(void)
     if (!db)
         return;
     CHECK(store_schema_version(db) == STORE_SCHEMA_VERSION);
-    const char *tables[] = {"schema_version", "environments", "candidates", "compiles",
-                            "evaluations", "measurements", "responses"};
+    const char *tables[] = {"schema_version", "environments", "candidates", "compiles", "evaluations",
+                            "measurements", "responses", "experiments", "trajectories", "turns",
+                            "verdicts"};
     for (size_t i = 0; i < sizeof tables / sizeof tables[0]; i++) {
         char sql[200];
         snprintf(sql, sizeof sql, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name='%s'",
@@ -127,6 +142,24 @@ static void test_schema(void)
     ks_status st;
     int rc = store_exec(db, "INSERT INTO compiles(candidate_id, arch, hash, ok) VALUES (999, 'sm_90a', 'h', 1)", &st);
     CHECKF(rc == KS_EREJECT && strstr(st.msg, "FOREIGN KEY"), "fk: %d %s", rc, st.msg);
+
+    /* A version-1 store whose experiment tables the experiment library made
+     * itself (with rows in them) is migrated: the tables and rows stay, the
+     * verdicts table and its triggers are added. */
+    rc = store_exec(db,
+                    "DROP TRIGGER turns_verdict_insert; DROP TRIGGER turns_verdict_update;"
+                    " DROP TRIGGER evaluations_verdict_insert; DROP TRIGGER evaluations_verdict_update;"
+                    " DROP TABLE verdicts; DELETE FROM schema_version WHERE version = 2;"
+                    " INSERT INTO experiments(name) VALUES ('old');",
+                    &st);
+    CHECKF(rc == KS_OK, "back to v1: %s", st.msg);
+    store_close(&db);
+    db = open_db(path);
+    if (!db)
+        return;
+    CHECK(store_schema_version(db) == STORE_SCHEMA_VERSION);
+    CHECK(scalar(db, "SELECT count(*) FROM experiments WHERE name = 'old'") == 1);
+    CHECK(scalar(db, "SELECT count(*) FROM sqlite_master WHERE type = 'trigger'") == 4);
 
     /* A file from a newer klab is refused. */
     CHECK(store_exec(db, "INSERT INTO schema_version(version, description) VALUES (99, 'future')", &st) == KS_OK);
@@ -327,6 +360,18 @@ static void test_evaluations(void)
     CHECK(strcmp(v, "passed") == 0);
     CHECK(store_finish_evaluation(db, 12345, &r, &st) == KS_ENOTFOUND);
 
+    /* A finished evaluation is started again in place when asked to be
+     * replaced (a result that was not a measurement). */
+    store_eval again = eval_of("k1", cand);
+    again.replace = 1;
+    rc = store_begin_evaluation(db, &again, &id2, &done, &st);
+    CHECKF(rc == KS_OK && done == 0 && id2 == id, "replace: %d %s", rc, st.msg);
+    CHECK(scalar(db, "SELECT attempts FROM evaluations WHERE key = 'k1'") == 2);
+    CHECK(scalar(db, "SELECT count(*) FROM evaluations WHERE key = 'k1' AND state = 'running'") == 1);
+    CHECK(scalar(db, "SELECT count(*) FROM measurements WHERE evaluation_id = (SELECT id FROM evaluations WHERE key = 'k1')") == 0);
+    CHECK(store_finish_evaluation(db, id, &r, &st) == KS_OK);
+    CHECK(scalar(db, "SELECT count(*) FROM evaluations WHERE key = 'k1' AND state = 'done'") == 1);
+
     /* A key reused for another evaluation is misuse. */
     store_eval other = eval_of("k1", cand);
     other.arch = "sm_100a";
@@ -335,7 +380,10 @@ static void test_evaluations(void)
 
     /* Bad input. */
     r.verdict = "pass";
-    CHECK(store_finish_evaluation(db, id, &r, &st) == KS_EINVAL && strstr(st.msg, "pass"));
+    CHECK(store_finish_evaluation(db, id, &r, &st) == KS_EINVAL && strstr(st.msg, "unknown verdict 'pass'"));
+    /* The constraint holds for any write, not only through the typed API. */
+    rc = store_exec(db, "UPDATE evaluations SET verdict = 'fast' WHERE key = 'k1'", &st);
+    CHECKF(rc == KS_EREJECT && strstr(st.msg, "unknown verdict"), "trigger: %s", st.msg);
     store_eval nokey = eval_of("", cand);
     CHECK(store_begin_evaluation(db, &nokey, &id2, &done, &st) == KS_EINVAL);
     store_eval nocand = eval_of("k9", 424242);
@@ -354,7 +402,7 @@ static void test_evaluations(void)
     CHECK(store_begin_evaluation(db, &ev2, &id2, &done, &st) == KS_OK && done == 0 && id2 == first);
     CHECK(scalar(db, "SELECT attempts FROM evaluations WHERE key = 'k2'") == 2);
     store_measurement m2[] = {{"median_us", 7.0, "us"}};
-    store_result r2 = {.verdict = "timeout", .reason = "stage timing passed 10 s", .m = m2, .nm = 1};
+    store_result r2 = {.verdict = "incorrect", .reason = "stage timing passed 10 s", .m = m2, .nm = 1};
     CHECK(store_finish_evaluation(db, id2, &r2, &st) == KS_OK);
     CHECK(scalar(db, "SELECT count(*) FROM evaluations WHERE key = 'k2'") == 1);
     CHECK(scalar(db, "SELECT count(*) FROM evaluations WHERE key = 'k2' AND state = 'done'") == 1);
@@ -451,6 +499,7 @@ static int child_writer(const char *path, const char *tag, int n)
         fprintf(stderr, "child %s: %s\n", tag, st.msg);
         return 2;
     }
+    define_verdicts(db);
     store_candidate c = {.language = "ptx", .code = "shared candidate"};
     int64_t cand;
     if (store_put_candidate(db, &c, &cand, NULL, NULL, &st) != KS_OK) {
@@ -515,6 +564,7 @@ static int child_crasher(const char *path)
     ks_status st;
     if (store_open(&db, path, NULL, &st) != KS_OK)
         return 2;
+    define_verdicts(db);
     store_candidate c = {.language = "ptx", .code = "crash candidate"};
     int64_t cand, id;
     int done;

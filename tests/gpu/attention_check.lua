@@ -9,11 +9,10 @@
 --    the primary shape for the tensor-core forward) and must get its
 --    expected verdict; the table shows candidate, task, expected, actual,
 --    time and the speedup over cuDNN (the baseline timed interleaved).
--- 2. Every attention task's cuDNN baseline runs once in a worker, on fresh
---    inputs, and its outputs are compared with klab's reference under the
---    task's tolerance; a case cuDNN refuses is listed with cuDNN's message.
---    --quick compares on the short and primary shapes only (the others
---    still build, run and are timed).
+-- 2. Every attention task's cuDNN baseline runs once in a worker on the
+--    first input set (the pipeline's baseline check) and its outputs are
+--    compared with the task's reference under the task's tolerance; a case
+--    cuDNN refuses is listed with cuDNN's message.
 -- Every row also records the cuDNN library (version and path) that ran.
 
 local M = {}
@@ -48,8 +47,6 @@ function M.run(opts)
   local sys = require "klab.sys"
   local eval = require "klab.eval"
   local task = require "klab.task"
-  local supervisor = require "klab.proc.supervisor"
-  local cudnn = require "klab.eval.baselines.cudnn"
   local checks, eval_rows, base_rows = {}, {}, {}
   local function check(name, ok, detail)
     checks[#checks + 1] = { name, ok, detail }
@@ -82,40 +79,35 @@ function M.run(opts)
     end
   end
 
-  -- 2. Every task's baseline, once, against the reference.
+  -- 2. Every task's baseline, once, against the reference (the pipeline's
+  -- baseline check, in a worker).
   do
-    local sup <close> = supervisor.new { deadline = 300 }
+    local es <close> = eval.session { deadline = 300 }
     local all = task.list("tasks")
     table.sort(all, function(a, b) return a.name < b.name end)
     for _, t in ipairs(all) do
       if t.family == "attention" then
-        local v = t.variant
-        local compare = not opts.quick or v == SHORT or v == PRIMARY
         local t0 = sys.now()
-        local rep = sup:run({ module = "klab.eval.baselines.cudnn", fn = "check",
-          args = { task = cudnn.spec(t), compare = compare, budget_s = 0.3 } }, { deadline = 300 })
-        local r = rep.status == "finished" and rep.result or { error = "worker " .. tostring(rep.status) ..
-          ": " .. tostring(rep.error or rep.signal_name or rep.exit_code) }
-        if rep.status ~= "finished" then sup:retire() end
-        local info = r.info or {}
+        local r = es:check_baseline(t, { budget_s = 0.3 })
+        local st = r.stages.baseline or {}
+        local info = st.info or {}
         local errs = {}
-        for name, o in pairs(r.outputs or {}) do
-          errs[#errs + 1] = string.format("%s %.3g%s", name, tonumber(o.max_abs) or -1,
-            o.passed and "" or string.format(" FAIL (%s elements out, matched %.6f)", tostring(o.failed),
-              tonumber(o.matched) or 0))
+        for name, o in pairs((st.check or {}).outputs or {}) do
+          errs[#errs + 1] = string.format("%s %.3g", name, tonumber(o.max_abs) or -1)
         end
         table.sort(errs)
-        local status = r.refused and "REFUSED" or (r.error and "ERROR") or (r.ok and "ok") or "WRONG"
+        local tflops = st.timing and st.timing.tflops
+        local refused = r.verdict == "unknown" and tostring(r.reason) or nil
+        local status = refused and "REFUSED" or (r.verdict == "passed" and "ok" or "WRONG")
         base_rows[#base_rows + 1] = { t.name, status, info.route or "-", tostring(info.engine or "-"),
-          info.version or "-", r.tflops and string.format("%.1f", r.tflops) or "-",
-          compare and table.concat(errs, ", ") or "(not compared)",
-          r.refused or r.error or info.refused or "", info.path or "" }
+          info.version or "-", tflops and string.format("%.1f", tflops) or "-", table.concat(errs, ", "),
+          refused or (r.verdict ~= "passed" and tostring(r.reason)) or info.refused or "", info.path or "" }
         -- A refusal is reported, not a failure of the check; a wrong or
         -- broken run is.
-        check("cuDNN baseline " .. t.name, r.ok == true or r.refused ~= nil,
+        check("cuDNN baseline " .. t.name, r.verdict == "passed" or refused ~= nil,
           string.format("%s %s engine %s, %s TFLOP/s (%.1f s)%s", status, tostring(info.route),
-            tostring(info.engine), r.tflops and string.format("%.1f", r.tflops) or "-", sys.now() - t0,
-            (r.refused or r.error) and (": " .. (r.refused or r.error)) or ""))
+            tostring(info.engine), tflops and string.format("%.1f", tflops) or "-", sys.now() - t0,
+            r.verdict ~= "passed" and (": " .. tostring(r.reason)) or ""))
       end
     end
   end

@@ -10,8 +10,7 @@ local blas = require "klab.blas"
 local gpu = require "klab.gpu"
 
 local function need_gpu(t)
-  local ok, why = gpu.available()
-  if not ok then t.skip("no GPU: " .. tostring(why)) end
+  t.need_gpu()
   return assert(gpu.context(0))
 end
 
@@ -181,6 +180,111 @@ function T.plan_needs_a_context(t)
   end
 end
 
+-- ---- variants: layouts, batches, epilogues ----
+
+-- Row-major C[b] = op(A[b])·op(B[b]) (+ epilogue) for a spec: the GPU
+-- check's reference, so that the two agree on what a variant means.
+local function gemm_ref(t, spec, v) return dofile(t.root .. "/tests/gpu/libs_check.lua").gemm_ref(spec, v) end
+
+-- The map for every layout and a padded batch: a column-major GEMM per
+-- member on the mapped buffers is the row-major result.
+function T.map_layouts_and_batches(t)
+  local M, N, K, batch = 4, 6, 5, 2
+  for _, al in ipairs { "mk", "km" } do
+    for _, bl in ipairs { "nk", "kn" } do
+      local spec = { dtype = "f32", M = M, N = N, K = K, a_layout = al, b_layout = bl, batch = batch,
+                     stride_a = 29, stride_b = 33, stride_c = 31 }
+      local mp = blas.map(spec)
+      t.eq(mp.batch, batch)
+      t.eq(mp.transa, bl == "nk" and "T" or "N", al .. bl .. " transa")
+      t.eq(mp.transb, al == "mk" and "N" or "T", al .. bl .. " transb")
+      local A, B = {}, {}
+      for i = 1, 29 + M * K do A[i] = (i * 7 + 3) % 11 - 5 end
+      for i = 1, 33 + N * K do B[i] = (i * 5 + 1) % 13 - 6 end
+      local want = gemm_ref(t, spec, { A = A, B = B })
+      local LA, LB = A, B
+      if mp.a_is_user_b then LA, LB = B, A end
+      local bad = 0
+      for b = 0, batch - 1 do
+        local oa, ob, oc = b * mp.stride_a, b * mp.stride_b, b * mp.stride_c
+        for i = 0, mp.m - 1 do
+          for j = 0, mp.n - 1 do
+            local s = 0
+            for q = 0, mp.k - 1 do
+              local a = mp.transa == "T" and LA[oa + q + i * mp.lda + 1] or LA[oa + i + q * mp.lda + 1]
+              local x = mp.transb == "T" and LB[ob + j + q * mp.ldb + 1] or LB[ob + q + j * mp.ldb + 1]
+              s = s + a * x
+            end
+            if s ~= want[oc + i + j * mp.ldc + 1] then bad = bad + 1 end
+          end
+        end
+      end
+      t.eq(bad, 0, al .. "/" .. bl .. " mismatches")
+    end
+  end
+end
+
+-- Without a GPU, cuBLASLt creates the descriptors and layouts of every
+-- variant (the heuristic needs a device).
+function T.describe_without_a_gpu(t)
+  local cases = {
+    { dtype = "bf16", M = 512, N = 512, K = 512, batch = 16 },
+    { dtype = "bf16", M = 1024, N = 4096, K = 1024, epilogue = "bias" },
+    { dtype = "bf16", M = 1024, N = 4096, K = 1024, epilogue = "relu_bias" },
+    { dtype = "bf16", M = 1024, N = 4096, K = 1024, epilogue = "gelu_bias", bias_dtype = "f32" },
+    { dtype = "f16", M = 256, N = 256, K = 256, a_layout = "km", b_layout = "kn", epilogue = "gelu" },
+    { dtype = "f32", compute = "f32", M = 8192, N = 1, K = 8192 },
+    { dtype = "f32", compute = "tf32", M = 1, N = 8192, K = 8192, b_layout = "kn" },
+    { dtype = "f32", compute = "tf32", M = 2048, N = 2048, K = 2048, epilogue = "relu_bias" },
+    { dtype = "e4m3", M = 2048, N = 2048, K = 2048, fast_accum = true },
+  }
+  for i, spec in ipairs(cases) do
+    local d, err = blas.describe(spec)
+    if t.ok(d, "case " .. i .. ": " .. tostring(err)) then
+      t.eq(d.descriptors, true)
+      t.eq(d.epilogue, spec.epilogue or "none")
+      t.eq(d.batch, spec.batch or 1)
+      t.eq(d.a_layout, spec.a_layout or "mk")
+    end
+  end
+  local d = blas.describe(cases[4])
+  t.eq(d.bias_dtype, "f32")
+  t.eq(d.bias_bytes, 4096 * 4)
+  d = blas.describe(cases[3])
+  t.eq(d.bias_dtype, "bf16")
+  t.eq(d.bias_bytes, 4096 * 2)
+  d = blas.describe(cases[1])
+  t.eq(d.a_bytes, 16 * 512 * 512 * 2)
+  t.eq(d.stride_c, 512 * 512)
+  t.eq(d.align_a, 256)
+  d = blas.describe { dtype = "bf16", M = 3, N = 5, K = 7, batch = 3 }
+  t.eq(d.align_a, 2, "35 bf16 elements between members")
+end
+
+function T.variant_misuse_raises(t)
+  local base = { dtype = "bf16", M = 16, N = 16, K = 16 }
+  local function with(k, v)
+    local s = {}
+    for a, b in pairs(base) do s[a] = b end
+    s[k] = v
+    return s
+  end
+  t.raises(function() blas.describe(with("a_layout", "mn")) end, "a_layout must be")
+  t.raises(function() blas.describe(with("b_layout", "row")) end, "b_layout must be")
+  t.raises(function() blas.describe(with("epilogue", "silu")) end, "unknown GEMM epilogue")
+  t.raises(function() blas.describe(with("bias_dtype", "f32")) end, "needs an epilogue with a bias")
+  t.raises(function() blas.describe(with("batch", 0)) end, "batch must be")
+  t.raises(function() blas.describe(with("stride_a", -1)) end, "stride_a must be")
+  t.raises(function() blas.describe(with("stride_a", 512)) end, "batch > 1")
+  local s = with("batch", 2)
+  s.stride_c = 8
+  t.raises(function() blas.describe(s) end, "overlap")
+  s = with("epilogue", "bias")
+  s.bias_dtype = "f16"
+  t.raises(function() blas.describe(s) end, "bias_dtype must be f32 or bf16")
+  t.raises(function() blas.map { dtype = "e4m3", M = 16, N = 16, K = 16, a_layout = "km" } end, "TN layout")
+end
+
 -- ---- on a GPU ----
 
 -- Runs every algorithm of a plan for dtype on integer inputs drawn from
@@ -321,6 +425,45 @@ function T.gpu_time(t)
     t.near(a.tflops, info.flops / (a.median_us * 1e-6) / 1e12, 1e-6 * a.tflops + 1e-9)
     t.ok(r.best.median_us <= a.median_us, "best is the fastest")
   end
+end
+
+-- Batched, both operands in their other layout, ReLU+bias: exact on
+-- integer values, every algorithm; the bias is required.
+function T.gpu_batched_layouts_relu_bias(t)
+  local ctx = need_gpu(t)
+  local B_, M, N, K = 3, 32, 48, 64
+  local spec = { dtype = "bf16", M = M, N = N, K = K, batch = B_, a_layout = "km", b_layout = "kn",
+                 epilogue = "relu_bias" }
+  local plan, err = blas.gemm_plan(ctx, spec)
+  if not t.ok(plan, tostring(err)) then return end
+  local info = plan:info()
+  t.eq(info.epilogue, "relu_bias")
+  t.eq(info.flops, 2 * M * N * K * B_)
+  local A, Bm, bias = {}, {}, {}
+  for i = 1, B_ * K * M do A[i] = (i * 7 + 3) % 3 - 1 end
+  for i = 1, B_ * K * N do Bm[i] = (i * 5 + 1) % 3 - 1 end
+  for n = 1, N do bias[n] = (n - 1) % 7 - 3 end
+  local want = gemm_ref(t, spec, { A = A, B = Bm, bias = bias })
+  local bA, bB = assert(ctx:alloc(info.a_bytes)), assert(ctx:alloc(info.b_bytes))
+  local bC, bbias = assert(ctx:alloc(info.c_bytes)), assert(ctx:alloc(info.bias_bytes))
+  assert(bA:upload(encode("bf16", A)))
+  assert(bB:upload(encode("bf16", Bm)))
+  assert(bbias:upload(encode("bf16", bias)))
+  for i = 1, #plan:algos() do
+    assert(bC:fill(0xff))
+    local ok, rerr = plan:run(bA, bB, bC, { algo = i, bias = bbias })
+    t.ok(ok, rerr)
+    assert(ctx:sync())
+    local out, bad = bC:download(), 0
+    for j = 1, B_ * M * N do
+      if from_bf16(out, j - 1) ~= want[j] then bad = bad + 1 end
+    end
+    t.eq(bad, 0, "algo " .. i .. " mismatches")
+  end
+  t.raises(function() plan:run(bA, bB, bC) end, "needs opts.bias")
+  local r, terr = plan:time(bA, bB, bC, { bias = bbias, min_samples = 5, max_samples = 10, budget_s = 2 })
+  t.ok(r, tostring(terr))
+  plan:free()
 end
 
 function T.gpu_misuse(t)

@@ -61,8 +61,7 @@ local FAULT_PTX = [[
 ]]
 
 local function need_gpu(t)
-  local ok, why = gpu.available()
-  if not ok then t.skip(why) end
+  t.need_gpu()
 end
 
 local function floats(list)

@@ -22,7 +22,7 @@ function T.source_compiles_everywhere(t)
       local names = {}
       for _, k in ipairs(r.kernels) do names[k.name] = true end
       for _, k in ipairs { "k_fill", "k_pattern", "k_pattern_check", "k_checksum", "k_compare", "k_bitdiff",
-        "k_gemm_ref", "k_convert" } do
+        "k_gather", "k_positions", "k_convert" } do
         t.ok(names[k], arch .. " lacks " .. k)
       end
       for _, k in ipairs(r.kernels) do t.eq(k.spill_stores or 0, 0, k.name .. " spills on " .. arch) end
@@ -56,8 +56,7 @@ end
 -- ---- on a GPU ----
 
 local function need(t)
-  local ok, why = gpu.available()
-  if not ok then t.skip(why) end
+  t.need_gpu()
   local ctx = assert(gpu.context(0))
   local arch = gpu.device(0).arch
   local r = assert(jit.compile { source = judge.source(), lang = "cuda", arch = arch, name = "judge.cu" })
@@ -133,26 +132,42 @@ function T.gpu_guards_and_compare(t)
   t.ok(cnt >= 3 and at >= 4 * 9 and at < 4 * 10, "bitdiff finds the first changed byte")
 end
 
-function T.gpu_gemm_ref_exact(t)
+function T.gpu_gather_units(t)
   local ctx, j = need(t)
-  local M, N, K = 37, 19, 41
-  local A, B = {}, {}
-  local function bf16(x) return string.pack("<f", x):sub(3, 4) end
-  local pa, pb = {}, {}
-  for i = 0, M * K - 1 do A[i] = (i * 7 % 9) - 4; pa[#pa + 1] = bf16(A[i]) end
-  for i = 0, N * K - 1 do B[i] = (i * 5 % 7) - 3; pb[#pb + 1] = bf16(B[i]) end
-  local dA, dB = assert(ctx:alloc(2 * M * K)), assert(ctx:alloc(2 * N * K))
-  dA:upload(table.concat(pa)); dB:upload(table.concat(pb))
-  local dC = assert(ctx:alloc(4 * M * N))
-  assert(j:gemm_ref(dA, "bf16", dB, "bf16", dC, M, N, K, 0.5))
-  local c = floats(dC, M * N)
-  local wrong = 0
-  for m = 0, M - 1 do for n = 0, N - 1 do
-    local s = 0
-    for k = 0, K - 1 do s = s + A[m * K + k] * B[n * K + k] end
-    if c[m * N + n + 1] ~= 0.5 * s then wrong = wrong + 1 end
-  end end
-  t.eq(wrong, 0, "reference GEMM on small integers is exact")
+  local n = 40
+  local parts = {}
+  for i = 0, n - 1 do parts[#parts + 1] = string.pack("<f", i) end
+  local src = assert(ctx:alloc(4 * n))
+  src:upload(table.concat(parts))
+  -- Units of 4 elements: take units 7, 0 and 3.
+  local pos = assert(ctx:alloc(8 * 3))
+  pos:upload(string.pack("<I8I8I8", 7, 0, 3))
+  local dst = assert(ctx:alloc(4 * 12))
+  assert(j:gather(src, "f32", pos, 3, 4, dst))
+  local got = floats(dst, 12)
+  local want = { 28, 29, 30, 31, 0, 1, 2, 3, 12, 13, 14, 15 }
+  for i = 1, 12 do t.eq(got[i], want[i], "slot element " .. i) end
+end
+
+function T.gpu_positions_are_uniform_and_repeatable(t)
+  local ctx, j = need(t)
+  local n, total = 4096, 1000
+  local a, b = assert(ctx:alloc(8 * n)), assert(ctx:alloc(8 * n))
+  assert(j:positions(a, n, total, 42))
+  assert(j:positions(b, n, total, 42))
+  local sa, sb = a:download(8 * n), b:download(8 * n)
+  t.eq(sa, sb, "the same seed draws the same positions")
+  local seen, low = {}, 0
+  for i = 0, n - 1 do
+    local p = string.unpack("<I8", sa, 8 * i + 1)
+    t.ok(p < total, "position in range")
+    seen[p] = true
+    if p < total // 2 then low = low + 1 end
+  end
+  local distinct = 0
+  for _ in pairs(seen) do distinct = distinct + 1 end
+  t.ok(distinct > 950, "most units drawn: " .. distinct)
+  t.ok(low > 1800 and low < 2300, "about half below the middle: " .. low)
 end
 
 function T.gpu_tensormap_encodes(t)

@@ -304,4 +304,49 @@ function tests.empty_store(t)
   t.eq(#metrics.limits(trajs), 0)
 end
 
+-- What is not a result: turns that were not measured and trajectories that
+-- did not finish are neither successes nor failures.
+function tests.unmeasured_and_unfinished_are_left_out(t)
+  local function tr(state, verdicts)
+    local turns = {}
+    for i, v in ipairs(verdicts) do turns[i] = { turn = i, verdict = v[1] or v, speedup = v[2] } end
+    return { arch = "sm_90a", model = "m", task = "x", tag = "t", replica = 1, experiment = "e", id = 1, state = state,
+      max_turns = 3, turns = turns }
+  end
+  local unknown = tr("done", { "unknown", "unknown", "unknown" })
+  local late = tr("done", { "unknown", "incorrect", { "passed", 1.5 } })
+  local failed = tr("done", { "compile_error", "incorrect", "incorrect" })
+  local cut = tr("running", { "compile_error" })
+  local noreply = tr("done", { "request_error", "incorrect", "incorrect" })
+  t.eq(metrics.undecided(unknown, 3), "not measured")
+  t.eq(metrics.undecided(late, 3), nil, "a correct turn decides, whatever came before")
+  t.eq(metrics.undecided(late, 2), "not measured")
+  t.eq(metrics.undecided(failed, 3), nil, "a measured failure counts")
+  t.eq(metrics.undecided(cut, 3), "unfinished")
+  t.eq(metrics.undecided(cut, 1), nil, "the turns it has count at their own limit")
+  t.eq(metrics.undecided(noreply, 3), "not measured", "request_error is not a result either")
+  local all = { unknown, late, failed, cut, noreply }
+  local kept, left = metrics.decided(all, 3)
+  t.eq(#kept, 2)
+  t.eq(left["not measured"], 2)
+  t.eq(left.unfinished, 1)
+  local rows = metrics.success(all, { B = 50, limits = { 1, 3 } })
+  local r3 = find(rows, { limit = 3 })
+  t.eq(r3.n, 2) t.eq(r3.correct, 1) t.near(r3.correct_rate, 0.5, 1e-12)
+  t.eq(r3.not_measured, 2) t.eq(r3.unfinished, 1)
+  local r1 = find(rows, { limit = 1 })
+  t.eq(r1.n, 2, "at limit 1: failed and cut count") t.eq(r1.not_measured, 3)
+  -- No trajectory decided: no rate, no interval, not 0%.
+  local none = metrics.success({ unknown }, { B = 20 })
+  t.eq(none[1].n, 0) t.eq(none[1].correct_rate, nil) t.eq(none[1].correct_ci, nil)
+  -- The failure mix: shares over results only; unknown and request_error apart.
+  local mix = metrics.failure_mix(all, { limit = 3, B = 20 })[1]
+  t.eq(table.concat(mix.verdicts, ","), "compile_error,incorrect,passed")
+  t.eq(mix.all.total, 8)
+  t.eq(mix.all.not_result.unknown, 4)
+  t.eq(mix.all.not_result.request_error, 1)
+  t.near(mix.all.shares.incorrect, 5 / 8, 1e-12)
+  t.eq(mix.turns[1].total, 2) t.eq(mix.turns[1].not_result.unknown, 2)
+end
+
 return setmetatable(tests, { __index = { fixture = build } })

@@ -247,7 +247,9 @@ T.modes_live_record_missing_replay = function(t)
     local ok, err = pcall(rp.submit, rp, m, MSGS, { key = { sample = 99 } })
     t.eq(ok, false)
     local want = model.request(m, MSGS, { sample = 99 }).hash
-    t.match(err, "^replay: no stored response for request " .. want .. " %(model test%-oa, experiment modes%)")
+    t.match(tostring(err), "^replay: no stored response for request " .. want:sub(1, 12) .. " of model test%-oa "
+      .. "%(experiment modes%): not in the store %(and no responses_dir= to look in%); run with mode=record%-missing")
+    t.eq(err.exit, 2, "a replay miss ends the script with status 2")
     t.eq(#s:log(), n, "a replay miss sends nothing")
   end)
 end
@@ -266,8 +268,11 @@ T.replay_from_response_files = function(t)
   t.ok(db:cache_get(o.hash) ~= nil, "stored in the cache")
   local o2 = c:call(m, MSGS, { key = { turn = 3 }, locator = loc })
   t.eq(o2.source, "cache")
+  -- A miss names the task, tag, replica and turn, the file looked for, and the way out.
   t.raises(function() c:submit(m, MSGS, { key = { turn = 4 }, locator = { model = "mm", task = "task_a", tag = "none", replica = 2, turn = 4 } }) end,
-    "no stored response")
+    "^replay: no stored response for task task_a, tag none, replica 2, turn 4 of model mm %(experiment files%): "
+    .. "not in the store and no file " .. dir:gsub("%p", "%%%0") .. "/resp/mm/task_a/none/r2/turn4%.md; "
+    .. "run with mode=record%-missing to ask the model for the missing ones$")
 end
 
 T.missing_key_variable_is_named = function(t)

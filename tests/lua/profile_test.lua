@@ -18,8 +18,7 @@ local sq = require("klab.command").shell_quote
 local T = {}
 
 local function need_gpu(t)
-  local ok, why = gpu.available()
-  if not ok then t.skip("no GPU: " .. tostring(why)) end
+  t.need_gpu()
 end
 
 local function need_profiling(t)

@@ -11,14 +11,6 @@ local function here()
 end
 local fixture = getmetatable(dofile(here() .. "/metrics_test.lua")).__index.fixture
 
-local function read(path)
-  local f = io.open(path, "rb")
-  if not f then return nil end
-  local s = f:read("a")
-  f:close()
-  return s
-end
-
 local sq = require("klab.command").shell_quote
 
 local function make_store(t)
@@ -44,21 +36,24 @@ function tests.two_reports_are_byte_identical(t)
   for i, f in ipairs(a) do
     local rel = f:sub(#dir + 5)
     t.eq(b[i]:sub(#dir + 5), rel)
-    local x, y = read(f), read(b[i])
+    local x, y = t.read(f), t.read(b[i])
     t.ok(x and #x > 0, rel .. " is not empty")
     t.ok(x == y, rel .. " is the same in both reports")
   end
   -- The listing is sorted and every file is in it.
   for i = 2, #a do t.ok(a[i - 1] < a[i]) end
+  -- Two experiments: a section (folder) each, nothing pooled.
   t.ok(contains(a, dir .. "/r1/index.html"))
   t.ok(contains(a, dir .. "/r1/metrics.json"))
-  t.ok(contains(a, dir .. "/r1/tables/ptxbench_sm_90a.md"))
-  t.ok(contains(a, dir .. "/r1/tables/ptxbench_sm_100a.tex"))
-  t.ok(contains(a, dir .. "/r1/tables/kbv.tex"))
-  t.ok(contains(a, dir .. "/r1/figures/src/fast_p_sm_90a.gp"))
+  t.ok(contains(a, dir .. "/r1/e1/tables/ptxbench_sm_90a.md"))
+  t.ok(contains(a, dir .. "/r1/e2/tables/ptxbench_sm_100a.tex"))
+  t.ok(not contains(a, dir .. "/r1/e1/tables/ptxbench_sm_100a.tex"), "e2's architecture is not in e1's section")
+  t.ok(contains(a, dir .. "/r1/e1/tables/kbv.tex"))
+  t.ok(contains(a, dir .. "/r1/e1/figures/src/fast_p_sm_90a.gp"))
   local cjson = require "cjson"
-  local m = cjson.decode(read(dir .. "/r1/metrics.json"))
-  t.eq(#m.kbv, 3)
+  local m = cjson.decode(t.read(dir .. "/r1/metrics.json"))
+  t.eq(#m.experiments.e1.kbv, 2, "e1: mA and mB on sm_90a")
+  t.eq(#m.experiments.e2.kbv, 1, "e2: mA on sm_100a")
   t.eq(m.bootstrap.B, 200)
 end
 
@@ -67,12 +62,13 @@ function tests.figures_in_three_formats(t)
   if not pr.gnuplot then t.skip(pr.why) end
   local path, dir = make_store(t)
   local files = assert(report.write(path, dir .. "/r", { B = 50 }))
-  for _, name in ipairs { "fast_p_sm_90a", "correct_sm_90a", "failure_mix_sm_90a_ma", "failure_mix_sm_90a_mb",
-    "best_by_turn_sm_90a", "speedups_sm_90a", "fast_p_sm_100a" } do
+  for _, name in ipairs { "e1/figures/fast_p_sm_90a", "e1/figures/correct_sm_90a", "e1/figures/failure_mix_sm_90a_ma",
+    "e1/figures/failure_mix_sm_90a_mb", "e1/figures/best_by_turn_sm_90a", "e1/figures/speedups_sm_90a",
+    "e2/figures/fast_p_sm_100a" } do
     for _, fmt in ipairs(pr.formats) do
-      local f = dir .. "/r/figures/" .. name .. "." .. fmt
+      local f = dir .. "/r/" .. name .. "." .. fmt
       t.ok(contains(files, f), f)
-      local s = read(f) or ""
+      local s = t.read(f) or ""
       if fmt == "png" then t.eq(s:sub(1, 8), "\137PNG\r\n\26\n", name .. ".png is a PNG") end
       if fmt == "svg" then t.match(s, "<svg", name .. ".svg is an SVG") end
       if fmt == "pdf" then
@@ -83,38 +79,38 @@ function tests.figures_in_three_formats(t)
     end
   end
   -- The script draws the figure again by itself.
-  local gp = read(dir .. "/r/figures/src/fast_p_sm_90a.gp")
+  local gp = t.read(dir .. "/r/e1/figures/src/fast_p_sm_90a.gp")
   t.match(gp, "set output 'figures/fast_p_sm_90a.png'")
   t.match(gp, "%$f1_1 << EOD")
-  local code = t.sh("cd " .. sq(dir .. "/r") .. " && rm figures/fast_p_sm_90a.png && gnuplot figures/src/fast_p_sm_90a.gp")
+  local code = t.sh("cd " .. sq(dir .. "/r/e1") .. " && rm figures/fast_p_sm_90a.png && gnuplot figures/src/fast_p_sm_90a.gp")
   t.eq(code, 0)
-  t.ok(read(dir .. "/r/figures/fast_p_sm_90a.png") ~= nil, "redrawn")
+  t.ok(t.read(dir .. "/r/e1/figures/fast_p_sm_90a.png") ~= nil, "redrawn")
 end
 
 function tests.tables_have_the_hand_computed_cells(t)
   local path, dir = make_store(t)
   assert(report.write(path, dir .. "/r", { B = 50 }))
-  local md = read(dir .. "/r/tables/ptxbench_sm_90a.md")
+  local md = t.read(dir .. "/r/e1/tables/ptxbench_sm_90a.md")
   t.match(md, "turn limit 1 %(n = 2 trajectories per cell%)")
   t.match(md, "| mA | 0 / 0 / %- | 1 / 1 / 0%.800 |", "limit 1")
   t.match(md, "| mA | 1 / 0 / 0%.300 | 2 / 2 / 1%.200 |", "limit 8")
   t.match(md, "| mB | 1 / 1 / %- | 2 / 2 / 2%.000 |", "limit 8")
-  local md100 = read(dir .. "/r/tables/ptxbench_sm_100a.md")
+  local md100 = t.read(dir .. "/r/e2/tables/ptxbench_sm_100a.md")
   t.match(md100, "| mA | 1 / 1 / 0%.900 |")
   t.ok(not md100:find("turn limit 4", 1, true), "e2 has one turn: only limit 1")
-  local kbv = read(dir .. "/r/tables/kbv.md")
+  local kbv = t.read(dir .. "/r/e1/tables/kbv.md")
   t.match(kbv, "| sm_90a | mA | 2 | 0%.600 %[[%d.]+, [%d.]+%] | 100%.0%% %[[%d.]+, [%d.]+%] | 50%.0%% ")
   t.match(kbv, "| MemEff | MemEff%% |")
   t.match(kbv, "| 2%.000 | 100%.0%% |")
-  local tex = read(dir .. "/r/tables/kbv.tex")
+  local tex = t.read(dir .. "/r/e1/tables/kbv.tex")
   t.match(tex, "\\begin{tabular}{llrrrrrr}", "tabular")
   t.match(tex, "sm\\_90a & mA & 2 & 0%.600")
   t.match(tex, "MemEff\\%%")
-  local mix = read(dir .. "/r/tables/failure_mix.md")
+  local mix = t.read(dir .. "/r/e1/tables/failure_mix.md")
   t.match(mix, "| sm_90a | mA | incorrect | 4 / 11 | 36%.4%% ")
-  local pd = read(dir .. "/r/tables/pdetect.md")
+  local pd = t.read(dir .. "/r/e1/tables/pdetect.md")
   t.match(pd, "| 0%.1 | 0%.100 | 0%.271 | 0%.410 | 0%.651 |", "1 - 0.9^n for n = 1, 3, 5, 10")
-  local fp = read(dir .. "/r/tables/fast_p.md")
+  local fp = t.read(dir .. "/r/e1/tables/fast_p.md")
   t.match(fp, "| sm_90a | mA | any | 4 | 75%.0%% ")
   t.match(fp, "| sm_90a | mA | verified | 4 | 50%.0%% ")
 end
@@ -122,20 +118,24 @@ end
 function tests.index_shows_provenance(t)
   local path, dir = make_store(t)
   assert(report.write(path, dir .. "/r", { B = 50 }))
-  local h = read(dir .. "/r/index.html")
+  local h = t.read(dir .. "/r/index.html")
   t.match(h, "^<!DOCTYPE html>")
   local wants = { "NVIDIA H200", "NVIDIA B200", "580.65", "e1, e2", "mA, mB", "attn, gemm", "sm_100a, sm_90a",
     "0.1.0", "cublasLt 13.1", "Write gemm.", "You write kernels.", "provider=openai, model=a-1, temperature=0.5",
-    'href="tables/kbv.tex"', "Trajectories / turns</td><td>9 / 18" }
+    'href="e1/tables/kbv.tex"', "Trajectories / turns</td><td>9 / 18", '<h2 id="experiment-e1">Experiment e1</h2>',
+    '<h2 id="experiment-e2">Experiment e2</h2>', '<a href="#experiment-e2">e2</a>',
+    -- Settings read back from JSON print as integers.
+    "<td>replicas</td><td>2</td>", "<td>turns</td><td>8</td>" }
   -- Figures are linked only where gnuplot could draw them.
   if figures.probe().gnuplot then
-    wants[#wants + 1] = 'src="figures/fast_p_sm_90a.png"'
-    wants[#wants + 1] = 'href="figures/fast_p_sm_90a.pdf"'
+    wants[#wants + 1] = 'src="e1/figures/fast_p_sm_90a.png"'
+    wants[#wants + 1] = 'href="e1/figures/fast_p_sm_90a.pdf"'
   end
   for _, want in ipairs(wants) do
     t.ok(h:find(want, 1, true), "index.html shows " .. want)
   end
   t.ok(not h:find("<script", 1, true), "no scripts: a static page")
+  t.ok(not h:find('id="not-measured"', 1, true), "every evaluation of the fixture was measured: no notice")
   t.ok(not h:find("http", 1, true), "self-contained: no remote links")
 end
 
@@ -157,7 +157,7 @@ function tests.bad_stores(t)
   db:close()
   files = assert(report.write(dir .. "/plain.db", dir .. "/plain"))
   t.ok(contains(files, dir .. "/plain/index.html"))
-  t.match(read(dir .. "/plain/index.html"), "no experiment trajectories")
+  t.match(t.read(dir .. "/plain/index.html"), "no experiment trajectories")
   t.raises(function() report.write(dir .. "/plain.db", nil) end, "out_dir")
 end
 
@@ -184,7 +184,7 @@ function tests.pdf_dates_are_fixed(t)
   local body = "%PDF-1.5\n<< /Producer (cairo) /CreationDate (D:20261129181825Z) >>\n"
   figures.write_file(p, body)
   figures.fix_pdf_dates(p)
-  local s = read(p)
+  local s = t.read(p)
   t.eq(#s, #body, "same length: offsets stay valid")
   t.match(s, "/CreationDate %(D:20000101000000Z%)")
 end
@@ -194,11 +194,11 @@ function tests.cli(t)
   local code, out, err = t.sh(sq(t.klab) .. " report " .. sq(path) .. " --out " .. sq(dir .. "/cli"))
   t.eq(code, 0, err)
   t.match(out, "open .*/cli/index%.html")
-  t.ok(read(dir .. "/cli/index.html") ~= nil)
+  t.ok(t.read(dir .. "/cli/index.html") ~= nil)
   -- Default directory: the store's name without its extension + _report.
   code, out = t.sh(sq(t.klab) .. " report " .. sq(path))
   t.eq(code, 0)
-  t.ok(read(dir .. "/fx_report/index.html") ~= nil, "fx_report/index.html")
+  t.ok(t.read(dir .. "/fx_report/index.html") ~= nil, "fx_report/index.html")
   code, out = t.sh(sq(t.klab) .. " report --help")
   t.eq(code, 0)
   t.match(out, "usage: klab report DB")
@@ -209,9 +209,233 @@ function tests.cli(t)
   t.eq(code, 2)
   t.match(err, "unknown option %-%-bogus")
   code, _, err = t.sh(sq(t.klab) .. " report " .. sq(dir .. "/missing.db"))
-  t.eq(code, 1)
+  t.eq(code, 2, "a missing store is the user's mistake")
   t.match(err, "no such store file")
-  t.ok(read(dir .. "/missing.db") == nil, "a missing store is not created")
+  t.ok(t.read(dir .. "/missing.db") == nil, "a missing store is not created")
+end
+
+-- ---- a store without GPU results, unfinished trajectories ---------------------
+
+local SKIPPED = "GPU stages skipped: no CUDA driver found: libcuda.so.1: cannot open shared object file"
+
+-- Experiment "nogpu" (sm_90a, 3 turns) as a machine without a GPU leaves it:
+-- T1 unknown x3; T2 compile_error, unknown, unknown. Experiment "cut" (3
+-- turns): T3 stopped after turn 1 (state running, compile_error), T4 done:
+-- incorrect x3.
+local function nogpu_store(t)
+  local dir = t.tmpdir()
+  local path = dir .. "/nogpu.db"
+  local db = assert(store.open(path))
+  require("klab.experiment").ensure_schema(db)
+  local json = require("klab.experiment.model").json
+  local n = 0
+  local function exp(name)
+    return db:insert("experiments", { name = name, config = json { arch = "sm_90a", turns = 3, replicas = 2,
+      models = { { name = "m", provider = "openai", model = "m-1", max_tokens = 32000 } } } })
+  end
+  local function traj(e, task, replica, state, verdicts)
+    local id = db:insert("trajectories", { experiment_id = e, key = ("%d/%s/%d"):format(e, task, replica), model = "m",
+      task = task, tag = "none", replica = replica, state = state, turns = #verdicts })
+    for i, v in ipairs(verdicts) do
+      n = n + 1
+      local cid, hash = db:put_candidate { language = "ptx", code = ("// k%d"):format(n) }
+      db:record_evaluation { key = "k" .. n, candidate = cid, task = task .. "/1", arch = "sm_90a", verdict = v,
+        reason = v == "unknown" and SKIPPED or (v .. ": why") }
+      db:insert("turns", { trajectory_id = id, turn = i, verdict = v, reason = v .. ": why", candidate = hash,
+        language = "ptx", reply = "r", feedback = "f" })
+    end
+  end
+  local e1, e2 = exp("nogpu"), exp("cut")
+  traj(e1, "gemm", 1, "done", { "unknown", "unknown", "unknown" })
+  traj(e1, "gemm", 2, "done", { "compile_error", "unknown", "unknown" })
+  traj(e2, "gemm", 1, "running", { "compile_error" })
+  traj(e2, "gemm", 2, "done", { "incorrect", "incorrect", "incorrect" })
+  db:close()
+  return path, dir
+end
+
+function tests.a_store_without_gpu_results_says_so(t)
+  local path, dir = nogpu_store(t)
+  local files, warnings = assert(report.write(path, dir .. "/r", { B = 50, experiment = "nogpu" }))
+  local h = t.read(dir .. "/r/index.html")
+  -- The notice, with the stored reason, comes before everything else on the page.
+  local at = h:find('<div class="notice" id="not-measured"><b>GPU stages skipped</b>: 5 of 10 evaluations', 1, true)
+  t.ok(at, "the notice")
+  t.ok(at and at < h:find("At a glance", 1, true), "above the provenance")
+  t.ok(h:find("no CUDA driver found: libcuda.so.1: cannot open shared object file", 1, true), "the stored reason")
+  t.match(warnings[1], "^GPU stages skipped: 5 of 10 evaluations")
+  -- No blank shown as if it were data.
+  t.ok(h:find("<td>GPU</td><td>not measured (GPU stages skipped)</td>", 1, true), "GPU: not measured")
+  t.ok(h:find("<td>Driver</td><td>not measured (GPU stages skipped)</td>", 1, true), "driver: not measured")
+  t.ok(not h:find("<td></td>", 1, true), "no empty cell")
+  -- Figures with nothing to show are left out, and the page says why.
+  for _, name in ipairs { "fast_p_sm_90a", "correct_sm_90a", "best_by_turn_sm_90a", "speedups_sm_90a" } do
+    t.ok(not contains(files, dir .. "/r/figures/src/" .. name .. ".gp"), name .. " not drawn")
+    t.ok(h:find("figures/" .. name, 1, true) == nil, name .. " not linked")
+  end
+  t.match(h, "Not drawn, having nothing to show:")
+  t.match(h, "fast_p on sm_90a: no trajectory on sm_90a has a result")
+  -- The failure mix draws the one real result and leaves unknown out.
+  if figures.probe().gnuplot then t.ok(contains(files, dir .. "/r/figures/failure_mix_sm_90a_m.png")) end
+  local mix = t.read(dir .. "/r/tables/failure_mix.md")
+  t.match(mix, "| sm_90a | m | compile_error | 1 / 1 | 100%.0%% ")
+  t.match(mix, "| sm_90a | m | unknown %(no result%) | 5 | not counted |")
+  t.ok(not mix:find("unknown | 5 /", 1, true), "unknown is no share of the results")
+  -- Rates count decided trajectories only; the others are named, not failed.
+  local succ = t.read(dir .. "/r/tables/success.md")
+  t.match(succ, "| sm_90a | m | gemm | 3 | 0 | %- | %- | %- | %- | 2 not measured |", "no rate from nothing")
+  t.match(succ, "| sm_90a | m | gemm | 1 | 1 | 0%.0%% [^|]*| 0%.0%% [^|]*| %- | %- | 1 not measured |",
+    "at turn limit 1, T2's first turn is a result")
+  t.match(t.read(dir .. "/r/tables/ptxbench_sm_90a.md"), "| m | not measured |")
+  local m = require("cjson").decode(t.read(dir .. "/r/metrics.json"))
+  t.eq(m.not_measured.unknown, 5)
+  t.eq(m.left_out.not_measured, 2)
+  -- The command line prints the same notice (the text report).
+  local code, _, err = t.sh(sq(t.klab) .. " report " .. sq(path) .. " --experiment nogpu --out " .. sq(dir .. "/cli"))
+  t.eq(code, 0, err)
+  t.match(err, "^klab report: GPU stages skipped: 5 of 10 evaluations in this store have no GPU results")
+  t.match(err, "figure fast_p_sm_90a not drawn: ")
+end
+
+function tests.unfinished_trajectories_are_not_failures(t)
+  local path, dir = nogpu_store(t)
+  local _, warnings = assert(report.write(path, dir .. "/r", { B = 50, experiment = "cut" }))
+  local found
+  for _, w in ipairs(warnings) do if w:find("1 of 2 trajectories are unfinished", 1, true) then found = true end end
+  t.ok(found, "a warning names the unfinished trajectory")
+  t.match(t.read(dir .. "/r/index.html"), "1 of 2 trajectories are unfinished")
+  local succ = t.read(dir .. "/r/tables/success.md")
+  t.match(succ, "| sm_90a | m | gemm | 3 | 1 | 0%.0%% [^|]*| 0%.0%% [^|]*| %- | %- | 1 unfinished |",
+    "n = 1: the finished failure only")
+  t.match(succ, "| sm_90a | m | gemm | 1 | 2 |", "both count at turn limit 1")
+  local pb = t.read(dir .. "/r/tables/ptxbench_sm_90a.md")
+  t.match(pb, "Left out of n: 0 trajectories with no result %(a turn's verdict unknown or request_error, none passed%) "
+    .. "and 1 unfinished; they are not failures%.")
+end
+
+function tests.default_report_has_a_section_per_experiment(t)
+  local path, dir = nogpu_store(t)
+  local files = assert(report.write(path, dir .. "/r", { B = 20 }))
+  t.ok(contains(files, dir .. "/r/nogpu/tables/success.md"))
+  t.ok(contains(files, dir .. "/r/cut/tables/success.md"))
+  t.ok(not contains(files, dir .. "/r/tables/success.md"), "nothing pooled over experiments")
+  local h = t.read(dir .. "/r/index.html")
+  t.ok(h:find('<h2 id="experiment-cut">Experiment cut</h2>', 1, true) < h:find('<h2 id="experiment-nogpu">', 1, true))
+  local m = require("cjson").decode(t.read(dir .. "/r/metrics.json"))
+  t.eq(#m.experiments.cut.success, 2, "cut: limits 1 and 3")
+  t.eq(m.experiments.nogpu.left_out.not_measured, 2)
+end
+
+function tests.unknown_experiment_names_the_ones_held(t)
+  local path, dir = nogpu_store(t)
+  local files, msg, code = report.write(path, dir .. "/r", { experiment = "nope" })
+  t.eq(files, nil)
+  t.eq(msg, "report: nogpu.db holds no experiment named 'nope' (it holds: cut, nogpu)")
+  t.eq(code, "ENOTFOUND")
+  t.ok(io.open(dir .. "/r/index.html") == nil, "nothing written")
+  local c, out, err = t.sh(sq(t.klab) .. " report " .. sq(path) .. " --experiment nope --out " .. sq(dir .. "/r"))
+  t.eq(c, 2)
+  t.eq(out, "")
+  t.eq(err, "klab report: nogpu.db holds no experiment named 'nope' (it holds: cut, nogpu)\n")
+end
+
+-- A store in a folder the user cannot write (SQLite cannot make the WAL's
+-- -shm file there) is read as it is. As root, permissions do not bind: the
+-- report then runs as nobody.
+function tests.a_store_in_a_read_only_folder(t)
+  local path, dir = nogpu_store(t)
+  local ro = dir .. "/ro"
+  assert(require("klab.sys").mkdir(ro))
+  assert(os.rename(path, ro .. "/nogpu.db"))
+  local out = dir .. "/out"
+  assert(require("klab.sys").mkdir(out))
+  local cmd = sq(t.klab) .. " report " .. sq(ro .. "/nogpu.db") .. " --experiment nogpu --out " .. sq(out .. "/r")
+  local uid = select(2, t.sh("id -u")):match("%d+")
+  if uid == "0" then
+    if t.sh("command -v setpriv >/dev/null") ~= 0 then t.skip("running as root without setpriv: cannot drop privileges") end
+    -- nobody must reach the binary, the store and the output folder.
+    os.execute("chmod 755 " .. sq(dir) .. " " .. sq(ro) .. " && chmod 644 " .. sq(ro .. "/nogpu.db")
+      .. " && chmod 777 " .. sq(out))
+    local probe = t.sh("setpriv --reuid=65534 --regid=65534 --clear-groups test -x " .. sq(t.klab))
+    if probe ~= 0 then t.skip("the user nobody cannot run " .. t.klab) end
+    cmd = "setpriv --reuid=65534 --regid=65534 --clear-groups " .. cmd
+  end
+  os.execute("chmod 555 " .. sq(ro))
+  local code, _, err = t.sh(cmd)
+  os.execute("chmod 755 " .. sq(ro))
+  t.eq(code, 0, err)
+  t.ok(t.read(out .. "/r/index.html") ~= nil, "the report was written")
+  t.ok(io.open(ro .. "/nogpu.db-shm") == nil and io.open(ro .. "/nogpu.db-wal") == nil, "nothing written beside the store")
+  -- The library's read-only open works there too (here, where permissions may not bind, it is the plain path).
+  local db = assert(store.open(ro .. "/nogpu.db", { readonly = true }))
+  t.eq(db:first("SELECT count(*) AS n FROM turns").n, 10)
+  db:close()
+end
+
+-- A report that fails half way leaves the previous one whole and no
+-- temporary folder; a new one replaces it at once.
+function tests.an_interrupted_report_leaves_the_old_one(t)
+  local path, dir = nogpu_store(t)
+  local r = dir .. "/r"
+  local first = assert(report.write(path, r, { B = 20, experiment = "nogpu" }))
+  local before = {}
+  for _, f in ipairs(first) do before[f] = t.read(f) end
+  -- limits that are no list make the metrics raise half way through.
+  local files, msg, code = report.write(path, r, { B = 20, experiment = "cut", limits = 7 })
+  t.eq(files, nil)
+  t.eq(code, "EREPORT")
+  t.ok(msg ~= nil)
+  for f, body in pairs(before) do t.ok(t.read(f) == body, "unchanged: " .. f) end
+  local _, listing = t.sh("ls -A " .. sq(dir))
+  t.ok(not listing:find("klab-new", 1, true) and not listing:find("klab-old", 1, true), "no temporary folder left: " .. listing)
+  -- The next report replaces the old one whole: no file of the old one is left.
+  assert(report.write(path, r, { B = 20, experiment = "cut" }))
+  t.match(t.read(r .. "/index.html"), "klab report: cut")
+  local _, l2 = t.sh("ls -A " .. sq(dir))
+  t.ok(not l2:find("klab-", 1, true), "no temporary folder left")
+end
+
+function tests.out_must_be_a_folder_for_a_report(t)
+  local path, dir = nogpu_store(t)
+  local f = assert(io.open(dir .. "/afile", "w"))
+  f:write("mine")
+  f:close()
+  local code, out, err = t.sh(sq(t.klab) .. " report " .. sq(path) .. " --out " .. sq(dir .. "/afile"))
+  t.eq(code, 2)
+  t.eq(out, "")
+  t.eq(err, "klab report: " .. dir .. "/afile is a file, not a folder: give --out a folder\n")
+  t.eq(t.read(dir .. "/afile"), "mine", "untouched")
+  -- A folder with the user's own files is not replaced.
+  assert(require("klab.sys").mkdir(dir .. "/mine"))
+  local g = assert(io.open(dir .. "/mine/notes.txt", "w"))
+  g:write("keep")
+  g:close()
+  code, _, err = t.sh(sq(t.klab) .. " report " .. sq(path) .. " --out " .. sq(dir .. "/mine"))
+  t.eq(code, 2)
+  t.match(err, "holds files that are not a klab report")
+  t.eq(t.read(dir .. "/mine/notes.txt"), "keep")
+end
+
+function tests.sft_export_says_why_it_has_no_records(t)
+  local path, dir = nogpu_store(t)
+  local export = require "klab.report.export"
+  local recs, s = assert(export.sft(path, { experiment = "nogpu" }))
+  t.eq(#recs, 0)
+  t.eq(export.summary_text(s), "0 records: experiment nogpu has 6 turns, none passed (5 were not measured)")
+  local code, out = t.sh(sq(t.klab) .. " export sft " .. sq(path) .. " --experiment cut --out " .. sq(dir .. "/x.jsonl"))
+  t.eq(code, 1, "nothing passed: the candidates failed")
+  t.match(out, "^0 records: experiment cut has 4 turns, none passed\nwrote 0 records to ")
+  t.ok(not out:find("task%s+generation"), "no empty header")
+  -- A store where nothing was measured: status 3.
+  local db = assert(store.open(path))
+  db:exec("UPDATE turns SET verdict = 'unknown'")
+  db:close()
+  code, out = t.sh(sq(t.klab) .. " export sft " .. sq(path) .. " --out " .. sq(dir .. "/y.jsonl"))
+  t.eq(code, 3)
+  t.match(out, "^0 records: the store has 10 turns and none was measured")
+  code, _, out = t.sh(sq(t.klab) .. " export sft " .. sq(path) .. " --experiment nope")
+  t.eq(code, 2)
+  t.match(out, "holds no experiment named 'nope' %(it holds: cut, nogpu%)")
 end
 
 return tests

@@ -3,8 +3,11 @@
 --   klab tests/lua/run.lua [FILE...]      (default: every tests/lua/*_test.lua)
 --
 -- A test file returns a table of functions name -> function(t). A test passes
--- when it raises nothing and every assertion held; t.skip(reason) skips it.
--- The last line is "lua: N passed, N failed, N skipped".
+-- when it raises nothing and every assertion held; t.skip(reason) skips it,
+-- t.need_gpu() skips it with the one reason every GPU test shares. Skips are
+-- reported once per reason: "skip N tests: reason", then a line "  tests:
+-- file name, ..." naming them. The last line is "lua: N passed, N failed,
+-- N skipped".
 
 local sys_ok, sys = pcall(require, "klab.sys")
 
@@ -87,11 +90,31 @@ local function new_t(name, failures)
     return true
   end
   function t.skip(reason) error(setmetatable({ reason = reason }, SKIP), 0) end
+  function t.need_gpu()
+    local ok, why = require("klab.gpu").available()
+    if not ok then t.skip("no GPU: " .. tostring(why)) end
+  end
+  -- The whole file, or nil when it cannot be read.
+  function t.read(path)
+    local f = io.open(path, "rb")
+    if not f then return nil end
+    local s = f:read("a")
+    f:close()
+    return s
+  end
   function t.tmpdir()
     local p = io.popen("mktemp -d")
     local d = p:read("l")
     p:close()
     return d
+  end
+  -- A file's contents, or nil when it cannot be read.
+  function t.read(path)
+    local f = io.open(path, "rb")
+    if not f then return nil end
+    local s = f:read("a")
+    f:close()
+    return s
   end
   -- Runs a shell command; returns exit code, stdout, stderr.
   function t.sh(cmd)
@@ -112,6 +135,7 @@ local files = { ... }
 if #files == 0 then files = list_tests(here()) end
 
 local passed, failed, skipped = 0, 0, 0
+local skips, skip_order = {}, {}   -- reason -> {"file name", ...}
 for _, file in ipairs(files) do
   local chunk, err = loadfile(file)
   local tests
@@ -135,7 +159,9 @@ for _, file in ipairs(files) do
       end, t)
       if not ok and getmetatable(e) == SKIP then
         skipped = skipped + 1
-        io.stderr:write("skip ", file, " ", name, ": ", tostring(e.reason), "\n")
+        local reason = tostring(e.reason)
+        if not skips[reason] then skips[reason] = {} skip_order[#skip_order + 1] = reason end
+        table.insert(skips[reason], (file:match("([^/]+)$") or file) .. " " .. name)
       elseif not ok or #failures > 0 then
         failed = failed + 1
         io.stderr:write("FAIL ", file, " ", name, "\n")
@@ -146,6 +172,11 @@ for _, file in ipairs(files) do
       end
     end
   end
+end
+for _, reason in ipairs(skip_order) do
+  local names = skips[reason]
+  io.stderr:write(("skip %d test%s: %s\n"):format(#names, #names == 1 and "" or "s", reason))
+  io.stderr:write("  tests: ", table.concat(names, ", "), "\n")
 end
 print(string.format("lua: %d passed, %d failed, %d skipped", passed, failed, skipped))
 os.exit(failed == 0 and 0 or 1)

@@ -24,7 +24,8 @@ buffers = {
   Y = { role = "output", dtype = "f32", shape = "N" },
 }
 inputs = { X = { dist = "uniform", lo = -1, hi = 1 } }
-reference = "add_ref"
+reference = { source = "ref.cu",
+  plan = "return { launches = { { kernel = 'ref', grid = 1, block = 32, args = { { buffer = 'X' } } } } }" }
 baseline = { lib = "none", op = "copy" }
 tolerance = { f32 = { atol = 0, rtol = 0 } }
 flops = function(d) return d.N end
@@ -42,6 +43,7 @@ local function toy(t, text, name)
   os.execute("mkdir -p '" .. dir .. "'")
   local path = dir .. "/" .. (name or "toy.lua")
   write(path, text)
+  write(dir .. "/ref.cu", 'extern "C" __global__ void ref(const float *x) {}\n')
   return path
 end
 
@@ -183,7 +185,12 @@ local function broken(t, find, replace, want_field, want_msg)
 end
 
 function T.broken_files_name_file_and_field(t)
-  broken(t, 'reference = "add_ref"\n', "", "reference", "missing")
+  broken(t, 'reference = { source', 'reference_ = { source', nil, "unknown field 'reference_'")
+  broken(t, 'source = "ref.cu"', 'source = "../ref.cu"', "reference.source", "task's folder")
+  broken(t, 'source = "ref.cu"', 'source = "nothere.cu"', "reference.source", "cannot read")
+  broken(t, 'source = "ref.cu",', 'source = "ref.cu", units = { Y = "Q" },', "reference.units.Y", "unknown dimension 'Q'")
+  broken(t, 'source = "ref.cu",', 'source = "ref.cu", units = { X = 1 },', "reference.units.X", "outputs only")
+  broken(t, 'source = "ref.cu",', 'source = "ref.cu", derived = { "X" },', "reference.derived", "reference.derive")
   broken(t, 'shape = "N" }', 'shape = { "N", "Q" } }', "buffers.Y.shape", "unknown dimension 'Q'")
   broken(t, 'dtype = "f32", shape = { "N" }', 'dtype = "f33", shape = { "N" }', "buffers.X.dtype", "unknown dtype 'f33'")
   broken(t, 'tolerance = { f32 = { atol = 0, rtol = 0 } }', 'tolerance = { bf16 = { atol = 0, rtol = 0 } }',
@@ -196,7 +203,7 @@ function T.broken_files_name_file_and_field(t)
   broken(t, 'inputs = { X = { dist = "uniform", lo = -1, hi = 1 } }', 'inputs = {}', "inputs.X", "every input")
   broken(t, 'dist = "uniform"', 'dist = "gamma"', "inputs.X.dist", "unknown distribution")
   broken(t, 'role = "input", dtype', 'role = "inptu", dtype', "buffers.X.role", "input")
-  broken(t, 'plan = "return', 'plan = "return return', "plan", "unexpected")
+  broken(t, '\nplan = "return', '\nplan = "return return', "plan", "unexpected")
   broken(t, 'targets = { sm_90a = { "tma" } }', 'targets = { hopper = { "tma" } }', "targets.hopper", "sm_90a")
   broken(t, 'name = "toy"', 'name = "to/y"', "name", nil)
   broken(t, 'dims = { "N" }', 'dims = { "N", "N" }', "dims[2]", "duplicate")
@@ -223,6 +230,7 @@ function T.list_reports_broken_files_and_keeps_good_ones(t)
   local dir = t.tmpdir()
   os.execute("mkdir -p '" .. dir .. "/a' '" .. dir .. "/b' '" .. dir .. "/a/samples'")
   write(dir .. "/a/good.lua", GOOD)
+  write(dir .. "/a/ref.cu", "")
   write(dir .. "/b/bad.lua", GOOD:gsub('family = "toy"', 'family = 3'))
   write(dir .. "/a/samples/plan.lua", "return {}") -- deeper files are not tasks
   local all, errs = task.list(dir)
@@ -308,14 +316,19 @@ function T.cli_lists_tasks(t)
   t.eq(code, 0)
   t.match(out, "gemm_f32/8192x7168x5120%s+gemm%s+M=8192 N=7168 K=5120%s+f32%->f32%s+601%.295%s+sm_100a:tma sm_90a:tma")
   t.match(out, "4 tasks")
-  code, out = t.sh("cd " .. q(t.root) .. " && " .. q(t.klab) .. " tasks --family nope")
-  t.eq(code, 0)
-  t.match(out, "0 tasks")
+  local errf
+  code, out, errf = t.sh("cd " .. q(t.root) .. " && " .. q(t.klab) .. " tasks --family nope")
+  t.eq(code, 2, "a family no task has is a typo")
+  t.eq(out, "")
+  t.match(errf, "^klab tasks: no task has family 'nope' %(known: attention, gemm[^)]*%)\n$")
+  code, out, errf = t.sh("cd " .. q(t.root) .. " && " .. q(t.klab) .. " tasks --tag nope")
+  t.eq(code, 2)
+  t.match(errf, "no task has tag 'nope' %(known: [^)]*ptxbench")
   code = t.sh(q(t.klab) .. " tasks --bogus")
   t.eq(code, 2)
   local err2
   code, out, err2 = t.sh(q(t.klab) .. " tasks --root /nonexistent/klab-tasks")
-  t.eq(code, 1)
+  t.eq(code, 2)
   t.match(err2, "no task directory at /nonexistent/klab%-tasks")
   -- from another directory, the repository's tasks are found next to the binary
   local dir = t.tmpdir()
@@ -333,8 +346,10 @@ local sq = require("klab.command").shell_quote
 local function task_tree(t, files)
   local dir = t.tmpdir()
   for path, text in pairs(files) do
-    os.execute("mkdir -p " .. sq(dir .. "/" .. path:match("^(.*)/")))
+    local sub = dir .. "/" .. path:match("^(.*)/")
+    os.execute("mkdir -p " .. sq(sub))
     write(dir .. "/" .. path, text)
+    write(sub .. "/ref.cu", 'extern "C" __global__ void ref(const float *x) {}\n')
   end
   return dir
 end

@@ -38,8 +38,7 @@ LOOP:
 ]]
 
 local function need_gpu(t)
-  local ok, why = gpu.available()
-  if not ok then t.skip(why) end
+  t.need_gpu()
 end
 
 local function busy_setup(t)

@@ -5,8 +5,7 @@ local T = {}
 local NaN, Inf = 0 / 0, math.huge
 
 function T.names_and_precedence(t)
-  t.eq(#verdict.NAMES, 14)
-  t.eq(verdict.NAMES[1], "extraction_error")
+  t.eq(verdict.NAMES[1], "request_error")
   t.eq(verdict.NAMES[#verdict.NAMES], "passed")
   for _, n in ipairs({ "passed", "compile_error", "plan_error", "load_error", "runtime_error", "timeout",
                        "incorrect", "guard_violation", "input_modified", "nondeterministic",
@@ -175,6 +174,31 @@ function T.compare_worst_location_and_tile(t)
   -- reason builder accepts the comparison
   t.match(verdict.reason("incorrect", c), "^incorrect: 3 of 150000 elements differ")
   t.raises(function() verdict.compare({ 1, 2 }, { 1, 2, 3 }, { 3 }, {}) end, "elements")
+end
+
+-- docs/verdicts.md shows the one list, and the store takes it as its constraint.
+function T.docs_and_store_follow_the_list(t)
+  local f = assert(io.open("docs/verdicts.md"))
+  local doc = f:read("a")
+  f:close()
+  t.ok(doc:find(verdict.markdown(), 1, true) ~= nil, "docs/verdicts.md holds verdict.markdown() verbatim")
+  for i, v in ipairs(verdict.LIST) do
+    t.eq(verdict.NAMES[i], v.name)
+    t.eq(verdict.SHORT[v.name], v.short)
+    t.ok(verdict.reason(v.name, "x"):find("^" .. v.name .. ": x$") ~= nil, "reason of " .. v.name)
+  end
+  local db = assert(require("klab.store").open(":memory:"))
+  local cand = db:put_candidate { language = "ptx", code = "x" }
+  t.eq(verdict.define(db), true)
+  t.eq(db:first("SELECT count(*) AS n FROM verdicts").n, #verdict.LIST)
+  for _, v in ipairs(verdict.LIST) do
+    t.ok(db:record_evaluation { key = v.name, candidate = cand, task = "t", arch = "sm_90a", verdict = v.name },
+      v.name .. " is accepted")
+  end
+  t.raises(function()
+    db:record_evaluation { key = "bad", candidate = cand, task = "t", arch = "sm_90a", verdict = "fast" }
+  end, "unknown verdict 'fast'")
+  db:close()
 end
 
 return T

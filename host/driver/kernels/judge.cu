@@ -3,19 +3,12 @@
 // Compiled at run time with NVRTC for the device's exact architecture (and
 // cached like any compile), loaded once per worker. Everything here is plain
 // and obviously right rather than fast: fills, poison, guards, checksums, the
-// element-wise comparison and the reference GEMM with fp64 accumulation.
+// element-wise comparison, gathers and conversions. References live with
+// their tasks (tasks/<family>/reference.cu), not here.
 //
-// Element types are passed as small integers (see host/driver/devkern.h, KD_*).
+// Element types are passed as small integers (prelude.cu, host/driver/devkern.h KD_*).
 
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-#include <cuda_fp8.h>
-
-typedef unsigned long long u64;
-typedef unsigned int u32;
-
-enum { KD_F32 = 0, KD_F16 = 1, KD_BF16 = 2, KD_E4M3 = 3, KD_E5M2 = 4, KD_F64 = 5,
-       KD_I32 = 6, KD_U8 = 7, KD_I8 = 8 };
+// Compiled after prelude.cu (klab's element types: klab_load, klab_store).
 enum { DIST_NORMAL = 0, DIST_UNIFORM = 1, DIST_SPIKY = 2, DIST_INT = 3, DIST_CONST = 4 };
 
 // splitmix64: a counter-based generator, so element i's value depends only
@@ -38,37 +31,6 @@ __device__ __forceinline__ double normal(u64 seed, u64 i, u64 stream)
     u64 a = mix64(seed ^ mix64(i * 4 + stream));
     u64 b = mix64(a);
     return sqrt(-2.0 * log(unit(a))) * cospi(2.0 * unit(b));
-}
-
-__device__ __forceinline__ double load_elem(const void *p, u64 i, int dt)
-{
-    switch (dt) {
-    case KD_F32: return ((const float *)p)[i];
-    case KD_F16: return __half2float(((const __half *)p)[i]);
-    case KD_BF16: return __bfloat162float(((const __nv_bfloat16 *)p)[i]);
-    case KD_E4M3: { __nv_fp8_e4m3 v; v.__x = ((const unsigned char *)p)[i]; return (float)v; }
-    case KD_E5M2: { __nv_fp8_e5m2 v; v.__x = ((const unsigned char *)p)[i]; return (float)v; }
-    case KD_F64: return ((const double *)p)[i];
-    case KD_I32: return ((const int *)p)[i];
-    case KD_U8: return ((const unsigned char *)p)[i];
-    case KD_I8: return ((const signed char *)p)[i];
-    }
-    return 0.0;
-}
-
-__device__ __forceinline__ void store_elem(void *p, u64 i, int dt, double v)
-{
-    switch (dt) {
-    case KD_F32: ((float *)p)[i] = (float)v; break;
-    case KD_F16: ((__half *)p)[i] = __double2half(v); break;
-    case KD_BF16: ((__nv_bfloat16 *)p)[i] = __double2bfloat16(v); break;
-    case KD_E4M3: { __nv_fp8_e4m3 q((float)v); ((unsigned char *)p)[i] = q.__x; break; }
-    case KD_E5M2: { __nv_fp8_e5m2 q((float)v); ((unsigned char *)p)[i] = q.__x; break; }
-    case KD_F64: ((double *)p)[i] = v; break;
-    case KD_I32: ((int *)p)[i] = (int)v; break;
-    case KD_U8: ((unsigned char *)p)[i] = (unsigned char)v; break;
-    case KD_I8: ((signed char *)p)[i] = (signed char)v; break;
-    }
 }
 
 // Fills n elements: dist picks the law, a and b its parameters (mean/std,
@@ -100,7 +62,7 @@ extern "C" __global__ void k_fill(void *p, u64 n, int dt, int dist, u64 seed, do
         }
         default: v = a; break;
         }
-        store_elem(p, i, dt, v * scale);
+        klab_store(p, i, dt, v * scale);
     }
 }
 
@@ -167,7 +129,7 @@ extern "C" __global__ void k_compare(const void *got, int dt, const float *want,
 {
     u64 fails = 0, nans = 0, infs = 0, emax = 0, rmax = 0, first = ~0ULL;
     for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {
-        double x = load_elem(got, i, dt);
+        double x = klab_load(got, i, dt);
         double y = want[i];
         int bad = 0;
         if (isnan(x)) { nans++; bad = 1; }
@@ -207,30 +169,24 @@ extern "C" __global__ void k_bitdiff(const unsigned char *a, const unsigned char
         }
 }
 
-// The trusted GEMM: C[m,n] = scale * sum_k A[m,k] * B[n,k], accumulated in
-// fp64, written as fp32. A 16x16 tile through shared memory keeps it from
-// being painfully slow; the arithmetic is the textbook one.
-#define RT 16
-extern "C" __global__ void k_gemm_ref(const void *A, int dta, const void *B, int dtb, float *C, u32 M, u32 N,
-                                      u32 K, double scale)
+// n positions drawn uniformly from [0, total), from (seed, i) alone: the
+// units a timed run's check recomputes, drawn on the device after the run.
+extern "C" __global__ void k_positions(u64 *out, u64 n, u64 total, u64 seed)
 {
-    __shared__ double As[RT][RT + 1];
-    __shared__ double Bs[RT][RT + 1];
-    u32 m = blockIdx.y * RT + threadIdx.y;
-    u32 n = blockIdx.x * RT + threadIdx.x;
-    double acc = 0.0;
-    for (u32 k0 = 0; k0 < K; k0 += RT) {
-        u32 ka = k0 + threadIdx.x;
-        u32 bn = blockIdx.x * RT + threadIdx.y;
-        As[threadIdx.y][threadIdx.x] = (m < M && ka < K) ? load_elem(A, (u64)m * K + ka, dta) : 0.0;
-        Bs[threadIdx.y][threadIdx.x] = (bn < N && ka < K) ? load_elem(B, (u64)bn * K + ka, dtb) : 0.0;
-        __syncthreads();
-        for (int kk = 0; kk < RT; kk++)
-            acc += As[threadIdx.y][kk] * Bs[threadIdx.x][kk];
-        __syncthreads();
+    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x)
+        out[i] = mix64(seed ^ mix64(i * 4 + 3)) % total;
+}
+
+// Gathers n units of `unit` elements each from src (units positions[i])
+// into dst (slot i): the candidate's output at the positions a timed run's
+// check drew, laid out like the sampled reference, for k_compare.
+extern "C" __global__ void k_gather(const void *src, int dt, const u64 *positions, u64 n, u64 unit, void *dst)
+{
+    u64 total = n * unit;
+    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < total; i += (u64)gridDim.x * blockDim.x) {
+        u64 slot = i / unit, e = i - slot * unit;
+        klab_store(dst, i, dt, klab_load(src, positions[slot] * unit + e, dt));
     }
-    if (m < M && n < N)
-        C[(u64)m * N + n] = (float)(acc * scale);
 }
 
 // Converts n elements between types (used to hand a reference to a model,
@@ -238,5 +194,5 @@ extern "C" __global__ void k_gemm_ref(const void *A, int dta, const void *B, int
 extern "C" __global__ void k_convert(const void *src, int dts, void *dst, int dtd, u64 n)
 {
     for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x)
-        store_elem(dst, i, dtd, load_elem(src, i, dts));
+        klab_store(dst, i, dtd, klab_load(src, i, dts));
 }

@@ -3,8 +3,9 @@
 --   klab compile FILE.ptx|FILE.cu --arch sm_90a [--json] [-o OUT.cubin]
 --                [--no-cache] [--lang ptx|cuda] [--no-lineinfo]
 --
--- Exit status: 0 compiled; 1 compile error (the log is printed), rejected
--- input or unreadable file; 2 bad command line.
+-- Exit status (klab.command.EXIT): 0 compiled; 1 the compiler or klab
+-- refused the kernel (the log is printed); 2 bad command line, unknown
+-- target, missing or unreadable file.
 local M = {}
 
 M.summary = "compile a PTX or CUDA file for a target; resources, census, hash"
@@ -26,12 +27,18 @@ Options:
   --no-lineinfo    compile without -lineinfo
   -h, --help       print this help
 
-Exit status: 0 compiled; 1 compile error (log printed), rejected input or
-unreadable file; 2 bad command line.
 Cache: $KLAB_CACHE_DIR, else $XDG_CACHE_HOME/klab/jit, else ~/.cache/klab/jit.
+
+Here "the candidate failed" (1) is a kernel that the compiler or klab
+refused; an unknown target or a missing file is 2.
+
 ]]
 
-local function fail(msg, code) return require("klab.command").fail("compile", msg, code) end
+local command = require "klab.command"
+local EXIT = command.EXIT
+USAGE = USAGE .. command.EXIT_TEXT
+
+local function fail(msg, code) return command.fail("compile", msg, code) end
 
 -- Parses args; returns an options table, or nil, message.
 local function parse(args)
@@ -125,19 +132,17 @@ local function report(r, file, output)
 end
 
 function M.main(args)
-  local o, err = parse(args or {})
-  if not o then
-    io.stderr:write("klab compile: ", err, "\n", "usage: klab compile FILE --arch sm_XY [--json] [-o OUT] [--no-cache]; see --help\n")
-    return 2
-  end
-  if o.help then
-    io.write(USAGE)
-    return 0
-  end
-  if not o.file then return fail("no input file (usage: klab compile FILE --arch sm_XY)", 2) end
-  if not o.arch then return fail("--arch is required (for example --arch sm_90a)", 2) end
+  local o, pcode = command.parsed("compile", USAGE, parse(args or {}))
+  if not o then return pcode end
+  if not o.file then return command.usage_error("compile", "no input file (klab compile FILE --arch sm_XY)") end
+  if not o.arch then return command.usage_error("compile", "--arch is required (for example --arch sm_90a)") end
 
   local jit = require("klab.jit")
+  local f = io.open(o.file, "rb")
+  if not f then return fail("cannot read " .. o.file .. ": no such file or not readable", EXIT.usage) end
+  f:close()
+  local aok, why = jit.check_arch(o.arch, o.lang or (o.file:match("%.cuh?$") and "cuda") or "auto")
+  if not aok then return fail("--arch: " .. tostring(why), EXIT.usage) end
   local r, msg, code, partial = jit.compile_file(o.file, {
     arch = o.arch, lang = o.lang, cache = o.cache, lineinfo = o.lineinfo,
   })
@@ -146,19 +151,19 @@ function M.main(args)
       local cjson = require("cjson")
       local obj = partial and plain(partial, o.file) or { ok = false, file = o.file }
       obj.ok, obj.error, obj.code = false, msg, code
-      print(cjson.encode(obj))
+      print(require("klab.json").encode(obj))
     elseif partial and partial.log and partial.log ~= "" then
       io.stderr:write(partial.log, partial.log:sub(-1) == "\n" and "" or "\n")
     end
-    return fail(msg .. " [" .. tostring(code) .. "]", 1)
+    return fail(msg .. " [" .. tostring(code) .. "]", EXIT.failed)
   end
 
   if o.output then
-    local f, ferr = io.open(o.output, "wb")
-    if not f then return fail("cannot write " .. o.output .. ": " .. tostring(ferr), 1) end
-    local ok, werr = f:write(r.cubin)
-    f:close()
-    if not ok then return fail("cannot write " .. o.output .. ": " .. tostring(werr), 1) end
+    local out, ferr = io.open(o.output, "wb")
+    if not out then return fail("cannot write " .. o.output .. ": " .. tostring(ferr), EXIT.usage) end
+    local ok, werr = out:write(r.cubin)
+    out:close()
+    if not ok then return fail("cannot write " .. o.output .. ": " .. tostring(werr), EXIT.usage) end
   end
   if o.json then
     local obj = plain(r, o.file)

@@ -36,11 +36,11 @@ Options:
   --json            print the result as one JSON object
   -h, --help        print this help
 
-Exit status: 0 when the verdict is "passed", 1 for any other verdict or an
-error, 2 for a bad command line.
 ]]
 
 local command = require "klab.command"
+local EXIT = command.EXIT
+USAGE = USAGE .. command.EXIT_TEXT
 
 local function fail(msg, code) return command.fail("eval", msg, code) end
 
@@ -78,9 +78,9 @@ local function parse(args)
       local v, verr = value(a)
       if not v then return nil, verr end
       local name, secs = v:match("^([%w_]+)=(.+)$")
-      secs = tonumber(secs)
-      if not name or not secs or secs <= 0 then
-        return nil, "--stage-deadline needs STAGE=S with a positive number of seconds, not '" .. v .. "'"
+      secs = secs and command.seconds(secs, "--stage-deadline")
+      if not name or not secs then
+        return nil, "--stage-deadline needs STAGE=S with a positive, finite number of seconds, not '" .. v .. "'"
       end
       local why = require("klab.eval").unknown_stage(name)
       if why then return nil, "--stage-deadline: " .. why end
@@ -95,8 +95,8 @@ local function parse(args)
   end
   for _, k in ipairs { "budget", "deadline" } do
     if o[k] then
-      local n = tonumber(o[k])
-      if not n or n <= 0 then return nil, "--" .. k .. " needs a positive number of seconds" end
+      local n, why = command.seconds(o[k], "--" .. k)
+      if not n then return nil, why end
       o[k] = n
     end
   end
@@ -125,46 +125,67 @@ local function human(r)
     say("time       median %s (p10 %s, p90 %s, %d samples, %s)", fmt_us(t.candidate.median), fmt_us(t.candidate.p10),
       fmt_us(t.candidate.p90), t.candidate.n or 0, t.method or "?")
     if t.candidate.tflops then say("           %.1f TFLOP/s", t.candidate.tflops) end
+    local lib = ({ cublaslt = "cuBLASLt", cudnn = "cuDNN", shipped = "shipped kernel" })[(t.baseline_info or {}).lib]
+      or tostring((t.baseline_info or {}).lib or "baseline")
     if t.baseline then
-      say("baseline   cuBLASLt median %s; speedup %.3fx", fmt_us(t.baseline.median), t.speedup or 0)
+      say("baseline   %s median %s; speedup %.3fx", lib, fmt_us(t.baseline.median), t.speedup or 0)
+    elseif t.baseline_error then
+      say("baseline   none: %s", t.baseline_error)
     end
-    if t.speedup_tf32 then say("           speedup over cuBLASLt TF32: %.3fx", t.speedup_tf32) end
+    if t.speedup_tf32 then say("           speedup over %s TF32: %.3fx", lib, t.speedup_tf32) end
   end
   local sz = r.stages.sanitizer
   if sz then
     say("sanitizer  %s", sz.status == "ok" and (sz.errors .. " memcheck error(s)") or ("unknown: " .. tostring(sz.reason)))
   end
-  local ps = r.stages.profile
+  local ps = r.stages.instructions
   if ps and ps.text then say("profile    %s", ps.text) end
   say("verdict    %s: %s", r.verdict, r.reason or "")
   if r.cached then say("(answered from the store)") end
   return table.concat(out, "\n")
 end
 
+-- The exit status of a result: 0 for a correct candidate, 3 when nothing
+-- could be measured (unknown), 1 for any failing verdict.
+function M.status(r)
+  if r.verdict == "passed" or r.verdict == "target_not_executed" then return EXIT.ok end
+  if r.verdict == "unknown" then return EXIT.could_not_run end
+  return EXIT.failed
+end
+
 function M.main(args)
   local o, code = command.parsed("eval", USAGE, parse(args))
   if not o then return code end
-  if #o.positional ~= 2 then
-    io.stderr:write("klab eval: expected TASK and CANDIDATE\n", USAGE)
-    return 2
+  if #o.positional ~= 2 then return command.usage_error("eval", "expected TASK and CANDIDATE") end
+  if o.arch then
+    local ok, why = require("klab.jit").check_arch(o.arch)
+    if not ok then return fail("--arch: " .. tostring(why), EXIT.usage) end
+  end
+  local db
+  if o.db then
+    local derr
+    db, derr = command.open_store(o.db)
+    if not db then return fail(derr, EXIT.usage) end
   end
   require("klab.task").use_path(o.tasks)
   local eval = require "klab.eval"
-  local ok, s = pcall(eval.session, { db = o.db, deadline = o.deadline })
-  if not ok then return fail(tostring(s)) end
+  local s = eval.session { db = db, deadline = o.deadline }
   local r, rerr = s:evaluate(o.positional[1], o.positional[2], {
     arch = o.arch, timing = not o.no_timing, force = o.force, timing_opts = { budget_s = o.budget },
     sanitize = o.sanitize,
     deadline = o.deadline, stage_deadlines = o.stage_deadlines,
   })
   s:close()
-  if not r then return fail(rerr) end
+  if db then db:close() end
+  -- evaluate answers nil only when the task or the candidate named on the
+  -- command line cannot be found or read.
+  if not r then return fail(command.task_hint(rerr), EXIT.usage) end
   if o.json then
-    print(require("cjson").encode(r))
+    print(require("klab.json").encode(r))
   else
     print(human(r))
   end
-  return r.verdict == "passed" and 0 or 1
+  return M.status(r)
 end
 
 return M

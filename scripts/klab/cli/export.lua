@@ -26,9 +26,16 @@ Prints how the records spread over tasks and failure kinds (to standard
 error when the records go to standard output). Record fields:
 docs/report.md.
 
-Exit status: 0 on success, 1 when the store cannot be read, 2 for a bad
-command line.
+With no record to write, the summary says why (no turn passed, none was
+measured, the filters dropped them all) and the status is 3 when nothing
+in the scope was measured, else 1. A missing or unreadable store, or an
+experiment the store does not hold, is 2.
+
 ]]
+
+local command = require "klab.command"
+local EXIT = command.EXIT
+USAGE = USAGE .. command.EXIT_TEXT
 
 function M.parse(args)
   local o, pos = { kind = "both" }, {}
@@ -73,24 +80,25 @@ function M.parse(args)
 end
 
 function M.main(args)
-  local o, code = require("klab.command").parsed("export", USAGE, M.parse(args))
-  if not o then return code end
+  local o, pcode = command.parsed("export", USAGE, M.parse(args))
+  if not o then return pcode end
   local export = require("klab.report.export")
   local records, summary, code = export.sft(o.db, { kind = o.kind, verified = o.verified, min_speedup = o.min_speedup,
     cap = o.cap, experiment = o.experiment })
   if not records then
-    io.stderr:write("klab export: ", (tostring(summary):gsub("^export: ", "")), "\n")
-    return 1
+    -- The store or the experiment named on the command line is the problem
+    -- (EEXPORT is everything else).
+    return command.fail("export", (tostring(summary):gsub("^export: ", "")), code == "EEXPORT" and EXIT.failed
+      or EXIT.usage)
   end
   local n, werr = export.write_jsonl(records, o.out)
-  if not n then
-    io.stderr:write("klab export: ", (tostring(werr):gsub("^export: ", "")), "\n")
-    return 1
-  end
+  if not n then return command.fail("export", (tostring(werr):gsub("^export: ", "")), EXIT.usage) end
   local out = o.out == "-" and io.stderr or io.stdout
   out:write(export.summary_text(summary), "\n")
   out:write(("wrote %d records to %s\n"):format(n, o.out == "-" and "standard output" or o.out))
-  return 0
+  if n > 0 then return EXIT.ok end
+  return summary.turns > 0 and summary.passed == 0 and summary.not_result == summary.turns and EXIT.could_not_run
+    or EXIT.failed
 end
 
 return M

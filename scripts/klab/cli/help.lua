@@ -30,11 +30,13 @@ Options:
   -v, --version  print klab's version, the CUDA libraries found and whether
                  a CUDA driver and GPU are present
   -h, --help     print this help
+  --verbose      print the traceback of an error (also: KLAB_DEBUG=1)
   -              run the script on standard input
   --             stop handling options
 
 A script receives its arguments in the table arg (arg[0] is the script) and
-as the chunk's varargs (...), as with the stand-alone lua.
+as the chunk's varargs (...), as with the stand-alone lua; an integer it
+returns is its exit status.
 
 Commands (klab COMMAND --help for each):
 %s
@@ -45,8 +47,10 @@ Environment:
   KLAB_SCRIPTS   read klab's Lua library from this directory instead of the
                  copy embedded in the binary (for development)
   KLAB_CACHE_DIR compile cache (default: $XDG_CACHE_HOME/klab/jit or ~/.cache/klab/jit)
+  KLAB_DEBUG=1   print the traceback of an error (as --verbose)
   LUA_PATH, LUA_CPATH  as for lua
-]==]):format(commands()))
+
+%s]==]):format(commands(), require("klab.command").EXIT_TEXT))
   return 0
 end
 

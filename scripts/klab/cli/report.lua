@@ -6,8 +6,12 @@ M.summary = "write the figures, tables and index.html of an experiment store"
 local USAGE = [[
 usage: klab report DB [--out DIR] [--experiment NAME]
 
-Reads the store DB (read-only) and writes into DIR (default: DB's name
-without its extension, plus "_report/"):
+Reads the store DB (read-only; a store in a folder you cannot write is
+fine) and writes into DIR (default: DB's name without its extension, plus
+"_report/"); the report is made beside DIR and renamed into place, so an
+interrupted report leaves the previous one whole. DIR must be new, empty,
+or a previous report. Each experiment of the store gets its own section
+(--experiment NAME: only that one):
 
   index.html                 figures, tables and the experiment's provenance
   metrics.json               every number, with 95% bootstrap intervals
@@ -18,11 +22,25 @@ without its extension, plus "_report/"):
                              architecture, KernelBench-Verified's speedup /
                              correctness / Fast@1, and the detail tables
 
+Turns whose GPU stages did not run (verdict unknown) or whose model did
+not answer (request_error) are not results: they are counted apart, and
+the report says so on its first screen. Unfinished trajectories are not
+failures. Figures with nothing to show are left out, with the reason.
 The same store always gives the same bytes. Definitions: docs/report.md.
 
-Exit status: 0 when the report was written, 1 when it could not be (no such
-file, not a klab store, gnuplot failed), 2 for a bad command line.
+A missing store, a file that is not one, an experiment the store does not
+hold (the ones it holds are named) and a --out that cannot hold a report
+are 2; 1 when the report could not be written (gnuplot failed).
+
 ]]
+
+local command = require "klab.command"
+local EXIT = command.EXIT
+USAGE = USAGE .. command.EXIT_TEXT
+
+-- klab.report.write's failure codes that mean the command line named
+-- something that is not there or cannot be used.
+local USER = { ENOENT = true, EINVAL = true, ENOTFOUND = true }
 
 function M.parse(args)
   local o, pos = {}, {}
@@ -51,14 +69,13 @@ function M.parse(args)
 end
 
 function M.main(args)
-  local o, code = require("klab.command").parsed("report", USAGE, M.parse(args))
-  if not o then return code end
-  local files, msg = require("klab.report").write(o.db, o.out, { experiment = o.experiment })
+  local o, pcode = command.parsed("report", USAGE, M.parse(args))
+  if not o then return pcode end
+  local files, msg, code = require("klab.report").write(o.db, o.out, { experiment = o.experiment })
   if not files then
-    io.stderr:write("klab report: ", (tostring(msg):gsub("^report: ", "")), "\n")
-    return 1
+    return command.fail("report", (tostring(msg):gsub("^report: ", "")), USER[code] and EXIT.usage or EXIT.failed)
   end
-  for _, w in ipairs(msg or {}) do io.stderr:write("klab report: warning: ", w, "\n") end
+  for _, w in ipairs(msg or {}) do io.stderr:write("klab report: ", w, "\n") end
   print(("klab report: %d files in %s/; open %s/index.html"):format(#files, (o.out:gsub("/+$", "")),
     (o.out:gsub("/+$", ""))))
   return 0

@@ -2,9 +2,10 @@
 --
 --   klab tasks [--json] [--family F] [--tasks DIR]... [--tag T]
 --
--- Exit status: 0 listed (and every task file loaded); 1 some task file
--- failed to load (its error is printed, the others are listed); 2 bad
--- command line.
+-- Exit status (klab.command.EXIT): 0 listed (and every task file loaded);
+-- 1 some task file failed to load (its error is printed, the others are
+-- listed); 2 bad command line, no task directory, or a --family or --tag
+-- that no task has (the known ones are named).
 local M = {}
 
 M.summary = "list tasks: name, family, shape, dtypes, FLOPs, targets"
@@ -26,9 +27,15 @@ Options:
   --root DIR    only the tasks in DIR
   -h, --help    print this help
 
-Exit status: 0 listed; 1 a task file failed to load (reported on stderr,
-the rest still listed); 2 bad command line.
+Here 1 means a task file failed to load (reported on stderr, the rest
+still listed); a --family or --tag that no task has is 2, with the known
+ones named.
+
 ]]
+
+local command = require "klab.command"
+local EXIT = command.EXIT
+USAGE = USAGE .. command.EXIT_TEXT
 
 local function parse(args)
   local o = {}
@@ -122,18 +129,36 @@ local function record(t)
 end
 
 function M.main(args)
-  local o, code = require("klab.command").parsed("tasks", USAGE, parse(args or {}))
+  local o, code = command.parsed("tasks", USAGE, parse(args or {}))
   if not o then return code end
   local task = require("klab.task")
   task.use_path(o.tasks)
   local roots = o.root and { o.root } or task.path()
   for _, root in ipairs(roots) do
     if not task.is_dir(root) then
-      io.stderr:write("klab tasks: no task directory at ", root, " (use --tasks DIR or set KLAB_TASKS)\n")
-      return 1
+      return command.fail("tasks", "no task directory at " .. root .. " (use --tasks DIR or set KLAB_TASKS)",
+        EXIT.usage)
     end
   end
   local all, errs = task.list(roots)
+  -- A filter that matches no task is a typo: name what there is.
+  for _, f in ipairs { { "family", function(t) return { t.family } end }, { "tag", function(t) return t.tags end } } do
+    local want = o[f[1]]
+    if want then
+      local known, seen = {}, {}
+      for _, t in ipairs(all) do
+        for _, v in ipairs(f[2](t)) do
+          if not seen[v] then seen[v] = true known[#known + 1] = v end
+        end
+      end
+      if not seen[want] then
+        table.sort(known)
+        for _, e in ipairs(errs) do io.stderr:write("klab tasks: ", e, "\n") end
+        return command.fail("tasks", ("no task has %s '%s' (known: %s)"):format(f[1], want, table.concat(known, ", ")),
+          EXIT.usage)
+      end
+    end
+  end
   local shown = {}
   for _, t in ipairs(all) do
     if (not o.family or t.family == o.family) and (not o.tag or has_tag(t, o.tag)) then
@@ -144,7 +169,7 @@ function M.main(args)
     local cjson = require("cjson")
     local recs = {}
     for i, t in ipairs(shown) do recs[i] = record(t) end
-    local text = #recs == 0 and "[]" or cjson.encode(recs)
+    local text = #recs == 0 and "[]" or require("klab.json").encode(recs)
     io.write(text, "\n")
   else
     local rows = { { "NAME", "FAMILY", "SHAPE", "DTYPES", "GFLOP", "TARGETS" } }
@@ -167,7 +192,7 @@ function M.main(args)
     io.write(("%d task%s\n"):format(#shown, #shown == 1 and "" or "s"))
   end
   for _, e in ipairs(errs) do io.stderr:write("klab tasks: ", e, "\n") end
-  return #errs == 0 and 0 or 1
+  return #errs == 0 and EXIT.ok or EXIT.failed
 end
 
 return M

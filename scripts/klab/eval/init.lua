@@ -1,38 +1,50 @@
--- klab.eval: evaluate a candidate on a task, the supervisor's side.
+-- klab.eval: the evaluation pipeline. Every path that judges a candidate
+-- comes here: `klab eval`, `klab replay`, experiments, profiling runs and
+-- the GPU checks.
 --
 --   local eval = require "klab.eval"
 --   local s <close> = eval.session{db = "results.db", deadline = 120}
 --   local r = s:evaluate(task, candidate, {arch = "sm_90a", timing = true})
 --   eval.evaluate(task, candidate, opts)     -- a one-off session
+--   eval.replay(task, candidate, {runs = n}) -- in this process, no profiler (for ncu, compute-sanitizer)
+--   eval.run_local(task, candidate, {stages = {...}}) -- chosen worker stages in this process
 --
 -- task is a name ("gemm_bf16/8192x7168x5120") or a descriptor from
 -- klab.task; candidate a path (folder or file) or a table from
--- klab.eval.candidate. Compiling and the plan sandbox run here, on the CPU; the
--- GPU stages run in a worker process (klab.eval.gpu) that this session keeps
--- alive across evaluations and replaces when it hangs, crashes or is left
--- unfit by a sticky CUDA error. The supervisor never calls CUDA.
+-- klab.eval.candidate. The stages and their contracts are klab.eval.stages:
+-- build and plan run here (klab.eval.prepare), the GPU stages in a worker
+-- process (klab.eval.gpu) that this session keeps alive across evaluations
+-- and replaces when it hangs, crashes or is left unfit by a sticky CUDA
+-- error, and record here. The supervisor never calls CUDA.
 --
 -- The result: {task=, candidate=<hash>, name=, arch=, verdict=, reason=,
--- stages={build=, plan=, load=, correctness=, timing=}, device=, cached=}.
--- Each stage of the candidate's code has a limit of its own inside the
--- deadline (opts or session stage_deadlines = {correctness=, instructions=,
--- timing=} seconds; defaults in klab.eval.gpu.STAGE_LIMITS): a kernel that
--- hangs costs that stage's limit, and the timeout's reason names the stage.
--- With a store (opts.db or session db), every result is recorded under an
--- idempotency key, and an evaluation already finished is returned from the
--- store instead of being run again.
+-- stages={build=, plan=, load=, correctness=, instructions=, timing=},
+-- device=, env=, klab_version=, cached=}. Each stage of the candidate's code
+-- has a limit of its own inside the deadline (opts or session
+-- stage_deadlines = {correctness=, instructions=, timing=} seconds;
+-- defaults in klab.eval.stages): a kernel that hangs costs that stage's
+-- limit, and the timeout's reason names the stage.
+--
+-- The store (opts.db or the session's db) records every result under a key
+-- of what was measured: the candidate, task, target, options, and the
+-- machine (GPU model and driver; "no GPU" when there is none) and klab
+-- version. A finished result answers again only for that same key and only
+-- when it is a measurement: an `unknown` result (a stage could not run) is
+-- evaluated again, and replaced in the store, every time.
 
-local jit = require "klab.jit"
 local candidate_mod = require "klab.eval.candidate"
 local supervisor = require "klab.proc.supervisor"
 local task_mod = require "klab.task"
-local plan_mod = require "klab.eval.plan"
 local verdicts = require "klab.eval.verdict"
-local cjson = require "cjson"
-local sys = require "klab.sys"
+local stages = require "klab.eval.stages"
+local prepare = require "klab.eval.prepare"
 local profile = require "klab.eval.profile"
+local json = require "klab.json"
+local sys = require "klab.sys"
 
 local M = {}
+
+local KLAB_VERSION = require("klab.build").version
 
 local Session = {}
 Session.__index = Session
@@ -48,6 +60,7 @@ function M.session(opts)
     else
       s.db = opts.db
     end
+    verdicts.define(s.db)
   end
   return s
 end
@@ -60,227 +73,79 @@ end
 Session.__close = Session.close
 Session.__gc = Session.close
 
--- The first line that says what went wrong: one with "error" or "fatal",
--- past ptxas's closing summary (the cause is above it).
-local function first_error_line(log)
-  for line in (log or ""):gmatch("[^\n]+") do
-    if (line:find("error") or line:find("fatal")) and not line:find("Ptx assembly aborted due to errors", 1, true) then
-      return line
-    end
+-- Resolves names to a task and a candidate.
+local function resolve(t, c)
+  if type(t) == "string" then
+    local ok, tt = pcall(task_mod.get, t)
+    if not ok then return nil, (tostring(tt):gsub("^[%w_/%.]+:%d+: ", "")) end
+    t = tt
   end
-  return (log or ""):match("[^\n]+")
+  if type(c) == "string" and c ~= "" then
+    local cc, err = candidate_mod.load(c)
+    if not cc then return nil, err end
+    c = cc
+  end
+  return t, c
 end
 
--- A task input law in the worker's terms: {dist=, a=, b=}.
-local function law(init)
-  if not init then return nil end
-  local d = init.dist
-  if d == "normal" then return { dist = d, a = init.mean or 0, b = init.std or 1 } end
-  if d == "uniform" or d == "int" then return { dist = d, a = init.lo, b = init.hi } end
-  if d == "spiky" then return { dist = d, a = init.p or 0.001, b = init.spike_std or 10 } end
-  if d == "const" then return { dist = d, a = init.value or 0 } end
-  return { dist = d }
+-- The machine the worker measures on, asked once per session (a cheap job:
+-- the worker starts CUDA, which the evaluation needs anyway): {gpu_name=,
+-- driver_version=} or {none = why}.
+function Session:machine()
+  if self._machine then return self._machine end
+  local rep = self.sup:run({ module = "klab.eval.gpu", fn = "describe" }, { deadline = 60 })
+  local m
+  if rep.status == "finished" and type(rep.result) == "table" then
+    m = rep.result
+  else
+    m = { none = "the worker could not describe the device: " .. tostring(rep.error or rep.status) }
+  end
+  self._machine = m
+  return m
 end
 
--- Per-tensor fp8 scales: fixed powers of two, different for A and B, so a
--- kernel that ignores either scale is wrong by a factor of 2 or 4 while the
--- values stay exact. (The task's "amax" mode names how a framework would
--- choose them; the inputs here are drawn directly in e4m3's range.)
-local FP8_SCALES = { A = 0.5, B = 0.25 }
-
--- The plain description of a task that the worker needs (no functions).
-local function job_task(t)
-  -- Descriptors are read-only proxies that cjson would encode as empty:
-  -- the worker gets plain copies.
-  local spec = { name = t.name, family = t.family, dims = {}, buffers = {}, tolerance = {}, flops = t.flops,
-    bytes = t.bytes, targets = task_mod.plain(t.targets) }
-  for k, v in pairs(t.dims) do spec.dims[k] = v end
-  local scale_of = {}
-  for operand, sc in pairs(t.scales or {}) do scale_of[sc.buffer] = FP8_SCALES[operand] or 1.0 end
-  for _, name in ipairs(t.buffer_order) do
-    local b = t.buffers[name]
-    local e = { name = name, role = b.role, dtype = b.dtype, count = b.numel, bytes = b.bytes, init = law(t.inputs[name]) }
-    if #b.shape == 2 then e.rows, e.cols = b.shape[1], b.shape[2] end
-    if scale_of[name] then e.init = { dist = "const", a = scale_of[name] } end
-    spec.buffers[#spec.buffers + 1] = e
-    if b.role == "output" then
-      local tol = t.tolerance[b.dtype]
-      spec.tolerance[name] = { atol = tol.atol, rtol = tol.rtol, matched = tol.matched }
-    end
-  end
-  if t.family ~= "gemm" then
-    -- Other families name their reference and baseline modules themselves
-    -- (klab.eval.refs.<op>, klab.eval.baselines.<lib>), which read these plain copies.
-    spec.reference = task_mod.plain(t.reference)
-    spec.reference.op = spec.reference.op or t.family
-    spec.baseline = t.baseline and task_mod.plain(t.baseline)
-    spec.extra = t.extra and task_mod.plain(t.extra)
-    return spec
-  end
-  -- The GEMM family's reference: C = scale_a * scale_b * A . B^T.
-  spec.reference = { op = "gemm", A = "A", B = "B", C = "C" }
-  local scaled = t.scales and t.scales.A and t.scales.B
-  if scaled then
-    spec.reference.scale_a = FP8_SCALES.A
-    spec.reference.scale_b = FP8_SCALES.B
-  end
-  local b = t.baseline
-  if b and b.lib == "cublaslt" then
-    local map = { bf16 = "bf16", f16 = "f16", fp8e4m3 = "e4m3", f32 = "f32" }
-    local dt = t.buffers.A.dtype
-    local modes = {}
-    for _, m in ipairs(b.modes or {}) do
-      if m == "fp32" or m == "strict" or m == "default" then modes[#modes + 1] = "f32"
-      elseif m == "tf32" then modes[#modes + 1] = "tf32" end
-    end
-    if #modes == 0 then modes = { "f32" } end
-    spec.baseline = { lib = "cublaslt", dtype = map[dt] or dt, modes = modes }
-    if scaled then spec.baseline.scale_a, spec.baseline.scale_b = t.scales.A.buffer, t.scales.B.buffer end
-  end
-  return spec
-end
-
--- Dense tensor-core peaks by input type (TFLOP/s, NVIDIA's datasheet figures
--- for the H100/H200 SXM and the B200), for the fraction of peak.
-local PEAK = {
-  sm_90a = { bf16 = 989.4, f16 = 989.4, fp8e4m3 = 1978.9, tf32 = 494.7, f32 = 66.9 },
-  sm_100a = { bf16 = 2250, f16 = 2250, fp8e4m3 = 4500, tf32 = 1100, f32 = 80 },
-}
-
--- The correctness trials: `trials` fresh seeds, then each distribution of
--- the task (scaled inputs, per-buffer laws, a tolerance scale).
-local function job_trials(t)
-  local out = {}
-  for i = 1, t.trials or 3 do out[#out + 1] = { seed = i, label = "trial " .. i .. " (seed " .. i .. ")" } end
-  for i, d in ipairs(t.distributions or {}) do
-    local tr = { seed = 100 + i, scale = d.scale, tol_scale = d.tol_scale, label = "distribution " .. (d.name or i) }
-    if d.inputs then
-      tr.inputs = {}
-      for name, init in pairs(d.inputs) do tr.inputs[name] = law(init) end
-    end
-    out[#out + 1] = tr
-  end
-  return out
-end
-
-local function key_of(t, c, arch, opts)
+-- The store key of an evaluation: everything its result depends on.
+local function key_of(t, c, arch, opts, machine)
   -- Custom trials change what "correct" means: they are part of the key.
-  local trials = opts.trials and require("klab.experiment.model").json(opts.trials) or nil
-  return require("klab.store").hash("klab.eval.1", c.hash, t.name, arch, tostring(opts.timing ~= false),
-    tostring(opts.replica or 0), trials)
+  local trials = opts.trials and json.encode(opts.trials) or nil
+  local where = machine.gpu_name and (machine.gpu_name .. " / driver " .. tostring(machine.driver_version)) or "no GPU"
+  return require("klab.store").hash("klab.eval.2", c.hash, t.name, arch, tostring(opts.timing ~= false),
+    tostring(opts.replica or 0), trials, where, KLAB_VERSION)
 end
 
--- A candidate as a folder again (kernel.cu or kernel.ptx, plan.lua), for
--- tools that take a path.
-local function write_candidate(c)
-  local dir = assert(require("klab.fs").mkdtemp("klab-candidate-"))
-  local f = assert(io.open(dir .. "/kernel." .. (c.lang == "ptx" and "ptx" or "cu"), "wb"))
-  f:write(c.code)
-  f:close()
-  if c.plan then
-    f = assert(io.open(dir .. "/plan.lua", "wb"))
-    f:write(c.plan)
-    f:close()
+local function check_stage_deadlines(sd)
+  if sd == nil then return nil end
+  if type(sd) ~= "table" then error("stage_deadlines must be a table {stage = seconds}", 3) end
+  for k, v in pairs(sd) do
+    local why = stages.unknown(k)
+    if why then error("stage_deadlines: " .. why, 3) end
+    if type(v) ~= "number" or not (v > 0) or v == math.huge then
+      error("stage_deadlines." .. k .. " must be a positive number of seconds (finite)", 3)
+    end
   end
-  return dir
+  return sd
 end
 
-local function write_temp(bytes)
-  local path = assert(require("klab.fs").mkstemp("klab-cubin-"))
-  local f = assert(io.open(path, "wb"))
-  f:write(bytes)
-  f:close()
-  return path
+-- A stage that gave a verdict its contract does not list is a bug in klab.
+local function check_contract(stage, r)
+  if r.verdict and not stages.allows(stage, r.verdict) then
+    error(string.format("klab.eval: the %s stage gave verdict %s, which its contract does not list", stage,
+      tostring(r.verdict)), 2)
+  end
 end
 
-local function record(self, t, c, arch, key, result)
-  if not self.db then return end
-  local db = self.db
-  local cand = db:put_candidate { language = c.lang, code = c.code, plan = c.plan, source = c.source }
-  local meas = {}
-  local tm = result.stages.timing
-  if tm and tm.candidate then
-    meas.median_us = { value = tm.candidate.median, unit = "us" }
-    meas.mean_us = { value = tm.candidate.mean, unit = "us" }
-    meas.min_us = { value = tm.candidate.min, unit = "us" }
-    meas.p10_us = { value = tm.candidate.p10, unit = "us" }
-    meas.p90_us = { value = tm.candidate.p90, unit = "us" }
-    meas.ci_low_us = { value = tm.candidate.ci_low, unit = "us" }
-    meas.ci_high_us = { value = tm.candidate.ci_high, unit = "us" }
-    meas.samples = { value = tm.candidate.n, unit = "count" }
-    meas.tflops = { value = tm.candidate.tflops, unit = "TFLOP/s" }
-    if tm.baseline then
-      meas.baseline_median_us = { value = tm.baseline.median, unit = "us" }
-      meas.speedup = { value = tm.speedup, unit = "x" }
-    end
-    if tm.speedup_tf32 then meas.speedup_tf32 = { value = tm.speedup_tf32, unit = "x" } end
-  end
-  local ps = result.stages.profile
-  if ps and ps.status == "ok" then
-    local fl, p = ps.flops or {}, ps.profile or {}
-    meas.flops_hgmma = { value = fl.hgmma, unit = "FLOP" }
-    meas.flops_hmma = { value = fl.hmma, unit = "FLOP" }
-    meas.flops_utc = { value = fl.utc, unit = "FLOP" }
-    meas.flops_other = { value = fl.other, unit = "FLOP" }
-    meas.tensor_flop_frac = { value = fl.frac and fl.frac.tensor, unit = "fraction" }
-    for name, f in pairs(ps.families or {}) do
-      meas["inst_" .. (name:gsub("%.", "_"))] = { value = f.count, unit = "count" }
-    end
-    meas.verified_instructions = { value = ps.verified and 1 or 0, unit = "bool" }
-    meas.sm_pct = { value = p.sm_pct, unit = "%" }
-    meas.mem_pct = { value = p.mem_pct, unit = "%" }
-    meas.dram_pct = { value = p.dram_pct, unit = "%" }
-    meas.occupancy_pct = { value = p.occupancy_pct, unit = "%" }
-    meas.tensor_pipe_pct = { value = p.tensor_pct, unit = "%" }
-    meas.dram_bytes = { value = p.dram_bytes, unit = "B" }
-    meas.dram_ratio = { value = p.dram_ratio, unit = "x" }
-    meas.waves = { value = p.waves, unit = "count" }
-  end
-  -- The PTX census ("present in source") and the static SASS census
-  -- ("present in machine code") travel with every evaluation.
-  local b = result.stages.build
-  for name, n in pairs(b and b.sass and b.sass.families or {}) do
-    meas["sass_static_" .. (name:gsub("%.", "_"))] = { value = n, unit = "count" }
-  end
-  for fam, n in pairs(b and b.census or {}) do
-    if fam ~= "instructions" then meas["ptx_" .. (fam:gsub("[%.:]", "_"))] = { value = n, unit = "count" } end
-  end
-  if b and b.kernels and b.kernels[1] then
-    meas.registers = { value = b.kernels[1].registers, unit = "count" }
-  end
-  for k, v in pairs(meas) do
-    if type(v.value) ~= "number" or v.value ~= v.value or math.abs(v.value) == math.huge then meas[k] = nil end
-  end
-  local env
-  if result.env then
-    -- One environment row per worker: the device and libraries it ran with.
-    self.envs = self.envs or {}
-    local pid = result.worker_pid or 0
-    env = self.envs[pid]
-    if not env then
-      local e = {}
-      for k, v in pairs(result.env) do e[k] = v end
-      e.extra = { worker_pid = pid }
-      env = db:put_environment(e)
-      self.envs[pid] = env
-    end
-  end
-  db:record_evaluation {
-    key = key, candidate = cand, task = t.name, arch = arch, verdict = result.verdict, reason = result.reason, env = env,
-    timing_method = tm and tm.method, detail = cjson.encode(result), measurements = meas,
-  }
-end
+-- ---- the worker's stages, through the supervisor --------------------------
 
 -- Runs the GPU stages in the worker and turns a dead worker into a verdict.
 function Session:_gpu(job, deadline)
-  local rep = self.sup:run({ module = "klab.eval.gpu", fn = "evaluate", args = job }, { deadline = deadline })
+  local rep = self.sup:run({ module = "klab.eval.gpu", fn = "run", args = job }, { deadline = deadline })
   if rep.status == "finished" then
     local r = rep.result
     if r.unfit then self.sup:retire() end
     return r
   end
   local r = { stages = {}, worker = { status = rep.status, pid = rep.worker_pid, output_tail = rep.output_tail,
-    stage = rep.stage, stage_seconds = rep.stage_seconds, stage_expired = rep.stage_expired } }
+    stage = rep.stage, stage_seconds = rep.stage_seconds, stage_expired = rep.stage_expired }, stage = rep.stage }
   local during = rep.stage and (" during " .. rep.stage) or ""
   if rep.status == "timeout" then
     r.verdict = "timeout"
@@ -305,111 +170,116 @@ function Session:_gpu(job, deadline)
   return r
 end
 
--- Resolves names to a task and a candidate.
-local function resolve(t, c)
-  if type(t) == "string" then
-    local ok, tt = pcall(task_mod.get, t)
-    if not ok then return nil, (tostring(tt):gsub("^[%w_/%.]+:%d+: ", "")) end
-    t = tt
+-- ---- record ------------------------------------------------------------------
+
+local function finite(v) return type(v) == "number" and v == v and math.abs(v) ~= math.huge end
+
+-- The measurements of a result, as store rows {name = {value=, unit=}}.
+local function measurements(result)
+  local meas = {}
+  local function put(name, value, unit)
+    if finite(value) then meas[name] = { value = value, unit = unit } end
   end
-  if type(c) == "string" then
-    local cc, err = candidate_mod.load(c)
-    if not cc then return nil, err end
-    c = cc
+  local tm = result.stages.timing
+  if tm and tm.candidate then
+    local c = tm.candidate
+    put("median_us", c.median, "us"); put("mean_us", c.mean, "us"); put("min_us", c.min, "us")
+    put("p10_us", c.p10, "us"); put("p90_us", c.p90, "us")
+    put("ci_low_us", c.ci_low, "us"); put("ci_high_us", c.ci_high, "us")
+    put("samples", c.n, "count"); put("tflops", c.tflops, "TFLOP/s")
+    if tm.baseline then
+      put("baseline_median_us", tm.baseline.median, "us")
+      put("speedup", tm.speedup, "x")
+    end
+    put("speedup_tf32", tm.speedup_tf32, "x")
   end
-  return t, c
+  local ps = result.stages.instructions
+  if ps and ps.status == "ok" then
+    local fl, p = ps.flops or {}, ps.profile or {}
+    put("flops_hgmma", fl.hgmma, "FLOP"); put("flops_hmma", fl.hmma, "FLOP"); put("flops_utc", fl.utc, "FLOP")
+    put("flops_other", fl.other, "FLOP"); put("tensor_flop_frac", fl.frac and fl.frac.tensor, "fraction")
+    for name, f in pairs(ps.families or {}) do put("inst_" .. (name:gsub("%.", "_")), f.count, "count") end
+    put("verified_instructions", ps.verified and 1 or 0, "bool")
+    put("sm_pct", p.sm_pct, "%"); put("mem_pct", p.mem_pct, "%"); put("dram_pct", p.dram_pct, "%")
+    put("occupancy_pct", p.occupancy_pct, "%"); put("tensor_pipe_pct", p.tensor_pct, "%")
+    put("dram_bytes", p.dram_bytes, "B"); put("dram_ratio", p.dram_ratio, "x"); put("waves", p.waves, "count")
+  end
+  -- The PTX census ("present in source") and the static SASS census
+  -- ("present in machine code") travel with every evaluation.
+  local b = result.stages.build
+  for name, n in pairs(b and b.sass and b.sass.families or {}) do
+    put("sass_static_" .. (name:gsub("%.", "_")), n, "count")
+  end
+  for fam, n in pairs(b and b.census or {}) do
+    if fam ~= "instructions" then put("ptx_" .. (fam:gsub("[%.:]", "_")), n, "count") end
+  end
+  if b and b.kernels and b.kernels[1] then put("registers", b.kernels[1].registers, "count") end
+  local mem = result.stages.load and result.stages.load.memory
+  if mem then put("device_memory_bytes", mem.total, "B") end
+  return meas
 end
 
--- The stages that need no GPU: build and plan. Returns the worker's job (or
--- nil after setting result's verdict) and, once the code compiled, the
--- finish function of the static SASS census (for finish_census).
-local function prepare(t, c, arch, result, opts)
-  local b0 = sys.now()
-  local res, err, code, partial = jit.compile { source = c.code, lang = c.lang, arch = arch, name = c.file or c.name,
-    cache = opts.cache }
-  if not res then
-    result.stages.build = { ok = false, log = partial and partial.log or err, code = code }
-    local line = first_error_line(partial and partial.log) or err
-    if code == "EREJECT" then
-      result.verdict, result.reason = "compile_error", "rejected: " .. tostring(err)
-    else
-      result.verdict, result.reason = "compile_error", "compile error: " .. tostring(line)
+-- The record stage: the candidate (stored once, here) and one evaluation row.
+function Session:_record(run, key)
+  local db, result, c = self.db, run.result, run.cand
+  if not db then return end
+  local cand = db:put_candidate { language = c.lang, code = c.code, plan = c.plan, source = c.source }
+  local env
+  if result.env then
+    -- One environment row per worker: the device and libraries it ran with.
+    self.envs = self.envs or {}
+    local pid = result.worker_pid or 0
+    env = self.envs[pid]
+    if not env then
+      local e = {}
+      for k, v in pairs(result.env) do e[k] = v end
+      e.extra = { worker_pid = pid }
+      env = db:put_environment(e)
+      self.envs[pid] = env
     end
-    return nil
   end
-  result.stages.build = {
-    ok = true, kernels = res.kernels, census = res.census, compile_ms = res.compile_ms, cached = res.cached,
-    seconds = sys.now() - b0,
-    hash = res.hash, cubin_hash = res.cubin_hash, log = res.log, compiler = res.compiler,
+  local tm = result.stages.timing
+  -- A result the canonical encoder refuses is a bug in klab; it is kept
+  -- visible in the row rather than stopping a sweep.
+  local ok, detail = pcall(json.encode, result)
+  if not ok then detail = json.encode { verdict = result.verdict, reason = result.reason, detail_error = detail } end
+  db:record_evaluation {
+    key = key, candidate = cand, task = run.task.name, arch = run.arch, verdict = result.verdict,
+    reason = result.reason, env = env, timing_method = tm and tm.method, detail = detail,
+    measurements = measurements(result), replace = true,
   }
-  -- "Present in machine code", for every evaluation that compiled, whatever
-  -- happens on the GPU (nvdisasm where installed; no GPU needed). The tool
-  -- runs while the GPU stages do; finish_census collects it.
-  local census = profile.sass_static_start(res.cubin, (t.targets or {})[arch])
-  local p0 = sys.now()
-  local plan, perr = plan_mod.run(t, c.plan, { arch = arch, name = c.plan_file })
-  if not plan then
-    result.verdict, result.reason = "plan_error", perr
-    return nil, census
-  end
-  result.stages.plan = { launches = #plan.launches, seconds = sys.now() - p0 }
-  local entries = {}
-  for _, k in ipairs(res.kernels) do entries[k.name] = true end
-  for _, l in ipairs(plan.launches) do
-    if not entries[l.kernel] then
-      local names = {}
-      for n in pairs(entries) do names[#names + 1] = n end
-      table.sort(names)
-      result.verdict, result.reason = "plan_error", string.format(
-        "the plan launches kernel '%s', but the code defines only %s", l.kernel, table.concat(names, ", "))
-      return nil, census
-    end
-  end
-  local job = {
-    task = job_task(t), cubin_path = write_temp(res.cubin), launches = plan.launches,
-    tensormaps = plan.tensormaps, workspace = plan.workspace, trials = opts.trials or job_trials(t),
-    timing = opts.timing ~= false, opts = {},
-  }
-  for k, v in pairs(opts.timing_opts or {}) do job.opts[k] = v end
-  if job.opts.peak_tflops == nil then
-    local a = t.buffers.A
-    job.opts.peak_tflops = PEAK[arch] and a and PEAK[arch][a.dtype] or nil
-  end
-  if next(job.tensormaps or {}) == nil then job.tensormaps = nil end
-  if next(job.workspace or {}) == nil then job.workspace = nil end
-  return job, census
 end
 
--- Collects the static SASS census started by prepare into the build stage;
--- seconds is how long the evaluation waited for it, not the tool's run time.
-local function finish_census(result, census)
-  if not census then return end
-  local s0 = sys.now()
-  local sass = census()
-  result.stages.build.sass = { available = sass.available, tool = sass.tool, reason = sass.reason,
-    opcodes = sass.static and sass.static.opcodes, families = sass.static_families, seconds = sys.now() - s0 }
+-- A stored result answers again when it is a measurement (not unknown) of
+-- the same thing on the same kind of machine (the key says so).
+local function reusable(prev)
+  return type(prev) == "table" and prev.verdict ~= nil and prev.verdict ~= "unknown" and
+    verdicts.valid(prev.verdict)
 end
 
--- The stages with limits of their own (defaults: klab.eval.gpu.STAGE_LIMITS).
-M.STAGES = { "correctness", "instructions", "timing" }
+-- ---- the pipeline ----------------------------------------------------------------
 
--- nil, or why name is not one of them.
-function M.unknown_stage(name)
-  for _, s in ipairs(M.STAGES) do if s == name then return nil end end
-  return "unknown stage '" .. tostring(name) .. "' (" .. table.concat(M.STAGES, ", ") .. ")"
+local function new_run(t, c, arch, opts)
+  return { task = t, cand = c, arch = arch, opts = opts,
+    result = { task = t.name, candidate = c.hash, name = c.name, arch = arch, stages = {},
+               klab_version = KLAB_VERSION } }
 end
 
-local function check_stage_deadlines(sd)
-  if sd == nil then return nil end
-  if type(sd) ~= "table" then error("stage_deadlines must be a table {stage = seconds}", 3) end
-  for k, v in pairs(sd) do
-    local why = M.unknown_stage(k)
-    if why then error("stage_deadlines: " .. why, 3) end
-    if type(v) ~= "number" or not (v > 0) then
-      error("stage_deadlines." .. k .. " must be a positive number of seconds", 3)
-    end
+-- build and plan; true when the worker's stages should run.
+local function caller_stages(run)
+  for _, name in ipairs { "build", "plan" } do
+    local ok = prepare[name](run)
+    check_contract(name, run.result)
+    if not ok then return false end
   end
-  return sd
+  return true
+end
+
+local function merge(result, g)
+  for k, v in pairs(g.stages or {}) do result.stages[k] = v end
+  result.device, result.worker_pid, result.env = g.device, g.worker_pid, g.env
+  result.worker = g.worker
+  result.verdict, result.reason = g.verdict, g.reason
 end
 
 function Session:evaluate(t, c, opts)
@@ -417,77 +287,142 @@ function Session:evaluate(t, c, opts)
   t, c = resolve(t, c)
   if not t then return nil, c end
   local arch = opts.arch or self.opts.arch or "sm_90a"
-  local key = key_of(t, c, arch, opts)
-  if self.db and not opts.force then
-    local done = self.db:evaluation_done(key)
-    if done and done.detail then
-      local ok, prev = pcall(cjson.decode, done.detail)
-      if ok and type(prev) == "table" then
-        prev.cached = true
-        return prev
+  local key
+  if self.db then
+    key = key_of(t, c, arch, opts, self:machine())
+    if not opts.force then
+      local done = self.db:evaluation_done(key)
+      if done and done.detail then
+        local ok, prev = pcall(require("cjson").decode, done.detail)
+        if ok and reusable(prev) then
+          prev.cached = true
+          return prev
+        end
       end
     end
   end
-  local result = { task = t.name, candidate = c.hash, name = c.name, arch = arch, stages = {} }
+  local run = new_run(t, c, arch, opts)
+  local result = run.result
   local t0 = sys.now()
   local stage_deadlines = check_stage_deadlines(opts.stage_deadlines or self.opts.stage_deadlines)
-  local job, census = prepare(t, c, arch, result, opts)
-  if job then job.opts.stage_deadlines = stage_deadlines end
-  if job and opts.sanitize then
-    -- compute-sanitizer memcheck around `klab replay`, twice, as PTXBench
-    -- does before timing: a stage of its own, outside the worker.
-    local dir = write_candidate(c)
-    local san = profile.sanitize(t.name, dir, { klab = sys.exe(), runs = 2 })
-    require("klab.fs").remove_tree(dir)
-    result.stages.sanitizer = san
-    if san.status == "ok" and (san.errors or 0) > 0 then
-      result.verdict = "runtime_error"
-      result.reason = string.format("compute-sanitizer memcheck found %d error(s): %s", san.errors,
-        tostring((san.first or {})[1] or ""))
-      os.remove(job.cubin_path)
-      job = nil
+  if caller_stages(run) then
+    run.job.opts.stage_deadlines = stage_deadlines
+    run.job.stages = stages.worker()
+    local go = true
+    if opts.sanitize then go = self:_sanitize(run) end
+    if go then
+      local g = self:_gpu(run.job, opts.deadline or self.deadline)
+      merge(result, g)
+      if g.stage then check_contract(g.stage, result) end
     end
   end
-  if job then
-    local g = self:_gpu(job, opts.deadline or self.deadline)
-    os.remove(job.cubin_path)
-    for k, v in pairs(g.stages or {}) do result.stages[k] = v end
-    result.device, result.worker_pid, result.env = g.device, g.worker_pid, g.env
-    result.worker = g.worker
-    result.verdict, result.reason = g.verdict, g.reason
+  prepare.cleanup(run)
+  prepare.finish(run)
+  if result.verdict == nil then
+    result.verdict, result.reason = "passed", "correct on every trial and timed run"
   end
-  finish_census(result, census)
   result.seconds = sys.now() - t0
-
-  record(self, t, c, arch, key, result)
+  if key then self:_record(run, key) end
   return result
 end
 
--- Runs a candidate in this process, `runs` times, with no profiler and no
--- timer of klab's own: for ncu or compute-sanitizer wrapped around klab.
--- Calls CUDA here, so never from a supervisor that will fork workers.
-function M.replay(t, c, opts)
+-- compute-sanitizer memcheck around `klab replay`, twice, as PTXBench does
+-- before timing: a stage outside the worker. False stops the evaluation.
+function Session:_sanitize(run)
+  local c = run.cand
+  local fs = require "klab.fs"
+  local dir = assert(fs.mkdtemp("klab-sanitize-"))
+  local code_path, plan_path = dir .. (c.lang == "ptx" and "/kernel.ptx" or "/kernel.cu"), c.plan and (dir .. "/plan.lua")
+  local function put(path, text)
+    local f = assert(io.open(path, "wb"))
+    f:write(text)
+    f:close()
+  end
+  put(code_path, c.code)
+  if plan_path then put(plan_path, c.plan) end
+  local san = profile.sanitize(run.task.name, code_path, { klab = sys.exe(), runs = 2, plan = plan_path })
+  fs.remove_tree(dir)
+  run.result.stages.sanitizer = san
+  if san.status == "ok" and (san.errors or 0) > 0 then
+    run.result.verdict = "runtime_error"
+    run.result.reason = string.format("compute-sanitizer memcheck found %d error(s): %s", san.errors,
+      tostring((san.first or {})[1] or ""))
+    return false
+  end
+  return true
+end
+
+-- Chosen worker stages in this process: the caller's stages, then
+-- klab.eval.gpu.run with opts.stages (default: the worker's stages) and
+-- opts.runs. Calls CUDA here, so never from a supervisor that will fork
+-- workers.
+function M.run_local(t, c, opts)
   opts = opts or {}
-  t, c = resolve(t, c)
-  if not t then return nil, c end
+  local err
+  if c == nil then
+    t, err = resolve(t, "")
+    if t == nil then return nil, err end
+  else
+    t, c = resolve(t, c)
+    if not t then return nil, c end
+  end
   local arch = opts.arch
   if not arch then
     local gpu = require "klab.gpu"
     local props = gpu.available() and gpu.device(0)
     arch = props and props.arch or "sm_90a"
   end
-  local result = { task = t.name, candidate = c.hash, name = c.name, arch = arch, stages = {} }
-  local job, census = prepare(t, c, arch, result, opts)
-  if not job then
-    finish_census(result, census)
-    return result
+  local run = new_run(t, c or { name = "baseline" }, arch, opts)
+  run.cand = c
+  local result = run.result
+  local t0 = sys.now()
+  if caller_stages(run) then
+    run.job.stages = opts.stages or stages.worker()
+    run.job.opts.runs = opts.runs
+    run.job.opts.sass_executed = opts.sass_executed
+    run.job.opts.budget_s = run.job.opts.budget_s or opts.budget_s
+    run.job.opts.methods = opts.methods
+    local g = require("klab.eval.gpu").run(run.job)
+    merge(result, g)
+    result.runs, result.run_seconds = g.runs, g.seconds
   end
-  local r = require("klab.eval.gpu").replay(job, opts.runs or 1)
-  finish_census(result, census)
-  os.remove(job.cubin_path)
-  for k, v in pairs(r.stages or {}) do result.stages[k] = v end
-  result.verdict, result.reason, result.runs, result.seconds = r.verdict, r.reason, r.runs, r.seconds
+  prepare.cleanup(run)
+  prepare.finish(run)
+  result.seconds = sys.now() - t0
   return result
+end
+
+-- Checks a task's baseline against its reference and times it alone
+-- (opts.budget_s), in this session's worker: {verdict = "passed" |
+-- "incorrect" | "unknown", reason=, stages = {baseline = {info=, check=,
+-- timing=}}}.
+function Session:check_baseline(t, opts)
+  opts = opts or {}
+  if type(t) == "string" then
+    local ok, tt = pcall(task_mod.get, t)
+    if not ok then return nil, tostring(tt) end
+    t = tt
+  end
+  local arch = opts.arch or self.opts.arch or "sm_90a"
+  local run = new_run(t, { name = "baseline" }, arch, opts)
+  run.cand = nil
+  if caller_stages(run) then
+    run.job.stages = { "baseline" }
+    run.job.opts.budget_s = opts.budget_s or 0
+    merge(run.result, self:_gpu(run.job, opts.deadline or self.deadline))
+  end
+  prepare.cleanup(run)
+  return run.result
+end
+
+-- Runs a candidate in this process, `runs` times, with no profiler and no
+-- timer of klab's own: for ncu or compute-sanitizer wrapped around klab.
+function M.replay(t, c, opts)
+  opts = opts or {}
+  local o = {}
+  for k, v in pairs(opts) do o[k] = v end
+  o.stages, o.runs, o.timing = { "load", "replay" }, opts.runs or 1, false
+  return M.run_local(t, c, o)
 end
 
 function M.evaluate(t, c, opts)
@@ -495,5 +430,8 @@ function M.evaluate(t, c, opts)
   return s:evaluate(t, c, opts)
 end
 
+-- The stages with limits of their own, for the command line.
+M.STAGES = stages.timed()
+M.unknown_stage = stages.unknown
 M.verdicts = verdicts
 return M

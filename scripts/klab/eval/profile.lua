@@ -151,8 +151,23 @@ end
 -- HMMA/IMMA), utc (tcgen05.mma: UTC*MMA); other = the task's FLOPs not
 -- done on tensor cores. GH100 does not split fp8 tensor FLOPs by path: they
 -- go to hgmma when wgmma instructions ran, else to hmma.
+-- FLOPs off the tensor cores, from the SIMT arithmetic counts: an FMA is
+-- two FLOPs, an add or a multiply one; a half-precision instruction works on
+-- a pair (HFMA2 is four FLOPs).
+local SIMT_FLOPS = { ["ops.ffma"] = 2, ["ops.fadd"] = 1, ["ops.fmul"] = 1, ["ops.hfma"] = 4, ["ops.hadd"] = 2,
+  ["ops.hmul"] = 2, ["ops.dfma"] = 2, ["ops.dadd"] = 1, ["ops.dmul"] = 1 }
+
+local function simt_flops(roles)
+  local n
+  for role, w in pairs(SIMT_FLOPS) do
+    if roles[role] then n = (n or 0) + w * roles[role] end
+  end
+  return n
+end
+
 function M.flops(roles, task_flops, chip)
   local f = { task = task_flops }
+  f.simt = simt_flops(roles)
   local fp8 = roles["flops.fp8"] or 0
   local gmma_ran = (roles["inst.wgmma"] or 0) > 0
   if roles["flops.gmma"] or roles["flops.fp8"] then
@@ -162,12 +177,15 @@ function M.flops(roles, task_flops, chip)
     f.hmma = (roles["flops.hmma"] or 0) + (gmma_ran and 0 or fp8)
   end
   f.utc = roles["flops.utc"]
-  if f.hgmma == nil and f.hmma == nil and f.utc == nil then return f end
-  f.tensor = (f.hgmma or 0) + (f.hmma or 0) + (f.utc or 0)
+  local have_tensor = f.hgmma ~= nil or f.hmma ~= nil or f.utc ~= nil
+  if have_tensor then f.tensor = (f.hgmma or 0) + (f.hmma or 0) + (f.utc or 0) end
+  -- The arithmetic that executed, on any pipe: what the work rule counts.
+  if have_tensor and f.simt then f.executed = f.tensor + f.simt end
+  if not have_tensor and not f.simt then return f end
   if finite(task_flops) and task_flops > 0 then
-    f.other = math.max(0, task_flops - f.tensor)
+    if f.tensor then f.other = math.max(0, task_flops - f.tensor) end
     f.frac = {}
-    for _, k in ipairs { "hgmma", "hmma", "utc", "tensor", "other" } do
+    for _, k in ipairs { "hgmma", "hmma", "utc", "tensor", "other", "simt", "executed" } do
       if f[k] then f.frac[k] = f[k] / task_flops end
     end
   end
@@ -212,6 +230,22 @@ function M.families(roles, targets, chip)
 end
 
 -- ---- the verdict rule -------------------------------------------------------
+
+-- insufficient_work when the stage measured the arithmetic that executed
+-- (tensor-core FLOPs by path plus the SIMT pipes' FLOPs) and it is below
+-- `required` of the task's FLOPs: a kernel that skips work it should do
+-- (a shortcut on a recognised input, results fetched from somewhere
+-- instead of computed). Unmeasured figures never give a verdict.
+function M.work_verdict(stage, required)
+  if type(stage) ~= "table" or stage.status ~= "ok" or not required then return nil end
+  local fl = stage.flops or {}
+  if not (finite(fl.executed) and finite(fl.task) and fl.task > 0) then return nil end
+  if fl.executed >= required * fl.task then return nil end
+  return "insufficient_work", string.format(
+    "the kernel executed %.4g FLOPs (tensor cores %.4g, SIMT pipes %.4g), %.1f%% of the task's %.4g; the task "
+    .. "requires at least %.0f%%", fl.executed, fl.tensor or 0, fl.simt or 0, 100 * fl.executed / fl.task, fl.task,
+    100 * required)
+end
 
 -- target_not_executed when the stage measured (status "ok") and a target
 -- family did not run, or ran but its FLOP path carried less than
@@ -698,7 +732,8 @@ local function stage_body(ctx, run, task, arch, opts, stage)
   stage.info = info
   M.summarize(stage)
 
-  stage.verdict, stage.verdict_reason = M.verdict(stage, opts)
+  stage.verdict, stage.verdict_reason = M.work_verdict(stage, task.work)
+  if not stage.verdict then stage.verdict, stage.verdict_reason = M.verdict(stage, opts) end
   local all = #stage.targets > 0
   for _, f in pairs(stage.families) do
     if f.status ~= "executed" then all = false end
@@ -752,128 +787,32 @@ end
 
 -- ---- one candidate, in this process -------------------------------------------
 
--- Compiles a candidate, runs its plan, fills its inputs with a constant
--- pattern (profiles, not answers: nothing is checked) and runs the stage on
--- it, optionally timing it with CUPTI activity records for the duration.
--- For `klab`-side checks (tests/gpu/profile_vs_ncu.lua) and experiments.
---   task: a klab.task descriptor or name; cand: a path or {code=, lang=, plan=}
---   opts: arch, ctx, time (bool), sass_executed, fill (byte, default 0x3c)
+-- The evaluation's load and instruction stages (and, with opts.time, its
+-- timing stage) on one candidate, in this process: for klab-side checks
+-- (tests/gpu/profile_vs_ncu.lua) and experiments. The inputs are the
+-- evaluation's first input set, so ncu wrapped around `klab replay` sees the
+-- same data (tensor cores draw less power, and run faster, on constant data).
+--   task: a klab.task descriptor or name; cand: a path or a klab.eval.candidate
+--   opts: arch, time (bool), budget_s, sass_executed
 -- Returns stage, extra {arch=, launches=, timing=} | nil, msg, code.
 function M.run_candidate(task, cand, opts)
   opts = opts or {}
   local gpu = require "klab.gpu"
   local okg, why = gpu.available()
   if not okg then return nil, why, "ENODRIVER" end
-  if type(task) == "string" then task = require("klab.task").get(task) end
-  if type(cand) == "string" then
-    local c, err = require("klab.eval.candidate").load(cand)
-    if not c then return nil, err, "EINVAL" end
-    cand = c
+  local stages = { "load", "instructions" }
+  if opts.time then stages[#stages + 1] = "timing" end
+  local r, err = require("klab.eval").run_local(task, cand, { arch = opts.arch, stages = stages, timing = opts.time,
+    sass_executed = opts.sass_executed, timing_opts = { budget_s = opts.budget_s or 3 } })
+  if not r then return nil, err, "EINVAL" end
+  local st = r.stages.instructions
+  if not st then return nil, tostring(r.verdict) .. ": " .. tostring(r.reason), "ESTAGE" end
+  local extra = { arch = r.arch, launches = r.stages.plan and r.stages.plan.launches }
+  local tm = r.stages.timing
+  if tm and tm.candidate then
+    extra.timing = { median_us = tm.candidate.median, method = tm.method, n = tm.candidate.n }
   end
-  local props = assert(gpu.device(0))
-  local arch = opts.arch or props.arch
-  local ctx = opts.ctx
-  if not ctx then
-    local err, code
-    ctx, err, code = gpu.context(0)
-    if not ctx then return nil, err, code end
-  end
-  local res, cerr, ccode = require("klab.jit").compile { source = cand.code, lang = cand.lang, arch = arch,
-    name = cand.name }
-  if not res then return nil, "compile: " .. tostring(cerr), ccode end
-  local plan, perr, pcode = require("klab.eval.plan").run(task, cand.plan, { arch = arch })
-  if not plan then return nil, "plan: " .. tostring(perr), pcode end
-  local mod, lerr, lcode = ctx:load(res.cubin)
-  if not mod then return nil, "load: " .. tostring(lerr), lcode end
-  local funcs, kernels = {}, {}
-  for _, l in ipairs(plan.launches) do
-    if not funcs[l.kernel] then
-      local fn, ferr, fcode = mod:func(l.kernel)
-      if not fn then return nil, ferr, fcode end
-      funcs[l.kernel], kernels[l.kernel] = fn, fn:attributes()
-    end
-  end
-  -- Inputs as an evaluation draws them (N(0,1) through the judge kernels):
-  -- tensor cores draw less power, and run faster, on constant data, so a
-  -- constant fill would not time the same kernel ncu sees under klab replay.
-  local judge = require "klab.judge"
-  local jres = require("klab.jit").compile { source = judge.source(), lang = "cuda", arch = arch, name = "judge.cu" }
-  local j = jres and judge.open(ctx, jres.cubin)
-  local bufs, outs = {}, {}
-  local seed = 0
-  local names = {}
-  for name in pairs(task.buffers) do names[#names + 1] = name end
-  table.sort(names)
-  for _, name in ipairs(names) do
-    local b = task.buffers[name]
-    local buf, aerr, acode = ctx:alloc(b.bytes)
-    if not buf then return nil, aerr, acode end
-    bufs[name] = buf
-    if b.role == "input" then
-      seed = seed + 1
-      if j and judge.dtype_size(b.dtype) then
-        j:fill(buf, b.numel, b.dtype, "normal", seed)
-      else
-        buf:fill(opts.fill or 0x3c)
-      end
-    else
-      outs[#outs + 1] = buf
-    end
-  end
-  for name, w in pairs(plan.workspace or {}) do
-    local buf, aerr, acode = ctx:alloc(w.bytes)
-    if not buf then return nil, aerr, acode end
-    bufs[name] = buf
-    outs[#outs + 1] = buf
-  end
-  local judge = require "klab.judge"
-  local tmaps = {}
-  for name, t in pairs(plan.tensormaps or {}) do
-    local s, terr = judge.tensormap(bufs[t.buffer]:ptr(), {
-      dtype = t.dtype, dims = t.dims, box = t.box, strides = t.strides, swizzle = t.swizzle or "none",
-      l2 = (t.l2promotion and t.l2promotion ~= "none") and t.l2promotion or "none",
-      oob = tostring(t.oob_fill or ""):find("nan") and "nan" or "zero" })
-    if not s then return nil, "tensor map " .. name .. ": " .. tostring(terr), "EINVAL" end
-    tmaps[name] = s
-  end
-  local function run()
-    for _, l in ipairs(plan.launches) do
-      local args = {}
-      for i, a in ipairs(l.args) do
-        if a.kind == "buffer" or a.kind == "workspace" then args[i] = { "u64", bufs[a.name]:ptr() }
-        elseif a.kind == "tensormap" then args[i] = { "bytes", tmaps[a.name] }
-        else args[i] = { a.type, a.value } end
-      end
-      local ok, err, code = ctx:launch(funcs[l.kernel], { grid = l.grid, block = l.block, cluster = l.cluster,
-        shared = l.shared, args = args })
-      if not ok then return nil, err, code end
-    end
-    return true
-  end
-  local function prepare()
-    for _, b in ipairs(outs) do b:fill(0xff) end
-    return true
-  end
-  local extra = { arch = arch, launches = #plan.launches }
-  local duration
-  if opts.time then
-    local timing = require "klab.timing"
-    prepare()
-    local r = timing.measure(ctx, { run = function()
-      local ok, err = run()
-      if not ok then error(err) end
-      return #plan.launches
-    end, method = "cupti", budget_s = opts.budget_s or 3, min_samples = 10, max_samples = 200 })
-    if r then
-      extra.timing = { median_us = r.candidate.median, method = r.method, n = r.candidate.n }
-      duration = r.candidate.median
-    end
-  end
-  local stage = M.stage(ctx, run, { targets = task.targets, flops = task.flops, bytes = task.bytes }, arch, {
-    prepare = prepare, launches = plan.launches, kernels = kernels, funcs = funcs, device = props,
-    cubin = res.cubin, sass_executed = opts.sass_executed, duration_us = duration,
-    duration_source = duration and "CUPTI activity" or nil })
-  return stage, extra
+  return st, extra
 end
 
 -- ---- compute-sanitizer ----------------------------------------------------------
@@ -930,6 +869,10 @@ function M.sanitize(task_name, candidate_path, opts)
   -- layout query past the last parameter) returns them on purpose.
   local argv = { tool, "--tool", "memcheck", "--report-api-errors", "no", "--error-exitcode", "0", klab, "replay",
     task_name, candidate_path, "--runs", tostring(opts.runs or 1) }
+  if opts.plan then
+    argv[#argv + 1] = "--plan"
+    argv[#argv + 1] = opts.plan
+  end
   -- The child looks for the task along the same search path as this process.
   local res, err = require("klab.spawn").run { argv = argv, stderr = "stdout", timeout = opts.timeout or 600,
     env = { KLAB_TASKS = table.concat(require("klab.task").path(), ":") } }

@@ -1,23 +1,32 @@
--- klab.eval.verdict: verdict names, their precedence, one-line reasons, and the
--- reference implementation of the correctness rule.
+-- klab.eval.verdict: the verdicts, defined once: names, precedence, short
+-- codes, what each means, which stage gives it, and the one-line reasons;
+-- plus the reference implementation of the correctness rule.
 --
---   verdict.NAMES                 names in order of precedence (first wins)
+--   verdict.LIST                  {name=, short=, stage=, class=, means=} in order of precedence
+--   verdict.NAMES                 the names in that order (first wins)
+--   verdict.SHORT                 name -> short code for tables ("P", "I", ...)
 --   verdict.rank(name)            -> 1 (highest) .. #NAMES; raises on an unknown name
 --   verdict.valid(name)           -> boolean
+--   verdict.class(name)           -> "correct" | "failed" | "not_measured"
+--   verdict.correct(name)         -> true for passed and target_not_executed
 --   verdict.worst(a, b, ...)      -> the name that wins among verdict names or {verdict=} records
 --   verdict.make(name, detail)    -> {verdict = name, reason = "name: ..."}; detail as for reason
 --   verdict.reason(name, detail)  -> one line for a person or a model, starting "name: "
+--   verdict.define(db)            -> writes the list into a store's verdicts table (its constraint)
+--   verdict.markdown()            -> the list as a Markdown table (docs/verdicts.md is checked against it)
 --   verdict.compare(got, want, shape, tol) -> comparison record (below)
 --   verdict.describe(cmp [, ctx]) -> the "incorrect: ..." line for a comparison
 --
--- Precedence follows the stages: a reply with no code cannot compile, a
--- kernel that does not build cannot load, and so on. Among run-time
--- findings, faults (runtime_error, timeout) hide everything measured after
--- them; memory-safety findings (guard_violation, input_modified) come
--- before numerics, since they taint the outputs; numerics (incorrect, then
--- nondeterministic) come before what timing and profiling find
--- (unexpected_launches, target_not_executed); unknown (a stage could not
--- run) only beats passed.
+-- Precedence follows the stages: a request that failed has no reply, a reply
+-- with no code cannot compile, a kernel that does not build cannot load, and
+-- so on. Among run-time findings, faults (runtime_error, timeout) hide
+-- everything measured after them; memory-safety findings (guard_violation,
+-- input_modified) come before numerics, since they taint the outputs;
+-- numerics (incorrect, then nondeterministic) come before what the timing and
+-- instruction stages find about the measurement itself (unexpected_launches,
+-- insufficient_work, below_floor), and those before target_not_executed (a
+-- correct kernel that did not use the target instructions); unknown (a stage
+-- could not run) only beats passed.
 --
 -- The rule (FlashInfer-Bench's): an element fails when |x - y| > atol and
 -- |x - y| / (|y| + eps) > rtol (eps = 1e-8); a NaN or an Inf in the output
@@ -26,13 +35,53 @@
 
 local M = {}
 
-M.NAMES = {
-  "extraction_error", "compile_error", "load_error", "plan_error", "runtime_error", "timeout",
-  "guard_violation", "input_modified", "incorrect", "nondeterministic", "unexpected_launches",
-  "target_not_executed", "unknown", "passed",
+-- class: "correct" (counts as a correct result), "failed" (the candidate's
+-- fault), "not_measured" (nothing could be said about the candidate).
+M.LIST = {
+  { name = "request_error", short = "E", stage = "model", class = "not_measured",
+    means = "the request to the model failed; there is no reply to judge" },
+  { name = "extraction_error", short = "X", stage = "extract", class = "failed",
+    means = "the reply holds no usable candidate (no code block, or several without a choice)" },
+  { name = "compile_error", short = "C", stage = "build", class = "failed",
+    means = "the code did not compile, or was refused before compiling (a forbidden include, a device-side launch)" },
+  { name = "load_error", short = "LD", stage = "load", class = "failed",
+    means = "the driver refused the compiled module" },
+  { name = "plan_error", short = "PL", stage = "plan", class = "failed",
+    means = "the launch plan failed in its sandbox or does not fit the kernels' parameters or the device" },
+  { name = "runtime_error", short = "R", stage = "correctness", class = "failed",
+    means = "a CUDA fault (illegal address, trap, ...) or a worker that died while running the kernel" },
+  { name = "timeout", short = "T", stage = "correctness", class = "failed",
+    means = "a stage that runs the kernel did not finish within its limit; the worker was killed" },
+  { name = "guard_violation", short = "G", stage = "correctness", class = "failed",
+    means = "the kernel wrote outside its buffers (into the guard regions around them)" },
+  { name = "input_modified", short = "M", stage = "correctness", class = "failed",
+    means = "the kernel changed an input buffer" },
+  { name = "incorrect", short = "I", stage = "correctness", class = "failed",
+    means = "an output differs from the reference beyond the task's tolerance (in a correctness trial or a timed run)" },
+  { name = "nondeterministic", short = "N", stage = "correctness", class = "failed",
+    means = "two runs on the same inputs gave different bits" },
+  { name = "unexpected_launches", short = "U", stage = "timing", class = "failed",
+    means = "the timed runs launched kernels the plan did not make" },
+  { name = "insufficient_work", short = "W", stage = "instructions", class = "failed",
+    means = "the arithmetic the kernel executed is below the fraction of the task's FLOPs the task requires" },
+  { name = "below_floor", short = "F", stage = "timing", class = "failed",
+    means = "the median time is below what the task's FLOPs or bytes need at the device's peak: not a speedup" },
+  { name = "target_not_executed", short = "V", stage = "instructions", class = "correct",
+    means = "correct, but the task's target instruction families did not run: correct, not verified" },
+  { name = "unknown", short = "?", stage = "any", class = "not_measured",
+    means = "a stage could not run (no GPU, no profiling rights): never reused as a result" },
+  { name = "passed", short = "P", stage = "record", class = "correct",
+    means = "correct on every trial and timed run, with the target instructions executed where measured" },
 }
-local RANK = {}
-for i, n in ipairs(M.NAMES) do RANK[n] = i end
+
+M.NAMES, M.SHORT = {}, {}
+local RANK, BY = {}, {}
+for i, v in ipairs(M.LIST) do
+  M.NAMES[i] = v.name
+  M.SHORT[v.name] = v.short
+  RANK[v.name] = i
+  BY[v.name] = v
+end
 
 function M.valid(name) return RANK[name] ~= nil end
 
@@ -41,6 +90,13 @@ function M.rank(name)
   if not r then error("verdict: unknown verdict '" .. tostring(name) .. "'", 2) end
   return r
 end
+
+function M.class(name)
+  M.rank(name)
+  return BY[name].class
+end
+
+function M.correct(name) return BY[name] ~= nil and BY[name].class == "correct" end
 
 function M.worst(...)
   local best
@@ -52,6 +108,37 @@ function M.worst(...)
     end
   end
   return best
+end
+
+-- The store checks every verdict it records against its verdicts table;
+-- this fills it from the list above (idempotent).
+function M.define(db)
+  local have = {}
+  for _, r in ipairs(db:query("SELECT name, rank, short, stage, class, means FROM verdicts")) do have[r.name] = r end
+  local stale = false
+  for i, v in ipairs(M.LIST) do
+    local r = have[v.name]
+    if not (r and r.rank == i and r.short == v.short and r.stage == v.stage and r.class == v.class
+        and r.means == v.means) then
+      stale = true
+    end
+  end
+  if not stale then return true end
+  db:transaction(function()
+    for i, v in ipairs(M.LIST) do
+      db:query("INSERT OR REPLACE INTO verdicts(name, rank, short, stage, class, means) VALUES (?, ?, ?, ?, ?, ?)",
+        v.name, i, v.short, v.stage, v.class, v.means)
+    end
+  end)
+  return true
+end
+
+function M.markdown()
+  local out = { "| verdict | code | stage | counts as | meaning |", "|---|---|---|---|---|" }
+  for _, v in ipairs(M.LIST) do
+    out[#out + 1] = ("| `%s` | %s | %s | %s | %s |"):format(v.name, v.short, v.stage, v.class:gsub("_", " "), v.means)
+  end
+  return table.concat(out, "\n") .. "\n"
 end
 
 -- ---- formatting helpers ----------------------------------------------
@@ -228,6 +315,26 @@ R.unexpected_launches = function(d)
   local names = t.kernels and #t.kernels > 0 and (" (" .. table.concat(t.kernels, ", ") .. ")") or ""
   return ("the plan has %d launch%s but %d kernel%s ran%s"):format(t.expected or 0,
     (t.expected or 0) == 1 and "" or "es", t.got or 0, (t.got or 0) == 1 and "" or "s", names)
+end
+
+R.insufficient_work = function(d)
+  local s, t = detail_of(d)
+  if s then return s end
+  return ("the kernel executed %s FLOPs, %s of the task's %s (the task requires %s)"):format(num(t.executed or 0),
+    num(t.fraction or 0), num(t.task or 0), num(t.required or 0))
+end
+
+R.below_floor = function(d)
+  local s, t = detail_of(d)
+  if s then return s end
+  return ("median %s us is below the physical floor of %s us (%s)"):format(num(t.median_us or 0),
+    num(t.floor_us or 0), t.why or "peak throughput")
+end
+
+R.request_error = function(d)
+  local s, t = detail_of(d)
+  if s then return s end
+  return one_line(t.error or "the request failed")
 end
 
 R.target_not_executed = function(d)

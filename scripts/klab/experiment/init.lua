@@ -24,7 +24,10 @@
 -- stored; raising from it stops the run), progress ["auto", "bar", "plain",
 -- false], log (a path to append to, or function(line)), concurrency [total
 -- requests in flight; each model has its own cap too], drain_s [10], session
--- (an open eval session to use).
+-- (an open eval session to use), shard ({index=, count=} or "I/N": run
+-- only that shard of the trajectories; false: all of them; default: the
+-- command line's shard=I/N, else the Slurm array task's; see
+-- klab.experiment.shard). A string db may name {index} and {count}.
 --
 -- Resume: every trajectory and turn is stored as it finishes (one
 -- transaction per turn). Running the same experiment again skips finished
@@ -34,8 +37,8 @@
 -- replay miss, an interrupt) requests already in flight are waited for
 -- (drain_s) and their responses kept in the cache before the error goes on.
 --
--- The tables (created here, documented in docs/experiments.md): experiments,
--- trajectories, turns.
+-- The tables (created by the store, documented in docs/experiments.md):
+-- experiments, trajectories, turns.
 
 local model_mod = require "klab.experiment.model"
 local prompt = require "klab.experiment.prompt"
@@ -46,77 +49,130 @@ local verdicts = require "klab.eval.verdict"
 local candidate_mod = require "klab.eval.candidate"
 local task_mod = require "klab.task"
 local store_mod = require "klab.store"
+local shard_mod = require "klab.experiment.shard"
 local cjson = require "cjson"
 
 local M = {}
 
-M.SCHEMA = [[
-CREATE TABLE IF NOT EXISTS experiments(
-  id INTEGER PRIMARY KEY,
-  name TEXT NOT NULL UNIQUE,
-  config TEXT,
-  created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')),
-  updated_at TEXT);
-CREATE TABLE IF NOT EXISTS trajectories(
-  id INTEGER PRIMARY KEY,
-  experiment_id INTEGER NOT NULL REFERENCES experiments(id),
-  key TEXT NOT NULL UNIQUE,
-  model TEXT NOT NULL, task TEXT NOT NULL, tag TEXT NOT NULL, replica INTEGER NOT NULL,
-  state TEXT NOT NULL DEFAULT 'running' CHECK (state IN ('running', 'done')),
-  stop_reason TEXT,
-  turns INTEGER NOT NULL DEFAULT 0,
-  best_speedup REAL, best_turn INTEGER,
-  selected_turn INTEGER, selected_speedup REAL, selection TEXT,
-  messages TEXT,
-  created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')),
-  finished_at TEXT);
-CREATE INDEX IF NOT EXISTS trajectories_experiment ON trajectories(experiment_id);
-CREATE TABLE IF NOT EXISTS turns(
-  id INTEGER PRIMARY KEY,
-  trajectory_id INTEGER NOT NULL REFERENCES trajectories(id),
-  turn INTEGER NOT NULL,
-  request_hash TEXT, source TEXT,
-  verdict TEXT NOT NULL, reason TEXT,
-  speedup REAL, verified INTEGER,
-  candidate TEXT, language TEXT,
-  reply TEXT, feedback TEXT,
-  input_tokens INTEGER, output_tokens INTEGER, reasoning_tokens INTEGER,
-  latency_ms REAL, cost_usd REAL,
-  workloads TEXT,
-  created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')),
-  UNIQUE(trajectory_id, turn));
-CREATE INDEX IF NOT EXISTS turns_verdict ON turns(verdict);
-]]
-
+-- The store owns the tables (host/store/store.c's migrations; docs/store.md
+-- and docs/experiments.md describe them); the verdicts a turn may record are
+-- klab.eval.verdict's, written into the store before the first turn.
 function M.ensure_schema(db)
-  db:exec(M.SCHEMA)
+  verdicts.define(db)
 end
 
 -- ---- command-line options ------------------------------------------------
 
--- Parses "key=value" arguments by the type of each default (numbers,
--- booleans, strings; a list default takes a comma-separated list). An
--- unknown key or a bad value raises with the list of known keys.
-function M.options(defaults, args)
+local command = require "klab.command"
+
+-- An experiment script declares its options as a list of {name, default,
+-- description} (the order of --help), optionally with about = "what the
+-- script does"; a plain table {name = default} (no descriptions) is read
+-- too. Returns the list form.
+local function declared(decl)
+  if decl[1] ~= nil or next(decl) == nil or decl.about then
+    local list = { about = decl.about }
+    for i, d in ipairs(decl) do list[i] = d end
+    return list
+  end
+  local names = {}
+  for k in pairs(decl) do names[#names + 1] = k end
+  table.sort(names)
+  local list = {}
+  for _, k in ipairs(names) do list[#list + 1] = { k, decl[k], "" } end
+  return list
+end
+
+local function script_name()
+  local a = rawget(_G, "arg")
+  return type(a) == "table" and type(a[0]) == "string" and a[0] or "the script"
+end
+
+local function show_default(v)
+  local s = type(v) == "table" and table.concat(v, ",") or tostring(v)
+  return s == "" and '""' or s
+end
+
+-- The --help text of a declaration (the list form).
+function M.help(decl, name)
+  decl = declared(decl)
+  name = name or script_name()
+  local out = { ("usage: klab %s [key=value ...]"):format(name), "" }
+  if decl.about then out[#out + 1] = decl.about out[#out + 1] = "" end
+  out[#out + 1] = "Options (key=value; a list is comma-separated, a flag takes true or false):"
+  local w = 0
+  for _, d in ipairs(decl) do
+    if not d.section then w = math.max(w, #d[1] + 1 + #show_default(d[2])) end
+  end
+  w = math.min(w, 36)
+  for _, d in ipairs(decl) do
+    if d.section then
+      out[#out + 1] = ""
+      out[#out + 1] = d.section
+    else
+      local left = d[1] .. "=" .. show_default(d[2])
+      local text = d[3] or ""
+      if #left > w and text ~= "" then
+        out[#out + 1] = "  " .. left
+        out[#out + 1] = "  " .. (" "):rep(w) .. "  " .. text
+      else
+        out[#out + 1] = ("  %-" .. w .. "s  %s"):format(left, text)
+      end
+    end
+  end
+  out[#out + 1] = ""
+  out[#out + 1] = "Every experiment script also takes shard=I/N: run only shard I of N of the sweep's trajectories"
+  out[#out + 1] = "(docs/slurm.md); a db= path may name {index} and {count}."
+  out[#out + 1] = ""
+  out[#out + 1] = command.EXIT_TEXT
+  return table.concat(out, "\n")
+end
+
+-- options(decl, args) -> table of values. Parses "key=value" arguments by
+-- the type of each default (numbers, booleans, strings; a list default
+-- takes a comma-separated list). --help (or -h) ends the script with the
+-- help on standard output and status 0; an unknown key, a bad value or an
+-- argument that is not key=value ends it with one line that names the
+-- script, the option and the known ones, and status 2 (klab.command's
+-- error objects). Every script also takes shard=I/N (o.shard;
+-- experiment.new uses it), and a db option's {index} and {count} are
+-- filled from the shard.
+function M.options(decl, args)
+  args = shard_mod.take(args)
+  decl = declared(decl)
+  local name = script_name()
+  local defaults, keys = {}, {}
+  for _, d in ipairs(decl) do
+    if not d.section then
+      defaults[d[1]] = d[2]
+      keys[#keys + 1] = d[1]
+    end
+  end
+  table.sort(keys)
+  local function bad(msg)
+    command.raise(("%s: %s; 'klab %s --help' describes the options"):format(name, msg, name), command.EXIT.usage)
+  end
   local o = {}
   for k, v in pairs(defaults) do o[k] = v end
   for _, a in ipairs(args or {}) do
-    local k, v = tostring(a):match("^([%w_%.%-]+)=(.*)$")
-    if not k then error("expected key=value, got '" .. tostring(a) .. "'", 0) end
+    a = tostring(a)
+    if a == "--help" or a == "-h" then command.raise(M.help(decl, name), command.EXIT.ok) end
+    local k, v = a:match("^([%w_%.%-]+)=(.*)$")
+    if not k then bad(("expected key=value, got '%s'"):format(a)) end
     local d = defaults[k]
-    if d == nil then
-      local keys = {}
-      for name in pairs(defaults) do keys[#keys + 1] = name end
-      table.sort(keys)
-      error(("unknown option '%s' (known: %s)"):format(k, table.concat(keys, ", ")), 0)
-    end
+    if d == nil then bad(("unknown option '%s' (known: %s)"):format(k, table.concat(keys, ", "))) end
     if type(d) == "number" then
-      o[k] = tonumber(v) or error(("option %s needs a number, got '%s'"):format(k, v), 0)
-      if math.type(d) == "integer" then o[k] = math.tointeger(o[k]) or error(("option %s needs an integer"):format(k), 0) end
+      local n = tonumber(v)
+      if not n or n ~= n then bad(("option %s needs a number, got '%s'"):format(k, v)) end
+      if math.type(d) == "integer" then
+        n = math.tointeger(n)
+        if not n then bad(("option %s needs an integer, got '%s'"):format(k, v)) end
+      end
+      o[k] = n
     elseif type(d) == "boolean" then
       if v == "true" or v == "1" or v == "yes" then o[k] = true
       elseif v == "false" or v == "0" or v == "no" then o[k] = false
-      else error(("option %s needs true or false, got '%s'"):format(k, v), 0) end
+      else bad(("option %s needs true or false, got '%s'"):format(k, v)) end
     elseif type(d) == "table" then
       local list = {}
       for x in v:gmatch("[^,]+") do list[#list + 1] = x end
@@ -125,6 +181,8 @@ function M.options(defaults, args)
       o[k] = v
     end
   end
+  o.shard = shard_mod.command_line
+  if type(o.db) == "string" then o.db = shard_mod.path(o.db, shard_mod.resolve(nil)) end
   return o
 end
 
@@ -132,23 +190,53 @@ end
 -- model they describe. Empty strings and negative numbers mean "not set"
 -- (the server's default). models= is a comma-separated list of model names
 -- that share the other settings.
-M.MODEL_OPTIONS = {
-  provider = "openai", base_url = "", models = { "" }, api_key_env = "", temperature = -1.0, top_p = -1.0,
-  max_tokens = 32000, reasoning_effort = "", seed = -1, concurrency = 4, timeout = 600.0,
-  price_in = -1.0, price_out = -1.0,
+M.MODEL_OPTION_LIST = {
+  { section = "Model options (models_from):" },
+  { "models", { "" }, "model names, comma-separated; each gets the settings below (required)" },
+  { "provider", "openai", "openai (chat completions: vLLM, SGLang, llama.cpp, gateways) or anthropic" },
+  { "base_url", "", "the server's URL, e.g. https://HOST/v1 (default: the provider's)" },
+  { "api_key_env", "", "the environment variable that holds the API key (never the key itself)" },
+  { "temperature", -1.0, "sampling temperature (negative: the server's default)" },
+  { "top_p", -1.0, "nucleus sampling (negative: the server's default)" },
+  { "max_tokens", 32000, "the reply's token limit (0 or less: the server's default)" },
+  { "reasoning_effort", "", "reasoning effort for models that take one (low, medium, high)" },
+  { "seed", -1, "sampling seed (negative: none)" },
+  { "concurrency", 4, "requests in flight per model" },
+  { "timeout", 600.0, "seconds one request may take" },
+  { "price_in", -1.0, "USD per million input tokens, for the cost column (negative: unknown)" },
+  { "price_out", -1.0, "USD per million output tokens (negative: unknown)" },
 }
+M.MODEL_OPTIONS = {}
+for _, d in ipairs(M.MODEL_OPTION_LIST) do
+  if not d.section then M.MODEL_OPTIONS[d[1]] = d[2] end
+end
 
-function M.with_model_options(defaults)
-  local o = {}
-  for k, v in pairs(M.MODEL_OPTIONS) do o[k] = v end
-  for k, v in pairs(defaults) do o[k] = v end
-  return o
+-- decl plus the model options: a declaration list gets them appended (as
+-- their own section of --help); a plain defaults table gets them merged
+-- into a plain table (its own values win).
+function M.with_model_options(decl)
+  if decl[1] == nil and not decl.about and next(decl) ~= nil then
+    local o = {}
+    for k, v in pairs(M.MODEL_OPTIONS) do o[k] = v end
+    for k, v in pairs(decl) do o[k] = v end
+    return o
+  end
+  local list = declared(decl)
+  local mine = {}
+  for _, d in ipairs(list) do if not d.section then mine[d[1]] = true end end
+  for _, d in ipairs(M.MODEL_OPTION_LIST) do
+    if d.section or not mine[d[1]] then list[#list + 1] = d end
+  end
+  return list
 end
 
 function M.models_from(o)
   local list = {}
   for _, name in ipairs(o.models) do
-    if name == "" then error("set the model: models=NAME[,NAME...] (and base_url=, api_key_env=)", 0) end
+    if name == "" then
+      command.raise(("%s: set the model: models=NAME[,NAME...] (and base_url=, api_key_env=); 'klab %s --help' "
+        .. "describes the options"):format(script_name(), script_name()))
+    end
     local spec = { provider = o.provider, model = name, concurrency = math.tointeger(o.concurrency) or 4,
                    timeout = o.timeout, max_tokens = o.max_tokens > 0 and math.tointeger(o.max_tokens) or nil }
     if o.base_url ~= "" then spec.base_url = o.base_url end
@@ -212,26 +300,36 @@ end
 
 -- ---- the experiment ----------------------------------------------------------
 
--- An error object that prints as one line, without a traceback (a signal,
--- a run elsewhere: nothing is wrong with the code).
-local Stop = { __tostring = function(e) return e.msg end }
-
-local function stop(msg, fields)
-  local e = fields or {}
-  e.msg = msg
-  return setmetatable(e, Stop)
-end
-
--- Raises when a signal asked the sweep to stop.
+-- Raises when a signal asked the sweep to stop: one line, and the exit
+-- status the shell would show for the signal (128 + its number).
 local function check_signal(self)
-  local sig = require("klab.sys").trapped()
+  local sys = require "klab.sys"
+  local sig = sys.trapped()
   if sig then
-    error(stop(("experiment %s: stopped by SIG%s"):format(self.name, sig), { signal = sig }), 0)
+    local e = command.error_object(("experiment %s: stopped by SIG%s"):format(self.name, sig),
+      128 + (sys.signal_number(tostring(sig)) or 0))
+    e.signal = sig
+    error(e, 0)
   end
 end
 
 local Exp = {}
 Exp.__index = Exp
+
+-- open_store(path, who) -> db: the store at path, opened for writing, its
+-- folder made when missing (results/sweep.db on a fresh checkout). A path
+-- that cannot be a store ends the script with one line that starts with
+-- who (status 2).
+function M.open_store(path, who)
+  local dir = path:match("^(.*)/[^/]+$")
+  if dir and dir ~= "" then
+    local ok, why = require("klab.sys").mkdir(dir)
+    if not ok then command.raise(("%s: cannot make the folder of db=%s: %s"):format(who, path, why)) end
+  end
+  local db, why = command.open_store(path)
+  if not db then command.raise(("%s: db=%s: %s"):format(who, path, why)) end
+  return db
+end
 
 function M.new(spec)
   if type(spec) ~= "table" then error("experiment.new expects a table", 2) end
@@ -243,7 +341,24 @@ function M.new(spec)
   end
   if #e.models == 0 then error("experiment.new: at least one model is required", 2) end
   e.groups = {}
-  for i, t in ipairs(spec.tasks or {}) do e.groups[i] = M.group(t) end
+  -- A task name that names nothing is the user's mistake: said before any
+  -- request is sent, at the line of the script that made the experiment.
+  local caller = debug.getinfo(2, "Sl")
+  local where = caller and caller.currentline and caller.currentline > 0
+    and ("%s:%d: "):format(caller.short_src, caller.currentline) or ""
+  local function bad_task(name, why)
+    command.raise(("%sexperiment %s: task %s: %s"):format(where, spec.name, tostring(name),
+      command.task_hint(tostring(why):gsub("^[^:\n]+%.lua:%d+: ", ""))))
+  end
+  for i, t in ipairs(spec.tasks or {}) do
+    local ok, g = pcall(M.group, t)
+    if not ok then bad_task(type(t) == "table" and t.name or t, g) end
+    for _, w in ipairs(g.workloads) do
+      local wok, why = pcall(task_mod.get, w)
+      if not wok then bad_task(w, why) end
+    end
+    e.groups[i] = g
+  end
   if #e.groups == 0 then error("experiment.new: at least one task is required", 2) end
   e.tags = spec.tags or { "none" }
   e.replicas = spec.replicas or 1
@@ -255,8 +370,9 @@ function M.new(spec)
   e.feedback = spec.feedback or {}
   e.prompt = spec.prompt or {}
   e.history = spec.history or "full"
+  e.shard = shard_mod.resolve(spec.shard)
   if type(spec.db) == "string" then
-    e.db = assert(store_mod.open(spec.db))
+    e.db = M.open_store(shard_mod.path(spec.db, e.shard), "experiment " .. spec.name)
     e.own_db = true
   else
     e.db = spec.db
@@ -313,34 +429,43 @@ local function traj_key(exp, m, g, tag, r)
   return store_mod.hash("klab.trajectory.1", exp, m.name, g.name, tag, tostring(r))
 end
 
--- The trajectories of the sweep, in order, loaded or created.
-function Exp:_trajectories()
-  local db = self.db
+-- Every trajectory of the sweep in its fixed order: {m, g, tag, r, key}.
+function Exp:_sweep()
   local list = {}
   for _, m in ipairs(self.models) do
     for _, g in ipairs(self.groups) do
       for _, tag in ipairs(self.tags) do
-        for r = 1, self.replicas do
-          local key = traj_key(self.name, m, g, tag, r)
-          local row = db:first("SELECT * FROM trajectories WHERE key = ?", key)
-          local messages
-          if row then
-            messages = cjson.decode(row.messages)
-          else
-            messages = prompt.messages { group = g, tag = tag, arch = self.arch, system = self.prompt.system,
-              user = self.prompt.user, vars = self.prompt.vars, root = self.prompt.root }
-            local id = db:insert("trajectories", { experiment_id = self.exp_id, key = key, model = m.name,
-              task = g.name, tag = tag, replica = r, messages = model_mod.json(messages) })
-            row = db:first("SELECT * FROM trajectories WHERE id = ?", id)
-          end
-          local t = { row = row, id = row.id, key = key, model = m, group = g, tag = tag, replica = r,
-                      initial = messages, done = row.state == "done", turns = {} }
-          for _, tr in ipairs(db:query("SELECT * FROM turns WHERE trajectory_id = ? ORDER BY turn", row.id)) do
-            t.turns[#t.turns + 1] = tr
-          end
-          list[#list + 1] = t
-        end
+        for r = 1, self.replicas do list[#list + 1] = { m, g, tag, r, traj_key(self.name, m, g, tag, r) } end
       end
+    end
+  end
+  return list
+end
+
+-- The trajectories of the sweep (of its shard), in order, loaded or created.
+function Exp:_trajectories()
+  local db = self.db
+  local list = {}
+  for p, s in ipairs(self:_sweep()) do
+    if shard_mod.keeps(self.shard, p - 1) then
+      local m, g, tag, r, key = s[1], s[2], s[3], s[4], s[5]
+      local row = db:first("SELECT * FROM trajectories WHERE key = ?", key)
+      local messages
+      if row then
+        messages = cjson.decode(row.messages)
+      else
+        messages = prompt.messages { group = g, tag = tag, arch = self.arch, system = self.prompt.system,
+          user = self.prompt.user, vars = self.prompt.vars, root = self.prompt.root }
+        local id = db:insert("trajectories", { experiment_id = self.exp_id, key = key, model = m.name,
+          task = g.name, tag = tag, replica = r, messages = model_mod.json(messages) })
+        row = db:first("SELECT * FROM trajectories WHERE id = ?", id)
+      end
+      local t = { row = row, id = row.id, key = key, model = m, group = g, tag = tag, replica = r,
+                  initial = messages, done = row.state == "done", turns = {} }
+      for _, tr in ipairs(db:query("SELECT * FROM turns WHERE trajectory_id = ? ORDER BY turn", row.id)) do
+        t.turns[#t.turns + 1] = tr
+      end
+      list[#list + 1] = t
     end
   end
   return list
@@ -406,10 +531,7 @@ local function summarize(name, r, speedup_field)
     elseif POSITIVE[ins.status] or NEGATIVE[ins.status] then status = ins.status end
     w.instructions = { status = status, families = names, missing = #missing > 0 and missing or nil }
   end
-  local prof = st.profile
-  if type(prof) == "table" and type(prof.text) == "string" then w.profile = prof.text
-  elseif type(prof) == "string" then w.profile = prof
-  elseif type(ins) == "table" and type(ins.text) == "string" then w.profile = ins.text end
+  if type(ins) == "table" and type(ins.text) == "string" then w.profile = ins.text end
   return w
 end
 
@@ -604,6 +726,11 @@ function Exp:_counts()
   return counts
 end
 
+-- The reason of a request_error turn without its verdict name.
+local function request_problem(reason)
+  return (tostring(reason or "?"):gsub("^request_error: ", ""))
+end
+
 -- One run of an experiment per store at a time: an exclusive lock on the
 -- experiment's slot of <store>.lock (klab.fs.lock). The kernel releases it
 -- when the holder exits in any way, kill -9 included, so no stale lock is
@@ -617,8 +744,8 @@ function Exp:_lock()
   local lock, msg, code, holder = require("klab.fs").lock(path .. ".lock", "klab.experiment:" .. self.name, note)
   if lock then return lock end
   if code == "EBUSY" then
-    error(stop(("experiment %s is running elsewhere on this store (%s)%s; wait for it to finish or stop it, " ..
-      "then run again to continue"):format(self.name, path, holder ~= "" and (": " .. holder) or "")), 0)
+    command.raise(("experiment %s is running elsewhere on this store (%s)%s; wait for it to finish or stop it, " ..
+      "then run again to continue"):format(self.name, path, holder ~= "" and (": " .. holder) or ""), command.EXIT.failed)
   end
   self:_log("running without the experiment lock: %s", tostring(msg))
   return nil
@@ -647,6 +774,7 @@ function Exp:_run()
   local spec = self.spec
   self.exp_id = db:transaction(function() return self:_experiment_id() end)
   local trajs = db:transaction(function() return self:_trajectories() end)
+  if self.shard then self:_log("shard %s: %d trajectories of the sweep", shard_mod.text(self.shard), #trajs) end
   -- Trajectories whose last turn ended them but were not marked (a crash between) are finished now.
   for _, t in ipairs(trajs) do
     if not t.done then
@@ -663,7 +791,8 @@ function Exp:_run()
     return total, done
   end
   local total, done0 = totals()
-  local bar = progress.new { total = total, label = self.name .. ": turns", mode = spec.progress == nil and "auto" or spec.progress }
+  local label = self.name .. (self.shard and (" shard " .. shard_mod.text(self.shard)) or "") .. ": turns"
+  local bar = progress.new { total = total, label = label, mode = spec.progress == nil and "auto" or spec.progress }
   bar:update { done = done0, start_done = done0, counts = self:_counts(), force = true }
 
   self.caller = model_mod.caller { db = db, mode = self.mode, experiment = self.name, responses_dir = spec.responses_dir,
@@ -673,6 +802,7 @@ function Exp:_run()
   self.outcomes = {}
   local waiting = {}   -- ticket -> trajectory
   local stored = 0
+  local ran = {}       -- the turns stored by this run: {model, verdict, reason}
 
   local function loop()
     while true do
@@ -699,9 +829,12 @@ function Exp:_run()
           self:_store_turn(t, rec)
           t.waiting = nil
           stored = stored + 1
+          ran[#ran + 1] = { model = t.model, verdict = rec.verdict, reason = rec.reason }
           self:_log("turn %s %s %s r%d t%d: %s", t.model.name, t.group.name, t.tag, t.replica, n, rec.reason or rec.verdict)
           local tot, dn = totals()
-          bar:update { total = tot, done = dn, counts = self:_counts() }
+          -- A failing server shows its reason while the sweep runs, not only in the store.
+          local note = rec.verdict == "request_error" and (t.model.name .. ": " .. request_problem(rec.reason)) or nil
+          bar:update { total = tot, done = dn, counts = self:_counts(), note = note }
           if spec.on_turn then spec.on_turn(entry_of(t, t.turns[#t.turns]), t) end
         end
       else
@@ -713,7 +846,7 @@ function Exp:_run()
   end
 
   local ok, err = xpcall(loop, function(e)
-    if type(e) == "string" and not e:find("^replay: ") and not e:find("\n", 1, true) then return debug.traceback(e, 2) end
+    if type(e) == "string" and command.verbose() and not e:find("\n", 1, true) then return debug.traceback(e, 2) end
     return e
   end)
   if not ok then
@@ -721,10 +854,10 @@ function Exp:_run()
     local inflight = self.caller.ninflight
     local pok, got = pcall(function() return self.caller:drain(spec.drain_s or 10) end)
     if not pok then self:_log("drain failed") end
-    if getmetatable(err) == Stop and err.signal then
-      err.msg = ("%s; %d of %d replies in flight were waited for and stored; run it again to continue"):format(
-        err.msg, pok and #got or 0, inflight)
-      self:_log("%s", err.msg)
+    if command.is_error(err) and err.signal then
+      err.message = ("%s; %d of %d replies in flight were waited for and stored; run it again to continue"):format(
+        err.message, pok and #got or 0, inflight)
+      self:_log("%s", err.message)
     end
     if own_session then self.session:close() end
     self.caller:close()
@@ -739,18 +872,64 @@ function Exp:_run()
   if own_session then self.session:close() end
   self.caller:close()
   self.caller, self.session = nil, nil
-  return { trajectories = #trajs, turns = dn, new_turns = stored, counts = self:_counts(), requests = stats }
+  local status, why = self:_outcome(ran)
+  return { trajectories = #trajs, turns = dn, new_turns = stored, counts = self:_counts(), requests = stats,
+           status = status, why = why, shard = self.shard }
+end
+
+-- What a run came to, from the turns it stored: the exit status
+-- (klab.command.EXIT: 0 when something was measured or nothing was left
+-- to do, 3 when every turn of this run failed to reach its model or could
+-- not be measured) and, for 3, why. Failed requests are also printed on
+-- stderr, one line per model and reason, whatever the status.
+function Exp:_outcome(ran)
+  local fails, order = {}, {}
+  local measured = 0
+  for _, r in ipairs(ran) do
+    if r.verdict == "request_error" then
+      local k = r.model.name .. "\0" .. request_problem(r.reason)
+      if not fails[k] then
+        fails[k] = { model = r.model, why = request_problem(r.reason), n = 0 }
+        order[#order + 1] = k
+      end
+      fails[k].n = fails[k].n + 1
+    elseif r.verdict ~= "unknown" then
+      measured = measured + 1
+    end
+  end
+  local lines = {}
+  for _, k in ipairs(order) do
+    local f = fails[k]
+    lines[#lines + 1] = ("%s: %d request%s to model %s (%s) failed: %s"):format(self.name, f.n, f.n == 1 and "" or "s",
+      f.model.name, f.model.base_url or f.model.provider or "?", f.why)
+  end
+  for _, l in ipairs(lines) do io.stderr:write(l, "\n") end
+  if #ran == 0 or measured > 0 then return command.EXIT.ok end
+  if #lines > 0 then
+    return command.EXIT.could_not_run, ("nothing was evaluated: %s"):format(lines[1]:gsub("^[^:]*: ", ""))
+  end
+  local why = "nothing was measured: every turn's verdict is unknown (" .. tostring(ran[1].reason) .. ")"
+  io.stderr:write(self.name, ": ", why, "\n")
+  return command.EXIT.could_not_run, why
 end
 
 -- ---- reading results -----------------------------------------------------------
 
 -- One row per trajectory: {id, model, task, tag, replica, turns, state, stop_reason, verdicts = {...},
--- best_speedup, selected_turn, selected_speedup, tokens_in, tokens_out, cost}.
+-- best_speedup, selected_turn, selected_speedup, tokens_in, tokens_out, cost}, in sweep order (so a
+-- store merged from shards reads like one run), then any trajectories the spec does not name.
 function Exp:rows()
   local db = self.db
   local exp = db:first("SELECT id FROM experiments WHERE name = ?", self.name)
   if not exp then return {} end
   local rows = db:query([[SELECT * FROM trajectories WHERE experiment_id = ? ORDER BY id]], exp.id)
+  local pos = {}
+  for p, s in ipairs(self:_sweep()) do pos[s[5]] = p end
+  table.sort(rows, function(a, b)
+    local pa, pb = pos[a.key] or math.huge, pos[b.key] or math.huge
+    if pa ~= pb then return pa < pb end
+    return a.id < b.id
+  end)
   for _, r in ipairs(rows) do
     r.verdicts = {}
     r.tokens_in, r.tokens_out, r.cost = 0, 0, nil
@@ -765,11 +944,8 @@ function Exp:rows()
   return rows
 end
 
-M.SHORT = {
-  passed = "P", compile_error = "C", extraction_error = "X", request_error = "E", incorrect = "I",
-  runtime_error = "R", timeout = "T", plan_error = "PL", load_error = "LD", guard_violation = "G",
-  input_modified = "M", nondeterministic = "N", unexpected_launches = "U", target_not_executed = "V", unknown = "?",
-}
+-- The short code of each verdict, for tables (klab.eval.verdict defines them).
+M.SHORT = verdicts.SHORT
 
 local function speed(x) return x and ("%.3fx"):format(x) or "-" end
 

@@ -37,8 +37,9 @@
 --   live            every request is sent; the answer replaces the cached one
 --   record-missing  a cached success is reused; a miss or a cached failure is sent and stored
 --   replay          answered from the store only (no network, klab.http is never loaded);
---                   a cached failure is replayed as that failure; a miss raises
---                   "replay: no stored response for request <hash> (model M, experiment E)"
+--                   a cached failure is replayed as that failure; a miss raises an
+--                   error object (klab.command, exit status 2) whose one line names the
+--                   task, tag, replica, turn, the file looked for and mode=record-missing
 -- In replay and record-missing, caller{responses_dir=} is a second store: files
 -- <dir>/<model>/<task>/<tag>/r<replica>/turn<n>.md answer requests whose meta
 -- carries locator = {model=, task=, tag=, replica=, turn=} (the shipped sample
@@ -60,68 +61,9 @@ local M = {}
 M.MODES = { live = true, ["record-missing"] = true, replay = true }
 M.PROVIDERS = { openai = "klab.experiment.providers.openai", anthropic = "klab.experiment.providers.anthropic" }
 
--- ---- canonical JSON ------------------------------------------------------
-
-local function json_string(s)
-  return '"' .. s:gsub('[%c"\\]', function(c)
-    if c == '"' then return '\\"' end
-    if c == "\\" then return "\\\\" end
-    if c == "\n" then return "\\n" end
-    if c == "\t" then return "\\t" end
-    if c == "\r" then return "\\r" end
-    return ("\\u%04x"):format(c:byte())
-  end) .. '"'
-end
-
-local function json_number(x)
-  if x ~= x or x == math.huge or x == -math.huge then error("model.json: cannot encode " .. tostring(x), 0) end
-  if math.type(x) == "integer" then return tostring(x) end
-  if x == math.floor(x) and math.abs(x) < 2 ^ 53 then return ("%d"):format(x) end
-  for _, p in ipairs { "%.15g", "%.16g", "%.17g" } do
-    local s = p:format(x)
-    if tonumber(s) == x then return s end
-  end
-  return ("%.17g"):format(x)
-end
-
-local function is_array(t)
-  local n = #t
-  if n == 0 then return next(t) == nil end
-  local count = 0
-  for k in pairs(t) do
-    if math.type(k) ~= "integer" or k < 1 or k > n then return false end
-    count = count + 1
-  end
-  return count == n
-end
-
-local function encode(v, depth)
-  if depth > 64 then error("model.json: nested too deeply", 0) end
-  local ty = type(v)
-  if ty == "string" then return json_string(v) end
-  if ty == "number" then return json_number(v) end
-  if ty == "boolean" then return tostring(v) end
-  if v == nil or v == cjson.null then return "null" end
-  if ty ~= "table" then error("model.json: cannot encode a " .. ty, 0) end
-  if is_array(v) then
-    local parts = {}
-    for i = 1, #v do parts[i] = encode(v[i], depth + 1) end
-    return "[" .. table.concat(parts, ",") .. "]"
-  end
-  local keys = {}
-  for k in pairs(v) do
-    if type(k) ~= "string" then error("model.json: object keys must be strings, got " .. type(k), 0) end
-    keys[#keys + 1] = k
-  end
-  table.sort(keys)
-  local parts = {}
-  for i, k in ipairs(keys) do parts[i] = json_string(k) .. ":" .. encode(v[k], depth + 1) end
-  return "{" .. table.concat(parts, ",") .. "}"
-end
-
--- JSON with sorted object keys, no spaces, integral floats as integers: equal
--- tables give equal text. An empty table is [].
-function M.json(v) return encode(v, 0) end
+-- Canonical JSON (klab.json): equal tables give equal text, so equal
+-- requests hash alike.
+M.json = require("klab.json").encode
 
 -- ---- models ---------------------------------------------------------------
 
@@ -273,11 +215,18 @@ local function safe_part(s)
   return (tostring(s):gsub("[^%w_%.%-/]", "_"):gsub("%.%.+", "_"))
 end
 
-function Caller:_from_files(meta)
+-- The file under responses_dir that answers a request with this meta, or
+-- nil when there is no responses_dir or no locator.
+function Caller:_response_path(meta)
   local loc = meta and meta.locator
   if not self.responses_dir or not loc then return nil end
-  local path = ("%s/%s/%s/%s/r%s/turn%s.md"):format(self.responses_dir, safe_part(loc.model), safe_part(loc.task),
+  return ("%s/%s/%s/%s/r%s/turn%s.md"):format(self.responses_dir, safe_part(loc.model), safe_part(loc.task),
     safe_part(loc.tag or "none"), tostring(loc.replica or 1), tostring(loc.turn or 1))
+end
+
+function Caller:_from_files(meta)
+  local path = self:_response_path(meta)
+  if not path then return nil end
   local f = io.open(path, "rb")
   if not f then return nil end
   local text = f:read("a")
@@ -289,6 +238,20 @@ function Caller:_from_files(meta)
     text = rest
   end
   return text, path
+end
+
+-- Ends a replay that lacks a response with one line for the user: which
+-- request (task, tag, replica, turn), where it was looked for, and the way
+-- out. Raised as a klab.command error object (exit status 2).
+function Caller:_replay_miss(m, req, meta)
+  local loc = meta and meta.locator
+  local what = loc and ("task %s, tag %s, replica %s, turn %s"):format(tostring(loc.task), tostring(loc.tag or "none"),
+    tostring(loc.replica or 1), tostring(loc.turn or 1)) or ("request " .. req.hash:sub(1, 12))
+  local path = self:_response_path(meta)
+  local where = path and ("not in the store and no file %s"):format(path)
+    or "not in the store (and no responses_dir= to look in)"
+  require("klab.command").raise(("replay: no stored response for %s of model %s (experiment %s): %s; "
+    .. "run with mode=record-missing to ask the model for the missing ones"):format(what, m.name, self.experiment, where))
 end
 
 function Caller:submit(m, messages, meta)
@@ -316,10 +279,7 @@ function Caller:submit(m, messages, meta)
       self.ready[#self.ready + 1] = o
       return ticket, req.hash
     end
-    if self.mode == "replay" then
-      error(("replay: no stored response for request %s (model %s, experiment %s)"):format(req.hash, m.name,
-        self.experiment), 0)
-    end
+    if self.mode == "replay" then self:_replay_miss(m, req, meta) end
   end
   self.queue[#self.queue + 1] = { ticket = ticket, m = m, req = req, meta = meta }
   self:_dispatch()
@@ -426,6 +386,12 @@ function Caller:_finish(q, r)
     end
   end
   o.usage = type(o.usage) == "table" and o.usage or {}
+  -- What a server sent enters klab here: a key it echoed or quoted goes no
+  -- further (the store, the log and the HTTP layer redact again).
+  local redact = require("klab.redact").text
+  if o.error then o.error = redact(o.error) end
+  if type(o.text) == "string" then o.text = redact(o.text) end
+  if type(o.reasoning) == "string" then o.reasoning = redact(o.reasoning) end
   o.usage_text = self:_check_usage(o, m)
   if o.ok then o.cost = finite(M.cost(m, o.usage)) end
   self:_store(o, q.req, m, r.body)

@@ -38,7 +38,7 @@ local M = {}
 
 M.KINDS = { generation = true, repair = true, both = true }
 
-local function json(v) return require("klab.experiment.model").json(v) end
+local json = require("klab.json").encode
 
 local function decode(s)
   if type(s) ~= "string" then return nil end
@@ -59,7 +59,11 @@ end
 -- sft(db_or_path, opts) -> records, summary | nil, msg, code.
 -- summary: {total, by_kind = {kind = n}, by_task = {task = {generation =, repair =}},
 -- failures = {verdict = n} (the failed attempts of the repair records),
--- dropped = {verified =, min_speedup =, cap =}, tasks = {sorted names}}.
+-- dropped = {verified =, min_speedup =, cap =}, tasks = {sorted names},
+-- turns (the turns read), passed (those correct with a reply), not_result
+-- (those with no result: unknown, request_error), why (when total is 0:
+-- the reason, as a phrase)}. An experiment the store does not hold gives
+-- nil, msg, "ENOTFOUND".
 function M.sft(db_or_path, opts)
   opts = opts or {}
   local kind = opts.kind or "both"
@@ -72,9 +76,11 @@ function M.sft(db_or_path, opts)
   local db, err, code, owned = report.open_store(db_or_path)
   if not db then return nil, (err:gsub("^report: ", "export: ")), code end
   local ok, records, summary = pcall(function()
-    if not (metrics.has_table(db, "trajectories") and metrics.has_table(db, "turns") and metrics.has_table(db, "experiments")) then
-      error("export: this store holds no experiments (no trajectories or turns tables)", 0)
+    if not metrics.has_table(db, "experiments") or db:first("SELECT count(*) AS n FROM experiments").n == 0 then
+      error("export: this store holds no experiments (only evaluations, or nothing yet)", 0)
     end
+    local bad = report.check_experiment(db, opts.experiment, type(db_or_path) == "string" and db_or_path or "the store")
+    if bad then error({ code = "ENOTFOUND", msg = "export: " .. bad }, 0) end
     local arch_of = {}
     for _, tr in ipairs(metrics.load(db, { experiment = opts.experiment })) do arch_of[tr.id] = tr.arch end
     local trajs = db:query([[SELECT t.id, t.model, t.task, t.tag, t.replica, t.messages, e.name AS experiment
@@ -82,6 +88,7 @@ function M.sft(db_or_path, opts)
         WHERE (? IS NULL OR e.name = ?) ORDER BY t.id]], opts.experiment, opts.experiment)
     local pending = { generation = {}, repair = {} }
     local dropped = { verified = 0, min_speedup = 0, cap = 0 }
+    local nturns, npassed, nnot = 0, 0, 0
     for _, tr in ipairs(trajs) do
       local prompt = decode(tr.messages) or {}
       local turns = db:query([[SELECT tu.*, c.code AS k_code, c.plan AS k_plan, c.language AS k_language
@@ -89,6 +96,9 @@ function M.sft(db_or_path, opts)
           WHERE tu.trajectory_id = ? ORDER BY tu.turn]], tr.id)
       local prev
       for _, tu in ipairs(turns) do
+        nturns = nturns + 1
+        if metrics.NOT_RESULT[tu.verdict] then nnot = nnot + 1 end
+        if tu.verdict == "passed" and tu.reply then npassed = npassed + 1 end
         if tu.verdict == "passed" and tu.reply then
           local keep = true
           if opts.verified and tu.verified ~= 1 then keep = false dropped.verified = dropped.verified + 1 end
@@ -161,11 +171,39 @@ function M.sft(db_or_path, opts)
     end
     table.sort(s.tasks)
     s.total = #out
+    s.turns, s.passed, s.not_result = nturns, npassed, nnot
+    if s.total == 0 then s.why = M.why_none(s, opts) end
     return out, s
   end)
   if owned then db:close() end
-  if not ok then return nil, tostring(records), "EEXPORT" end
+  if not ok then
+    if type(records) == "table" then return nil, records.msg, records.code end
+    return nil, tostring(records), "EEXPORT"
+  end
   return records, summary
+end
+
+-- why_none(summary, opts) -> why an export has no records, as a phrase.
+function M.why_none(s, opts)
+  local scope = opts.experiment and ("experiment %s"):format(opts.experiment) or "the store"
+  if s.turns == 0 then return scope .. " has no turns" end
+  if s.passed == 0 then
+    if s.not_result == s.turns then
+      return ("%s has %d turns and none was measured (verdict unknown or request_error: no GPU results or no reply "
+        .. "from the model)"):format(scope, s.turns)
+    end
+    return ("%s has %d turns, none passed%s"):format(scope, s.turns,
+      s.not_result > 0 and (" (%d were not measured)"):format(s.not_result) or "")
+  end
+  local d = s.dropped
+  if d.verified + d.min_speedup + d.cap > 0 then
+    return ("%s has %d correct turns; the filters dropped all of them"):format(scope, s.passed)
+  end
+  if opts.kind == "repair" then
+    return ("%s has %d correct turns, none right after a failed turn with feedback (what a repair record needs)")
+      :format(scope, s.passed)
+  end
+  return ("%s has %d correct turns, none usable"):format(scope, s.passed)
 end
 
 -- write_jsonl(records, path) -> count | nil, msg, code. path "-" is stdout.
@@ -184,6 +222,15 @@ end
 -- kinds that the repair records start from, and what the filters dropped.
 function M.summary_text(s)
   local lines = {}
+  if s.total == 0 then
+    lines[1] = ("0 records: %s"):format(s.why or "nothing to export")
+    local d = s.dropped
+    if d.verified + d.min_speedup + d.cap > 0 then
+      lines[2] = ("dropped: %d not verified, %d at or below the minimum speedup, %d over the per-task cap"):format(
+        d.verified, d.min_speedup, d.cap)
+    end
+    return table.concat(lines, "\n")
+  end
   lines[#lines + 1] = ("%d records: %d generation, %d repair"):format(s.total, s.by_kind.generation, s.by_kind.repair)
   local w = 4
   for _, t in ipairs(s.tasks) do w = math.max(w, #t) end

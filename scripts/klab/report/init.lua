@@ -3,19 +3,28 @@
 --
 --   local files = require("klab.report").write(db_or_path, out_dir [, opts])
 --
--- db_or_path: an open store or the path of a store file (opened read-only;
--- a missing file or a file that is not a klab store gives nil, msg, code).
--- out_dir is created. Returns the sorted list of the files written (each as
--- out_dir .. "/" .. relative path), then a list of warnings (for example a
--- gnuplot terminal that is missing). opts: experiment (one experiment's
--- name; default all), limits ({1, 4, 8}), B (bootstrap resamples, 1000),
--- seed, level (0.95), ps (fast_p thresholds shown in the table).
+-- db_or_path: an open store or the path of a store file (opened read-only,
+-- also in a folder the user cannot write; a missing file, a file that is
+-- not a klab store or an experiment the store does not hold gives nil, msg,
+-- code with code ENOENT, EINVAL or ENOTFOUND). The report is written into
+-- a new folder beside out_dir and then renamed into place, so an
+-- interrupted report leaves the previous one whole; an existing out_dir is
+-- replaced only when it is empty or a klab report. Returns the sorted list
+-- of the files written (each as out_dir .. "/" .. relative path), then a
+-- list of warnings (a gnuplot terminal that is missing, results that were
+-- not measured, unfinished trajectories, figures left out and why). opts:
+-- experiment (one experiment's name; default: each experiment in its own
+-- section), limits ({1, 4, 8}), B (bootstrap resamples, 1000), seed, level
+-- (0.95), ps (fast_p thresholds shown in the table).
 --
--- Layout of out_dir:
+-- Layout of out_dir (one experiment, or --experiment):
 --   index.html                  figures, tables and provenance
 --   metrics.json                every number computed (sorted keys)
 --   figures/NAME.{png,svg,pdf}  figures/src/NAME.gp (inline data; re-run with gnuplot in out_dir)
 --   tables/NAME.{md,tex}
+-- A store with several experiments gets one section each: EXP/figures/...,
+-- EXP/tables/... (EXP: the experiment's name as a file name), and
+-- metrics.json holds {experiments = {name = numbers}, provenance = ...}.
 -- The same store gives the same bytes: sorted orders, a seeded bootstrap,
 -- fixed number formats and no time of writing anywhere.
 
@@ -29,7 +38,7 @@ M.SHOW_PS = { 0, 0.5, 0.8, 1, 1.2, 1.5 }
 
 local html = tables.html_escape
 
-local function json(v) return require("klab.experiment.model").json(v) end
+local json = require("klab.json").encode
 
 local function klab_version()
   local ok, b = pcall(require, "klab.build")
@@ -45,15 +54,8 @@ end
 
 local function open_store(x)
   if type(x) ~= "string" then return x end
-  local f = io.open(x, "rb")
-  if not f then return nil, ("report: no such store file: %s"):format(x), "ENOENT" end
-  local head = f:read(16) or ""
-  f:close()
-  if head ~= "SQLite format 3\0" then
-    return nil, ("report: %s is not a klab store (not an SQLite database)"):format(x), "EINVAL"
-  end
-  local db, err, code = require("klab.store").open(x, { readonly = true })
-  if not db then return nil, ("report: cannot open %s as a klab store: %s"):format(x, tostring(err)), code end
+  local db, err, code = require("klab.command").open_store(x, { readonly = true })
+  if not db then return nil, "report: " .. err, code end
   return db, nil, nil, true
 end
 M.open_store = open_store
@@ -84,10 +86,14 @@ end
 
 -- ---- provenance -------------------------------------------------------
 
+-- A setting as text; a whole number read back from JSON (a float) prints
+-- as an integer ("2", not "2.0").
 local function scalar_text(v)
   if type(v) == "table" then return json(v) end
+  if math.type(v) == "float" and math.tointeger(v) then return tostring(math.tointeger(v)) end
   return tostring(v)
 end
+M.scalar_text = scalar_text
 
 -- provenance(db, trajs) -> {experiments = {...}, environments = {...},
 -- prompts = {...}, counts = {...}, dates = {...}, klab_versions = {...}}.
@@ -219,6 +225,7 @@ figcaption { font-size: 0.9em; color: #444; }
 pre { white-space: pre-wrap; background: #f8f8f8; padding: 0.6em; font-size: 0.85em; max-height: 30em; overflow: auto; }
 .glance td:first-child { font-weight: bold; white-space: nowrap; }
 .warn { color: #a00; }
+.notice { border: 2px solid #c60; background: #fff4e5; padding: 0.6em 0.9em; margin: 0.8em 0; max-width: 70em; }
 ]]
 
 local function kv_table(rows, class)
@@ -243,76 +250,144 @@ local function list_table(head, rows)
   return table.concat(out, "\n")
 end
 
+-- What the store could not measure: {total = evaluations, unknown =
+-- evaluations with verdict unknown, reasons = {{reason =, n =}, ...} (most
+-- frequent first), gpu_skipped = whether a reason says the GPU stages were
+-- skipped}. A store without evaluations gives total 0.
+function M.not_measured(db)
+  local out = { total = 0, unknown = 0, reasons = {}, gpu_skipped = false }
+  if not metrics.has_table(db, "evaluations") then return out end
+  out.total = db:first("SELECT count(*) AS n FROM evaluations").n or 0
+  for _, r in ipairs(db:query([[SELECT reason, count(*) AS n FROM evaluations WHERE verdict = 'unknown'
+      GROUP BY reason ORDER BY n DESC, reason]])) do
+    local reason = tostring(r.reason or "no reason stored"):gsub("^unknown: ", "")
+    out.reasons[#out.reasons + 1] = { reason = reason, n = r.n }
+    out.unknown = out.unknown + r.n
+    if reason:find("GPU stages skipped", 1, true) then out.gpu_skipped = true end
+  end
+  return out
+end
+
+-- The notice for index.html's first screen and the console, or nil when
+-- every evaluation was measured.
+local function notice_text(nm)
+  if nm.unknown == 0 then return nil end
+  local head = nm.gpu_skipped and "GPU stages skipped" or "Not measured"
+  local parts = {}
+  for i, r in ipairs(nm.reasons) do
+    if i > 3 then
+      parts[#parts + 1] = ("and %d other reason%s"):format(#nm.reasons - 3, #nm.reasons - 3 == 1 and "" or "s")
+      break
+    end
+    parts[#parts + 1] = (#nm.reasons > 1 and ("%d: "):format(r.n) or "") .. (r.reason:gsub("^GPU stages skipped: ", ""))
+  end
+  return head, ("%d of %d evaluations in this store have no GPU results (verdict unknown): %s. Their turns are "
+    .. "not counted as results in the rates below."):format(nm.unknown, nm.total, table.concat(parts, "; "))
+end
+
 local function index_html(ctx)
   local p = ctx.prov
   local o = {}
   local function add(s) o[#o + 1] = s end
   add("<!DOCTYPE html>")
   add('<html lang="en"><head><meta charset="utf-8">')
+  add('<meta name="generator" content="klab report">')
   add("<title>" .. html("klab report: " .. ctx.title) .. "</title>")
   add("<style>" .. CSS .. "</style></head><body>")
   add("<h1>" .. html("klab report: " .. ctx.title) .. "</h1>")
+  if ctx.notice then
+    add(('<div class="notice" id="not-measured"><b>%s</b>: %s</div>'):format(html(ctx.notice[1]), html(ctx.notice[2])))
+  end
   -- At a glance.
   local models, tasks, archs, gpus, drivers = {}, {}, {}, {}, {}
   for _, tr in ipairs(ctx.trajs) do models[#models + 1] = tr.model tasks[#tasks + 1] = tr.task archs[#archs + 1] = tr.arch end
-  for _, e in ipairs(p.environments) do gpus[#gpus + 1] = e.gpu drivers[#drivers + 1] = e.driver end
+  for _, e in ipairs(p.environments) do
+    if e.gpu ~= "" then gpus[#gpus + 1] = e.gpu end
+    if e.driver ~= "" then drivers[#drivers + 1] = e.driver end
+  end
   local exps = {}
   for _, e in ipairs(p.experiments) do exps[#exps + 1] = e.name end
   local tags = {}
   for _, tr in ipairs(ctx.trajs) do tags[#tags + 1] = tr.tag end
+  -- A blank is never shown as if it were data: say what is missing.
+  local missing = ctx.notice and ctx.notice[1] == "GPU stages skipped" and "not measured (GPU stages skipped)"
+    or "not recorded"
+  local function list(xs, none) local t = table.concat(sorted_set(xs), ", ") return t ~= "" and t or none end
   local glance = {
     { "Store", ctx.store_name },
-    { "Experiments", table.concat(exps, ", ") },
-    { "Models", table.concat(sorted_set(models), ", ") },
-    { "Tasks", table.concat(sorted_set(tasks), ", ") },
-    { "Prompt tags", table.concat(sorted_set(tags), ", ") },
-    { "Architectures", table.concat(sorted_set(archs), ", ") },
-    { "GPU", table.concat(sorted_set(gpus), ", ") },
-    { "Driver", table.concat(sorted_set(drivers), ", ") },
-    { "klab (runs)", table.concat(p.klab_versions, ", ") },
+    { "Experiments", list(exps, "none") },
+    { "Models", list(models, "none") },
+    { "Tasks", list(tasks, "none") },
+    { "Prompt tags", list(tags, "none") },
+    { "Architectures", list(archs, "none") },
+    { "GPU", list(gpus, missing) },
+    { "Driver", list(drivers, missing) },
+    { "klab (runs)", list(p.klab_versions, "not recorded") },
     { "klab (this report)", ctx.klab_version },
     { "Trajectories / turns", ("%d / %d"):format(p.counts.trajectories, p.counts.turns) },
     { "Evaluations / candidates", ("%d / %d"):format(p.counts.evaluations, p.counts.candidates) },
     { "Turns from / to", ("%s / %s"):format(p.dates.first_turn or "-", p.dates.last_turn or "-") },
     { "Evaluations from / to", ("%s / %s"):format(p.dates.first_evaluation or "-", p.dates.last_evaluation or "-") },
-    { "Turn limits", table.concat(ctx.limits, ", ") },
     { "Bootstrap", ("%d resamples of trajectories, seed %d, %g%% percentile intervals"):format(ctx.B, ctx.seed, ctx.level * 100) },
   }
-  add("<h2>At a glance</h2>")
+  add('<h2 id="provenance-at-a-glance">At a glance</h2>')
   add(kv_table(glance, "glance"))
   for _, w in ipairs(ctx.warnings) do add('<p class="warn">' .. html(w) .. "</p>") end
   if #ctx.trajs == 0 then add('<p class="warn">This store holds no experiment trajectories: there is nothing to plot.</p>') end
-  -- Figures.
-  add("<h2>Figures</h2>")
-  for _, f in ipairs(ctx.figures) do
-    add("<figure>")
+  local several = #ctx.sections > 1
+  if several then
     local links = {}
-    for _, rel in ipairs(f.files) do
-      local ext = rel:match("%.(%w+)$")
-      if ext ~= "png" then links[#links + 1] = ('<a href="%s">%s</a>'):format(html(rel), ext:upper()) end
+    for _, sec in ipairs(ctx.sections) do
+      links[#links + 1] = ('<a href="#%s">%s</a>'):format(html(sec.anchor), html(sec.name))
     end
-    local png
-    for _, rel in ipairs(f.files) do if rel:match("%.png$") then png = rel end end
-    if png then add(('<img src="%s" alt="%s">'):format(html(png), html(f.caption))) end
-    add("<figcaption>" .. html(f.caption) .. " " .. table.concat(links, " · ") .. "</figcaption>")
-    add("</figure>")
+    add('<p class="note">One section per experiment: ' .. table.concat(links, " · ") .. ".</p>")
   end
-  -- Tables.
-  add("<h2>Tables</h2>")
-  for _, t in ipairs(ctx.tables) do
-    add(tables.html(t))
-    add(('<p class="note">Also as <a href="tables/%s.md">Markdown</a> and <a href="tables/%s.tex">LaTeX</a>.</p>'):format(
-      html(t.file), html(t.file)))
+  for _, sec in ipairs(ctx.sections) do
+    local h = several and "h3" or "h2"
+    if several then
+      add(('<h2 id="%s">Experiment %s</h2>'):format(html(sec.anchor), html(sec.name)))
+      add('<p class="note">' .. html(("%d trajectories, turn limits %s."):format(#sec.trajs, table.concat(sec.limits, ", ")))
+        .. "</p>")
+    else
+      add('<p class="note">' .. html(("Turn limits %s."):format(table.concat(sec.limits, ", "))) .. "</p>")
+    end
+    for _, w in ipairs(sec.warnings) do add('<p class="warn">' .. html(w) .. "</p>") end
+    add(("<%s>Figures</%s>"):format(h, h))
+    for _, f in ipairs(sec.figures) do
+      add("<figure>")
+      local links = {}
+      for _, rel in ipairs(f.files) do
+        local ext = rel:match("%.(%w+)$")
+        if ext ~= "png" then links[#links + 1] = ('<a href="%s">%s</a>'):format(html(sec.prefix .. rel), ext:upper()) end
+      end
+      local png
+      for _, rel in ipairs(f.files) do if rel:match("%.png$") then png = rel end end
+      if png then add(('<img src="%s" alt="%s">'):format(html(sec.prefix .. png), html(f.caption))) end
+      add("<figcaption>" .. html(f.caption) .. " " .. table.concat(links, " · ") .. "</figcaption>")
+      add("</figure>")
+    end
+    if #sec.omitted > 0 then
+      add('<p class="note">Not drawn, having nothing to show:</p><ul class="note">')
+      for _, f in ipairs(sec.omitted) do add("<li>" .. html(f.title .. ": " .. f.why) .. "</li>") end
+      add("</ul>")
+    end
+    add(("<%s>Tables</%s>"):format(h, h))
+    for _, t in ipairs(sec.tables) do
+      add(tables.html(t))
+      add(('<p class="note">Also as <a href="%stables/%s.md">Markdown</a> and <a href="%stables/%s.tex">LaTeX</a>.</p>'):format(
+        html(sec.prefix), html(t.file), html(sec.prefix), html(t.file)))
+    end
   end
   -- Provenance in detail.
   add("<h2>Provenance</h2>")
+  local function or_dash(v) if v == nil or v == "" then return "-" end return scalar_text(v) end
   for _, e in ipairs(p.experiments) do
     add("<h3>Experiment " .. html(e.name) .. "</h3>")
     add(kv_table({
       { "created / updated", (e.created_at or "-") .. " / " .. (e.updated_at or "-") },
-      { "architecture", e.arch }, { "prompt tags", e.tags }, { "replicas", e.replicas and tostring(e.replicas) },
-      { "turns", e.turns and tostring(e.turns) }, { "target speedup", e.target_speedup and tostring(e.target_speedup) },
-      { "selection", e.select }, { "history", e.history },
+      { "architecture", or_dash(e.arch) }, { "prompt tags", or_dash(e.tags) }, { "replicas", or_dash(e.replicas) },
+      { "turns", or_dash(e.turns) }, { "target speedup", or_dash(e.target_speedup) },
+      { "selection", or_dash(e.select) }, { "history", or_dash(e.history) },
     }, "glance"))
     local mrows = {}
     for _, m in ipairs(e.models) do mrows[#mrows + 1] = { m.name, m.settings } end
@@ -324,10 +399,16 @@ local function index_html(ctx)
   add("<h3>Environments</h3>")
   local erows = {}
   for _, e in ipairs(p.environments) do
-    erows[#erows + 1] = { e.gpu, e.arch, e.driver, e.cuda, e.clocks, e.libs, e.klab, e.host, tostring(e.runs),
-      (e.first or "-") .. " / " .. (e.last or "-") }
+    local function m(v) return (v == nil or v == "") and "not recorded" or v end
+    erows[#erows + 1] = { m(e.gpu), m(e.arch), m(e.driver), m(e.cuda), m(e.clocks), m(e.libs), e.klab, m(e.host),
+      tostring(e.runs), (e.first or "-") .. " / " .. (e.last or "-") }
   end
-  add(list_table({ "GPU", "Arch", "Driver", "CUDA", "Clocks (SM / mem)", "Libraries", "klab", "Host", "Runs", "First / last" }, erows))
+  if #erows == 0 then
+    add('<p class="note">' .. html("No environment was recorded: no evaluation ran its GPU stages.") .. "</p>")
+  else
+    add(list_table({ "GPU", "Arch", "Driver", "CUDA", "Clocks (SM / mem)", "Libraries", "klab", "Host", "Runs",
+      "First / last" }, erows))
+  end
   add("<h3>Prompts</h3>")
   for _, pr in ipairs(p.prompts) do
     add("<details><summary>" .. html(("prompt %s, used by %s"):format(pr.hash, table.concat(pr.uses, ", "))) .. "</summary>")
@@ -338,154 +419,318 @@ local function index_html(ctx)
   end
   add("<h3>Files</h3>")
   add('<p class="note">metrics.json holds every number above; figures/src/*.gp redraw the figures '
-    .. "(gnuplot, in this directory). Schema version " .. html(tostring(p.schema_version or "?")) .. ".</p>")
+    .. "(gnuplot, in the folder that holds figures/). Schema version " .. html(tostring(p.schema_version or "?")) .. ".</p>")
   add("</body></html>")
   return table.concat(o, "\n") .. "\n"
 end
 
 -- ---- write ----------------------------------------------------------------
 
+local sys = require "klab.sys"
+
+local function is_dir(path) return require("klab.task").is_dir(path) end
+
+local function exists(path)
+  local ok, _, code = os.rename(path, path)
+  return ok or code ~= 2
+end
+
+-- Whether an existing out_dir may be replaced: an empty folder, or one that
+-- holds a klab report (its index.html says so). Anything else may hold the
+-- user's own files.
+local function replaceable(dir)
+  local f = io.open(dir .. "/index.html", "rb")
+  if f then
+    local head = f:read(400) or ""
+    f:close()
+    return head:find('<meta name="generator" content="klab report">', 1, true) ~= nil
+      or head:find("<title>klab report: ", 1, true) ~= nil
+  end
+  -- An empty folder: remove(3) takes away a folder only when it is empty.
+  return os.remove(dir) ~= nil
+end
+
+-- One section of the report: the metrics, figures and tables of trajs
+-- (one experiment, or all of them pooled when asked for one), written
+-- under dir (the section's folder). Returns {figures, omitted, tables,
+-- numbers, warnings, limits}; files written go into written (relative to
+-- the report's root, with prefix).
+local function write_section(dir, prefix, trajs, opts, written)
+  local B, seed, level = opts.B or metrics.DEFAULT_B, opts.seed or metrics.DEFAULT_SEED, opts.level or metrics.DEFAULT_LEVEL
+  mkdirs(dir)
+  local limits = metrics.limits(trajs, opts.limits)
+  local L = limits[#limits] or 1
+  local function note(files, why)
+    if not files then error("report: " .. tostring(why), 0) end
+    for _, f in ipairs(files) do written[#written + 1] = prefix .. f end
+    return files
+  end
+  local function with(extra)
+    local o = { B = B, seed = seed, level = level, limits = opts.limits }
+    for k, v in pairs(extra or {}) do o[k] = v end
+    return o
+  end
+  -- The rates at the largest limit count only the trajectories decided there.
+  local counted, left = metrics.decided(trajs, L)
+  local warnings = {}
+  if left["not measured"] > 0 then
+    warnings[#warnings + 1] = ("%d of %d trajectories have no result within %d turns (a turn's verdict is unknown or "
+      .. "request_error, and no turn passed): they are left out of the rates, not counted as failures.")
+      :format(left["not measured"], #trajs, L)
+  end
+  if left.unfinished > 0 then
+    warnings[#warnings + 1] = ("%d of %d trajectories are unfinished (the run stopped before their last turn): they are "
+      .. "left out of the rates, not counted as failures; run the experiment again to finish them.")
+      :format(left.unfinished, #trajs)
+  end
+  local success = metrics.success(trajs, with())
+  local ps = metrics.breakpoints(counted, L)
+  local fp_plain = metrics.fast_p(counted, with { ps = ps, limit = L })
+  local fp_ver = metrics.fast_p(counted, with { ps = ps, limit = L, verified = true })
+  local show = opts.ps or M.SHOW_PS
+  local fpt_plain = metrics.fast_p(counted, with { ps = show, limit = L })
+  local fpt_ver = metrics.fast_p(counted, with { ps = show, limit = L, verified = true })
+  local kbv = metrics.kbv(counted, with { limit = L })
+  local mix = metrics.failure_mix(trajs, with { limit = L })
+  local bbt = metrics.best_by_turn(counted, with { limit = L })
+  local cands = metrics.candidates(counted, L)
+  local pdt = metrics.pdetect_table()
+
+  -- Figures, per architecture; one with nothing to show is left out, and
+  -- the report says why.
+  local figs, omitted = {}, {}
+  local archs = sorted_set(trajs, "arch")
+  local function by_arch(rows, a)
+    local out = {}
+    for _, r in ipairs(rows) do if r.arch == a then out[#out + 1] = r end end
+    return out
+  end
+  for _, a in ipairs(archs) do
+    local at = by_arch(trajs, a)
+    local ac = by_arch(counted, a)
+    local models, tasks = sorted_set(at, "model"), sorted_set(at, "task")
+    local sa = figures.slug(a)
+    local none = #ac == 0 and "no trajectory on " .. a .. " has a result (every one is unmeasured or unfinished)"
+    local function fig(name, title, caption, why, draw)
+      if why then
+        omitted[#omitted + 1] = { name = name, title = title, why = why }
+        return
+      end
+      figs[#figs + 1] = { name = name, caption = caption, files = note(draw()) }
+    end
+    fig("fast_p_" .. sa, ("fast_p on %s"):format(a), ("fast_p on %s (turn limit %d): share of trajectories with a correct "
+      .. "turn faster than p × the library, left all correct turns, right those whose target instructions were seen "
+      .. "executing; bands: 95%% bootstrap intervals."):format(a, L), none, function()
+        return figures.fast_p(dir, "fast_p_" .. sa, { title = ("fast_p on %s, turn limit %d"):format(a, L),
+          plain = by_arch(fp_plain, a), verified = by_arch(fp_ver, a) })
+      end)
+    local cell = {}
+    for _, r in ipairs(success) do
+      -- A group's largest limit (a group with fewer turns stops below L).
+      local k = r.model .. "\0" .. r.task
+      if r.arch == a and r.limit <= L and r.n > 0 and (not cell[k] or cell[k].limit < r.limit) then cell[k] = r end
+    end
+    fig("correct_" .. sa, ("Correct and verified on %s"):format(a), ("Trajectories with a correct turn (solid) and a "
+      .. "correct turn with verified target instructions (hatched) per task on %s, turn limit %d; error bars: 95%% "
+      .. "bootstrap intervals."):format(a, L), none, function()
+        return figures.bars(dir, "correct_" .. sa, { title = ("Correct and verified on %s, turn limit %d"):format(a, L),
+          models = models, tasks = tasks, cell = function(m, t)
+            local r = cell[m .. "\0" .. t]
+            return r and { correct = r.correct_rate, correct_ci = r.correct_ci, verified = r.verified_rate,
+              verified_ci = r.verified_ci }
+          end })
+      end)
+    for _, r in ipairs(by_arch(mix, a)) do
+      local name = "failure_mix_" .. sa .. "_" .. figures.slug(r.model)
+      local nr = 0
+      for _, n in pairs(r.all.not_result) do nr = nr + n end
+      fig(name, ("Verdicts per turn: %s on %s"):format(r.model, a), ("Verdicts of the turns of %s on %s, per turn (n: "
+        .. "turns with a result at that turn%s)."):format(r.model, a,
+          nr > 0 and ("; %d turns with no result are left out"):format(nr) or ""),
+        #r.verdicts == 0 and ("no turn of %s on %s has a result"):format(r.model, a) or nil, function()
+          return figures.mix(dir, name, { title = ("Verdicts per turn: %s on %s"):format(r.model, a), row = r })
+        end)
+    end
+    fig("best_by_turn_" .. sa, ("Best speedup so far on %s"):format(a), ("Mean over trajectories of the best speedup "
+      .. "within the first n turns (0 until a correct timed turn) on %s; error bars: 95%% bootstrap intervals; dashed: "
+      .. "the library."):format(a), none, function()
+        return figures.best_by_turn(dir, "best_by_turn_" .. sa, { title = ("Best speedup so far on %s"):format(a),
+          rows = by_arch(bbt, a) })
+      end)
+    local pts = by_arch(cands, a)
+    fig("speedups_" .. sa, ("Every correct candidate on %s"):format(a), ("Speedup over the library of every correct "
+      .. "timed candidate per task on %s (log scale; filled: target instructions verified; dots spread sideways by "
+      .. "model)."):format(a), none or (#pts == 0 and ("no correct timed candidate on %s"):format(a)) or nil, function()
+        return figures.speedups(dir, "speedups_" .. sa, { title = ("Every correct candidate on %s"):format(a),
+          models = models, tasks = tasks, points = pts })
+      end)
+  end
+
+  -- Tables.
+  local tlist = {}
+  local function tab(file, ts)
+    local md, tex = {}, {}
+    for _, t in ipairs(ts) do
+      md[#md + 1] = tables.markdown(t)
+      tex[#tex + 1] = tables.latex(t)
+      t.file = file
+      tlist[#tlist + 1] = t
+    end
+    figures.write_file(dir .. "/tables/" .. file .. ".md", table.concat(md, "\n"))
+    figures.write_file(dir .. "/tables/" .. file .. ".tex", table.concat(tex, "\n"))
+    written[#written + 1] = prefix .. "tables/" .. file .. ".md"
+    written[#written + 1] = prefix .. "tables/" .. file .. ".tex"
+  end
+  for _, a in ipairs(archs) do tab("ptxbench_" .. figures.slug(a), tables.ptxbench(success, a)) end
+  tab("kbv", { tables.kbv(kbv) })
+  tab("success", { tables.success(success) })
+  tab("fast_p", { tables.fast_p(fpt_plain, fpt_ver) })
+  tab("failure_mix", { tables.mix(mix) })
+  tab("pdetect", { tables.pdetect(pdt) })
+  return {
+    figures = figs, omitted = omitted, tables = tlist, warnings = warnings, limits = limits, trajs = trajs,
+    numbers = {
+      limits = limits, success = success, fast_p = fp_plain, fast_p_verified = fp_ver, kbv = kbv, failure_mix = mix,
+      best_by_turn = bbt, pdetect = pdt, left_out = { not_measured = left["not measured"], unfinished = left.unfinished },
+    },
+  }
+end
+
+-- The experiments a store holds, by name.
+local function experiment_names(db)
+  if not metrics.has_table(db, "experiments") then return {} end
+  local out = {}
+  for _, r in ipairs(db:query("SELECT name FROM experiments ORDER BY name")) do out[#out + 1] = r.name end
+  return out
+end
+M.experiment_names = experiment_names
+
+-- nil, or the message for an experiment name the store does not hold.
+function M.check_experiment(db, name, store_name)
+  if name == nil then return nil end
+  local names = experiment_names(db)
+  for _, n in ipairs(names) do if n == name then return nil end end
+  if #names == 0 then return ("%s holds no experiments, so none named '%s'"):format(store_name, name) end
+  return ("%s holds no experiment named '%s' (it holds: %s)"):format(store_name, name, table.concat(names, ", "))
+end
+
+local function build(db, out_dir, opts, store_name)
+  local B, seed, level = opts.B or metrics.DEFAULT_B, opts.seed or metrics.DEFAULT_SEED, opts.level or metrics.DEFAULT_LEVEL
+  local trajs = metrics.load(db, { experiment = opts.experiment })
+  local written, warnings = {}, {}
+  local pr = figures.probe()
+  if pr.why then warnings[#warnings + 1] = pr.why end
+  -- One section per experiment, unless one was asked for or there is one.
+  local groups = metrics.group(trajs, { "experiment" })
+  local sections = {}
+  local used = {}
+  for _, g in ipairs(groups) do
+    local sec = { name = g.experiment }
+    if #groups > 1 then
+      local slug = figures.slug(g.experiment)
+      while used[slug] do slug = slug .. "_" end
+      used[slug] = true
+      sec.prefix, sec.anchor = slug .. "/", "experiment-" .. slug
+    else
+      sec.prefix, sec.anchor = "", "experiment"
+    end
+    local r = write_section(out_dir .. "/" .. sec.prefix:gsub("/$", ""), sec.prefix, g.items, opts, written)
+    for k, v in pairs(r) do sec[k] = v end
+    sections[#sections + 1] = sec
+  end
+  if #sections == 0 then
+    -- Nothing to plot: the empty section still writes its (empty) tables.
+    local r = write_section(out_dir, "", {}, opts, written)
+    r.prefix, r.anchor, r.name = "", "experiment", ""
+    sections[1] = r
+  end
+  local prov = M.provenance(db, trajs, opts)
+  local nm = M.not_measured(db)
+  local head, text = notice_text(nm)
+  local all = { bootstrap = { B = B, seed = seed, level = level }, provenance = prov, not_measured = nm }
+  if #groups > 1 then
+    all.experiments = {}
+    for _, sec in ipairs(sections) do all.experiments[sec.name] = sec.numbers end
+  else
+    for k, v in pairs(sections[1].numbers) do all[k] = v end
+  end
+  for _, sec in ipairs(sections) do
+    local tag = #sections > 1 and ("experiment " .. sec.name .. ": ") or ""
+    for _, w in ipairs(sec.warnings) do warnings[#warnings + 1] = tag .. w end
+    for _, f in ipairs(sec.omitted) do warnings[#warnings + 1] = tag .. ("figure %s not drawn: %s"):format(f.name, f.why) end
+  end
+  figures.write_file(out_dir .. "/metrics.json", json(all) .. "\n")
+  written[#written + 1] = "metrics.json"
+  local title = #prov.experiments > 0 and (function()
+    local n = {}
+    for _, e in ipairs(prov.experiments) do n[#n + 1] = e.name end
+    return table.concat(n, ", ")
+  end)() or store_name
+  figures.write_file(out_dir .. "/index.html", index_html {
+    title = title, store_name = store_name, trajs = trajs, prov = prov, sections = sections,
+    warnings = pr.why and { pr.why } or {}, notice = head and { head, text } or nil, B = B, seed = seed, level = level,
+    klab_version = klab_version(),
+  })
+  written[#written + 1] = "index.html"
+  table.sort(written)
+  if head then table.insert(warnings, 1, head .. ": " .. text) end
+  return written, warnings
+end
+
 function M.write(db_or_path, out_dir, opts)
   opts = opts or {}
   if type(out_dir) ~= "string" or out_dir == "" then error("report.write: out_dir must be a path", 2) end
   out_dir = out_dir:gsub("/+$", "")
   if out_dir == "" then out_dir = "/" end
+  if exists(out_dir) and not is_dir(out_dir) then
+    return nil, ("report: %s is a file, not a folder: give --out a folder"):format(out_dir), "EINVAL"
+  end
+  if is_dir(out_dir) and not replaceable(out_dir) then
+    return nil, ("report: %s holds files that are not a klab report; give --out a new or empty folder, or a "
+      .. "previous report"):format(out_dir), "EINVAL"
+  end
   local db, err, code, owned = open_store(db_or_path)
   if not db then return nil, err, code end
+  local store_name = type(db_or_path) == "string" and db_or_path:match("([^/]+)$") or (db:path() or ""):match("([^/]+)$") or "store"
+  local bad = M.check_experiment(db, opts.experiment, store_name)
+  if bad then
+    if owned then db:close() end
+    return nil, "report: " .. bad, "ENOTFOUND"
+  end
+  -- Written into a folder beside out_dir, then renamed into place: an
+  -- interrupted report leaves the old one whole, never a mix.
+  local parent, base = out_dir:match("^(.*)/([^/]+)$")
+  if not parent then parent, base = ".", out_dir end
+  if parent == "" then parent = "/" end
+  local pid = sys.getpid()
+  local tmp = ("%s/.%s.klab-new-%d"):format(parent, base, pid)
+  local old = ("%s/.%s.klab-old-%d"):format(parent, base, pid)
   local ok, res, warn = pcall(function()
-    local B, seed, level = opts.B or metrics.DEFAULT_B, opts.seed or metrics.DEFAULT_SEED, opts.level or metrics.DEFAULT_LEVEL
-    local bo = { B = B, seed = seed, level = level }
-    local trajs = metrics.load(db, { experiment = opts.experiment })
-    local limits = metrics.limits(trajs, opts.limits)
-    local L = limits[#limits] or 1
-    mkdirs(out_dir)
-    local written = {}
-    local warnings = {}
-    local pr = figures.probe()
-    if pr.why then warnings[#warnings + 1] = pr.why end
-    local function note(files, why)
-      if not files then error("report: " .. tostring(why), 0) end
-      for _, f in ipairs(files) do written[#written + 1] = f end
-      return files
-    end
-
-    local function with(extra)
-      local o = { B = B, seed = seed, level = level, limits = opts.limits }
-      for k, v in pairs(extra or {}) do o[k] = v end
-      return o
-    end
-    local success = metrics.success(trajs, with())
-    local ps = metrics.breakpoints(trajs, L)
-    local fp_plain = metrics.fast_p(trajs, with { ps = ps, limit = L })
-    local fp_ver = metrics.fast_p(trajs, with { ps = ps, limit = L, verified = true })
-    local show = opts.ps or M.SHOW_PS
-    local fpt_plain = metrics.fast_p(trajs, with { ps = show, limit = L })
-    local fpt_ver = metrics.fast_p(trajs, with { ps = show, limit = L, verified = true })
-    local kbv = metrics.kbv(trajs, with { limit = L })
-    local mix = metrics.failure_mix(trajs, with { limit = L })
-    local bbt = metrics.best_by_turn(trajs, with { limit = L })
-    local cands = metrics.candidates(trajs, L)
-    local pdt = metrics.pdetect_table()
-
-    -- Figures, per architecture.
-    local figs = {}
-    local archs = sorted_set(trajs, "arch")
-    local function by_arch(rows, a)
-      local out = {}
-      for _, r in ipairs(rows) do if r.arch == a then out[#out + 1] = r end end
-      return out
-    end
-    for _, a in ipairs(archs) do
-      local at = by_arch(trajs, a)
-      local models, tasks = sorted_set(at, "model"), sorted_set(at, "task")
-      local sa = figures.slug(a)
-      local function fig(name, caption, files, why)
-        figs[#figs + 1] = { name = name, caption = caption, files = note(files, why) }
-      end
-      fig("fast_p_" .. sa, ("fast_p on %s (turn limit %d): share of trajectories with a correct turn faster than p × the "
-        .. "library, left all correct turns, right those whose target instructions were seen executing; bands: 95%% "
-        .. "bootstrap intervals."):format(a, L),
-        figures.fast_p(out_dir, "fast_p_" .. sa, { title = ("fast_p on %s, turn limit %d"):format(a, L),
-          plain = by_arch(fp_plain, a), verified = by_arch(fp_ver, a) }))
-      local cell = {}
-      for _, r in ipairs(success) do
-        -- A group's largest limit (a group with fewer turns stops below L).
-        local k = r.model .. "\0" .. r.task
-        if r.arch == a and r.limit <= L and (not cell[k] or cell[k].limit < r.limit) then cell[k] = r end
-      end
-      fig("correct_" .. sa, ("Trajectories with a correct turn (solid) and a correct turn with verified target "
-        .. "instructions (hatched) per task on %s, turn limit %d; error bars: 95%% bootstrap intervals."):format(a, L),
-        figures.bars(out_dir, "correct_" .. sa, { title = ("Correct and verified on %s, turn limit %d"):format(a, L),
-          models = models, tasks = tasks, cell = function(m, t)
-            local r = cell[m .. "\0" .. t]
-            return r and { correct = r.correct_rate, correct_ci = r.correct_ci, verified = r.verified_rate,
-              verified_ci = r.verified_ci }
-          end }))
-      for _, r in ipairs(by_arch(mix, a)) do
-        local name = "failure_mix_" .. sa .. "_" .. figures.slug(r.model)
-        fig(name, ("Verdicts of the turns of %s on %s, per turn (n: turns stored at that turn)."):format(r.model, a),
-          figures.mix(out_dir, name, { title = ("Verdicts per turn: %s on %s"):format(r.model, a), row = r }))
-      end
-      fig("best_by_turn_" .. sa, ("Mean over trajectories of the best speedup within the first n turns (0 until a "
-        .. "correct timed turn) on %s; error bars: 95%% bootstrap intervals; dashed: the library."):format(a),
-        figures.best_by_turn(out_dir, "best_by_turn_" .. sa, { title = ("Best speedup so far on %s"):format(a),
-          rows = by_arch(bbt, a) }))
-      fig("speedups_" .. sa, ("Speedup over the library of every correct timed candidate per task on %s (log scale; "
-        .. "filled: target instructions verified; dots spread sideways by model)."):format(a),
-        figures.speedups(out_dir, "speedups_" .. sa, { title = ("Every correct candidate on %s"):format(a),
-          models = models, tasks = tasks, points = by_arch(cands, a) }))
-    end
-
-    -- Tables.
-    local tlist = {}
-    local function tab(file, ts)
-      local md, tex = {}, {}
-      for _, t in ipairs(ts) do
-        md[#md + 1] = tables.markdown(t)
-        tex[#tex + 1] = tables.latex(t)
-        t.file = file
-        tlist[#tlist + 1] = t
-      end
-      figures.write_file(out_dir .. "/tables/" .. file .. ".md", table.concat(md, "\n"))
-      figures.write_file(out_dir .. "/tables/" .. file .. ".tex", table.concat(tex, "\n"))
-      written[#written + 1] = "tables/" .. file .. ".md"
-      written[#written + 1] = "tables/" .. file .. ".tex"
-    end
-    for _, a in ipairs(archs) do tab("ptxbench_" .. figures.slug(a), tables.ptxbench(success, a)) end
-    tab("kbv", { tables.kbv(kbv) })
-    tab("success", { tables.success(success) })
-    tab("fast_p", { tables.fast_p(fpt_plain, fpt_ver) })
-    tab("failure_mix", { tables.mix(mix) })
-    tab("pdetect", { tables.pdetect(pdt) })
-
-    -- Numbers and provenance.
-    local prov = M.provenance(db, trajs, opts)
-    local all = {
-      limits = limits, bootstrap = { B = B, seed = seed, level = level },
-      success = success, fast_p = fp_plain, fast_p_verified = fp_ver, kbv = kbv, failure_mix = mix,
-      best_by_turn = bbt, pdetect = pdt, provenance = prov,
-    }
-    figures.write_file(out_dir .. "/metrics.json", json(all) .. "\n")
-    written[#written + 1] = "metrics.json"
-    local store_name = type(db_or_path) == "string" and db_or_path:match("([^/]+)$") or (db:path() or ""):match("([^/]+)$") or "store"
-    local title = #prov.experiments > 0 and (function()
-      local n = {}
-      for _, e in ipairs(prov.experiments) do n[#n + 1] = e.name end
-      return table.concat(n, ", ")
-    end)() or store_name
-    figures.write_file(out_dir .. "/index.html", index_html {
-      title = title, store_name = store_name, trajs = trajs, prov = prov, figures = figs, tables = tlist,
-      warnings = warnings, limits = limits, B = B, seed = seed, level = level, klab_version = klab_version(),
-    })
-    written[#written + 1] = "index.html"
-    table.sort(written)
-    local out = {}
-    for i, rel in ipairs(written) do out[i] = out_dir .. "/" .. rel end
-    return out, warnings
+    local mk, why = sys.mkdir(parent)
+    if not mk then error("report: " .. tostring(why), 0) end
+    assert(sys.remove_tree(tmp))
+    return build(db, tmp, opts, store_name)
   end)
   if owned then db:close() end
-  if not ok then return nil, tostring(res), "EREPORT" end
-  return res, warn
+  if ok then
+    local moved = true
+    if is_dir(out_dir) then moved = os.rename(out_dir, old) end
+    local rok, rerr = false, "cannot move the previous report aside"
+    if moved then rok, rerr = os.rename(tmp, out_dir) end
+    if not rok then
+      if moved and is_dir(old) then os.rename(old, out_dir) end
+      ok, res = false, ("report: cannot put the report in place at %s: %s"):format(out_dir, tostring(rerr))
+    else
+      sys.remove_tree(old)
+    end
+  end
+  if not ok then
+    sys.remove_tree(tmp)
+    return nil, tostring(res), "EREPORT"
+  end
+  local out = {}
+  for i, rel in ipairs(res) do out[i] = out_dir .. "/" .. rel end
+  return out, warn
 end
 
 return M

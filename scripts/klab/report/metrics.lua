@@ -20,10 +20,21 @@
 -- A turn is *correct* when its verdict is "passed"; *verified* when it is
 -- correct and its target instructions were seen executing (turns.verified
 -- = 1). Unknown (NULL) is not verified.
+--
+-- What is not a result is not counted as one (docs/rules.md): a turn whose
+-- verdict is in NOT_RESULT (unknown: a stage could not run, for example no
+-- GPU; request_error: the model server never answered) is neither a success
+-- nor a failure, and an unfinished trajectory (state running: the run
+-- stopped before its last turn) has not failed. metrics.decided(trajs, L)
+-- splits trajectories into those that count at turn limit L and the rest;
+-- success does it per limit, the other rates take decided trajectories.
 
 local M = {}
 
 M.DEFAULT_LIMITS = { 1, 4, 8 }
+
+-- Turn verdicts that are not a result: nothing was measured.
+M.NOT_RESULT = { unknown = true, request_error = true }
 M.DEFAULT_SEED = 20250131
 M.DEFAULT_B = 1000            -- bootstrap resamples
 M.DEFAULT_LEVEL = 0.95        -- confidence level of the intervals
@@ -266,6 +277,35 @@ local function best_turn(tr, limit, verified)
   return b
 end
 
+-- undecided(tr, limit) -> nil when the trajectory counts at this turn
+-- limit, else why not: "not measured" when it has no correct turn within
+-- the limit and one of those turns is not a result (NOT_RESULT), or
+-- "unfinished" when it has no correct turn, was not finished (state is not
+-- done) and has fewer turns than the limit.
+function M.undecided(tr, limit)
+  if M.correct(tr, limit) then return nil end
+  local last = 0
+  for _, tu in ipairs(tr.turns) do
+    if tu.turn <= limit then
+      if M.NOT_RESULT[tu.verdict] then return "not measured" end
+      last = math.max(last, tu.turn)
+    end
+  end
+  if tr.state ~= nil and tr.state ~= "done" and last < limit then return "unfinished" end
+  return nil
+end
+
+-- decided(trajs, limit) -> the trajectories that count at this limit (in
+-- order), and {["not measured"] = n, unfinished = n} for the rest.
+function M.decided(trajs, limit)
+  local out, left = {}, { ["not measured"] = 0, unfinished = 0 }
+  for _, tr in ipairs(trajs) do
+    local why = M.undecided(tr, limit)
+    if why then left[why] = left[why] + 1 else out[#out + 1] = tr end
+  end
+  return out, left
+end
+
 -- ---- grouping --------------------------------------------------------------
 
 -- group(trajs, fields) -> list of {key = "a\0b", <field> = value..., items = {...}}
@@ -327,32 +367,36 @@ end
 
 -- success(trajs, {limits, B, seed, level}) -> rows, one per arch x model x
 -- task x limit (M.limits over that group's trajectories): {arch, model,
--- task, limit, n (trajectories), correct (those with >= 1 correct turn
--- within the limit), verified (>= 1 correct and verified turn),
--- correct_rate, verified_rate, correct_ci = {lo, hi},
--- verified_ci (bootstrap over the trajectories), best (best_speedup of the
--- group), best_verified}.
+-- task, limit, n (trajectories that count at the limit: decided), correct
+-- (those with >= 1 correct turn within the limit), verified (>= 1 correct
+-- and verified turn), not_measured, unfinished (trajectories left out, as
+-- decided says), correct_rate, verified_rate, correct_ci = {lo, hi},
+-- verified_ci (bootstrap over the counted trajectories; rates and
+-- intervals nil when none counts), best (best_speedup of the group),
+-- best_verified}.
 function M.success(trajs, opts)
   opts = opts or {}
   local rows = {}
   for _, g in ipairs(M.group(trajs, { "arch", "model", "task" })) do
     for _, L in ipairs(M.limits(g.items, opts.limits)) do
-      local n, c, v = #g.items, 0, 0
+      local items, left = M.decided(g.items, L)
+      local n, c, v = #items, 0, 0
       local cf, vf = {}, {}
-      for _, tr in ipairs(g.items) do
+      for _, tr in ipairs(items) do
         cf[tr] = M.correct(tr, L) and 1 or 0
         vf[tr] = M.correct(tr, L, true) and 1 or 0
         c, v = c + cf[tr], v + vf[tr]
       end
-      local ci = M.bootstrap(g.items, function(s)
+      local ci = n > 0 and M.bootstrap(items, function(s)
         local cc, vv = 0, 0
         for _, tr in ipairs(s) do cc, vv = cc + cf[tr], vv + vf[tr] end
         return { cc / #s, vv / #s }
-      end, boot_opts(opts, "success\0" .. g.key .. "\0" .. L))
+      end, boot_opts(opts, "success\0" .. g.key .. "\0" .. L)) or {}
       rows[#rows + 1] = {
         arch = g.arch, model = g.model, task = g.task, limit = L, n = n, correct = c, verified = v,
-        correct_rate = c / n, verified_rate = v / n, correct_ci = ci[1], verified_ci = ci[2],
-        best = M.best_speedup(g.items, L), best_verified = M.best_speedup(g.items, L, true),
+        not_measured = left["not measured"], unfinished = left.unfinished,
+        correct_rate = n > 0 and c / n or nil, verified_rate = n > 0 and v / n or nil, correct_ci = ci[1],
+        verified_ci = ci[2], best = M.best_speedup(g.items, L), best_verified = M.best_speedup(g.items, L, true),
       }
     end
   end
@@ -523,10 +567,13 @@ end
 -- failure_mix(trajs, {limit, by, B, seed, level}) -> rows, one per group of
 -- `by` (default {"arch", "model"}): {arch, model, verdicts = {names, in
 -- verdict precedence, then by name}, turns = {[n] = {total, counts =
--- {verdict = count}, shares = {verdict = share}}}, all = {total, counts,
--- shares, ci = {verdict = {lo, hi}}}}. Turn n counts the turns numbered n
--- (trajectories that stopped early have none); `all` pools turns 1..limit,
--- with intervals from a bootstrap over trajectories.
+-- {verdict = count}, shares = {verdict = share}, not_result = {verdict =
+-- count}}}, all = {total, counts, shares, ci = {verdict = {lo, hi}},
+-- not_result}}. Turn n counts the turns numbered n (trajectories that
+-- stopped early have none); `all` pools turns 1..limit, with intervals from
+-- a bootstrap over trajectories. Turns whose verdict is not a result
+-- (NOT_RESULT) are counted in not_result only: total, shares and verdicts
+-- are over the results.
 function M.failure_mix(trajs, opts)
   opts = opts or {}
   local limit = opts.limit or M.max_turns(trajs)
@@ -537,11 +584,15 @@ function M.failure_mix(trajs, opts)
     local row = { turns = {}, limit = limit, verdicts = {} }
     for _, f in ipairs(by) do row[f] = g[f] end
     local seen = {}
-    local all = { total = 0, counts = {}, shares = {} }
-    for n = 1, limit do row.turns[n] = { total = 0, counts = {}, shares = {} } end
+    local all = { total = 0, counts = {}, shares = {}, not_result = {} }
+    for n = 1, limit do row.turns[n] = { total = 0, counts = {}, shares = {}, not_result = {} } end
     for _, tr in ipairs(g.items) do
       for _, tu in ipairs(tr.turns) do
-        if tu.turn <= limit then
+        if tu.turn <= limit and M.NOT_RESULT[tu.verdict] then
+          local cell = row.turns[tu.turn]
+          cell.not_result[tu.verdict] = (cell.not_result[tu.verdict] or 0) + 1
+          all.not_result[tu.verdict] = (all.not_result[tu.verdict] or 0) + 1
+        elseif tu.turn <= limit then
           local cell = row.turns[tu.turn]
           cell.total = cell.total + 1
           cell.counts[tu.verdict] = (cell.counts[tu.verdict] or 0) + 1
@@ -567,7 +618,7 @@ function M.failure_mix(trajs, opts)
       local total, counts = 0, {}
       for _, tr in ipairs(s) do
         for _, tu in ipairs(tr.turns) do
-          if tu.turn <= limit then
+          if tu.turn <= limit and not M.NOT_RESULT[tu.verdict] then
             total = total + 1
             counts[tu.verdict] = (counts[tu.verdict] or 0) + 1
           end

@@ -29,10 +29,19 @@ end
 
 -- ---- builders ----------------------------------------------------------
 
+-- The note for trajectories left out of the rates, or nil when none was.
+function M.left_out_note(not_measured, unfinished)
+  if (not_measured or 0) + (unfinished or 0) == 0 then return nil end
+  return ("Left out of n: %d trajector%s with no result (a turn's verdict unknown or request_error, none passed) and "
+    .. "%d unfinished; they are not failures."):format(not_measured, not_measured == 1 and "y" or "ies", unfinished)
+end
+
 -- ptxbench(success_rows, arch) -> list of tables, one per turn limit: a row
 -- per model, a column per task, cells "correct / verified / best" (counts of
 -- trajectories; best speedup of a correct turn, "-" when none). A cell whose
--- number of trajectories differs from the table's usual one shows "c/n / v/n".
+-- number of trajectories differs from the table's usual one shows "c/n / v/n";
+-- a cell with no trajectory that counts (none measured or finished) shows
+-- "not measured". Trajectories left out are named in a note.
 function M.ptxbench(rows, arch)
   local limits, models, tasks = {}, {}, {}
   local cell = {}
@@ -49,10 +58,14 @@ function M.ptxbench(rows, arch)
   local ms, ts = sorted_keys(models), sorted_keys(tasks)
   for _, L in ipairs(ls) do
     local counts, common, best_n = {}, nil, 0
+    local nm, uf = 0, 0
     for _, m in ipairs(ms) do
       for _, t in ipairs(ts) do
         local r = cell[L .. "\0" .. m .. "\0" .. t]
-        if r then counts[r.n] = (counts[r.n] or 0) + 1 end
+        if r then
+          counts[r.n] = (counts[r.n] or 0) + 1
+          nm, uf = nm + (r.not_measured or 0), uf + (r.unfinished or 0)
+        end
       end
     end
     for n, k in pairs(counts) do
@@ -67,12 +80,15 @@ function M.ptxbench(rows, arch)
         .. "at least one correct turn whose target instructions were seen executing; best: the largest speedup over "
         .. "the library among the correct turns (- when none was timed)." },
     }
+    local lo = M.left_out_note(nm, uf)
+    if lo then t.notes[#t.notes + 1] = lo end
     for _, task in ipairs(ts) do t.head[#t.head + 1] = task t.align[#t.align + 1] = "r" end
     for _, m in ipairs(ms) do
       local line = { m }
       for _, task in ipairs(ts) do
         local r = cell[L .. "\0" .. m .. "\0" .. task]
         if not r then line[#line + 1] = ""
+        elseif r.n == 0 then line[#line + 1] = "not measured"
         elseif r.n == common then
           line[#line + 1] = ("%d / %d / %s"):format(r.correct, r.verified, speed(r.best))
         else
@@ -126,12 +142,18 @@ function M.success(rows)
   local t = {
     id = "success",
     caption = "Trajectories with a correct (verified) turn within each turn limit, 95% bootstrap intervals",
-    head = { "Arch", "Model", "Task", "Turns", "n", "Correct", "Verified", "Best", "Best verified" },
-    align = { "l", "l", "l", "r", "r", "r", "r", "r", "r" }, rows = {},
+    head = { "Arch", "Model", "Task", "Turns", "n", "Correct", "Verified", "Best", "Best verified", "Left out" },
+    align = { "l", "l", "l", "r", "r", "r", "r", "r", "r", "r" }, rows = {},
+    notes = { "n: trajectories that count at the turn limit; left out: those with no result within it (not measured) "
+      .. "or unfinished, which are not failures." },
   }
   for _, r in ipairs(rows) do
+    local left = {}
+    if (r.not_measured or 0) > 0 then left[#left + 1] = r.not_measured .. " not measured" end
+    if (r.unfinished or 0) > 0 then left[#left + 1] = r.unfinished .. " unfinished" end
     t.rows[#t.rows + 1] = { r.arch, r.model, r.task, tostring(r.limit), tostring(r.n),
-      with_ci(r.correct_rate, r.correct_ci), with_ci(r.verified_rate, r.verified_ci), speed(r.best), speed(r.best_verified) }
+      with_ci(r.correct_rate, r.correct_ci), with_ci(r.verified_rate, r.verified_ci), speed(r.best), speed(r.best_verified),
+      #left > 0 and table.concat(left, ", ") or "-" }
   end
   return t
 end
@@ -168,17 +190,28 @@ function M.fast_p(plain, verified)
 end
 
 -- mix(failure_mix_rows) -> table: per arch x model x verdict, the number of
--- turns and their share [CI] over all turns within the limit.
+-- turns and their share [CI] over the turns with a result within the limit;
+-- then the turns with no result (unknown, request_error), counted apart
+-- with no share.
 function M.mix(rows)
   local t = {
     id = "failure_mix", caption = "Verdicts of all turns within the turn limit, 95% bootstrap intervals",
     head = { "Arch", "Model", "Verdict", "Turns", "Share" }, align = { "l", "l", "l", "r", "r" }, rows = {},
   }
+  local any = false
   for _, r in ipairs(rows) do
     for _, v in ipairs(r.verdicts) do
       t.rows[#t.rows + 1] = { r.arch, r.model, v, tostring(r.all.counts[v]) .. " / " .. r.all.total,
         with_ci(r.all.shares[v], r.all.ci[v]) }
     end
+    for _, v in ipairs(sorted_keys(r.all.not_result or {})) do
+      any = true
+      t.rows[#t.rows + 1] = { r.arch, r.model, v .. " (no result)", tostring(r.all.not_result[v]), "not counted" }
+    end
+  end
+  if any then
+    t.notes = { "Shares are over the turns with a result; unknown (a stage could not run, e.g. no GPU) and "
+      .. "request_error (the model server did not answer) are not results and are counted apart." }
   end
   return t
 end

@@ -32,9 +32,12 @@
 -- A task descriptor holds: name, base, variant, family, file, description,
 -- dims (name -> integer), dim_order, tags, kernel, buffers (name -> {name,
 -- role, dtype, shape (integers), shape_expr, layout, numel, bytes,
--- elem_bits}), buffer_order, inputs, scales, reference, baseline,
--- tolerance (dtype -> {atol, rtol, matched}), flops, bytes, targets (arch ->
--- list), plan (source), trials, distributions.
+-- elem_bits}), buffer_order, inputs, scales, reference ({source, path, code,
+-- plan, units (expressions), derive, derived, sample}), units (output ->
+-- elements per reference unit, for this variant), baseline ({kind =
+-- "library", lib, op, modes, ...} or {kind = "shipped", source, path, code,
+-- plan}), precision, tolerance (dtype -> {atol, rtol, matched}), flops,
+-- bytes, targets (arch -> list), plan (source), trials, distributions.
 
 local shape = require("klab.task.shape")
 
@@ -44,7 +47,7 @@ local FIELDS = {
   name = true, family = true, description = true, dims = true, variants = true, buffers = true,
   inputs = true, scales = true, reference = true, baseline = true, tolerance = true,
   flops = true, bytes = true, targets = true, plan = true, trials = true, distributions = true,
-  tags = true, kernel = true,
+  tags = true, kernel = true, precision = true, work = true,
 }
 local REQUIRED = { "name", "family", "description", "dims", "variants", "buffers", "inputs",
                    "reference", "baseline", "tolerance", "flops", "targets", "plan" }
@@ -146,6 +149,24 @@ local function canon_dtype(file, path, name)
   return d.name
 end
 
+-- Launch-plan text: compiled here (not run) to catch syntax errors early.
+local function check_plan_text(file, path, v)
+  check_type(file, path, v, "string")
+  local _, perr = load(v, "=" .. path, "t", {})
+  if perr then fail(file, path, perr) end
+  return v
+end
+
+-- A file the task ships beside its task file (reference.cu, baseline.cu):
+-- a relative path that stays inside the task's folder.
+local function check_source(file, path, v)
+  check_type(file, path, v, "string")
+  if not v:match("^[%w_%-][%w_%-%.]*$") or v:find("..", 1, true) then
+    fail(file, path, "must be a file name in the task's folder, got '" .. v .. "'")
+  end
+  return v
+end
+
 -- A distribution: {dist=kind, params...}; returns a normalized copy.
 local function check_dist(file, path, d, dtype)
   if type(d) == "string" then d = { dist = d } end
@@ -208,9 +229,11 @@ local BASE_NAMES = {
 
 -- Runs in the sandbox (with its text-only load): loads the task file in an
 -- environment of its own whose misses go to the base, runs it, and returns
--- its fields as plain data. Functions cannot leave the sandbox: flops and
--- bytes are evaluated here for every variant, keyed by the variant's
--- dimension values; any other function becomes a marker.
+-- its fields as plain data. Functions cannot leave the sandbox: the
+-- functions of a task file are functions of a variant's dimensions (flops,
+-- bytes, baseline.spec), so each one is called here once per variant, and
+-- what it returned (or raised) is kept by the variant's dimension values
+-- and the function's place in the fields.
 -- include("_name.lua") runs a sibling file (read by the host beforehand)
 -- in an environment of its own and returns its value.
 local RUNNER = [==[
@@ -244,42 +267,46 @@ local chunk, cerr = load_text(job.src, "@" .. job.path, "t", env)
 if not chunk then return { error = cerr, stage = "load" } end
 local ok, rerr = pcall(chunk)
 if not ok then return { error = tostring(rerr), stage = "run" } end
-local function plain(v, path, depth)
-  if type(v) == "function" then return { __klab_function = path } end
+-- Each variant's dimensions, and the key they are kept by.
+local points = {}
+local dims, variants = env.dims, env.variants
+if type(dims) == "table" and type(variants) == "table" then
+  for _, v in ipairs(variants) do
+    if type(v) == "table" then
+      local d, key = {}, {}
+      for i, name in ipairs(dims) do
+        local x = v[name]
+        x = tointeger(x) or x
+        d[name] = x
+        key[i] = tostring(x)
+      end
+      points[#points + 1] = { dims = d, key = concat(key, ",") }
+    end
+  end
+end
+local computed = {}
+local plain
+plain = function(v, path, depth, call)
+  if type(v) == "function" then
+    if call then
+      local vals = {}
+      for _, pt in ipairs(points) do
+        local d = {}
+        for k, x in next, pt.dims do d[k] = x end
+        local fok, val = pcall(v, d)
+        vals[pt.key] = fok and { value = plain(val, path, 0, false) } or { error = tostring(val) }
+      end
+      computed[path] = vals
+    end
+    return { __klab_function = path }
+  end
   if type(v) ~= "table" or depth > 48 then return v end
   local out = {}
-  for k, x in next, v do out[k] = plain(x, path .. "." .. tostring(k), depth + 1) end
+  for k, x in next, v do out[k] = plain(x, path .. "." .. tostring(k), depth + 1, call) end
   return out
 end
-local fields, computed = {}, {}
-for k, v in next, env do
-  if k == "flops" or k == "bytes" then
-    fields[k] = type(v) == "function" and { __klab_computed = k } or plain(v, k, 0)
-  else
-    fields[k] = plain(v, tostring(k), 0)
-  end
-end
-local dims, variants = env.dims, env.variants
-for _, fname in ipairs { "flops", "bytes" } do
-  local f = env[fname]
-  if type(f) == "function" and type(dims) == "table" and type(variants) == "table" then
-    local vals = {}
-    for _, v in ipairs(variants) do
-      if type(v) == "table" then
-        local d, key = {}, {}
-        for i, name in ipairs(dims) do
-          local x = v[name]
-          x = tointeger(x) or x
-          d[name] = x
-          key[i] = tostring(x)
-        end
-        local fok, val = pcall(f, d)
-        vals[concat(key, ",")] = fok and { value = plain(val, fname, 0) } or { error = tostring(val) }
-      end
-    end
-    computed[fname] = vals
-  end
-end
+local fields = {}
+for k, v in next, env do fields[k] = plain(v, tostring(k), 0, true) end
 return { fields = fields, computed = computed }
 ]==]
 
@@ -287,30 +314,28 @@ local function load_error(msg, file)
   error(setmetatable({ msg = msg, file = file }, LoadError), 0)
 end
 
--- The host side of flops and bytes: the values the sandbox computed, looked
--- up by the dimensions asked for.
-local function computed_fn(vals, dims_list, name)
+-- A function of the task file, on the host: the values the sandbox
+-- computed for each variant, looked up by the dimensions asked for.
+local function computed_fn(file, where, vals, dims_list)
   return function(d)
     local key = {}
-    for i, n in ipairs(dims_list) do key[i] = tostring(d[n]) end
+    for i, n in ipairs(dims_list) do key[i] = tostring(type(d) == "table" and d[n] or nil) end
     local r = vals and vals[table.concat(key, ",")]
-    if not r then error(name .. " was not computed for these dimensions", 0) end
+    if not r then
+      error(("%s: '%s' runs while the file loads, for its variants' dimensions only"):format(file, where), 0)
+    end
     if r.error then error(r.error, 0) end
     return r.value
   end
 end
 
--- Functions other than flops and bytes do not outlive the sandbox: calling
--- one says so.
-local function restore(v, file)
+-- Puts the host side of each function back in place of its marker.
+local function restore(v, file, computed, dims_list)
   if type(v) ~= "table" then return v end
   if v.__klab_function then
-    local where = v.__klab_function
-    return function()
-      error(("%s: '%s' is a function; functions in task files run only while the file loads"):format(file, where), 0)
-    end
+    return computed_fn(file, v.__klab_function, computed[v.__klab_function], dims_list)
   end
-  for k, x in pairs(v) do v[k] = restore(x, file) end
+  for k, x in pairs(v) do v[k] = restore(x, file, computed, dims_list) end
   return v
 end
 
@@ -340,16 +365,13 @@ local function run_file(path)
     fail(path, nil, "error while running: " .. out.error)
   end
   local fields = {}
+  local dims_list = type(out.fields.dims) == "table" and out.fields.dims or {}
   for k, v in pairs(out.fields) do
     if not FIELDS[k] then
       fail(path, nil, ("unknown field '%s' (task fields: %s; use local for helpers)"):format(
         tostring(k), table.concat(sorted_keys(FIELDS), ", ")))
     end
-    if type(v) == "table" and v.__klab_computed then
-      fields[k] = computed_fn(out.computed[k], type(out.fields.dims) == "table" and out.fields.dims or {}, k)
-    else
-      fields[k] = restore(v, path)
-    end
+    fields[k] = restore(v, path, out.computed, dims_list)
   end
   return fields
 end
@@ -473,7 +495,9 @@ local function check_common(file, f)
     return a < b
   end)
 
-  -- scales (fp8): data buffer -> {buffer = scale buffer, mode = "amax"}
+  -- scales (fp8): data buffer -> {buffer = scale buffer, value = v}: the
+  -- per-tensor scale a kernel must apply, written into the scale buffer (an
+  -- f32 input of one element) before every run.
   c.scales = {}
   local scale_bufs = {}
   if f.scales ~= nil then
@@ -490,12 +514,10 @@ local function check_common(file, f)
       local sb = c.buffers[s.buffer]
       if not sb then fail(file, p .. ".buffer", "names no buffer '" .. tostring(s.buffer) .. "'") end
       if sb.role ~= "input" or sb.dtype ~= "f32" then fail(file, p .. ".buffer", "a scale buffer must be an f32 input") end
-      local mode = s.mode or "amax"
-      if mode ~= "amax" and mode ~= "const" then fail(file, p .. ".mode", "must be 'amax' or 'const'") end
-      if mode == "amax" and not FP8_MAX[db.dtype] then
-        fail(file, p .. ".mode", "amax scaling needs an fp8/fp4 data buffer, got " .. db.dtype)
-      end
-      if mode == "const" then check_number(file, p .. ".value", s.value, 0) end
+      local mode = s.mode or "const"
+      if mode ~= "const" then fail(file, p .. ".mode", "must be 'const' (a fixed scale value)") end
+      check_number(file, p .. ".value", s.value, 0)
+      if not (s.value > 0) then fail(file, p .. ".value", "must be positive") end
       c.scales[data] = { buffer = s.buffer, mode = mode, value = s.value, max = FP8_MAX[db.dtype] }
       scale_bufs[s.buffer] = true
     end
@@ -519,23 +541,88 @@ local function check_common(file, f)
     end
   end
 
-  -- reference and baseline
-  if type(f.reference) == "string" then
-    c.reference = { name = f.reference }
-  else
-    check_type(file, "reference", f.reference, "table")
-    if not is_ident(f.reference.name) then fail(file, "reference.name", "must be an identifier string") end
-    c.reference = f.reference
+  -- reference: kernels the task ships, run by klab in the worker like its
+  -- own ({source=, plan=, units=, derive=, derived=, sample=}).
+  check_type(file, "reference", f.reference, "table")
+  local r = f.reference
+  check_keys(file, "reference", r, { source = true, plan = true, units = true, derive = true, derived = true,
+    sample = true, name = true, accumulate = true })
+  c.reference = { name = r.name, accumulate = r.accumulate }
+  c.reference.source = check_source(file, "reference.source", r.source)
+  c.reference.plan = check_plan_text(file, "reference.plan", r.plan)
+  c.reference.units = {}
+  if r.units ~= nil then check_type(file, "reference.units", r.units, "table") end
+  for _, bname in ipairs(c.buffer_order) do
+    local b = c.buffers[bname]
+    local u = (r.units or {})[bname]
+    if b.role == "output" then
+      if u == nil then u = 1 end
+      for _, nm in ipairs(shape.names(u)) do
+        if not seen[nm] then fail(file, "reference.units." .. bname, ("unknown dimension '%s'"):format(nm)) end
+      end
+      c.reference.units[bname] = u
+    elseif u ~= nil then
+      fail(file, "reference.units." .. bname, "units are given for outputs only")
+    end
   end
+  for k in pairs(r.units or {}) do
+    if not c.buffers[k] then fail(file, "reference.units." .. tostring(k), "names no buffer") end
+  end
+  if r.derive ~= nil then
+    c.reference.derive = check_plan_text(file, "reference.derive", r.derive)
+    check_list(file, "reference.derived", r.derived, function(p, name)
+      local b = c.buffers[name]
+      if not b or b.role ~= "input" then fail(file, p, "must name an input buffer") end
+    end)
+    if #r.derived == 0 then fail(file, "reference.derived", "names the inputs the derive plan writes") end
+    c.reference.derived = r.derived
+  elseif r.derived ~= nil then
+    fail(file, "reference.derived", "needs reference.derive (the plan that writes them)")
+  end
+  c.reference.sample = r.sample == nil and 8192 or r.sample
+  if math.type(c.reference.sample) ~= "integer" or c.reference.sample < 1 then
+    fail(file, "reference.sample", "must be a positive integer (units checked per timed run)")
+  end
+
+  -- baseline: a library operation ({lib=, op=, ...}, read by klab.eval.baselines.<lib>)
+  -- or a kernel the task ships ({source=, plan=, name=}).
   check_type(file, "baseline", f.baseline, "table")
-  if not is_ident(f.baseline.lib) then fail(file, "baseline.lib", "must be an identifier string") end
-  if not is_ident(f.baseline.op) then fail(file, "baseline.op", "must be an identifier string") end
-  local modes = f.baseline.modes or { "default" }
-  check_list(file, "baseline.modes", modes, function(p, m) if not is_ident(m) then fail(file, p, "must be an identifier string") end end)
-  if #modes == 0 then fail(file, "baseline.modes", "needs at least one mode") end
   c.baseline = {}
   for k, v in pairs(f.baseline) do c.baseline[k] = v end
-  c.baseline.modes = modes
+  if f.baseline.source ~= nil then
+    check_keys(file, "baseline", f.baseline, { source = true, plan = true, name = true, note = true })
+    c.baseline.kind = "shipped"
+    c.baseline.source = check_source(file, "baseline.source", f.baseline.source)
+    c.baseline.plan = check_plan_text(file, "baseline.plan", f.baseline.plan)
+  else
+    if not is_ident(f.baseline.lib) then fail(file, "baseline.lib", "must be an identifier string (or give source= and plan= for a shipped kernel)") end
+    if not is_ident(f.baseline.op) then fail(file, "baseline.op", "must be an identifier string") end
+    local modes = f.baseline.modes or { "default" }
+    check_list(file, "baseline.modes", modes, function(p, m) if not is_ident(m) then fail(file, p, "must be an identifier string") end end)
+    if #modes == 0 then fail(file, "baseline.modes", "needs at least one mode") end
+    if f.baseline.spec ~= nil and type(f.baseline.spec) ~= "function" then
+      fail(file, "baseline.spec", "must be a function of the variant's dimensions returning the library's description")
+    end
+    c.baseline.kind = "library"
+    c.baseline.modes = modes
+  end
+
+  -- work: the fraction of the task's FLOPs a kernel must execute (tensor
+  -- cores and SIMT pipes counted in the instruction stage); nil: not checked.
+  if f.work ~= nil then
+    c.work = check_number(file, "work", f.work, 0, 1)
+    if not (c.work > 0) then fail(file, "work", "must be in (0, 1]") end
+  end
+
+  -- precision: the element type whose peak bounds the task's FLOPs (the
+  -- physical floor and the fraction of peak); default: the first input's.
+  if f.precision ~= nil then
+    c.precision = canon_dtype(file, "precision", f.precision)
+  else
+    for _, bname in ipairs(c.buffer_order) do
+      if c.buffers[bname].role == "input" and not scale_bufs[bname] then c.precision = c.buffers[bname].dtype break end
+    end
+  end
 
   -- tolerance: output dtype -> {atol, rtol, matched}
   check_type(file, "tolerance", f.tolerance, "table")
@@ -580,10 +667,7 @@ local function check_common(file, f)
   end
 
   -- plan: Lua source, compiled here (not run) to catch syntax errors early
-  check_type(file, "plan", f.plan, "string")
-  local _, perr = load(f.plan, "=plan", "t", {})
-  if perr then fail(file, "plan", perr) end
-  c.plan = f.plan
+  c.plan = check_plan_text(file, "plan", f.plan)
 
   -- trials and distributions
   c.trials = f.trials == nil and 3 or f.trials
@@ -628,7 +712,29 @@ local function build_variant(file, c, f, v)
     kernel = c.kernel, inputs = c.inputs, scales = c.scales, reference = c.reference,
     baseline = c.baseline, tolerance = c.tolerance, targets = c.targets, plan = c.plan,
     trials = c.trials, distributions = c.distributions, buffer_order = c.buffer_order,
+    precision = c.precision, work = c.work,
   }
+  -- A library baseline described per variant (a cuDNN graph, a cuBLASLt
+  -- matmul with its shape): spec(dims) gives the plain description.
+  if c.baseline.spec then
+    local dd = {}
+    for k, x in pairs(v.dims) do dd[k] = x end
+    local ok, spec = pcall(c.baseline.spec, dd)
+    if not ok then fail(file, "baseline.spec", "raised: " .. tostring(spec), v.name) end
+    if type(spec) ~= "table" then fail(file, "baseline.spec", "must return a table, got " .. type(spec), v.name) end
+    local b = {}
+    for k, x in pairs(c.baseline) do b[k] = x end
+    b.spec = M.plain(spec)
+    t.baseline = b
+  end
+  -- The reference's units per output, in elements, for this variant.
+  t.units = {}
+  for bname, u in pairs(c.reference.units) do
+    local n, err = shape.eval(u, v.dims)
+    if not n then fail(file, "reference.units." .. bname, err, v.name) end
+    if n < 1 then fail(file, "reference.units." .. bname, "must be at least 1 element, got " .. n, v.name) end
+    t.units[bname] = n
+  end
   local tags = {}
   for _, x in ipairs(c.tags) do tags[#tags + 1] = x end
   for _, x in ipairs(v.tags) do tags[#tags + 1] = x end
@@ -671,6 +777,16 @@ end
 
 local cache, failed = {}, {}
 
+-- The text of a file the task ships beside its task file: a regular file
+-- of the task's folder (no link, FIFO or device), at most MAX_FILE_BYTES.
+local function read_beside(path, name, field)
+  local dir = path:match("^(.*)/[^/]*$") or "."
+  local full = dir .. "/" .. name
+  local text, err = fs.read(full, M.MAX_FILE_BYTES)
+  if not text then fail(path, field, "cannot read " .. full .. ": " .. tostring(err):gsub("^.-: ", "")) end
+  return text, full
+end
+
 -- Loads one file; returns the (frozen) file descriptor. A file that failed
 -- keeps its error for the rest of the process: a runaway file costs its
 -- limits once.
@@ -680,6 +796,10 @@ local function load_file(path)
   local ok, desc = pcall(function()
     local f = run_file(path)
     local c = check_common(path, f)
+    c.reference.code, c.reference.path = read_beside(path, c.reference.source, "reference.source")
+    if c.baseline.kind == "shipped" then
+      c.baseline.code, c.baseline.path = read_beside(path, c.baseline.source, "baseline.source")
+    end
     local tasks = {}
     for i, v in ipairs(c.variants) do tasks[i] = build_variant(path, c, f, v) end
     local variants = {}

@@ -1,8 +1,8 @@
-// attn_ref.cu: klab's own reference attention, the trusted side of the
-// attention tasks (forward with log-sum-exp, backward).
+// reference.cu: the attention family's trusted reference (forward with
+// log-sum-exp, backward), run by the launch plans in _family.lua.
 //
-// Compiled at run time with NVRTC for the device's exact architecture and
-// loaded once per worker, like judge.cu. Plain rather than fast: fp32
+// klab compiles it after its prelude (klab_unit, u32, u64) with NVRTC for
+// the device's exact architecture, once per worker. Plain rather than fast: fp32
 // throughout (bf16 inputs widened exactly), precise expf/logf, no tensor
 // cores, no atomics, so every result is deterministic. Memory is linear in
 // S: scores are never stored beyond one 64x64 tile in shared memory.
@@ -20,9 +20,14 @@
 //   attn_ref_bwd_dkdv   4*64*L + 2*64*65 + 128
 // Grids: fwd and dq (ceil(S/64), BH); dkdv (ceil(S/64), BH); prep
 // (ceil(BH*S/8)) with 256 threads (a warp per row).
+//
+// Sampled units (the checks of timed runs): a unit is one row u = bh*S + i
+// of every output (D elements of O, dQ, dK, dV; one of LSE). The *_rows
+// kernels compute the rows positions[0..n) into slots 0..n, a block of 128
+// threads per row, with the row's scores in dynamic shared memory (S floats
+// for the forward, 2*S for the backward, plus 3*D).
 
 typedef unsigned short bf16_t;
-typedef unsigned int u32;
 
 #define TILE 64
 #define DMAX 128
@@ -321,5 +326,152 @@ attn_ref_bwd_dkdv(const bf16_t *Q, const bf16_t *K, const bf16_t *V, const bf16_
             dK[at] = scale * dk[k];
             dV[at] = dv[k];
         }
+    }
+}
+
+// ---- sampled rows ---------------------------------------------------------
+
+static __device__ float block_reduce(float v, float *red, bool is_max)
+{
+    for (int off = 16; off > 0; off >>= 1) {
+        float o = __shfl_xor_sync(0xffffffffu, v, off);
+        v = is_max ? fmaxf(v, o) : v + o;
+    }
+    u32 w = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    __syncthreads();
+    if ((threadIdx.x & 31) == 0)
+        red[w] = v;
+    __syncthreads();
+    float r = red[0];
+    for (u32 k = 1; k < nw; k++)
+        r = is_max ? fmaxf(r, red[k]) : r + red[k];
+    return r;
+}
+
+// Forward rows: O (n x D, fp32) and LSE (n) of the rows positions[0..n).
+extern "C" __global__ void __launch_bounds__(128)
+attn_ref_fwd_rows(const bf16_t *Q, const bf16_t *K, const bf16_t *V, const u64 *positions, u64 n, float *O,
+                  float *LSE, u32 S, u32 D, float scale, u32 causal)
+{
+    extern __shared__ float sm[];
+    float *sc = sm, *q = sc + S, *red = q + D;
+    u64 slot = blockIdx.x;
+    if (slot >= n)
+        return;
+    u64 u = klab_unit(positions, slot);
+    u64 bh = u / S;
+    u32 i = (u32)(u % S);
+    const size_t base = (size_t)bh * S * D;
+    for (u32 d = threadIdx.x; d < D; d += blockDim.x)
+        q[d] = bf(Q[base + (size_t)i * D + d]);
+    __syncthreads();
+    float mx = neg_inf();
+    for (u32 j = threadIdx.x; j < S; j += blockDim.x) {
+        float s = neg_inf();
+        if (!causal || j <= i) {
+            float acc = 0.0f;
+            for (u32 d = 0; d < D; d++)
+                acc = fmaf(q[d], bf(K[base + (size_t)j * D + d]), acc);
+            s = acc * scale;
+        }
+        sc[j] = s;
+        mx = fmaxf(mx, s);
+    }
+    mx = block_reduce(mx, red, true);
+    float sum = 0.0f;
+    for (u32 j = threadIdx.x; j < S; j += blockDim.x) {
+        float p = sc[j] == neg_inf() ? 0.0f : expf(sc[j] - mx);
+        sc[j] = p;
+        sum += p;
+    }
+    sum = block_reduce(sum, red, false);
+    __syncthreads();
+    for (u32 d = threadIdx.x; d < D; d += blockDim.x) {
+        float acc = 0.0f;
+        for (u32 j = 0; j < S; j++)
+            acc = fmaf(sc[j], bf(V[base + (size_t)j * D + d]), acc);
+        O[slot * D + d] = acc / sum;
+    }
+    if (threadIdx.x == 0)
+        LSE[slot] = mx + logf(sum);
+}
+
+// Backward rows: dQ, dK, dV (n x D each, fp32) of the rows positions[0..n),
+// given Dsum of every row (attn_ref_bwd_prep). Row r is a query row for dQ
+// and a key row for dK and dV.
+extern "C" __global__ void __launch_bounds__(128)
+attn_ref_bwd_rows(const bf16_t *Q, const bf16_t *K, const bf16_t *V, const bf16_t *dO, const float *LSE,
+                  const float *Dsum, const u64 *positions, u64 n, float *dQ, float *dK, float *dV, u32 S, u32 D,
+                  float scale, u32 causal)
+{
+    extern __shared__ float sm[];
+    float *pa = sm, *pb = pa + S, *x = pb + S, *y = x + D, *z = y + D;
+    u64 slot = blockIdx.x;
+    if (slot >= n)
+        return;
+    u64 u = klab_unit(positions, slot);
+    u64 bh = u / S;
+    u32 r = (u32)(u % S);
+    const size_t base = (size_t)bh * S * D, rows = (size_t)bh * S;
+
+    // dQ of query row r: dS_rj = P_rj (dO_r . V_j - Dsum_r), dQ = scale sum_j dS_rj K_j.
+    for (u32 d = threadIdx.x; d < D; d += blockDim.x) {
+        x[d] = bf(Q[base + (size_t)r * D + d]);
+        y[d] = bf(dO[base + (size_t)r * D + d]);
+    }
+    __syncthreads();
+    const float lse_r = LSE[rows + r], dsum_r = Dsum[rows + r];
+    for (u32 j = threadIdx.x; j < S; j += blockDim.x) {
+        float ds = 0.0f;
+        if (!causal || j <= r) {
+            float s = 0.0f, dp = 0.0f;
+            for (u32 d = 0; d < D; d++) {
+                s = fmaf(x[d], bf(K[base + (size_t)j * D + d]), s);
+                dp = fmaf(y[d], bf(V[base + (size_t)j * D + d]), dp);
+            }
+            float p = expf(s * scale - lse_r);
+            ds = p * (dp - dsum_r);
+        }
+        pa[j] = ds;
+    }
+    __syncthreads();
+    for (u32 d = threadIdx.x; d < D; d += blockDim.x) {
+        float acc = 0.0f;
+        for (u32 j = 0; j < S; j++)
+            acc = fmaf(pa[j], bf(K[base + (size_t)j * D + d]), acc);
+        dQ[slot * D + d] = scale * acc;
+    }
+    __syncthreads();
+
+    // dK and dV of key row r: over queries i (causal: i >= r),
+    // P_ir = exp(scale q_i . k_r - LSE_i), dS_ir = P_ir (dO_i . v_r - Dsum_i).
+    for (u32 d = threadIdx.x; d < D; d += blockDim.x) {
+        z[d] = bf(K[base + (size_t)r * D + d]);
+        y[d] = bf(V[base + (size_t)r * D + d]);
+    }
+    __syncthreads();
+    for (u32 i = threadIdx.x; i < S; i += blockDim.x) {
+        float p = 0.0f, ds = 0.0f;
+        if (!causal || r <= i) {
+            float s = 0.0f, dp = 0.0f;
+            for (u32 d = 0; d < D; d++) {
+                s = fmaf(bf(Q[base + (size_t)i * D + d]), z[d], s);
+                dp = fmaf(bf(dO[base + (size_t)i * D + d]), y[d], dp);
+            }
+            p = expf(s * scale - LSE[rows + i]);
+            ds = p * (dp - Dsum[rows + i]);
+        }
+        pa[i] = p;
+        pb[i] = ds;
+    }
+    __syncthreads();
+    for (u32 d = threadIdx.x; d < D; d += blockDim.x) {
+        float dv = 0.0f, dk = 0.0f;
+        for (u32 i = 0; i < S; i++) {
+            dv = fmaf(pa[i], bf(dO[base + (size_t)i * D + d]), dv);
+            dk = fmaf(pb[i], bf(Q[base + (size_t)i * D + d]), dk);
+        }
+        dV[slot * D + d] = dv;
+        dK[slot * D + d] = scale * dk;
     }
 }

@@ -1,0 +1,69 @@
+-- klab merge: shard stores into one.
+local M = {}
+
+M.summary = "merge stores (the shards of a sweep) into one, nothing lost or duplicated"
+
+local USAGE = [[
+usage: klab merge OUT.db SHARD.db...
+
+Adds every row of each SHARD store to OUT (created when missing): the
+response cache, candidates, compiles, evaluations with their measurements,
+environments (every run's, for provenance) and the experiments with their
+trajectories and turns. Rows are matched by their keys (content hashes,
+idempotency keys, trajectory keys), never by their ids, so merging a shard
+twice, or running the same merge again, changes nothing. A shard whose
+trajectory or evaluation went further than OUT's copy (a store saved again
+after a requeue) replaces it. The same key with different content is a
+conflict: OUT's row is kept and the conflict is listed. An experiment of the
+same name with another config refuses that shard. Each shard is merged in
+one transaction: all of it or nothing.
+
+The shards are opened read-only. Write OUT on a local disk: SQLite is not
+safe over NFS (docs/slurm.md).
+
+Exit status: 0 when every shard merged without conflicts, 1 when a shard
+could not be merged or conflicts were found, 2 for a bad command line.
+]]
+
+function M.parse(args)
+  local o, pos = {}, {}
+  for _, a in ipairs(args) do
+    if a == "-h" or a == "--help" then o.help = true
+    elseif a:sub(1, 1) == "-" and a ~= "-" then return nil, "unknown option " .. a
+    else pos[#pos + 1] = a end
+  end
+  if o.help then return o end
+  if #pos < 2 then return nil, "expected the output store and at least one shard store" end
+  o.out = table.remove(pos, 1)
+  o.sources = pos
+  return o
+end
+
+function M.main(args)
+  local command = require("klab.command")
+  local o, code = command.parsed("merge", USAGE, M.parse(args))
+  if not o then return code end
+  local merge = require("klab.store.merge")
+  local db <close>, err = require("klab.store").open(o.out)
+  if not db then return command.fail("merge", err) end
+  -- The output is written by this klab: its verdicts are this klab's (a
+  -- shard from an older one brings no verdicts table of its own).
+  require("klab.eval.verdict").define(db)
+  local failed, conflicts = 0, 0
+  for _, path in ipairs(o.sources) do
+    local ok, report = pcall(merge.merge, db, path)
+    if ok then
+      print(merge.summary(report))
+      for _, c in ipairs(report.conflicts) do io.stderr:write("klab merge: conflict in ", path, ": ", c, "\n") end
+      conflicts = conflicts + #report.conflicts
+    else
+      failed = failed + 1
+      command.fail("merge", ("%s not merged: %s"):format(path, tostring(report)))
+    end
+  end
+  local merged = #o.sources - failed
+  print(("%s: %d of %d stores merged, %d conflicts"):format(o.out, merged, #o.sources, conflicts))
+  return (failed > 0 or conflicts > 0) and 1 or 0
+end
+
+return M

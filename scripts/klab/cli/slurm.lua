@@ -1,0 +1,239 @@
+-- klab slurm: a sweep as a Slurm job array, one shard per array task.
+local command = require "klab.command"
+
+local M = {}
+
+M.summary = "run an experiment script as a Slurm job array (one shard per task)"
+
+local USAGE = [[
+usage: klab slurm EXPERIMENT.lua --shards N [options] [--] [key=value...]
+
+Writes a batch script for a job array of N tasks and submits it with
+sbatch. Array task I runs
+
+  klab EXPERIMENT.lua key=value... shard=I/N db=<a store on the node's disk>
+
+and copies its store, in one consistent file, to RESULTS/shard-I-of-N.db
+when it ends (also when it is stopped to be requeued). A requeued task
+continues from that copy (or from the node's store when it runs there
+again), so nothing is done twice. When every task has finished:
+
+  klab merge RESULTS/sweep.db RESULTS/shard-*-of-N.db
+
+Options:
+  --shards N          the number of array tasks (shards)
+  --results DIR       where the shard stores, the batch script and the
+                      tasks' logs go (default: results/<EXPERIMENT's name>)
+  --local-dir DIR     where a task writes its store while it runs (default:
+                      $SLURM_TMPDIR, else $TMPDIR, else /tmp, on the node)
+  --job-name NAME     (default: klab-<EXPERIMENT's name>)
+  --partition P, --time T, --gres G, --cpus-per-task N, --mem M,
+  --account A, --qos Q, --constraint C
+                      passed to sbatch as #SBATCH lines
+  --sbatch-arg ARG    one more #SBATCH line, e.g. --sbatch-arg=--exclusive
+                      (repeatable)
+  --max-running K     run at most K tasks at once (--array=0-(N-1)%K)
+  --dry-run           write the batch script and print it; submit nothing
+
+The key=value arguments go to the experiment script (klab's experiment
+options); db= and shard= are set per task. docs/slurm.md has the plain
+sbatch form and how requeue and merge work.
+
+Exit status: 0 when the job was submitted (or written, with --dry-run), 1
+when sbatch failed, 2 for a bad command line.
+]]
+
+-- Options that become "#SBATCH --NAME=VALUE" lines.
+local SBATCH = { "partition", "time", "gres", "cpus-per-task", "mem", "account", "qos", "constraint" }
+
+local function valued(name)
+  if name == "shards" or name == "results" or name == "local-dir" or name == "job-name"
+      or name == "sbatch-arg" or name == "max-running" then
+    return true
+  end
+  for _, s in ipairs(SBATCH) do if s == name then return true end end
+  return false
+end
+
+-- The experiment's name: its file name without ".lua".
+local function base_name(path)
+  return (path:match("([^/]+)$") or path):gsub("%.lua$", "")
+end
+
+function M.parse(args)
+  local o = { sbatch = {}, extra = {}, pass = {} }
+  local i, rest = 1, false
+  while i <= #args do
+    local a = args[i]
+    if rest or a:sub(1, 1) ~= "-" or a == "-" then
+      if not o.experiment then o.experiment = a else o.pass[#o.pass + 1] = a end
+    elseif a == "--" then
+      rest = true
+    elseif a == "-h" or a == "--help" then
+      o.help = true
+    elseif a == "--dry-run" then
+      o.dry_run = true
+    else
+      local name, v = a:match("^%-%-([%w%-]+)=(.*)$")
+      if not name then
+        name = a:match("^%-%-([%w%-]+)$")
+        if name and valued(name) then
+          v = args[i + 1]
+          if v == nil then return nil, "option " .. a .. " needs a value" end
+          i = i + 1
+        end
+      end
+      if not name or not valued(name) then return nil, "unknown option " .. a end
+      if v == "" or v:find("[%c]") then return nil, ("option --%s needs a value on one line"):format(name) end
+      if name == "sbatch-arg" then o.extra[#o.extra + 1] = v
+      elseif name == "shards" or name == "max-running" then
+        local n = math.tointeger(tonumber(v))
+        if not n or n < 1 then return nil, ("--%s needs a positive integer, got '%s'"):format(name, v) end
+        o[name:gsub("%-", "_")] = n
+      else
+        local known = false
+        for _, s in ipairs(SBATCH) do if s == name then known = true end end
+        if known then o.sbatch[#o.sbatch + 1] = { name, v } else o[name:gsub("%-", "_")] = v end
+      end
+    end
+    i = i + 1
+  end
+  if o.help then return o end
+  if not o.experiment then return nil, "expected an experiment script (EXPERIMENT.lua)" end
+  if o.experiment:find("[%c]") then return nil, "the experiment script's path must be on one line" end
+  if not o.shards then return nil, "--shards N is required" end
+  for _, p in ipairs(o.pass) do
+    local k = p:match("^([%w_%.%-]+)=")
+    if not k then return nil, "expected key=value for the experiment, got '" .. p .. "'" end
+    if k == "db" or k == "shard" then
+      return nil, ("%s= is set for each task (--results says where the stores go)"):format(k)
+    end
+    if p:find("[%c]") then return nil, "an experiment option must be on one line" end
+  end
+  local name = base_name(o.experiment)
+  o.results = o.results or ("results/" .. name)
+  if o.results:find("[%s%%]") then
+    return nil, "the results folder must not contain spaces or '%' (it names the tasks' logs on an #SBATCH line)"
+  end
+  o.job_name = o.job_name or ("klab-" .. name)
+  return o
+end
+
+-- The store of shard i in the results folder (a shell word: $-expansions in
+-- i are meant, the rest quoted).
+local function shard_store(o, i)
+  return command.shell_quote(o.results .. "/shard-") .. i .. command.shell_quote("-of-" .. o.shards .. ".db")
+end
+
+-- The batch script's text. o: parsed options plus o.klab (this program).
+function M.script(o)
+  local sq = command.shell_quote
+  local lines = { "#!/bin/sh" }
+  local function sb(s) lines[#lines + 1] = "#SBATCH " .. s end
+  sb("--job-name=" .. o.job_name)
+  sb(("--array=0-%d%s"):format(o.shards - 1, o.max_running and ("%" .. o.max_running) or ""))
+  sb("--requeue")
+  sb("--open-mode=append")
+  sb("--output=" .. o.results .. "/slurm-%A_%a.out")
+  for _, kv in ipairs(o.sbatch) do sb(("--%s=%s"):format(kv[1], kv[2])) end
+  for _, x in ipairs(o.extra) do sb(x) end
+  local cmd = { '"$klab"', sq(o.experiment) }
+  for _, p in ipairs(o.pass) do cmd[#cmd + 1] = sq(p) end
+  cmd[#cmd + 1] = '"shard=${SLURM_ARRAY_TASK_ID}/' .. o.shards .. '"'
+  cmd[#cmd + 1] = '"db=$db"'
+  local body = ([[
+# Written by klab slurm: shard $SLURM_ARRAY_TASK_ID of %d of %s.
+# Each task writes its store on the node's own disk (SQLite is not safe over
+# NFS) and copies it to the results folder when it ends; a requeued task
+# continues from the node's store or from that copy.
+set -u
+klab=%s
+store=%s
+dir=%s/klab-${SLURM_ARRAY_JOB_ID}-${SLURM_ARRAY_TASK_ID}
+db=$dir/shard.db
+mkdir -p "$dir" || exit 1
+if [ ! -f "$db" ] && [ -f "$store" ]; then
+    cp "$store" "$db" || exit 1
+fi
+
+# The store as one consistent file (no write-ahead log beside it), copied
+# under a temporary name and renamed, so the results folder never holds half
+# a store.
+save() {
+    rm -f "$dir/save.db" "$dir/save.db-wal" "$dir/save.db-shm"
+    "$klab" merge "$dir/save.db" "$db" >/dev/null && [ ! -s "$dir/save.db-wal" ] &&
+        cp "$dir/save.db" "$store.part" && mv -f "$store.part" "$store"
+}
+
+# klab runs in the background so that a SIGTERM (scancel, preemption,
+# requeue) reaches this script at once: it is passed on, klab stops, and the
+# store is saved before the job ends.
+%s &
+pid=$!
+trap 'kill -TERM $pid 2>/dev/null' TERM INT
+wait $pid
+rc=$?
+while kill -0 $pid 2>/dev/null; do
+    wait $pid
+    rc=$?
+done
+if ! save; then
+    echo "klab slurm: could not copy $db to $store" >&2
+    [ $rc -eq 0 ] && rc=1
+fi
+[ $rc -eq 0 ] && rm -rf "$dir"
+exit $rc
+]]):format(o.shards, o.experiment, sq(o.klab), shard_store(o, "${SLURM_ARRAY_TASK_ID}"),
+    o.local_dir and sq(o.local_dir) or '"${SLURM_TMPDIR:-${TMPDIR:-/tmp}}"', table.concat(cmd, " "))
+  return table.concat(lines, "\n") .. "\n\n" .. body
+end
+
+-- Runs argv (no shell); returns the exit status and what it printed
+-- (standard output and error together).
+-- The lead: replace with klab.spawn (host/proc/spawn.c) once it is in; a
+-- worker handle is what runs a plain program with an argument vector today.
+local function run(argv, timeout)
+  local worker = require "klab.worker"
+  local w <close>, err = worker.spawn { argv = argv }
+  if not w then return nil, ("cannot run %s: %s"):format(argv[1], tostring(err)) end
+  local _, cerr, _, detail = w:call("", timeout or 120)
+  local out = w:output()
+  if detail and detail.outcome == "exited" then return detail.exit_code, out end
+  return nil, ("%s: %s"):format(argv[1], tostring(cerr or "did not exit")) .. (out ~= "" and ("\n" .. out) or "")
+end
+M.run = run
+
+function M.main(args)
+  local o, code = command.parsed("slurm", USAGE, M.parse(args))
+  if not o then return code end
+  local f = io.open(o.experiment, "r")
+  if not f then return command.fail("slurm", "no such experiment script: " .. o.experiment, 2) end
+  f:close()
+  o.klab = assert(require("klab.sys").exe())
+  local rc, out = run { "mkdir", "-p", o.results }
+  if rc ~= 0 then return command.fail("slurm", "cannot create " .. o.results .. ": " .. tostring(out)) end
+  local path = o.results .. "/" .. base_name(o.experiment) .. ".sbatch"
+  local sf, err = io.open(path, "w")
+  if not sf then return command.fail("slurm", err) end
+  sf:write(M.script(o))
+  sf:close()
+  if o.dry_run then
+    io.write(M.script(o))
+    io.stderr:write("klab slurm: wrote ", path, " (not submitted: --dry-run)\n")
+    return 0
+  end
+  rc, out = run { "sbatch", "--parsable", path }
+  if rc ~= 0 then
+    return command.fail("slurm", ("sbatch %s failed%s: %s"):format(path, rc and (" (exit status " .. rc .. ")") or "",
+      (tostring(out):gsub("%s+$", ""))))
+  end
+  local job = out:match("(%d+)[;%d%a]*%s*$") or out:match("(%d+)")
+  print(("submitted job %s: %d array tasks running %s"):format(tostring(job), o.shards, o.experiment))
+  print(("batch script: %s; stores: %s/shard-I-of-%d.db; logs: %s/slurm-%s_I.out"):format(path, o.results, o.shards,
+    o.results, tostring(job)))
+  print(("when every task has finished: klab merge %s/%s.db %s/shard-*-of-%d.db"):format(o.results,
+    base_name(o.experiment), o.results, o.shards))
+  return 0
+end
+
+return M

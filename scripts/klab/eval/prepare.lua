@@ -1,0 +1,316 @@
+-- klab.eval.prepare: the stages of an evaluation that run in the calling
+-- process (build and plan), and the job they prepare for the worker.
+--
+--   prepare.build(run)  -> true | nil (run.result's verdict set)
+--   prepare.plan(run)   -> true | nil (run.result's verdict set)
+--   prepare.finish(run) collects the static SASS census the build started
+--   prepare.spec(task)  -> the plain description of a task the worker gets
+--   prepare.trials(task)-> the correctness trials (seeds, distributions)
+--   prepare.cleanup(run) removes the temporary cubin files of the job
+--
+-- run = {task = klab.task descriptor, cand = klab.eval.candidate, arch =,
+-- opts = evaluation options, result = {stages = {}}}; the stages fill
+-- run.job (what klab.eval.gpu.run takes) and run.census.
+--
+-- Nothing here names a task family: a task brings its reference (kernels
+-- and plans, compiled and planned here like a candidate's) and its baseline
+-- (a library operation the worker's klab.eval.baselines.<lib> runs, or a
+-- kernel the task ships, compiled and planned here too).
+
+local jit = require "klab.jit"
+local plan_mod = require "klab.eval.plan"
+local profile = require "klab.eval.profile"
+local task_mod = require "klab.task"
+local sys = require "klab.sys"
+
+local M = {}
+
+-- A compiled image as a file for the worker (it reads and loads it).
+local function write_temp(bytes)
+  local path = assert(require("klab.fs").mkstemp("klab-cubin-"))
+  local f = assert(io.open(path, "wb"))
+  f:write(bytes)
+  f:close()
+  return path
+end
+
+-- The first line that says what went wrong: one with "error" or "fatal",
+-- past ptxas's closing summary (the cause is above it).
+local function first_error_line(log)
+  for line in (log or ""):gmatch("[^\n]+") do
+    if (line:find("error") or line:find("fatal")) and not line:find("Ptx assembly aborted due to errors", 1, true) then
+      return line
+    end
+  end
+  return (log or ""):match("[^\n]+")
+end
+
+-- ---- the task as the worker sees it -------------------------------------
+
+-- A task input law in the worker's terms: {dist=, a=, b=}.
+local function law(init)
+  if not init then return nil end
+  local d = init.dist
+  if d == "normal" then return { dist = d, a = init.mean or 0, b = init.std or 1 } end
+  if d == "uniform" or d == "int" then return { dist = d, a = init.lo, b = init.hi } end
+  if d == "spiky" then return { dist = d, a = init.p or 0.001, b = init.spike_std or 10 } end
+  if d == "const" then return { dist = d, a = init.value or 0 } end
+  return { dist = d }
+end
+
+-- Descriptors are read-only proxies that JSON would encode as empty: the
+-- worker gets plain copies, and nothing that is code.
+function M.spec(t)
+  local spec = { name = t.name, dims = {}, buffers = {}, tolerance = {}, units = {}, flops = t.flops,
+    bytes = t.bytes, targets = task_mod.plain(t.targets), precision = t.precision, work = t.work,
+    baseline = task_mod.plain(t.baseline) }
+  spec.baseline.code, spec.baseline.plan, spec.baseline.path = nil, nil, nil
+  for k, v in pairs(t.dims) do spec.dims[k] = v end
+  local scale_of = {}
+  for _, sc in pairs(t.scales or {}) do scale_of[sc.buffer] = sc.value end
+  for i, name in ipairs(t.buffer_order) do
+    local b = t.buffers[name]
+    if b.role == "output" then
+      -- Every output has as many reference units (rows, elements) as the
+      -- others: a checked timed run recomputes the same units of each.
+      local units = b.numel // t.units[name]
+      spec.total_units = spec.total_units or units
+      if units * t.units[name] ~= b.numel or units ~= spec.total_units then
+        spec.units_error = string.format("the task's reference units do not divide its outputs alike (%s: %d "
+          .. "elements in units of %d)", name, b.numel, t.units[name])
+      end
+    end
+    local e = { name = name, index = i, role = b.role, dtype = b.dtype, count = b.numel, bytes = b.bytes,
+      init = law(t.inputs[name]) }
+    if #b.shape == 2 then e.rows, e.cols = b.shape[1], b.shape[2] end
+    if scale_of[name] then e.init = { dist = "const", a = scale_of[name] } end
+    for _, d in ipairs(t.reference.derived or {}) do
+      if d == name then e.derived = true end
+    end
+    spec.buffers[i] = e
+    if b.role == "output" then
+      local tol = t.tolerance[b.dtype]
+      spec.tolerance[name] = { atol = tol.atol, rtol = tol.rtol, matched = tol.matched }
+      spec.units[name] = t.units[name]
+    end
+  end
+  return spec
+end
+
+-- The correctness trials: `trials` fresh seeds, then each distribution of
+-- the task (scaled inputs, per-buffer laws, a tolerance scale).
+function M.trials(t)
+  local out = {}
+  for i = 1, t.trials or 3 do out[#out + 1] = { seed = i, label = "trial " .. i .. " (seed " .. i .. ")" } end
+  for i, d in ipairs(t.distributions or {}) do
+    local tr = { seed = 100 + i, scale = d.scale, tol_scale = d.tol_scale, label = "distribution " .. (d.name or i) }
+    if d.inputs then
+      tr.inputs = {}
+      for name, init in pairs(d.inputs) do tr.inputs[name] = law(init) end
+    end
+    out[#out + 1] = tr
+  end
+  return out
+end
+
+-- ---- build ----------------------------------------------------------------
+
+-- A kernel the task ships (its reference, a shipped baseline): compiled
+-- after klab's prelude, named by its file so that a compile error points
+-- at it. Cached by content like every compile.
+local function compile_task_kernel(what, path, code, arch)
+  local src = require("klab.judge").prelude() .. "\n#line 1 \"" .. path .. "\"\n" .. code
+  local res, err, code_, partial = jit.compile { source = src, lang = "cuda", arch = arch, name = path }
+  if not res then
+    local line = first_error_line(partial and partial.log) or err
+    return nil, string.format("the task's %s (%s) does not compile for %s: %s", what, path, arch, tostring(line))
+  end
+  return res
+end
+
+-- The candidate's code (when the run has one).
+local function build_candidate(run)
+  local t, c, r = run.task, run.cand, run.result
+  local res, err, code, partial = jit.compile { source = c.code, lang = c.lang, arch = run.arch, name = c.file or c.name,
+    cache = run.opts.cache }
+  if not res then
+    r.stages.build = { ok = false, log = partial and partial.log or err, code = code }
+    if code == "EREJECT" then
+      r.verdict, r.reason = "compile_error", "rejected: " .. tostring(err)
+    else
+      r.verdict, r.reason = "compile_error", "compile error: " .. tostring(first_error_line(partial and partial.log) or err)
+    end
+    return nil
+  end
+  r.stages.build = {
+    ok = true, kernels = res.kernels, census = res.census, compile_ms = res.compile_ms, cached = res.cached,
+    hash = res.hash, cubin_hash = res.cubin_hash, log = res.log, compiler = res.compiler,
+  }
+  -- "Present in machine code", for every evaluation that compiled, whatever
+  -- happens on the GPU (nvdisasm where installed; no GPU needed). The tool
+  -- runs while the GPU stages do; finish collects it.
+  run.census = profile.sass_static_start(res.cubin, (t.targets or {})[run.arch])
+  run.cubin = res.cubin
+  run.kernels = res.kernels
+  return true
+end
+
+function M.build(run)
+  local t, r = run.task, run.result
+  local b0 = sys.now()
+  if run.cand and not build_candidate(run) then return nil end
+  r.stages.build = r.stages.build or { ok = true }
+  -- The task's own kernels: a task that cannot build them cannot judge.
+  local ref, rerr = compile_task_kernel("reference", t.reference.path, t.reference.code, run.arch)
+  if not ref then
+    r.verdict, r.reason = "unknown", rerr
+    return nil
+  end
+  run.ref_cubin = ref.cubin
+  if t.baseline.kind == "shipped" then
+    local base, berr = compile_task_kernel("baseline kernel", t.baseline.path, t.baseline.code, run.arch)
+    if not base then
+      -- No baseline is no speedup, not a wrong candidate.
+      run.baseline_error = berr
+    else
+      run.base_cubin = base.cubin
+    end
+  end
+  r.stages.build.seconds = sys.now() - b0
+  return true
+end
+
+-- ---- plan -----------------------------------------------------------------
+
+-- The task as a reference plan sees it: every output in fp32, shaped as
+-- units (all of them, or nsample in a sampled run), a "positions" buffer
+-- (u64, one per unit checked) and nsample among the dimensions.
+local function reference_view(t, nsample)
+  local view = { dims = {}, buffers = {}, buffer_order = {}, plan = t.plan }
+  for k, v in pairs(t.dims) do view.dims[k] = v end
+  view.dims.nsample = nsample
+  for _, name in ipairs(t.buffer_order) do
+    local b = t.buffers[name]
+    local v = { name = name, role = b.role, dtype = b.dtype, shape = task_mod.plain(b.shape), numel = b.numel,
+      bytes = b.bytes, layout = b.layout }
+    if b.role == "output" then
+      local n = nsample > 0 and nsample * t.units[name] or b.numel
+      v.dtype, v.shape, v.numel, v.bytes = "f32", { n }, n, 4 * n
+    end
+    view.buffers[name] = v
+    view.buffer_order[#view.buffer_order + 1] = name
+  end
+  local n = math.max(nsample, 1)
+  view.buffers.positions = { name = "positions", role = "input", dtype = "u64", shape = { n }, numel = n, bytes = 8 * n }
+  view.buffer_order[#view.buffer_order + 1] = "positions"
+  return view
+end
+
+local function plain_plan(p)
+  return { launches = p.launches, workspace = next(p.workspace or {}) and p.workspace or nil,
+    tensormaps = next(p.tensormaps or {}) and p.tensormaps or nil }
+end
+
+-- Runs one of the task's own plans; a failure is the task's, not the
+-- candidate's.
+local function task_plan(t, what, source, view, arch)
+  local p, err = plan_mod.run(view, source, { arch = arch })
+  if not p then return nil, string.format("the task's %s plan failed: %s", what, tostring(err)) end
+  return plain_plan(p)
+end
+
+-- The candidate's plan, checked against the kernels its code defines.
+local function plan_candidate(run)
+  local c, r = run.cand, run.result
+  local plan, perr = plan_mod.run(run.task, c.plan, { arch = run.arch, name = c.plan_file })
+  if not plan then
+    r.verdict, r.reason = "plan_error", perr
+    return nil
+  end
+  r.stages.plan = { launches = #plan.launches }
+  local entries = {}
+  for _, k in ipairs(run.kernels) do entries[k.name] = true end
+  for _, l in ipairs(plan.launches) do
+    if not entries[l.kernel] then
+      local names = {}
+      for n in pairs(entries) do names[#names + 1] = n end
+      table.sort(names)
+      r.verdict, r.reason = "plan_error", string.format(
+        "the plan launches kernel '%s', but the code defines only %s", l.kernel, table.concat(names, ", "))
+      return nil
+    end
+  end
+  local globals = jit.globals(run.cubin)
+  return { cubin_path = write_temp(run.cubin), launches = plan.launches,
+    tensormaps = next(plan.tensormaps or {}) and plan.tensormaps or nil,
+    workspace = next(plan.workspace or {}) and plan.workspace or nil,
+    globals = globals and next(globals) and globals or nil }
+end
+
+function M.plan(run)
+  local t, r = run.task, run.result
+  local p0 = sys.now()
+  local cand
+  if run.cand then
+    cand = plan_candidate(run)
+    if not cand then return nil end
+  end
+  r.stages.plan = r.stages.plan or {}
+  local ref = { sample = t.reference.sample, derived = task_mod.plain(t.reference.derived) }
+  local err
+  ref.full, err = task_plan(t, "reference", t.reference.plan, reference_view(t, 0), run.arch)
+  if ref.full then ref.sampled, err = task_plan(t, "reference", t.reference.plan, reference_view(t, ref.sample), run.arch) end
+  if ref.sampled and t.reference.derive then
+    ref.derive, err = task_plan(t, "reference derive", t.reference.derive, reference_view(t, 0), run.arch)
+  end
+  if err then
+    r.verdict, r.reason = "unknown", err
+    return nil
+  end
+  local spec = M.spec(t)
+  if spec.units_error then
+    r.verdict, r.reason = "unknown", spec.units_error
+    return nil
+  end
+  local job = { task = spec, trials = run.opts.trials or M.trials(t), timing = run.opts.timing ~= false, opts = {},
+    candidate = cand }
+  ref.cubin_path = write_temp(run.ref_cubin)
+  job.reference = ref
+  if run.base_cubin then
+    local bp, berr = task_plan(t, "baseline", t.baseline.plan, t, run.arch)
+    if bp then
+      bp.cubin_path = write_temp(run.base_cubin)
+      job.task.baseline.kernel = bp
+    else
+      run.baseline_error = berr
+    end
+  end
+  job.task.baseline.error = run.baseline_error
+  for k, v in pairs(run.opts.timing_opts or {}) do job.opts[k] = v end
+  r.stages.plan.seconds = sys.now() - p0
+  run.job = job
+  return true
+end
+
+-- Collects the static SASS census the build started into the build stage;
+-- seconds is how long the evaluation waited for it, not the tool's run time.
+function M.finish(run)
+  if not run.census or not run.result.stages.build then return end
+  local s0 = sys.now()
+  local sass = run.census()
+  run.result.stages.build.sass = { available = sass.available, tool = sass.tool, reason = sass.reason,
+    opcodes = sass.static and sass.static.opcodes, families = sass.static_families, seconds = sys.now() - s0 }
+  run.census = nil
+end
+
+function M.cleanup(run)
+  local j = run.job
+  if not j then return end
+  local k = j.task.baseline.kernel
+  for _, p in ipairs { j.candidate and j.candidate.cubin_path or false, j.reference and j.reference.cubin_path or false,
+                       k and k.cubin_path or false } do
+    if p then os.remove(p) end
+  end
+end
+
+return M

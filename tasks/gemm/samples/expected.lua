@@ -1,0 +1,13 @@
+-- Sample solutions of the GEMM tasks and the verdict each must get (each
+-- names a folder next to this file). None uses the tasks' target
+-- instructions except wgmma_tma, so the others are correct but not verified.
+return {
+  { name = "naive", task = "gemm_bf16", verdict = "target_not_executed",
+    why = "one thread per element of C, fp32 sums: correct, no tensor cores" },
+  { name = "mma_sync", task = "gemm_bf16", verdict = "target_not_executed",
+    why = "mma.sync (HMMA) tensor cores, not wgmma" },
+  { name = "wgmma_tma", task = "gemm_bf16", verdict = "passed",
+    why = "wgmma and TMA, the Hopper targets" },
+  { name = "printf_assert", task = "gemm_bf16", verdict = "target_not_executed",
+    why = "an honest naive GEMM that uses device assert() and printf: compiled and judged like any other" },
+}

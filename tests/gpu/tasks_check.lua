@@ -1,0 +1,149 @@
+-- tests/gpu/tasks_check.lua: every task family's baselines, samples and
+-- known-bad kernels on the GPU, through the evaluation pipeline. Families
+-- with checks of their own (gemm, attention) are left to them.
+--
+--   build/klab tests/gpu/tasks_check.lua [--family F]...   (standalone; exit 1 on failure)
+--   local tc = dofile("tests/gpu/tasks_check.lua")           (from tests/gpu/check.lua)
+--   local rows, tables = tc.run{skip = {gemm = true, attention = true}, families = nil}
+--
+-- For each family folder tasks/<family>/:
+--   1. every task's baseline on every variant: compared with the task's
+--      reference on the first input set and timed alone; the main shapes
+--      (variants tagged "main") must take at least 50 us;
+--   2. every sample (samples/expected.lua: {name, task, verdict, variant?})
+--      on the task's first "main" variant, with its verdict and time;
+--   3. every known-bad kernel (bad/expected.lua: {name, task, verdict,
+--      variant?}) on the task's "small" variant (else its first).
+
+local M = {}
+
+local MIN_US = 50
+
+local function exists(path)
+  local f = io.open(path, "r")
+  if f then f:close() return true end
+  return false
+end
+
+local function variant_of(t_file, tag)
+  for _, t in ipairs(t_file.tasks) do
+    for _, g in ipairs(require("klab.task").plain(t.tags)) do
+      if g == tag then return t end
+    end
+  end
+  return t_file.tasks[1]
+end
+
+function M.run(opts)
+  opts = opts or {}
+  local sys = require "klab.sys"
+  local task = require "klab.task"
+  local eval = require "klab.eval"
+  local rows, base_rows, cand_rows = {}, {}, {}
+  local function check(name, ok, detail)
+    rows[#rows + 1] = { name, ok, detail }
+    io.stderr:write(string.format("[tasks] %-48s %s  %s\n", name, ok and "pass" or "FAIL", detail or ""))
+  end
+  local all, errs = task.list("tasks")
+  for _, e in ipairs(errs) do check("task file loads", false, e) end
+  local families, order = {}, {}
+  for _, t in ipairs(all) do
+    local fam = t.file:match("^tasks/([^/]+)/")
+    local wanted = fam and not (opts.skip or {})[fam] and (not opts.families or opts.families[fam])
+    if wanted then
+      if not families[fam] then
+        families[fam] = { files = {}, list = {} }
+        order[#order + 1] = fam
+      end
+      local f = families[fam]
+      if not f.files[t.base] then
+        f.files[t.base] = task.load(t.file)
+        f.list[#f.list + 1] = t.base
+      end
+    end
+  end
+  table.sort(order)
+  local s <close> = eval.session { deadline = 300 }
+  for _, fam in ipairs(order) do
+    local f = families[fam]
+    table.sort(f.list)
+    -- 1. Baselines.
+    for _, base in ipairs(f.list) do
+      for _, t in ipairs(f.files[base].tasks) do
+        local t0 = sys.now()
+        local main = false
+        for _, g in ipairs(task.plain(t.tags)) do if g == "main" then main = true end end
+        local r = s:check_baseline(t, { budget_s = 0.5 })
+        local st = r.stages.baseline or {}
+        local info = st.info or {}
+        local us = st.timing and st.timing.median
+        local engine = info.lib == "shipped" and ("shipped kernel (" .. tostring(info.name or info.source) .. ")")
+          or (tostring(info.lib) .. (info.engine and (" engine " .. tostring(info.engine)) or "")
+            .. (info.algo and (" algo " .. tostring(info.algo)) or "") .. (info.compute and (" " .. info.compute) or ""))
+        base_rows[#base_rows + 1] = { t.name, engine, us, r.verdict, main }
+        local ok = r.verdict == "passed" and (not main or (us and us >= MIN_US))
+        check("baseline " .. t.name, ok, string.format("%s, %s, %s (%.1f s)%s", r.verdict, engine,
+          us and string.format("%.1f us", us) or "not timed", sys.now() - t0,
+          r.verdict ~= "passed" and (": " .. tostring(r.reason)) or (main and us and us < MIN_US and
+            string.format(": under %d us on a main shape", MIN_US) or "")))
+      end
+    end
+    -- 2 and 3. Samples and known-bad kernels.
+    for _, kind in ipairs { "samples", "bad" } do
+      local list_path = "tasks/" .. fam .. "/" .. kind .. "/expected.lua"
+      if exists(list_path) then
+        for _, e in ipairs(dofile(list_path)) do
+          local tf = f.files[e.task]
+          if not tf then
+            check(kind .. " " .. fam .. "/" .. e.name, false, "names task " .. tostring(e.task) .. ", not in this family")
+          else
+            local t = e.variant and task.get(e.task .. "/" .. e.variant)
+              or variant_of(tf, kind == "samples" and "main" or "small")
+            local t0 = sys.now()
+            local r, err = s:evaluate(t, "tasks/" .. fam .. "/" .. kind .. "/" .. e.name,
+              { timing_opts = { budget_s = kind == "samples" and 2 or 1 }, deadline = 300 })
+            local got = r and r.verdict or ("error: " .. tostring(err))
+            local tm = r and r.stages.timing
+            local us = tm and tm.candidate and tm.candidate.median
+            cand_rows[#cand_rows + 1] = { e.name, t.name, e.verdict, got, us, tm and tm.speedup }
+            check(kind .. " " .. e.name .. " on " .. t.name, got == e.verdict, string.format(
+              "want %s, got %s%s (%.1f s)%s", e.verdict, got, us and string.format(", %.1f us", us) or "",
+              sys.now() - t0, got ~= e.verdict and r and (": " .. tostring(r.reason)) or ""))
+          end
+        end
+      end
+    end
+  end
+  -- The tables.
+  print()
+  print(string.format("%-34s %-44s %-12s %s", "task (baseline)", "engine", "time", "vs reference"))
+  for _, b in ipairs(base_rows) do
+    print(string.format("%-34s %-44s %-12s %s%s", b[1], b[2], b[3] and string.format("%.1f us", b[3]) or "-", b[4],
+      b[5] and " (main)" or ""))
+  end
+  print()
+  print(string.format("%-22s %-34s %-20s %-20s %-12s %s", "candidate", "task", "expected", "actual", "time", "speedup"))
+  for _, c in ipairs(cand_rows) do
+    print(string.format("%-22s %-34s %-20s %-20s %-12s %s", c[1], c[2], c[3], c[4],
+      c[5] and string.format("%.1f us", c[5]) or "-", c[6] and string.format("%.3fx", c[6]) or "-"))
+  end
+  return rows
+end
+
+local script = arg and arg[0] or ""
+if script:find("tasks_check%.lua$") then
+  local fams
+  for i, a in ipairs(arg) do
+    if a == "--family" and arg[i + 1] then
+      fams = fams or {}
+      fams[arg[i + 1]] = true
+    end
+  end
+  local rows = M.run { families = fams }
+  local failed = 0
+  for _, r in ipairs(rows) do if not r[2] then failed = failed + 1 end end
+  print(string.format("%d task checks, %d failed", #rows, failed))
+  os.exit(failed == 0 and 0 or 1)
+end
+
+return M

@@ -1,0 +1,128 @@
+-- browser_test.lua: the quickstart's report as a browser shows it. Headless
+-- Chromium (Debian's chromium, which `make test` installs through
+-- tools/deps.sh --test) opens index.html at 1280x800: the page renders, every
+-- image decodes and every figure and table it links is there, and the
+-- provenance and the "GPU stages skipped" notice are on the first screen.
+
+local sq = require("klab.command").shell_quote
+
+local T = {}
+
+local WIDTH, HEIGHT = 1280, 800
+
+local function browser(t)
+  local env = os.getenv("KLAB_CHROMIUM")
+  if env and env ~= "" then return env end
+  for _, name in ipairs { "chromium", "chromium-browser", "google-chrome" } do
+    local code, out = t.sh("command -v " .. name)
+    if code == 0 then return (out:gsub("%s+$", "")) end
+  end
+  return nil
+end
+
+-- Width and height from a PNG's IHDR chunk, or nil.
+local function png_size(s)
+  if not s or s:sub(1, 8) ~= "\137PNG\r\n\26\n" or s:sub(13, 16) ~= "IHDR" then return nil end
+  return string.unpack(">I4I4", s, 17)
+end
+
+-- Reports, after the page and its images loaded, what the test checks: the
+-- viewport, each image's decoded size, and the boxes of the notice and of
+-- the provenance table. The checked page is a copy of index.html beside it
+-- (the report itself has no scripts).
+local PROBE = [[
+<script>
+window.addEventListener("load", function () {
+  function box(sel) {
+    var e = document.querySelector(sel);
+    if (!e) return null;
+    var r = e.getBoundingClientRect();
+    return { top: r.top, bottom: r.bottom, width: r.width, height: r.height, text: e.textContent.slice(0, 200) };
+  }
+  var out = { vw: window.innerWidth, vh: window.innerHeight, imgs: [], notice: box("#not-measured"),
+              glance: box("table.glance"), h1: box("h1") };
+  document.querySelectorAll("img").forEach(function (i) {
+    out.imgs.push({ src: i.getAttribute("src"), complete: i.complete, w: i.naturalWidth, h: i.naturalHeight });
+  });
+  var pre = document.createElement("pre");
+  pre.id = "klab-probe";
+  pre.textContent = JSON.stringify(out);
+  document.body.appendChild(pre);
+});
+</script>
+]]
+
+function T.quickstart_report_in_a_browser(t)
+  if t.klab:find("/asan/", 1, true) then t.skip("the browser check runs once, with the plain build") end
+  local chromium = browser(t)
+  if not chromium then
+    t.skip("no headless browser (chromium): `sh tools/deps.sh --test` installs it, or set KLAB_CHROMIUM")
+  end
+  local d = t.tmpdir()
+  -- The quickstart as `make run` runs it, with one kernel to compile.
+  local code, out, err = t.sh("cd " .. sq(t.root) .. " && KLAB_CACHE_DIR=" .. sq(d .. "/cache") .. " " .. sq(t.klab)
+    .. " experiments/quickstart.lua arch=sm_90a files=tasks/samples/vector_add.ptx out=" .. sq(d .. "/qs"))
+  t.eq(code, 0, err)
+  local rdir = d .. "/qs/report"
+  local index = t.read(rdir .. "/index.html")
+  if not t.ok(index, "the quickstart wrote its report: " .. out) then return end
+  local gpu = require("klab.gpu").available()
+
+  -- Everything the page links is there; images are PNGs.
+  local links = 0
+  for attr, rel in index:gmatch('(%a+)="([^"#:]+%.%w+)"') do
+    if attr == "src" or attr == "href" then
+      links = links + 1
+      local body = t.read(rdir .. "/" .. rel)
+      t.ok(body and #body > 0, "linked file exists: " .. rel)
+      if attr == "src" then t.ok(png_size(body), rel .. " is a PNG") end
+    end
+  end
+  t.ok(links >= 12, "the tables' Markdown and LaTeX at least: " .. links)
+
+  local page = rdir .. "/index-probe.html"
+  local f = assert(io.open(page, "wb"))
+  f:write((index:gsub("</body>", PROBE .. "</body>", 1)))
+  f:close()
+  local flags = ("--headless --no-sandbox --disable-gpu --no-first-run --hide-scrollbars --user-data-dir=%s "
+    .. "--window-size=%d,%d --virtual-time-budget=5000"):format(sq(d .. "/profile"), WIDTH, HEIGHT)
+  local url = "file://" .. page
+  local dom
+  code, dom, err = t.sh("timeout 120 " .. sq(chromium) .. " " .. flags .. " --dump-dom " .. sq(url))
+  t.eq(code, 0, "chromium --dump-dom: " .. err)
+  local json = dom:match('<pre id="klab%-probe">(.-)</pre>')
+  if not t.ok(json, "the page loaded and the probe ran") then return end
+  local p = require("cjson").decode((json:gsub("&quot;", '"'):gsub("&lt;", "<"):gsub("&gt;", ">"):gsub("&amp;", "&")))
+  -- The first screen is the viewport of a 1280x800 window (its height less the browser's own bars).
+  t.eq(p.vw, WIDTH)
+  local screen = p.vh
+  t.ok(screen >= 600 and screen <= HEIGHT, "a 1280x800 window's viewport: " .. screen)
+  t.match(p.h1.text, "^klab report: quickstart")
+  -- Every image decoded.
+  for _, img in ipairs(p.imgs) do
+    t.ok(img.complete and img.w > 0 and img.h > 0, "image decodes: " .. tostring(img.src))
+  end
+  -- The provenance table is on the first screen.
+  t.ok(p.glance and p.glance.top >= 0 and p.glance.bottom <= screen,
+    ("the provenance (At a glance) ends within the first %d px: %s"):format(screen, p.glance and p.glance.bottom))
+  t.match(p.glance and p.glance.text or "", "Store")
+  if gpu then
+    t.eq(p.notice, nil, "a machine with a GPU measured everything: no notice")
+  elseif t.ok(p.notice, "the GPU stages skipped notice is on the page") then
+    t.ok(p.notice.top >= 0 and p.notice.bottom <= screen, "the notice is on the first screen: " .. p.notice.bottom)
+    t.ok(p.notice.top < p.glance.top, "above the provenance")
+    local _, why = require("klab.gpu").available()
+    t.match(p.notice.text, "^GPU stages skipped: ")
+    t.ok(p.notice.text:find(tostring(why):sub(1, 40), 1, true), "and why: " .. p.notice.text)
+  end
+  -- The screenshot: the page drew at the window's size.
+  code, _, err = t.sh("cd " .. sq(d) .. " && timeout 120 " .. sq(chromium) .. " " .. flags .. " --screenshot="
+    .. sq(d .. "/shot.png") .. " " .. sq("file://" .. rdir .. "/index.html"))
+  t.eq(code, 0, "chromium --screenshot: " .. err)
+  local shot = t.read(d .. "/shot.png")
+  local w, h = png_size(shot)
+  t.eq(w, WIDTH) t.eq(h, HEIGHT)
+  t.ok(shot and #shot > 20000, "the first screen is not blank")
+end
+
+return T

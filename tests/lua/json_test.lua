@@ -1,0 +1,43 @@
+-- json_test.lua: klab.json, the one canonical JSON encoder.
+local json = require "klab.json"
+local T = {}
+
+function T.canonical_text(t)
+  t.eq(json.encode({ b = 1, a = { 3, 2 }, c = {} }), '{"a":[3,2],"b":1,"c":[]}')
+  t.eq(json.encode({}), "[]")
+  t.eq(json.encode({ x = 2.0, y = -0.0, z = 0.1, w = 2 ^ 60, v = 1e300 }),
+    '{"v":1e+300,"w":1.152921504606847e+18,"x":2,"y":0,"z":0.1}')
+  t.eq(json.encode("a\"b\\c\n\t\r\1\127é"), '"a\\"b\\\\c\\n\\t\\r\\u0001\\u007fé"')
+  t.eq(json.encode({ json.null, true, false }), "[null,true,false]")
+  t.eq(json.encode(12), "12")
+  -- Equal tables built in different orders give the same bytes.
+  local a, b = {}, {}
+  for i = 1, 50 do a["k" .. i] = i end
+  for i = 50, 1, -1 do b["k" .. i] = i end
+  t.eq(json.encode(a), json.encode(b))
+  -- Round trip through the decoder.
+  local v = json.decode(json.encode({ n = 1.5, s = "x", l = { 1, 2, 3 } }))
+  t.eq(v.n, 1.5); t.eq(v.s, "x"); t.eq(#v.l, 3)
+end
+
+function T.refuses_what_json_cannot_hold(t)
+  t.raises(function() json.encode({ 0 / 0 }) end, "not a finite number")
+  t.raises(function() json.encode({ math.huge }) end, "not a finite number")
+  t.raises(function() json.encode({ f = print }) end, "cannot encode a function")
+  t.raises(function() json.encode({ [1] = 1, x = 2 }) end, "array")
+  t.raises(function() json.encode({ [3] = 1 }) end, "array")
+  local c = {}
+  c.self = c
+  t.raises(function() json.encode(c) end, "nested deeper")
+end
+
+-- The store's JSON columns and the model's request hashes use this encoder.
+function T.one_encoder_everywhere(t)
+  t.eq(require("klab.experiment.model").json, json.encode)
+  local db = assert(require("klab.store").open(":memory:"))
+  db:insert("experiments", { name = "e", config = { b = {}, a = 1.0 } })
+  t.eq(db:first("SELECT config FROM experiments").config, '{"a":1,"b":[]}')
+  db:close()
+end
+
+return T

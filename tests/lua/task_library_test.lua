@@ -1,0 +1,96 @@
+-- task_library_test.lua: every task under tasks/ holds together without a
+-- GPU: it loads; its reference (and shipped baseline) compiles for Hopper
+-- and Blackwell and its plans run; a cuDNN graph baseline describes; its
+-- default plan and every sample and known-bad kernel compile and plan; the
+-- expected verdicts name real tasks and verdicts. (tests/gpu/tasks_check.lua
+-- runs them on a GPU.)
+local task = require "klab.task"
+local prepare = require "klab.eval.prepare"
+local candidate = require "klab.eval.candidate"
+local verdict = require "klab.eval.verdict"
+
+local T = {}
+
+local function exists(path)
+  local f = io.open(path, "r")
+  if f then f:close() return true end
+  return false
+end
+
+-- The caller's stages (build and plan) of an evaluation, without a GPU.
+local function prepared(t, t_, cand, arch)
+  local run = { task = t_, cand = cand, arch = arch, opts = {}, result = { stages = {} } }
+  local ok = prepare.build(run) and prepare.plan(run)
+  prepare.cleanup(run)
+  prepare.finish(run)
+  return ok, run
+end
+
+function T.every_task_loads_and_prepares(t)
+  local all, errs = task.list("tasks")
+  t.eq(#errs, 0, table.concat(errs, "; "))
+  t.ok(#all > 0, "tasks found")
+  local seen_ref = {}
+  for _, x in ipairs(all) do
+    for _, arch in ipairs { "sm_90a", "sm_100a" } do
+      local key = x.reference.path .. arch
+      -- A reference compiles once per file and target; its plans run for
+      -- every variant (the full and the sampled run, and derive).
+      local ok, run = prepared(t, x, nil, arch)
+      t.ok(ok, x.name .. " on " .. arch .. ": " .. tostring(run.result.reason))
+      if ok and not seen_ref[key] then
+        seen_ref[key] = true
+        t.ok(run.job.reference.full.launches[1] ~= nil, x.name .. ": the reference launches something")
+        t.ok(run.job.reference.sampled.launches[1] ~= nil, x.name .. ": the sampled reference launches something")
+      end
+      if ok and x.baseline.kind == "shipped" then
+        t.ok(run.job.task.baseline.kernel ~= nil, x.name .. ": the shipped baseline built and planned: " ..
+          tostring(run.baseline_error))
+      end
+    end
+    if x.baseline.lib == "cudnn" and x.baseline.op == "graph" then
+      local d, err = require("klab.dnn").graph_describe(x.baseline.spec)
+      t.ok(d, x.name .. ": its cuDNN graph describes: " .. tostring(err))
+    end
+    t.ok(x.flops > 0 and x.bytes > 0, x.name .. " counts its work")
+  end
+end
+
+-- Samples and known-bad kernels: every entry names a folder that compiles
+-- and plans on its task, a real task and a real verdict.
+function T.samples_and_bad_kernels_prepare(t)
+  local all = task.list("tasks")
+  local families = {}
+  for _, x in ipairs(all) do families[x.file:match("^tasks/([^/]+)/")] = true end
+  local n = 0
+  for fam in pairs(families) do
+    for _, kind in ipairs { "samples", "bad" } do
+      local list = "tasks/" .. fam .. "/" .. kind .. "/expected.lua"
+      if exists(list) then
+        for _, e in ipairs(dofile(list)) do
+          n = n + 1
+          t.ok(verdict.valid(e.verdict), list .. ": " .. e.name .. " expects a real verdict")
+          local base = e.task
+          local ok, tf = pcall(task.load, base or "")
+          if base and ok then
+            local x = e.variant and task.get(base .. "/" .. e.variant) or tf.tasks[1]
+            local c, err = candidate.load("tasks/" .. fam .. "/" .. kind .. "/" .. e.name)
+            t.ok(c, list .. ": " .. e.name .. ": " .. tostring(err))
+            if c then
+              local pok, run = prepared(t, x, c, "sm_90a")
+              -- A kernel meant to be refused at build time says so.
+              local want_build_fail = e.verdict == "compile_error" or e.verdict == "plan_error"
+              t.ok(pok or want_build_fail, fam .. "/" .. kind .. "/" .. e.name .. " on " .. x.name .. ": " ..
+                tostring(run.result.reason))
+            end
+          elseif fam ~= "attention" then
+            t.ok(false, list .. ": " .. e.name .. " names no task (task = \"" .. tostring(base) .. "\")")
+          end
+        end
+      end
+    end
+  end
+  t.ok(n > 0, "samples and known-bad kernels found")
+end
+
+return T
