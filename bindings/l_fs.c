@@ -1,5 +1,7 @@
 /*
  * l_fs.c: require "klab.fs", file operations without a shell (host/base/fs.h).
+ * (Making folders and removing trees: klab.sys.mkdir and sys.remove_tree,
+ * over the same host/base/fs.c.)
  *
  *   fs.list(dir)            -> {{name=, type=, size=}, ...} sorted by name | nil, msg, code
  *       type: "file", "dir", "link", "other" (of the entry itself: links are not followed)
@@ -10,9 +12,7 @@
  *       with a message naming the path and why
  *   fs.mkdtemp([prefix])    -> path of a new private folder under $TMPDIR or /tmp
  *   fs.mkstemp([prefix])    -> path of a new private, empty file there
- *   fs.remove_tree(path)    -> true | nil, msg, code   (links are removed, never followed)
  *   fs.realpath(path)       -> path | nil, msg, code
- *   fs.mkdirs(path)         -> true | nil, msg, code
  *   fs.lock(path, key [, note]) -> lock | nil, msg, code, holder
  *       an exclusive lock on key's slot of lock file path, released by
  *       lock:free() (also __close and __gc) or when the process ends; when
@@ -97,18 +97,6 @@ static int l_mkdtemp(lua_State *L) { return push_temp(L, fs_mkdtemp); }
 
 static int l_mkstemp(lua_State *L) { return push_temp(L, fs_mkstemp); }
 
-static int l_remove_tree(lua_State *L)
-{
-    const char *path = luaL_checkstring(L, 1);
-    if (!*path || !strcmp(path, "/"))
-        return luaL_argerror(L, 1, "refusing to remove an empty path or /");
-    ks_status st;
-    if (fs_remove_tree(path, &st) != KS_OK)
-        return lh_pushfail(L, &st);
-    lua_pushboolean(L, 1);
-    return 1;
-}
-
 static int l_realpath(lua_State *L)
 {
     const char *path = luaL_checkstring(L, 1);
@@ -117,16 +105,6 @@ static int l_realpath(lua_State *L)
     if (fs_realpath(path, out, sizeof out, &st) != KS_OK)
         return lh_pushfail(L, &st);
     lua_pushstring(L, out);
-    return 1;
-}
-
-static int l_mkdirs(lua_State *L)
-{
-    const char *path = luaL_checkstring(L, 1);
-    ks_status st;
-    if (fs_mkdirs(path, &st) != KS_OK)
-        return lh_pushfail(L, &st);
-    lua_pushboolean(L, 1);
     return 1;
 }
 
@@ -189,9 +167,7 @@ static const luaL_Reg fs_funcs[] = {
     {"read", l_read},
     {"mkdtemp", l_mkdtemp},
     {"mkstemp", l_mkstemp},
-    {"remove_tree", l_remove_tree},
     {"realpath", l_realpath},
-    {"mkdirs", l_mkdirs},
     {"lock", l_lock},
     {NULL, NULL},
 };

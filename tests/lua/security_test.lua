@@ -16,14 +16,6 @@ local function write(path, text)
   f:close()
 end
 
-local function read(path)
-  local f = io.open(path, "rb")
-  if not f then return nil end
-  local s = f:read("a")
-  f:close()
-  return s
-end
-
 local function q(s) return require("klab.command").shell_quote(s) end
 
 local KERNEL = 'extern "C" __global__ void gemm(float *x) { x[0] = 1; }\n'
@@ -45,7 +37,7 @@ function T.kernel_cannot_include_host_files(t)
     "candidates may include only the CUDA toolkit's headers")
   t.ok(not out:find(SECRET, 1, true), "the environment is not in the result")
   t.ok(not out:find("PATH=", 1, true), "nor any other variable")
-  t.ok(not read(d .. "/r.db"):find(SECRET, 1, true), "nor in the store")
+  t.ok(not t.read(d .. "/r.db"):find(SECRET, 1, true), "nor in the store")
   for _, inc in ipairs { '"/etc/passwd"', '"../x.h"', '"plan.lua"', "</etc/passwd>" } do
     local _, err, ecode = jit.compile { source = "#include " .. inc .. "\n" .. KERNEL, arch = "sm_90a", lang = "cuda",
       name = "k.cu", cache = false }
@@ -76,7 +68,7 @@ function T.compile_errors_name_the_users_file(t)
   t.match(r.reason, p:gsub("%p", "%%%0") .. "/kernel%.ptx, line 1")
   -- A plan's errors name plan.lua.
   local c = t.tmpdir()
-  write(c .. "/kernel.cu", read(t.root .. "/tasks/gemm/samples/naive/kernel.cu"))
+  write(c .. "/kernel.cu", t.read(t.root .. "/tasks/gemm/samples/naive/kernel.cu"))
   write(c .. "/plan.lua", "\n\nerror('no plan today')\n")
   r = assert(eval.evaluate(TASK, c, { deadline = 30 }))
   t.eq(r.verdict, "plan_error")
@@ -172,7 +164,7 @@ function T.candidate_path_runs_no_command(t)
   local d = t.tmpdir()
   local code = t.sh("cd " .. q(d) .. " && " .. t.klab .. " eval " .. TASK .. " 'x$(touch PWNED)' 2>/dev/null")
   t.eq(code, 2, "no such candidate")
-  t.ok(not read(d .. "/PWNED"), "no file was created")
+  t.ok(not t.read(d .. "/PWNED"), "no file was created")
 end
 
 -- ---- plans ----------------------------------------------------------------------
@@ -252,8 +244,8 @@ for _, r in ipairs(exp.db:query("SELECT error FROM responses WHERE error IS NOT 
       t.ok(not e.body:find(key, 1, true), "request " .. i .. " does not send the key back")
     end
     t.match(log[3].body, "redacted KLAB_SECRET_FOR_TEST", "the quoted key went back redacted")
-    local blobs = { out, err, read(dir .. "/k.log") or "" }
-    for _, suffix in ipairs { "", "-wal", "-shm" } do blobs[#blobs + 1] = read(dir .. "/k.db" .. suffix) or "" end
+    local blobs = { out, err, t.read(dir .. "/k.log") or "" }
+    for _, suffix in ipairs { "", "-wal", "-shm" } do blobs[#blobs + 1] = t.read(dir .. "/k.db" .. suffix) or "" end
     for i, b in ipairs(blobs) do t.ok(not b:find(key, 1, true), "the key is absent from output " .. i .. ": " .. b:sub(1, 3000)) end
     local db <close> = assert(require("klab.store").open(dir .. "/k.db", { readonly = true }))
     local turns = db:query("SELECT turn, verdict, reason, feedback, reply FROM turns ORDER BY turn")
@@ -447,7 +439,7 @@ function T.no_shell_in_the_library(t)
   local found = {}
   local p = assert(io.popen("find " .. q(t.root .. "/scripts/klab") .. " -name '*.lua'"))
   for path in p:lines() do
-    local src = read(path)
+    local src = t.read(path)
     for _, pat in ipairs { "io%.popen", "os%.execute", "os%.tmpname" } do
       if src:find(pat) then found[#found + 1] = path:sub(#t.root + 2) .. " uses " .. pat:gsub("%%", "") end
     end

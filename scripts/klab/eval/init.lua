@@ -341,7 +341,7 @@ function Session:_sanitize(run)
   put(code_path, c.code)
   if plan_path then put(plan_path, c.plan) end
   local san = profile.sanitize(run.task.name, code_path, { klab = sys.exe(), runs = 2, plan = plan_path })
-  fs.remove_tree(dir)
+  require("klab.sys").remove_tree(dir)
   run.result.stages.sanitizer = san
   if san.status == "ok" and (san.errors or 0) > 0 then
     run.result.verdict = "runtime_error"

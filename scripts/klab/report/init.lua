@@ -67,9 +67,9 @@ local function decode(s)
 end
 
 local function mkdirs(dir)
-  local fs = require "klab.fs"
+  local sys = require "klab.sys"
   for _, sub in ipairs { "/figures/src", "/tables" } do
-    local ok, err = fs.mkdirs(dir .. sub)
+    local ok, err = sys.mkdir(dir .. sub)
     if not ok then error("report: cannot create " .. dir .. ": " .. tostring(err), 0) end
   end
 end
