@@ -159,12 +159,18 @@ function T.candidate_folder_cannot_reach_outside(t)
   t.eq(c and c.code, KERNEL)
 end
 
--- A candidate path is a path, never shell text.
+-- A candidate path is a path, never shell text: a folder named
+-- x$(touch PWNED) is listed, not run.
 function T.candidate_path_runs_no_command(t)
   local d = t.tmpdir()
-  local code = t.sh("cd " .. q(d) .. " && " .. t.klab .. " eval " .. TASK .. " 'x$(touch PWNED)' 2>/dev/null")
-  t.eq(code, 2, "no such candidate")
+  local name = "x$(touch PWNED)"
+  os.execute("mkdir " .. q(d .. "/" .. name))
+  write(d .. "/" .. name .. "/kernel.cu", KERNEL)
+  local code, out = t.sh("cd " .. q(d) .. " && " .. t.klab .. " eval " .. TASK .. " " .. q(name) .. " --json 2>/dev/null")
   t.ok(not t.read(d .. "/PWNED"), "no file was created")
+  local ok, r = pcall(cjson.decode, out)
+  t.ok(ok and r.name == name, "the folder was the candidate: " .. tostring(out):sub(1, 200))
+  t.ok(code ~= 0)
 end
 
 -- ---- plans ----------------------------------------------------------------------
