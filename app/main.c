@@ -22,6 +22,7 @@
 #include <lualib.h>
 
 #include "runtime.h"
+#include "base/redact.h"
 
 static const char *progname = "klab";
 
@@ -141,6 +142,9 @@ static int unknown_command(const char *word)
 
 int main(int argc, char **argv)
 {
+    /* Before anything runs: the values of *_KEY and *_TOKEN variables are
+     * kept out of everything klab writes (base/redact.h). */
+    redact_scan_environ();
     lua_State *L = rt_new();
     if (L == NULL) {
         fprintf(stderr, "%s: cannot create Lua state: not enough memory\n", progname);

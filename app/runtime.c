@@ -1,5 +1,6 @@
 /* runtime.c: creating the lua_State and calling into it safely. */
 #include "runtime.h"
+#include "base/redact.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,6 +83,19 @@ static int has_position(const char *msg)
     return *p == ':';
 }
 
+/* Prints prefix, msg and a newline (unless msg ends in one) to out, with
+ * the values of secrets replaced (base/redact.h): an error may quote what
+ * a server or a compiler said. */
+static void print_redacted(FILE *out, const char *prefix, const char *msg)
+{
+    size_t rl = 0;
+    char *r = redact_apply(msg, strlen(msg), &rl);
+    const char *m = r ? r : msg;
+    size_t n = strlen(m);
+    fprintf(out, "%s%s%s", prefix, m, n && m[n - 1] == '\n' ? "" : "\n");
+    free(r);
+}
+
 int rt_exit_status(lua_State *L, int status)
 {
     if (status == LUA_OK)
@@ -96,7 +110,7 @@ int rt_exit_status(lua_State *L, int status)
         const char *msg = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
         FILE *out = code == 0 ? stdout : stderr;
         if (msg && *msg)
-            fprintf(out, "%s%s", msg, msg[strlen(msg) - 1] == '\n' ? "" : "\n");
+            print_redacted(out, "", msg);
         else if (!msg && code != 0)
             fprintf(stderr, "klab: (error object is a table without a message)\n");
         lua_pop(L, 1);
@@ -110,7 +124,7 @@ int rt_exit_status(lua_State *L, int status)
     const char *msg = lua_tostring(L, -1);
     if (!msg)
         msg = "(error object is not a string)";
-    fprintf(stderr, "klab: %s\n", msg);
+    print_redacted(stderr, "klab: ", msg);
     if (!rt_verbose() && has_position(msg))
         fprintf(stderr, "klab: (run with --verbose or KLAB_DEBUG=1 for the traceback)\n");
     fflush(stderr);

@@ -17,6 +17,7 @@
  *       ends by its own timeouts and retries). Failure means a transport
  *       failure (code "EIO" or "ETIMEOUT"); any HTTP status is a response.
  *   http.is_secret(header_name) -> boolean
+ *   http.is_loopback(url) -> boolean     localhost, 127.0.0.0/8 or [::1]
  *   http.curl_version() -> "7.88.1" | nil
  *
  * spec = {
@@ -25,7 +26,11 @@
  *   headers = {Name = "value" | {env = "VAR", prefix = "Bearer "}, ...},
  *   body = string,                       POST only
  *   connect_timeout = 10, timeout = 300, seconds per attempt (<= 0: none)
- *   max_body = bytes,                    default 64 MiB
+ *   max_body = bytes,                    default 64 MiB; a larger reply is an
+ *                                        error with its size, and no body
+ *   allow_insecure_http = false,         a key over plain http:// to a host
+ *                                        other than this machine is refused
+ *                                        unless this is true
  *   proxy = "http://host:port" | false,  default: from the environment
  *                                        (http_proxy, https_proxy, no_proxy);
  *                                        loopback hosts always go direct
@@ -39,7 +44,10 @@
  * environment inside C at submission and never becomes a Lua string; a
  * missing or empty variable raises an error naming the variable. A secret
  * header (Authorization, Proxy-Authorization, x-api-key, api-key) given as
- * a plain string raises: keys come only from the environment.
+ * a plain string raises: keys come only from the environment. Each such
+ * variable's value joins the values klab redacts (base/redact.h), and every
+ * body sent is redacted first: whatever a prompt picked up, a key does not
+ * go back out in it.
  *
  * response = {id=, status= (absent when no reply arrived), body=,
  *   headers = {lower-case name = value},  (repeated names joined by ", ")
@@ -53,6 +61,7 @@
 #include <strings.h>
 
 #include "lhost.h"
+#include "base/redact.h"
 #include "net/http.h"
 
 #define CLIENT_T "klab.HttpClient"
@@ -153,6 +162,7 @@ static void parse_spec(lua_State *L, int s, parsed *p)
     if (mb < 0)
         luaL_error(L, "field 'max_body' must be >= 0");
     q->max_body = (size_t)mb;
+    q->allow_insecure = lh_optboolfield(L, s, "allow_insecure_http", 0);
     if (lua_getfield(L, s, "proxy") != LUA_TNIL) {
         if (lua_type(L, -1) == LUA_TSTRING)
             q->proxy = lua_tostring(L, -1); /* alive: referenced by the spec */
@@ -214,6 +224,7 @@ static void parse_spec(lua_State *L, int s, parsed *p)
                     luaL_error(L, "environment variable %s is empty (for header '%s')", var, name);
                 if (strpbrk(prefix, "\r\n"))
                     luaL_error(L, "header '%s': the prefix contains a line break", name);
+                redact_add_env(var);
                 env_header *eh = &p->env[p->nenv++];
                 eh->name = name; /* keys of the headers table: alive while it is */
                 eh->var = var;
@@ -269,8 +280,21 @@ static int submit_parsed(http_client *c, parsed *p, uint64_t *id, ks_status *st)
         made[nmade++] = line;
         p->hdrs[e->slot] = line;
     }
+    /* The body as sent: secrets redacted (http_submit copies it). */
+    const void *body = p->req.body;
+    size_t body_len = p->req.body_len, rl = 0;
+    char *redacted = rc == KS_OK && body ? redact_apply(body, body_len, &rl) : NULL;
+    if (!redacted && rl == (size_t)-1)
+        rc = ks_fail(st, KS_ENOMEM, 0, "out of memory for the request body");
+    if (redacted) {
+        p->req.body = redacted;
+        p->req.body_len = rl;
+    }
     if (rc == KS_OK)
         rc = http_submit(c, &p->req, id, st);
+    p->req.body = body;
+    p->req.body_len = body_len;
+    free(redacted);
     for (size_t i = 0; i < nmade; i++) {
         explicit_bzero(made[i], strlen(made[i]));
         free(made[i]);
@@ -559,6 +583,12 @@ static int l_get(lua_State *L)
     return run_blocking(L, s);
 }
 
+static int l_is_loopback(lua_State *L)
+{
+    lua_pushboolean(L, http_url_is_loopback(luaL_checkstring(L, 1)));
+    return 1;
+}
+
 static int l_is_secret(lua_State *L)
 {
     size_t n;
@@ -583,6 +613,7 @@ static const luaL_Reg http_funcs[] = {
     {"post", l_post},
     {"get", l_get},
     {"is_secret", l_is_secret},
+    {"is_loopback", l_is_loopback},
     {"curl_version", l_curl_version},
     {NULL, NULL},
 };

@@ -4,7 +4,7 @@
  *   jit.compile{source=, arch="sm_90a", lang="ptx"|"cuda" (default: from
  *               name or content), name="file name for messages",
  *               lineinfo=true, cache=true, options={...}, cache_dir=,
- *               timeout=seconds}
+ *               timeout=seconds, limits={memory=bytes, cpu=seconds}}
  *     -> result | nil, message, code [, result]
  *   jit.compile_file(path [, opts])     same, reading the file; name = path
  *   jit.census(ptx_text)                -> {family = count, ..., instructions = n}
@@ -23,16 +23,27 @@
  * sass_instructions=, param_bytes=, tcgen05=, setmaxnreg=, mbarriers=}...},
  * entries={names...}, census={...}, hash=, cubin_hash=, compile_ms=,
  * cached=, arch=, lang=, compiler=, cache_note=}. A figure that is unknown
- * is nil. A compile error returns nil, message, "ECOMPILE", result (ok=false,
+ * is nil.
+ *
+ * Sources other than klab's own device code (host/driver/kernels/, which
+ * compiles in this process as it is) are candidates: they may include only
+ * the CUDA toolkit's headers (compile/includes.h), and their compiler runs
+ * in a child process under limits (default 4 GiB of memory and 60 s of
+ * CPU); exceeding one is a compile error naming it.
+ *
+ * A compile error returns nil, message, "ECOMPILE", result (ok=false,
  * with the log); a rejection nil, reason, "EREJECT" (and a result when the
  * compiler ran). Wrong argument types and forbidden compiler options raise.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "lhost.h"
+#include "base/fs.h"
+#include "driver/devkern.h"
 #include "driver/dynlib.h"
 #include "compile/cubin.h"
 #include "compile/jit.h"
@@ -143,6 +154,34 @@ static void push_result(lua_State *L, const jit_result *r, int ok)
     }
 }
 
+/* klab's own device code, the judge kernels embedded from host/driver/kernels
+ * (klab.judge.source(): the prelude, a #line directive, the judge source):
+ * compiled in this process, its includes unchecked. Everything else given
+ * to jit.compile, task references included, is checked and limited. */
+static int klab_source(const char *src, size_t len)
+{
+    size_t np, nj;
+    const char *pre = devkern_prelude(&np);
+    const char *judge = devkern_source(&nj);
+    if (!pre || !judge || len < np + nj || len - np - nj > 64)
+        return 0;
+    if (memcmp(src, pre, np) != 0 || memcmp(src + len - nj, judge, nj) != 0)
+        return 0;
+    /* Between them: one #line directive and blank space, nothing else. */
+    const char *m = src + np, *e = src + len - nj;
+    while (m < e && (*m == '\n' || *m == ' '))
+        m++;
+    if (e - m < 6 || memcmp(m, "#line ", 6) != 0)
+        return 0;
+    for (const char *q = m; q < e; q++)
+        if (*q == '\n' && q + 1 < e)
+            return 0;
+    return 1;
+}
+
+#define CANDIDATE_MEMORY ((long long)4 << 30)
+#define CANDIDATE_CPU_S 60
+
 /* Compiles src with the options table at index opts (0: none). Returns the
  * number of Lua results. */
 static int do_compile(lua_State *L, int opts, const char *src, size_t len, const char *dflt_name)
@@ -152,7 +191,24 @@ static int do_compile(lua_State *L, int opts, const char *src, size_t len, const
     req.source = src;
     req.source_len = len;
     req.name = dflt_name;
+    req.trusted = klab_source(src, len);
+    if (!req.trusted) {
+        req.limit_memory = CANDIDATE_MEMORY;
+        req.limit_cpu_s = CANDIDATE_CPU_S;
+    }
     if (opts) {
+        int lt = lua_getfield(L, opts, "limits");
+        if (lt == LUA_TTABLE) {
+            int li = lua_gettop(L);
+            req.limit_memory = lh_optintfield(L, li, "memory", req.limit_memory);
+            lua_Integer cpu = lh_optintfield(L, li, "cpu", req.limit_cpu_s);
+            if (req.limit_memory < 0 || cpu < 0 || cpu > 86400)
+                return luaL_error(L, "jit.compile: limits must be positive (memory bytes, cpu seconds)");
+            req.limit_cpu_s = (int)cpu;
+        } else if (lt != LUA_TNIL) {
+            return luaL_error(L, "jit.compile: limits must be a table {memory = bytes, cpu = seconds}");
+        }
+        lua_pop(L, 1);
         req.arch = lh_optstrfield(L, opts, "arch", NULL);
         req.name = lh_optstrfield(L, opts, "name", dflt_name);
         req.lineinfo = lh_optboolfield(L, opts, "lineinfo", 1);
@@ -240,25 +296,18 @@ static int l_jit_compile_file(lua_State *L)
         luaL_checktype(L, 2, LUA_TTABLE);
         opts = 2;
     }
+    /* The file the user named (through links), read as a regular file only. */
     ks_status st;
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        ks_fail(&st, KS_EIO, errno, "cannot read %s: %s", path, strerror(errno));
-        return lh_pushfail(L, &st);
-    }
-    luaL_Buffer b;
-    luaL_buffinit(L, &b);
-    char chunk[8192];
+    char real[PATH_MAX];
+    char *buf;
     size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
-        luaL_addlstring(&b, chunk, n);
-    int err = ferror(f);
-    fclose(f);
-    luaL_pushresult(&b);
-    if (err) {
-        ks_fail(&st, KS_EIO, 0, "error reading %s", path);
+    if (fs_realpath(path, real, sizeof real, &st) != KS_OK || fs_read(real, (size_t)64 << 20, &buf, &n, &st) != KS_OK) {
+        ks_status why = st; /* "PATH: reason" */
+        ks_fail(&st, KS_EIO, why.sub, "cannot read %s", why.msg);
         return lh_pushfail(L, &st);
     }
+    lua_pushlstring(L, buf, n);
+    free(buf);
     size_t len;
     const char *src = lua_tolstring(L, -1, &len);
     return do_compile(L, opts, src, len, path);

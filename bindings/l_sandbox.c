@@ -11,7 +11,10 @@
  *              nested tables) whose fields become globals of the chunk
  *   opts       nil or {memory = bytes (32 MiB), instructions = count (1e7),
  *              seconds = wall-clock limit (5; 0 = none),
- *              prelude = source run first in the same state (helpers)}
+ *              prelude = source run first in the same state (helpers),
+ *              load = true: a global load(text, name, "t", env) for
+ *              trusted code run as the chunk (task files are loaded by
+ *              such a chunk), text only, inside the same limits}
  *
  * Each call runs the chunk in a NEW lua_State, separate from the caller's,
  * and closes it before returning. That state has only: the base functions
@@ -36,7 +39,10 @@
  * The env is copied in and the chunk's first return value copied out as
  * plain data (raw access, so no metamethod of the chunk runs outside the
  * jail); functions, userdata, cycles, nesting deeper than 64 or more than
- * 1,000,000 values are refused. Failure codes: "EPLAN" (syntax error, the
+ * 1,000,000 values are refused. What the copy out makes counts against the
+ * memory cap: every string each time it is copied (one string referenced
+ * 200,000 times is 200,000 copies) and every table and entry; past the cap
+ * the copy stops with "EMEMORY". Failure codes: "EPLAN" (syntax error, the
  * chunk raised, or the result is not plain data), "EMEMORY" (memory cap),
  * "ELIMIT" (instruction cap or deadline). Misuse (a function in env, a bad
  * option) raises.
@@ -86,7 +92,15 @@ typedef struct sb_copy {
     const void *path[SB_MAX_DEPTH];
     int depth;
     long count;
+    size_t bytes;           /* what the copy made so far in `to` (copy-out) */
+    size_t cap;             /* its limit: the jail's memory cap; 0: none */
+    int over;               /* the copy passed cap */
 } sb_copy;
+
+/* What a copied table entry costs beyond its key and value's own bytes
+ * (Lua's Node), and a table beyond its entries. */
+#define SB_ENTRY_BYTES 32
+#define SB_TABLE_BYTES 64
 
 static double now_s(void)
 {
@@ -346,8 +360,34 @@ static void sb_wrap(lua_State *S, const char *lib, const char *name, lua_CFuncti
     lua_pop(S, 1);
 }
 
+/* load(text [, name [, mode [, env]]]): text chunks only (a binary chunk
+ * could crash the state), from a string (no reader function). What it
+ * loads runs inside the same limits as everything else here. */
+static int sb_load(lua_State *S)
+{
+    size_t len;
+    const char *src = luaL_checklstring(S, 1, &len);
+    const char *name = luaL_optstring(S, 2, "=(load)");
+    const char *mode = luaL_optstring(S, 3, "t");
+    if (strcmp(mode, "t") != 0)
+        return luaL_argerror(S, 3, "only text chunks (mode \"t\") can be loaded here");
+    int has_env = !lua_isnone(S, 4);
+    if (luaL_loadbufferx(S, src, len, name, "t") != LUA_OK) {
+        luaL_pushfail(S);
+        lua_insert(S, -2);
+        return 2;
+    }
+    if (has_env) {
+        lua_pushvalue(S, 4);
+        if (!lua_setupvalue(S, -2, 1))
+            lua_pop(S, 1);
+    }
+    return 1;
+}
+
 /* [-0, +0, m] Opens the allowed libraries and strips what a plan may not
- * touch. Runs protected, before the memory cap is armed. */
+ * touch; argument 1: whether to offer the text-only load. Runs protected,
+ * before the memory cap is armed. */
 static int sb_setup(lua_State *S)
 {
     static const char *const base_off[] = {"dofile", "loadfile", "load", "collectgarbage",
@@ -355,6 +395,7 @@ static int sb_setup(lua_State *S)
     static const char *const string_off[] = {"dump", "find", "match", "gmatch", "gsub", NULL};
     static const char *const table_off[] = {"move", NULL};
     static const char *const math_off[] = {"random", "randomseed", NULL};
+    int with_load = lua_toboolean(S, 1);
     luaL_requiref(S, LUA_GNAME, luaopen_base, 1);
     luaL_requiref(S, LUA_STRLIBNAME, luaopen_string, 1);
     luaL_requiref(S, LUA_TABLIBNAME, luaopen_table, 1);
@@ -376,6 +417,10 @@ static int sb_setup(lua_State *S)
     lua_setglobal(S, "print");
     lua_pushcfunction(S, sb_xpcall);
     lua_setglobal(S, "xpcall");
+    if (with_load) {
+        lua_pushcfunction(S, sb_load);
+        lua_setglobal(S, "load");
+    }
     /* The loaded-libraries table would hand out the original functions. */
     lua_pushnil(S);
     lua_setfield(S, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
@@ -414,6 +459,18 @@ static void check_plain(lua_State *L, int idx, sb_copy *cp, const char *what)
     cp->depth--;
 }
 
+/* Charges n bytes of the copy against its cap; raises in `to` past it. */
+static void copy_charge(sb_copy *cp, size_t n)
+{
+    if (!cp->cap)
+        return;
+    if (n > cp->cap || cp->bytes > cp->cap - n) {
+        cp->over = 1;
+        luaL_error(cp->to, "the returned value is larger than the memory limit (%I bytes)", (lua_Integer)cp->cap);
+    }
+    cp->bytes += n;
+}
+
 /* Pushes onto `to` a copy of the plain value at index idx of `from`. Uses
  * only calls that cannot raise in `from` (raw iteration of values already
  * checked or about to be checked); may raise in `to`. On a refusal it raises
@@ -437,6 +494,7 @@ static void copy_value(sb_copy *cp, int idx, int strict_in_to)
     case LUA_TSTRING: {
         size_t len;
         const char *s = lua_tolstring(F, idx, &len);
+        copy_charge(cp, len + 1);
         lua_pushlstring(T, s, len);
         return;
     }
@@ -459,12 +517,14 @@ static void copy_value(sb_copy *cp, int idx, int strict_in_to)
         luaL_error(T, "out of stack space while copying");
     luaL_checkstack(T, 4, "copying a value");
     cp->path[cp->depth++] = p;
+    copy_charge(cp, SB_TABLE_BYTES);
     lua_newtable(T);
     lua_pushnil(F);
     while (lua_next(F, idx)) {
         int kt = lua_type(F, -2);
         if (kt != LUA_TSTRING && kt != LUA_TNUMBER && kt != LUA_TBOOLEAN)
             luaL_error(T, "the returned value has a key of type %s", lua_typename(F, kt));
+        copy_charge(cp, SB_ENTRY_BYTES);
         copy_value(cp, lua_gettop(F) - 1, strict_in_to);
         copy_value(cp, lua_gettop(F), strict_in_to);
         lua_rawset(T, -3);
@@ -576,12 +636,14 @@ static int l_sandbox_run(lua_State *L)
     lua_Integer mem = 32 * 1024 * 1024, ins = 10 * 1000 * 1000;
     lua_Number seconds = 5;
     const char *prelude = NULL;
+    int with_load = 0;
     if (!lua_isnil(L, 4)) {
         sb_readopt_int(L, 4, "memory", mem, &mem);
         sb_readopt_int(L, 4, "instructions", ins, &ins);
         seconds = lh_optnumfield(L, 4, "seconds", seconds);
         if (!(seconds >= 0))
             return luaL_error(L, "sandbox.run: option 'seconds' must be >= 0");
+        with_load = lh_optboolfield(L, 4, "load", 0);
         if (lua_getfield(L, 4, "prelude") != LUA_TNIL) {
             if (lua_type(L, -1) != LUA_TSTRING)
                 return luaL_error(L, "sandbox.run: option 'prelude' must be a string");
@@ -615,7 +677,8 @@ static int l_sandbox_run(lua_State *L)
     const char *code = NULL;
 
     lua_pushcfunction(S, sb_setup);
-    if (lua_pcall(S, 0, 0, 0) != LUA_OK)
+    lua_pushboolean(S, with_load);
+    if (lua_pcall(S, 1, 0, 0) != LUA_OK)
         return luaL_error(L, "sandbox: cannot set up the Lua state");
     c->capped = 1;
 
@@ -671,10 +734,17 @@ static int l_sandbox_run(lua_State *L)
     cp.from = S;
     cp.to = L;
     cp.from_idx = lua_gettop(S);
+    cp.cap = c->cap;
     lua_pushcfunction(L, sb_copy_out);
     lua_pushlightuserdata(L, &cp);
     if (lua_pcall(L, 1, 1, 0) != LUA_OK) {
-        code = "EPLAN";
+        if (cp.over) {
+            lua_pop(L, 1);
+            lua_pushfstring(L, "%s exceeded the memory limit (%I bytes) with its result", cname, (lua_Integer)c->cap);
+            code = "EMEMORY";
+        } else {
+            code = "EPLAN";
+        }
         goto fail_top;
     }
     lua_pushlstring(L, c->out, c->outlen);

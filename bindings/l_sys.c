@@ -14,19 +14,22 @@
  *                                        cgroup allocation, not the machine's)
  *   sys.exe() -> path | nil, msg, code   this program (/proc/self/exe)
  *   sys.signal_name(n) -> "SEGV" | nil   sys.signal_number("SEGV") -> 11 | nil
- *   sys.lock(path) -> Lock | nil, msg, code   waits for an exclusive flock on
- *                                       the file; lock:free(), __close, __gc
  *   sys.mkdir(path) -> true | nil, msg, code
  *       creates path and its missing parents (mode 0777 less the umask);
  *       an existing folder is fine
  *   sys.remove_tree(path) -> true | nil, msg, code
  *       removes path and, for a folder, everything under it; symbolic links
  *       are removed, never followed; a missing path is fine
+ *       (both are klab.fs's mkdirs and remove_tree: host/base/fs.c)
+ *   sys.isatty(fd) -> boolean            (0, 1, 2: stdin, stdout, stderr)
+ *   sys.trap(name, ...) -> true          catch these signals ("INT", "TERM"): the
+ *                                        first is recorded for sys.trapped(); a
+ *                                        second one ends the process at once, as
+ *                                        that signal would without the trap
+ *   sys.trapped() -> "INT" | nil         the first signal caught since sys.trap
+ *   sys.untrap()                         the dispositions from before sys.trap
  */
 #include <errno.h>
-#include <fcntl.h>
-#include <sys/file.h>
-#include <ftw.h>
 #include <limits.h>
 #include <sched.h>
 #include <signal.h>
@@ -37,6 +40,7 @@
 #include <unistd.h>
 
 #include "lhost.h"
+#include "base/fs.h"
 #include "proc/worker.h"
 
 static int signal_number(const char *name)
@@ -180,127 +184,118 @@ static int l_signal_number(lua_State *L)
     return 1;
 }
 
-static int push_errno(lua_State *L, int err, const char *what, const char *path)
-{
-    ks_status st;
-    ks_fail(&st, err == ENOENT ? KS_ENOTFOUND : KS_EIO, err, "%s %s: %s", what, path, strerror(err));
-    return lh_pushfail(L, &st);
-}
-
-/* sys.mkdir(path): mkdir -p, without a shell. */
+/* sys.mkdir(path): mkdir -p, without a shell (fs_mkdirs). */
 static int l_mkdir(lua_State *L)
 {
     const char *path = luaL_checkstring(L, 1);
-    char buf[PATH_MAX];
-    size_t n = strlen(path);
-    if (n == 0 || n >= sizeof buf)
-        return luaL_argerror(L, 1, "empty path or path too long");
-    memcpy(buf, path, n + 1);
-    for (char *p = buf + 1;; p++) {
-        if (*p != '/' && *p != '\0')
-            continue;
-        char c = *p;
-        *p = '\0';
-        struct stat sb;
-        if (mkdir(buf, 0777) != 0 && errno != EEXIST)
-            return push_errno(L, errno, "cannot create", buf);
-        if (stat(buf, &sb) != 0 || !S_ISDIR(sb.st_mode))
-            return push_errno(L, ENOTDIR, "cannot create", buf);
-        *p = c;
-        if (c == '\0')
-            break;
-    }
+    if (!*path)
+        return luaL_argerror(L, 1, "empty path");
+    ks_status st;
+    if (fs_mkdirs(path, &st) != KS_OK)
+        return lh_pushfail(L, &st);
     lua_pushboolean(L, 1);
     return 1;
 }
 
-static int remove_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)ftw;
-    int rc = flag == FTW_DP ? rmdir(path) : unlink(path);
-    return rc != 0 && errno != ENOENT ? errno : 0;
-}
-
-/* sys.remove_tree(path): rm -rf, without a shell; never follows links. */
+/* sys.remove_tree(path): rm -rf, without a shell; never follows links
+ * (fs_remove_tree). */
 static int l_remove_tree(lua_State *L)
 {
     const char *path = luaL_checkstring(L, 1);
-    struct stat sb;
-    if (lstat(path, &sb) != 0) {
-        if (errno == ENOENT) {
-            lua_pushboolean(L, 1);
-            return 1;
-        }
-        return push_errno(L, errno, "cannot remove", path);
-    }
-    int err = nftw(path, remove_one, 16, FTW_DEPTH | FTW_PHYS);
-    if (err != 0)
-        return push_errno(L, err > 0 ? err : errno, "cannot remove", path);
+    if (!*path || !strcmp(path, "/"))
+        return luaL_argerror(L, 1, "refusing to remove an empty path or /");
+    ks_status st;
+    if (fs_remove_tree(path, &st) != KS_OK)
+        return lh_pushfail(L, &st);
     lua_pushboolean(L, 1);
     return 1;
 }
 
-/* ---- exclusive locks (flock) ---- */
-
-#define LOCK_T "klab.sys.Lock"
-
-typedef struct {
-    int fd; /* -1 once released */
-} llock;
-
-static int lock_release(lua_State *L)
+static int l_isatty(lua_State *L)
 {
-    llock *k = luaL_checkudata(L, 1, LOCK_T);
-    int was = k->fd >= 0;
-    if (was) {
-        flock(k->fd, LOCK_UN);
-        close(k->fd);
-        k->fd = -1;
-    }
-    lua_pushboolean(L, was);
+    lua_Integer fd = luaL_checkinteger(L, 1);
+    lua_pushboolean(L, fd >= 0 && fd <= INT_MAX && isatty((int)fd));
     return 1;
 }
 
-/* sys.lock(path) -> Lock | nil, msg, code: waits for an exclusive lock on
- * the file (created if missing); released by lock:free(), __close or __gc,
- * and by the process's death. */
-static int l_lock(lua_State *L)
+/* ---- signal traps ---- */
+
+static volatile sig_atomic_t trap_got;   /* the first signal caught, 0 before */
+static struct sigaction trap_old[NSIG];
+static unsigned char trap_set[NSIG];
+
+/* The first signal is recorded for the program to act on (drain, store,
+ * exit); a second means "now": the default disposition, raised again. */
+static void trap_handler(int sig)
 {
-    const char *path = luaL_checkstring(L, 1);
-    llock *k = lua_newuserdatauv(L, sizeof *k, 0);
-    k->fd = -1;
-    if (luaL_newmetatable(L, LOCK_T)) {
-        lua_pushcfunction(L, lock_release);
-        lua_setfield(L, -2, "__gc");
-        lua_pushcfunction(L, lock_release);
-        lua_setfield(L, -2, "__close");
-        lua_newtable(L);
-        lua_pushcfunction(L, lock_release);
-        lua_setfield(L, -2, "free");
-        lua_setfield(L, -2, "__index");
+    if (trap_got) {
+        signal(sig, SIG_DFL);
+        raise(sig);
+        return;
     }
-    lua_setmetatable(L, -2);
-    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    if (fd < 0) {
-        int e = errno;
-        luaL_pushfail(L);
-        lua_pushfstring(L, "cannot open lock file %s: %s", path, strerror(e));
-        lua_pushstring(L, "EIO");
-        return 3;
+    trap_got = sig;
+}
+
+static void untrap_all(void)
+{
+    for (int s = 1; s < NSIG; s++)
+        if (trap_set[s]) {
+            sigaction(s, &trap_old[s], NULL);
+            trap_set[s] = 0;
+        }
+}
+
+static int l_trap(lua_State *L)
+{
+    int n = lua_gettop(L);
+    int sigs[16];
+    if (n < 1 || n > 16)
+        return luaL_error(L, "sys.trap: name 1 to 16 signals");
+    for (int i = 1; i <= n; i++) {
+        int s = signal_number(luaL_checkstring(L, i));
+        if (s == 0 || s == SIGKILL || s == SIGSTOP)
+            return luaL_argerror(L, i, "a signal that can be caught (\"INT\", \"TERM\", ...)");
+        sigs[i - 1] = s;
     }
-    while (flock(fd, LOCK_EX) != 0) {
-        if (errno == EINTR)
-            continue;
-        int e = errno;
-        close(fd);
-        luaL_pushfail(L);
-        lua_pushfstring(L, "cannot lock %s: %s", path, strerror(e));
-        lua_pushstring(L, "EIO");
-        return 3;
+    trap_got = 0;
+    for (int i = 0; i < n; i++) {
+        int s = sigs[i];
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = trap_handler;
+        sigemptyset(&sa.sa_mask);
+        /* No SA_RESTART: a blocking wait returns, and the loop looks. */
+        struct sigaction old;
+        if (sigaction(s, &sa, &old) != 0)
+            return luaL_error(L, "sys.trap: sigaction: %s", strerror(errno));
+        if (!trap_set[s]) {
+            trap_old[s] = old;
+            trap_set[s] = 1;
+        }
     }
-    k->fd = fd;
+    lua_pushboolean(L, 1);
     return 1;
+}
+
+static int l_trapped(lua_State *L)
+{
+    int s = trap_got;
+    const char *name = s ? worker_signal_name(s) : NULL;
+    if (name)
+        lua_pushstring(L, name);
+    else if (s)
+        lua_pushinteger(L, s);
+    else
+        lua_pushnil(L);
+    return 1;
+}
+
+static int l_untrap(lua_State *L)
+{
+    (void)L;
+    untrap_all();
+    trap_got = 0;
+    return 0;
 }
 
 static const luaL_Reg sys_funcs[] = {
@@ -317,7 +312,10 @@ static const luaL_Reg sys_funcs[] = {
     {"signal_number", l_signal_number},
     {"mkdir", l_mkdir},
     {"remove_tree", l_remove_tree},
-    {"lock", l_lock},
+    {"isatty", l_isatty},
+    {"trap", l_trap},
+    {"trapped", l_trapped},
+    {"untrap", l_untrap},
     {NULL, NULL},
 };
 

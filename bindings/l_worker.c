@@ -51,8 +51,6 @@
 
 #define WORKER_T "klab.Worker"
 
-extern char **environ;
-
 typedef struct {
     worker *w; /* NULL once released */
 } lworker;
@@ -75,15 +73,6 @@ static lworker *new_worker(lua_State *L)
     return lw;
 }
 
-/* [-0, +1, m] Pushes a userdata block of n pointers, NULL-filled; it lives
- * while it stays on the stack. */
-static const char **push_ptrs(lua_State *L, size_t n)
-{
-    const char **p = lua_newuserdatauv(L, (n + 1) * sizeof *p, 0);
-    memset(p, 0, (n + 1) * sizeof *p);
-    return p;
-}
-
 /* [-0, +(1|2), e] argv from field "argv" of the options table at o (0: none),
  * or the default {this program, "--worker"}. What the pointers point into is
  * left on the stack (or is the caller's argv table). */
@@ -92,18 +81,7 @@ static const char **build_argv(lua_State *L, int o)
     if (o && lua_getfield(L, o, "argv") != LUA_TNIL) {
         if (!lua_istable(L, -1))
             luaL_error(L, "field 'argv' must be a list of strings");
-        int t = lua_gettop(L);
-        lua_Integer n = luaL_len(L, t);
-        if (n < 1)
-            luaL_error(L, "field 'argv' must not be empty");
-        const char **argv = push_ptrs(L, (size_t)n);
-        for (lua_Integer i = 1; i <= n; i++) {
-            if (lua_rawgeti(L, t, i) != LUA_TSTRING)
-                luaL_error(L, "argv[%d] must be a string", (int)i);
-            argv[i - 1] = lua_tostring(L, -1); /* kept alive by the argv table */
-            lua_pop(L, 1);
-        }
-        return argv;
+        return lh_strlist(L, lua_gettop(L), "argv");
     }
     char exe[PATH_MAX];
     ssize_t k = readlink("/proc/self/exe", exe, sizeof exe - 1);
@@ -115,64 +93,10 @@ static const char **build_argv(lua_State *L, int o)
         k -= (ssize_t)dl;
     lua_pushlstring(L, exe, (size_t)k);
     const char *path = lua_tostring(L, -1);
-    const char **argv = push_ptrs(L, 2);
+    const char **argv = lh_ptrs(L, 2);
     argv[0] = path;
     argv[1] = "--worker";
     return argv;
-}
-
-/* [-0, +(0|4), e] envp from field "env" (name -> string | false) merged over
- * this process's environment, or NULL (inherit) without that field. What the
- * pointers point into is left on the stack. */
-static const char **build_env(lua_State *L, int o)
-{
-    if (!o)
-        return NULL;
-    if (lua_getfield(L, o, "env") == LUA_TNIL) {
-        lua_pop(L, 1);
-        return NULL;
-    }
-    if (!lua_istable(L, -1))
-        luaL_error(L, "field 'env' must be a table of name = string|false");
-    int e = lua_gettop(L);
-    size_t n = 0, extra = 0;
-    for (char **p = environ; *p; p++)
-        n++;
-    lua_pushnil(L);
-    while (lua_next(L, e)) {
-        if (lua_type(L, -2) != LUA_TSTRING || strchr(lua_tostring(L, -2), '=') ||
-            !(lua_type(L, -1) == LUA_TSTRING || lua_type(L, -1) == LUA_TNUMBER ||
-              (lua_isboolean(L, -1) && !lua_toboolean(L, -1))))
-            luaL_error(L, "field 'env' must map names to strings or false");
-        extra++;
-        lua_pop(L, 1);
-    }
-    const char **envp = push_ptrs(L, n + extra);
-    lua_newtable(L); /* anchor for the "K=V" strings made here */
-    int anchor = lua_gettop(L);
-    size_t j = 0;
-    for (char **p = environ; *p; p++) {
-        const char *eq = strchr(*p, '=');
-        lua_pushlstring(L, *p, eq ? (size_t)(eq - *p) : strlen(*p));
-        int overridden = lua_rawget(L, e) != LUA_TNIL;
-        lua_pop(L, 1);
-        if (!overridden)
-            envp[j++] = *p;
-    }
-    lua_pushnil(L);
-    while (lua_next(L, e)) {
-        if (lua_type(L, -1) != LUA_TBOOLEAN) {
-            const char *k = lua_tostring(L, -2); /* a string key: no conversion */
-            const char *v = luaL_tolstring(L, -1, NULL);
-            lua_pushfstring(L, "%s=%s", k, v);
-            envp[j++] = lua_tostring(L, -1);
-            lua_rawseti(L, anchor, (lua_Integer)j);
-            lua_pop(L, 1); /* the tolstring copy */
-        }
-        lua_pop(L, 1);
-    }
-    envp[j] = NULL;
-    return envp;
 }
 
 static int l_spawn(lua_State *L)
@@ -204,7 +128,7 @@ static int l_spawn(lua_State *L)
         opts.path = "/proc/self/exe"; /* in the child: the same image as ours */
     if (o)
         lua_pop(L, 1);
-    opts.envp = build_env(L, o);
+    opts.envp = lh_envp(L, o);
 
     lworker *lw = new_worker(L);
     ks_status st;

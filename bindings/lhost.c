@@ -1,5 +1,9 @@
 /* lhost.c: helpers shared by the binding files. */
+#include <string.h>
+
 #include "lhost.h"
+
+extern char **environ;
 
 int lh_pushfail(lua_State *L, const ks_status *st)
 {
@@ -107,4 +111,78 @@ void lh_setbool(lua_State *L, const char *k, int v)
 {
     lua_pushboolean(L, v);
     lua_setfield(L, -2, k);
+}
+
+const char **lh_ptrs(lua_State *L, size_t n)
+{
+    const char **p = lua_newuserdatauv(L, (n + 1) * sizeof *p, 0);
+    memset(p, 0, (n + 1) * sizeof *p);
+    return p;
+}
+
+const char **lh_strlist(lua_State *L, int t, const char *what)
+{
+    t = lua_absindex(L, t);
+    lua_Integer n = luaL_len(L, t);
+    if (n < 1)
+        luaL_error(L, "field '%s' must not be empty", what);
+    const char **v = lh_ptrs(L, (size_t)n);
+    for (lua_Integer i = 1; i <= n; i++) {
+        if (lua_rawgeti(L, t, i) != LUA_TSTRING)
+            luaL_error(L, "%s[%d] must be a string", what, (int)i);
+        v[i - 1] = lua_tostring(L, -1); /* kept alive by the table at t */
+        lua_pop(L, 1);
+    }
+    return v;
+}
+
+const char **lh_envp(lua_State *L, int o)
+{
+    if (!o)
+        return NULL;
+    if (lua_getfield(L, o, "env") == LUA_TNIL) {
+        lua_pop(L, 1);
+        return NULL;
+    }
+    if (!lua_istable(L, -1))
+        luaL_error(L, "field 'env' must be a table of name = string|false");
+    int e = lua_gettop(L);
+    size_t n = 0, extra = 0;
+    for (char **p = environ; *p; p++)
+        n++;
+    lua_pushnil(L);
+    while (lua_next(L, e)) {
+        if (lua_type(L, -2) != LUA_TSTRING || strchr(lua_tostring(L, -2), '=') ||
+            !(lua_type(L, -1) == LUA_TSTRING || lua_type(L, -1) == LUA_TNUMBER ||
+              (lua_isboolean(L, -1) && !lua_toboolean(L, -1))))
+            luaL_error(L, "field 'env' must map names to strings or false");
+        extra++;
+        lua_pop(L, 1);
+    }
+    const char **envp = lh_ptrs(L, n + extra);
+    lua_newtable(L); /* anchor for the "K=V" strings made here */
+    int anchor = lua_gettop(L);
+    size_t j = 0;
+    for (char **p = environ; *p; p++) {
+        const char *eq = strchr(*p, '=');
+        lua_pushlstring(L, *p, eq ? (size_t)(eq - *p) : strlen(*p));
+        int overridden = lua_rawget(L, e) != LUA_TNIL;
+        lua_pop(L, 1);
+        if (!overridden)
+            envp[j++] = *p;
+    }
+    lua_pushnil(L);
+    while (lua_next(L, e)) {
+        if (lua_type(L, -1) != LUA_TBOOLEAN) {
+            const char *k = lua_tostring(L, -2); /* a string key: no conversion */
+            const char *v = luaL_tolstring(L, -1, NULL);
+            lua_pushfstring(L, "%s=%s", k, v);
+            envp[j++] = lua_tostring(L, -1);
+            lua_rawseti(L, anchor, (lua_Integer)j);
+            lua_pop(L, 1); /* the tolstring copy */
+        }
+        lua_pop(L, 1);
+    }
+    envp[j] = NULL;
+    return envp;
 }

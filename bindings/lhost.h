@@ -43,4 +43,19 @@ void lh_setnum(lua_State *L, const char *k, lua_Number v);
 void lh_setstr(lua_State *L, const char *k, const char *v);
 void lh_setbool(lua_State *L, const char *k, int v);
 
+/* [-0, +1, m] Pushes a userdata block of n + 1 pointers, NULL-filled (the
+ * last ends the list); it lives while it stays on the stack. */
+const char **lh_ptrs(lua_State *L, size_t n);
+
+/* [-0, +1, e] The list of strings at index t as a NULL-terminated array
+ * (pushed; the strings stay alive through the table at t). Raises, naming
+ * `what`, on an empty list or a non-string element. */
+const char **lh_strlist(lua_State *L, int t, const char *what);
+
+/* [-0, +(0|3), e] envp from field "env" (name -> string | false) of the
+ * options table at o (0: none) merged over this process's environment, or
+ * NULL (inherit) without that field. What the pointers point into is left
+ * on the stack. */
+const char **lh_envp(lua_State *L, int o);
+
 #endif

@@ -31,8 +31,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/fs.h"
 #include "compile/cubin.h"
+#include "compile/includes.h"
 #include "driver/dynlib.h"
+#include "proc/spawn.h"
 
 #define JIT_MAX_SOURCE (64u << 20)      /* larger inputs are refused */
 #define JIT_MAX_OUTPUT (16u << 20)      /* subprocess output kept */
@@ -65,6 +68,12 @@ static const char *display_name(const jit_request *req)
     return req->name && *req->name ? req->name : "<source>";
 }
 
+/* NVRTC's program name, which its messages (and the include check's) use. */
+static const char *cuda_name(const jit_request *req)
+{
+    return req->name && *req->name ? req->name : "kernel.cu";
+}
+
 static int ends_with(const char *s, const char *suffix)
 {
     size_t a = strlen(s), b = strlen(suffix);
@@ -83,6 +92,9 @@ static void first_error(const char *log, char *buf, size_t n)
         for (size_t i = 0; i < len; i++)
             if (!isspace((unsigned char)p[i]))
                 blank = 0;
+        /* ptxas ends every failure with this summary; the cause is above. */
+        if (!blank && len >= 34 && memmem(p, len, "Ptx assembly aborted due to errors", 34))
+            blank = 1;
         if (!blank && !first)
             first = p;
         if (!blank && !best) {
@@ -338,119 +350,50 @@ static int check_cubin(const cubin_info *ci, ks_status *st)
 /* ---- subprocesses ------------------------------------------------------- */
 
 /* Runs argv[0] (a path) with argv in directory cwd (NULL: unchanged),
- * stdin from /dev/null, stdout and stderr captured together into *out
- * (NUL-terminated). *status gets the wait status. KS_ETIMEOUT after
- * timeout_ms (the child is killed). */
-static int run_capture(char *const argv[], const char *cwd, int timeout_ms, char **out,
-                       size_t *outlen, int *status, ks_status *st)
+ * stdin from /dev/null, stdout and stderr captured together into r->out,
+ * under req's limits when req is not NULL. KS_ETIMEOUT after timeout_ms
+ * (the child's group is killed). Free r with spawn_result_free. */
+static int run_capture(const char *const argv[], const char *cwd, int timeout_ms, const jit_request *req,
+                       spawn_result *r, ks_status *st)
 {
-    *out = NULL;
-    *outlen = 0;
-    *status = -1;
-    int fds[2];
-    if (pipe2(fds, O_CLOEXEC) != 0)
-        return ks_fail(st, KS_EIO, errno, "pipe: %s", strerror(errno));
-    int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
-    if (devnull < 0) {
-        int e = errno;
-        close(fds[0]);
-        close(fds[1]);
-        return ks_fail(st, KS_EIO, e, "/dev/null: %s", strerror(e));
+    spawn_opts o;
+    memset(&o, 0, sizeof o);
+    o.argv = argv;
+    o.cwd = cwd;
+    o.out = SPAWN_CAPTURE;
+    o.err = SPAWN_TO_STDOUT;
+    o.capture_max = JIT_MAX_OUTPUT;
+    int ms = timeout_ms > 0 ? timeout_ms : JIT_DEFAULT_TIMEOUT_MS;
+    o.timeout_s = ms / 1000.0;
+    if (req) {
+        o.limit_as = req->limit_memory;
+        o.watch_rss = req->limit_memory;
+        o.limit_cpu = req->limit_cpu_s;
     }
-    size_t cap = 4096, len = 0;
-    char *buf = malloc(cap);
-    if (!buf) {
-        close(fds[0]);
-        close(fds[1]);
-        close(devnull);
-        return ks_fail(st, KS_ENOMEM, 0, "out of memory");
-    }
-    pid_t pid = fork();
-    if (pid < 0) {
-        int e = errno;
-        close(fds[0]);
-        close(fds[1]);
-        close(devnull);
-        free(buf);
-        return ks_fail(st, KS_EIO, e, "fork: %s", strerror(e));
-    }
-    if (pid == 0) {
-        /* Child: only async-signal-safe calls until exec. */
-        sigset_t none;
-        sigemptyset(&none);
-        sigprocmask(SIG_SETMASK, &none, NULL);
-        signal(SIGPIPE, SIG_DFL);
-        if (cwd && chdir(cwd) != 0)
-            _exit(126);
-        if (dup2(devnull, 0) < 0 || dup2(fds[1], 1) < 0 || dup2(fds[1], 2) < 0)
-            _exit(126);
-        execv(argv[0], argv);
-        _exit(127);
-    }
-    close(fds[1]);
-    close(devnull);
-
-    int rc = KS_OK;
-    double deadline = now_ms() + (timeout_ms > 0 ? timeout_ms : JIT_DEFAULT_TIMEOUT_MS);
-    for (;;) {
-        int left = (int)(deadline - now_ms());
-        if (left <= 0) {
-            rc = ks_fail(st, KS_ETIMEOUT, 0, "%s took longer than %d ms and was killed", argv[0],
-                         timeout_ms > 0 ? timeout_ms : JIT_DEFAULT_TIMEOUT_MS);
-            kill(pid, SIGKILL);
-            break;
-        }
-        struct pollfd pfd = {fds[0], POLLIN, 0};
-        int pr = poll(&pfd, 1, left);
-        if (pr < 0) {
-            if (errno == EINTR)
-                continue;
-            rc = ks_fail(st, KS_EIO, errno, "poll: %s", strerror(errno));
-            kill(pid, SIGKILL);
-            break;
-        }
-        if (pr == 0)
-            continue;
-        if (len + 1 >= cap && cap < JIT_MAX_OUTPUT) {
-            char *nb = realloc(buf, cap * 2);
-            if (nb) {
-                buf = nb;
-                cap *= 2;
-            }
-        }
-        char sink[4096];
-        ssize_t r;
-        if (len + 1 < cap)
-            r = read(fds[0], buf + len, cap - 1 - len);
-        else
-            r = read(fds[0], sink, sizeof sink);     /* over the limit: drain */
-        if (r < 0) {
-            if (errno == EINTR || errno == EAGAIN)
-                continue;
-            rc = ks_fail(st, KS_EIO, errno, "read: %s", strerror(errno));
-            kill(pid, SIGKILL);
-            break;
-        }
-        if (r == 0)
-            break;
-        if (len + 1 < cap)
-            len += (size_t)r;
-    }
-    close(fds[0]);
-    int ws = 0;
-    pid_t w;
-    do
-        w = waitpid(pid, &ws, 0);
-    while (w < 0 && errno == EINTR);
-    if (w == pid)
-        *status = ws;
-    buf[len] = '\0';
-    if (rc) {
-        free(buf);
+    int rc = spawn_run(&o, r, st);
+    if (rc)
         return rc;
+    if (r->end == SPAWN_TIMED_OUT) {
+        spawn_result_free(r);
+        return ks_fail(st, KS_ETIMEOUT, 0, "%s took longer than %d ms and was killed", argv[0], ms);
     }
-    *out = buf;
-    *outlen = len;
+    return KS_OK;
+}
+
+/* When the compiler's child ended by one of req's limits: KS_ECOMPILE
+ * naming that limit. KS_OK otherwise. */
+static int limit_failure(const jit_request *req, const spawn_result *r, ks_status *st)
+{
+    char lim[64];
+    if (req->limit_memory > 0) {
+        spawn_format_bytes(req->limit_memory, lim, sizeof lim);
+        if (r->end == SPAWN_OVER_MEMORY)
+            return ks_fail(st, KS_ECOMPILE, 0, "%s: the compiler exceeded its %s memory limit",
+                           display_name(req), lim);
+    }
+    if (req->limit_cpu_s > 0 && r->signal == SIGXCPU)
+        return ks_fail(st, KS_ECOMPILE, 0, "%s: the compiler exceeded its %d s CPU limit", display_name(req),
+                       req->limit_cpu_s);
     return KS_OK;
 }
 
@@ -525,27 +468,25 @@ static int ptxas_get_facts(ptxas_facts *f, ks_status *st)
                          path);
             goto out;
         }
-        char *argv[] = {path, "--version", NULL};
-        char *text = NULL;
-        size_t len;
-        int ws;
-        rc = run_capture(argv, NULL, 30000, &text, &len, &ws, st);
+        const char *argv[] = {path, "--version", NULL};
+        spawn_result sr;
+        rc = run_capture(argv, NULL, 30000, NULL, &sr, st);
         if (rc)
             goto out;
         /* "Cuda compilation tools, release 13.0, V13.0.88" */
-        const char *v = strstr(text, ", V");
-        if (!WIFEXITED(ws) || WEXITSTATUS(ws) != 0 || !v) {
+        const char *v = strstr(sr.out, ", V");
+        if (!sr.exited || sr.exit_code != 0 || !v) {
             rc = ks_fail(st, KS_ENOTFOUND, 0, "%s --version gave no version (is it ptxas?)", path);
-            free(text);
+            spawn_result_free(&sr);
             goto out;
         }
         size_t vl = strcspn(v + 3, " \r\n");
         snprintf(facts.version, sizeof facts.version, "%.*s", (int)(vl < 60 ? vl : 60), v + 3);
-        free(text);
-        char *hargv[] = {path, "--help", NULL};
-        if (run_capture(hargv, NULL, 30000, &text, &len, &ws, st) == KS_OK) {
-            facts.targets = parse_targets(text);
-            free(text);
+        spawn_result_free(&sr);
+        const char *hargv[] = {path, "--help", NULL};
+        if (run_capture(hargv, NULL, 30000, NULL, &sr, st) == KS_OK) {
+            facts.targets = parse_targets(sr.out);
+            spawn_result_free(&sr);
         }
         ks_clear(st);
         snprintf(facts.path, sizeof facts.path, "%s", path);
@@ -974,61 +915,19 @@ int jit_cache_dir(char *buf, size_t n, ks_status *st)
     return ks_fail(st, KS_ENOTFOUND, 0, "no cache directory: set KLAB_CACHE_DIR, XDG_CACHE_HOME or HOME");
 }
 
-/* mkdir -p */
-static int make_dirs(const char *path)
-{
-    char tmp[1024];
-    if (snprintf(tmp, sizeof tmp, "%s", path) >= (int)sizeof tmp)
-        return -1;
-    for (char *p = tmp + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        if (mkdir(tmp, 0755) != 0 && errno != EEXIST)
-            return -1;
-        *p = '/';
-    }
-    if (mkdir(tmp, 0755) != 0 && errno != EEXIST)
-        return -1;
-    return 0;
-}
-
 static int entry_path(const char *dir, const char *hash, char *buf, size_t n)
 {
     return snprintf(buf, n, "%s/%s.kjit", dir, hash) < (int)n ? 0 : -1;
 }
 
-/* Reads a whole file (up to limit bytes). NULL on any failure. */
+/* Reads a whole regular file (up to limit bytes). NULL on any failure. */
 static unsigned char *read_file(const char *path, size_t limit, size_t *len)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
+    char *b = NULL;
+    ks_status ignored;
+    if (fs_read(path, limit, &b, len, &ignored) != KS_OK)
         return NULL;
-    struct stat sb;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || (uint64_t)sb.st_size > limit) {
-        close(fd);
-        return NULL;
-    }
-    size_t n = (size_t)sb.st_size;
-    unsigned char *b = malloc(n + 1);
-    size_t got = 0;
-    while (b && got < n) {
-        ssize_t r = read(fd, b + got, n - got);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0) {
-            free(b);
-            b = NULL;
-            break;
-        }
-        got += (size_t)r;
-    }
-    close(fd);
-    if (b) {
-        b[n] = '\0';
-        *len = n;
-    }
-    return b;
+    return (unsigned char *)b;
 }
 
 /* Entry layout: a text header, the blobs, then the SHA-256 (hex + '\n') of
@@ -1120,9 +1019,9 @@ static int write_all(int fd, const void *p, size_t n)
 static void cache_store(const char *dir, jit_result *r)
 {
     char path[1100], tmp[1100];
-    if (make_dirs(dir) != 0) {
-        snprintf(r->cache_note, sizeof r->cache_note, "cannot create cache directory: %s",
-                 strerror(errno));
+    ks_status mst;
+    if (fs_mkdirs(dir, &mst) != KS_OK) {
+        snprintf(r->cache_note, sizeof r->cache_note, "%.190s", mst.msg);
         return;
     }
     if (entry_path(dir, r->hash, path, sizeof path) != 0 ||
@@ -1222,21 +1121,37 @@ static int write_file(const char *path, const void *p, size_t n)
     return bad;
 }
 
-static void remove_tree(const char *dir)
+/* ptxas names its input by the file it was given, a copy in a temporary
+ * folder: "ptxas kernel.ptx, line 5; error : ...". Names the user's file
+ * instead, in r->log. */
+static void ptxas_names_file(jit_result *r, const char *in, const char *name)
 {
-    DIR *d = opendir(dir);
-    if (d) {
-        struct dirent *e;
-        char p[1400];
-        while ((e = readdir(d)) != NULL) {
-            if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-                continue;
-            snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-            unlink(p);
-        }
-        closedir(d);
+    char from[200], to[1200];
+    snprintf(from, sizeof from, "ptxas %s, line ", in);
+    snprintf(to, sizeof to, "ptxas %s, line ", name);
+    size_t fl = strlen(from), tl = strlen(to), count = 0;
+    if (!strcmp(from, to) || !r->log)
+        return;
+    for (const char *p = r->log; (p = strstr(p, from)) != NULL; p += fl)
+        count++;
+    if (!count)
+        return;
+    size_t nlen = r->log_size + count * tl - count * fl;
+    char *b = malloc(nlen + 1), *w = b;
+    if (!b)
+        return;
+    const char *p = r->log, *q;
+    while ((q = strstr(p, from)) != NULL) {
+        memcpy(w, p, (size_t)(q - p));
+        w += q - p;
+        memcpy(w, to, tl);
+        w += tl;
+        p = q + fl;
     }
-    rmdir(dir);
+    size_t rest = r->log_size - (size_t)(p - r->log);
+    memcpy(w, p, rest);
+    w[rest] = '\0';
+    set_log(r, b, (size_t)(w + rest - b));
 }
 
 /* ptxas -arch=<arch> -v [-lineinfo] [options] in.ptx -o out.cubin, whole
@@ -1245,11 +1160,8 @@ static int compile_ptx(const jit_request *req, jit_result *r, ks_status *st)
 {
     char ptxas[1024], dir[1024], in[128], cubin_path[1200], archopt[64];
     jit_ptxas_path(ptxas, sizeof ptxas);
-    const char *tmpdir = getenv("TMPDIR");
-    snprintf(dir, sizeof dir, "%s/klab-ptxas-XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
-    if (!mkdtemp(dir))
-        return ks_fail(st, KS_EIO, errno, "cannot create a temporary directory in %s: %s",
-                       tmpdir && *tmpdir ? tmpdir : "/tmp", strerror(errno));
+    if (fs_mkdtemp("klab-ptxas-", dir, sizeof dir, st))
+        return st->code;
     input_name(req, in, sizeof in);
     char inpath[1200];
     snprintf(inpath, sizeof inpath, "%s/%s", dir, in);
@@ -1277,29 +1189,32 @@ static int compile_ptx(const jit_request *req, jit_result *r, ks_status *st)
     argv[a++] = "-o";
     argv[a++] = "out.cubin";
     argv[a] = NULL;
-    char *log = NULL;
-    size_t loglen = 0;
-    int ws = 0;
+    spawn_result sr;
     double t0 = now_ms();
-    rc = run_capture((char *const *)argv, dir, req->timeout_ms, &log, &loglen, &ws, st);
+    rc = run_capture(argv, dir, req->timeout_ms, req, &sr, st);
     r->compile_ms = now_ms() - t0;
     free(argv);
     if (rc)
         goto out;
-    set_log(r, log, loglen);
-    if (!WIFEXITED(ws) || WEXITSTATUS(ws) != 0) {
+    set_log(r, sr.out, sr.out_len);
+    sr.out = NULL;
+    ptxas_names_file(r, in, display_name(req));
+    if (!sr.exited || sr.exit_code != 0) {
         char first[300];
         first_error(r->log, first, sizeof first);
-        if (WIFSIGNALED(ws))
-            rc = ks_fail(st, KS_ECHILD, WTERMSIG(ws), "ptxas was killed by signal %d: %s",
-                         WTERMSIG(ws), first);
+        if ((rc = limit_failure(req, &sr, st)))
+            ;
+        else if (!sr.exited)
+            rc = ks_fail(st, KS_ECHILD, sr.signal, "ptxas was killed by signal %d: %s", sr.signal, first);
         else if (strstr(r->log, "is not defined for option 'gpu-name'"))
             rc = ks_fail(st, KS_EREJECT, 0, "ptxas does not know the target %s: %s", req->arch, first);
         else
-            rc = ks_fail(st, KS_ECOMPILE, WIFEXITED(ws) ? WEXITSTATUS(ws) : -1,
-                         "%s: ptxas failed for %s: %s", display_name(req), req->arch, first);
+            rc = ks_fail(st, KS_ECOMPILE, sr.exit_code, "%s: ptxas failed for %s: %s", display_name(req),
+                         req->arch, first);
+        spawn_result_free(&sr);
         goto out;
     }
+    spawn_result_free(&sr);
     size_t n = 0;
     r->cubin = read_file(cubin_path, JIT_MAX_ENTRY, &n);
     if (!r->cubin) {
@@ -1312,7 +1227,10 @@ static int compile_ptx(const jit_request *req, jit_result *r, ks_status *st)
     if (!r->ptx)
         rc = ks_fail(st, KS_ENOMEM, 0, "out of memory");
 out:
-    remove_tree(dir);
+    {
+        ks_status ignored;
+        (void)fs_remove_tree(dir, &ignored);
+    }
     return rc;
 }
 
@@ -1350,12 +1268,86 @@ static int nvrtc_reject_reason(const char *log, const char *arch, ks_status *st)
     return KS_OK;
 }
 
+/* NVRTC writes locations as "NAME(LINE): "; klab's messages, like every
+ * compiler's, read "NAME:LINE: ". Rewrites them in r->log in place (the
+ * text only gets shorter). */
+static void name_locations(jit_result *r, const char *name)
+{
+    size_t nl = strlen(name);
+    if (!nl || !r->log)
+        return;
+    char *w = r->log;
+    const char *p = r->log, *end = r->log + r->log_size;
+    while (p < end) {
+        if ((size_t)(end - p) > nl + 2 && memcmp(p, name, nl) == 0 && p[nl] == '(' &&
+            isdigit((unsigned char)p[nl + 1])) {
+            const char *q = p + nl + 1;
+            while (q < end && isdigit((unsigned char)*q))
+                q++;
+            if (q < end && *q == ')') {
+                memmove(w, p, nl);
+                w += nl;
+                *w++ = ':';
+                size_t dl = (size_t)(q - (p + nl + 1));
+                memmove(w, p + nl + 1, dl);
+                w += dl;
+                p = q + 1;
+                continue;
+            }
+        }
+        *w++ = *p++;
+    }
+    *w = '\0';
+    r->log_size = (size_t)(w - r->log);
+}
+
+/* Keeps at most max bytes of *text: its head and tail around a line
+ * "[... N bytes cut]", cut at line ends where there are some. */
+static void bound_text(char **text, size_t *len, size_t max)
+{
+    if (!*text || *len <= max)
+        return;
+    size_t head = max / 2, tail = max / 2 - 64;
+    const char *s = *text;
+    for (size_t k = head; k > head / 2; k--)
+        if (s[k - 1] == '\n') {
+            head = k;
+            break;
+        }
+    size_t tstart = *len - tail;
+    for (size_t k = tstart; k < *len && k < tstart + tail / 2; k++)
+        if (s[k] == '\n') {
+            tstart = k + 1;
+            break;
+        }
+    char mark[64];
+    int ml = snprintf(mark, sizeof mark, "[... %zu bytes cut]\n", tstart - head);
+    size_t nlen = head + (size_t)ml + (*len - tstart);
+    char *b = malloc(nlen + 1);
+    if (!b)
+        return;
+    memcpy(b, s, head);
+    memcpy(b + head, mark, (size_t)ml);
+    memcpy(b + head + (size_t)ml, s + tstart, *len - tstart);
+    b[nlen] = '\0';
+    free(*text);
+    *text = b;
+    *len = nlen;
+}
+
 static int compile_cuda(const jit_request *req, const nvrtc_api *api, jit_result *r, ks_status *st)
 {
-    char archopt[64], inc[1100];
+    char archopt[64], inc[INCLUDES_MAX_ROOTS][4100];
     snprintf(archopt, sizeof archopt, "-arch=%s", req->arch);
-    snprintf(inc, sizeof inc, "-I%s/include", dynlib_cuda_home());
-    const char **opts = calloc((size_t)req->noptions + 8, sizeof *opts);
+    /* The folders the include check allows, and no other. */
+    char roots[INCLUDES_MAX_ROOTS][4096];
+    int nroots;
+    includes_toolkit_roots(roots, &nroots);
+    if (nroots == 0) {
+        snprintf(roots[0], sizeof roots[0], "%s/include", dynlib_cuda_home());
+        nroots = 1;
+    }
+    const char **opts = calloc((size_t)req->noptions + 8 + INCLUDES_MAX_ROOTS, sizeof *opts);
     char *src = dupn(req->source, req->source_len);
     int rc = KS_OK;
     void *prog = NULL;
@@ -1370,10 +1362,16 @@ static int compile_cuda(const jit_request *req, const nvrtc_api *api, jit_result
     opts[n++] = "--ptxas-options=-v";
     opts[n++] = "-std=c++17";
     opts[n++] = "-default-device";
-    opts[n++] = inc;
+    /* The program is named by the user's path: without this NVRTC would
+     * search that folder for includes. */
+    opts[n++] = "-no-source-include";
+    for (int i = 0; i < nroots; i++) {
+        snprintf(inc[i], sizeof inc[i], "-I%s", roots[i]);
+        opts[n++] = inc[i];
+    }
     for (int i = 0; i < req->noptions; i++)
         opts[n++] = req->options[i];
-    const char *name = req->name && *req->name ? req->name : "kernel.cu";
+    const char *name = cuda_name(req);
     double t0 = now_ms();
     int res = api->create(&prog, src, name, 0, NULL, NULL);
     if (res != 0) {
@@ -1387,6 +1385,7 @@ static int compile_cuda(const jit_request *req, const nvrtc_api *api, jit_result
         if (log && api->log(prog, log) == 0) {
             log[ls] = '\0';
             set_log(r, log, strlen(log));
+            name_locations(r, name);
         } else
             free(log);
     }
@@ -1425,7 +1424,212 @@ out:
     return rc;
 }
 
+/* ---- NVRTC under limits ------------------------------------------------- */
+
+/* NVRTC is a library: to hold it to memory and CPU limits, candidate code
+ * is compiled in a forked child (spawn_opts.fn) rather than by exec'ing a
+ * compile mode of klab, so that the C library needs no program of its own
+ * and the child inherits the NVRTC already loaded. The child writes its
+ * outcome to its standard output: "KJC1", rc, code, sub, compile_ms, then
+ * the message, log, PTX and cubin, each as a 64-bit length and bytes. */
+#define JIT_CHILD_LOG_MAX ((size_t)4 << 20)
+
+typedef struct cuda_child {
+    const jit_request *req;
+    const nvrtc_api *api;
+} cuda_child;
+
+static int put_blob(int fd, const void *p, size_t n)
+{
+    uint64_t len = n;
+    return write_all(fd, &len, sizeof len) || (n && write_all(fd, p, n));
+}
+
+static int cuda_child_main(void *arg)
+{
+    const cuda_child *c = arg;
+    ks_status st;
+    ks_clear(&st);
+    jit_result *r = result_new(c->req, JIT_LANG_CUDA);
+    if (!r)
+        return 3;
+    int32_t head[3];
+    head[0] = compile_cuda(c->req, c->api, r, &st);
+    head[1] = st.code;
+    head[2] = st.sub;
+    bound_text(&r->log, &r->log_size, JIT_CHILD_LOG_MAX);
+    int bad = write_all(1, "KJC1", 4) || write_all(1, head, sizeof head) ||
+              write_all(1, &r->compile_ms, sizeof r->compile_ms) || put_blob(1, st.msg, strlen(st.msg)) ||
+              put_blob(1, r->log, r->log_size) || put_blob(1, r->ptx, r->ptx ? r->ptx_size : 0) ||
+              put_blob(1, r->cubin, r->cubin ? r->cubin_size : 0);
+    return bad ? 2 : 0;
+}
+
+/* Reads one blob of the child's answer into a new NUL-terminated buffer. */
+static int get_blob(const char **p, const char *end, char **out, size_t *len)
+{
+    uint64_t n;
+    if ((size_t)(end - *p) < sizeof n)
+        return -1;
+    memcpy(&n, *p, sizeof n);
+    *p += sizeof n;
+    if (n > (uint64_t)(end - *p))
+        return -1;
+    *out = malloc((size_t)n + 1);
+    if (!*out)
+        return -1;
+    memcpy(*out, *p, (size_t)n);
+    (*out)[n] = '\0';
+    *len = (size_t)n;
+    *p += n;
+    return 0;
+}
+
+#if !defined(__SANITIZE_ADDRESS__)
+/* This process's virtual size in bytes (0 when unknown). */
+static long long virtual_bytes(void)
+{
+    FILE *f = fopen("/proc/self/statm", "re");
+    unsigned long long pages = 0;
+    if (f) {
+        if (fscanf(f, "%llu", &pages) != 1)
+            pages = 0;
+        fclose(f);
+    }
+    return (long long)pages * (long long)sysconf(_SC_PAGESIZE);
+}
+#endif
+
+static int compile_cuda_limited(const jit_request *req, const nvrtc_api *api, jit_result *r, ks_status *st)
+{
+    cuda_child c = {req, api};
+    spawn_opts o;
+    memset(&o, 0, sizeof o);
+    o.fn = cuda_child_main;
+    o.fn_arg = &c;
+    o.out = SPAWN_CAPTURE;
+    o.err = SPAWN_CAPTURE; /* how it died, when it did */
+    o.capture_max = JIT_MAX_ENTRY;
+    int ms = req->timeout_ms > 0 ? req->timeout_ms : JIT_DEFAULT_TIMEOUT_MS;
+    o.timeout_s = ms / 1000.0;
+    o.limit_cpu = req->limit_cpu_s;
+    if (req->limit_memory > 0) {
+        /* The child starts as a copy of this process: its address space may
+         * grow by the limit. In a sanitizer build, whose allocator reserves
+         * terabytes up front and fails its own way at such a limit, the
+         * watch on resident growth alone holds it. */
+        o.watch_rss = req->limit_memory;
+#if !defined(__SANITIZE_ADDRESS__)
+        long long vsz = virtual_bytes();
+        o.limit_as = vsz > 0 ? vsz + req->limit_memory : 0;
+#endif
+    }
+    spawn_result sr;
+    double t0 = now_ms();
+    int rc = spawn_run(&o, &sr, st);
+    if (rc)
+        return rc;
+    if (sr.end == SPAWN_TIMED_OUT) {
+        spawn_result_free(&sr);
+        return ks_fail(st, KS_ETIMEOUT, 0, "%s: the compiler took longer than %d ms and was killed",
+                       display_name(req), ms);
+    }
+    if ((rc = limit_failure(req, &sr, st))) {
+        spawn_result_free(&sr);
+        return rc;
+    }
+    const char *p = sr.out, *end = sr.out + sr.out_len;
+    int32_t head[3];
+    char *msg = NULL, *log = NULL, *ptx = NULL, *cubin = NULL;
+    size_t msgl = 0, logl = 0, ptxl = 0, cubl = 0;
+    int ok = sr.exited && sr.exit_code == 0 && sr.out_len >= 4 + sizeof head + sizeof r->compile_ms &&
+             memcmp(p, "KJC1", 4) == 0;
+    if (ok) {
+        p += 4;
+        memcpy(head, p, sizeof head);
+        p += sizeof head;
+        memcpy(&r->compile_ms, p, sizeof r->compile_ms);
+        p += sizeof r->compile_ms;
+        ok = get_blob(&p, end, &msg, &msgl) == 0 && get_blob(&p, end, &log, &logl) == 0 &&
+             get_blob(&p, end, &ptx, &ptxl) == 0 && get_blob(&p, end, &cubin, &cubl) == 0;
+    }
+    if (!ok) {
+        char how[128];
+        spawn_describe(&sr, o.timeout_s, how, sizeof how);
+        /* Out of address space, NVRTC cannot always say so: it may abort,
+         * or its allocator may say so on stderr and exit. */
+        int said_memory = sr.err && (strcasestr(sr.err, "memory") || strcasestr(sr.err, "allocat"));
+        char lim[64];
+        spawn_format_bytes(req->limit_memory, lim, sizeof lim);
+        if (req->limit_memory > 0 && said_memory) {
+            rc = ks_fail(st, KS_ECOMPILE, sr.signal, "%s: the compiler exceeded its %s memory limit",
+                         display_name(req), lim);
+        } else if (req->limit_memory > 0 && !sr.exited) {
+            rc = ks_fail(st, KS_ECOMPILE, sr.signal,
+                         "%s: the compiler %s (it may have exceeded its %s memory limit)", display_name(req), how,
+                         lim);
+        } else {
+            rc = ks_fail(st, KS_ECHILD, sr.signal, "%s: the compiler process %s without a result",
+                         display_name(req), how);
+        }
+        free(msg);
+        free(log);
+        free(ptx);
+        free(cubin);
+        spawn_result_free(&sr);
+        if (r->compile_ms == 0)
+            r->compile_ms = now_ms() - t0;
+        return rc;
+    }
+    spawn_result_free(&sr);
+    set_log(r, log, logl);
+    if (ptxl) {
+        r->ptx = ptx;
+        r->ptx_size = ptxl;
+    } else
+        free(ptx);
+    if (cubl) {
+        r->cubin = (unsigned char *)cubin;
+        r->cubin_size = cubl;
+    } else
+        free(cubin);
+    rc = head[0];
+    if (rc) {
+        st->code = head[1];
+        st->sub = head[2];
+        snprintf(st->msg, sizeof st->msg, "%s", msg);
+        if (req->limit_memory > 0 && (strstr(st->msg, "OUT_OF_MEMORY") || strstr(st->msg, "out of memory"))) {
+            char lim[64];
+            spawn_format_bytes(req->limit_memory, lim, sizeof lim);
+            rc = ks_fail(st, KS_ECOMPILE, head[2], "%s: the compiler exceeded its %s memory limit",
+                         display_name(req), lim);
+        }
+    }
+    free(msg);
+    return rc;
+}
+
 /* ---- the entry point ---------------------------------------------------- */
+
+/* The include check of an untrusted CUDA source. A refusal is KS_ECOMPILE
+ * with a result whose log is the reason, as for any compile error. */
+static int check_includes(const jit_request *req, jit_result **out, ks_status *st)
+{
+    char roots[INCLUDES_MAX_ROOTS][4096];
+    int nroots;
+    includes_toolkit_roots(roots, &nroots);
+    int rc = includes_check(req->source, req->source_len, cuda_name(req), roots, nroots, st);
+    if (rc != KS_ECOMPILE)
+        return rc;
+    jit_result *r = result_new(req, JIT_LANG_CUDA);
+    if (r) {
+        char *log = dupn(st->msg, strlen(st->msg));
+        if (log)
+            set_log(r, log, strlen(log));
+        *out = r;
+    }
+    return rc;
+}
 
 int jit_compile(const jit_request *req, jit_result **out, ks_status *st)
 {
@@ -1446,6 +1650,8 @@ int jit_compile(const jit_request *req, jit_result **out, ks_status *st)
     if ((rc = check_options(req, lang, st)))
         return rc;
     if (lang == JIT_LANG_PTX && (rc = jit_check_ptx(req->source, req->source_len, st)))
+        return rc;
+    if (lang == JIT_LANG_CUDA && !req->trusted && (rc = check_includes(req, out, st)))
         return rc;
     if ((rc = jit_check_arch(req->arch, lang, st)))
         return rc;
@@ -1478,6 +1684,7 @@ int jit_compile(const jit_request *req, jit_result **out, ks_status *st)
             jit_result *hit = NULL;
             if (cache_load(path, req, lang, compiler, &hit) == 0) {
                 snprintf(hit->hash, sizeof hit->hash, "%s", hash);
+                bound_text(&hit->log, &hit->log_size, JIT_LOG_MAX);
                 *out = hit;
                 return KS_OK;
             }
@@ -1494,12 +1701,15 @@ int jit_compile(const jit_request *req, jit_result **out, ks_status *st)
     snprintf(r->cache_note, sizeof r->cache_note, "%s", note);
     if (lang == JIT_LANG_PTX)
         rc = compile_ptx(req, r, st);
+    else if (req->limit_memory > 0 || req->limit_cpu_s > 0)
+        rc = compile_cuda_limited(req, api, r, st);
     else
         rc = compile_cuda(req, api, r, st);
     if (rc == KS_OK && lang == JIT_LANG_CUDA && r->ptx)
         rc = jit_check_ptx(r->ptx, r->ptx_size, st);
     if (rc == KS_OK)
         rc = finish_result(r, st);
+    bound_text(&r->log, &r->log_size, JIT_LOG_MAX);
     if (rc == KS_ECOMPILE || rc == KS_EREJECT) {
         *out = r;           /* the caller wants the log */
         return rc;

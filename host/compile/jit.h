@@ -7,11 +7,19 @@
  * 5.2). CUDA C++ device code is compiled by NVRTC (loaded at run time
  * through dynlib), without -rdc, keeping both the PTX and the cubin.
  *
- * A result carries the cubin, the PTX, the full compiler log, per-kernel
+ * A result carries the cubin, the PTX, the compiler log (at most
+ * JIT_LOG_MAX bytes: a longer one keeps its head and tail around a line
+ * "[... N bytes cut]"), per-kernel
  * resource figures (from the cubin's EIATTR records, cross-checked with
  * the ptxas -v log), a census of PTX instruction families, the compile
  * time and two SHA-256 hashes: the content hash (the cache key: language,
  * source, options, arch and compiler version) and the cubin's hash.
+ *
+ * CUDA sources that are not trusted may include only the toolkit's headers:
+ * anything else is KS_ECOMPILE before the compiler runs, with
+ * "NAME:LINE: #include ... is not allowed: ..." as message and log. NVRTC
+ * never searches the source's own folder, and names the program by
+ * req->name, its messages reading "NAME:LINE: error: ...".
  *
  * Refused with KS_EREJECT and a reason: empty or binary input, device-side
  * launches (dynamic parallelism), relocatable or unresolved code, targets
@@ -34,6 +42,8 @@
 
 typedef enum { JIT_LANG_AUTO = 0, JIT_LANG_PTX = 1, JIT_LANG_CUDA = 2 } jit_lang;
 
+#define JIT_LOG_MAX ((size_t)64 << 10)
+
 typedef struct jit_request {
     const char *source;         /* the text; need not be NUL-terminated */
     size_t source_len;
@@ -45,7 +55,16 @@ typedef struct jit_request {
     const char *const *options; /* extra ptxas or NVRTC options; may be NULL */
     int noptions;
     const char *cache_dir;      /* NULL: jit_cache_dir() */
-    int timeout_ms;             /* ptxas deadline; 0: 120000 */
+    int timeout_ms;             /* compiler deadline; 0: 120000 */
+    /* Candidate code: the compiler runs in a child process under these
+     * limits (ptxas is always a child; NVRTC then runs in a forked child of
+     * its own instead of in this process). Exceeding one is KS_ECOMPILE
+     * naming it. 0: no limit; both 0: NVRTC runs in this process. */
+    long long limit_memory;     /* bytes */
+    int limit_cpu_s;            /* CPU seconds */
+    /* klab's own source: its includes are not checked. Everything else may
+     * include only the CUDA toolkit's headers (compile/includes.h). */
+    int trusted;
 } jit_request;
 
 typedef struct jit_kernel {

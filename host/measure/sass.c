@@ -12,7 +12,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,10 +23,10 @@
 #include <cupti_result.h>
 #include <cupti_sass_metrics.h>
 
+#include "base/fs.h"
 #include "measure/cupti_act.h"
 #include "driver/dynlib.h"
-
-extern char **environ;
+#include "proc/spawn.h"
 
 /* ---- listings ---- */
 
@@ -423,60 +422,27 @@ int sass_find_tool(char *path, size_t n, int *kind, ks_status *st)
                    "KLAB_NVDISASM names one)", dynlib_cuda_home());
 }
 
-static double mono_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 #define TOOL_OUTPUT_MAX ((size_t)512 << 20)
 
 /* The tool writes into files, not pipes, so that it never waits for a
  * reader: the evaluation starts it, goes on with the GPU stages, and reads
  * the listing afterwards. */
 struct sass_disasm {
-    pid_t pid; /* > 0 until reaped */
+    spawn_proc *proc; /* NULL once collected */
     char tool[1024];
-    char cubin[1024], out[1024], err[1024]; /* temporary files; "" when not made */
+    char dir[1024];   /* private temporary folder: cubin, listing, stderr */
+    char cubin[1100], out[1100], err[1100];
 };
-
-static int temp_file(char *path, size_t n, const char *what, ks_status *st)
-{
-    const char *tmpdir = getenv("TMPDIR");
-    snprintf(path, n, "%s/klab-sass-%s-XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp", what);
-    int fd = mkstemp(path);
-    if (fd < 0) {
-        int e = errno;
-        path[0] = '\0';
-        ks_fail(st, KS_EIO, e, "cannot create a temporary file for the %s: %s", what, strerror(e));
-        return -1;
-    }
-    return fd;
-}
-
-static void reap(sass_disasm *d, int *status)
-{
-    int s = 0;
-    while (waitpid(d->pid, &s, 0) < 0 && errno == EINTR) {
-    }
-    d->pid = -1;
-    if (status)
-        *status = s;
-}
 
 void sass_disasm_free(sass_disasm *d)
 {
     if (!d)
         return;
-    if (d->pid > 0) {
-        kill(d->pid, SIGKILL);
-        reap(d, NULL);
+    spawn_free(d->proc);
+    if (d->dir[0]) {
+        ks_status ignored;
+        (void)fs_remove_tree(d->dir, &ignored);
     }
-    const char *files[3] = {d->cubin, d->out, d->err};
-    for (int i = 0; i < 3; i++)
-        if (files[i][0])
-            unlink(files[i]);
     free(d);
 }
 
@@ -490,15 +456,23 @@ int sass_disasm_start(const void *image, size_t n, sass_disasm **out, ks_status 
     sass_disasm *d = calloc(1, sizeof *d);
     if (!d)
         return ks_fail(st, KS_ENOMEM, 0, "out of memory");
-    d->pid = -1;
     int kind;
     if (sass_find_tool(d->tool, sizeof d->tool, &kind, st)) {
         free(d);
         return st->code;
     }
-    int fd = temp_file(d->cubin, sizeof d->cubin, "cubin", st);
-    if (fd < 0)
+    if (fs_mkdtemp("klab-sass-", d->dir, sizeof d->dir, st)) {
+        d->dir[0] = '\0';
         goto fail;
+    }
+    snprintf(d->cubin, sizeof d->cubin, "%s/k.cubin", d->dir);
+    snprintf(d->out, sizeof d->out, "%s/listing", d->dir);
+    snprintf(d->err, sizeof d->err, "%s/stderr", d->dir);
+    int fd = open(d->cubin, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        ks_fail(st, KS_EIO, errno, "cannot write the cubin to %s: %s", d->cubin, strerror(errno));
+        goto fail;
+    }
     const char *q = image;
     size_t left = n;
     while (left) {
@@ -515,20 +489,7 @@ int sass_disasm_start(const void *image, size_t n, sass_disasm **out, ks_status 
         left -= (size_t)w;
     }
     close(fd);
-    int ofd = temp_file(d->out, sizeof d->out, "listing", st);
-    if (ofd < 0)
-        goto fail;
-    int efd = temp_file(d->err, sizeof d->err, "stderr", st);
-    if (efd < 0) {
-        close(ofd);
-        goto fail;
-    }
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_adddup2(&fa, ofd, 1);
-    posix_spawn_file_actions_adddup2(&fa, efd, 2);
-    char *argv[5];
+    const char *argv[5];
     argv[0] = d->tool;
     if (kind == SASS_TOOL_NVDISASM) {
         argv[1] = "-c";
@@ -540,15 +501,15 @@ int sass_disasm_start(const void *image, size_t n, sass_disasm **out, ks_status 
         argv[2] = d->cubin;
         argv[3] = NULL;
     }
-    int se = posix_spawn(&d->pid, d->tool, &fa, NULL, argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    close(ofd);
-    close(efd);
-    if (se != 0) {
-        d->pid = -1;
-        ks_fail(st, KS_ECHILD, se, "cannot run %s: %s", d->tool, strerror(se));
+    spawn_opts o;
+    memset(&o, 0, sizeof o);
+    o.argv = argv;
+    o.out = SPAWN_FILE;
+    o.out_path = d->out;
+    o.err = SPAWN_FILE;
+    o.err_path = d->err;
+    if (spawn_start(&o, &d->proc, st))
         goto fail;
-    }
     *out = d;
     return KS_OK;
 fail:
@@ -556,91 +517,37 @@ fail:
     return st->code;
 }
 
-/* Reads at most limit bytes of path into a malloc'd, NUL-terminated buffer. */
-static int slurp(const char *path, size_t limit, char **buf, size_t *len, ks_status *st)
-{
-    *buf = NULL;
-    *len = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return ks_fail(st, KS_EIO, errno, "cannot read %s: %s", path, strerror(errno));
-    size_t cap = 65536, n = 0;
-    char *p = malloc(cap);
-    while (p) {
-        if (n + 1 >= cap) {
-            if (cap > limit)
-                break;
-            char *np = realloc(p, cap * 2);
-            if (!np) {
-                free(p);
-                p = NULL;
-                break;
-            }
-            p = np;
-            cap *= 2;
-        }
-        size_t want = cap - n - 1;
-        if (n + want > limit)
-            want = limit > n ? limit - n : 0;
-        size_t r = want ? fread(p + n, 1, want, f) : 0;
-        n += r;
-        if (r == 0)
-            break;
-    }
-    fclose(f);
-    if (!p)
-        return ks_fail(st, KS_ENOMEM, 0, "out of memory reading %s", path);
-    p[n] = '\0';
-    *buf = p;
-    *len = n;
-    return KS_OK;
-}
-
 int sass_disasm_finish(sass_disasm *d, double timeout_s, char **text, size_t *len, ks_status *st)
 {
     *text = NULL;
     *len = 0;
-    if (!d || d->pid <= 0)
+    if (!d || !d->proc)
         return ks_fail(st, KS_EINVAL, 0, "the disassembly was already collected");
     double limit = timeout_s > 0 ? timeout_s : 60.0;
-    double deadline = mono_now() + limit;
-    int status = 0;
-    for (;;) {
-        pid_t r = waitpid(d->pid, &status, WNOHANG);
-        if (r == d->pid) {
-            d->pid = -1;
-            break;
-        }
-        if (r < 0 && errno != EINTR) {
-            int e = errno;
-            d->pid = -1;
-            return ks_fail(st, KS_ECHILD, e, "waitpid: %s", strerror(e));
-        }
-        if (mono_now() >= deadline) {
-            kill(d->pid, SIGKILL);
-            reap(d, NULL);
-            return ks_fail(st, KS_ETIMEOUT, 0, "%s did not finish within %g s", d->tool, limit);
-        }
-        struct timespec ts = {0, 2000000};
-        nanosleep(&ts, NULL);
-    }
-    if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
+    spawn_result r;
+    int rc = spawn_wait(d->proc, limit, &r, st);
+    spawn_free(d->proc);
+    d->proc = NULL;
+    if (rc)
+        return rc;
+    if (r.end == SPAWN_TIMED_OUT)
+        return ks_fail(st, KS_ETIMEOUT, 0, "%s did not finish within %g s", d->tool, limit);
+    if (!(r.exited && r.exit_code == 0)) {
         /* The first line of its stderr, for the message. */
         char *e = NULL;
         size_t el = 0;
         ks_status ignored;
-        ks_clear(&ignored);
-        (void)slurp(d->err, 4096, &e, &el, &ignored);
+        (void)fs_read(d->err, (size_t)1 << 20, &e, &el, &ignored);
         el = e ? strcspn(e, "\n") : 0;
-        if (WIFEXITED(status))
-            ks_fail(st, KS_ECHILD, WEXITSTATUS(status), "%s exited with status %d: %.*s", d->tool,
-                    WEXITSTATUS(status), (int)(el > 300 ? 300 : el), e ? e : "");
+        if (r.exited)
+            ks_fail(st, KS_ECHILD, r.exit_code, "%s exited with status %d: %.*s", d->tool, r.exit_code,
+                    (int)(el > 300 ? 300 : el), e ? e : "");
         else
-            ks_fail(st, KS_ECHILD, WTERMSIG(status), "%s died with signal %d", d->tool, WTERMSIG(status));
+            ks_fail(st, KS_ECHILD, r.signal, "%s died with signal %d", d->tool, r.signal);
         free(e);
         return st->code;
     }
-    return slurp(d->out, TOOL_OUTPUT_MAX, text, len, st);
+    return fs_read(d->out, TOOL_OUTPUT_MAX, text, len, st);
 }
 
 int sass_disassemble(const void *image, size_t n, double timeout_s, char **text, size_t *len,

@@ -164,6 +164,56 @@ int http_header_is_secret(const char *name, size_t n)
     return 0;
 }
 
+int http_url_is_loopback(const char *url)
+{
+    const char *a = NULL;
+    if (strncasecmp(url, "http://", 7) == 0)
+        a = url + 7;
+    else if (strncasecmp(url, "https://", 8) == 0)
+        a = url + 8;
+    if (!a)
+        return 0;
+    size_t n = strcspn(a, "/?#");
+    /* Anything unusual in the authority (a backslash, spaces, escapes) is
+     * not worth a guess about which host a parser would pick. */
+    for (size_t i = 0; i < n; i++)
+        if (!(isalnum((unsigned char)a[i]) || strchr(".-:[]@_~", a[i])))
+            return 0;
+    const char *at = NULL;
+    for (size_t i = 0; i < n; i++)
+        if (a[i] == '@')
+            at = a + i;
+    if (at) { /* user info: the host follows the last '@' */
+        n -= (size_t)(at + 1 - a);
+        a = at + 1;
+    }
+    char host[256];
+    size_t h;
+    if (n && a[0] == '[') {
+        const char *e = memchr(a, ']', n);
+        if (!e)
+            return 0;
+        h = (size_t)(e - a) + 1;
+    } else {
+        h = strcspn(a, ":/?#");
+        if (h > n)
+            h = n;
+    }
+    if (h == 0 || h >= sizeof host)
+        return 0;
+    memcpy(host, a, h);
+    host[h] = '\0';
+    if (strcasecmp(host, "localhost") == 0 || strcmp(host, "[::1]") == 0)
+        return 1;
+    /* 127.0.0.0/8, written as four decimal parts. */
+    unsigned p0, p1, p2, p3;
+    char extra;
+    if (sscanf(host, "%u.%u.%u.%u%c", &p0, &p1, &p2, &p3, &extra) == 4 && p0 == 127 && p1 < 256 && p2 < 256 &&
+        p3 < 256 && strspn(host, "0123456789.") == strlen(host))
+        return 1;
+    return 0;
+}
+
 /* An HTTP token character (RFC 9110), the alphabet of header names. */
 static int is_tchar(int ch)
 {
@@ -205,6 +255,7 @@ typedef struct xfer {
     char *rbody;
     size_t rlen, rcap;
     int overflow;
+    size_t overflow_at;      /* bytes received when the body passed max_body */
     http_header *rh;
     size_t nrh, caprh;
     int too_many_headers;
@@ -238,6 +289,7 @@ static void capture_reset(xfer *x)
     x->rbody = NULL;
     x->rlen = x->rcap = 0;
     x->overflow = 0;
+    x->overflow_at = 0;
     headers_free(x->rh, x->nrh);
     x->rh = NULL;
     x->nrh = x->caprh = 0;
@@ -268,7 +320,13 @@ static size_t on_body(char *ptr, size_t size, size_t nmemb, void *ud)
     if (n == 0)
         return 0;
     if (x->rlen + n > x->max_body) {
+        /* Nothing of an over-size body is kept: a truncated body is not
+         * the reply, and nobody should store or parse it. */
         x->overflow = 1;
+        x->overflow_at = x->rlen + n;
+        free(x->rbody);
+        x->rbody = NULL;
+        x->rlen = x->rcap = 0;
         return 0; /* CURLE_WRITE_ERROR ends the transfer */
     }
     if (x->rlen + n + 1 > x->rcap) {
@@ -533,13 +591,21 @@ int http_submit(http_client *c, const http_request *req, uint64_t *id, ks_status
         !(r->base_delay >= 0 && isfinite(r->base_delay)) || isnan(r->max_delay) ||
         isnan(r->budget_seconds))
         return ks_fail(st, KS_EINVAL, 0, "timeouts and delays must be numbers (delays >= 0)");
-    int has_expect = 0;
+    int has_expect = 0, has_secret = 0;
     for (size_t i = 0; i < req->nheaders; i++) {
         if (check_header(req->headers[i], i, st) != KS_OK)
             return st->code;
         if (strncasecmp(req->headers[i], "expect:", 7) == 0)
             has_expect = 1;
+        const char *colon = strchr(req->headers[i], ':');
+        if (colon && http_header_is_secret(req->headers[i], (size_t)(colon - req->headers[i])))
+            has_secret = 1;
     }
+    if (has_secret && strncasecmp(req->url, "http://", 7) == 0 && !http_url_is_loopback(req->url) &&
+        !req->allow_insecure)
+        return ks_fail(st, KS_EREJECT, 0,
+                       "refusing to send a key over plain http:// to a host other than this machine "
+                       "(it would cross the network unencrypted): use https://, or allow_insecure_http");
 
     xfer *x = calloc(1, sizeof *x);
     if (!x)
@@ -645,9 +711,21 @@ static int attempt_done(http_client *c, xfer *x, CURLcode rc, double now)
     a->status = (int)status;
     a->curl_code = (int)rc;
     if (rc != CURLE_OK) {
-        if (x->overflow)
-            snprintf(a->error, sizeof a->error, "response body larger than %zu bytes", x->max_body);
-        else
+        if (x->overflow) {
+            /* Its size as the server announced it, when it did. */
+            const char *cl = NULL;
+            for (size_t i = 0; i < x->nrh; i++)
+                if (strcmp(x->rh[i].name, "content-length") == 0)
+                    cl = x->rh[i].value;
+            if (cl && strspn(cl, "0123456789") == strlen(cl) && *cl)
+                snprintf(a->error, sizeof a->error,
+                         "response body of %.20s bytes (Content-Length) is larger than the limit of %zu bytes; "
+                         "it was not kept", cl, x->max_body);
+            else
+                snprintf(a->error, sizeof a->error,
+                         "response body larger than the limit of %zu bytes (%zu bytes had arrived); "
+                         "it was not kept", x->max_body, x->overflow_at);
+        } else
             snprintf(a->error, sizeof a->error, "%s", x->errbuf[0] ? x->errbuf : cf.easy_strerror(rc));
         size_t n = strlen(a->error);
         while (n && (a->error[n - 1] == '\n' || a->error[n - 1] == '\r'))

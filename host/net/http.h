@@ -27,6 +27,10 @@
  * or none. Loopback hosts (localhost, 127.0.0.1, ::1) are always reached
  * directly, in addition to what no_proxy lists.
  *
+ * Keys in clear: a request with a secret header over plain http:// to a
+ * host that is not loopback (localhost, 127.0.0.0/8, [::1]) is refused
+ * with KS_EREJECT unless it says allow_insecure.
+ *
  * Secrets: a header named Authorization, Proxy-Authorization, x-api-key or
  * api-key (any case) is secret. Header values are never copied into a
  * status message, an attempt, a response or any output (and libcurl's
@@ -73,6 +77,8 @@ typedef struct http_request {
     double timeout;               /* seconds for a whole attempt; <= 0: none */
     size_t max_body;              /* largest response body accepted; 0: HTTP_MAX_BODY_DEFAULT */
     const char *proxy;            /* NULL: from the environment; "": none; else the proxy URL */
+    int allow_insecure;           /* send secret headers over plain http:// to a host that is
+                                     not loopback (refused otherwise) */
     http_retry retry;
 } http_request;
 
@@ -145,5 +151,9 @@ int http_header_is_secret(const char *name, size_t n);
 
 /* The libcurl version in use ("7.88.1"), or NULL when it cannot be loaded. */
 const char *http_curl_version(void);
+
+/* Whether url's host is this machine: localhost, 127.0.0.0/8 or [::1]
+ * (user info skipped; an authority with unusual characters is not). */
+int http_url_is_loopback(const char *url);
 
 #endif

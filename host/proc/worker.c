@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -18,6 +17,7 @@
 #include <unistd.h>
 
 #include "proc/frame.h"
+#include "proc/spawn.h"
 
 extern char **environ;
 
@@ -245,38 +245,10 @@ static void kill_worker(worker *w)
 
 /* ---- spawn ---- */
 
-/* Resolves a program name without '/' through PATH (in the parent: execvp is
- * not async-signal-safe). Returns 0, or an errno value. */
-static int resolve_program(const char *name, char *buf, size_t size)
-{
-    if (strchr(name, '/')) {
-        if (strlen(name) >= size)
-            return ENAMETOOLONG;
-        strcpy(buf, name);
-        return 0;
-    }
-    const char *path = getenv("PATH");
-    if (path == NULL || *path == '\0')
-        path = "/usr/local/bin:/usr/bin:/bin";
-    int err = ENOENT;
-    while (*path) {
-        const char *end = strchr(path, ':');
-        size_t dlen = end ? (size_t)(end - path) : strlen(path);
-        const char *dir = dlen ? path : ".";
-        size_t dl = dlen ? dlen : 1;
-        if (dl + 1 + strlen(name) < size) {
-            memcpy(buf, dir, dl);
-            buf[dl] = '/';
-            strcpy(buf + dl + 1, name);
-            if (access(buf, X_OK) == 0)
-                return 0;
-            if (errno == EACCES)
-                err = EACCES;
-        }
-        path = end ? end + 1 : path + dlen;
-    }
-    return err;
-}
+/* Workers are not started through spawn_start: they need channels of their
+ * own (a job socket on 0, a result pipe on 3, stdout and stderr into one
+ * ring) and a pidfd-driven call loop. The child-side steps they share with
+ * every other program klab starts are spawn.h's helpers. */
 
 /* Everything the child needs, prepared before fork so that the child only
  * makes async-signal-safe calls between fork and exec. */
@@ -285,79 +257,30 @@ typedef struct child_plan {
     char *const *argv;
     char *const *envp;
     pid_t parent;
-    sigset_t empty;
     int job_fd, res_fd, out_fd, err_fd; /* the child's ends */
     int maxfd;                          /* for the close loop without close_range */
     const worker_opts *o;
 } child_plan;
 
-static void child_fail(int err_fd, int err)
-{
-    ssize_t k;
-    do
-        k = write(err_fd, &err, sizeof err);
-    while (k < 0 && errno == EINTR);
-    _exit(127);
-}
-
 static void set_limit(int err_fd, int resource, long long v)
 {
-    if (v <= 0)
-        return;
-    struct rlimit rl = {.rlim_cur = (rlim_t)v, .rlim_max = (rlim_t)v};
-    struct rlimit cur;
-    /* Never try to raise the hard limit (that needs privilege): cap at it. */
-    if (getrlimit(resource, &cur) == 0 && cur.rlim_max != RLIM_INFINITY &&
-        rl.rlim_max > cur.rlim_max)
-        rl.rlim_cur = rl.rlim_max = cur.rlim_max;
-    if (setrlimit(resource, &rl) != 0)
-        child_fail(err_fd, errno);
+    int e = spawn_child_limit(resource, v);
+    if (e)
+        spawn_child_fail(err_fd, e);
 }
 
 /* The child between fork and exec: only async-signal-safe calls. */
 static void child_exec(const child_plan *p) __attribute__((noreturn));
 static void child_exec(const child_plan *p)
 {
-    /* Dispositions set to ignore survive exec; give the worker defaults. */
-    for (int s = 1; s < NSIG; s++) {
-        struct sigaction old;
-        if (s == SIGKILL || s == SIGSTOP || sigaction(s, NULL, &old) != 0)
-            continue;
-        if (old.sa_handler == SIG_IGN) {
-            struct sigaction dfl;
-            memset(&dfl, 0, sizeof dfl);
-            dfl.sa_handler = SIG_DFL;
-            sigaction(s, &dfl, NULL);
-        }
-    }
-    sigprocmask(SIG_SETMASK, &p->empty, NULL);
-
-    setpgid(0, 0);
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != p->parent)
-        _exit(127); /* the parent died before PDEATHSIG was armed */
-
-    /* Move every end above 3 first, so the dup2s below cannot clobber one. */
-    int err_fd = fcntl(p->err_fd, F_DUPFD_CLOEXEC, 10);
-    if (err_fd < 0)
-        _exit(127);
-    int a = fcntl(p->job_fd, F_DUPFD_CLOEXEC, 10);
-    int b = fcntl(p->res_fd, F_DUPFD_CLOEXEC, 10);
-    int c = fcntl(p->out_fd, F_DUPFD_CLOEXEC, 10);
-    if (a < 0 || b < 0 || c < 0)
-        child_fail(err_fd, errno);
-    if (dup2(a, 0) < 0 || dup2(c, 1) < 0 || dup2(c, 2) < 0 || dup2(b, 3) < 0)
-        child_fail(err_fd, errno);
+    int err_fd = spawn_child_begin(p->parent, p->err_fd);
+    int fds[4] = {p->job_fd, p->out_fd, p->out_fd, p->res_fd};
+    int e = spawn_child_fds(fds, 4);
+    if (e)
+        spawn_child_fail(err_fd, e);
 
     /* Nothing but 0-3 crosses exec (err_fd is close-on-exec already). */
-#ifdef SYS_close_range
-    if (syscall(SYS_close_range, 4u, ~0u, 4u /* CLOSE_RANGE_CLOEXEC */) != 0)
-#endif
-    {
-        for (int fd = 4; fd < p->maxfd; fd++)
-            if (fd != err_fd)
-                close(fd);
-    }
+    spawn_child_close_from(4, err_fd, p->maxfd, 1);
 
     if (p->o) {
         set_limit(err_fd, RLIMIT_AS, p->o->rlimit_as);
@@ -365,7 +288,7 @@ static void child_exec(const child_plan *p)
         set_limit(err_fd, RLIMIT_NOFILE, p->o->rlimit_nofile);
     }
     execve(p->path, p->argv, p->envp);
-    child_fail(err_fd, errno);
+    spawn_child_fail(err_fd, errno);
     _exit(127);
 }
 
@@ -384,7 +307,7 @@ int worker_spawn(const char *const argv[], const worker_opts *o, worker **out, k
 
     char path[PATH_MAX];
     const char *prog = o && o->path ? o->path : argv[0];
-    int err = resolve_program(prog, path, sizeof path);
+    int err = spawn_resolve(prog, path, sizeof path);
     if (err)
         return ks_fail(st, err == ENOENT ? KS_ENOTFOUND : KS_EIO, err,
                        "worker program '%s' not found: %s", prog, strerror(err));
@@ -422,16 +345,11 @@ int worker_spawn(const char *const argv[], const worker_opts *o, worker **out, k
     plan.argv = (char *const *)argv;
     plan.envp = o && o->envp ? (char *const *)o->envp : environ;
     plan.parent = getpid();
-    sigemptyset(&plan.empty);
     plan.job_fd = sv[1];
     plan.res_fd = res[1];
     plan.out_fd = outp[1];
     plan.err_fd = errp[1];
-    struct rlimit nof;
-    plan.maxfd = getrlimit(RLIMIT_NOFILE, &nof) == 0 && nof.rlim_cur != RLIM_INFINITY &&
-                         nof.rlim_cur < 65536
-                     ? (int)nof.rlim_cur
-                     : 65536;
+    plan.maxfd = spawn_max_fd();
     plan.o = o;
 
     pid_t pid = fork();

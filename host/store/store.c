@@ -1,5 +1,7 @@
 /* store.c: the result store (SQLite, WAL). See store.h and docs/store.md. */
 #include "store/store.h"
+
+#include "base/redact.h"
 #include "base/sha256.h"
 
 #include <ctype.h>
@@ -294,10 +296,25 @@ static int prep(store *db, const char *sql, sqlite3_stmt **s, ks_status *st)
     return KS_OK;
 }
 
+/* Every text and blob written to the store is bound here, so that the
+ * values of secrets (base/redact.h) are replaced before SQLite sees them,
+ * whatever wrote them. */
+static int bind_redacted(sqlite3_stmt *s, int idx, const void *p, size_t n, int blob)
+{
+    size_t rl;
+    char *r = redact_apply(p, n, &rl);
+    if (!r && rl == (size_t)-1)
+        return SQLITE_NOMEM;
+    if (r)
+        return blob ? sqlite3_bind_blob64(s, idx, r, rl, free) : sqlite3_bind_text64(s, idx, r, rl, free, SQLITE_UTF8);
+    return blob ? sqlite3_bind_blob64(s, idx, p, n, SQLITE_TRANSIENT)
+                : sqlite3_bind_text64(s, idx, p, n, SQLITE_TRANSIENT, SQLITE_UTF8);
+}
+
 /* Binds text or NULL (p == NULL). */
 static int bind_opt_text(sqlite3_stmt *s, int idx, const char *p)
 {
-    return p ? sqlite3_bind_text(s, idx, p, -1, SQLITE_TRANSIENT) : sqlite3_bind_null(s, idx);
+    return p ? bind_redacted(s, idx, p, strlen(p), 0) : sqlite3_bind_null(s, idx);
 }
 
 /* Binds an id, or NULL for 0. */
@@ -745,15 +762,13 @@ int store_bind_double(store_stmt *s, int idx, double v, ks_status *st)
 
 int store_bind_text(store_stmt *s, int idx, const char *p, size_t n, ks_status *st)
 {
-    return bind_result(s, sqlite3_bind_text64(s->s, idx, p ? p : "", n, SQLITE_TRANSIENT, SQLITE_UTF8),
-                       idx, st);
+    return bind_result(s, bind_redacted(s->s, idx, p ? p : "", p ? n : 0, 0), idx, st);
 }
 
 int store_bind_blob(store_stmt *s, int idx, const void *p, size_t n, ks_status *st)
 {
     /* A NULL pointer would bind SQL NULL; an empty blob is still a blob. */
-    int rc = n == 0 ? sqlite3_bind_zeroblob(s->s, idx, 0)
-                    : sqlite3_bind_blob64(s->s, idx, p, n, SQLITE_TRANSIENT);
+    int rc = n == 0 ? sqlite3_bind_zeroblob(s->s, idx, 0) : bind_redacted(s->s, idx, p, n, 1);
     return bind_result(s, rc, idx, st);
 }
 
@@ -874,7 +889,7 @@ static int put_candidate_tx(store *db, const store_candidate *c, const char *has
     size_t n = c->code_len ? c->code_len : strlen(c->code);
     int b = sqlite3_bind_text(s, 1, hash, -1, SQLITE_STATIC);
     if (!b) b = sqlite3_bind_text(s, 2, c->language, -1, SQLITE_STATIC);
-    if (!b) b = sqlite3_bind_text64(s, 3, c->code, n, SQLITE_STATIC, SQLITE_UTF8);
+    if (!b) b = bind_redacted(s, 3, c->code, n, 0);
     if (!b) b = bind_opt_text(s, 4, c->plan);
     if (!b) b = bind_opt_text(s, 5, c->source);
     if (!b) b = bind_opt_text(s, 6, c->meta);
@@ -1278,7 +1293,7 @@ int store_cache_put(store *db, const store_response *r, ks_status *st)
     if (rc)
         return rc;
     int b = sqlite3_bind_text(s, 1, r->hash, -1, SQLITE_STATIC);
-    if (!b) b = sqlite3_bind_text(s, 2, r->request, -1, SQLITE_STATIC);
+    if (!b) b = bind_redacted(s, 2, r->request, strlen(r->request), 0);
     if (!b) b = bind_opt_text(s, 3, r->response);
     if (!b) b = r->status ? sqlite3_bind_int64(s, 4, r->status) : sqlite3_bind_null(s, 4);
     if (!b) b = bind_opt_text(s, 5, r->model);

@@ -19,10 +19,7 @@ local M = {}
 local P = {}
 P.__index = P
 
-local function stderr_is_tty()
-  local ok = os.execute("test -t 2")
-  return ok == true or ok == 0
-end
+local function stderr_is_tty() return sys.isatty(2) end
 
 function M.new(opts)
   opts = opts or {}

@@ -335,6 +335,7 @@ if not quick then
   p:close()
   suite("lua tests", "build/klab tests/lua/run.lua")
   suite("profile vs ncu", "build/klab tests/gpu/profile_vs_ncu.lua")
+  suite("library bindings (cuDNN graphs, cuBLASLt)", "build/klab tests/gpu/libs_check.lua")
 end
 
 -- The table, last.

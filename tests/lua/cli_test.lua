@@ -25,7 +25,7 @@ function T.exit_table_in_every_help(t)
   local code, out = t.sh(sq(t.klab) .. " --help")
   t.eq(code, 0)
   t.ok(out:find(command.EXIT_TEXT, 1, true), "klab --help")
-  for _, cmd in ipairs { "compile", "eval", "export", "replay", "report", "tasks" } do
+  for _, cmd in ipairs { "batch", "compile", "eval", "export", "merge", "replay", "report", "slurm", "tasks" } do
     code, out = t.sh(sq(t.klab) .. " " .. cmd .. " --help")
     t.eq(code, 0, cmd)
     t.ok(out:find(command.EXIT_TEXT, 1, true), "klab " .. cmd .. " --help shows the exit-code table")
@@ -49,6 +49,38 @@ function T.unknown_command_and_missing_script(t)
   code, _, err = t.sh(sq(t.klab) .. " --frobnicate")
   t.eq(code, 2)
   t.match(err, "unknown option '%-%-frobnicate'")
+end
+
+-- klab batch: a folder of candidates or a JSONL list; a bad line names the
+-- file and line; without a GPU nothing is measured (exit 3), and every
+-- candidate still gets its line, in the order given.
+function T.batch_lists_and_errors(t)
+  local dir = t.tmpdir()
+  local code, out, err = t.sh("cd " .. sq(t.root) .. " && " .. sq(t.klab) ..
+    " batch softmax_bf16/1000x1023 tasks/softmax/bad --cpu 1")
+  local rows = {}
+  for l in out:gmatch("[^\n]+") do rows[#rows + 1] = l:match("^(%S+)") end
+  t.eq(table.concat(rows, ","), "log_of_softmax,modifies_input,no_max_shift,writes_past_end", "one line per candidate")
+  t.match(err, "4 candidates in [%d.]+ s")
+  t.eq(code, 0, "candidates judged (plan errors) is a batch that ran")
+  -- A .cu file is a candidate too; without a GPU nothing is measured.
+  local only = dir .. "/only"
+  require("klab.sys").mkdir(only)
+  write(only .. "/naive.cu", assert(require("klab.fs").read(t.root .. "/tasks/softmax/samples/naive/kernel.cu")))
+  code, out = t.sh(sq(t.klab) .. " batch softmax_bf16/1000x1023 " .. sq(only) .. " --cpu 1")
+  t.match(out, "^naive%.cu ")
+  if out:find("unknown", 1, true) then t.eq(code, 3, "nothing measured: could not run") end
+  write(dir .. "/list.jsonl", '{"task": "softmax_bf16/1000x1023", "candidate": "' .. t.root ..
+    '/tasks/softmax/samples/naive"}\n\n{"task": 5}\n')
+  code, out, err = t.sh(sq(t.klab) .. " batch " .. sq(dir .. "/list.jsonl"))
+  t.eq(code, 2)
+  t.match(err, "list%.jsonl:3: expected")
+  code, _, err = t.sh(sq(t.klab) .. " batch softmax_bf16/1000x1023 " .. sq(dir .. "/none"))
+  t.eq(code, 2)
+  t.match(err, "none")
+  code, _, err = t.sh(sq(t.klab) .. " batch softmax_bf16/1000x1023 " .. sq(dir) .. " --per-gpu 0")
+  t.eq(code, 2)
+  t.match(err, "%-%-per%-gpu needs a whole number")
 end
 
 -- A script's error: one line; the traceback with --verbose or KLAB_DEBUG=1.

@@ -39,9 +39,9 @@ T.json_is_canonical = function(t)
 end
 
 T.request_hash_covers_what_is_sent = function(t)
-  local m = model.new { provider = "openai", model = "m", base_url = "http://a/v1", api_key_env = "SOME_KEY", temperature = 0.5 }
+  local m = model.new { provider = "openai", model = "m", base_url = "https://a/v1", api_key_env = "SOME_KEY", temperature = 0.5 }
   local r1 = model.request(m, MSGS, { sample = 1, turn = 1 })
-  t.eq(r1.url, "http://a/v1/chat/completions")
+  t.eq(r1.url, "https://a/v1/chat/completions")
   t.eq(type(r1.headers.Authorization), "table", "the key is a reference to the environment")
   t.eq(r1.headers.Authorization.env, "SOME_KEY")
   t.ok(not r1.canonical:find("SOME_KEY"), "no key material in the canonical request")
@@ -85,9 +85,9 @@ end
 
 T.anthropic_body_and_parse = function(t)
   local an = require "klab.experiment.providers.anthropic"
-  local m = model.new { provider = "anthropic", model = "claude", base_url = "http://h", temperature = 1, stop = "STOP",
+  local m = model.new { provider = "anthropic", model = "claude", base_url = "https://h", temperature = 1, stop = "STOP",
     reasoning_effort = "medium", max_tokens = 20000, api_key_env = "AK" }
-  t.eq(an.url(m), "http://h/v1/messages")
+  t.eq(an.url(m), "https://h/v1/messages")
   t.eq(an.headers(m)["x-api-key"].env, "AK")
   t.eq(an.headers(m)["anthropic-version"], "2023-06-01")
   local b = an.body(m, MSGS)

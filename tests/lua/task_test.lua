@@ -338,4 +338,95 @@ function T.cli_lists_tasks(t)
   t.match(out, "4 tasks")
 end
 
+-- ---- sandbox and search path -------------------------------------------------------
+
+local cjson = require("cjson")
+local sq = require("klab.command").shell_quote
+
+local function task_tree(t, files)
+  local dir = t.tmpdir()
+  for path, text in pairs(files) do
+    local sub = dir .. "/" .. path:match("^(.*)/")
+    os.execute("mkdir -p " .. sq(sub))
+    write(dir .. "/" .. path, text)
+    write(sub .. "/ref.cu", 'extern "C" __global__ void ref(const float *x) {}\n')
+  end
+  return dir
+end
+
+-- Task files run in a sandbox of their own: one that loops, hogs memory,
+-- reaches for io or replaces string.format is reported by name, changes
+-- nothing in klab, and the other tasks load and evaluate.
+function T.task_files_run_sandboxed(t)
+  local task = require "klab.task"
+  local dir = task_tree(t, {
+    ["a/loop.lua"] = "while true do end\n",
+    ["b/hog.lua"] = "local t = {}\nfor i = 1, 1e9 do t[i] = ('x'):rep(4096) .. i end\n",
+    ["c/evil.lua"] = "string.format = function() return 'pwned' end\nerror('and then fails')\n",
+    ["c/reads.lua"] = "local f = io.open('/etc/passwd')\n",
+    ["c/wide.lua"] = GOOD:gsub('name = "toy"', 'name = "wide"'):gsub("{ N = 16 }", "{ N = 1 << 32 }")
+      :gsub('shape = { "N" }', 'shape = { "N", "N" }'),
+    ["d/toy.lua"] = GOOD,
+  })
+  local saved = task.LIMITS
+  task.LIMITS = { memory = 32 * 1024 * 1024, instructions = 2000000, seconds = 5 }
+  local t0 = require("klab.sys").now()
+  local all, errs = task.list(dir)
+  task.LIMITS = saved
+  t.ok(require("klab.sys").now() - t0 < 10, "a runaway file costs its limits, no more")
+  t.eq(#all, 2)
+  t.eq(all[1] and all[1].name, "toy/16")
+  local text = table.concat(errs, "\n")
+  t.eq(#errs, 5, text)
+  t.match(text, "a/loop%.lua exceeded the instruction limit")
+  t.match(text, "b/hog%.lua exceeded the memory limit")
+  t.match(text, "c/evil%.lua: error while running: .*and then fails")
+  t.match(text, "c/reads%.lua: error while running: .*attempt to index a nil value %(global 'io'%)")
+  t.match(text, "c/wide%.lua: field 'buffers%.X%.shape' %(variant 4294967296%): holds more than 2%^40 elements")
+  t.eq(string.format("%d", 5), "5", "klab's own string library is untouched")
+  t.eq(("%s"):format("x"), "x")
+  -- The command line: the good task is found and evaluated past the broken
+  -- ones; `klab tasks` lists it and names every file that failed.
+  local c = t.tmpdir()
+  write(c .. "/kernel.cu", 'extern "C" __global__ void k(float *x) { x[0] = ; }\n')
+  local code, out, err = t.sh("timeout 120 " .. t.klab .. " eval toy/16 " .. sq(c) .. " --tasks " .. sq(dir) .. " --json")
+  t.eq(code, 1, err)
+  local ok, r = pcall(cjson.decode, out)
+  t.ok(ok and r.verdict == "compile_error" and r.task == "toy/16", out .. err)
+  code, out, err = t.sh("timeout 120 " .. t.klab .. " tasks --tasks " .. sq(dir))
+  t.eq(code, 1)
+  t.match(out, "toy/16")
+  t.match(err, "loop%.lua exceeded the instruction limit")
+end
+
+-- The search path: --tasks folders, then $KLAB_TASKS (dir1:dir2), then the
+-- repository's tasks/; a name found twice is taken from the first.
+function T.task_search_path(t)
+  local one = task_tree(t, { ["x/toy.lua"] = GOOD:gsub("Add ", "One adds ") })
+  local two = task_tree(t, { ["x/toy.lua"] = GOOD:gsub("Add ", "Two adds ") })
+  local three = task_tree(t, { ["x/toy.lua"] = GOOD:gsub("Add ", "Three adds ") })
+  local function desc(env, args)
+    local code, out, err = t.sh(env .. " " .. t.klab .. " tasks --json " .. args)
+    local ok, list = pcall(cjson.decode, out)
+    if not (ok and type(list) == "table") then return "?" .. out .. err, code end
+    local toy, gemm
+    for _, r in ipairs(list) do
+      if r.name == "toy/16" then toy = r end
+      if r.family == "gemm" then gemm = true end
+    end
+    return toy and toy.file, gemm
+  end
+  local file, gemm = desc("KLAB_TASKS=" .. sq(one .. ":" .. two), "")
+  t.eq(file, one .. "/x/toy.lua")
+  t.ok(gemm, "the repository's tasks come after")
+  file = desc("KLAB_TASKS=" .. sq(two .. ":" .. one), "")
+  t.eq(file, two .. "/x/toy.lua")
+  file = desc("KLAB_TASKS=" .. sq(one .. ":" .. two), "--tasks " .. sq(three))
+  t.eq(file, three .. "/x/toy.lua")
+  local task = require "klab.task"
+  t.eq(task.get("toy/16", { path = { two, one } }).file, two .. "/x/toy.lua")
+  t.eq(task.get("toy/16", { path = { one, two } }).file, one .. "/x/toy.lua")
+end
+
+
 return T

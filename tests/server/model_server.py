@@ -27,6 +27,13 @@ Actions (JSON objects; any may also carry "delay": seconds, applied first):
     {"malformed": true}                 200 with a body that is not JSON
     {"truncated": true}                 Content-Length larger than the body,
                                         then close
+    {"status": 401, "echo_auth": true}  an error whose message quotes the
+                                        request's key header (a careless or
+                                        hostile server)
+    {"reply_auth": true}                200 with a reply that quotes the key
+    {"usage_raw": "{...}"}              200 with this JSON text as its usage
+                                        object, as is (NaN, 1e20, 12.5, "7")
+    {"pad": n}                          200 with a reply padded to n bytes
 
 Control endpoints:
     POST /_script     a JSON list of actions (or one action), appended
@@ -140,6 +147,13 @@ def anthropic_reply(req, action, n):
     }
 
 
+def key_of(headers):
+    for name, value in headers.items():
+        if name.lower() in SECRET_HEADERS:
+            return value
+    return ""
+
+
 def error_body(path, status):
     kinds = {429: ("rate_limit_exceeded", "rate_limit_error", "Rate limit reached"),
              500: ("server_error", "api_error", "Internal server error"),
@@ -227,6 +241,7 @@ class Handler(BaseHTTPRequestHandler):
             self.send(404, {"error": {"message": "no such path"}})
 
     def model(self, raw):
+        key = key_of(self.headers)
         headers, secrets = {}, {}
         for name, value in self.headers.items():
             low = name.lower()
@@ -263,13 +278,25 @@ class Handler(BaseHTTPRequestHandler):
             extra = {}
             if "retry_after" in action:
                 extra["Retry-After"] = str(action["retry_after"])
-            self.send(status, error_body(self.path, status), extra=extra)
+            body = error_body(self.path, status)
+            if action.get("echo_auth"):
+                body["error"]["message"] = "invalid key: " + key
+            self.send(status, body, extra=extra)
             return
+        if action.get("reply_auth"):
+            action = dict(action, reply="Your key is " + key + "\n\n```cuda\n" + KERNEL + "\n```\n")
+        if action.get("pad"):
+            text = action.get("reply", DEFAULT_REPLY)
+            action = dict(action, reply=text + "x" * max(0, int(action["pad"]) - len(text)))
         if self.path == "/v1/messages":
             reply = anthropic_reply(req, action, n)
         else:
             reply = openai_reply(req, action, n)
-        data = json.dumps(reply).encode()
+        if "usage_raw" in action:
+            reply["usage"] = "__USAGE__"
+            data = json.dumps(reply).replace('"__USAGE__"', action["usage_raw"]).encode()
+        else:
+            data = json.dumps(reply).encode()
         if action.get("truncated"):
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
@@ -279,6 +306,17 @@ class Handler(BaseHTTPRequestHandler):
             self.hang_up()
             return
         self.send(200, data)
+
+
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request, client_address):
+        # A client that hangs up (klab refusing an over-size reply) is part
+        # of the script, not an error worth a traceback.
+        if isinstance(sys.exc_info()[1], (ConnectionError, BrokenPipeError)):
+            return
+        super().handle_error(request, client_address)
 
 
 def watchdog(server, idle, parent):
@@ -296,8 +334,7 @@ def main():
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--idle", type=float, default=120.0)
     args = ap.parse_args()
-    server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
-    server.daemon_threads = True
+    server = Server(("127.0.0.1", args.port), Handler)
     parent = os.getppid()
     threading.Thread(target=watchdog, args=(server, args.idle, parent), daemon=True).start()
     sys.stdout.write("PORT %d\nPID %d\n" % (server.server_address[1], os.getpid()))

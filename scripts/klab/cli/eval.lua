@@ -18,6 +18,8 @@ timing against the library baseline) run in a worker process. Without a GPU
 the verdict is "unknown" and says why, after the build and the plan passed.
 
 Options:
+  --tasks DIR       look for TASK in DIR first (repeatable); then in the
+                    folders of $KLAB_TASKS (dir1:dir2), then in tasks/
   --arch sm_XY      compile target (default: sm_90a)
   --db FILE         record the result in this SQLite store (created if new);
                     a finished evaluation is answered from it
@@ -63,6 +65,11 @@ local function parse(args)
       o.force = true
     elseif a == "--sanitize" then
       o.sanitize = true
+    elseif a == "--tasks" then
+      local v, err = value(a)
+      if not v then return nil, err end
+      o.tasks = o.tasks or {}
+      o.tasks[#o.tasks + 1] = v
     elseif a == "--arch" or a == "--db" or a == "--budget" or a == "--deadline" then
       local v, err = value(a)
       if not v then return nil, err end
@@ -160,6 +167,7 @@ function M.main(args)
     db, derr = command.open_store(o.db)
     if not db then return fail(derr, EXIT.usage) end
   end
+  require("klab.task").use_path(o.tasks)
   local eval = require "klab.eval"
   local s = eval.session { db = db, deadline = o.deadline }
   local r, rerr = s:evaluate(o.positional[1], o.positional[2], {

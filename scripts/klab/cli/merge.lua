@@ -24,6 +24,7 @@ safe over NFS (docs/slurm.md).
 Exit status: 0 when every shard merged without conflicts, 1 when a shard
 could not be merged or conflicts were found, 2 for a bad command line.
 ]]
+USAGE = USAGE .. require("klab.command").EXIT_TEXT
 
 function M.parse(args)
   local o, pos = {}, {}

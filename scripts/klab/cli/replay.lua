@@ -4,7 +4,7 @@ local M = {}
 M.summary = "run a candidate N times with no profiler of klab's own (for ncu, compute-sanitizer)"
 
 local USAGE = [[
-usage: klab replay TASK CANDIDATE [--runs N] [--arch sm_XY] [--plan FILE] [--json]
+usage: klab replay TASK CANDIDATE [--runs N] [--arch sm_XY] [--plan FILE] [--tasks DIR]... [--json]
 
 Builds the candidate, runs its plan, prepares the task's first input set and
 runs the planned launches N times (default 1) in this process, with neither
@@ -16,7 +16,8 @@ to let NVIDIA's tools look at exactly what klab evaluates:
   compute-sanitizer --tool memcheck build/klab replay TASK CANDIDATE
 
 --plan FILE runs CANDIDATE (a .cu or .ptx file) with the launch plan in FILE
-instead of the task's default plan.
+instead of the task's default plan. --tasks DIR looks for TASK in DIR first
+(repeatable), before the folders of $KLAB_TASKS and the repository's tasks/.
 
 Exit status 0 means the last run's output was correct; a failing verdict is
 1, and a verdict unknown (no GPU) is 3.
@@ -36,10 +37,15 @@ local function parse(args)
       o.help = true
     elseif a == "--json" then
       o.json = true
-    elseif a == "--runs" or a == "--arch" or a == "--plan" then
+    elseif a == "--runs" or a == "--arch" or a == "--plan" or a == "--tasks" then
       local v = args[i + 1]
       if not v then return nil, "option " .. a .. " needs a value" end
-      o[a:sub(3)] = v
+      if a == "--tasks" then
+        o.tasks = o.tasks or {}
+        o.tasks[#o.tasks + 1] = v
+      else
+        o[a:sub(3)] = v
+      end
       i = i + 1
     elseif a:sub(1, 1) == "-" then
       return nil, "unknown option " .. a
@@ -66,15 +72,15 @@ function M.main(args)
     local ok, why = require("klab.jit").check_arch(o.arch)
     if not ok then return command.fail("replay", "--arch: " .. tostring(why), EXIT.usage) end
   end
+  require("klab.task").use_path(o.tasks)
   local cand = o.candidate
   if o.plan then
     local cm = require "klab.eval.candidate"
     local c, cerr = cm.load(cand)
-    local f, ferr = io.open(o.plan, "rb")
-    if not c or not f then return command.fail("replay", tostring(cerr or ferr), EXIT.usage) end
-    local plan = f:read("a")
-    f:close()
-    cand = assert(cm.new { code = c.code, lang = c.lang, plan = plan, name = c.name, source = c.source })
+    local plan, perr = require("klab.fs").read(o.plan, cm.MAX_BYTES)
+    if not c or not plan then return command.fail("replay", tostring(cerr or perr), EXIT.usage) end
+    cand = assert(cm.new { code = c.code, lang = c.lang, plan = plan, name = c.name, source = c.source,
+      file = c.file, plan_file = o.plan })
   end
   local r, err = require("klab.eval").replay(o.task, cand, { runs = o.runs, arch = o.arch })
   -- replay answers nil only when the task or the candidate cannot be found.

@@ -42,6 +42,7 @@ sbatch form and how requeue and merge work.
 Exit status: 0 when the job was submitted (or written, with --dry-run), 1
 when sbatch failed, 2 for a bad command line.
 ]]
+USAGE = USAGE .. require("klab.command").EXIT_TEXT
 
 -- Options that become "#SBATCH --NAME=VALUE" lines.
 local SBATCH = { "partition", "time", "gres", "cpus-per-task", "mem", "account", "qos", "constraint" }

@@ -1,6 +1,6 @@
 -- klab tasks: list the tasks (every variant of every task file).
 --
---   klab tasks [--json] [--family F] [--root DIR] [--tag T]
+--   klab tasks [--json] [--family F] [--tasks DIR]... [--tag T]
 --
 -- Exit status (klab.command.EXIT): 0 listed (and every task file loaded);
 -- 1 some task file failed to load (its error is printed, the others are
@@ -11,9 +11,9 @@ local M = {}
 M.summary = "list tasks: name, family, shape, dtypes, FLOPs, targets"
 
 local USAGE = [[
-usage: klab tasks [--json] [--family F] [--tag T] [--root DIR]
+usage: klab tasks [--json] [--family F] [--tag T] [--tasks DIR]...
 
-Lists every task defined under the tasks directory: one line per variant
+Lists every task on the task search path: one line per variant
 with its name, family, dimensions, buffer dtypes (inputs -> outputs),
 GFLOP per run and target instruction families per architecture.
 
@@ -21,8 +21,10 @@ Options:
   --json        print a JSON array, one object per task
   --family F    only tasks of family F
   --tag T       only tasks carrying tag T (e.g. ptxbench, odd, small)
-  --root DIR    task directory (default: $KLAB_TASKS, else ./tasks, else
-                the repository's tasks/)
+  --tasks DIR   look for tasks in DIR first (repeatable); then in the
+                folders of $KLAB_TASKS (dir1:dir2), then in the repository's
+                tasks/; a task name found twice is taken from the first
+  --root DIR    only the tasks in DIR
   -h, --help    print this help
 
 Here 1 means a task file failed to load (reported on stderr, the rest
@@ -46,14 +48,19 @@ local function parse(args)
       o.help = true
     elseif flag == "--json" then
       o.json = true
-    elseif flag == "--family" or flag == "--root" or flag == "--tag" then
+    elseif flag == "--family" or flag == "--root" or flag == "--tag" or flag == "--tasks" then
       local v = inline
       if not v then
         i = i + 1
         v = args[i]
       end
       if v == nil or v == "" then return nil, "option " .. flag .. " needs a value" end
-      o[flag:sub(3)] = v
+      if flag == "--tasks" then
+        o.tasks = o.tasks or {}
+        o.tasks[#o.tasks + 1] = v
+      else
+        o[flag:sub(3)] = v
+      end
     else
       return nil, "unknown argument '" .. a .. "'"
     end
@@ -125,11 +132,15 @@ function M.main(args)
   local o, code = command.parsed("tasks", USAGE, parse(args or {}))
   if not o then return code end
   local task = require("klab.task")
-  local root = o.root or task.default_root()
-  if not task.is_dir(root) then
-    return command.fail("tasks", "no task directory at " .. root .. " (use --root DIR or set KLAB_TASKS)", EXIT.usage)
+  task.use_path(o.tasks)
+  local roots = o.root and { o.root } or task.path()
+  for _, root in ipairs(roots) do
+    if not task.is_dir(root) then
+      return command.fail("tasks", "no task directory at " .. root .. " (use --tasks DIR or set KLAB_TASKS)",
+        EXIT.usage)
+    end
   end
-  local all, errs = task.list(root)
+  local all, errs = task.list(roots)
   -- A filter that matches no task is a typo: name what there is.
   for _, f in ipairs { { "family", function(t) return { t.family } end }, { "tag", function(t) return t.tags end } } do
     local want = o[f[1]]

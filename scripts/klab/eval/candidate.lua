@@ -4,40 +4,44 @@
 --                          .cu/.ptx file, and an optional plan.lua) or a file
 --   candidate.new{code=, lang=, plan=, name=}
 --
--- Returns {name=, lang="cuda"|"ptx", code=, plan=<string or nil>, hash=}.
--- The hash covers the language, the code and the plan, so the same candidate
--- sent twice is stored once.
+-- Returns {name=, lang="cuda"|"ptx", code=, plan=<string or nil>, hash=,
+-- file=, plan_file=} (file and plan_file: the paths read, for messages that
+-- name the user's files). The hash covers the language, the code and the
+-- plan, so the same candidate sent twice is stored once.
+--
+-- A candidate folder is only the regular files inside it, each at most
+-- MAX_BYTES: a code file or plan.lua that is a symbolic link leaving the
+-- folder, a FIFO, a device, a folder or too large is refused with the path
+-- and the reason, and nothing is read from it. A folder with both
+-- kernel.cu and kernel.ptx is refused too (which one is meant is not
+-- klab's guess).
+
+local fs = require "klab.fs"
 
 local M = {}
 
-local function read(path)
-  local f, err = io.open(path, "rb")
-  if not f then return nil, err end
-  local s = f:read("a")
-  f:close()
-  return s
-end
-
-local function is_dir(path)
-  local ok, _, code = os.rename(path, path)
-  if not ok and code ~= 13 then return false end
-  local f = io.open(path .. "/.", "r")
-  if f then f:close() return true end
-  return false
-end
-
-local function list(dir)
-  local out = {}
-  local p = io.popen('ls -1 "' .. dir:gsub('"', '\\"') .. '" 2>/dev/null')
-  for name in p:lines() do out[#out + 1] = name end
-  p:close()
-  return out
-end
+M.MAX_BYTES = 4 * 1024 * 1024
 
 local function lang_of(name)
   if name:match("%.ptx$") then return "ptx" end
   if name:match("%.cu$") or name:match("%.cuh$") then return "cuda" end
   return nil
+end
+
+-- The text of entry e of folder dir (real: dir resolved), or nil, why.
+local function read_member(dir, real, e)
+  local path = dir .. "/" .. e.name
+  if e.type == "link" then
+    local target = fs.realpath(path)
+    if not target then return nil, path .. ": a symbolic link to nothing" end
+    if target:sub(1, #real + 1) ~= real .. "/" then
+      return nil, path .. ": a symbolic link that leaves the candidate folder; a candidate is only the files inside it"
+    end
+    local text, err = fs.read(target, M.MAX_BYTES)
+    if not text then return nil, (err:gsub("^" .. target:gsub("%p", "%%%0"), path)) end
+    return text
+  end
+  return fs.read(path, M.MAX_BYTES)
 end
 
 -- The same hash the store keys candidates by (store_candidate_hash).
@@ -51,53 +55,74 @@ function M.new(c)
   if c.lang ~= "cuda" and c.lang ~= "ptx" then
     return nil, "candidate language must be 'cuda' or 'ptx', got " .. tostring(c.lang)
   end
-  local out = { name = c.name or "candidate", lang = c.lang, code = c.code, plan = c.plan, source = c.source }
+  local out = { name = c.name or "candidate", lang = c.lang, code = c.code, plan = c.plan, source = c.source,
+    file = c.file, plan_file = c.plan_file }
   out.hash = M.hash(out)
   return out
 end
 
+local function load_folder(path)
+  local dir = path:gsub("/+$", "")
+  if dir == "" then dir = "/" end
+  local real, rerr = fs.realpath(dir)
+  if not real then return nil, rerr end
+  local entries, lerr = fs.list(dir)
+  if not entries then return nil, lerr end
+  local code_files, by_name, plan = {}, {}, nil
+  for _, e in ipairs(entries) do
+    if lang_of(e.name) then
+      code_files[#code_files + 1] = e.name
+      by_name[e.name] = e
+    elseif e.name == "plan.lua" then
+      plan = e
+    end
+  end
+  if by_name["kernel.cu"] and by_name["kernel.ptx"] then
+    return nil, dir .. ": both kernel.cu and kernel.ptx; keep one (kernel.cu for CUDA C++, kernel.ptx for PTX)"
+  end
+  local chosen
+  for _, name in ipairs(code_files) do
+    if name:match("^kernel%.") then chosen = name end
+  end
+  if not chosen then
+    if #code_files == 0 then
+      return nil, dir .. ": no device code (expected kernel.cu, kernel.ptx or one .cu/.ptx file)"
+    elseif #code_files > 1 then
+      return nil, dir .. ": several device code files (" .. table.concat(code_files, ", ") ..
+        "); name the one to use kernel.cu or kernel.ptx"
+    end
+    chosen = code_files[1]
+  end
+  local code, err = read_member(dir, real, by_name[chosen])
+  if not code then return nil, err end
+  local plan_src
+  if plan then
+    plan_src, err = read_member(dir, real, plan)
+    if not plan_src then return nil, err end
+  end
+  return M.new { name = dir:match("([^/]+)$") or dir, lang = lang_of(chosen), code = code, plan = plan_src,
+    source = path, file = dir .. "/" .. chosen, plan_file = plan and (dir .. "/plan.lua") or nil }
+end
+
 function M.load(path)
   if type(path) ~= "string" then return nil, "candidate path must be a string" end
-  if is_dir(path) then
-    local code_files, plan
-    code_files = {}
-    for _, name in ipairs(list(path)) do
-      if lang_of(name) then code_files[#code_files + 1] = name end
-      if name == "plan.lua" then plan = path .. "/plan.lua" end
-    end
-    local chosen
-    for _, name in ipairs(code_files) do
-      if name:match("^kernel%.") then chosen = name end
-    end
-    if not chosen then
-      if #code_files == 0 then
-        return nil, path .. ": no device code (expected kernel.cu, kernel.ptx or one .cu/.ptx file)"
-      elseif #code_files > 1 then
-        return nil, path .. ": several device code files (" .. table.concat(code_files, ", ") ..
-          "); name the one to use kernel.cu or kernel.ptx"
-      end
-      chosen = code_files[1]
-    end
-    local code, err = read(path .. "/" .. chosen)
-    if not code then return nil, err end
-    local plan_src
-    if plan then
-      plan_src, err = read(plan)
-      if not plan_src then return nil, err end
-    end
-    return M.new { name = path:match("([^/]+)/*$"), lang = lang_of(chosen), code = code, plan = plan_src,
-      source = path }
+  -- The path the user named may itself be a link: its target is what was meant.
+  local kind = fs.type(path)
+  if kind == "link" then
+    local real = fs.realpath(path)
+    kind = real and fs.type(real)
   end
+  if kind == "dir" then return load_folder(path) end
+  if not kind then return nil, path .. ": no such file or directory" end
   local lang = lang_of(path)
   if not lang then
-    local f = io.open(path, "rb")
-    if not f then return nil, path .. ": no such file or directory" end
-    f:close()
     return nil, path .. ": not device code (expected a folder, a .cu or a .ptx file)"
   end
-  local code, err = read(path)
+  local real, rerr = fs.realpath(path)
+  if not real then return nil, rerr end
+  local code, err = fs.read(real, M.MAX_BYTES)
   if not code then return nil, err end
-  return M.new { name = path:match("([^/]+)$"), lang = lang, code = code, source = path }
+  return M.new { name = path:match("([^/]+)$"), lang = lang, code = code, source = path, file = path }
 end
 
 return M

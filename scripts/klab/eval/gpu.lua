@@ -1200,7 +1200,9 @@ local function device_lock(name)
   if not EXCLUSIVE[name] or not key or key == "" then return nil end
   local dir = os.getenv("TMPDIR")
   if not dir or dir == "" then dir = "/tmp" end
-  return sys.lock(dir .. "/klab-gpu-" .. key:gsub("[^%w_.-]", "_") .. ".lock")
+  -- One slot per device in one lock file; the kernel lets go when the
+  -- holder dies, however it dies.
+  return require("klab.fs").lock(dir .. "/klab-gpu.lock", key, "pid " .. sys.getpid(), true)
 end
 
 function M.run(job)

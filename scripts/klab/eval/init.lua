@@ -484,8 +484,9 @@ end
 -- before timing: a stage outside the worker. False stops the evaluation.
 function Session:_sanitize(run)
   local c = run.cand
-  local base = os.tmpname()
-  local code_path, plan_path = base .. (c.lang == "ptx" and ".ptx" or ".cu"), c.plan and (base .. ".plan.lua")
+  local fs = require "klab.fs"
+  local dir = assert(fs.mkdtemp("klab-sanitize-"))
+  local code_path, plan_path = dir .. (c.lang == "ptx" and "/kernel.ptx" or "/kernel.cu"), c.plan and (dir .. "/plan.lua")
   local function put(path, text)
     local f = assert(io.open(path, "wb"))
     f:write(text)
@@ -494,7 +495,7 @@ function Session:_sanitize(run)
   put(code_path, c.code)
   if plan_path then put(plan_path, c.plan) end
   local san = profile.sanitize(run.task.name, code_path, { klab = sys.exe(), runs = 2, plan = plan_path })
-  for _, p in ipairs { base, code_path, plan_path or base } do os.remove(p) end
+  require("klab.sys").remove_tree(dir)
   run.result.stages.sanitizer = san
   if san.status == "ok" and (san.errors or 0) > 0 then
     run.result.verdict = "runtime_error"

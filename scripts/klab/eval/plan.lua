@@ -4,7 +4,8 @@
 --       Runs source (default: the task's plan) in klab.sandbox with the task's
 --       dimensions and validates what it returns. code is "EPLAN", "EMEMORY"
 --       or "ELIMIT"; every failure is a plan_error, and reason is fit to show
---       a model. opts: {arch=, limits=, memory=, instructions=, seconds=}.
+--       a model. opts: {arch=, limits=, memory=, instructions=, seconds=,
+--       name= (the chunk name in messages: the plan file's path; default "plan")}.
 --   plan.validate(task, value [, limits]) -> launch plan, or nil, reason
 --   plan.env(task [, opts])          -> the plain table the plan sees
 --   plan.limits([arch], [over])      -> device limits used by the checks
@@ -451,7 +452,8 @@ function M.run(task, source, opts)
   if type(source) ~= "string" then error("plan.run: the plan source must be a string", 2) end
   local sandbox = require("klab.sandbox")
   local limits = M.limits(opts.arch, opts.limits)
-  local value, msg, code = sandbox.run(source, "plan", M.env(task, opts), {
+  -- Messages name the user's file when there is one ("DIR/plan.lua:3: ...").
+  local value, msg, code = sandbox.run(source, opts.name or "plan", M.env(task, opts), {
     memory = opts.memory or 16 * KiB * KiB,
     instructions = opts.instructions or 5000000,
     seconds = opts.seconds or 2,

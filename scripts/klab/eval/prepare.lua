@@ -31,16 +31,20 @@ local CENSUS, CENSUS_N = {}, 0
 
 -- A compiled image as a file for the worker (it reads and loads it).
 local function write_temp(bytes)
-  local path = os.tmpname()
+  local path = assert(require("klab.fs").mkstemp("klab-cubin-"))
   local f = assert(io.open(path, "wb"))
   f:write(bytes)
   f:close()
   return path
 end
 
+-- The first line that says what went wrong: one with "error" or "fatal",
+-- past ptxas's closing summary (the cause is above it).
 local function first_error_line(log)
   for line in (log or ""):gmatch("[^\n]+") do
-    if line:find("error") then return line end
+    if (line:find("error") or line:find("fatal")) and not line:find("Ptx assembly aborted due to errors", 1, true) then
+      return line
+    end
   end
   return (log or ""):match("[^\n]+")
 end
@@ -161,7 +165,7 @@ end
 -- The candidate's code (when the run has one).
 local function build_candidate(run)
   local t, c, r = run.task, run.cand, run.result
-  local res, err, code, partial = jit.compile { source = c.code, lang = c.lang, arch = run.arch, name = c.name,
+  local res, err, code, partial = jit.compile { source = c.code, lang = c.lang, arch = run.arch, name = c.file or c.name,
     cache = run.opts.cache }
   if not res then
     r.stages.build = { ok = false, log = partial and partial.log or err, code = code }
@@ -251,7 +255,7 @@ end
 -- The candidate's plan, checked against the kernels its code defines.
 local function plan_candidate(run)
   local c, r = run.cand, run.result
-  local plan, perr = plan_mod.run(run.task, c.plan, { arch = run.arch })
+  local plan, perr = plan_mod.run(run.task, c.plan, { arch = run.arch, name = c.plan_file })
   if not plan then
     r.verdict, r.reason = "plan_error", perr
     return nil

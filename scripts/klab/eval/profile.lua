@@ -866,8 +866,6 @@ end
 -- The compute-sanitizer binary: $KLAB_SANITIZER, CUDA_HOME/bin, PATH.
 function M.sanitizer_path() return M.nvidia_tool("compute-sanitizer", "KLAB_SANITIZER") end
 
-local shell_quote = require("klab.command").shell_quote
-
 -- Parses compute-sanitizer's output: the "ERROR SUMMARY: N errors" line
 -- and the first error lines. Pure (tested without the tool).
 function M.parse_sanitizer(out)
@@ -892,14 +890,17 @@ function M.sanitize(task_name, candidate_path, opts)
   local klab = opts.klab or (arg and arg[-1]) or "klab"
   -- API errors are not the kernel's: klab's own probing (the parameter
   -- layout query past the last parameter) returns them on purpose.
-  local cmd = string.format("%s --tool memcheck --report-api-errors no --error-exitcode 0 %s replay %s %s --runs %d%s 2>&1",
-    shell_quote(tool),
-    shell_quote(klab), shell_quote(task_name), shell_quote(candidate_path), opts.runs or 1,
-    opts.plan and (" --plan " .. shell_quote(opts.plan)) or "")
-  local p = io.popen(cmd)
-  if not p then return { status = "unknown", reason = "cannot run " .. tool } end
-  local out = p:read("a")
-  p:close()
+  local argv = { tool, "--tool", "memcheck", "--report-api-errors", "no", "--error-exitcode", "0", klab, "replay",
+    task_name, candidate_path, "--runs", tostring(opts.runs or 1) }
+  if opts.plan then
+    argv[#argv + 1] = "--plan"
+    argv[#argv + 1] = opts.plan
+  end
+  -- The child looks for the task along the same search path as this process.
+  local res, err = require("klab.spawn").run { argv = argv, stderr = "stdout", timeout = opts.timeout or 600,
+    env = { KLAB_TASKS = table.concat(require("klab.task").path(), ":") } }
+  if not res then return { status = "unknown", reason = "cannot run " .. tool .. ": " .. tostring(err) } end
+  local out = res.stdout or ""
   local n, first = M.parse_sanitizer(out)
   if not n then
     return { status = "unknown", reason = "no ERROR SUMMARY in compute-sanitizer's output",

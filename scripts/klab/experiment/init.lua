@@ -302,6 +302,19 @@ end
 
 -- ---- the experiment ----------------------------------------------------------
 
+-- Raises when a signal asked the sweep to stop: one line, and the exit
+-- status the shell would show for the signal (128 + its number).
+local function check_signal(self)
+  local sys = require "klab.sys"
+  local sig = sys.trapped()
+  if sig then
+    local e = command.error_object(("experiment %s: stopped by SIG%s"):format(self.name, sig),
+      128 + (sys.signal_number(tostring(sig)) or 0))
+    e.signal = sig
+    error(e, 0)
+  end
+end
+
 local Exp = {}
 Exp.__index = Exp
 
@@ -378,7 +391,8 @@ end
 Exp.__close = Exp.close
 
 function Exp:_log(fmt, ...)
-  local line = fmt:format(...)
+  -- What a server echoed or a compiler quoted never carries a key into the log.
+  local line = require("klab.redact").text(fmt:format(...))
   local l = self.spec.log
   if type(l) == "function" then l(line)
   elseif type(l) == "string" then
@@ -531,6 +545,7 @@ function Exp:_evaluate(c, workloads, opts)
   local results, ws = {}, {}
   local tickets = {}
   for i, name in ipairs(workloads) do
+    check_signal(self)
     local o = opts
     if type(opts.trials) == "function" then
       o = {}
@@ -733,7 +748,45 @@ local function request_problem(reason)
   return (tostring(reason or "?"):gsub("^request_error: ", ""))
 end
 
+-- One run of an experiment per store at a time: an exclusive lock on the
+-- experiment's slot of <store>.lock (klab.fs.lock). The kernel releases it
+-- when the holder exits in any way, kill -9 included, so no stale lock is
+-- left to clear. A store that cannot have a lock file next to it (in memory,
+-- a read-only folder) runs without one, said in the log.
+function Exp:_lock()
+  local path = self.db:path()
+  if not path or path == "" or path == ":memory:" then return nil end
+  local sys = require "klab.sys"
+  local note = ("pid %d on %s since %s"):format(sys.getpid(), sys.hostname(), os.date("!%Y-%m-%dT%H:%M:%SZ"))
+  local lock, msg, code, holder = require("klab.fs").lock(path .. ".lock", "klab.experiment:" .. self.name, note)
+  if lock then return lock end
+  if code == "EBUSY" then
+    command.raise(("experiment %s is running elsewhere on this store (%s)%s; wait for it to finish or stop it, " ..
+      "then run again to continue"):format(self.name, path, holder ~= "" and (": " .. holder) or ""), command.EXIT.failed)
+  end
+  self:_log("running without the experiment lock: %s", tostring(msg))
+  return nil
+end
+
+-- Runs the sweep. SIGINT or SIGTERM stops it: requests in flight are waited
+-- for (drain_s) and stored, and run raises "stopped by SIGINT" (klab exits
+-- non-zero); a second signal ends the process at once. Another run of the
+-- same experiment on the same store makes this one stop at the start.
 function Exp:run()
+  local lock = self:_lock()
+  local sys = require "klab.sys"
+  sys.trap("INT", "TERM")
+  local ok, res = xpcall(self._run, function(e)
+    if type(e) == "string" and not e:find("\n", 1, true) then return debug.traceback(e, 2) end
+    return e
+  end, self)
+  sys.untrap()
+  if lock then lock:free() end
+  if not ok then error(res, 0) end
+  return res
+end
+
+function Exp:_run()
   local db = self.db
   local spec = self.spec
   self.exp_id = db:transaction(function() return self:_experiment_id() end)
@@ -772,6 +825,7 @@ function Exp:run()
 
   local function loop()
     while true do
+      check_signal(self)
       for _, t in ipairs(trajs) do
         if not t.done and not t.waiting then
           local n = #t.turns + 1
@@ -816,8 +870,14 @@ function Exp:run()
   end)
   if not ok then
     -- Keep what the model already answered: wait for requests in flight.
-    local pok = pcall(function() self.caller:drain(spec.drain_s or 10) end)
+    local inflight = self.caller.ninflight
+    local pok, got = pcall(function() return self.caller:drain(spec.drain_s or 10) end)
     if not pok then self:_log("drain failed") end
+    if command.is_error(err) and err.signal then
+      err.message = ("%s; %d of %d replies in flight were waited for and stored; run it again to continue"):format(
+        err.message, pok and #got or 0, inflight)
+      self:_log("%s", err.message)
+    end
     if own_session then self.session:close() end
     self.caller:close()
     self.caller, self.session = nil, nil

@@ -13,8 +13,15 @@
 -- top_p=, max_tokens=, max_tokens_field=, reasoning_effort=, thinking_budget=, seed=, stop=,
 -- extra=, prices={input=, output=} (USD per million tokens), concurrency= (default 4),
 -- timeout= (s per attempt, default 600), connect_timeout= (default 30),
--- retry={attempts= (default 4), base= (1 s), max= (60 s), budget= (900 s)}}. name defaults to
+-- retry={attempts= (default 4), base= (1 s), max= (60 s), budget= (900 s)}, max_reply_bytes= (64 MiB:
+-- a larger reply is a failed call whose error gives its size; nothing of it is stored),
+-- allow_insecure_http= (false: with api_key_env, a plain http:// base_url to a host other than this
+-- machine is refused, since the key would cross the network unencrypted)}. name defaults to
 -- model and labels the model in the store and the tables.
+--
+-- Nothing in a reply can abort a sweep: usage figures that are not token counts (12.5, 1e20, NaN,
+-- text) are stored as text in the response (usage_text) with a warning in the log, and count as
+-- unknown.
 --
 -- The API key never becomes a Lua string: the request's header names the
 -- environment variable ({env = api_key_env}) and klab.http reads it in C.
@@ -65,8 +72,10 @@ local FIELDS = {
   temperature = "number", top_p = "number", max_tokens = "number", max_tokens_field = "string",
   reasoning_effort = "string", thinking_budget = "number", seed = "number", stop = "table", extra = "table",
   prices = "table", concurrency = "number", timeout = "number", connect_timeout = "number", retry = "table",
-  anthropic_version = "string",
+  anthropic_version = "string", allow_insecure_http = "boolean", max_reply_bytes = "number",
 }
+
+M.MAX_REPLY_BYTES = 64 * 1024 * 1024
 
 function M.new(spec)
   if type(spec) ~= "table" then error("model.new expects a table", 2) end
@@ -87,6 +96,16 @@ function M.new(spec)
   if m.api_key_env and not m.api_key_env:match("^[%a_][%w_]*$") then
     error("model.new: api_key_env must name an environment variable", 2)
   end
+  if m.api_key_env then
+    -- Its value is kept out of everything klab stores, logs or sends back.
+    require("klab.redact").add_env(m.api_key_env)
+    if m.base_url:lower():match("^http://") and not m.allow_insecure_http
+        and not require("klab.http").is_loopback(m.base_url) then
+      error(("model.new: base_url %s is plain http:// to another machine and api_key_env is set: the key " ..
+        "would cross the network unencrypted. Use https://, or set allow_insecure_http = true"):format(m.base_url), 2)
+    end
+  end
+  if m.max_reply_bytes and not (m.max_reply_bytes >= 1) then error("model.new: max_reply_bytes must be >= 1", 2) end
   if type(m.stop) == "string" then m.stop = { m.stop } end
   m.name = m.name or m.model
   m.concurrency = math.max(1, math.floor(m.concurrency or 4))
@@ -156,7 +175,7 @@ end
 Caller.__close = Caller.close
 
 function Caller:_log(fmt, ...)
-  if self.log then self.log(fmt:format(...)) end
+  if self.log then self.log(require("klab.redact").text(fmt:format(...))) end
 end
 
 local function decode(s)
@@ -181,8 +200,8 @@ end
 
 function Caller:_store(o, req, m, raw_body)
   local resp = {
-    text = o.text, reasoning = o.reasoning, finish = o.finish, usage = o.usage, attempts = o.attempts,
-    source = o.source, body = raw_body,
+    text = o.text, reasoning = o.reasoning, finish = o.finish, usage = o.usage, usage_text = o.usage_text,
+    attempts = o.attempts, source = o.source, body = raw_body,
   }
   local ok, err = self.db:cache_put {
     hash = o.hash, request = req.canonical, response = M.json(resp), status = o.status or 0, model = m.name,
@@ -289,6 +308,8 @@ function Caller:_dispatch()
       local id, err = self:_client():submit {
         url = q.req.url, method = "POST", headers = q.req.headers, body = q.req.body,
         connect_timeout = m.connect_timeout, timeout = m.timeout,
+        max_body = math.tointeger(m.max_reply_bytes or M.MAX_REPLY_BYTES) or M.MAX_REPLY_BYTES,
+        allow_insecure_http = m.allow_insecure_http,
         retry = { attempts = m.retry.attempts, base = m.retry.base, max = m.retry.max, budget = m.retry.budget },
       }
       if not id then
@@ -305,13 +326,45 @@ function Caller:_dispatch()
   end
 end
 
+local function finite(x) return type(x) == "number" and x == x and x > -math.huge and x < math.huge and x or nil end
+
 local function copy_attempts(list)
   local out = {}
   for i, a in ipairs(list or {}) do
-    out[i] = { status = a.status, error = a.error ~= "" and a.error or nil, latency = a.latency, at = a.at,
-               retry_after = a.retry_after, wait = a.wait }
+    out[i] = { status = a.status, error = a.error ~= "" and a.error or nil, latency = finite(a.latency),
+               at = finite(a.at), retry_after = finite(a.retry_after), wait = finite(a.wait) }
   end
   return out
+end
+
+-- A token count, or nil: a non-negative integer (an integral float below
+-- 2^53 counts too).
+local function count_of(v)
+  if math.type(v) == "integer" then return v >= 0 and v or nil end
+  if math.type(v) == "float" and v == v and v >= 0 and v < 2 ^ 53 and v == math.floor(v) then
+    return math.tointeger(v)
+  end
+  return nil
+end
+
+-- Keeps the usage figures that are counts; the others go to text, said in
+-- the log. Returns the text of the odd ones (nil when none).
+function Caller:_check_usage(o, m)
+  local odd
+  for _, k in ipairs { "input", "output", "reasoning" } do
+    local v = o.usage[k]
+    if v ~= nil then
+      local c = count_of(v)
+      if c == nil then
+        odd = odd or {}
+        odd[k] = type(v) == "number" and ("%.17g"):format(v) or tostring(v):sub(1, 200)
+        self:_log("model %s %s: warning: usage %s = %s is not a token count; stored as text, counted as unknown",
+          m.name, o.hash:sub(1, 12), k, odd[k])
+      end
+      o.usage[k] = c
+    end
+  end
+  return odd
 end
 
 function Caller:_finish(q, r)
@@ -324,15 +377,23 @@ function Caller:_finish(q, r)
     o.ok, o.error = false, ("transport error after %d attempt%s: %s"):format(#o.attempts,
       #o.attempts == 1 and "" or "s", r.error)
   else
-    local parsed, perr = require(M.PROVIDERS[m.provider]).parse(r.status, r.body)
+    local pok, parsed, perr = pcall(require(M.PROVIDERS[m.provider]).parse, r.status, r.body)
+    if not pok then parsed, perr = nil, "the reply could not be read: " .. tostring(parsed) end
     if parsed then
       o.ok, o.text, o.reasoning, o.finish, o.usage = true, parsed.text, parsed.reasoning, parsed.finish, parsed.usage
-      o.cost = M.cost(m, parsed.usage)
     else
       o.ok, o.error = false, perr
     end
   end
-  o.usage = o.usage or {}
+  o.usage = type(o.usage) == "table" and o.usage or {}
+  -- What a server sent enters klab here: a key it echoed or quoted goes no
+  -- further (the store, the log and the HTTP layer redact again).
+  local redact = require("klab.redact").text
+  if o.error then o.error = redact(o.error) end
+  if type(o.text) == "string" then o.text = redact(o.text) end
+  if type(o.reasoning) == "string" then o.reasoning = redact(o.reasoning) end
+  o.usage_text = self:_check_usage(o, m)
+  if o.ok then o.cost = finite(M.cost(m, o.usage)) end
   self:_store(o, q.req, m, r.body)
   self.stats.network = self.stats.network + 1
   if not o.ok then self.stats.failed = self.stats.failed + 1 end

@@ -38,9 +38,6 @@ M.VERDICT_COLORS = {
   unexpected_launches = "#DDCC77", target_not_executed = "#117733", unknown = "#CCCCCC",
 }
 
-local shq = require("klab.command").shell_quote
-M.shell_quote = shq
-
 -- A gnuplot string literal (single quotes: no escapes but '').
 local function q(s) return "'" .. tostring(s):gsub("[\r\n]", " "):gsub("'", "''") .. "'" end
 M.quote = q
@@ -65,9 +62,9 @@ local probed
 -- Checks that gnuplot runs and which of the three terminals it has.
 function M.probe()
   if probed then return probed end
-  local p = io.popen("gnuplot -e 'set term' 2>&1 </dev/null")
-  local out = p and p:read("a") or ""
-  local ok = p and p:close()
+  local res = require("klab.spawn").run { argv = { "gnuplot", "-e", "set term" }, stderr = "stdout", timeout = 30 }
+  local out = res and res.stdout or ""
+  local ok = res and res.ok
   local r = { formats = {}, missing = {} }
   if not ok or not out:find("Available terminal types", 1, true) then
     r.gnuplot = false
@@ -140,10 +137,9 @@ function M.render(dir, name, fig)
   write_file(dir .. "/" .. src, table.concat(lines, "\n") .. "\n")
   local files = { src }
   if not pr.gnuplot or #outs == 0 then return files, pr.why end
-  local log = os.tmpname()
-  local ok = os.execute("cd " .. shq(dir) .. " && gnuplot " .. shq(src) .. " >" .. shq(log) .. " 2>&1 </dev/null")
-  local msg = read_file(log) or ""
-  os.remove(log)
+  local res, err = require("klab.spawn").run { argv = { "gnuplot", src }, cwd = dir, stderr = "stdout", timeout = 300 }
+  local ok = res and res.ok
+  local msg = res and res.stdout or tostring(err)
   if not ok then
     return nil, ("gnuplot failed on %s: %s"):format(src, (msg:gsub("%s+$", "")))
   end

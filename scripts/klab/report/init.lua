@@ -67,9 +67,11 @@ local function decode(s)
 end
 
 local function mkdirs(dir)
-  local q = figures.shell_quote
-  local ok = os.execute("mkdir -p " .. q(dir .. "/figures/src") .. " " .. q(dir .. "/tables"))
-  if not ok then error("report: cannot create " .. dir, 0) end
+  local sys = require "klab.sys"
+  for _, sub in ipairs { "/figures/src", "/tables" } do
+    local ok, err = sys.mkdir(dir .. sub)
+    if not ok then error("report: cannot create " .. dir .. ": " .. tostring(err), 0) end
+  end
 end
 
 local function sorted_set(list, field)

@@ -13,10 +13,21 @@
 --   task.get(name [, opts])          -> one task; a base name with a single variant works too
 --   task.list([root])                -> list of every task (all variants), list of load errors
 --   task.files([root])               -> task file paths under root, sorted
+--       root: a folder, a list of folders, or nil for the search path
 --   task.plain(descriptor)           -> a deep, mutable copy (for JSON, printing)
 --   task.describe(t)                 -> the text that describes the task to a model
---   task.default_root()              -> where tasks are looked for
--- opts: {root = "tasks"}.
+--   task.path([opts])                -> the search path: --tasks folders (task.use_path),
+--                                       then $KLAB_TASKS (dir1:dir2), then the repository's tasks/
+--   task.use_path(dirs)              -> sets the --tasks folders
+--   task.default_root()              -> the repository's tasks/
+-- opts: {path = {dir, ...}} or {root = dir} instead of the search path; a task
+-- name found in several folders is taken from the first.
+--
+-- Task files run sandboxed (klab.sandbox, limits in task.LIMITS): their own
+-- library tables, no io, os, require, load or debug, capped memory,
+-- instructions and time. A file that fails or runs away is reported by name
+-- (task.list's errors; task.load says which files failed when the name is
+-- not found) and the other files load.
 --
 -- A task descriptor holds: name, base, variant, family, file, description,
 -- dims (name -> integer), dim_order, tags, kernel, buffers (name -> {name,
@@ -195,55 +206,172 @@ end
 
 -- ---- loading ----------------------------------------------------------
 
-local function read_file(path)
-  local f, err = io.open(path, "rb")
-  if not f then return nil, err end
-  local s = f:read("a")
-  f:close()
-  return s
-end
+local fs = require("klab.fs")
 
--- Read-only access to pure libraries; the file's own globals land in the
--- env. include("_name.lua") runs a sibling file that holds what a family's
--- task files share, in an environment of its own, and returns its value.
--- Such files start with "_" and are not task files themselves.
-local function safe_env(dir)
-  local base = {
-    math = math, string = string, table = table, utf8 = utf8,
-    pairs = pairs, ipairs = ipairs, next = next, select = select, type = type,
-    tostring = tostring, tonumber = tonumber, error = error, assert = assert,
-    pcall = pcall, rawget = rawget, rawlen = rawlen, rawequal = rawequal,
-  }
-  base.include = function(name)
-    if type(name) ~= "string" or not name:match("^_[%w_%-]+%.lua$") then
-      error("include: expected a sibling file named _<name>.lua, got " .. tostring(name), 2)
+-- A task file, and each _<name>.lua it includes, is read only as a regular
+-- file of at most this size.
+M.MAX_FILE_BYTES = 1024 * 1024
+
+-- The limits a task file runs under (klab.sandbox): its memory (the whole
+-- state it runs in), its instructions and its time. A file past one is
+-- reported by name and skipped; the others load.
+M.LIMITS = { memory = 64 * 1024 * 1024, instructions = 20 * 1000 * 1000, seconds = 10 }
+
+-- What a task file sees: pure libraries and base functions, no io, os,
+-- require, load or debug. They are the sandbox state's own tables, so a
+-- file that replaces string.format changes nothing outside its own run.
+-- The pattern functions of string (find, match, gmatch, gsub) are left
+-- out, as for plans: their backtracking runs beyond the instruction limit.
+local BASE_NAMES = {
+  "math", "string", "table", "utf8", "pairs", "ipairs", "next", "select", "type", "tostring", "tonumber",
+  "error", "assert", "pcall", "rawget", "rawlen", "rawequal",
+}
+
+-- Runs in the sandbox (with its text-only load): loads the task file in an
+-- environment of its own whose misses go to the base, runs it, and returns
+-- its fields as plain data. Functions cannot leave the sandbox: the
+-- functions of a task file are functions of a variant's dimensions (flops,
+-- bytes, baseline.spec), so each one is called here once per variant, and
+-- what it returned (or raised) is kept by the variant's dimension values
+-- and the function's place in the fields.
+-- include("_name.lua") runs a sibling file (read by the host beforehand)
+-- in an environment of its own and returns its value.
+local RUNNER = [==[
+local job = __klab_task
+local load_text = load
+local next, type, tostring, pcall, error, ipairs, setmetatable = next, type, tostring, pcall, error, ipairs, setmetatable
+local tointeger, concat = math.tointeger, table.concat
+local BASE = {}
+for _, k in ipairs(job.base) do BASE[k] = _G[k] end
+local function env_of() return setmetatable({}, { __index = BASE }) end
+local running = {}
+BASE.include = function(name)
+  local src = type(name) == "string" and job.files[name]
+  if not src then
+    if type(name) == "string" and job.unreadable[name] then
+      error("include: cannot read " .. job.dir .. "/" .. name .. ": " .. job.unreadable[name], 2)
     end
-    local path = dir .. "/" .. name
-    local src, err = read_file(path)
-    if not src then error("include: cannot read " .. path .. ": " .. tostring(err), 2) end
-    local chunk, cerr = load(src, "@" .. path, "t", safe_env(dir))
-    if not chunk then error("include: " .. cerr, 2) end
-    return chunk()
+    error("include: expected a sibling file named _<name>.lua, got " .. tostring(name), 2)
   end
-  return setmetatable({}, { __index = base })
+  if running[name] then error("include: " .. name .. " includes itself", 2) end
+  local chunk, cerr = load_text(src, "@" .. job.dir .. "/" .. name, "t", env_of())
+  if not chunk then error("include: " .. cerr, 2) end
+  running[name] = true
+  local ok, v = pcall(chunk)
+  running[name] = nil
+  if not ok then error(v, 0) end
+  return v
+end
+local env = env_of()
+local chunk, cerr = load_text(job.src, "@" .. job.path, "t", env)
+if not chunk then return { error = cerr, stage = "load" } end
+local ok, rerr = pcall(chunk)
+if not ok then return { error = tostring(rerr), stage = "run" } end
+-- Each variant's dimensions, and the key they are kept by.
+local points = {}
+local dims, variants = env.dims, env.variants
+if type(dims) == "table" and type(variants) == "table" then
+  for _, v in ipairs(variants) do
+    if type(v) == "table" then
+      local d, key = {}, {}
+      for i, name in ipairs(dims) do
+        local x = v[name]
+        x = tointeger(x) or x
+        d[name] = x
+        key[i] = tostring(x)
+      end
+      points[#points + 1] = { dims = d, key = concat(key, ",") }
+    end
+  end
+end
+local computed = {}
+local plain
+plain = function(v, path, depth, call)
+  if type(v) == "function" then
+    if call then
+      local vals = {}
+      for _, pt in ipairs(points) do
+        local d = {}
+        for k, x in next, pt.dims do d[k] = x end
+        local fok, val = pcall(v, d)
+        vals[pt.key] = fok and { value = plain(val, path, 0, false) } or { error = tostring(val) }
+      end
+      computed[path] = vals
+    end
+    return { __klab_function = path }
+  end
+  if type(v) ~= "table" or depth > 48 then return v end
+  local out = {}
+  for k, x in next, v do out[k] = plain(x, path .. "." .. tostring(k), depth + 1, call) end
+  return out
+end
+local fields = {}
+for k, v in next, env do fields[k] = plain(v, tostring(k), 0, true) end
+return { fields = fields, computed = computed }
+]==]
+
+local function load_error(msg, file)
+  error(setmetatable({ msg = msg, file = file }, LoadError), 0)
 end
 
--- Runs the file; returns its raw fields.
+-- A function of the task file, on the host: the values the sandbox
+-- computed for each variant, looked up by the dimensions asked for.
+local function computed_fn(file, where, vals, dims_list)
+  return function(d)
+    local key = {}
+    for i, n in ipairs(dims_list) do key[i] = tostring(type(d) == "table" and d[n] or nil) end
+    local r = vals and vals[table.concat(key, ",")]
+    if not r then
+      error(("%s: '%s' runs while the file loads, for its variants' dimensions only"):format(file, where), 0)
+    end
+    if r.error then error(r.error, 0) end
+    return r.value
+  end
+end
+
+-- Puts the host side of each function back in place of its marker.
+local function restore(v, file, computed, dims_list)
+  if type(v) ~= "table" then return v end
+  if v.__klab_function then
+    return computed_fn(file, v.__klab_function, computed[v.__klab_function], dims_list)
+  end
+  for k, x in pairs(v) do v[k] = restore(x, file, computed, dims_list) end
+  return v
+end
+
+-- Runs the file in the sandbox; returns its raw fields.
 local function run_file(path)
-  local src, err = read_file(path)
+  local src, err = fs.read(path, M.MAX_FILE_BYTES)
   if not src then fail(path, nil, "cannot read: " .. tostring(err)) end
-  local env = safe_env(path:match("^(.*)/[^/]*$") or ".")
-  local chunk, cerr = load(src, "@" .. path, "t", env)
-  if not chunk then fail(path, nil, cerr) end
-  local ok, rerr = pcall(chunk)
-  if not ok then fail(path, nil, "error while running: " .. tostring(rerr)) end
+  local dir = path:match("^(.*)/[^/]*$") or "."
+  local files, unreadable = {}, {}
+  for _, e in ipairs(fs.list(dir) or {}) do
+    if e.name:match("^_[%w_%-]+%.lua$") then
+      local text, rerr = fs.read(dir .. "/" .. e.name, M.MAX_FILE_BYTES)
+      if text then files[e.name] = text else unreadable[e.name] = tostring(rerr):gsub("^.-: ", "") end
+    end
+  end
+  local opts = { load = true }
+  for k, v in pairs(M.LIMITS) do opts[k] = v end
+  local out, msg, code = require("klab.sandbox").run(RUNNER, path, {
+    __klab_task = { src = src, path = path, dir = dir, files = files, unreadable = unreadable, base = BASE_NAMES },
+  }, opts)
+  if not out then
+    if code == "EMEMORY" or code == "ELIMIT" then load_error(msg, path) end
+    fail(path, nil, "error while running: " .. tostring(msg))
+  end
+  if out.error then
+    if out.stage == "load" then fail(path, nil, out.error) end
+    fail(path, nil, "error while running: " .. out.error)
+  end
   local fields = {}
-  for k, v in pairs(env) do
+  local dims_list = type(out.fields.dims) == "table" and out.fields.dims or {}
+  for k, v in pairs(out.fields) do
     if not FIELDS[k] then
       fail(path, nil, ("unknown field '%s' (task fields: %s; use local for helpers)"):format(
         tostring(k), table.concat(sorted_keys(FIELDS), ", ")))
     end
-    fields[k] = v
+    fields[k] = restore(v, path, out.computed, dims_list)
   end
   return fields
 end
@@ -647,58 +775,66 @@ local function build_variant(file, c, f, v)
   return t
 end
 
-local cache = {}
+local cache, failed = {}, {}
 
--- Loads one file; returns the (frozen) file descriptor.
--- The text of a file the task ships beside its task file.
+-- The text of a file the task ships beside its task file: a regular file
+-- of the task's folder (no link, FIFO or device), at most MAX_FILE_BYTES.
 local function read_beside(path, name, field)
   local dir = path:match("^(.*)/[^/]*$") or "."
   local full = dir .. "/" .. name
-  local text, err = read_file(full)
-  if not text then fail(path, field, "cannot read " .. full .. ": " .. tostring(err)) end
+  local text, err = fs.read(full, M.MAX_FILE_BYTES)
+  if not text then fail(path, field, "cannot read " .. full .. ": " .. tostring(err):gsub("^.-: ", "")) end
   return text, full
 end
 
+-- Loads one file; returns the (frozen) file descriptor. A file that failed
+-- keeps its error for the rest of the process: a runaway file costs its
+-- limits once.
 local function load_file(path)
   if cache[path] then return cache[path] end
-  local f = run_file(path)
-  local c = check_common(path, f)
-  c.reference.code, c.reference.path = read_beside(path, c.reference.source, "reference.source")
-  if c.baseline.kind == "shipped" then
-    c.baseline.code, c.baseline.path = read_beside(path, c.baseline.source, "baseline.source")
+  if failed[path] then error(failed[path], 0) end
+  local ok, desc = pcall(function()
+    local f = run_file(path)
+    local c = check_common(path, f)
+    c.reference.code, c.reference.path = read_beside(path, c.reference.source, "reference.source")
+    if c.baseline.kind == "shipped" then
+      c.baseline.code, c.baseline.path = read_beside(path, c.baseline.source, "baseline.source")
+    end
+    local tasks = {}
+    for i, v in ipairs(c.variants) do tasks[i] = build_variant(path, c, f, v) end
+    local variants = {}
+    for i, v in ipairs(c.variants) do variants[i] = v.name end
+    return freeze({
+      kind = "taskfile", name = c.name, family = c.family, file = path, tags = c.tags,
+      variants = variants, tasks = tasks,
+    })
+  end)
+  if not ok then
+    failed[path] = desc
+    error(desc, 0)
   end
-  local tasks = {}
-  for i, v in ipairs(c.variants) do tasks[i] = build_variant(path, c, f, v) end
-  local variants = {}
-  for i, v in ipairs(c.variants) do variants[i] = v.name end
-  local desc = freeze({
-    kind = "taskfile", name = c.name, family = c.family, file = path, tags = c.tags,
-    variants = variants, tasks = tasks,
-  })
   cache[path] = desc
   return desc
 end
 
 -- ---- discovery --------------------------------------------------------
 
-local function exists(path)
-  local fh = io.open(path, "r")
-  if fh then fh:close() return true end
-  return false
-end
+local function exists(path) return fs.type(path) ~= nil end
 
 local function is_dir(path)
-  local fh = io.open(path .. "/.", "r")
-  if fh then fh:close() return true end
-  return false
+  local kind = fs.type(path)
+  if kind == "link" then
+    local real = fs.realpath(path)
+    kind = real and fs.type(real)
+  end
+  return kind == "dir"
 end
 M.is_dir = is_dir
 
--- $KLAB_TASKS, ./tasks, a tasks/ entry of package.path, $KLAB_SCRIPTS/../tasks,
--- then tasks/ next to the build directory of the running binary.
+-- The repository's tasks/: ./tasks, a tasks/ entry of package.path,
+-- $KLAB_SCRIPTS/../tasks, then tasks/ next to the build directory of the
+-- running binary.
 function M.default_root()
-  local env = os.getenv("KLAB_TASKS")
-  if env and env ~= "" then return env end
   if is_dir("tasks") then return "tasks" end
   for entry in (package.path or ""):gmatch("[^;]+") do
     local dir = entry:match("^(.*)/tasks/%?%.lua$")
@@ -706,12 +842,8 @@ function M.default_root()
   end
   local scripts = os.getenv("KLAB_SCRIPTS")
   if scripts and scripts ~= "" and is_dir(scripts .. "/../tasks") then return scripts .. "/../tasks" end
-  -- the shell's parent is this process
   local okp, sys = pcall(require, "klab.sys")
-  local pid = okp and type(sys) == "table" and sys.getpid and tostring(sys.getpid()) or "$PPID"
-  local q = io.popen("readlink -f /proc/" .. pid .. "/exe 2>/dev/null")
-  local exe = q and q:read("l")
-  if q then q:close() end
+  local exe = okp and type(sys) == "table" and sys.exe and sys.exe()
   local dir = exe and exe:match("^(.*)/[^/]+$")
   while dir and dir ~= "" do
     if is_dir(dir .. "/tasks") and is_dir(dir .. "/scripts/klab") then return dir .. "/tasks" end
@@ -720,28 +852,81 @@ function M.default_root()
   return "tasks"
 end
 
-local shquote = require("klab.command").shell_quote
+-- Folders a command's --tasks option named, searched first.
+local extra_path = {}
 
--- Task files are exactly <root>/<dir>/<name>.lua: deeper files (samples,
--- known-bad kernels, their plans) are not tasks.
-function M.files(root)
-  root = root or M.default_root()
-  local out = {}
-  local p = io.popen("find " .. shquote(root) .. " -mindepth 2 -maxdepth 2 -type f -name '*.lua' ! -name '_*' 2>/dev/null")
-  if p then
-    for line in p:lines() do out[#out + 1] = line end
-    p:close()
+-- Sets the folders given with --tasks (in order), searched before
+-- $KLAB_TASKS and the repository's tasks/.
+function M.use_path(dirs)
+  extra_path = {}
+  for i, d in ipairs(dirs or {}) do extra_path[i] = d end
+end
+
+-- The task search path: opts.path (a list) or opts.root (one folder) when
+-- given, else the --tasks folders, then $KLAB_TASKS (dir1:dir2), then the
+-- repository's tasks/. A task name found in several folders is taken from
+-- the first.
+function M.path(opts)
+  opts = opts or {}
+  local out, seen = {}, {}
+  local function add(d)
+    if d and d ~= "" and not seen[d] then
+      seen[d] = true
+      out[#out + 1] = d
+    end
   end
-  table.sort(out)
+  if opts.path then
+    for _, d in ipairs(opts.path) do add(d) end
+    return out
+  end
+  if opts.root then return { opts.root } end
+  for _, d in ipairs(extra_path) do add(d) end
+  for d in (os.getenv("KLAB_TASKS") or ""):gmatch("[^:]+") do add(d) end
+  add(M.default_root())
   return out
 end
 
+-- A folder or a list of folders; nil: the search path.
+local function roots_of(root)
+  if root == nil then return M.path() end
+  if type(root) == "table" then return root end
+  return { root }
+end
+
+-- Task files are exactly <root>/<dir>/<name>.lua: deeper files (samples,
+-- known-bad kernels, their plans) are not tasks, nor are _<name>.lua files.
+-- With a list of folders, each folder's files in order.
+function M.files(root)
+  local out = {}
+  for _, r in ipairs(roots_of(root)) do
+    local here = {}
+    for _, d in ipairs(fs.list(r) or {}) do
+      if d.type == "dir" then
+        for _, e in ipairs(fs.list(r .. "/" .. d.name) or {}) do
+          if e.type == "file" and e.name:match("%.lua$") and not e.name:match("^_") then
+            here[#here + 1] = r .. "/" .. d.name .. "/" .. e.name
+          end
+        end
+      end
+    end
+    table.sort(here)
+    for _, f in ipairs(here) do out[#out + 1] = f end
+  end
+  return out
+end
+
+-- Every task (all variants) under root (a folder, a list, or nil: the search
+-- path), and the load errors of the files that failed. A task name found in
+-- several files is taken from the first.
 function M.list(root)
-  local all, errs = {}, {}
+  local all, errs, seen = {}, {}, {}
   for _, path in ipairs(M.files(root)) do
     local ok, d = pcall(load_file, path)
     if ok then
-      for _, t in ipairs(d.tasks) do all[#all + 1] = t end
+      if not seen[d.name] then
+        seen[d.name] = true
+        for _, t in ipairs(d.tasks) do all[#all + 1] = t end
+      end
     else
       errs[#errs + 1] = tostring(d)
     end
@@ -760,30 +945,33 @@ local function pload(path)
   return d
 end
 
-local function find_base(base, root)
-  for _, path in ipairs(M.files(root)) do
+-- The first file along roots whose task is named base, and the errors of
+-- files that failed on the way (they are skipped).
+local function find_base(base, roots)
+  local errs = {}
+  for _, path in ipairs(M.files(roots)) do
     local ok, d = pcall(load_file, path)
-    if ok and d.name == base then return d end
+    if ok and d.name == base then return d, errs end
+    if not ok then errs[#errs + 1] = tostring(d) end
   end
-  return nil
+  return nil, errs
 end
 
 function M.load(spec, opts)
   opts = opts or {}
   if type(spec) ~= "string" or spec == "" then error("task.load: expected a path or a task name", 2) end
   if spec:match("%.lua$") or (exists(spec) and not spec:match("^[%w_%.%-]+/[%w_%.%-]+$")) then
-    if opts.reload then cache[spec] = nil end
+    if opts.reload then cache[spec], failed[spec] = nil, nil end
     return pload(spec)
   end
   local base, variant = spec:match("^([^/]+)/(.+)$")
   base = base or spec
-  local root = opts.root or M.default_root()
-  local d = find_base(base, root)
+  local roots = M.path(opts)
+  local d, errs = find_base(base, roots)
   if not d then
     -- a broken file may hold it: report load errors rather than "not found"
-    local _, errs = M.list(root)
     local extra = #errs > 0 and ("; files that failed to load: " .. table.concat(errs, "; ")) or ""
-    error(("task.load: no task named '%s' under %s%s"):format(base, root, extra), 2)
+    error(("task.load: no task named '%s' under %s%s"):format(base, table.concat(roots, ":"), extra), 2)
   end
   if not variant then return d end
   for _, t in ipairs(d.tasks) do

@@ -11,8 +11,16 @@
 --        shape: a list of expressions ({"M", "K"}) or one expression ("M*K")
 --   shape.bytes(dtype, elems)  -> bytes of elems elements (sub-byte types round up)
 --   shape.numel(list)          -> product of the list
+--   shape.MAX_ELEMENTS         the most elements a buffer may have: 2^40 (8 TiB of
+--                              f64), far above any GPU's memory; expand refuses more
+--
+-- Arithmetic is checked: a value past 2^62 in magnitude is an error, never a
+-- wrapped integer (dimensions of 2^32 must not multiply to 0).
 
 local M = {}
+
+M.MAX_ELEMENTS = 1 << 40
+local MAX_VALUE = 1 << 62
 
 -- bits per element; float types carry their exponent/mantissa split only
 -- where it matters to tolerances (see tasks).
@@ -92,8 +100,8 @@ local function tokenize(s)
       local j = i
       while j <= n and s:sub(j, j):match("[%d_]") do j = j + 1 end
       local digits = s:sub(i, j - 1):gsub("_", "")
-      local v = math.tointeger(tonumber(digits))
-      if not v then return nil, ("bad number '%s'"):format(s:sub(i, j - 1)) end
+      local v = #digits <= 18 and math.tointeger(tonumber(digits))
+      if not v then return nil, ("bad number '%s' (at most 18 digits)"):format(s:sub(i, j - 1)) end
       toks[#toks + 1] = { k = "num", v = v }
       i = j
     elseif c:match("[%a_]") then
@@ -129,6 +137,12 @@ local function parser(toks, dims, src)
   local pos = 1
   local function peek() return toks[pos] end
   local function err(msg) error({ msg = msg }, 0) end
+  local function checked(v, a, op, b)
+    if v > MAX_VALUE or v < -MAX_VALUE or (op == "*" and a ~= 0 and v // a ~= b) then
+      err(("%d %s %d is too large"):format(a, op, b))
+    end
+    return v
+  end
   local expr
   local function atom()
     local t = toks[pos]
@@ -181,7 +195,7 @@ local function parser(toks, dims, src)
       pos = pos + 1
       local r = unary()
       if t.v == "*" then
-        v = v * r
+        v = checked(v * r, v, "*", r)
       else
         if r == 0 then err("division by zero") end
         if t.v == "/" then
@@ -202,7 +216,7 @@ local function parser(toks, dims, src)
       if not (t and t.k == "op" and (t.v == "+" or t.v == "-")) then return v end
       pos = pos + 1
       local r = term()
-      if t.v == "+" then v = v + r else v = v - r end
+      if t.v == "+" then v = checked(v + r, v, "+", r) else v = checked(v - r, v, "-", r) end
     end
   end
   return function()
@@ -248,11 +262,15 @@ function M.expand(shape, dims)
   if type(shape) == "string" or math.type(shape) == "integer" then shape = { shape } end
   if type(shape) ~= "table" then return nil, "a shape must be a list of expressions or a string, got " .. type(shape) end
   if #shape == 0 then return nil, "a shape needs at least one dimension" end
-  local out = {}
+  local out, numel = {}, 1
   for i, e in ipairs(shape) do
     local v, err = M.eval(e, dims)
     if not v then return nil, ("[%d]: %s"):format(i, err) end
     if v <= 0 then return nil, ("[%d]: '%s' evaluates to %d; extents must be positive"):format(i, tostring(e), v) end
+    if v > M.MAX_ELEMENTS // numel then
+      return nil, ("holds more than 2^40 elements (the most a buffer may have) at [%d] = %d"):format(i, v)
+    end
+    numel = numel * v
     out[i] = v
   end
   for k in pairs(shape) do

@@ -50,7 +50,7 @@ function M.body(m, messages)
   return b
 end
 
-local function num(v) return math.type(v) and (math.tointeger(v) or v) or nil end
+local num = openai.num
 
 function M.parse(status, body)
   local ok, doc = pcall(cjson.decode, body or "")
@@ -72,7 +72,8 @@ function M.parse(status, body)
   end
   local u = type(doc.usage) == "table" and doc.usage or {}
   local input = num(u.input_tokens)
-  if input then input = input + (num(u.cache_creation_input_tokens) or 0) + (num(u.cache_read_input_tokens) or 0) end
+  local cc, cr = num(u.cache_creation_input_tokens), num(u.cache_read_input_tokens)
+  if math.type(input) and math.type(cc or 0) and math.type(cr or 0) then input = input + (cc or 0) + (cr or 0) end
   return {
     text = table.concat(text, ""),
     reasoning = #thinking > 0 and table.concat(thinking, "\n") or nil,

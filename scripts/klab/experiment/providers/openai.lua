@@ -42,7 +42,13 @@ function M.body(m, messages)
 end
 
 local function str(v) return type(v) == "string" and v or nil end
-local function num(v) return math.type(v) and (math.tointeger(v) or v) or nil end
+-- A usage figure as it came (numbers made integers where they are), for
+-- klab.experiment.model to check: odd ones are kept as text, never raised on.
+local function num(v)
+  if v == nil or v == cjson.null then return nil end
+  return math.type(v) and (math.tointeger(v) or v) or v
+end
+M.num = num
 
 -- The message of an error body ({"error": {"message": ...}} or {"error": "..."}).
 local function error_text(doc, raw)

@@ -1,0 +1,186 @@
+/*
+ * l_fs.c: require "klab.fs", file operations without a shell (host/base/fs.h).
+ * (Making folders and removing trees: klab.sys.mkdir and sys.remove_tree,
+ * over the same host/base/fs.c.)
+ *
+ *   fs.list(dir)            -> {{name=, type=, size=}, ...} sorted by name | nil, msg, code
+ *       type: "file", "dir", "link", "other" (of the entry itself: links are not followed)
+ *   fs.type(path)           -> "file" | "dir" | "link" | "other" | nil (missing), size
+ *   fs.read(path [, max])   -> string | nil, msg, code
+ *       a regular file only, at most max bytes (default 64 MiB); a symbolic
+ *       link, folder, FIFO, device or larger file is refused (code "EINVAL")
+ *       with a message naming the path and why
+ *   fs.mkdtemp([prefix])    -> path of a new private folder under $TMPDIR or /tmp
+ *   fs.mkstemp([prefix])    -> path of a new private, empty file there
+ *   fs.realpath(path)       -> path | nil, msg, code
+ *   fs.lock(path, key [, note [, wait]]) -> lock | nil, msg, code, holder
+ *       an exclusive lock on key's slot of lock file path, released by
+ *       lock:free() (also __close and __gc) or when the process ends; when
+ *       another holds it: nil, msg, "EBUSY", and the note that holder wrote;
+ *       with wait true, waits until the holder lets go instead
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lhost.h"
+#include "base/fs.h"
+
+#define LOCK_T "klab.fs.Lock"
+
+static int l_list(lua_State *L)
+{
+    const char *dir = luaL_checkstring(L, 1);
+    fs_entry *e;
+    size_t n;
+    ks_status st;
+    if (fs_list(dir, &e, &n, &st) != KS_OK)
+        return lh_pushfail(L, &st);
+    lua_createtable(L, (int)(n < INT_MAX ? n : 0), 0);
+    for (size_t i = 0; i < n; i++) {
+        lua_createtable(L, 0, 3);
+        lh_setstr(L, "name", e[i].name);
+        lh_setstr(L, "type", fs_type_name(e[i].type));
+        lh_setint(L, "size", (lua_Integer)e[i].size);
+        lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+    fs_list_free(e, n);
+    return 1;
+}
+
+static int l_type(lua_State *L)
+{
+    const char *path = luaL_checkstring(L, 1);
+    fs_type t;
+    uint64_t size;
+    ks_status st;
+    if (fs_lstat(path, &t, &size, &st) != KS_OK)
+        return lh_pushfail(L, &st);
+    if (t == FS_MISSING) {
+        luaL_pushfail(L);
+        return 1;
+    }
+    lua_pushstring(L, fs_type_name(t));
+    lua_pushinteger(L, (lua_Integer)size);
+    return 2;
+}
+
+static int l_read(lua_State *L)
+{
+    const char *path = luaL_checkstring(L, 1);
+    lua_Integer max = luaL_optinteger(L, 2, 0);
+    if (max < 0)
+        return luaL_argerror(L, 2, "the limit must be >= 0");
+    char *buf;
+    size_t len;
+    ks_status st;
+    if (fs_read(path, (size_t)max, &buf, &len, &st) != KS_OK)
+        return lh_pushfail(L, &st);
+    lua_pushlstring(L, buf, len);
+    free(buf);
+    return 1;
+}
+
+/* A new temporary folder or file, by make (fs_mkdtemp or fs_mkstemp). */
+static int push_temp(lua_State *L, int (*make)(const char *, char *, size_t, ks_status *))
+{
+    const char *prefix = luaL_optstring(L, 1, "klab-");
+    char path[PATH_MAX];
+    ks_status st;
+    if (make(prefix, path, sizeof path, &st) != KS_OK)
+        return lh_pushfail(L, &st);
+    lua_pushstring(L, path);
+    return 1;
+}
+
+static int l_mkdtemp(lua_State *L) { return push_temp(L, fs_mkdtemp); }
+
+static int l_mkstemp(lua_State *L) { return push_temp(L, fs_mkstemp); }
+
+static int l_realpath(lua_State *L)
+{
+    const char *path = luaL_checkstring(L, 1);
+    char out[PATH_MAX];
+    ks_status st;
+    if (fs_realpath(path, out, sizeof out, &st) != KS_OK)
+        return lh_pushfail(L, &st);
+    lua_pushstring(L, out);
+    return 1;
+}
+
+/* ---- locks ---- */
+
+typedef struct llock {
+    int fd;
+} llock;
+
+static int lock_release(lua_State *L)
+{
+    llock *k = luaL_checkudata(L, 1, LOCK_T);
+    fs_unlock(k->fd);
+    k->fd = -1;
+    return 0;
+}
+
+static int lock_tostring(lua_State *L)
+{
+    llock *k = luaL_checkudata(L, 1, LOCK_T);
+    lua_pushstring(L, k->fd >= 0 ? "klab.fs.Lock" : "klab.fs.Lock (freed)");
+    return 1;
+}
+
+static int l_lock(lua_State *L)
+{
+    const char *path = luaL_checkstring(L, 1);
+    const char *key = luaL_checkstring(L, 2);
+    const char *note = luaL_optstring(L, 3, "");
+    int wait = lua_toboolean(L, 4);
+    llock *k = lua_newuserdatauv(L, sizeof *k, 0);
+    k->fd = -1;
+    luaL_setmetatable(L, LOCK_T);
+    char held[FS_LOCK_NOTE + 2];
+    held[0] = '\0';
+    ks_status st;
+    int rc = wait ? fs_lock_wait(path, key, note, &k->fd, &st)
+                  : fs_lock(path, key, note, &k->fd, held, sizeof held, &st);
+    if (rc != KS_OK) {
+        luaL_pushfail(L);
+        lua_pushstring(L, st.msg);
+        lua_pushstring(L, st.sub == EAGAIN ? "EBUSY" : ks_code_name(st.code));
+        lua_pushstring(L, held);
+        return 4;
+    }
+    return 1;
+}
+
+static const luaL_Reg lock_methods[] = {
+    {"free", lock_release},
+    {NULL, NULL},
+};
+
+static const luaL_Reg lock_meta[] = {
+    {"__gc", lock_release},
+    {"__close", lock_release},
+    {"__tostring", lock_tostring},
+    {NULL, NULL},
+};
+
+static const luaL_Reg fs_funcs[] = {
+    {"list", l_list},
+    {"type", l_type},
+    {"read", l_read},
+    {"mkdtemp", l_mkdtemp},
+    {"mkstemp", l_mkstemp},
+    {"realpath", l_realpath},
+    {"lock", l_lock},
+    {NULL, NULL},
+};
+
+int luaopen_klab_fs(lua_State *L)
+{
+    lh_newclass(L, LOCK_T, lock_methods, lock_meta);
+    lua_pop(L, 1);
+    luaL_newlib(L, fs_funcs);
+    return 1;
+}

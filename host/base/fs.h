@@ -1,0 +1,100 @@
+/*
+ * fs.h: the file operations klab's library needs, without a shell.
+ *
+ * Everything here names a path in its messages and never follows a
+ * symbolic link it was not asked to follow:
+ *
+ *   - fs_list lists a folder (names and types from lstat, sorted by name);
+ *   - fs_read reads a regular file, and only that: the path is checked with
+ *     lstat before it is opened (so no FIFO, device or socket is ever
+ *     opened), opened with O_NOFOLLOW | O_NONBLOCK and checked again with
+ *     fstat; a file larger than the cap is refused with its size, and the
+ *     read stops at the cap whatever the size said (files under /proc say 0);
+ *   - fs_mkdtemp makes a private temporary folder (mode 0700) under
+ *     $TMPDIR or /tmp, fs_mkstemp a private temporary file;
+ *   - fs_remove_tree removes a tree without following symbolic links (a
+ *     link is removed, never what it points to) and without crossing into
+ *     another file system;
+ *   - fs_realpath resolves a path; fs_mkdirs makes a folder and its parents;
+ *   - fs_lock takes an exclusive lock on one slot of a lock file, released
+ *     by the kernel when the holder exits however it exits.
+ */
+#ifndef KLAB_HOST_FS_H
+#define KLAB_HOST_FS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/status.h"
+
+typedef enum { FS_FILE = 0, FS_DIR = 1, FS_LINK = 2, FS_OTHER = 3, FS_MISSING = 4 } fs_type;
+
+typedef struct fs_entry {
+    char *name;
+    fs_type type;      /* of the entry itself (lstat): a link is FS_LINK */
+    uint64_t size;     /* bytes, for FS_FILE; 0 otherwise */
+} fs_entry;
+
+/* "file", "dir", "link", "other", "missing". */
+const char *fs_type_name(fs_type t);
+
+/* The type and size of path itself (lstat). FS_MISSING when it does not
+ * exist; KS_EIO for other failures (permission, a non-folder in the path). */
+int fs_lstat(const char *path, fs_type *type, uint64_t *size, ks_status *st);
+
+/* The entries of folder dir, "." and ".." left out, sorted by name
+ * (strcmp). KS_ENOTFOUND when dir does not exist, KS_EINVAL when it is not
+ * a folder. Free with fs_list_free. */
+int fs_list(const char *dir, fs_entry **out, size_t *n, ks_status *st);
+void fs_list_free(fs_entry *e, size_t n);
+
+/* What fs_read refuses, for callers that want the kind (st->sub holds it
+ * after a refusal with KS_EINVAL). */
+enum { FS_NOT_REGULAR = 1, FS_TOO_LARGE = 2, FS_IS_LINK = 3, FS_IS_DIR = 4 };
+
+/* Reads the regular file path into a malloc'd buffer (NUL-terminated; *len
+ * excludes the NUL). Refused with KS_EINVAL and a message naming the path
+ * and the reason: a symbolic link, a folder, a FIFO, a device, a socket, or
+ * more than cap bytes (cap 0: 64 MiB). KS_ENOTFOUND when it does not exist. */
+int fs_read(const char *path, size_t cap, char **buf, size_t *len, ks_status *st);
+
+/* Makes a new folder, mode 0700, named <tmp>/<prefix>XXXXXX where <tmp> is
+ * $TMPDIR or /tmp; the path goes into out. */
+int fs_mkdtemp(const char *prefix, char *out, size_t n, ks_status *st);
+
+/* Makes a new empty file, mode 0600, named <tmp>/<prefix>XXXXXX (as
+ * fs_mkdtemp); the path goes into out. */
+int fs_mkstemp(const char *prefix, char *out, size_t n, ks_status *st);
+
+/* Removes path and, when it is a folder, everything under it, without
+ * following symbolic links and without leaving path's file system. A
+ * missing path is KS_OK. */
+int fs_remove_tree(const char *path, ks_status *st);
+
+/* realpath(3) into out. KS_ENOTFOUND when a component is missing. */
+int fs_realpath(const char *path, char *out, size_t n, ks_status *st);
+
+/* mkdir -p with mode 0777 (less the umask). KS_OK when it exists already
+ * as a folder. */
+int fs_mkdirs(const char *path, ks_status *st);
+
+/* An exclusive lock on one slot of lock file path (created, mode 0644):
+ * slot is chosen from key, so that holders of different keys do not
+ * collide (short of a hash collision among 65536 slots). The lock is an
+ * open-file-description lock (F_OFD_SETLK): it belongs to this handle, not
+ * to the process, so it is released when the handle is closed or the
+ * process dies, kill -9 included; a stale lock cannot outlive its holder.
+ * The holder writes `note` (one line, at most FS_LOCK_NOTE bytes, for
+ * example "pid 123 on host since ...") into its slot. When the slot is
+ * held elsewhere: KS_EIO with st->sub = EAGAIN and the holder's note in
+ * held_by (when held_by is not NULL). *fd is the handle; release it with
+ * fs_unlock. */
+#define FS_LOCK_NOTE 200
+int fs_lock(const char *path, const char *key, const char *note, int *fd, char *held_by,
+            size_t held_n, ks_status *st);
+/* The same, waiting until the slot is free (for turns on a shared
+ * resource, such as the exclusive stages of workers sharing a GPU). */
+int fs_lock_wait(const char *path, const char *key, const char *note, int *fd, ks_status *st);
+void fs_unlock(int fd);
+
+#endif

@@ -1,0 +1,46 @@
+/*
+ * redact.h: the values of secrets, kept out of everything klab writes.
+ *
+ * A process-wide set of (name, value) pairs: filled at start from every
+ * environment variable whose name ends in _KEY or _TOKEN, and by
+ * redact_add_env for each variable an experiment names (api_key_env) and
+ * each variable an HTTP header is read from. Values shorter than
+ * REDACT_MIN_LEN are not kept (they would match ordinary text).
+ * redact_apply replaces every occurrence of a value with "[redacted NAME]".
+ *
+ * It is a second wall, behind the rule that keys never become Lua strings:
+ * what a server echoes, a compiler quotes or a kernel prints still cannot
+ * carry a key into the store, a log or a model's next prompt. The store
+ * binds text and blobs through it; the experiment log, feedback and every
+ * request body sent go through it too.
+ *
+ * Thread-safe.
+ */
+#ifndef KLAB_HOST_REDACT_H
+#define KLAB_HOST_REDACT_H
+
+#include <stddef.h>
+
+#define REDACT_MIN_LEN 8
+
+/* Adds every environment variable named *_KEY or *_TOKEN. */
+void redact_scan_environ(void);
+
+/* Adds the value of environment variable name under that name (when set
+ * and at least REDACT_MIN_LEN bytes). Returns 1 when a value is kept. */
+int redact_add_env(const char *name);
+
+/* Adds value under name (tests, and values that do not live in the
+ * environment). Returns 1 when kept. */
+int redact_add(const char *name, const char *value, size_t len);
+
+/* How many values are kept. */
+size_t redact_count(void);
+
+/* A malloc'd copy of text[0..len) with every secret replaced, NUL-terminated,
+ * its length in *out_len; NULL when there is nothing to replace (or no
+ * memory: then the text is returned whole only if it holds no secret, which
+ * is why a NULL with *out_len == (size_t)-1 means "could not check"). */
+char *redact_apply(const char *text, size_t len, size_t *out_len);
+
+#endif

@@ -1,0 +1,183 @@
+-- klab batch: evaluate many candidates, on every GPU of this host at once.
+--
+--   klab batch TASK DIR [options]        every candidate folder (or .cu/.ptx file) in DIR
+--   klab batch LIST.jsonl [options]      one {"task": ..., "candidate": path} per line
+local M = {}
+
+M.summary = "evaluate many candidates at once: every GPU, compiles on the CPU cores, a progress bar"
+
+local USAGE = [[
+usage: klab batch TASK DIR [options]
+       klab batch LIST.jsonl [options]
+
+Evaluates every candidate in DIR on TASK (each entry of DIR that is a
+candidate folder, or a .cu or .ptx file), or every line of LIST.jsonl, a
+JSON object {"task": NAME, "candidate": PATH} per line (a relative PATH
+is taken from the file's folder). The candidates go through the same
+pipeline as `klab eval`, several at once: one GPU worker per visible GPU,
+compiles and plans on CPU workers meanwhile, so no GPU waits for a build.
+Prints one line per candidate, in the order given, then the verdict counts
+and the evaluations per minute. Exit status 0 when the candidates were
+judged, whatever their verdicts; 3 when none could be (no GPU).
+
+Options:
+  --db FILE         record every result in this store (and answer from it)
+  --gpus N|all      GPUs to use (default: all visible)
+  --per-gpu N       workers per GPU (default 1; more share its exclusive
+                    stages, instructions and timing, in turn)
+  --cpu N           CPU workers for compiles and plans (default: the cores
+                    less one, at most 8)
+  --budget S        timing budget per candidate in seconds (default 10)
+  --deadline S      kill a worker after S seconds on one candidate (default 180)
+  --arch sm_XY      compile target (default: sm_90a)
+  --no-timing       stop after correctness
+  --tasks DIR       also look for tasks in DIR
+  --json            one JSON result per line instead of the table
+  -h, --help        print this help
+]]
+USAGE = USAGE .. require("klab.command").EXIT_TEXT
+
+local command = require "klab.command"
+
+local function fail(msg, code) return command.fail("batch", msg, code) end
+
+local function parse(args)
+  local o = { positional = {} }
+  local i = 1
+  while i <= #args do
+    local a = args[i]
+    if a == "-h" or a == "--help" then
+      o.help = true
+    elseif a == "--json" then
+      o.json = true
+    elseif a == "--no-timing" then
+      o.no_timing = true
+    elseif a == "--db" or a == "--gpus" or a == "--per-gpu" or a == "--cpu" or a == "--budget" or a == "--deadline"
+        or a == "--arch" or a == "--tasks" then
+      local v = args[i + 1]
+      if v == nil or v:sub(1, 2) == "--" then return nil, "option " .. a .. " needs a value" end
+      o[a:sub(3):gsub("%-", "_")] = v
+      i = i + 1
+    elseif a:sub(1, 1) == "-" then
+      return nil, "unknown option " .. a
+    else
+      o.positional[#o.positional + 1] = a
+    end
+    i = i + 1
+  end
+  for _, k in ipairs { "budget", "deadline" } do
+    if o[k] then
+      local n = tonumber(o[k])
+      if not n or not (n > 0) or n == math.huge then return nil, "--" .. k .. " needs a positive number of seconds" end
+      o[k] = n
+    end
+  end
+  for _, k in ipairs { "per_gpu", "cpu" } do
+    if o[k] then
+      local n = math.tointeger(tonumber(o[k]))
+      if not n or n < (k == "cpu" and 0 or 1) then return nil, "--" .. k:gsub("_", "-") .. " needs a whole number" end
+      o[k] = n
+    end
+  end
+  if o.gpus and o.gpus ~= "all" then
+    local n = math.tointeger(tonumber(o.gpus))
+    if not n or n < 1 then return nil, "--gpus needs a number of GPUs or 'all'" end
+    o.gpus = n
+  end
+  return o
+end
+
+-- The (task, candidate) pairs to evaluate.
+local function work_list(o)
+  local fs = require "klab.fs"
+  local pos = o.positional
+  if #pos == 1 and pos[1]:match("%.jsonl$") then
+    local text, err = fs.read(pos[1], 64 * 1024 * 1024)
+    if not text then return nil, err end
+    local dir = pos[1]:match("^(.*)/[^/]*$") or "."
+    local list = {}
+    local n = 0
+    for line in (text .. (text:sub(-1) == "\n" and "" or "\n")):gmatch("([^\n]*)\n") do
+      n = n + 1
+      if line:find("%S") then
+        local ok, e = pcall(require("klab.json").decode, line)
+        if not ok or type(e) ~= "table" or type(e.task) ~= "string" or type(e.candidate) ~= "string" then
+          return nil, string.format("%s:%d: expected {\"task\": NAME, \"candidate\": PATH}", pos[1], n)
+        end
+        local path = e.candidate:sub(1, 1) == "/" and e.candidate or (dir .. "/" .. e.candidate)
+        list[#list + 1] = { task = e.task, candidate = path, label = e.candidate }
+      end
+    end
+    return list
+  end
+  if #pos ~= 2 then return nil, "expected TASK DIR or LIST.jsonl" end
+  local entries, err = fs.list(pos[2])
+  if not entries then return nil, err end
+  local list = {}
+  for _, e in ipairs(entries) do
+    if e.type == "dir" or e.name:match("%.cu$") or e.name:match("%.ptx$") then
+      list[#list + 1] = { task = pos[1], candidate = pos[2] .. "/" .. e.name, label = e.name }
+    end
+  end
+  table.sort(list, function(a, b) return a.label < b.label end)
+  if #list == 0 then return nil, pos[2] .. " holds no candidate (folders, .cu or .ptx files)" end
+  return list
+end
+
+function M.main(args)
+  local o, code = command.parsed("batch", USAGE, parse(args))
+  if not o then return code end
+  if o.tasks then require("klab.task").use_path { o.tasks } end
+  local list, lerr = work_list(o)
+  if not list then return fail(lerr, command.EXIT.usage) end
+  local eval = require "klab.eval"
+  local progress = require "klab.progress"
+  local sys = require "klab.sys"
+  local ok, s = pcall(eval.session, { db = o.db, deadline = o.deadline, gpus = o.gpus or "all", per_gpu = o.per_gpu,
+    cpu = o.cpu or require("klab.eval.pool").default_cpu(), arch = o.arch })
+  if not ok then return fail(tostring(s), command.EXIT.usage) end
+  local t0 = sys.now()
+  local tickets, results, counts = {}, {}, {}
+  for i, w in ipairs(list) do
+    local ticket, err = s:submit(w.task, w.candidate, { timing = not o.no_timing, timing_opts = { budget_s = o.budget },
+      deadline = o.deadline })
+    if ticket then tickets[ticket] = i else results[i] = { verdict = "error", reason = tostring(err) } end
+  end
+  local bar = progress.new { total = #list, label = "batch", mode = o.json and "off" or "auto" }
+  local done = 0
+  for _ in pairs(results) do done = done + 1 end
+  while s:pending() > 0 do
+    for _, d in ipairs(s:poll(0.5)) do
+      local i = tickets[d.ticket]
+      results[i] = d.result
+      counts[d.result.verdict] = (counts[d.result.verdict] or 0) + 1
+      done = done + 1
+      bar:update { done = done, counts = counts }
+      if o.json then print(require("klab.json").encode(d.result)) end
+    end
+  end
+  bar:finish()
+  local elapsed = sys.now() - t0
+  s:close()
+  if not o.json then
+    for i, w in ipairs(list) do
+      local r = results[i]
+      local tm = r.stages and r.stages.timing
+      local time = tm and tm.candidate and tm.candidate.median and string.format("%.1f us", tm.candidate.median) or "-"
+      print(string.format("%-32s %-28s %-20s %-12s %s", w.label, w.task, r.verdict, time,
+        (r.reason or ""):sub(1, 100)))
+    end
+  end
+  local parts = {}
+  local names = {}
+  for v in pairs(counts) do names[#names + 1] = v end
+  table.sort(names)
+  for _, v in ipairs(names) do parts[#parts + 1] = v .. "=" .. counts[v] end
+  io.stderr:write(string.format("%d candidates in %.1f s: %.1f evaluations per minute (%s)\n", #list, elapsed,
+    60 * #list / math.max(elapsed, 1e-9), table.concat(parts, " ")))
+  -- Nothing measured (no GPU, no driver): the batch could not run.
+  if (counts.unknown or 0) == #list then return command.EXIT.could_not_run end
+  return command.EXIT.ok
+end
+
+return M

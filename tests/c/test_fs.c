@@ -1,0 +1,181 @@
+/*
+ * test_fs.c: host/base/fs.c, file operations without a shell: listing,
+ * safe reads (links, FIFOs, devices, folders and files over the cap are
+ * refused, naming the path and why), temporary folders, removing a tree
+ * without following its links, and slot locks.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "base/fs.h"
+
+static int put(const char *path, const char *text)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (fd < 0)
+        return -1;
+    ssize_t n = write(fd, text, strlen(text));
+    close(fd);
+    return n == (ssize_t)strlen(text) ? 0 : -1;
+}
+
+int main(void)
+{
+    check_prog = "test_fs";
+    ks_status st;
+    char dir[4096], p[4200], q[4200];
+    CHECK(fs_mkdtemp("klab-test-fs-", dir, sizeof dir, &st) == KS_OK);
+    struct stat sb;
+    CHECK(stat(dir, &sb) == 0 && S_ISDIR(sb.st_mode) && (sb.st_mode & 0777) == 0700);
+    CHECK(fs_mkdtemp("a/b", p, sizeof p, &st) == KS_EINVAL);
+
+    /* A folder with one of each kind. */
+    snprintf(p, sizeof p, "%s/b.txt", dir);
+    CHECK(put(p, "hello\n") == 0);
+    snprintf(p, sizeof p, "%s/a.link", dir);
+    CHECK(symlink("/etc/passwd", p) == 0);
+    snprintf(p, sizeof p, "%s/c.fifo", dir);
+    CHECK(mkfifo(p, 0600) == 0);
+    snprintf(p, sizeof p, "%s/d", dir);
+    CHECK(mkdir(p, 0700) == 0);
+
+    fs_entry *e = NULL;
+    size_t n = 0;
+    CHECK(fs_list(dir, &e, &n, &st) == KS_OK && n == 4);
+    if (n == 4) {
+        CHECK(strcmp(e[0].name, "a.link") == 0 && e[0].type == FS_LINK);
+        CHECK(strcmp(e[1].name, "b.txt") == 0 && e[1].type == FS_FILE && e[1].size == 6);
+        CHECK(strcmp(e[2].name, "c.fifo") == 0 && e[2].type == FS_OTHER);
+        CHECK(strcmp(e[3].name, "d") == 0 && e[3].type == FS_DIR);
+    }
+    fs_list_free(e, n);
+    CHECK(fs_list("/nonexistent-klab", &e, &n, &st) == KS_ENOTFOUND);
+    snprintf(p, sizeof p, "%s/b.txt", dir);
+    CHECK(fs_list(p, &e, &n, &st) == KS_EINVAL && strstr(st.msg, "not a directory"));
+
+    /* Reads: only regular files, under the cap. */
+    char *buf = NULL;
+    size_t len = 0;
+    CHECK(fs_read(p, 0, &buf, &len, &st) == KS_OK && len == 6 && strcmp(buf, "hello\n") == 0);
+    free(buf);
+    CHECKF(fs_read(p, 5, &buf, &len, &st) == KS_EINVAL && st.sub == FS_TOO_LARGE &&
+               strstr(st.msg, "b.txt: too large (6 bytes; the limit is 5 bytes)"), "%s", st.msg);
+    snprintf(q, sizeof q, "%s/a.link", dir);
+    CHECKF(fs_read(q, 0, &buf, &len, &st) == KS_EINVAL && st.sub == FS_IS_LINK &&
+               strstr(st.msg, "a.link: is a symbolic link"), "%s", st.msg);
+    snprintf(q, sizeof q, "%s/c.fifo", dir);
+    /* A FIFO with no writer: opening it for reading would block forever. */
+    CHECKF(fs_read(q, 0, &buf, &len, &st) == KS_EINVAL && strstr(st.msg, "c.fifo: is a FIFO"), "%s", st.msg);
+    snprintf(q, sizeof q, "%s/d", dir);
+    CHECKF(fs_read(q, 0, &buf, &len, &st) == KS_EINVAL && st.sub == FS_IS_DIR && strstr(st.msg, "is a directory"),
+           "%s", st.msg);
+    CHECKF(fs_read("/dev/zero", 0, &buf, &len, &st) == KS_EINVAL && strstr(st.msg, "character device"), "%s",
+           st.msg);
+    CHECK(fs_read("/nonexistent-klab", 0, &buf, &len, &st) == KS_ENOTFOUND);
+    /* /proc files say they are empty; the cap still holds while reading. */
+    CHECKF(fs_read("/proc/self/status", 16, &buf, &len, &st) == KS_EINVAL && strstr(st.msg, "more than 16"),
+           "%s", st.msg);
+
+    fs_type t;
+    uint64_t size;
+    CHECK(fs_lstat(p, &t, &size, &st) == KS_OK && t == FS_FILE && size == 6);
+    snprintf(q, sizeof q, "%s/a.link", dir);
+    CHECK(fs_lstat(q, &t, &size, &st) == KS_OK && t == FS_LINK);
+    CHECK(fs_lstat("/nonexistent-klab", &t, &size, &st) == KS_OK && t == FS_MISSING);
+
+    char real[4096];
+    CHECK(fs_realpath(q, real, sizeof real, &st) == KS_OK && strcmp(real, "/etc/passwd") == 0);
+    CHECK(fs_realpath("/nonexistent-klab/x", real, sizeof real, &st) == KS_ENOTFOUND);
+
+    /* mkdirs, then a tree with a link to a folder outside it: removing the
+     * tree removes the link, not what it points to. */
+    char outside[4096];
+    CHECK(fs_mkdtemp("klab-test-fs-out-", outside, sizeof outside, &st) == KS_OK);
+    snprintf(q, sizeof q, "%s/keep", outside);
+    CHECK(put(q, "x") == 0);
+    snprintf(p, sizeof p, "%s/d/e/f", dir);
+    CHECK(fs_mkdirs(p, &st) == KS_OK && fs_mkdirs(p, &st) == KS_OK);
+    snprintf(p, sizeof p, "%s/d/e/f/out", dir);
+    CHECK(symlink(outside, p) == 0);
+    snprintf(p, sizeof p, "%s/b.txt/x", dir);
+    CHECK(fs_mkdirs(p, &st) != KS_OK);
+    CHECK(fs_remove_tree(dir, &st) == KS_OK);
+    CHECK(fs_lstat(dir, &t, &size, &st) == KS_OK && t == FS_MISSING);
+    CHECK(fs_lstat(q, &t, &size, &st) == KS_OK && t == FS_FILE);
+    CHECK(fs_remove_tree(dir, &st) == KS_OK); /* missing is fine */
+    CHECK(fs_remove_tree(outside, &st) == KS_OK);
+
+    /* Locks: one holder per key; another key is free; the holder's note is
+     * shown; a holder that dies (even by SIGKILL) leaves no lock behind. */
+    char lock[4200];
+    CHECK(fs_mkdtemp("klab-test-lock-", dir, sizeof dir, &st) == KS_OK);
+    snprintf(lock, sizeof lock, "%s/db.lock", dir);
+    int fd1 = -1, fd2 = -1, fd3 = -1;
+    char held[FS_LOCK_NOTE + 2];
+    CHECK(fs_lock(lock, "sweep", "pid 1 on here", &fd1, held, sizeof held, &st) == KS_OK && fd1 >= 0);
+    CHECKF(fs_lock(lock, "sweep", "pid 2", &fd2, held, sizeof held, &st) == KS_EIO && st.sub == EAGAIN &&
+               strcmp(held, "pid 1 on here") == 0, "%s / %s", st.msg, held);
+    CHECK(fs_lock(lock, "other", "pid 2", &fd3, held, sizeof held, &st) == KS_OK);
+    fs_unlock(fd1);
+    fs_unlock(fd3);
+    CHECK(fs_lock(lock, "sweep", "pid 3", &fd2, held, sizeof held, &st) == KS_OK);
+    fs_unlock(fd2);
+    pid_t child = fork();
+    if (child == 0) {
+        int fd;
+        ks_status cst;
+        if (fs_lock(lock, "sweep", "child", &fd, NULL, 0, &cst) != KS_OK)
+            _exit(1);
+        pause();
+        _exit(0);
+    }
+    int got = 0;
+    for (int i = 0; i < 500 && !got; i++) {
+        if (fs_lock(lock, "sweep", "parent", &fd2, held, sizeof held, &st) == KS_OK)
+            fs_unlock(fd2);
+        else
+            got = strcmp(held, "child") == 0;
+        usleep(10000);
+    }
+    CHECK(got);
+    kill(child, SIGKILL);
+    waitpid(child, NULL, 0);
+    CHECK(fs_lock(lock, "sweep", "parent", &fd2, held, sizeof held, &st) == KS_OK);
+    fs_unlock(fd2);
+
+    /* Waiting: the slot comes free when its holder exits, and not before. */
+    int ready[2];
+    CHECK(pipe(ready) == 0);
+    child = fork();
+    if (child == 0) {
+        int fd;
+        ks_status cst;
+        if (fs_lock(lock, "gpu", "child", &fd, NULL, 0, &cst) != KS_OK)
+            _exit(1);
+        (void)!write(ready[1], "x", 1);
+        usleep(300000);
+        _exit(0);
+    }
+    char c;
+    CHECK(read(ready[0], &c, 1) == 1);
+    struct timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    CHECK(fs_lock_wait(lock, "gpu", "parent", &fd2, &st) == KS_OK && fd2 >= 0);
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    double waited = (double)(b.tv_sec - a.tv_sec) + 1e-9 * (double)(b.tv_nsec - a.tv_nsec);
+    CHECKF(waited > 0.1, "took the held slot after %.3f s", waited);
+    int status = -1;
+    CHECK(waitpid(child, &status, 0) == child && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    fs_unlock(fd2);
+    close(ready[0]);
+    close(ready[1]);
+    CHECK(fs_remove_tree(dir, &st) == KS_OK);
+    return check_done();
+}
