@@ -22,7 +22,6 @@ F.dw_dims = { "N", "H", "W", "C", "R", "S", "P", "U" }
 
 -- Shape expressions of the forward output's spatial extents.
 local OH, OW = "(H+2*P-R)//U+1", "(W+2*P-S)//U+1"
-F.OH, F.OW = OH, OW
 local function out_hw(d) return (d.H + 2 * d.P - d.R) // d.U + 1, (d.W + 2 * d.P - d.S) // d.U + 1 end
 
 -- Variants are named n<N>_<H>x<W>_c<C>[_k<K>]_<R>x<S>_p<P>_u<U>.
