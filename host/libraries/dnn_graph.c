@@ -897,11 +897,13 @@ static int build_graph(dnn_gb *g, const dnn_graph_desc *r, char (*names)[64])
     /* cuDNN's pointwise engines take a tensor of fewer than three dimensions
      * but read it from the wrong rows (seen with 9.14 on an H200: y[i] came
      * from x[i + (R-1)C]), and refuse one-dimensional ones; the same tensor
-     * with leading dimensions of 1 is read right. A normalization's first
-     * dimension is its batch, so graphs with one keep their ranks. */
+     * with leading dimensions of 1 is read right. Reductions are the other
+     * way round (rank 2 is read right, and rank 3 gets no engine), and a
+     * normalization's first dimension is its batch: graphs with either keep
+     * their ranks. */
     int promote = 1;
     for (int i = 0; i < r->nops; i++)
-        if (r->op[i].kind == DNN_K_NORM_FWD)
+        if (r->op[i].kind == DNN_K_NORM_FWD || r->op[i].kind == DNN_K_REDUCTION)
             promote = 0;
     for (int i = 0; i < r->ntensors && !g->rc; i++) {
         const dnn_g_tensor *t = &r->t[i];

@@ -70,3 +70,37 @@ argmax_baseline(const __nv_bfloat16 *X, int *I, u32 C)
         I[blockIdx.x] = (int)at;
     }
 }
+
+// The middle-dimension reductions' shipped baseline (cuDNN 9.14 has no
+// engine for a [B,N,D] -> [B,1,D] reduction, packed or described with the
+// reduced dimension last). One thread per output (b, d), walking N with
+// consecutive threads on consecutive d, so every step of a warp reads one
+// contiguous run of D; four loads in flight per thread. op: 0 sum, 1 mean,
+// 2 max; fp32 accumulation in index order.
+extern "C" __global__ void __launch_bounds__(256)
+reduce_mid_baseline(const float *X, float *Y, u32 B, u32 N, u32 D, int op)
+{
+    u64 o = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (o >= (u64)B * D)
+        return;
+    u64 b = o / D, d = o % D;
+    const float *x = X + b * (u64)N * D + d;
+    float acc = op == 2 ? __int_as_float(0xff800000) : 0.0f;
+    u32 n = 0;
+    for (; n + 4 <= N; n += 4) {
+        float v0 = x[(u64)n * D], v1 = x[(u64)(n + 1) * D], v2 = x[(u64)(n + 2) * D], v3 = x[(u64)(n + 3) * D];
+        if (op == 2) {
+            acc = fmaxf(fmaxf(acc, v0), fmaxf(fmaxf(v1, v2), v3));
+        } else {
+            acc += v0;
+            acc += v1;
+            acc += v2;
+            acc += v3;
+        }
+    }
+    for (; n < N; n++) {
+        float v = x[(u64)n * D];
+        acc = op == 2 ? fmaxf(acc, v) : acc + v;
+    }
+    Y[o] = op == 1 ? acc / (float)N : acc;
+}
