@@ -93,4 +93,30 @@ function T.samples_and_bad_kernels_prepare(t)
   t.ok(n > 0, "samples and known-bad kernels found")
 end
 
+-- docs/tasks.md's library table names every task of the library (outside
+-- GEMM and attention, which have sections of their own) with the kind of
+-- baseline it has: a shipped kernel exactly when the task ships one.
+function T.library_table_in_the_docs(t)
+  local text = assert(require("klab.fs").read(t.root .. "/docs/tasks.md"))
+  local rows = {}
+  local n = 0
+  for name, base in text:gmatch("\n| [%w_]+ | `([%w_]+)` | ([^|]+) |") do rows[name], n = base, n + 1 end
+  t.ok(n >= 30, "the table has a row per task (" .. n .. ")")
+  local all = task.list(t.root .. "/tasks")
+  local seen = {}
+  for _, x in ipairs(all) do
+    local fam = x.file:match("tasks/([^/]+)/")
+    if fam ~= "gemm" and fam ~= "attention" and not seen[x.base] then
+      seen[x.base] = true
+      local row = rows[x.base]
+      t.ok(row ~= nil, x.base .. " is in docs/tasks.md's library table")
+      if row then
+        local shipped = row:find("shipped kernel", 1, true) ~= nil
+        t.eq(shipped, x.baseline.source ~= nil, x.base .. ": the table says " .. row)
+      end
+    end
+  end
+  for name in pairs(rows) do t.ok(seen[name], "docs/tasks.md lists " .. name .. ", a task that exists") end
+end
+
 return T
