@@ -429,4 +429,39 @@ function T.task_search_path(t)
 end
 
 
+-- A family's folder copied outside the repository evaluates from there with
+-- --tasks: it builds, plans and compiles the copy's own reference.
+function T.family_folder_outside_the_repository(t)
+  local dir = t.tmpdir()
+  local code = t.sh("cp -r " .. sq(t.root .. "/tasks/softmax") .. " " .. sq(dir .. "/softmax"))
+  t.eq(code, 0)
+  local out, err
+  code, out, err = t.sh("timeout 120 " .. sq(t.klab) .. " eval softmax_bf16/1000x1023 " ..
+    sq(dir .. "/softmax/samples/naive") .. " --tasks " .. sq(dir) .. " --json")
+  local ok, r = pcall(cjson.decode, out)
+  t.ok(ok and type(r) == "table", out .. err)
+  if not (ok and type(r) == "table") then return end
+  t.ok(r.stages.build and r.stages.build.ok, "the candidate built")
+  t.ok(r.stages.plan ~= nil, "the plan ran")
+  if not require("klab.gpu").available() then
+    t.eq(code, 3, "nothing measured without a GPU")
+    t.match(r.reason, "GPU stages skipped")
+  end
+  -- The copy's reference is the one compiled: broken, it is named.
+  local f = assert(io.open(dir .. "/softmax/reference.cu", "a"))
+  f:write("\nthis is not CUDA\n")
+  f:close()
+  code, out, err = t.sh("timeout 120 " .. sq(t.klab) .. " eval softmax_bf16/1000x1023 " ..
+    sq(dir .. "/softmax/samples/naive") .. " --tasks " .. sq(dir))
+  t.ok(code ~= 0, "a broken reference fails the evaluation")
+  t.ok((out .. err):find(dir .. "/softmax/reference.cu", 1, true) ~= nil, "the message names the copy's reference: "
+    .. out .. err)
+  code, out = t.sh(sq(t.klab) .. " tasks --json --family softmax --tasks " .. sq(dir))
+  local lok, list = pcall(cjson.decode, out)
+  t.ok(lok and #list > 0, out)
+  for _, x in ipairs(lok and list or {}) do
+    t.eq(x.file:sub(1, #dir), dir, x.name .. " comes from the copy")
+  end
+end
+
 return T
