@@ -96,16 +96,15 @@ return { launches = { { kernel = "reduce_mid_ref", grid = { cdiv(n, 256), 1, 1 }
 ]]):format(CODE[op]) }
 end
 
--- cuDNN's reduction over the dimension that has extent 1 in Y's
--- description (X and Y as the task's buffers, fp32 compute); the mean
--- adds a pointwise MUL by the by-value scalar 1/n. Strict FP32 only: no
--- TF32 path exists for a reduction. x and y: {dims=, strides=}.
-local function graph(op, x, y, n)
-  local g = { tensors = { X = x, Y = y } }
+-- cuDNN's reduction of each row of X [R, C] into Y [R, 1] (the task's
+-- buffers, fp32 compute); the mean adds a pointwise MUL by the by-value
+-- scalar 1/C. Strict FP32 only: no TF32 path exists for a reduction.
+local function row_graph(op, d)
+  local g = { tensors = { X = { dims = { d.R, d.C } }, Y = { dims = { d.R, 1 } } } }
   local mode = op == "max" and "MAX" or "ADD"
   if op == "mean" then
-    g.tensors.sum = { dims = y.dims, strides = y.strides, virtual = true }
-    g.tensors.inv_n = { value = 1 / n }
+    g.tensors.sum = { dims = { d.R, 1 }, virtual = true }
+    g.tensors.inv_n = { value = 1 / d.C }
     g.ops = { { op = "reduction", mode = mode, inputs = { x = "X" }, outputs = { y = "sum" } },
               { op = "pointwise", mode = "MUL", inputs = { x = "sum", b = "inv_n" }, outputs = { y = "Y" } } }
   else
@@ -115,8 +114,7 @@ local function graph(op, x, y, n)
 end
 
 function F.last_baseline(op)
-  return { lib = "cudnn", op = "graph", modes = { "fp32" },
-           spec = function(d) return graph(op, { dims = { d.R, d.C } }, { dims = { d.R, 1 } }, d.C) end }
+  return { lib = "cudnn", op = "graph", modes = { "fp32" }, spec = function(d) return row_graph(op, d) end }
 end
 
 -- cuDNN 9.14 has no engine for a [B,N,D] -> [B,1,D] reduction (measured on

@@ -159,4 +159,23 @@ function T.session_builds_on_cpu_workers(t)
   t.eq(b2.verdict, a2.verdict)
 end
 
+-- A baseline check while an evaluation runs on the same worker: the
+-- evaluation's result still lands on its ticket.
+function T.baseline_check_keeps_other_results(t)
+  local eval = require "klab.eval"
+  local s <close> = eval.session { cpu = 0, deadline = 60 }
+  local task = "softmax_bf16/1000x1023"
+  local ticket = assert(s:submit(task, t.root .. "/tasks/softmax/samples/naive", { timing = false }))
+  -- Until the evaluation is on the worker (or done).
+  for _ = 1, 100 do
+    s:poll(0)
+    local item = s.items[ticket]
+    if not item or item.state == "running" or item.state == "done" then break end
+  end
+  local b = s:check_baseline(task)
+  t.ok(b and b.verdict ~= nil, "the baseline check answered")
+  local r = s:wait(ticket, 60)
+  t.ok(r ~= nil and r.verdict ~= nil, "the evaluation's result was kept")
+end
+
 return T

@@ -323,9 +323,13 @@ end
 -- The caller's stages of an item: on a CPU worker when the pool has them
 -- (the task and candidate travel as data; the worker compiles and plans and
 -- sends the job back), else here.
+function Session:_remote(item)
+  return self.pool:has("cpu") and item.run.task.file ~= nil and not item.build_here
+end
+
 function Session:_build(item)
   local run = item.run
-  if self.pool:has("cpu") and run.task.file and not item.build_here then
+  if self:_remote(item) then
     local c = run.cand
     item.handle = self.pool:submit("cpu", { module = "klab.eval.prepare", fn = "remote", args = {
       task_file = run.task.file, task = run.task.name, arch = run.arch, opts = prepare.remote_opts(item.opts),
@@ -410,8 +414,7 @@ function Session:_advance(timeout_s)
   local moved = false
   for _, item in ipairs(self:_ordered()) do
     if item.state == "build" then
-      local remote = self.pool:has("cpu") and not item.build_here
-      if remote or (not moved and self.pool:queued("gpu") < self.pool:slots("gpu")) then
+      if self:_remote(item) or (not moved and self.pool:queued("gpu") < self.pool:slots("gpu")) then
         self:_build(item)
         moved = true
       end
@@ -421,11 +424,17 @@ function Session:_advance(timeout_s)
       moved = true
     end
   end
+  self:_collect(moved and 0 or timeout_s)
+end
+
+-- Polls the pool and hands every finished job to its item; a job that is
+-- no item's (a baseline check's) keeps its report on its handle.
+function Session:_collect(timeout_s)
   local by_handle = {}
   for _, item in pairs(self.items) do
     if item.handle then by_handle[item.handle] = item end
   end
-  for _, h in ipairs(self.pool:poll(moved and 0 or timeout_s)) do
+  for _, h in ipairs(self.pool:poll(timeout_s)) do
     local item = by_handle[h]
     if item then self:_landed(item, h) end
   end
@@ -565,7 +574,8 @@ function Session:check_baseline(t, opts)
     run.job.opts.budget_s = opts.budget_s or 0
     local h = self.pool:submit("gpu", { module = "klab.eval.gpu", fn = "run", args = run.job },
       { deadline = opts.deadline or self.deadline, affinity = t.name })
-    while not h.report do self.pool:poll(1.0) end
+    -- Evaluations submitted before go on meanwhile and land on their items.
+    while not h.report do self:_collect(1.0) end
     merge(run.result, gpu_result(self.pool, h, opts.deadline or self.deadline))
   end
   prepare.cleanup(run)

@@ -146,9 +146,7 @@ function M.census_start(run, cubin)
     return
   end
   if not cubin then
-    local f = io.open(run.job.candidate.cubin_path, "rb")
-    cubin = f and f:read("a")
-    if f then f:close() end
+    cubin = require("klab.fs").read(run.job.candidate.cubin_path)
     if not cubin then return end
   end
   local finish = profile.sass_static_start(cubin, targets)
