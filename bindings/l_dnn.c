@@ -84,6 +84,7 @@
 #include "lgpu.h"
 #include "driver/cuda.h"
 #include "libraries/dnn.h"
+#include "libraries/dnn_backend.h"
 #include "libraries/dnn_graph.h"
 
 #define PLAN_T "klab.dnn.Plan"
@@ -94,6 +95,15 @@ typedef struct l_plan {
     l_ctx *ctx;            /* the context userdata (also user value 1) */
 } l_plan;
 
+
+/* The library's version on the table at the top: "9.14.0" and its code. */
+static void push_version(lua_State *L, size_t code)
+{
+    char v[32];
+    dnn_version_string(code, v, sizeof v);
+    lh_setstr(L, "version", v);
+    lh_setint(L, "version_code", (lua_Integer)code);
+}
 static int plan_release(l_plan *p)
 {
     if (!p->plan)
@@ -341,10 +351,7 @@ static int plan_info(lua_State *L)
         lua_setfield(L, -2, lists[l]);
     }
     lh_setint(L, "scratch_bytes", (lua_Integer)info->scratch_bytes);
-    char v[32];
-    snprintf(v, sizeof v, "%zu.%zu.%zu", info->version / 10000, info->version / 100 % 100, info->version % 100);
-    lh_setstr(L, "version", v);
-    lh_setint(L, "version_code", (lua_Integer)info->version);
+    push_version(L, info->version);
     ks_status st;
     ks_clear(&st);
     const char *how = NULL;
@@ -698,10 +705,7 @@ static int l_graph_describe(lua_State *L)
         lh_setint(L, "engines", (lua_Integer)o->engines);
     if (o->engines_msg[0])
         lh_setstr(L, "engines_error", o->engines_msg);
-    char v[32];
-    snprintf(v, sizeof v, "%zu.%zu.%zu", o->version / 10000, o->version / 100 % 100, o->version % 100);
-    lh_setstr(L, "version", v);
-    lh_setint(L, "version_code", (lua_Integer)o->version);
+    push_version(L, o->version);
     push_gtensors(L, d);
     lua_setfield(L, -2, "tensors");
     return 1;
@@ -823,10 +827,7 @@ static int gplan_info(lua_State *L)
     lua_setfield(L, -2, "refused");
     lh_setint(L, "nops", in->nops);
     lh_setstr(L, "math", dnn_graph_math_name(r->math));
-    char v[32];
-    snprintf(v, sizeof v, "%zu.%zu.%zu", in->version / 10000, in->version / 100 % 100, in->version % 100);
-    lh_setstr(L, "version", v);
-    lh_setint(L, "version_code", (lua_Integer)in->version);
+    push_version(L, in->version);
     lh_setint(L, "workspace", (lua_Integer)in->workspace_bytes);
     ks_status st;
     ks_clear(&st);

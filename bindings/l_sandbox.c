@@ -52,6 +52,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/clock.h"
 #include "lhost.h"
 
 #define SB_MAX_DEPTH 64
@@ -102,13 +103,6 @@ typedef struct sb_copy {
 #define SB_ENTRY_BYTES 32
 #define SB_TABLE_BYTES 64
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static int sb_tripped(const sb_ctx *c)
 {
     return c->mem_tripped || c->ins_tripped || c->time_tripped;
@@ -158,7 +152,7 @@ static void sb_hook(lua_State *S, lua_Debug *ar)
         c->ins += SB_STEP;
         if (c->ins >= c->ins_cap)
             c->ins_tripped = 1;
-        else if (c->deadline > 0 && now_s() > c->deadline)
+        else if (c->deadline > 0 && clock_now() > c->deadline)
             c->time_tripped = 1;
         if (!sb_tripped(c))
             return;
@@ -706,7 +700,7 @@ static int l_sandbox_run(lua_State *L)
 
     c->armed = 1;
     if (seconds > 0)
-        c->deadline = now_s() + seconds;
+        c->deadline = clock_now() + seconds;
     int st = LUA_OK;
     if (prelude)
         st = sb_exec(S, prelude, prelen, "=prelude", 0);

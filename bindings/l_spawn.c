@@ -15,10 +15,10 @@
  * prog is a path, or a name looked up in PATH. stdout and stderr:
  * "capture" (default: kept in the result, at most max_output bytes each),
  * "null", "inherit", {file = path}, and for stderr also "stdout".
- * A result: {status = "exited" | "signaled" | "timeout" | "memory", ok = (exited with 0),
+ * A result: {status = "exited" | "signaled" | "timeout", ok = (exited with 0),
  * code = exit status, signal = "SEGV", stdout =, stderr =, stdout_dropped =,
  * stderr_dropped = (bytes past max_output), seconds =}. A memory limit is
- * an address-space limit of the child plus a watch of its resident memory.
+ * an address-space limit of the child: an allocation past it fails there.
  */
 #include <limits.h>
 #include <stdlib.h>
@@ -89,8 +89,8 @@ static void read_opts(lua_State *L, spawn_opts *o)
         if (!lua_istable(L, -1))
             luaL_error(L, "field 'limits' must be a table");
         int t = lua_gettop(L);
+        /* A program's address space is limited by the kernel: no watch. */
         o->limit_as = lh_optintfield(L, t, "memory", 0);
-        o->watch_rss = o->limit_as;
         o->limit_cpu = lh_optintfield(L, t, "cpu", 0);
         o->limit_fsize = lh_optintfield(L, t, "file_size", 0);
     }

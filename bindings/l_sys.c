@@ -39,6 +39,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "lhost.h"
 #include "base/fs.h"
 #include "proc/worker.h"
@@ -109,22 +110,15 @@ static int l_sleep(lua_State *L)
     return 0;
 }
 
-static lua_Number clock_seconds(clockid_t id)
-{
-    struct timespec ts;
-    clock_gettime(id, &ts);
-    return (lua_Number)ts.tv_sec + (lua_Number)ts.tv_nsec * 1e-9;
-}
-
 static int l_now(lua_State *L)
 {
-    lua_pushnumber(L, clock_seconds(CLOCK_MONOTONIC));
+    lua_pushnumber(L, clock_now());
     return 1;
 }
 
 static int l_time(lua_State *L)
 {
-    lua_pushnumber(L, clock_seconds(CLOCK_REALTIME));
+    lua_pushnumber(L, clock_wall());
     return 1;
 }
 

@@ -45,6 +45,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "lhost.h"
 #include "proc/frame.h"
 #include "proc/worker.h"
@@ -368,7 +369,7 @@ static int l_tostring(lua_State *L)
 static int l_read_job(lua_State *L)
 {
     lua_Number timeout = luaL_optnumber(L, 1, -1);
-    double deadline = timeout >= 0 ? frame_now() + timeout : -1;
+    double deadline = timeout >= 0 ? clock_now() + timeout : -1;
     void *p;
     size_t n;
     int eof;

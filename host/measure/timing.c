@@ -1,6 +1,7 @@
 /*
  * timing.c: see timing.h and docs/timing.md.
  */
+#include "base/clock.h"
 #include "measure/timing.h"
 
 #include <math.h>
@@ -60,13 +61,6 @@ void timing_result_free(timing_result *r)
         free(r->t[i].event_us);
         r->t[i].samples_us = r->t[i].event_us = NULL;
     }
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 /* ---- NVML (optional) ---- */
@@ -587,7 +581,7 @@ static int measure_n(cuda_ctx *c, const timing_target *const *tg, size_t nt,
         .confidence = o->confidence,
     };
     int hooks = o->before || o->check;
-    double t0 = now_s();
+    double t0 = clock_now();
     stats_stop why = STATS_CONTINUE;
     int check_failed = 0;
     for (size_t n = 0; why == STATS_CONTINUE && !check_failed; n++) {
@@ -621,7 +615,7 @@ static int measure_n(cuda_ctx *c, const timing_target *const *tg, size_t nt,
         }
         /* Stop when every target's rule says so; the counts stay equal, so
          * the caps hit all targets together. */
-        double el = now_s() - t0;
+        double el = clock_now() - t0;
         stats_stop all = STATS_STOP_CONVERGED;
         for (size_t i = 0; i < nt; i++) {
             stats_stop w = stats_should_stop(&rule, s.sorted[i], r->t[i].n, el, NULL);
@@ -634,7 +628,7 @@ static int measure_n(cuda_ctx *c, const timing_target *const *tg, size_t nt,
         }
         why = all;
     }
-    r->wall_s = now_s() - t0;
+    r->wall_s = clock_now() - t0;
     snprintf(r->stop_reason, sizeof r->stop_reason, "%s",
              check_failed ? "check_failed" : stats_stop_name(why));
     rc = KS_OK;

@@ -1,4 +1,5 @@
 /* http.c: many HTTP requests in flight over one libcurl multi handle (see http.h). */
+#include "base/clock.h"
 #include "net/http.h"
 
 /* libcurl's types and constants only: every function is reached through the
@@ -122,13 +123,6 @@ const char *http_curl_version(void)
 }
 
 /* ---- small helpers ------------------------------------------------------ */
-
-static double now_mono(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* splitmix64: the jitter needs no cryptographic quality, only independence
  * between clients and processes. */
@@ -664,6 +658,11 @@ int http_submit(http_client *c, const http_request *req, uint64_t *id, ks_status
         SETOPT(CURLOPT_PROXY, req->proxy);
     if (set_noproxy(x->easy, st) != KS_OK)
         goto fail;
+    /* The same loopback as the plain-http rule above (all of 127.0.0.0/8,
+     * ::1, localhost): never through a proxy, which would carry a key that
+     * rule let go unencrypted off the host. */
+    if (http_url_is_loopback(req->url))
+        SETOPT(CURLOPT_PROXY, "");
     SETOPT(CURLOPT_USERAGENT, "klab/" KLAB_VERSION);
     /* Optional comforts: an older libcurl may not know them, which is fine. */
     cf.easy_setopt(x->easy, CURLOPT_ACCEPT_ENCODING, "");
@@ -676,7 +675,7 @@ int http_submit(http_client *c, const http_request *req, uint64_t *id, ks_status
         SETOPT(CURLOPT_HTTPGET, 1L);
     }
 
-    double now = now_mono();
+    double now = clock_now();
     x->t_submit = now;
     if (xfer_start(c, x, now, st) != KS_OK)
         goto fail;
@@ -817,13 +816,13 @@ int http_poll(http_client *c, double wait_seconds, http_response **done, size_t 
     *ndone = 0;
     if (isnan(wait_seconds) || wait_seconds < 0)
         wait_seconds = 0;
-    double deadline = now_mono() + wait_seconds;
+    double deadline = clock_now() + wait_seconds;
     http_response *out = NULL;
     size_t nout = 0, capout = 0;
     int rc = KS_OK;
 
     for (;;) {
-        double now = now_mono();
+        double now = clock_now();
         for (xfer *x = c->list; x; x = x->next)
             if (x->state == X_WAITING && x->next_start <= now) {
                 if (xfer_start(c, x, now, st) != KS_OK) {
@@ -849,7 +848,7 @@ int http_poll(http_client *c, double wait_seconds, http_response **done, size_t 
             cf.multi_remove_handle(c->multi, e);
             if (!x)
                 continue;
-            now = now_mono();
+            now = clock_now();
             if (!attempt_done(c, x, res, now))
                 continue;
             if (nout == capout) {
@@ -871,7 +870,7 @@ int http_poll(http_client *c, double wait_seconds, http_response **done, size_t 
         }
         if (nout > 0 || c->list == NULL)
             break;
-        now = now_mono();
+        now = clock_now();
         if (now >= deadline)
             break;
         double t = deadline - now;

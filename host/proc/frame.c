@@ -10,12 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
-double frame_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
+#include "base/clock.h"
 
 /* Writes all n bytes; send(MSG_NOSIGNAL) first so that a socket peer that went
  * away is an error and not a signal, write() for anything that is not a socket. */
@@ -72,7 +67,7 @@ static int wait_readable(int fd, double deadline, ks_status *st)
     for (;;) {
         int ms = -1;
         if (deadline >= 0) {
-            double left = deadline - frame_now();
+            double left = deadline - clock_now();
             if (left <= 0)
                 return ks_fail(st, KS_ETIMEOUT, 0, "frame read: deadline passed");
             ms = (int)ceil(left * 1000.0);

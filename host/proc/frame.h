@@ -42,16 +42,14 @@ static inline uint32_t frame_get_len(const unsigned char hdr[FRAME_HDR])
            ((uint32_t)hdr[3] << 24);
 }
 
-/* Monotonic clock in seconds (CLOCK_MONOTONIC); the time base of deadlines. */
-double frame_now(void);
 
 /* Writes one frame (header + n bytes of buf) to fd, looping over partial
  * writes and EINTR. KS_EINVAL when n > FRAME_MAX, KS_EIO (sub = errno) on a
  * write error, including a closed peer (EPIPE). */
 int frame_write(int fd, const void *buf, size_t n, ks_status *st);
 
-/* Reads one frame from fd. deadline is an absolute frame_now() time, or a
- * negative number for none. On success *payload is a malloc'd buffer of *len
+/* Reads one frame from fd. deadline is an absolute clock_now() time
+ * (base/clock.h), or a negative number for none. On success *payload is a malloc'd buffer of *len
  * bytes plus a terminating NUL (never NULL, even for len 0) that the caller
  * frees, and *eof is 0. At end of stream before any byte of a frame, returns
  * KS_OK with *eof = 1, *payload = NULL, *len = 0. Failures: KS_ETIMEOUT (the

@@ -1,4 +1,5 @@
 /* spawn.c: running another program without a shell (see spawn.h). */
+#include "base/clock.h"
 #include "proc/spawn.h"
 
 #include <errno.h>
@@ -43,13 +44,6 @@ struct spawn_proc {
     long long base_rss;
     long long peak;
 };
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* ---- helpers shared with worker.c ---- */
 
@@ -378,7 +372,7 @@ int spawn_start(const spawn_opts *o, spawn_proc **out, ks_status *st)
     if (p->base_rss < 0)
         p->base_rss = 0;
 
-    p->t_start = now_s();
+    p->t_start = clock_now();
     pid_t pid = fork();
     if (pid == 0)
         child_run(&plan);
@@ -525,7 +519,7 @@ int spawn_wait(spawn_proc *p, double timeout_s, spawn_result *r, ks_status *st)
     if (!p || p->pid <= 0)
         return ks_fail(st, KS_EINVAL, 0, "spawn_wait: no process");
     int captured_out = p->out.fd >= 0, captured_err = p->err.fd >= 0;
-    double deadline = timeout_s > 0 ? now_s() + timeout_s : 0;
+    double deadline = timeout_s > 0 ? clock_now() + timeout_s : 0;
     spawn_end end = SPAWN_ENDED;
     while (!p->reaped) {
         struct pollfd fds[3];
@@ -538,7 +532,7 @@ int spawn_wait(spawn_proc *p, double timeout_s, spawn_result *r, ks_status *st)
             fds[nf++] = (struct pollfd){p->pidfd, POLLIN, 0};
         int wait_ms = p->pidfd >= 0 && p->watch_rss <= 0 ? 1000 : WATCH_PERIOD_MS;
         if (deadline > 0) {
-            double left = deadline - now_s();
+            double left = deadline - clock_now();
             int lm = left <= 0 ? 0 : (int)(left * 1000.0) + 1;
             if (lm < wait_ms)
                 wait_ms = lm;
@@ -567,14 +561,14 @@ int spawn_wait(spawn_proc *p, double timeout_s, spawn_result *r, ks_status *st)
                 break;
             }
         }
-        if (deadline > 0 && now_s() >= deadline) {
+        if (deadline > 0 && clock_now() >= deadline) {
             end = SPAWN_TIMED_OUT;
             kill_group(p);
             reap(p, 1);
             break;
         }
     }
-    r->seconds = now_s() - p->t_start;
+    r->seconds = clock_now() - p->t_start;
     /* What is left in the pipes now; a grandchild may keep them open, so
      * never wait for their end. */
     pump(&p->out);

@@ -1,4 +1,5 @@
 /* worker.c: spawning, feeding and burying worker processes (see worker.h). */
+#include "base/clock.h"
 #include "proc/worker.h"
 
 #include <errno.h>
@@ -145,12 +146,12 @@ static void drain_output(worker *w)
  * 100 ms for the end of stream (a process outside the group may hold it). */
 static void drain_output_final(worker *w)
 {
-    double until = frame_now() + 0.1;
+    double until = clock_now() + 0.1;
     while (w->out_fd >= 0) {
         drain_output(w);
         if (w->out_fd < 0)
             break;
-        double left = until - frame_now();
+        double left = until - clock_now();
         if (left <= 0)
             break;
         struct pollfd pf = {.fd = w->out_fd, .events = POLLIN};
@@ -529,7 +530,7 @@ static int call_end(worker *w, int rc, worker_reply *r)
     struct worker_callstate *c = w->call;
     *r = c->r;
     memset(&c->r, 0, sizeof c->r);
-    r->elapsed = frame_now() - c->t0;
+    r->elapsed = clock_now() - c->t0;
     r->output = malloc(w->cap + 1);
     if (r->output)
         r->output_len = ring_copy(w, c->mark, r->output);
@@ -560,7 +561,7 @@ int worker_start(worker *w, const void *job, size_t n, double deadline_seconds, 
         memcpy(buf + FRAME_HDR, job, n);
     c->job = buf;
     c->to_send = FRAME_HDR + n;
-    c->t0 = frame_now();
+    c->t0 = clock_now();
     c->deadline_seconds = deadline_seconds;
     c->deadline = deadline_seconds > 0 ? c->t0 + deadline_seconds : -1;
     c->stage_deadline = -1; /* set by a stage notice with a limit */
@@ -653,7 +654,7 @@ static int call_progress(worker *w, int *rc, ks_status *st)
                 return 1;
             }
             if (notice > 0) {
-                c->stage_deadline = r->stage_seconds > 0 ? frame_now() + r->stage_seconds : -1;
+                c->stage_deadline = r->stage_seconds > 0 ? clock_now() + r->stage_seconds : -1;
                 int eof = rr->eof;
                 free(rr->buf);
                 memset(rr, 0, sizeof *rr);
@@ -678,7 +679,7 @@ static int call_progress(worker *w, int *rc, ks_status *st)
         }
         int by_stage = c->stage_deadline >= 0 && (c->deadline < 0 || c->stage_deadline <= c->deadline);
         double until = by_stage ? c->stage_deadline : c->deadline;
-        if (until >= 0 && until - frame_now() <= 0) {
+        if (until >= 0 && until - clock_now() <= 0) {
             kill_worker(w);
             r->outcome = WORKER_TIMEOUT;
             r->stage_expired = by_stage;
@@ -707,7 +708,7 @@ static nfds_t call_pollfds(worker *w, struct pollfd *pf, int *ms)
     int by_stage = c->stage_deadline >= 0 && (c->deadline < 0 || c->stage_deadline <= c->deadline);
     double until = by_stage ? c->stage_deadline : c->deadline;
     if (until >= 0) {
-        double left = until - frame_now();
+        double left = until - clock_now();
         double msd = left <= 0 ? 0 : ceil(left * 1000.0);
         *ms = msd > 1e9 ? 1000000000 : (int)msd; /* poll again later rather than overflow */
     }

@@ -118,12 +118,9 @@ end
 -- a klab store, else klab.store's code.
 function M.open_store(path, opts)
   opts = opts or {}
-  if require("klab.task").is_dir(path) then return nil, ("%s is a folder, not a store file"):format(path), "EINVAL" end
-  if opts.readonly then
-    local f = io.open(path, "rb")
-    if not f then return nil, ("no such store file: %s"):format(path), "ENOENT" end
-    f:close()
-  end
+  local kind = require("klab.fs").type(path)
+  if kind == "dir" then return nil, ("%s is a folder, not a store file"):format(path), "EINVAL" end
+  if opts.readonly and kind == nil then return nil, ("no such store file: %s"):format(path), "ENOENT" end
   local db, err, code = require("klab.store").open(path, opts)
   if db then return db end
   local line = M.store_problem(path, err)

@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "check.h"
 #include "proc/frame.h"
 #include "proc/worker.h"
@@ -55,9 +56,9 @@ static int call(worker *w, const char *job, double deadline, worker_reply *r, ks
 /* call, and the wall time it took in *dt. */
 static int timed_call(worker *w, const char *job, double deadline, worker_reply *r, ks_status *st, double *dt)
 {
-    double t0 = frame_now();
+    double t0 = clock_now();
     int rc = call(w, job, deadline, r, st);
-    *dt = frame_now() - t0;
+    *dt = clock_now() - t0;
     return rc;
 }
 
@@ -115,9 +116,9 @@ static void test_frames(void)
 
     /* A deadline on a silent pipe. */
     CHECK(pipe(p) == 0);
-    double t0 = frame_now();
+    double t0 = clock_now();
     CHECK(frame_read(p[0], t0 + 0.1, &buf, &n, &eof, &st) == KS_ETIMEOUT);
-    double dt = frame_now() - t0;
+    double dt = clock_now() - t0;
     CHECKF(dt >= 0.099 && dt < 0.5, "timeout after %.3f s", dt);
 
     /* Little-endian header on the wire. */
@@ -413,10 +414,10 @@ static void test_stages(void)
     size_t fn = 0;
     int eof = 0;
     CHECK(worker_send_stage(p[1], "inf", INFINITY, &st) == KS_OK);
-    CHECK(frame_read(p[0], frame_now() + 1, &fr, &fn, &eof, &st) == KS_OK); /* the "ok" notice */
+    CHECK(frame_read(p[0], clock_now() + 1, &fr, &fn, &eof, &st) == KS_OK); /* the "ok" notice */
     free(fr);
     fr = NULL;
-    CHECK(frame_read(p[0], frame_now() + 1, &fr, &fn, &eof, &st) == KS_OK && fr);
+    CHECK(frame_read(p[0], clock_now() + 1, &fr, &fn, &eof, &st) == KS_OK && fr);
     CHECK(fr && fn == strlen(WORKER_STAGE_TAG "0 inf") && memcmp(fr, WORKER_STAGE_TAG "0 inf", fn) == 0);
     free(fr);
     close(p[0]);
@@ -466,7 +467,7 @@ static void test_async(void)
     CHECK(worker_busy(a) && worker_busy(b));
     CHECK(worker_start(b, "echo:x", 6, 10, &st) == KS_EINVAL);
     int a_done = 0, b_done = 0, rounds = 0;
-    double t0 = frame_now();
+    double t0 = clock_now();
     while ((!a_done || !b_done) && rounds++ < 1000) {
         worker *ws[2];
         size_t n = 0;
@@ -481,7 +482,7 @@ static void test_async(void)
                 CHECKF(rc == KS_OK && r.payload_len == 2 && memcmp(r.payload, "hi", 2) == 0,
                        "b: rc %d", rc);
                 /* b answered while a still hung. */
-                CHECK(!a_done && frame_now() - t0 < 0.4);
+                CHECK(!a_done && clock_now() - t0 < 0.4);
                 worker_reply_clear(&r);
                 b_done = 1;
             }

@@ -201,4 +201,20 @@ function T.docs_and_store_follow_the_list(t)
   db:close()
 end
 
+-- The report takes each verdict's colour and the verdicts that are not a
+-- result from the one list: a new verdict gets its own colour.
+function T.report_reads_the_list(t)
+  local verdict = require "klab.eval.verdict"
+  local figures = require "klab.report.figures"
+  local metrics = require "klab.report.metrics"
+  local seen = {}
+  for _, v in ipairs(verdict.LIST) do
+    local c = figures.VERDICT_COLORS[v.name]
+    t.ok(type(c) == "string" and c:match("^#%x%x%x%x%x%x$"), v.name .. " has a colour")
+    t.ok(c == nil or not seen[c], v.name .. "'s colour is its own")
+    if c then seen[c] = true end
+    t.eq(metrics.NOT_RESULT[v.name] == true, v.class == "not_measured", v.name .. " is a result or not")
+  end
+end
+
 return T

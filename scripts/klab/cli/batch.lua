@@ -133,7 +133,13 @@ function M.main(args)
   local eval = require "klab.eval"
   local progress = require "klab.progress"
   local sys = require "klab.sys"
-  local ok, s = pcall(eval.session, { db = o.db, deadline = o.deadline, gpus = o.gpus or "all", per_gpu = o.per_gpu,
+  local db
+  if o.db then
+    local derr
+    db, derr = command.open_store(o.db)
+    if not db then return fail(derr, command.EXIT.usage) end
+  end
+  local ok, s = pcall(eval.session, { db = db, deadline = o.deadline, gpus = o.gpus or "all", per_gpu = o.per_gpu,
     cpu = o.cpu or require("klab.eval.pool").default_cpu(), arch = o.arch })
   if not ok then return fail(tostring(s), command.EXIT.usage) end
   local t0 = sys.now()
@@ -159,6 +165,7 @@ function M.main(args)
   bar:finish()
   local elapsed = sys.now() - t0
   s:close()
+  if db then db:close() end
   if not o.json then
     for i, w in ipairs(list) do
       local r = results[i]

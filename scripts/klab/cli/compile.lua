@@ -148,7 +148,6 @@ function M.main(args)
   })
   if not r then
     if o.json then
-      local cjson = require("cjson")
       local obj = partial and plain(partial, o.file) or { ok = false, file = o.file }
       obj.ok, obj.error, obj.code = false, msg, code
       print(require("klab.json").encode(obj))
@@ -168,7 +167,7 @@ function M.main(args)
   if o.json then
     local obj = plain(r, o.file)
     obj.output = o.output
-    print(require("cjson").encode(obj))
+    print(require("klab.json").encode(obj))
   else
     report(r, o.file, o.output)
   end

@@ -21,8 +21,8 @@ one transaction: all of it or nothing.
 The shards are opened read-only. Write OUT on a local disk: SQLite is not
 safe over NFS (docs/slurm.md).
 
-Exit status: 0 when every shard merged without conflicts, 1 when a shard
-could not be merged or conflicts were found, 2 for a bad command line.
+Here 0 means every shard merged without conflicts and 1 that a shard could
+not be merged or conflicts were found.
 ]]
 USAGE = USAGE .. require("klab.command").EXIT_TEXT
 
@@ -45,8 +45,8 @@ function M.main(args)
   local o, code = command.parsed("merge", USAGE, M.parse(args))
   if not o then return code end
   local merge = require("klab.store.merge")
-  local db <close>, err = require("klab.store").open(o.out)
-  if not db then return command.fail("merge", err) end
+  local db <close>, err = command.open_store(o.out)
+  if not db then return command.fail("merge", err, command.EXIT.usage) end
   -- The output is written by this klab: its verdicts are this klab's (a
   -- shard from an older one brings no verdicts table of its own).
   require("klab.eval.verdict").define(db)

@@ -39,8 +39,8 @@ The key=value arguments go to the experiment script (klab's experiment
 options); db= and shard= are set per task. docs/slurm.md has the plain
 sbatch form and how requeue and merge work.
 
-Exit status: 0 when the job was submitted (or written, with --dry-run), 1
-when sbatch failed, 2 for a bad command line.
+Here 0 means the job was submitted (or written, with --dry-run) and 1
+that sbatch failed.
 ]]
 USAGE = USAGE .. require("klab.command").EXIT_TEXT
 
@@ -191,18 +191,12 @@ end
 
 -- Runs argv (no shell); returns the exit status and what it printed
 -- (standard output and error together).
--- The lead: replace with klab.spawn (host/proc/spawn.c) once it is in; a
--- worker handle is what runs a plain program with an argument vector today.
 local function run(argv, timeout)
-  local worker = require "klab.worker"
-  local w <close>, err = worker.spawn { argv = argv }
-  if not w then return nil, ("cannot run %s: %s"):format(argv[1], tostring(err)) end
-  local _, cerr, _, detail = w:call("", timeout or 120)
-  local out = w:output()
-  if detail and detail.outcome == "exited" then return detail.exit_code, out end
-  return nil, ("%s: %s"):format(argv[1], tostring(cerr or "did not exit")) .. (out ~= "" and ("\n" .. out) or "")
+  local res, err = require("klab.spawn").run { argv = argv, stderr = "stdout", timeout = timeout or 120 }
+  if not res then return nil, ("cannot run %s: %s"):format(argv[1], tostring(err)) end
+  if res.status == "exited" then return res.code, res.stdout or "" end
+  return nil, ("%s: %s"):format(argv[1], res.status) .. ((res.stdout or "") ~= "" and ("\n" .. res.stdout) or "")
 end
-M.run = run
 
 function M.main(args)
   local o, code = command.parsed("slurm", USAGE, M.parse(args))
@@ -211,8 +205,8 @@ function M.main(args)
   if not f then return command.fail("slurm", "no such experiment script: " .. o.experiment, 2) end
   f:close()
   o.klab = assert(require("klab.sys").exe())
-  local rc, out = run { "mkdir", "-p", o.results }
-  if rc ~= 0 then return command.fail("slurm", "cannot create " .. o.results .. ": " .. tostring(out)) end
+  local made, merr = require("klab.sys").mkdir(o.results)
+  if not made then return command.fail("slurm", "cannot create " .. o.results .. ": " .. tostring(merr)) end
   local path = o.results .. "/" .. base_name(o.experiment) .. ".sbatch"
   local sf, err = io.open(path, "w")
   if not sf then return command.fail("slurm", err) end
@@ -223,7 +217,7 @@ function M.main(args)
     io.stderr:write("klab slurm: wrote ", path, " (not submitted: --dry-run)\n")
     return 0
   end
-  rc, out = run { "sbatch", "--parsable", path }
+  local rc, out = run { "sbatch", "--parsable", path }
   if rc ~= 0 then
     return command.fail("slurm", ("sbatch %s failed%s: %s"):format(path, rc and (" (exit status " .. rc .. ")") or "",
       (tostring(out):gsub("%s+$", ""))))

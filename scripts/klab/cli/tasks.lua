@@ -166,11 +166,9 @@ function M.main(args)
     end
   end
   if o.json then
-    local cjson = require("cjson")
     local recs = {}
     for i, t in ipairs(shown) do recs[i] = record(t) end
-    local text = #recs == 0 and "[]" or require("klab.json").encode(recs)
-    io.write(text, "\n")
+    io.write(require("klab.json").encode(recs), "\n")
   else
     local rows = { { "NAME", "FAMILY", "SHAPE", "DTYPES", "GFLOP", "TARGETS" } }
     for _, t in ipairs(shown) do

@@ -2,7 +2,7 @@
 -- codes, what each means, which stage gives it, and the one-line reasons;
 -- plus the reference implementation of the correctness rule.
 --
---   verdict.LIST                  {name=, short=, stage=, class=, means=} in order of precedence
+--   verdict.LIST                  {name=, short=, stage=, class=, color=, means=} in order of precedence
 --   verdict.NAMES                 the names in that order (first wins)
 --   verdict.SHORT                 name -> short code for tables ("P", "I", ...)
 --   verdict.rank(name)            -> 1 (highest) .. #NAMES; raises on an unknown name
@@ -37,40 +37,41 @@ local M = {}
 
 -- class: "correct" (counts as a correct result), "failed" (the candidate's
 -- fault), "not_measured" (nothing could be said about the candidate).
+-- color: the verdict's colour in the report's figures.
 M.LIST = {
-  { name = "request_error", short = "E", stage = "model", class = "not_measured",
+  { name = "request_error", short = "E", stage = "model", class = "not_measured", color = "#555555",
     means = "the request to the model failed; there is no reply to judge" },
-  { name = "extraction_error", short = "X", stage = "extract", class = "failed",
+  { name = "extraction_error", short = "X", stage = "extract", class = "failed", color = "#999999",
     means = "the reply holds no usable candidate (no code block, or several without a choice)" },
-  { name = "compile_error", short = "C", stage = "build", class = "failed",
+  { name = "compile_error", short = "C", stage = "build", class = "failed", color = "#D55E00",
     means = "the code did not compile, or was refused before compiling (a forbidden include, a device-side launch)" },
-  { name = "load_error", short = "LD", stage = "load", class = "failed",
+  { name = "load_error", short = "LD", stage = "load", class = "failed", color = "#E69F00",
     means = "the driver refused the compiled module" },
-  { name = "plan_error", short = "PL", stage = "plan", class = "failed",
+  { name = "plan_error", short = "PL", stage = "plan", class = "failed", color = "#F0E442",
     means = "the launch plan failed in its sandbox or does not fit the kernels' parameters or the device" },
-  { name = "runtime_error", short = "R", stage = "correctness", class = "failed",
+  { name = "runtime_error", short = "R", stage = "correctness", class = "failed", color = "#CC79A7",
     means = "a CUDA fault (illegal address, trap, ...) or a worker that died while running the kernel" },
-  { name = "timeout", short = "T", stage = "correctness", class = "failed",
+  { name = "timeout", short = "T", stage = "correctness", class = "failed", color = "#56B4E9",
     means = "a stage that runs the kernel did not finish within its limit; the worker was killed" },
-  { name = "guard_violation", short = "G", stage = "correctness", class = "failed",
+  { name = "guard_violation", short = "G", stage = "correctness", class = "failed", color = "#882255",
     means = "the kernel wrote outside its buffers (into the guard regions around them)" },
-  { name = "input_modified", short = "M", stage = "correctness", class = "failed",
+  { name = "input_modified", short = "M", stage = "correctness", class = "failed", color = "#AA4499",
     means = "the kernel changed an input buffer" },
-  { name = "incorrect", short = "I", stage = "correctness", class = "failed",
+  { name = "incorrect", short = "I", stage = "correctness", class = "failed", color = "#0072B2",
     means = "an output differs from the reference beyond the task's tolerance (in a correctness trial or a timed run)" },
-  { name = "nondeterministic", short = "N", stage = "correctness", class = "failed",
+  { name = "nondeterministic", short = "N", stage = "correctness", class = "failed", color = "#44AA99",
     means = "two runs on the same inputs gave different bits" },
-  { name = "unexpected_launches", short = "U", stage = "timing", class = "failed",
+  { name = "unexpected_launches", short = "U", stage = "timing", class = "failed", color = "#DDCC77",
     means = "the timed runs launched kernels the plan did not make" },
-  { name = "insufficient_work", short = "W", stage = "instructions", class = "failed",
+  { name = "insufficient_work", short = "W", stage = "instructions", class = "failed", color = "#661100",
     means = "the arithmetic the kernel executed is below the fraction of the task's FLOPs the task requires" },
-  { name = "below_floor", short = "F", stage = "timing", class = "failed",
+  { name = "below_floor", short = "F", stage = "timing", class = "failed", color = "#332288",
     means = "the median time is below what the task's FLOPs or bytes need at the device's peak: not a speedup" },
-  { name = "target_not_executed", short = "V", stage = "instructions", class = "correct",
+  { name = "target_not_executed", short = "V", stage = "instructions", class = "correct", color = "#117733",
     means = "correct, but the task's target instruction families did not run: correct, not verified" },
-  { name = "unknown", short = "?", stage = "any", class = "not_measured",
+  { name = "unknown", short = "?", stage = "any", class = "not_measured", color = "#CCCCCC",
     means = "a stage could not run (no GPU, no profiling rights): never reused as a result" },
-  { name = "passed", short = "P", stage = "record", class = "correct",
+  { name = "passed", short = "P", stage = "record", class = "correct", color = "#009E73",
     means = "correct on every trial and timed run, with the target instructions executed where measured" },
 }
 

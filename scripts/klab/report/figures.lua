@@ -31,12 +31,9 @@ M.FORMATS = { "png", "svg", "pdf" }
 M.PALETTE = { "#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442",
   "#882255", "#44AA99", "#999933", "#AA4499" }
 
-M.VERDICT_COLORS = {
-  passed = "#009E73", incorrect = "#0072B2", compile_error = "#D55E00", extraction_error = "#999999",
-  request_error = "#555555", load_error = "#E69F00", plan_error = "#F0E442", runtime_error = "#CC79A7",
-  timeout = "#56B4E9", guard_violation = "#882255", input_modified = "#AA4499", nondeterministic = "#44AA99",
-  unexpected_launches = "#DDCC77", target_not_executed = "#117733", unknown = "#CCCCCC",
-}
+-- Each verdict's colour, from the one verdict list.
+M.VERDICT_COLORS = {}
+for _, v in ipairs(require("klab.eval.verdict").LIST) do M.VERDICT_COLORS[v.name] = v.color end
 
 -- A gnuplot string literal (single quotes: no escapes but '').
 local function q(s) return "'" .. tostring(s):gsub("[\r\n]", " "):gsub("'", "''") .. "'" end

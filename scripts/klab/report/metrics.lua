@@ -34,7 +34,10 @@ local M = {}
 M.DEFAULT_LIMITS = { 1, 4, 8 }
 
 -- Turn verdicts that are not a result: nothing was measured.
-M.NOT_RESULT = { unknown = true, request_error = true }
+M.NOT_RESULT = {}
+for _, v in ipairs(require("klab.eval.verdict").LIST) do
+  if v.class == "not_measured" then M.NOT_RESULT[v.name] = true end
+end
 M.DEFAULT_SEED = 20250131
 M.DEFAULT_B = 1000            -- bootstrap resamples
 M.DEFAULT_LEVEL = 0.95        -- confidence level of the intervals

@@ -25,6 +25,7 @@
 
 local store = require "klab.store"
 local cjson = require "cjson"
+local json = require "klab.json"
 
 local M = {}
 
@@ -174,7 +175,8 @@ local function json_diff(a, b)
   table.sort(keys)
   local out = {}
   for _, k in ipairs(keys) do
-    local ea, eb = x[k] ~= nil and cjson.encode(x[k]) or "absent", y[k] ~= nil and cjson.encode(y[k]) or "absent"
+    -- klab.json sorts object keys: equal values give equal text.
+    local ea, eb = x[k] ~= nil and json.encode(x[k]) or "absent", y[k] ~= nil and json.encode(y[k]) or "absent"
     if ea ~= eb then out[#out + 1] = ("%s: %s vs %s"):format(k, show(ea), show(eb)) end
   end
   return table.concat(out, "; ")
