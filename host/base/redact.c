@@ -123,21 +123,33 @@ char *redact_apply(const char *text, size_t len, size_t *out_len)
         pthread_mutex_unlock(&mu);
         return NULL;
     }
-    /* Marks are at most 96 bytes and replace at least REDACT_MIN_LEN. */
-    size_t cap = len + (len / REDACT_MIN_LEN + 1) * sizeof s->mark + 1, n = 0, pos = 0;
+    /* Room for the text and a few marks; more is made as marks are found
+     * (a buffer sized for the worst case would be many times the text). */
+    size_t cap = len + 4 * sizeof s->mark + 1, n = 0, pos = 0;
     char *out = malloc(cap);
-    if (!out) {
-        pthread_mutex_unlock(&mu);
-        *out_len = (size_t)-1;
-        return NULL;
-    }
-    while (s) {
+    while (out && s) {
+        if (n + (at - pos) + s->mark_len + (len - at) + 1 > cap) {
+            size_t want = cap * 2 > n + (len - pos) + s->mark_len + 1 ? cap * 2 : n + (len - pos) + s->mark_len + 1;
+            char *grown = realloc(out, want);
+            if (!grown) {
+                free(out);
+                out = NULL;
+                break;
+            }
+            out = grown;
+            cap = want;
+        }
         memcpy(out + n, text + pos, at - pos);
         n += at - pos;
         memcpy(out + n, s->mark, s->mark_len);
         n += s->mark_len;
         pos = at + s->len;
         s = first_secret(text, len, pos, &at);
+    }
+    if (!out) {
+        pthread_mutex_unlock(&mu);
+        *out_len = (size_t)-1;
+        return NULL;
     }
     memcpy(out + n, text + pos, len - pos);
     n += len - pos;

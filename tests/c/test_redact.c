@@ -31,6 +31,22 @@ int main(void)
     free(r);
     CHECK(apply("nothing secret here abc") == NULL);
 
+    /* Many short keys with a long name, back to back: the output grows far
+     * past the text's size, and every key is replaced. */
+    {
+        const char *name = "KLAB_A_RATHER_LONG_VARIABLE_NAME_FOR_THIS_TEST";
+        CHECK(redact_add(name, "k3y-8chr", 8) == 1);
+        char many[9 * 200 + 1], want[64 * 200 + 1];
+        size_t m = 0, w = 0;
+        for (int i = 0; i < 200; i++) {
+            m += (size_t)snprintf(many + m, sizeof many - m, "k3y-8chr ");
+            w += (size_t)snprintf(want + w, sizeof want - w, "[redacted %s] ", name);
+        }
+        r = apply(many);
+        CHECKF(r && strcmp(r, want) == 0, "%.80s", r ? r : "(null)");
+        free(r);
+    }
+
     setenv("KLAB_REDACT_TEST_TOKEN", "tok-9876543210", 1);
     setenv("KLAB_REDACT_TEST_OTHER", "other-9876543210", 1);
     setenv("KLAB_REDACT_TEST_KEY", "short", 1);
