@@ -42,6 +42,15 @@ end
 -- accumulates in bf16 misses by whole units. Every element must match.
 F.bf16_tolerance = { bf16 = { atol = 1e-2, rtol = 1e-2, matched = 1.0 } }
 
+-- A fused bias and activation may round twice: the accumulator to bf16
+-- before the epilogue, then the epilogue's result. cuBLASLt's GELU_BIAS
+-- does (on an H200, its algorithm for the 123x457x789 variant put 3 of the
+-- 56,211 outputs outside rtol = 1e-2 of the once-rounded reference, by up
+-- to 0.48). Two ulps are at most 2^-6 ≈ 1.6e-2 of the value, so rtol is
+-- that; a kernel that accumulates in bf16 still misses by whole units, and
+-- one that drops the bias by the bias.
+F.linear_tolerance = { bf16 = { atol = 1e-2, rtol = 1.6e-2, matched = 1.0 } }
+
 -- The trusted reference (reference.cu): C in fp32 from fp64 sums of the
 -- very values the kernel sees, the bias added and the activation applied in
 -- fp64. A unit is one element of C (u = (b*M + m)*N + n); a timed run's

@@ -19,7 +19,7 @@ trials = mm.trials
 distributions = mm.distributions("A", "B")
 -- The ReLU moves no value by more than its input's error: the GEMM's
 -- tolerance holds (_family.lua).
-tolerance = mm.bf16_tolerance
+tolerance = mm.linear_tolerance
 
 reference = mm.linear_reference("relu")
 -- cuBLASLt's RELU_BIAS epilogue.
