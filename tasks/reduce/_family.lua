@@ -97,16 +97,18 @@ return { launches = { { kernel = "reduce_mid_ref", grid = { cdiv(n, 256), 1, 1 }
 end
 
 -- cuDNN's reduction of each row of X [R, C] into Y [R, 1] (the task's
--- buffers, fp32 compute); the mean adds a pointwise MUL by the by-value
--- scalar 1/C. Strict FP32 only: no TF32 path exists for a reduction.
+-- buffers, fp32 compute); the mean first scales every element by the
+-- by-value scalar 1/C (pointwise MUL), then sums: cuDNN 9.14 has no engine
+-- for the sum followed by the scale (measured on an H200). Strict FP32
+-- only: no TF32 path exists for a reduction.
 local function row_graph(op, d)
   local g = { tensors = { X = { dims = { d.R, d.C } }, Y = { dims = { d.R, 1 } } } }
   local mode = op == "max" and "MAX" or "ADD"
   if op == "mean" then
-    g.tensors.sum = { dims = { d.R, 1 }, virtual = true }
+    g.tensors.scaled = { dims = { d.R, d.C }, virtual = true }
     g.tensors.inv_n = { value = 1 / d.C }
-    g.ops = { { op = "reduction", mode = mode, inputs = { x = "X" }, outputs = { y = "sum" } },
-              { op = "pointwise", mode = "MUL", inputs = { x = "sum", b = "inv_n" }, outputs = { y = "Y" } } }
+    g.ops = { { op = "pointwise", mode = "MUL", inputs = { x = "X", b = "inv_n" }, outputs = { y = "scaled" } },
+              { op = "reduction", mode = mode, inputs = { x = "scaled" }, outputs = { y = "Y" } } }
   else
     g.ops = { { op = "reduction", mode = mode, inputs = { x = "X" }, outputs = { y = "Y" } } }
   end
