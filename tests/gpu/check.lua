@@ -323,7 +323,17 @@ local function suite(name, cmd)
   local pass, fail, skip = out:match("(%d+) passed, (%d+) failed, (%d+) skipped")
   if not pass then pass, fail = out:match("(%d+) passed, (%d+) failed") end
   local ok = code == 0 and pass ~= nil and tonumber(fail) == 0
-  if not ok then io.stderr:write(out:sub(-3000), "\n") end
+  if not ok then
+    -- The failures first (a long suite's tail can leave them out), then
+    -- the end of the output.
+    local in_failure = false
+    for line in out:gmatch("[^\n]*") do
+      if line:find("FAIL", 1, true) then in_failure = true
+      elseif not line:match("^    ") then in_failure = false end
+      if in_failure then io.stderr:write(line, "\n") end
+    end
+    io.stderr:write(out:sub(-1500), "\n")
+  end
   row(name, ok, pass and string.format("%s passed, %s failed, %s skipped", pass, fail, skip or 0) or
     ("no summary, exit " .. tostring(code)))
 end

@@ -166,10 +166,11 @@ function T.candidate_path_runs_no_command(t)
   local name = "x$(touch PWNED)"
   os.execute("mkdir " .. q(d .. "/" .. name))
   write(d .. "/" .. name .. "/kernel.cu", KERNEL)
-  local code, out = t.sh("cd " .. q(d) .. " && " .. t.klab .. " eval " .. TASK .. " " .. q(name) .. " --json 2>/dev/null")
+  local code, out, err = t.sh("cd " .. q(d) .. " && " .. t.klab .. " eval " .. TASK .. " " .. q(name) .. " --json")
   t.ok(not t.read(d .. "/PWNED"), "no file was created")
   local ok, r = pcall(cjson.decode, out)
-  t.ok(ok and r.name == name, "the folder was the candidate: " .. tostring(out):sub(1, 200))
+  t.ok(ok and r.name == name, "the folder was the candidate: " .. tostring(out):sub(1, 200) .. " (stderr: " ..
+    tostring(err):sub(-400) .. ")")
   t.ok(code ~= 0)
 end
 

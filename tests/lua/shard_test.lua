@@ -140,14 +140,21 @@ T.sharded_runs_merged_equal_the_unsharded_run = function(t)
     end
   end
   local merged <close> = experiment.new(quickstart(t, dir .. "/merged.db", { shard = false }))
+  -- On a GPU the sharded and the unsharded sweeps each time their passing
+  -- kernels, so speedups differ in the last digits, and so do the later
+  -- turns' requests, whose feedback quotes them. Those are measurements,
+  -- not what a merge decides: they are masked there.
+  local timed = require("klab.gpu").available()
+  local function masked(s) return timed and (s:gsub("%d+%.%d+x", "N.NNNx")) or s end
   local tbl = merged:table()
   t.match(tbl, "verdicts per turn")
-  t.eq(tbl, full:table(), "the merged table is the unsharded one, in sweep order")
+  t.eq(masked(tbl), masked(full:table()), "the merged table is the unsharded one, in sweep order")
   local function turns(e)
     local out = {}
     for _, r in ipairs(e.db:query([[SELECT t.key, u.turn, u.verdict, u.candidate, u.reason, u.request_hash
         FROM turns u JOIN trajectories t ON t.id = u.trajectory_id ORDER BY t.key, u.turn]])) do
-      out[#out + 1] = table.concat({ r.key, r.turn, r.verdict, r.candidate or "-", r.reason or "-", r.request_hash }, " ")
+      out[#out + 1] = table.concat({ r.key, r.turn, r.verdict, r.candidate or "-", r.reason or "-",
+        timed and "-" or r.request_hash }, " ")
     end
     return table.concat(out, "\n")
   end

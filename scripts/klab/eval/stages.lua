@@ -68,8 +68,12 @@ for _, s in ipairs(M.LIST) do
   BY[s.name] = s
   local allowed = {}
   for _, v in ipairs(s.verdicts) do allowed[v] = true end
+  -- Any worker stage can fail, hang or find nothing to measure; and a
+  -- launch whose arguments do not fit the kernel's parameters is refused
+  -- at its first launch (klab.gpu checks it there), whichever stage that
+  -- is: a plan_error.
   if s.where == "worker" then
-    allowed.unknown, allowed.runtime_error, allowed.timeout = true, true, true
+    allowed.unknown, allowed.runtime_error, allowed.timeout, allowed.plan_error = true, true, true, true
   end
   s.allowed = allowed
 end
