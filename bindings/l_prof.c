@@ -21,7 +21,10 @@
  *       nil, msg, code (default "ECALLBACK"). An error raised inside them is
  *       raised again once the profiler is cleaned up.
  *       values = {["metric.name"] = number, ...} (NaN when CUPTI gave none)
- *       info = {chip=, passes=, metrics={names}, skipped={name = reason}}
+ *       info = {chip=, passes=, metrics={names}, skipped={name = reason},
+ *               phase_seconds={enable=, config=, prepare=, start=, run=,
+ *               stop=, evaluate=, disable=} (where the measurement's time
+ *               went, summed over the passes)}
  *       Codes: "EUNSUPPORTED" (the message names the CUPTI error: not
  *       permitted, another profiler attached, ...), "ENODRIVER", "ENOLIB",
  *       "ECUDA" (the region failed), "EINVAL" (nested, or inside timing).
@@ -31,6 +34,7 @@
  *   prof.metric_table()           -> {{chip=, name=, role=, verified=bool}, ...}
  *   prof.chips()                  -> {"GH100", ...} | nil, msg, code   (no GPU needed)
  *   prof.check_metrics(chip, names) -> {name = bool, ...} | nil, msg, code (no GPU needed)
+ *   prof.passes(chip, names)      -> passes CUPTI needs for them | nil, msg, code (no GPU needed)
  *   prof.chip_name([device=0])    -> "GH100" | nil, msg, code
  *   prof.occupancy(fn, threads [, dyn_smem=0]) -> blocks per SM | nil, msg, code
  *
@@ -128,20 +132,44 @@ static int l_chips(lua_State *L)
     return 1;
 }
 
-static int l_check_metrics(lua_State *L)
+/* The list of metric names at stack index 2 as a C array (a userdata
+ * left on the stack; the table keeps the strings alive). */
+static const char **metric_names(lua_State *L, lua_Unsigned *n)
 {
-    const char *chip = luaL_checkstring(L, 1);
     luaL_checktype(L, 2, LUA_TTABLE);
-    lua_Unsigned n = lua_rawlen(L, 2);
-    const char **names = lua_newuserdatauv(L, (n ? n : 1) * sizeof *names, 0);
-    int *known = lua_newuserdatauv(L, (n ? n : 1) * sizeof *known, 0);
-    for (lua_Unsigned i = 0; i < n; i++) {
+    *n = lua_rawlen(L, 2);
+    const char **names = lua_newuserdatauv(L, (*n ? *n : 1) * sizeof *names, 0);
+    for (lua_Unsigned i = 0; i < *n; i++) {
         lua_rawgeti(L, 2, (lua_Integer)i + 1);
         if (lua_type(L, -1) != LUA_TSTRING)
             luaL_error(L, "metric names[%d] must be a string", (int)(i + 1));
         names[i] = lua_tostring(L, -1);
-        lua_pop(L, 1); /* the table keeps the string alive */
+        lua_pop(L, 1);
     }
+    return names;
+}
+
+static int l_passes(lua_State *L)
+{
+    const char *chip = luaL_checkstring(L, 1);
+    lua_Unsigned n;
+    const char **names = metric_names(L, &n);
+    luaL_argcheck(L, n > 0, 2, "at least one metric name");
+    ks_status st;
+    ks_clear(&st);
+    int passes = 0;
+    if (profile_count_passes(chip, names, (size_t)n, &passes, &st))
+        return lh_pushfail(L, &st);
+    lua_pushinteger(L, passes);
+    return 1;
+}
+
+static int l_check_metrics(lua_State *L)
+{
+    const char *chip = luaL_checkstring(L, 1);
+    lua_Unsigned n;
+    const char **names = metric_names(L, &n);
+    int *known = lua_newuserdatauv(L, (n ? n : 1) * sizeof *known, 0);
     ks_status st;
     ks_clear(&st);
     if (profile_check_metrics(chip, names, (size_t)n, known, &st))
@@ -273,6 +301,10 @@ static void push_info(lua_State *L, const profile_session *s, int passes)
         lua_setfield(L, -2, profile_session_skipped_name(s, i));
     }
     lua_setfield(L, -2, "skipped");
+    lua_createtable(L, 0, PROFILE_PHASES);
+    for (int i = 0; i < PROFILE_PHASES; i++)
+        lh_setnum(L, profile_phase_name(i), profile_session_phase(s, i));
+    lua_setfield(L, -2, "phase_seconds");
 }
 
 static int prof_info(lua_State *L)
@@ -672,7 +704,7 @@ static const luaL_Reg disasm_meta[] = {{"__gc", disasm_free}, {"__close", disasm
 
 static const luaL_Reg prof_funcs[] = {
     {"available", l_available}, {"new", l_new}, {"metric_table", l_metric_table},
-    {"chips", l_chips}, {"check_metrics", l_check_metrics}, {"chip_name", l_chip_name},
+    {"chips", l_chips}, {"check_metrics", l_check_metrics}, {"passes", l_passes}, {"chip_name", l_chip_name},
     {"occupancy", l_occupancy}, {"sass_tool", l_sass_tool}, {"disassemble", l_disassemble},
     {"disassemble_start", l_disassemble_start},
     {"sass_parse", l_sass_parse}, {"sass_census", l_sass_census}, {"sass_join", l_sass_join},

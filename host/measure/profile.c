@@ -14,6 +14,8 @@
 
 #include "measure/profile.h"
 
+#include "base/clock.h"
+
 #include <math.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -495,6 +497,7 @@ struct profile_session {
     uint8_t *config;
     size_t config_size;
     int passes;
+    double phase_s[PROFILE_PHASES];
     size_t n;
     char **names;
     double *values;
@@ -628,47 +631,96 @@ static int add_skip(profile_session *s, const char *name, const char *reason)
     return 0;
 }
 
-/* Adds s->names to a fresh host object and builds the config image. */
-static int build_config(profile_session *s, const uint8_t *avail, ks_status *st)
+/* names on a fresh host object for chip (avail: the device's counter
+ * availability image, or NULL offline): the host object, the config image
+ * and the number of passes it needs (0 when CUPTI does not say). */
+typedef struct {
+    ph_object *host;
+    uint8_t *config;
+    size_t config_size;
+    int passes;
+} config_image;
+
+static int make_config(const char *chip, const uint8_t *avail, char *const *names, size_t n,
+                       config_image *out, ks_status *st)
 {
-    if (host_init(s->chip, avail, &s->host, st))
+    memset(out, 0, sizeof *out);
+    if (host_init(chip, avail, &out->host, st))
         return st->code;
     ph_add_params a;
     memset(&a, 0, sizeof a);
     a.structSize = PH_SIZE(ph_add_params, numMetrics);
-    a.pHostObject = s->host;
-    a.ppMetricNames = (const char **)s->names;
-    a.numMetrics = s->n;
+    a.pHostObject = out->host;
+    a.ppMetricNames = (const char **)names;
+    a.numMetrics = n;
     CUptiResult r = api.HostConfigAddMetrics(&a);
     if (r != CUPTI_SUCCESS)
         return cfail(st, r, "cuptiProfilerHostConfigAddMetrics");
     ph_cfgsize_params z;
     memset(&z, 0, sizeof z);
     z.structSize = PH_SIZE(ph_cfgsize_params, configImageSize);
-    z.pHostObject = s->host;
+    z.pHostObject = out->host;
     r = api.HostGetConfigImageSize(&z);
     if (r != CUPTI_SUCCESS)
         return cfail(st, r, "cuptiProfilerHostGetConfigImageSize");
-    s->config = calloc(1, z.configImageSize ? z.configImageSize : 1);
-    if (!s->config)
+    out->config = calloc(1, z.configImageSize ? z.configImageSize : 1);
+    if (!out->config)
         return ks_fail(st, KS_ENOMEM, 0, "out of memory for the profiler config image");
-    s->config_size = z.configImageSize;
+    out->config_size = z.configImageSize;
     ph_cfg_params c;
     memset(&c, 0, sizeof c);
     c.structSize = PH_SIZE(ph_cfg_params, pConfigImage);
-    c.pHostObject = s->host;
-    c.configImageSize = s->config_size;
-    c.pConfigImage = s->config;
+    c.pHostObject = out->host;
+    c.configImageSize = out->config_size;
+    c.pConfigImage = out->config;
     r = api.HostGetConfigImage(&c);
     if (r != CUPTI_SUCCESS)
         return cfail(st, r, "cuptiProfilerHostGetConfigImage");
     ph_passes_params p;
     memset(&p, 0, sizeof p);
     p.structSize = PH_SIZE(ph_passes_params, numOfPasses);
-    p.configImageSize = s->config_size;
-    p.pConfigImage = s->config;
+    p.configImageSize = out->config_size;
+    p.pConfigImage = out->config;
     if (api.HostGetNumOfPasses(&p) == CUPTI_SUCCESS)
-        s->passes = (int)p.numOfPasses;
+        out->passes = (int)p.numOfPasses;
+    return KS_OK;
+}
+
+static void free_config(config_image *c)
+{
+    host_deinit(c->host);
+    free(c->config);
+    memset(c, 0, sizeof *c);
+}
+
+int profile_count_passes(const char *chip, const char *const *names, size_t n, int *passes, ks_status *st)
+{
+    if (!chip || !passes || !n || !names)
+        return ks_fail(st, KS_EINVAL, 0, "profile_count_passes: bad arguments");
+    *passes = 0;
+    if (profile_load(st))
+        return st->code;
+    config_image c;
+    int rc = make_config(chip, NULL, (char *const *)names, n, &c, st);
+    if (!rc)
+        *passes = c.passes;
+    free_config(&c);
+    return rc;
+}
+
+/* Adds s->names to a fresh host object and builds the config image. */
+static int build_config(profile_session *s, const uint8_t *avail, ks_status *st)
+{
+    config_image c;
+    int rc = make_config(s->chip, avail, s->names, s->n, &c, st);
+    if (rc) {
+        free_config(&c);
+        return rc;
+    }
+    s->host = c.host;
+    s->config = c.config;
+    s->config_size = c.config_size;
+    s->passes = c.passes;
     return KS_OK;
 }
 
@@ -874,6 +926,10 @@ int profile_session_measure(profile_session *s, profile_pass_fn prepare, profile
     if (cuda_ctx_use(s->ctx, st))
         return st->code;
     measuring = 1;
+    for (int i = 0; i < PROFILE_PHASES; i++)
+        s->phase_s[i] = 0;
+    double t = clock_now(), t_next;
+#define PHASE(k) (t_next = clock_now(), s->phase_s[k] += t_next - t, t = t_next)
 
     int rc = KS_OK;
     uint8_t *data = NULL;
@@ -889,6 +945,7 @@ int profile_session_measure(profile_session *s, profile_pass_fn prepare, profile
         return rc;
     }
     CUpti_RangeProfiler_Object *obj = en.pRangeProfilerObject;
+    PHASE(PROFILE_PHASE_ENABLE);
 
     CUpti_RangeProfiler_GetCounterDataSize_Params cs;
     memset(&cs, 0, sizeof cs);
@@ -941,6 +998,7 @@ int profile_session_measure(profile_session *s, profile_pass_fn prepare, profile
         goto done;
     }
 
+    PHASE(PROFILE_PHASE_CONFIG);
     int pass = 0;
     for (;;) {
         if (pass >= MAX_PASSES) {
@@ -951,6 +1009,7 @@ int profile_session_measure(profile_session *s, profile_pass_fn prepare, profile
          * finished before the range starts, so none of it is counted. */
         if (prepare && ((rc = prepare(ud, pass, st)) || (rc = cuda_ctx_sync(s->ctx, st))))
             goto done;
+        PHASE(PROFILE_PHASE_PREPARE);
         CUpti_RangeProfiler_Start_Params sp;
         memset(&sp, 0, sizeof sp);
         sp.structSize = CUpti_RangeProfiler_Start_Params_STRUCT_SIZE;
@@ -960,6 +1019,7 @@ int profile_session_measure(profile_session *s, profile_pass_fn prepare, profile
             rc = cfail(st, r, "cuptiRangeProfilerStart");
             goto done;
         }
+        PHASE(PROFILE_PHASE_START);
         CUpti_RangeProfiler_PushRange_Params pr;
         memset(&pr, 0, sizeof pr);
         pr.structSize = CUpti_RangeProfiler_PushRange_Params_STRUCT_SIZE;
@@ -984,6 +1044,7 @@ int profile_session_measure(profile_session *s, profile_pass_fn prepare, profile
             rp_abort(obj, 1, 1);
             goto done;
         }
+        PHASE(PROFILE_PHASE_RUN);
         CUpti_RangeProfiler_PopRange_Params pp;
         memset(&pp, 0, sizeof pp);
         pp.structSize = CUpti_RangeProfiler_PopRange_Params_STRUCT_SIZE;
@@ -1003,6 +1064,7 @@ int profile_session_measure(profile_session *s, profile_pass_fn prepare, profile
             rc = cfail(st, r, "cuptiRangeProfilerStop");
             goto done;
         }
+        PHASE(PROFILE_PHASE_STOP);
         pass++;
         if (so.isAllPassSubmitted)
             break;
@@ -1055,6 +1117,7 @@ int profile_session_measure(profile_session *s, profile_pass_fn prepare, profile
     }
 
 done:;
+    PHASE(PROFILE_PHASE_EVALUATE);
     CUpti_RangeProfiler_Disable_Params dp;
     memset(&dp, 0, sizeof dp);
     dp.structSize = CUpti_RangeProfiler_Disable_Params_STRUCT_SIZE;
@@ -1062,9 +1125,23 @@ done:;
     r = api.RPDisable(&dp);
     if (r != CUPTI_SUCCESS && rc == KS_OK)
         rc = cfail(st, r, "cuptiRangeProfilerDisable");
+    PHASE(PROFILE_PHASE_DISABLE);
+#undef PHASE
     free(data);
     measuring = 0;
     return rc;
+}
+
+double profile_session_phase(const profile_session *s, int phase)
+{
+    return s && phase >= 0 && phase < PROFILE_PHASES ? s->phase_s[phase] : 0;
+}
+
+const char *profile_phase_name(int phase)
+{
+    static const char *const names[PROFILE_PHASES] = {"enable", "config", "prepare", "start", "run", "stop",
+                                                       "evaluate", "disable"};
+    return phase >= 0 && phase < PROFILE_PHASES ? names[phase] : "";
 }
 
 const char *profile_session_chip(const profile_session *s) { return s ? s->chip : ""; }

@@ -84,6 +84,11 @@ int profile_chips(const char *const **names, size_t *n, ks_status *st);
 int profile_check_metrics(const char *chip, const char *const *names, size_t n, int *known,
                           ks_status *st);
 
+/* How many passes CUPTI needs to collect names[0..n) on chip, from the
+ * config image built offline (no GPU, no counter availability image):
+ * *passes = the count, 0 when CUPTI does not say. */
+int profile_count_passes(const char *chip, const char *const *names, size_t n, int *passes, ks_status *st);
+
 /* ---- sessions (GPU) ---- */
 
 /* The driver, libcupti and cuptiProfilerInitialize (once per process), in
@@ -138,6 +143,25 @@ const char *profile_session_skipped_reason(const profile_session *s, size_t i);
 
 /* Passes CUPTI plans for the config (0 when unknown). */
 int profile_session_passes(const profile_session *s);
+
+/* Where the last measurement's time went, in seconds, summed over its
+ * passes: enabling the range profiler, its counter data and config, the
+ * caller's prepare callbacks, starting each pass, the runs (launches and
+ * the wait for them), ending each pass, decoding and evaluating the
+ * counters, disabling. */
+enum {
+    PROFILE_PHASE_ENABLE,
+    PROFILE_PHASE_CONFIG,
+    PROFILE_PHASE_PREPARE,
+    PROFILE_PHASE_START,
+    PROFILE_PHASE_RUN,
+    PROFILE_PHASE_STOP,
+    PROFILE_PHASE_EVALUATE,
+    PROFILE_PHASE_DISABLE,
+    PROFILE_PHASES
+};
+double profile_session_phase(const profile_session *s, int phase);
+const char *profile_phase_name(int phase);
 
 /* ---- occupancy (driver) ---- */
 

@@ -123,6 +123,33 @@ function T.metric_names_exist_in_cuptis_offline_tables(t)
   t.raises(function() prof.check_metrics("GH100", { 1 }) end, "must be a string")
 end
 
+-- The verdict set in two parts: the first needs far fewer replay passes
+-- than the whole set on GH100 (counted offline from CUPTI's config image),
+-- and the two parts together are the whole set.
+function T.verdict_first_part_needs_few_passes(t)
+  local chips, err = prof.chips()
+  if not chips then t.skip("CUPTI host API not available: " .. tostring(err)) end
+  local gh = {}
+  for _, r in ipairs(profile.metric_table()) do if r.chip == "GH100" then gh[#gh + 1] = r end end
+  local first, deferred, all = profile.verdict_first_metrics(gh), profile.verdict_deferred_metrics(gh),
+    profile.verdict_metrics(gh)
+  t.eq(#first + #deferred, #all, "the parts split the set")
+  local in_first = {}
+  for _, n in ipairs(first) do in_first[n] = true end
+  for _, n in ipairs(deferred) do
+    t.ok(not in_first[n], n .. " is in one part")
+    t.match(n, "^sm__ops_path_tensor_op_[hi]mma_src_", "only mma.sync FLOP counters are deferred")
+  end
+  local p_first = assert(prof.passes("GH100", first))
+  local p_all = assert(prof.passes("GH100", all))
+  t.ok(p_first >= 1 and p_first <= 3, "the first part takes " .. p_first .. " passes")
+  t.ok(p_all >= p_first + 3, "the whole set takes " .. p_all .. " passes")
+  t.raises(function() prof.passes("GH100", {}) end, "at least one")
+  local none, perr = prof.passes("GH100", { "no_such_metric.sum" })
+  t.eq(none, nil, "an unknown metric is refused")
+  t.ok(perr, "with a message")
+end
+
 -- ---- roles, families, FLOPs ------------------------------------------------
 
 function T.aggregate_sums_roles_and_skips_nan(t)
@@ -739,6 +766,36 @@ function T.gpu_mma_sync_sample_uses_hmma(t)
   t.eq(st.families.wgmma.count, 0)
   t.ok(math.abs(st.flops.hmma / task.flops - 1) < 0.01, "HMMA FLOPs = 2MNK: " .. st.flops.hmma)
   t.eq(st.verdict, "target_not_executed")
+end
+
+-- The evaluation's own instruction stage (the verdict set, not the full
+-- profile): a wgmma kernel is judged from the first part alone, an
+-- mma.sync kernel gets its HMMA FLOPs measured by the second.
+function T.gpu_verdict_set_measures_mma_sync_flops_only_when_hmma_ran(t)
+  need_profiling(t)
+  local props = assert(gpu.device(0))
+  if props.arch ~= "sm_90a" then t.skip("the GEMM samples need sm_90a, this is " .. props.arch) end
+  local task = require("klab.task").get("gemm_bf16/4096x4096x4096")
+  local function stage(name)
+    local r = assert(require("klab.eval").run_local(task, t.root .. "/tasks/gemm/samples/" .. name,
+      { stages = { "load", "instructions" }, timing = false }))
+    local st = r.stages.instructions
+    t.ok(st, name .. ": " .. tostring(r.verdict) .. " " .. tostring(r.reason))
+    return st or {}
+  end
+  local w = stage("wgmma_tma")
+  t.eq(w.status, "ok", w.reason)
+  t.eq(w.roles and w.roles["flops.hmma"], 0, "no HMMA ran, so none of its FLOPs")
+  t.ok(w.inferred and w.inferred["flops.hmma"], "and they were not collected")
+  t.ok(w.passes and w.passes <= 3, "wgmma judged in " .. tostring(w.passes) .. " passes")
+  t.eq(w.verdict, nil, w.verdict_reason)
+  local m = stage("mma_sync")
+  t.eq(m.status, "ok", m.reason)
+  t.eq(m.inferred, nil, "HMMA ran: its FLOPs are measured")
+  t.ok(m.flops and m.flops.hmma and math.abs(m.flops.hmma / task.flops - 1) < 0.01,
+    "HMMA FLOPs = 2MNK: " .. tostring(m.flops and m.flops.hmma))
+  t.ok(m.passes and m.passes > w.passes, "the second part adds passes: " .. tostring(m.passes))
+  t.eq(m.verdict, "target_not_executed")
 end
 
 function T.gpu_naive_sample_has_no_tensor_flops(t)

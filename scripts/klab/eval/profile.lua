@@ -490,37 +490,86 @@ local flushers = setmetatable({}, { __mode = "k" })
 -- arithmetic of the work rule): a few counters, so few replay passes. The
 -- feedback profile (throughputs, occupancy, DRAM bytes, clocks) is the
 -- whole table, collected only when asked for (opts.full).
+--
+-- The verdict set comes in two parts. GH100 counts mma.sync FLOPs
+-- (flops.hmma) in counters that need 6 passes of their own, while the
+-- instruction counts, the wgmma FLOPs and the SIMT arithmetic fit in 3
+-- (prof.passes("GH100", ...), offline). The instruction counts say
+-- whether any HMMA/IMMA ran (inst.hmma): when none did, its FLOPs are 0
+-- without measuring them, which is the case of every wgmma kernel; when
+-- some did, the second part is collected too.
 local VERDICT_ROLES = { "^inst%.", "^flops%.", "^ops%." }
+local DEFERRED_ROLES = { ["flops.hmma"] = "inst.hmma" }
 
-function M.verdict_metrics(rows)
+local function role_metrics(rows, keep)
   rows = rows or (C and C.metric_table()) or {}
   local names, seen = {}, {}
   for _, r in ipairs(rows) do
-    for _, pat in ipairs(VERDICT_ROLES) do
-      if r.role:find(pat) and not seen[r.name] then
-        seen[r.name] = true
-        names[#names + 1] = r.name
-      end
+    if keep(r.role) and not seen[r.name] then
+      seen[r.name] = true
+      names[#names + 1] = r.name
     end
   end
   return names
 end
 
-local function get_profiler(ctx, opts)
-  if opts.profiler then return opts.profiler end
-  local set = opts.metrics and "given" or (opts.full and "full" or "verdict")
+local function verdict_role(role)
+  for _, pat in ipairs(VERDICT_ROLES) do
+    if role:find(pat) then return true end
+  end
+  return false
+end
+
+-- Every metric the verdicts can use.
+function M.verdict_metrics(rows) return role_metrics(rows, verdict_role) end
+
+-- The first part: the verdict metrics less the deferred roles'.
+function M.verdict_first_metrics(rows)
+  return role_metrics(rows, function(role) return verdict_role(role) and not DEFERRED_ROLES[role] end)
+end
+
+-- The second part: the deferred roles' metrics.
+function M.verdict_deferred_metrics(rows)
+  return role_metrics(rows, function(role) return DEFERRED_ROLES[role] ~= nil end)
+end
+
+local SETS = { verdict = M.verdict_first_metrics, deferred = M.verdict_deferred_metrics }
+
+local function get_profiler(ctx, opts, set)
+  if opts.profiler and not set then return opts.profiler end
+  set = set or (opts.metrics and "given" or (opts.full and "full" or "verdict"))
   profilers[ctx] = profilers[ctx] or {}
   local e = profilers[ctx][set]
   if e then return e.p, e.err, e.code end
   if not C then
     e = { err = "klab.prof is not available", code = "ENOLIB" }
   else
-    local metrics = opts.metrics or (set == "verdict" and M.verdict_metrics() or nil)
+    local metrics = set == "given" and opts.metrics or (SETS[set] and SETS[set]() or nil)
     local p, err, code = C.new(ctx, metrics and { metrics = metrics } or nil)
     e = { p = p, err = err, code = code }
   end
   profilers[ctx][set] = e
   return e.p, e.err, e.code
+end
+
+-- Whether the stage still needs the second part, after the first: a
+-- deferred role the chip has counters for, whose instruction count is not
+-- known to be 0. The others are set to 0 in roles and named in inferred.
+local function settle_deferred(roles, inferred, chip)
+  local has = {}
+  for _, r in ipairs(rows_for(table_chip(chip))) do has[r.role] = true end
+  local need = false
+  for role, count_role in pairs(DEFERRED_ROLES) do
+    if has[role] and roles[role] == nil then
+      if roles[count_role] == 0 then
+        roles[role] = 0
+        inferred[role] = count_role .. " = 0: not collected"
+      else
+        need = true
+      end
+    end
+  end
+  return need
 end
 
 local function first_launch_info(opts)
@@ -729,9 +778,8 @@ local function stage_body(ctx, run, task, arch, opts, stage)
     end
     return true
   end
-  local values, minfo_or_err, mcode = p:measure(run, prepare)
-  if not values then
-    stage.status, stage.reason, stage.code = "unknown", "profiling failed: " .. tostring(minfo_or_err), mcode
+  local function failed(why, code)
+    stage.status, stage.reason, stage.code = "unknown", "profiling failed: " .. tostring(why), code
     stage.families = M.families({}, stage.targets, stage.chip)
     for _, f in pairs(stage.families) do f.status, f.reason = "unknown", stage.reason end
     local sticky = ctx.sticky and ctx:sticky()
@@ -739,10 +787,31 @@ local function stage_body(ctx, run, task, arch, opts, stage)
     M.summarize(stage)
     return stage
   end
-  stage.status = "ok"
+  local values, minfo_or_err, mcode = p:measure(run, prepare)
+  if not values then return failed(minfo_or_err, mcode) end
   stage.passes = minfo_or_err.passes
-  stage.metrics = values
+  stage.phase_seconds = minfo_or_err.phase_seconds
   stage.roles = M.aggregate(values, stage.chip)
+  -- The verdict set's second part, only when the first cannot settle it.
+  if not opts.profiler and not opts.metrics and not opts.full then
+    stage.inferred = {}
+    if settle_deferred(stage.roles, stage.inferred, stage.chip) then
+      stage.inferred = nil
+      local p2, err2, code2 = get_profiler(ctx, opts, "deferred")
+      if not p2 then return failed(err2, code2) end
+      local more, minfo2, mcode2 = p2:measure(run, prepare)
+      if not more then return failed(minfo2, mcode2) end
+      for k, v in pairs(more) do values[k] = v end
+      stage.passes = stage.passes + minfo2.passes
+      for k, v in pairs(minfo2.phase_seconds or {}) do
+        stage.phase_seconds[k] = (stage.phase_seconds[k] or 0) + v
+      end
+      stage.roles = M.aggregate(values, stage.chip)
+    end
+    if stage.inferred and next(stage.inferred) == nil then stage.inferred = nil end
+  end
+  stage.status = "ok"
+  stage.metrics = values
   stage.families = M.families(stage.roles, stage.targets, stage.chip)
   stage.flops = M.flops(stage.roles, task.flops, stage.chip)
 
@@ -772,6 +841,8 @@ end
 --    families = {wgmma = {status=, executed=, count=}, ...},
 --    flops = {hgmma=, hmma=, utc=, tensor=, other=, task=, frac={...}},
 --    metrics = {name = value}, roles = {...}, passes=, skipped = {name = why},
+--    phase_seconds = {enable=, config=, prepare=, start=, run=, stop=, evaluate=, disable=},
+--    inferred = {role = why} (roles set to 0 without collecting them),
 --    profile = {...}, text =, verdict = "target_not_executed"|nil,
 --    verdict_reason =, verified = bool (every target executed, no verdict),
 --    sass = {available=, tool=, static={opcodes=,...}, static_families={...},
