@@ -142,7 +142,7 @@ function M.census_start(run, cubin)
   if CENSUS[ckey] and run.opts.cache ~= false then
     -- The same machine code was listed before: its census is known.
     local known = CENSUS[ckey]
-    run.census = function() return known end
+    run.census = function() return known, true end
     return
   end
   if not cubin then
@@ -330,9 +330,10 @@ end
 function M.finish(run)
   if not run.census or not run.result.stages.build then return end
   local s0 = sys.now()
-  local sass = run.census()
+  local sass, cached = run.census()
   run.result.stages.build.sass = { available = sass.available, tool = sass.tool, reason = sass.reason,
-    opcodes = sass.static and sass.static.opcodes, families = sass.static_families, seconds = sys.now() - s0 }
+    opcodes = sass.static and sass.static.opcodes, families = sass.static_families, seconds = sys.now() - s0,
+    cached = cached }
   run.census = nil
 end
 
