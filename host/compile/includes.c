@@ -1,5 +1,6 @@
 /* includes.c: the include check of candidate CUDA sources (see includes.h). */
 #include "compile/includes.h"
+#include "compile/std_headers.h"
 
 #include <ctype.h>
 #include <limits.h>
@@ -187,6 +188,8 @@ static int header_allowed(const lx *x, const char *name, size_t len)
 {
     if (len == 0 || len >= 1024 || name[0] == '/')
         return 0;
+    if (std_header_known(name, len))
+        return 1;
     for (size_t i = 0; i < len; i++) {
         unsigned char c = (unsigned char)name[i];
         if (c < 0x20 || c == 0x7f || c == '\\')
@@ -239,7 +242,11 @@ static int check_header(lx *x, size_t where, const char *what)
     for (char *p = shown; *p; p++)
         if ((unsigned char)*p < 0x20)
             *p = '?';
-    return refuse_at(x, where, "%s is not allowed: candidates may include only the CUDA toolkit's headers", shown);
+    return refuse_at(x, where,
+                     "%s is not allowed: candidates may include only the CUDA toolkit's headers and the standard "
+                     "ones klab provides (<cstdint>, <cfloat>, <climits>, <cstddef>, <cstdio>, <cassert>, <cmath> "
+                     "and their .h forms)",
+                     shown);
 }
 
 /* Reads an identifier at pos into buf (truncated); 1 when it holds a

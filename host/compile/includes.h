@@ -2,7 +2,8 @@
  * includes.h: what a candidate's CUDA source may include, checked before
  * the compiler reads anything.
  *
- * A candidate may include only the CUDA toolkit's own headers. The source
+ * A candidate may include only the CUDA toolkit's own headers, and the
+ * standard headers klab gives NVRTC itself (compile/std_headers.h). The source
  * is lexed as the preprocessor would see it: backslash-newlines spliced,
  * comments removed (string, character and raw string literals respected,
  * digit separators in numbers too), then every preprocessing directive is

@@ -35,6 +35,7 @@
 #include "base/fs.h"
 #include "compile/cubin.h"
 #include "compile/includes.h"
+#include "compile/std_headers.h"
 #include "driver/dynlib.h"
 #include "proc/spawn.h"
 
@@ -873,8 +874,19 @@ static void content_hash(const jit_request *req, jit_lang lang, const char *comp
     sha256_ctx c;
     unsigned char d[SHA256_DIGEST_LEN];
     sha256_init(&c);
-    hash_str(&c, "klab-jit 1");
+    /* 2: CUDA programs named under /proc/klab-candidate with a #line, and
+     * klab's standard headers, whose texts are part of what compiles. */
+    hash_str(&c, "klab-jit 2");
     hash_str(&c, jit_lang_name(lang));
+    if (lang == JIT_LANG_CUDA) {
+        const char *const *names, *const *texts;
+        int n;
+        std_headers(&names, &texts, &n);
+        for (int i = 0; i < n; i++) {
+            hash_str(&c, names[i]);
+            hash_str(&c, texts[i]);
+        }
+    }
     hash_str(&c, req->arch);
     hash_str(&c, compiler);
     hash_str(&c, req->lineinfo ? "lineinfo" : "no-lineinfo");
@@ -1330,6 +1342,55 @@ static void bound_text(char **text, size_t *len, size_t max)
     *len = nlen;
 }
 
+/* NVRTC searches the folder of the program's name for includes, and each
+ * header's own folder for that header's quoted includes (the toolkit's
+ * crt/mma.h includes "mma.hpp"). The program is therefore named inside a
+ * folder that cannot exist, procfs allowing no new entries, so nothing
+ * beside a candidate is ever read in place of a toolkit header, while the
+ * toolkit's headers find their neighbours; a #line directive makes
+ * messages and line info name the user's file. ("-no-source-include"
+ * would keep both folders out, and mma.h and cooperative_groups.h with
+ * them.) */
+#define CUDA_PROGRAM_NAME "/proc/klab-candidate/kernel.cu"
+
+/* The user's file name as a #line directive can carry it: quotes,
+ * backslashes and control characters become '?'. */
+static void line_name(const char *name, char *out, size_t n)
+{
+    size_t k = 0;
+    for (const char *p = name; *p && k + 1 < n; p++) {
+        unsigned char c = (unsigned char)*p;
+        out[k++] = (c < 0x20 || c == 0x7f || c == '"' || c == '\\') ? '?' : (char)c;
+    }
+    out[k] = '\0';
+}
+
+/* A new copy of log with every `from` replaced by `to`; NULL when out of
+ * memory. */
+static char *replace_all(const char *log, const char *from, const char *to)
+{
+    size_t fl = strlen(from), tl = strlen(to), count = 0;
+    for (const char *p = strstr(log, from); p; p = strstr(p + fl, from))
+        count++;
+    char *out = malloc(strlen(log) + count * (tl > fl ? tl - fl : 0) + 1);
+    if (!out)
+        return NULL;
+    char *w = out;
+    for (const char *p = log, *q; *p; p = q + fl) {
+        q = strstr(p, from);
+        if (!q) {
+            strcpy(w, p);
+            return out;
+        }
+        memcpy(w, p, (size_t)(q - p));
+        w += q - p;
+        memcpy(w, to, tl);
+        w += tl;
+    }
+    *w = '\0';
+    return out;
+}
+
 static int compile_cuda(const jit_request *req, const nvrtc_api *api, jit_result *r, ks_status *st)
 {
     char archopt[64], inc[INCLUDES_MAX_ROOTS][4100];
@@ -1343,7 +1404,15 @@ static int compile_cuda(const jit_request *req, const nvrtc_api *api, jit_result
         nroots = 1;
     }
     const char **opts = calloc((size_t)req->noptions + 8 + INCLUDES_MAX_ROOTS, sizeof *opts);
-    char *src = dupn(req->source, req->source_len);
+    char name[1024];
+    line_name(cuda_name(req), name, sizeof name);
+    size_t head = strlen(name) + 16;
+    char *src = malloc(head + req->source_len + 1);
+    if (src) {
+        int hl = snprintf(src, head, "#line 1 \"%s\"\n", name);
+        memcpy(src + hl, req->source, req->source_len);
+        src[hl + req->source_len] = '\0';
+    }
     int rc = KS_OK;
     void *prog = NULL;
     if (!opts || !src) {
@@ -1357,18 +1426,17 @@ static int compile_cuda(const jit_request *req, const nvrtc_api *api, jit_result
     opts[n++] = "--ptxas-options=-v";
     opts[n++] = "-std=c++17";
     opts[n++] = "-default-device";
-    /* The program is named by the user's path: without this NVRTC would
-     * search that folder for includes. */
-    opts[n++] = "-no-source-include";
     for (int i = 0; i < nroots; i++) {
         snprintf(inc[i], sizeof inc[i], "-I%s", roots[i]);
         opts[n++] = inc[i];
     }
     for (int i = 0; i < req->noptions; i++)
         opts[n++] = req->options[i];
-    const char *name = cuda_name(req);
     double t0 = (clock_now() * 1e3);
-    int res = api->create(&prog, src, name, 0, NULL, NULL);
+    const char *const *hnames, *const *htexts;
+    int nh;
+    std_headers(&hnames, &htexts, &nh);
+    int res = api->create(&prog, src, CUDA_PROGRAM_NAME, nh, htexts, hnames);
     if (res != 0) {
         rc = ks_fail(st, KS_ECOMPILE, res, "nvrtcCreateProgram: %s", api->error_string(res));
         goto out;
@@ -1379,6 +1447,12 @@ static int compile_cuda(const jit_request *req, const nvrtc_api *api, jit_result
         char *log = malloc(ls + 1);
         if (log && api->log(prog, log) == 0) {
             log[ls] = '\0';
+            /* Its summary line names the program: the user's file instead. */
+            char *named = replace_all(log, CUDA_PROGRAM_NAME, name);
+            if (named) {
+                free(log);
+                log = named;
+            }
             set_log(r, log, strlen(log));
             name_locations(r, name);
         } else

@@ -63,7 +63,8 @@ typedef struct jit_request {
     long long limit_memory;     /* bytes */
     int limit_cpu_s;            /* CPU seconds */
     /* klab's own source: its includes are not checked. Everything else may
-     * include only the CUDA toolkit's headers (compile/includes.h). */
+     * include only the CUDA toolkit's headers and klab's standard ones
+     * (compile/includes.h, compile/std_headers.h). */
     int trusted;
 } jit_request;
 

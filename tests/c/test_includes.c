@@ -51,6 +51,11 @@ int main(void)
     ALLOWED("const char *s = \"#include </etc/passwd>\";\n");
     ALLOWED("// #include \"/etc/passwd\"\n/* #include \"/etc/passwd\" */ int x;\n");
     ALLOWED("int a = 1'000'000; const char *s = \"/*\";\n");
+    /* The standard headers klab gives NVRTC (std_headers.h), in both spellings. */
+    ALLOWED("#include <cstdint>\n#include \"stdio.h\"\n#include <cfloat>\n#include <assert.h>\n");
+    ALLOWED("#if __has_include(<climits>)\n#endif\n");
+    REFUSED("#include <iostream>\n", msg);               /* not one of them */
+    REFUSED("#include <cstdint/../../etc/passwd>\n", msg);
 
     /* The attack of the issue, and its relatives. */
     REFUSED("#include \"/proc/self/environ\"\n", "DIR/kernel.cu:1: #include \"/proc/self/environ\" is not allowed");

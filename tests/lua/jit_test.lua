@@ -127,6 +127,68 @@ function T.compile_cuda(t)
   t.eq(code, "ECOMPILE")
 end
 
+-- The toolkit's headers that include their neighbours by a quoted name
+-- (crt/mma.h includes "mma.hpp", cooperative_groups/details/driver_abi.h
+-- "info.h") compile; a file beside the source is never read in place of a
+-- toolkit header; errors name the user's file and its own line numbers.
+function T.cuda_toolkit_headers_and_names(t)
+  need_nvrtc(t)
+  need_ptxas(t)
+  local wmma = table.concat({
+    "#include <mma.h>",
+    "#include <cooperative_groups.h>",
+    "#include \"cuda_bf16.h\"",
+    "using namespace nvcuda;",
+    "extern \"C\" __global__ void k(const __half *a, float *c) {",
+    "  wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> fa;",
+    "  wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::col_major> fb;",
+    "  wmma::fragment<wmma::accumulator, 16, 16, 16, float> fc;",
+    "  wmma::fill_fragment(fc, 0.0f);",
+    "  wmma::load_matrix_sync(fa, a, 16);",
+    "  wmma::load_matrix_sync(fb, a, 16);",
+    "  wmma::mma_sync(fc, fa, fb, fc);",
+    "  wmma::store_matrix_sync(c, fc, 16, wmma::mem_row_major);",
+    "  cooperative_groups::this_thread_block().sync();",
+    "}", "" }, "\n")
+  local dir = t.tmpdir()
+  -- A header of the toolkit's name beside the source: it must not be read.
+  local f = assert(io.open(dir .. "/cuda_bf16.h", "w"))
+  f:write("#error \"the folder of the source was searched\"\n")
+  f:close()
+  local r, msg = jit.compile { source = wmma, arch = "sm_90a", name = dir .. "/kernel.cu", cache = false }
+  t.ok(r, msg)
+  t.match(r and r.ptx or "", "wmma%.mma%.sync", "WMMA compiled")
+  local bad = wmma:gsub("wmma::fill_fragment%(fc, 0%.0f%);", "int x = ;")
+  local b, bmsg, code, res = jit.compile { source = bad, arch = "sm_90a", name = dir .. "/kernel.cu", cache = false }
+  t.eq(b, nil)
+  t.eq(code, "ECOMPILE")
+  t.match(bmsg, "kernel%.cu:9: error", "the user's file and line")
+  t.ok(not (res and res.log or ""):find("klab%-candidate"), "the folder NVRTC was given stays out of the log")
+end
+
+-- The C and C++ standard headers NVRTC lacks and kernels written for nvcc
+-- include anyway: klab gives NVRTC its own (compile/std_headers.h).
+function T.cuda_standard_headers(t)
+  need_nvrtc(t)
+  need_ptxas(t)
+  local names = { "stdio.h", "cstdio", "assert.h", "cassert", "math.h", "cmath", "stdint.h", "cstdint",
+    "limits.h", "climits", "stddef.h", "cstddef", "float.h", "cfloat" }
+  local lines = {}
+  for _, n in ipairs(names) do lines[#lines + 1] = "#include <" .. n .. ">" end
+  lines[#lines + 1] = "#include <cuda_bf16.h>"
+  lines[#lines + 1] = [[extern "C" __global__ void k(float *y, uint32_t n, int64_t m, size_t s, ptrdiff_t d) {
+  assert(n < UINT32_MAX);
+  if (n == 7u && m == INT64_MIN) printf("%u\n", n);
+  y[0] = sqrtf(FLT_MAX) + FLT_EPSILON + (float)DBL_MIN + (float)(INT_MAX + CHAR_BIT) + (float)(s + d);
+}
+]]
+  local r, msg = jit.compile { source = table.concat(lines, "\n"), arch = "sm_90a", name = "std.cu", cache = false }
+  t.ok(r, msg)
+  local b, bmsg = jit.compile { source = "#include <iostream>\n", arch = "sm_90a", name = "io.cu", cache = false }
+  t.eq(b, nil)
+  t.match(bmsg or "", "io%.cu:1: #include <iostream> is not allowed")
+end
+
 function T.cache_hit(t)
   need_ptxas(t)
   local dir = t.tmpdir()
