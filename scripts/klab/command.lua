@@ -97,6 +97,90 @@ function M.seconds(s, what)
   return n
 end
 
+-- A whole number of at least least from a command-line string, or nil, why.
+function M.count(s, what, least)
+  local n = math.tointeger(tonumber(s))
+  if not n or n < least then
+    return nil, ("%s needs a whole number of at least %d, not '%s'"):format(what, least, tostring(s))
+  end
+  return n
+end
+
+-- What each kind of option does with its value (v) in o under key k.
+local KINDS = {
+  flag = true,
+  value = function(v, o, k) o[k] = v end,
+  list = function(v, o, k)
+    o[k] = o[k] or {}
+    o[k][#o[k] + 1] = v
+  end,
+  seconds = function(v, o, k, flag)
+    local n, why = M.seconds(v, flag)
+    if not n then return why end
+    o[k] = n
+  end,
+  count = function(v, o, k, flag)
+    local n, why = M.count(v, flag, 1)
+    if not n then return why end
+    o[k] = n
+  end,
+  count0 = function(v, o, k, flag)
+    local n, why = M.count(v, flag, 0)
+    if not n then return why end
+    o[k] = n
+  end,
+}
+
+-- Every command's argument parser. spec: {["--name"] = kind}, a kind
+-- being "flag" (o.name = true), "value" (the next argument, or the text
+-- after --name=), "list" (repeatable; the values in order), "seconds" (a
+-- positive, finite number), "count" (a whole number >= 1), "count0"
+-- (>= 0), or function(v, o, key, flag) that stores v itself and returns
+-- nil or why it is refused; ["-x"] = "--name" is an alias. Keys are the names
+-- with dashes as underscores (--no-timing: o.no_timing). -h and --help are
+-- always known; "--" ends the options; "-" is an argument. A value given
+-- as the next argument may not start with "--" (a forgotten value would
+-- swallow the next option); --name=--x gives one that does. Returns o
+-- (o.positional: the other arguments, in order) | nil, why.
+function M.options(args, spec)
+  local o = { positional = {} }
+  local i, rest = 1, false
+  while i <= #args do
+    local a = args[i]
+    if rest or a == "-" or a:sub(1, 1) ~= "-" then
+      o.positional[#o.positional + 1] = a
+    elseif a == "--" then
+      rest = true
+    elseif a == "-h" or a == "--help" then
+      o.help = true
+    else
+      local flag, inline = a:match("^(%-%-[%w][%w-]*)=(.*)$")
+      flag = flag or a
+      local kind = spec[flag]
+      if type(kind) == "string" and kind:sub(1, 1) == "-" then flag, kind = kind, spec[kind] end
+      if kind == nil then return nil, "unknown option " .. a end
+      local key = flag:gsub("^%-+", ""):gsub("%-", "_")
+      if kind == "flag" then
+        if inline then return nil, "option " .. flag .. " takes no value" end
+        o[key] = true
+      else
+        local v = inline
+        if not v then
+          i = i + 1
+          v = args[i]
+          if v and v:sub(1, 2) == "--" then v = nil end
+        end
+        if v == nil or v == "" then return nil, "option " .. flag .. " needs a value" end
+        local store = type(kind) == "function" and kind or KINDS[kind]
+        local why = store(v, o, key, flag)
+        if why then return nil, why end
+      end
+    end
+    i = i + 1
+  end
+  return o
+end
+
 -- One line for the user from klab.store.open's message about path: what
 -- is wrong with the file, in the user's terms, with SQLite's own words.
 function M.store_problem(path, err)

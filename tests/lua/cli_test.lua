@@ -37,6 +37,34 @@ function T.exit_table_in_every_help(t)
   end
 end
 
+-- The one option parser every command uses.
+function T.options_parser(t)
+  local spec = { ["--json"] = "flag", ["--db"] = "value", ["--tasks"] = "list", ["--budget"] = "seconds",
+    ["--runs"] = "count", ["--cpu"] = "count0", ["--output"] = "value", ["-o"] = "--output", ["--no-timing"] = "flag",
+    ["--mode"] = function(v, o) if v ~= "a" then return "--mode must be a" end o.mode = v end }
+  local o = assert(command.options({ "x", "--json", "--db", "s.db", "--tasks=a", "--tasks", "b", "--budget", "0.5",
+    "--runs=3", "--cpu", "0", "-o", "out", "--no-timing", "--mode", "a", "-", "--", "--json", "y" }, spec))
+  t.eq(o.json, true) t.eq(o.db, "s.db") t.eq(table.concat(o.tasks, ","), "a,b") t.eq(o.budget, 0.5)
+  t.eq(o.runs, 3) t.eq(o.cpu, 0) t.eq(o.output, "out") t.eq(o.no_timing, true) t.eq(o.mode, "a")
+  t.eq(table.concat(o.positional, " "), "x - --json y", "'-' is an argument; '--' ends the options")
+  t.eq(assert(command.options({ "--db=--odd" }, spec)).db, "--odd", "--name= gives any value")
+  t.eq(assert(command.options({ "-h" }, spec)).help, true)
+  local function bad(args, pattern)
+    local r, err = command.options(args, spec)
+    t.eq(r, nil, table.concat(args, " "))
+    t.match(err or "", pattern)
+  end
+  bad({ "--bogus" }, "^unknown option %-%-bogus$")
+  bad({ "--db" }, "option %-%-db needs a value")
+  bad({ "--db", "--json" }, "option %-%-db needs a value")
+  bad({ "--db=" }, "option %-%-db needs a value")
+  bad({ "--json=1" }, "option %-%-json takes no value")
+  bad({ "--budget", "inf" }, "%-%-budget needs a positive, finite number of seconds")
+  bad({ "--runs", "0" }, "%-%-runs needs a whole number of at least 1")
+  bad({ "--cpu", "-1" }, "%-%-cpu needs a whole number of at least 0")
+  bad({ "--mode", "b" }, "^%-%-mode must be a$")
+end
+
 function T.unknown_command_and_missing_script(t)
   local code, out, err = t.sh(sq(t.klab) .. " frobnicate")
   t.eq(code, 2)

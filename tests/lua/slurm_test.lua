@@ -32,7 +32,7 @@ T.command_line = function(t)
   end
   bad({ "x.lua" }, "%-%-shards N is required")
   bad({ "--shards", "2" }, "expected an experiment script")
-  bad({ "x.lua", "--shards", "0" }, "positive integer")
+  bad({ "x.lua", "--shards", "0" }, "whole number of at least 1")
   bad({ "x.lua", "--shards" }, "needs a value")
   bad({ "x.lua", "--shards", "2", "--bogus" }, "unknown option %-%-bogus")
   bad({ "x.lua", "--shards", "2", "db=x.db" }, "db= is set for each task")

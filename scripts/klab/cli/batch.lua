@@ -31,7 +31,7 @@ Options:
   --deadline S      kill a worker after S seconds on one candidate (default 180)
   --arch sm_XY      compile target (default: sm_90a)
   --no-timing       stop after correctness
-  --tasks DIR       also look for tasks in DIR
+  --tasks DIR       also look for tasks in DIR (repeatable)
   --json            one JSON result per line instead of the table
   -h, --help        print this help
 ]]
@@ -41,51 +41,18 @@ local command = require "klab.command"
 
 local function fail(msg, code) return command.fail("batch", msg, code) end
 
-local function parse(args)
-  local o = { positional = {} }
-  local i = 1
-  while i <= #args do
-    local a = args[i]
-    if a == "-h" or a == "--help" then
-      o.help = true
-    elseif a == "--json" then
-      o.json = true
-    elseif a == "--no-timing" then
-      o.no_timing = true
-    elseif a == "--db" or a == "--gpus" or a == "--per-gpu" or a == "--cpu" or a == "--budget" or a == "--deadline"
-        or a == "--arch" or a == "--tasks" then
-      local v = args[i + 1]
-      if v == nil or v:sub(1, 2) == "--" then return nil, "option " .. a .. " needs a value" end
-      o[a:sub(3):gsub("%-", "_")] = v
-      i = i + 1
-    elseif a:sub(1, 1) == "-" then
-      return nil, "unknown option " .. a
-    else
-      o.positional[#o.positional + 1] = a
-    end
-    i = i + 1
-  end
-  for _, k in ipairs { "budget", "deadline" } do
-    if o[k] then
-      local n = tonumber(o[k])
-      if not n or not (n > 0) or n == math.huge then return nil, "--" .. k .. " needs a positive number of seconds" end
-      o[k] = n
-    end
-  end
-  for _, k in ipairs { "per_gpu", "cpu" } do
-    if o[k] then
-      local n = math.tointeger(tonumber(o[k]))
-      if not n or n < (k == "cpu" and 0 or 1) then return nil, "--" .. k:gsub("_", "-") .. " needs a whole number" end
-      o[k] = n
-    end
-  end
-  if o.gpus and o.gpus ~= "all" then
-    local n = math.tointeger(tonumber(o.gpus))
-    if not n or n < 1 then return nil, "--gpus needs a number of GPUs or 'all'" end
+local OPTIONS = {
+  ["--json"] = "flag", ["--no-timing"] = "flag", ["--db"] = "value", ["--arch"] = "value", ["--tasks"] = "list",
+  ["--per-gpu"] = "count", ["--cpu"] = "count0", ["--budget"] = "seconds", ["--deadline"] = "seconds",
+  ["--gpus"] = function(v, o)
+    if v == "all" then o.gpus = v return nil end
+    local n = math.tointeger(tonumber(v))
+    if not n or n < 1 then return "--gpus needs a number of GPUs or 'all', not '" .. v .. "'" end
     o.gpus = n
-  end
-  return o
-end
+  end,
+}
+
+local function parse(args) return command.options(args, OPTIONS) end
 
 -- The (task, candidate) pairs to evaluate.
 local function work_list(o)
@@ -127,7 +94,7 @@ end
 function M.main(args)
   local o, code = command.parsed("batch", USAGE, parse(args))
   if not o then return code end
-  if o.tasks then require("klab.task").use_path { o.tasks } end
+  require("klab.task").use_path(o.tasks)
   local list, lerr = work_list(o)
   if not list then return fail(lerr, command.EXIT.usage) end
   local eval = require "klab.eval"

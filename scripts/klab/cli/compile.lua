@@ -41,52 +41,23 @@ USAGE = USAGE .. command.EXIT_TEXT
 local function fail(msg, code) return command.fail("compile", msg, code) end
 
 -- Parses args; returns an options table, or nil, message.
+local OPTIONS = {
+  ["--arch"] = "value", ["--output"] = "value", ["-o"] = "--output", ["--json"] = "flag", ["--no-cache"] = "flag",
+  ["--no-lineinfo"] = "flag",
+  ["--lang"] = function(v, o)
+    if v ~= "ptx" and v ~= "cuda" then return "--lang must be ptx or cuda, not " .. v end
+    o.lang = v
+  end,
+}
+
 local function parse(args)
-  local o = { cache = true, lineinfo = true }
-  local i = 1
-  local function value(flag, inline)
-    if inline then return inline end
-    i = i + 1
-    local v = args[i]
-    if v == nil or v == "" or (v:sub(1, 1) == "-" and v ~= "-") then
-      return nil, "option " .. flag .. " needs a value"
-    end
-    return v
+  local o, err = require("klab.command").options(args, OPTIONS)
+  if not o then return nil, err end
+  if #o.positional > 1 then
+    return nil, "only one input file, got " .. o.positional[1] .. " and " .. o.positional[2]
   end
-  while i <= #args do
-    local a = args[i]
-    local flag, inline = a:match("^(%-%-[%w-]+)=(.*)$")
-    flag = flag or a
-    if flag == "-h" or flag == "--help" then
-      o.help = true
-    elseif flag == "--arch" then
-      local v, err = value(flag, inline)
-      if not v then return nil, err end
-      o.arch = v
-    elseif flag == "--lang" then
-      local v, err = value(flag, inline)
-      if not v then return nil, err end
-      if v ~= "ptx" and v ~= "cuda" then return nil, "--lang must be ptx or cuda, not " .. v end
-      o.lang = v
-    elseif flag == "-o" or flag == "--output" then
-      local v, err = value(flag, inline)
-      if not v then return nil, err end
-      o.output = v
-    elseif flag == "--json" and not inline then
-      o.json = true
-    elseif flag == "--no-cache" and not inline then
-      o.cache = false
-    elseif flag == "--no-lineinfo" and not inline then
-      o.lineinfo = false
-    elseif a:sub(1, 1) == "-" and a ~= "-" then
-      return nil, "unknown option " .. a
-    elseif o.file then
-      return nil, "only one input file, got " .. o.file .. " and " .. a
-    else
-      o.file = a
-    end
-    i = i + 1
-  end
+  o.file = o.positional[1]
+  o.cache, o.lineinfo = not o.no_cache, not o.no_lineinfo
   return o
 end
 

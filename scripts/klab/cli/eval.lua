@@ -44,64 +44,23 @@ USAGE = USAGE .. command.EXIT_TEXT
 
 local function fail(msg, code) return command.fail("eval", msg, code) end
 
-local function parse(args)
-  local o = { positional = {} }
-  local i = 1
-  local function value(flag)
-    i = i + 1
-    local v = args[i]
-    if v == nil or v:sub(1, 2) == "--" then return nil, "option " .. flag .. " needs a value" end
-    return v
-  end
-  while i <= #args do
-    local a = args[i]
-    if a == "-h" or a == "--help" then
-      o.help = true
-    elseif a == "--json" then
-      o.json = true
-    elseif a == "--no-timing" then
-      o.no_timing = true
-    elseif a == "--force" then
-      o.force = true
-    elseif a == "--sanitize" then
-      o.sanitize = true
-    elseif a == "--tasks" then
-      local v, err = value(a)
-      if not v then return nil, err end
-      o.tasks = o.tasks or {}
-      o.tasks[#o.tasks + 1] = v
-    elseif a == "--arch" or a == "--db" or a == "--budget" or a == "--deadline" then
-      local v, err = value(a)
-      if not v then return nil, err end
-      o[a:sub(3)] = v
-    elseif a == "--stage-deadline" then
-      local v, verr = value(a)
-      if not v then return nil, verr end
-      local name, secs = v:match("^([%w_]+)=(.+)$")
-      secs = secs and command.seconds(secs, "--stage-deadline")
-      if not name or not secs then
-        return nil, "--stage-deadline needs STAGE=S with a positive, finite number of seconds, not '" .. v .. "'"
-      end
-      local why = require("klab.eval").unknown_stage(name)
-      if why then return nil, "--stage-deadline: " .. why end
-      o.stage_deadlines = o.stage_deadlines or {}
-      o.stage_deadlines[name] = secs
-    elseif a:sub(1, 1) == "-" and a ~= "-" then
-      return nil, "unknown option " .. a
-    else
-      o.positional[#o.positional + 1] = a
+local OPTIONS = {
+  ["--json"] = "flag", ["--no-timing"] = "flag", ["--force"] = "flag", ["--sanitize"] = "flag",
+  ["--tasks"] = "list", ["--arch"] = "value", ["--db"] = "value", ["--budget"] = "seconds", ["--deadline"] = "seconds",
+  ["--stage-deadline"] = function(v, o)
+    local name, secs = v:match("^([%w_]+)=(.+)$")
+    secs = secs and command.seconds(secs, "--stage-deadline")
+    if not name or not secs then
+      return "--stage-deadline needs STAGE=S with a positive, finite number of seconds, not '" .. v .. "'"
     end
-    i = i + 1
-  end
-  for _, k in ipairs { "budget", "deadline" } do
-    if o[k] then
-      local n, why = command.seconds(o[k], "--" .. k)
-      if not n then return nil, why end
-      o[k] = n
-    end
-  end
-  return o
-end
+    local why = require("klab.eval").unknown_stage(name)
+    if why then return "--stage-deadline: " .. why end
+    o.stage_deadlines = o.stage_deadlines or {}
+    o.stage_deadlines[name] = secs
+  end,
+}
+
+local function parse(args) return command.options(args, OPTIONS) end
 
 local function fmt_us(v) return v and string.format("%.2f us", v) or "-" end
 

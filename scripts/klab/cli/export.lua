@@ -37,41 +37,23 @@ local command = require "klab.command"
 local EXIT = command.EXIT
 USAGE = USAGE .. command.EXIT_TEXT
 
+local OPTIONS = {
+  ["--verified"] = "flag", ["--out"] = "value", ["--cap"] = "count0", ["--kind"] = "value", ["--experiment"] = "value",
+  ["--min-speedup"] = function(v, o)
+    o.min_speedup = tonumber(v)
+    if not o.min_speedup then return "--min-speedup needs a number, got '" .. v .. "'" end
+  end,
+}
+
 function M.parse(args)
-  local o, pos = { kind = "both" }, {}
-  local i = 1
-  while i <= #args do
-    local a = args[i]
-    if a == "-h" or a == "--help" then
-      o.help = true
-    elseif a == "--verified" then
-      o.verified = true
-    elseif a == "--out" or a == "--min-speedup" or a == "--cap" or a == "--kind" or a == "--experiment" then
-      local v = args[i + 1]
-      if not v or v == "" then return nil, "option " .. a .. " needs a value" end
-      o[a:sub(3):gsub("%-", "_")] = v
-      i = i + 1
-    elseif a:sub(1, 1) == "-" then
-      return nil, "unknown option " .. a
-    else
-      pos[#pos + 1] = a
-    end
-    i = i + 1
-  end
+  local o, err = command.options(args, OPTIONS)
+  if not o then return nil, err end
+  local pos = o.positional
+  o.kind = o.kind or "both"
   if o.help then return o end
   if pos[1] ~= "sft" then return nil, "expected the format 'sft' first (klab export sft DB)" end
   if #pos ~= 2 then return nil, "expected one store file (DB) after 'sft'" end
   o.db = pos[2]
-  if o.min_speedup then
-    local p = tonumber(o.min_speedup)
-    if not p then return nil, "--min-speedup needs a number, got '" .. o.min_speedup .. "'" end
-    o.min_speedup = p
-  end
-  if o.cap then
-    local n = math.tointeger(tonumber(o.cap))
-    if not n or n < 0 then return nil, "--cap needs a non-negative integer, got '" .. o.cap .. "'" end
-    o.cap = n
-  end
   if o.kind ~= "generation" and o.kind ~= "repair" and o.kind ~= "both" then
     return nil, "--kind must be generation, repair or both, got '" .. o.kind .. "'"
   end

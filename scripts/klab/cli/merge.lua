@@ -27,13 +27,9 @@ not be merged or conflicts were found.
 USAGE = USAGE .. require("klab.command").EXIT_TEXT
 
 function M.parse(args)
-  local o, pos = {}, {}
-  for _, a in ipairs(args) do
-    if a == "-h" or a == "--help" then o.help = true
-    elseif a:sub(1, 1) == "-" and a ~= "-" then return nil, "unknown option " .. a
-    else pos[#pos + 1] = a end
-  end
-  if o.help then return o end
+  local o, err = require("klab.command").options(args, {})
+  if not o or o.help then return o, err end
+  local pos = o.positional
   if #pos < 2 then return nil, "expected the output store and at least one shard store" end
   o.out = table.remove(pos, 1)
   o.sources = pos

@@ -28,40 +28,15 @@ local command = require "klab.command"
 local EXIT = command.EXIT
 USAGE = USAGE .. command.EXIT_TEXT
 
+local OPTIONS = { ["--json"] = "flag", ["--runs"] = "count", ["--arch"] = "value", ["--plan"] = "value",
+  ["--tasks"] = "list" }
+
 local function parse(args)
-  local o, pos = {}, {}
-  local i = 1
-  while i <= #args do
-    local a = args[i]
-    if a == "-h" or a == "--help" then
-      o.help = true
-    elseif a == "--json" then
-      o.json = true
-    elseif a == "--runs" or a == "--arch" or a == "--plan" or a == "--tasks" then
-      local v = args[i + 1]
-      if not v then return nil, "option " .. a .. " needs a value" end
-      if a == "--tasks" then
-        o.tasks = o.tasks or {}
-        o.tasks[#o.tasks + 1] = v
-      else
-        o[a:sub(3)] = v
-      end
-      i = i + 1
-    elseif a:sub(1, 1) == "-" then
-      return nil, "unknown option " .. a
-    else
-      pos[#pos + 1] = a
-    end
-    i = i + 1
-  end
-  if o.help then return o end
-  if #pos ~= 2 then return nil, "expected TASK and CANDIDATE" end
-  local runs = tonumber(o.runs or 1)
-  if not runs or runs < 1 or runs ~= math.floor(runs) or runs == math.huge then
-    return nil, "--runs needs a positive integer"
-  end
-  o.runs = math.tointeger(runs)
-  o.task, o.candidate = pos[1], pos[2]
+  local o, err = command.options(args, OPTIONS)
+  if not o or o.help then return o, err end
+  if #o.positional ~= 2 then return nil, "expected TASK and CANDIDATE" end
+  o.runs = o.runs or 1
+  o.task, o.candidate = o.positional[1], o.positional[2]
   return o
 end
 

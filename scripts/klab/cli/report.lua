@@ -42,25 +42,12 @@ USAGE = USAGE .. command.EXIT_TEXT
 -- something that is not there or cannot be used.
 local USER = { ENOENT = true, EINVAL = true, ENOTFOUND = true }
 
+local OPTIONS = { ["--out"] = "value", ["--experiment"] = "value" }
+
 function M.parse(args)
-  local o, pos = {}, {}
-  local i = 1
-  while i <= #args do
-    local a = args[i]
-    if a == "-h" or a == "--help" then
-      o.help = true
-    elseif a == "--out" or a == "--experiment" then
-      local v = args[i + 1]
-      if not v or v == "" then return nil, "option " .. a .. " needs a value" end
-      o[a:sub(3)] = v
-      i = i + 1
-    elseif a:sub(1, 1) == "-" and a ~= "-" then
-      return nil, "unknown option " .. a
-    else
-      pos[#pos + 1] = a
-    end
-    i = i + 1
-  end
+  local o, err = command.options(args, OPTIONS)
+  if not o then return nil, err end
+  local pos = o.positional
   if o.help then return o end
   if #pos ~= 1 then return nil, "expected one store file (DB)" end
   o.db = pos[1]

@@ -47,13 +47,29 @@ USAGE = USAGE .. require("klab.command").EXIT_TEXT
 -- Options that become "#SBATCH --NAME=VALUE" lines.
 local SBATCH = { "partition", "time", "gres", "cpus-per-task", "mem", "account", "qos", "constraint" }
 
-local function valued(name)
-  if name == "shards" or name == "results" or name == "local-dir" or name == "job-name"
-      or name == "sbatch-arg" or name == "max-running" then
-    return true
+-- Every valued option's text goes into the batch script: one line each.
+local function one_line(store)
+  return function(v, o, key, flag)
+    if v:find("%c") then return ("option %s needs a value on one line"):format(flag) end
+    return store(v, o, key, flag)
   end
-  for _, s in ipairs(SBATCH) do if s == name then return true end end
-  return false
+end
+
+local OPTIONS = {
+  ["--dry-run"] = "flag", ["--shards"] = "count", ["--max-running"] = "count",
+  ["--results"] = one_line(function(v, o) o.results = v end),
+  ["--local-dir"] = one_line(function(v, o) o.local_dir = v end),
+  ["--job-name"] = one_line(function(v, o) o.job_name = v end),
+  ["--sbatch-arg"] = one_line(function(v, o)
+    o.extra = o.extra or {}
+    o.extra[#o.extra + 1] = v
+  end),
+}
+for _, name in ipairs(SBATCH) do
+  OPTIONS["--" .. name] = one_line(function(v, o)
+    o.sbatch = o.sbatch or {}
+    o.sbatch[#o.sbatch + 1] = { name, v }
+  end)
 end
 
 -- The experiment's name: its file name without ".lua".
@@ -62,43 +78,11 @@ local function base_name(path)
 end
 
 function M.parse(args)
-  local o = { sbatch = {}, extra = {}, pass = {} }
-  local i, rest = 1, false
-  while i <= #args do
-    local a = args[i]
-    if rest or a:sub(1, 1) ~= "-" or a == "-" then
-      if not o.experiment then o.experiment = a else o.pass[#o.pass + 1] = a end
-    elseif a == "--" then
-      rest = true
-    elseif a == "-h" or a == "--help" then
-      o.help = true
-    elseif a == "--dry-run" then
-      o.dry_run = true
-    else
-      local name, v = a:match("^%-%-([%w%-]+)=(.*)$")
-      if not name then
-        name = a:match("^%-%-([%w%-]+)$")
-        if name and valued(name) then
-          v = args[i + 1]
-          if v == nil then return nil, "option " .. a .. " needs a value" end
-          i = i + 1
-        end
-      end
-      if not name or not valued(name) then return nil, "unknown option " .. a end
-      if v == "" or v:find("[%c]") then return nil, ("option --%s needs a value on one line"):format(name) end
-      if name == "sbatch-arg" then o.extra[#o.extra + 1] = v
-      elseif name == "shards" or name == "max-running" then
-        local n = math.tointeger(tonumber(v))
-        if not n or n < 1 then return nil, ("--%s needs a positive integer, got '%s'"):format(name, v) end
-        o[name:gsub("%-", "_")] = n
-      else
-        local known = false
-        for _, s in ipairs(SBATCH) do if s == name then known = true end end
-        if known then o.sbatch[#o.sbatch + 1] = { name, v } else o[name:gsub("%-", "_")] = v end
-      end
-    end
-    i = i + 1
-  end
+  local o, err = command.options(args, OPTIONS)
+  if not o then return nil, err end
+  o.sbatch, o.extra = o.sbatch or {}, o.extra or {}
+  o.experiment = o.positional[1]
+  o.pass = { table.unpack(o.positional, 2) }
   if o.help then return o end
   if not o.experiment then return nil, "expected an experiment script (EXPERIMENT.lua)" end
   if o.experiment:find("[%c]") then return nil, "the experiment script's path must be on one line" end

@@ -37,36 +37,13 @@ local command = require "klab.command"
 local EXIT = command.EXIT
 USAGE = USAGE .. command.EXIT_TEXT
 
+local OPTIONS = { ["--json"] = "flag", ["--family"] = "value", ["--root"] = "value", ["--tag"] = "value",
+  ["--tasks"] = "list" }
+
 local function parse(args)
-  local o = {}
-  local i = 1
-  while i <= #args do
-    local a = args[i]
-    local flag, inline = a:match("^(%-%-[%w-]+)=(.*)$")
-    flag = flag or a
-    if flag == "-h" or flag == "--help" then
-      o.help = true
-    elseif flag == "--json" then
-      o.json = true
-    elseif flag == "--family" or flag == "--root" or flag == "--tag" or flag == "--tasks" then
-      local v = inline
-      if not v then
-        i = i + 1
-        v = args[i]
-      end
-      if v == nil or v == "" then return nil, "option " .. flag .. " needs a value" end
-      if flag == "--tasks" then
-        o.tasks = o.tasks or {}
-        o.tasks[#o.tasks + 1] = v
-      else
-        o[flag:sub(3)] = v
-      end
-    else
-      return nil, "unknown argument '" .. a .. "'"
-    end
-    i = i + 1
-  end
-  return o
+  local o, err = command.options(args, OPTIONS)
+  if o and #o.positional > 0 then return nil, "unknown argument '" .. o.positional[1] .. "'" end
+  return o, err
 end
 
 local function has_tag(t, tag)
