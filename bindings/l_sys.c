@@ -13,6 +13,9 @@
  *                                        (its affinity mask: a Slurm or
  *                                        cgroup allocation, not the machine's)
  *   sys.exe() -> path | nil, msg, code   this program (/proc/self/exe)
+ *   sys.landlock_abi() -> integer        the kernel's Landlock ABI version, 0 without
+ *                                        it (klab's compiler child reads only the
+ *                                        toolkit and system libraries with it)
  *   sys.signal_name(n) -> "SEGV" | nil   sys.signal_number("SEGV") -> 11 | nil
  *   sys.mkdir(path) -> true | nil, msg, code
  *       creates path and its missing parents (mode 0777 less the umask);
@@ -42,6 +45,7 @@
 #include "base/clock.h"
 #include "lhost.h"
 #include "base/fs.h"
+#include "proc/landlock.h"
 #include "proc/worker.h"
 
 static int signal_number(const char *name)
@@ -141,6 +145,12 @@ static int l_cpu_count(lua_State *L)
     if (n <= 0)
         n = sysconf(_SC_NPROCESSORS_ONLN);
     lua_pushinteger(L, n > 0 ? n : 1);
+    return 1;
+}
+
+static int l_landlock_abi(lua_State *L)
+{
+    lua_pushinteger(L, landlock_abi());
     return 1;
 }
 
@@ -302,6 +312,7 @@ static const luaL_Reg sys_funcs[] = {
     {"hostname", l_hostname},
     {"cpu_count", l_cpu_count},
     {"exe", l_exe},
+    {"landlock_abi", l_landlock_abi},
     {"signal_name", l_signal_name},
     {"signal_number", l_signal_number},
     {"mkdir", l_mkdir},

@@ -37,6 +37,7 @@
 #include "compile/includes.h"
 #include "compile/std_headers.h"
 #include "driver/dynlib.h"
+#include "proc/landlock.h"
 #include "proc/spawn.h"
 
 #define JIT_MAX_SOURCE (64u << 20)      /* larger inputs are refused */
@@ -1514,11 +1515,45 @@ static int put_blob(int fd, const void *p, size_t n)
     return write_all(fd, &len, sizeof len) || (n && write_all(fd, p, n));
 }
 
+/* The child reads only the toolkit, NVRTC's own folder and the system's
+ * libraries (and ld.so's cache, for NVRTC's lazily loaded builtins), where
+ * the kernel has Landlock: the include check's refusals then hold however
+ * the preprocessor is steered. Best effort: without Landlock the check
+ * alone stands, as before. */
+static void hold_to_toolkit(void)
+{
+    char roots[INCLUDES_MAX_ROOTS][4096], lib_dir[DYNLIB_PATH_MAX];
+    int nroots;
+    includes_toolkit_roots(roots, &nroots);
+    const char *paths[INCLUDES_MAX_ROOTS + 8];
+    int n = 0;
+    for (int i = 0; i < nroots; i++)
+        paths[n++] = roots[i];
+    paths[n++] = dynlib_cuda_home();
+    ks_status ignored;
+    ks_clear(&ignored);
+    const dynlib *lib = dynlib_get(&dynlib_nvrtc, &ignored);
+    if (lib && lib->path[0]) {
+        snprintf(lib_dir, sizeof lib_dir, "%s", lib->path);
+        char *slash = strrchr(lib_dir, '/');
+        if (slash && slash != lib_dir) {
+            *slash = '\0';
+            paths[n++] = lib_dir;
+        }
+    }
+    const char *const system[] = {"/lib", "/lib64", "/usr/lib", "/usr/lib64", "/etc/ld.so.cache"};
+    for (size_t i = 0; i < sizeof system / sizeof system[0]; i++)
+        paths[n++] = system[i];
+    ks_clear(&ignored);
+    (void)landlock_read_beneath(paths, n, &ignored);
+}
+
 static int cuda_child_main(void *arg)
 {
     const cuda_child *c = arg;
     ks_status st;
     ks_clear(&st);
+    hold_to_toolkit();
     jit_result *r = result_new(c->req, JIT_LANG_CUDA);
     if (!r)
         return 3;

@@ -50,6 +50,25 @@ function T.kernel_cannot_include_host_files(t)
   t.ok(ok, err)
 end
 
+-- __has_include spelled by token pasting escapes any lexical check; the
+-- compiler child reads only the toolkit and the system's libraries
+-- (Landlock), so a file of the host is as absent as a missing one.
+function T.pasted_has_include_cannot_probe_the_host(t)
+  if require("klab.sys").landlock_abi() < 1 then t.skip("this kernel has no Landlock") end
+  local d = t.tmpdir()
+  write(d .. "/present.h", "int x;\n")
+  local function probe(path)
+    return table.concat({
+      "#define CAT(a, b) a ## b", "#define HI CAT(__has_, include)",
+      "#if HI(<" .. path .. ">)", "#error \"the host told the compiler the file is there\"", "#endif",
+      "#include <mma.h>", KERNEL }, "\n")
+  end
+  for _, path in ipairs { d .. "/present.h", d .. "/absent.h" } do
+    local ok, err = jit.compile { source = probe(path), arch = "sm_90a", lang = "cuda", name = "k.cu", cache = false }
+    t.ok(ok, path .. ": " .. tostring(err))
+  end
+end
+
 -- NVRTC names the program by the user's path and never searches its folder.
 function T.compile_errors_name_the_users_file(t)
   local d = t.tmpdir()
