@@ -45,10 +45,8 @@ local OPTIONS = {
   ["--json"] = "flag", ["--no-timing"] = "flag", ["--db"] = "value", ["--arch"] = "value", ["--tasks"] = "list",
   ["--per-gpu"] = "count", ["--cpu"] = "count0", ["--budget"] = "seconds", ["--deadline"] = "seconds",
   ["--gpus"] = function(v, o)
-    if v == "all" then o.gpus = v return nil end
-    local n = math.tointeger(tonumber(v))
-    if not n or n < 1 then return "--gpus needs a number of GPUs or 'all', not '" .. v .. "'" end
-    o.gpus = n
+    o.gpus = v == "all" and v or command.count(v, "--gpus", 1)
+    if not o.gpus then return "--gpus needs a number of GPUs or 'all', not '" .. v .. "'" end
   end,
 }
 
