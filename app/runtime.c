@@ -139,9 +139,91 @@ int rt_report(lua_State *L, int status)
     return status;
 }
 
+/* ---- output, redacted ------------------------------------------------- */
+
+/* [-0, +1, m] s with the values of secrets replaced (base/redact.h). */
+static void push_redacted(lua_State *L, const char *s, size_t n)
+{
+    size_t rl = 0;
+    char *r = redact_apply(s, n, &rl);
+    if (!r && rl == (size_t)-1)
+        luaL_error(L, "out of memory redacting output");
+    if (r) {
+        lua_pushlstring(L, r, rl);
+        free(r);
+    } else {
+        lua_pushlstring(L, s, n);
+    }
+}
+
+/* print, as Lua's, with every line redacted before it is written. */
+static int redacted_print(lua_State *L)
+{
+    int n = lua_gettop(L);
+    luaL_Buffer b;
+    luaL_buffinit(L, &b);
+    for (int i = 1; i <= n; i++) {
+        if (i > 1)
+            luaL_addchar(&b, '\t');
+        luaL_tolstring(L, i, NULL);
+        luaL_addvalue(&b);
+    }
+    luaL_addchar(&b, '\n');
+    luaL_pushresult(&b);
+    size_t len;
+    const char *s = lua_tolstring(L, -1, &len);
+    push_redacted(L, s, len);
+    s = lua_tolstring(L, -1, &len);
+    fwrite(s, 1, len, stdout);
+    fflush(stdout);
+    return 0;
+}
+
+/* A write function (io.write, or the files' write method: upvalue 1) whose
+ * string arguments are redacted first; numbers pass as they are, so that
+ * they are formatted as Lua formats them. */
+static int redacted_write(lua_State *L)
+{
+    int n = lua_gettop(L);
+    lua_pushvalue(L, lua_upvalueindex(1));
+    for (int i = 1; i <= n; i++) {
+        if (lua_type(L, i) == LUA_TSTRING) {
+            size_t len;
+            const char *s = lua_tolstring(L, i, &len);
+            push_redacted(L, s, len);
+        } else {
+            lua_pushvalue(L, i);
+        }
+    }
+    lua_call(L, n, LUA_MULTRET);
+    return lua_gettop(L) - n;
+}
+
+/* [-0, +0, e] Whatever a script prints or writes (a compile log, a
+ * reason, a JSON result) goes out with secrets replaced, as the store and
+ * the requests are: print, io.write and every file's write. */
+static void redact_outputs(lua_State *L)
+{
+    lua_pushcfunction(L, redacted_print);
+    lua_setglobal(L, "print");
+    lua_getglobal(L, "io");
+    lua_getfield(L, -1, "write");
+    lua_pushcclosure(L, redacted_write, 1);
+    lua_setfield(L, -2, "write");
+    lua_pop(L, 1);
+    luaL_getmetatable(L, LUA_FILEHANDLE);
+    if (lua_getfield(L, -1, "__index") == LUA_TTABLE) {
+        lua_getfield(L, -1, "write");
+        lua_pushcclosure(L, redacted_write, 1);
+        lua_setfield(L, -2, "write");
+    }
+    lua_pop(L, 2);
+}
+
 static int open_all(lua_State *L)
 {
     luaL_openlibs(L);
+    redact_outputs(L);
     klab_preload(L);
     return 0;
 }

@@ -6,7 +6,8 @@
  *   fs.list(dir)            -> {{name=, type=, size=}, ...} sorted by name | nil, msg, code
  *       type: "file", "dir", "link", "other" (of the entry itself: links are not followed)
  *   fs.type(path)           -> "file" | "dir" | "link" | "other" | nil (missing), size
- *   fs.read(path [, max])   -> string | nil, msg, code
+ *   fs.read(path [, max [, {one_name=true}]]) -> string | nil, msg, code
+ *                           (one_name: refuse a file with hard links)
  *       a regular file only, at most max bytes (default 64 MiB); a symbolic
  *       link, folder, FIFO, device or larger file is refused (code "EINVAL")
  *       with a message naming the path and why
@@ -72,10 +73,16 @@ static int l_read(lua_State *L)
     lua_Integer max = luaL_optinteger(L, 2, 0);
     if (max < 0)
         return luaL_argerror(L, 2, "the limit must be >= 0");
+    int flags = 0;
+    if (!lua_isnoneornil(L, 3)) {
+        luaL_checktype(L, 3, LUA_TTABLE);
+        if (lh_optboolfield(L, 3, "one_name", 0))
+            flags |= FS_ONE_NAME;
+    }
     char *buf;
     size_t len;
     ks_status st;
-    if (fs_read(path, (size_t)max, &buf, &len, &st) != KS_OK)
+    if (fs_read(path, (size_t)max, flags, &buf, &len, &st) != KS_OK)
         return lh_pushfail(L, &st);
     lua_pushlstring(L, buf, len);
     free(buf);

@@ -22,14 +22,15 @@
  * spill_stores=, spill_loads=, shared_static=, shared_cubin=, local_bytes=,
  * sass_instructions=, param_bytes=, tcgen05=, setmaxnreg=, mbarriers=}...},
  * entries={names...}, census={...}, hash=, cubin_hash=, compile_ms=,
- * cached=, arch=, lang=, compiler=, cache_note=}. A figure that is unknown
- * is nil.
+ * cached=, arch=, lang=, compiler=, confinement=, cache_note=}. A figure
+ * that is unknown is nil.
  *
  * Sources other than klab's own device code (host/driver/kernels/, which
- * compiles in this process as it is) are candidates: they may include only
- * the CUDA toolkit's headers (compile/includes.h), and their compiler runs
- * in a child process under limits (default 4 GiB of memory and 60 s of
- * CPU); exceeding one is a compile error naming it.
+ * compiles in this process as it is) are candidates: their compiler runs in
+ * a child process that reads only the CUDA toolkit's headers (compile/jit.h
+ * says how; confinement records it), under limits (default 4 GiB of memory
+ * and 60 s of CPU); exceeding one is a compile error naming it. A machine
+ * where the compiler cannot be confined gives nil, reason, "EUNSUPPORTED".
  *
  * A compile error returns nil, message, "ECOMPILE", result (ok=false,
  * with the log); a rejection nil, reason, "EREJECT" (and a result when the
@@ -148,6 +149,10 @@ static void push_result(lua_State *L, const jit_result *r, int ok)
     lua_setfield(L, -2, "lang");
     lua_pushstring(L, r->compiler);
     lua_setfield(L, -2, "compiler");
+    if (r->confinement[0]) {
+        lua_pushstring(L, r->confinement);
+        lua_setfield(L, -2, "confinement");
+    }
     if (r->cache_note[0]) {
         lua_pushstring(L, r->cache_note);
         lua_setfield(L, -2, "cache_note");
@@ -301,7 +306,7 @@ static int l_jit_compile_file(lua_State *L)
     char real[PATH_MAX];
     char *buf;
     size_t n;
-    if (fs_realpath(path, real, sizeof real, &st) != KS_OK || fs_read(real, (size_t)64 << 20, &buf, &n, &st) != KS_OK) {
+    if (fs_realpath(path, real, sizeof real, &st) != KS_OK || fs_read(real, (size_t)64 << 20, 0, &buf, &n, &st) != KS_OK) {
         ks_status why = st; /* "PATH: reason" */
         ks_fail(&st, KS_EIO, why.sub, "cannot read %s", why.msg);
         return lh_pushfail(L, &st);

@@ -51,6 +51,40 @@ void lj_buf_adds(lua_State *L, lj_buf *b, const char *s)
     lj_buf_add(L, b, s, strlen(s));
 }
 
+/* The length of the well-formed UTF-8 sequence at s[0..n) (RFC 3629: no
+ * overlong forms, no surrogates, nothing past U+10FFFF), or 0. */
+static size_t utf8_len(const unsigned char *s, size_t n)
+{
+    unsigned char c = s[0];
+    size_t len;
+    unsigned lo = 0x80, hi = 0xBF;
+    if (c >= 0xC2 && c <= 0xDF)
+        len = 2;
+    else if (c >= 0xE0 && c <= 0xEF) {
+        len = 3;
+        if (c == 0xE0)
+            lo = 0xA0;
+        else if (c == 0xED)
+            hi = 0x9F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        len = 4;
+        if (c == 0xF0)
+            lo = 0x90;
+        else if (c == 0xF4)
+            hi = 0x8F;
+    } else
+        return 0;
+    if (n < len || s[1] < lo || s[1] > hi)
+        return 0;
+    for (size_t k = 2; k < len; k++)
+        if (s[k] < 0x80 || s[k] > 0xBF)
+            return 0;
+    return len;
+}
+
+/* Strings are JSON text, so valid UTF-8 whatever bytes they held (a
+ * compiler log quoting a binary file): a byte that starts no well-formed
+ * sequence becomes U+FFFD. */
 static void json_string(lua_State *L, lj_buf *b, const char *s, size_t n)
 {
     lj_buf_add(L, b, "\"", 1);
@@ -59,7 +93,15 @@ static void json_string(lua_State *L, lj_buf *b, const char *s, size_t n)
         unsigned char c = (unsigned char)s[i];
         const char *esc = NULL;
         char u[8];
-        if (c == '"')
+        if (c >= 0x80) {
+            size_t len = utf8_len((const unsigned char *)s + i, n - i);
+            if (len) {
+                run += len;
+                i += len - 1;
+                continue;
+            }
+            esc = "\xEF\xBF\xBD";
+        } else if (c == '"')
             esc = "\\\"";
         else if (c == '\\')
             esc = "\\\\";

@@ -8,7 +8,8 @@
  * exactly 1..n as an array, integers and integral floats below 2^53 as
  * integers, other floats as the shortest of %.15g/%.16g/%.17g that reads
  * back the same, strings with \" \\ \n \t \r and \u00XX for other control
- * bytes (bytes >= 0x80 pass through), nil and cjson.null as null. NaN,
+ * bytes (well-formed UTF-8 passes through; any other byte >= 0x80 becomes
+ * U+FFFD, so the text is valid UTF-8), nil and cjson.null as null. NaN,
  * infinities, functions, mixed or non-string keys and nesting deeper than
  * LJ_DEPTH raise.
  */

@@ -169,7 +169,7 @@ static int too_large(ks_status *st, const char *path, unsigned long long size, i
                    exact ? "" : "more than ", size, cap);
 }
 
-int fs_read(const char *path, size_t cap, char **buf, size_t *len, ks_status *st)
+int fs_read(const char *path, size_t cap, int flags, char **buf, size_t *len, ks_status *st)
 {
     *buf = NULL;
     *len = 0;
@@ -212,6 +212,11 @@ int fs_read(const char *path, size_t cap, char **buf, size_t *len, ks_status *st
     if ((unsigned long long)sb.st_size > cap) {
         close(fd);
         return too_large(st, path, (unsigned long long)sb.st_size, 1, cap);
+    }
+    if ((flags & FS_ONE_NAME) && sb.st_nlink > 1) {
+        close(fd);
+        return ks_fail(st, KS_EINVAL, FS_HARD_LINK, "%s: has %llu names (hard links); only a file of its own "
+                       "folder is read", path, (unsigned long long)sb.st_nlink);
     }
     size_t alloc = (size_t)sb.st_size + 1 < cap + 1 ? (size_t)sb.st_size + 1 : cap + 1;
     if (alloc < 4096)

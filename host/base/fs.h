@@ -50,13 +50,19 @@ void fs_list_free(fs_entry *e, size_t n);
 
 /* What fs_read refuses, for callers that want the kind (st->sub holds it
  * after a refusal with KS_EINVAL). */
-enum { FS_NOT_REGULAR = 1, FS_TOO_LARGE = 2, FS_IS_LINK = 3, FS_IS_DIR = 4 };
+enum { FS_NOT_REGULAR = 1, FS_TOO_LARGE = 2, FS_IS_LINK = 3, FS_IS_DIR = 4, FS_HARD_LINK = 5 };
+
+/* fs_read's flags. FS_ONE_NAME: refuse a file that has other names (hard
+ * links): a candidate's or a task's file must be its folder's own, not a
+ * second name of a file elsewhere on the host. */
+enum { FS_ONE_NAME = 1 };
 
 /* Reads the regular file path into a malloc'd buffer (NUL-terminated; *len
  * excludes the NUL). Refused with KS_EINVAL and a message naming the path
- * and the reason: a symbolic link, a folder, a FIFO, a device, a socket, or
- * more than cap bytes (cap 0: 64 MiB). KS_ENOTFOUND when it does not exist. */
-int fs_read(const char *path, size_t cap, char **buf, size_t *len, ks_status *st);
+ * and the reason: a symbolic link, a folder, a FIFO, a device, a socket,
+ * more than cap bytes (cap 0: 64 MiB), or, with FS_ONE_NAME, several names.
+ * KS_ENOTFOUND when it does not exist. */
+int fs_read(const char *path, size_t cap, int flags, char **buf, size_t *len, ks_status *st);
 
 /* Makes a new folder, mode 0700, named <tmp>/<prefix>XXXXXX where <tmp> is
  * $TMPDIR or /tmp; the path goes into out. */

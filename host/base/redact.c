@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 extern char **environ;
 
@@ -64,9 +65,20 @@ int redact_add_env(const char *name)
     return v ? redact_add(name, v, strlen(v)) : 0;
 }
 
+/* A name that looks like a secret's: it holds KEY, TOKEN, SECRET,
+ * PASSWORD, PASSWD or CREDENTIAL, in any case (OPENAI_API_KEY, HF_TOKEN,
+ * MY_SECRET_PASSWORD, aws_credentials_file). Redacting a value that was no
+ * secret costs a word in a log; missing one costs the secret. */
 static int secret_name(const char *name, size_t n)
 {
-    return (n > 4 && memcmp(name + n - 4, "_KEY", 4) == 0) || (n > 6 && memcmp(name + n - 6, "_TOKEN", 6) == 0);
+    static const char *const marks[] = {"KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL"};
+    for (size_t m = 0; m < sizeof marks / sizeof marks[0]; m++) {
+        size_t ml = strlen(marks[m]);
+        for (size_t i = 0; i + ml <= n; i++)
+            if (strncasecmp(name + i, marks[m], ml) == 0)
+                return 1;
+    }
+    return 0;
 }
 
 void redact_scan_environ(void)

@@ -2,7 +2,8 @@
  * redact.h: the values of secrets, kept out of everything klab writes.
  *
  * A process-wide set of (name, value) pairs: filled at start from every
- * environment variable whose name ends in _KEY or _TOKEN, and by
+ * environment variable whose name looks secret (it holds KEY, TOKEN,
+ * SECRET, PASSWORD, PASSWD or CREDENTIAL, in any case), and by
  * redact_add_env for each variable an experiment names (api_key_env) and
  * each variable an HTTP header is read from. Values shorter than
  * REDACT_MIN_LEN are not kept (they would match ordinary text).
@@ -23,7 +24,7 @@
 
 #define REDACT_MIN_LEN 8
 
-/* Adds every environment variable named *_KEY or *_TOKEN. */
+/* Adds every environment variable whose name looks secret (above). */
 void redact_scan_environ(void);
 
 /* Adds the value of environment variable name under that name (when set

@@ -17,6 +17,7 @@
 
 #include <ctype.h>
 #include <dirent.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -34,19 +35,35 @@
 
 #include "base/fs.h"
 #include "compile/cubin.h"
-#include "compile/includes.h"
 #include "compile/std_headers.h"
 #include "driver/dynlib.h"
 #include "proc/landlock.h"
+#include "proc/open_guard.h"
+#include "proc/seccomp.h"
 #include "proc/spawn.h"
 
 #define JIT_MAX_SOURCE (64u << 20)      /* larger inputs are refused */
 #define JIT_MAX_OUTPUT (16u << 20)      /* subprocess output kept */
 #define JIT_MAX_ENTRY (512u << 20)      /* cache entries larger than this are ignored */
 #define JIT_DEFAULT_TIMEOUT_MS 120000
-#define JIT_CACHE_MAGIC "KLABJIT 1\n"
+#define JIT_CACHE_MAGIC "KLABJIT 2\n"
 
 /* ---- small helpers ------------------------------------------------------ */
+
+/* The folders a candidate's compiler may read: $CUDA_HOME/include and,
+ * when present, its cccl/ subtree, resolved. */
+#define TOOLKIT_MAX_ROOTS 2
+static void toolkit_roots(char roots[][4096], int *n)
+{
+    *n = 0;
+    char p[4096];
+    snprintf(p, sizeof p, "%s/include", dynlib_cuda_home());
+    if (realpath(p, roots[*n]))
+        (*n)++;
+    snprintf(p, sizeof p, "%s/include/cccl", dynlib_cuda_home());
+    if (*n < TOOLKIT_MAX_ROOTS && realpath(p, roots[*n]))
+        (*n)++;
+}
 
 static char *dupn(const char *s, size_t n)
 {
@@ -532,6 +549,21 @@ static pthread_mutex_t nvrtc_mu = PTHREAD_MUTEX_INITIALIZER;
 static nvrtc_api nvrtc;
 static int nvrtc_ready;
 
+/* NVRTC loads its builtins library (and through it the C++ runtime) on
+ * its first compile. Loaded here, in the parent, it is already there when a
+ * confined child compiles, and the child need not read the system's
+ * library folders. Best effort: NVRTC loads it itself otherwise. */
+static void preload_builtins(const dynlib *lib, int major, int minor)
+{
+    char path[DYNLIB_PATH_MAX + 64];
+    snprintf(path, sizeof path, "%s", lib->path);
+    char *slash = strrchr(path, '/');
+    if (!slash)
+        return;
+    snprintf(slash + 1, sizeof path - (size_t)(slash + 1 - path), "libnvrtc-builtins.so.%d.%d", major, minor);
+    (void)dlopen(path, RTLD_NOW | RTLD_LOCAL);
+}
+
 static int nvrtc_load(const nvrtc_api **api, ks_status *st)
 {
     pthread_mutex_lock(&nvrtc_mu);
@@ -570,6 +602,7 @@ static int nvrtc_load(const nvrtc_api **api, ks_status *st)
         int major = 0, minor = 0;
         a.version(&major, &minor);
         snprintf(a.version_str, sizeof a.version_str, "%d.%d", major, minor);
+        preload_builtins(lib, major, minor);
         nvrtc = a;
         nvrtc_ready = 1;
     }
@@ -933,7 +966,7 @@ static unsigned char *read_file(const char *path, size_t limit, size_t *len)
 {
     char *b = NULL;
     ks_status ignored;
-    if (fs_read(path, limit, &b, len, &ignored) != KS_OK)
+    if (fs_read(path, limit, 0, &b, len, &ignored) != KS_OK)
         return NULL;
     return (unsigned char *)b;
 }
@@ -962,12 +995,13 @@ static int cache_load(const char *path, const jit_request *req, jit_lang lang,
     if (!hdr_end)
         goto done;
     *hdr_end = '\0';
-    char l[16] = "", a[32] = "", comp[96] = "", chash[SHA256_HEX_LEN + 1] = "";
+    char l[16] = "", a[32] = "", comp[96] = "", how[96] = "", chash[SHA256_HEX_LEN + 1] = "";
     double ms = 0;
     size_t ncubin = 0, nptx = 0, nlog = 0;
     if (sscanf((char *)b + ml,
-               "lang %15s\narch %31s\ncompiler %95[^\n]\ncompile_ms %lf\ncubin %zu %64s\nptx %zu\nlog %zu",
-               l, a, comp, &ms, &ncubin, chash, &nptx, &nlog) != 8)
+               "lang %15s\narch %31s\ncompiler %95[^\n]\nconfinement %95[^\n]\ncompile_ms %lf\ncubin %zu %64s\n"
+               "ptx %zu\nlog %zu",
+               l, a, comp, how, &ms, &ncubin, chash, &nptx, &nlog) != 9)
         goto done;
     if (strcmp(l, jit_lang_name(lang)) != 0 || strcmp(a, req->arch) != 0 || strcmp(comp, compiler) != 0)
         goto done;
@@ -992,6 +1026,7 @@ static int cache_load(const char *path, const jit_request *req, jit_lang lang,
     set_log(r, log, nlog);
     r->compile_ms = ms;
     snprintf(r->compiler, sizeof r->compiler, "%s", compiler);
+    snprintf(r->confinement, sizeof r->confinement, "%s", how);
     ks_status st;
     ks_clear(&st);
     if (finish_result(r, &st) != KS_OK || strcmp(r->cubin_hash, chash) != 0)
@@ -1044,9 +1079,10 @@ static void cache_store(const char *dir, jit_result *r)
     }
     char hdr[512];
     int hl = snprintf(hdr, sizeof hdr,
-                      JIT_CACHE_MAGIC "lang %s\narch %s\ncompiler %s\ncompile_ms %.3f\n"
+                      JIT_CACHE_MAGIC "lang %s\narch %s\ncompiler %s\nconfinement %s\ncompile_ms %.3f\n"
                       "cubin %zu %s\nptx %zu\nlog %zu\n\n",
-                      jit_lang_name(r->lang), r->arch, r->compiler, r->compile_ms, r->cubin_size,
+                      jit_lang_name(r->lang), r->arch, r->compiler, r->confinement[0] ? r->confinement : "-",
+                      r->compile_ms, r->cubin_size,
                       r->cubin_hash, r->ptx ? r->ptx_size : 0, r->log_size);
     sha256_ctx c;
     unsigned char d[SHA256_DIGEST_LEN];
@@ -1392,19 +1428,58 @@ static char *replace_all(const char *log, const char *from, const char *to)
     return out;
 }
 
+/* A candidate's #include of anything but a toolkit header fails to open (the
+ * compiler reads only the toolkit): said as klab's rule, with the
+ * directive as the user wrote it, when the first error is such an include
+ * in the user's own file. 1 when st was filled. */
+static int include_refusal(const jit_request *req, const char *name, const char *log, ks_status *st)
+{
+    char first[600];
+    first_error(log, first, sizeof first);
+    size_t nl = strlen(name);
+    const char *what = strstr(first, ": catastrophic error: cannot open source file \"");
+    if (!what || strncmp(first, name, nl) != 0 || first[nl] != ':')
+        return 0;
+    long line = strtol(first + nl + 1, NULL, 10);
+    const char *file = what + strlen(": catastrophic error: cannot open source file \"");
+    size_t fl = strcspn(file, "\"");
+    /* The directive on that line of the user's source (#line 1 maps it). */
+    const char *p = req->source, *end = req->source + req->source_len;
+    for (long k = 1; k < line && p < end; k++) {
+        const char *e = memchr(p, '\n', (size_t)(end - p));
+        p = e ? e + 1 : end;
+    }
+    const char *e = p < end ? memchr(p, '\n', (size_t)(end - p)) : NULL;
+    size_t len = (size_t)((e ? e : end) - p);
+    while (len && isspace((unsigned char)*p)) {
+        p++;
+        len--;
+    }
+    while (len && isspace((unsigned char)p[len - 1]))
+        len--;
+    int written = line > 0 && len > 1 && (p[0] == '#' || p[0] == '%') && memmem(p, len, file, fl) != NULL;
+    if (written)
+        return ks_fail(st, KS_ECOMPILE, 0,
+                       "%s:%ld: %.*s is not allowed: candidates may include only the CUDA toolkit's headers", name,
+                       line, (int)(len > 200 ? 200 : len), p);
+    return ks_fail(st, KS_ECOMPILE, 0,
+                   "%s:%ld: #include \"%.*s\" is not allowed: candidates may include only the CUDA toolkit's headers",
+                   name, line, (int)(fl > 200 ? 200 : fl), file);
+}
+
 static int compile_cuda(const jit_request *req, const nvrtc_api *api, jit_result *r, ks_status *st)
 {
-    char archopt[64], inc[INCLUDES_MAX_ROOTS][4100];
+    char archopt[64], inc[TOOLKIT_MAX_ROOTS][4100];
     snprintf(archopt, sizeof archopt, "-arch=%s", req->arch);
     /* The folders the include check allows, and no other. */
-    char roots[INCLUDES_MAX_ROOTS][4096];
+    char roots[TOOLKIT_MAX_ROOTS][4096];
     int nroots;
-    includes_toolkit_roots(roots, &nroots);
+    toolkit_roots(roots, &nroots);
     if (nroots == 0) {
         snprintf(roots[0], sizeof roots[0], "%s/include", dynlib_cuda_home());
         nroots = 1;
     }
-    const char **opts = calloc((size_t)req->noptions + 8 + INCLUDES_MAX_ROOTS, sizeof *opts);
+    const char **opts = calloc((size_t)req->noptions + 8 + TOOLKIT_MAX_ROOTS, sizeof *opts);
     char name[1024];
     line_name(cuda_name(req), name, sizeof name);
     size_t head = strlen(name) + 16;
@@ -1428,7 +1503,7 @@ static int compile_cuda(const jit_request *req, const nvrtc_api *api, jit_result
     opts[n++] = "-std=c++17";
     opts[n++] = "-default-device";
     for (int i = 0; i < nroots; i++) {
-        snprintf(inc[i], sizeof inc[i], "-I%s", roots[i]);
+        snprintf(inc[i], sizeof inc[i], "-I%.4090s", roots[i]);
         opts[n++] = inc[i];
     }
     for (int i = 0; i < req->noptions; i++)
@@ -1462,6 +1537,8 @@ static int compile_cuda(const jit_request *req, const nvrtc_api *api, jit_result
     if (cres != 0) {
         r->compile_ms = (clock_now() * 1e3) - t0;
         if (nvrtc_reject_reason(r->log, req->arch, st))
+            rc = st->code;
+        else if (include_refusal(req, name, r->log, st))
             rc = st->code;
         else {
             char first[300];
@@ -1515,21 +1592,29 @@ static int put_blob(int fd, const void *p, size_t n)
     return write_all(fd, &len, sizeof len) || (n && write_all(fd, p, n));
 }
 
-/* The child reads only the toolkit, NVRTC's own folder and the system's
- * libraries (and ld.so's cache, for NVRTC's lazily loaded builtins), where
- * the kernel has Landlock: the include check's refusals then hold however
- * the preprocessor is steered. Best effort: without Landlock the check
- * alone stands, as before. */
-static void hold_to_toolkit(void)
+/* Holds this process (the NVRTC child) to reading the toolkit's include
+ * folders, and to writing no file and running no program, before candidate
+ * code reaches the compiler; says how in `how`. The open guard holds on
+ * every kernel; Landlock holds the same folders a second time where the
+ * kernel has it (NVRTC's own folder and ld.so's cache too: the loader may
+ * look there, though nvrtc_load has loaded NVRTC's builtins already). With
+ * neither, candidate code compiles only when KLAB_ALLOW_UNCONFINED_COMPILER=1
+ * says so. */
+static int confine_compiler(char *how, size_t n, ks_status *st)
 {
-    char roots[INCLUDES_MAX_ROOTS][4096], lib_dir[DYNLIB_PATH_MAX];
+    char roots[TOOLKIT_MAX_ROOTS][4096], lib_dir[DYNLIB_PATH_MAX] = "";
     int nroots;
-    includes_toolkit_roots(roots, &nroots);
-    const char *paths[INCLUDES_MAX_ROOTS + 8];
-    int n = 0;
+    toolkit_roots(roots, &nroots);
+    if (nroots == 0)
+        return ks_fail(st, KS_ENOTFOUND, 0, "the CUDA toolkit's include folder %s/include is missing",
+                       dynlib_cuda_home());
+    /* Relative names then resolve inside the toolkit. */
+    if (chdir(roots[0]) != 0)
+        return ks_fail(st, KS_EIO, errno, "chdir %s: %s", roots[0], strerror(errno));
+    const char *paths[TOOLKIT_MAX_ROOTS + 4];
+    int np = 0;
     for (int i = 0; i < nroots; i++)
-        paths[n++] = roots[i];
-    paths[n++] = dynlib_cuda_home();
+        paths[np++] = roots[i];
     ks_status ignored;
     ks_clear(&ignored);
     const dynlib *lib = dynlib_get(&dynlib_nvrtc, &ignored);
@@ -1538,14 +1623,46 @@ static void hold_to_toolkit(void)
         char *slash = strrchr(lib_dir, '/');
         if (slash && slash != lib_dir) {
             *slash = '\0';
-            paths[n++] = lib_dir;
+            paths[np++] = lib_dir;
         }
     }
-    const char *const system[] = {"/lib", "/lib64", "/usr/lib", "/usr/lib64", "/etc/ld.so.cache"};
-    for (size_t i = 0; i < sizeof system / sizeof system[0]; i++)
-        paths[n++] = system[i];
-    ks_clear(&ignored);
-    (void)landlock_read_beneath(paths, n, &ignored);
+    paths[np++] = "/etc/ld.so.cache";
+    ks_status ll;
+    ks_clear(&ll);
+    int landlock = landlock_read_beneath(paths, np, &ll) == KS_OK;
+    seccomp_rule rules[48];
+    ks_status sc;
+    ks_clear(&sc);
+    int filtered = seccomp_refuse(rules, seccomp_read_only_rules(rules), &sc) == KS_OK;
+    ks_status og;
+    ks_clear(&og);
+    int guarded = open_guard_bound() && open_guard_arm((const char *const *)paths, nroots, &og) == KS_OK;
+    if (!guarded && !og.msg[0])
+        snprintf(og.msg, sizeof og.msg, "the executable does not export the guard's functions");
+    char why[300];
+    snprintf(why, sizeof why, "open guard: %.130s; Landlock: %.130s", og.msg, ll.msg);
+    return jit_confinement(guarded, landlock, filtered, why, how, n, st);
+}
+
+int jit_confinement(int guard, int landlock, int seccomp, const char *why, char *how, size_t n, ks_status *st)
+{
+    how[0] = '\0';
+    if (guard)
+        snprintf(how + strlen(how), n - strlen(how), "open guard");
+    if (landlock)
+        snprintf(how + strlen(how), n - strlen(how), "%sLandlock", how[0] ? ", " : "");
+    if (seccomp)
+        snprintf(how + strlen(how), n - strlen(how), "%sseccomp", how[0] ? ", " : "");
+    if (guard || landlock)
+        return KS_OK;
+    const char *opt = getenv("KLAB_ALLOW_UNCONFINED_COMPILER");
+    if (opt && !strcmp(opt, "1")) {
+        snprintf(how, n, "unconfined (KLAB_ALLOW_UNCONFINED_COMPILER=1)");
+        return KS_OK;
+    }
+    return ks_fail(st, KS_EUNSUPPORTED, 0,
+                   "the compiler cannot be held to the toolkit here (%s): set KLAB_ALLOW_UNCONFINED_COMPILER=1 to "
+                   "compile candidate CUDA C++ unconfined, which each result records", why ? why : "");
 }
 
 static int cuda_child_main(void *arg)
@@ -1553,18 +1670,20 @@ static int cuda_child_main(void *arg)
     const cuda_child *c = arg;
     ks_status st;
     ks_clear(&st);
-    hold_to_toolkit();
     jit_result *r = result_new(c->req, JIT_LANG_CUDA);
     if (!r)
         return 3;
     int32_t head[3];
-    head[0] = compile_cuda(c->req, c->api, r, &st);
+    head[0] = confine_compiler(r->confinement, sizeof r->confinement, &st);
+    if (head[0] == KS_OK)
+        head[0] = compile_cuda(c->req, c->api, r, &st);
     head[1] = st.code;
     head[2] = st.sub;
     bound_text(&r->log, &r->log_size, JIT_CHILD_LOG_MAX);
-    int bad = write_all(1, "KJC1", 4) || write_all(1, head, sizeof head) ||
+    int bad = write_all(1, "KJC2", 4) || write_all(1, head, sizeof head) ||
               write_all(1, &r->compile_ms, sizeof r->compile_ms) || put_blob(1, st.msg, strlen(st.msg)) ||
-              put_blob(1, r->log, r->log_size) || put_blob(1, r->ptx, r->ptx ? r->ptx_size : 0) ||
+              put_blob(1, r->confinement, strlen(r->confinement)) || put_blob(1, r->log, r->log_size) ||
+              put_blob(1, r->ptx, r->ptx ? r->ptx_size : 0) ||
               put_blob(1, r->cubin, r->cubin ? r->cubin_size : 0);
     return bad ? 2 : 0;
 }
@@ -1644,22 +1763,27 @@ static int compile_cuda_limited(const jit_request *req, const nvrtc_api *api, ji
     }
     const char *p = sr.out, *end = sr.out + sr.out_len;
     int32_t head[3];
-    char *msg = NULL, *log = NULL, *ptx = NULL, *cubin = NULL;
-    size_t msgl = 0, logl = 0, ptxl = 0, cubl = 0;
+    char *msg = NULL, *how = NULL, *log = NULL, *ptx = NULL, *cubin = NULL;
+    size_t msgl = 0, howl = 0, logl = 0, ptxl = 0, cubl = 0;
     int ok = sr.exited && sr.exit_code == 0 && sr.out_len >= 4 + sizeof head + sizeof r->compile_ms &&
-             memcmp(p, "KJC1", 4) == 0;
+             memcmp(p, "KJC2", 4) == 0;
     if (ok) {
         p += 4;
         memcpy(head, p, sizeof head);
         p += sizeof head;
         memcpy(&r->compile_ms, p, sizeof r->compile_ms);
         p += sizeof r->compile_ms;
-        ok = get_blob(&p, end, &msg, &msgl) == 0 && get_blob(&p, end, &log, &logl) == 0 &&
-             get_blob(&p, end, &ptx, &ptxl) == 0 && get_blob(&p, end, &cubin, &cubl) == 0;
+        ok = get_blob(&p, end, &msg, &msgl) == 0 && get_blob(&p, end, &how, &howl) == 0 &&
+             get_blob(&p, end, &log, &logl) == 0 && get_blob(&p, end, &ptx, &ptxl) == 0 &&
+             get_blob(&p, end, &cubin, &cubl) == 0;
+    }
+    if (how) {
+        snprintf(r->confinement, sizeof r->confinement, "%s", how);
+        free(how);
     }
     if (!ok) {
-        char how[128];
-        spawn_describe(&sr, o.timeout_s, how, sizeof how);
+        char died[128];
+        spawn_describe(&sr, o.timeout_s, died, sizeof died);
         /* Out of address space, NVRTC cannot always say so: it may abort,
          * or its allocator may say so on stderr and exit. */
         int said_memory = sr.err && (strcasestr(sr.err, "memory") || strcasestr(sr.err, "allocat"));
@@ -1670,11 +1794,11 @@ static int compile_cuda_limited(const jit_request *req, const nvrtc_api *api, ji
                          display_name(req), lim);
         } else if (req->limit_memory > 0 && !sr.exited) {
             rc = ks_fail(st, KS_ECOMPILE, sr.signal,
-                         "%s: the compiler %s (it may have exceeded its %s memory limit)", display_name(req), how,
+                         "%s: the compiler %s (it may have exceeded its %s memory limit)", display_name(req), died,
                          lim);
         } else {
             rc = ks_fail(st, KS_ECHILD, sr.signal, "%s: the compiler process %s without a result",
-                         display_name(req), how);
+                         display_name(req), died);
         }
         free(msg);
         free(log);
@@ -1715,26 +1839,6 @@ static int compile_cuda_limited(const jit_request *req, const nvrtc_api *api, ji
 
 /* ---- the entry point ---------------------------------------------------- */
 
-/* The include check of an untrusted CUDA source. A refusal is KS_ECOMPILE
- * with a result whose log is the reason, as for any compile error. */
-static int check_includes(const jit_request *req, jit_result **out, ks_status *st)
-{
-    char roots[INCLUDES_MAX_ROOTS][4096];
-    int nroots;
-    includes_toolkit_roots(roots, &nroots);
-    int rc = includes_check(req->source, req->source_len, cuda_name(req), roots, nroots, st);
-    if (rc != KS_ECOMPILE)
-        return rc;
-    jit_result *r = result_new(req, JIT_LANG_CUDA);
-    if (r) {
-        char *log = dupn(st->msg, strlen(st->msg));
-        if (log)
-            set_log(r, log, strlen(log));
-        *out = r;
-    }
-    return rc;
-}
-
 int jit_compile(const jit_request *req, jit_result **out, ks_status *st)
 {
     *out = NULL;
@@ -1754,8 +1858,6 @@ int jit_compile(const jit_request *req, jit_result **out, ks_status *st)
     if ((rc = check_options(req, lang, st)))
         return rc;
     if (lang == JIT_LANG_PTX && (rc = jit_check_ptx(req->source, req->source_len, st)))
-        return rc;
-    if (lang == JIT_LANG_CUDA && !req->trusted && (rc = check_includes(req, out, st)))
         return rc;
     if ((rc = jit_check_arch(req->arch, lang, st)))
         return rc;
@@ -1805,10 +1907,12 @@ int jit_compile(const jit_request *req, jit_result **out, ks_status *st)
     snprintf(r->cache_note, sizeof r->cache_note, "%s", note);
     if (lang == JIT_LANG_PTX)
         rc = compile_ptx(req, r, st);
-    else if (req->limit_memory > 0 || req->limit_cpu_s > 0)
+    else if (!req->trusted || req->limit_memory > 0 || req->limit_cpu_s > 0)
         rc = compile_cuda_limited(req, api, r, st);
-    else
+    else {
+        snprintf(r->confinement, sizeof r->confinement, "klab's own source");
         rc = compile_cuda(req, api, r, st);
+    }
     if (rc == KS_OK && lang == JIT_LANG_CUDA && r->ptx)
         rc = jit_check_ptx(r->ptx, r->ptx_size, st);
     if (rc == KS_OK)
@@ -1822,7 +1926,9 @@ int jit_compile(const jit_request *req, jit_result **out, ks_status *st)
         jit_result_free(r);
         return rc;
     }
-    if (req->use_cache && dir[0])
+    /* What compiled unconfined is not kept: a later, confined run compiles
+     * it again. */
+    if (req->use_cache && dir[0] && strncmp(r->confinement, "unconfined", 10) != 0)
         cache_store(dir, r);
     *out = r;
     return KS_OK;

@@ -15,11 +15,17 @@
  * time and two SHA-256 hashes: the content hash (the cache key: language,
  * source, options, arch and compiler version) and the cubin's hash.
  *
- * CUDA sources that are not trusted may include only the toolkit's headers:
- * anything else is KS_ECOMPILE before the compiler runs, with
- * "NAME:LINE: #include ... is not allowed: ..." as message and log. NVRTC
- * never searches the source's own folder, and names the program by
- * req->name, its messages reading "NAME:LINE: error: ...".
+ * CUDA sources that are not trusted compile in a child process that reads
+ * only the toolkit's include folders (proc/open_guard.h on every kernel,
+ * Landlock as well where the kernel has it) and can neither write a file
+ * nor run a program (proc/seccomp.h): whatever the preprocessor is made to
+ * include, any other file is absent. An include the compiler could not
+ * open is KS_ECOMPILE with "NAME:LINE: #include ... is not allowed: ..."
+ * as message. Where no confinement is possible the compile is refused
+ * (KS_EUNSUPPORTED) unless KLAB_ALLOW_UNCONFINED_COMPILER=1 is set; the
+ * result says how the compiler was held (confinement). NVRTC never
+ * searches the source's own folder, and names the program by req->name,
+ * its messages reading "NAME:LINE: error: ...".
  *
  * Refused with KS_EREJECT and a reason: empty or binary input, device-side
  * launches (dynamic parallelism), relocatable or unresolved code, targets
@@ -62,9 +68,9 @@ typedef struct jit_request {
      * naming it. 0: no limit; both 0: NVRTC runs in this process. */
     long long limit_memory;     /* bytes */
     int limit_cpu_s;            /* CPU seconds */
-    /* klab's own source: its includes are not checked. Everything else may
-     * include only the CUDA toolkit's headers and klab's standard ones
-     * (compile/includes.h, compile/std_headers.h). */
+    /* klab's own source: compiled in this process, unconfined. Everything
+     * else compiles confined (above) and sees only the CUDA toolkit's
+     * headers and klab's standard ones (compile/std_headers.h). */
     int trusted;
 } jit_request;
 
@@ -102,6 +108,8 @@ typedef struct jit_result {
     int cached;                 /* 1 when read from the disk cache */
     char compiler[96];          /* "ptxas 13.0.88" or "nvrtc 13.0" */
     char cache_note[200];       /* why the cache was not used or written; "" otherwise */
+    char confinement[96];       /* how the compiler was held (of the original compile when cached):
+                                   "open guard, Landlock, seccomp", "klab's own source", ... */
 } jit_result;
 
 /* Sets the defaults: lineinfo and the cache on, everything else zero. */
@@ -134,6 +142,13 @@ void jit_ptxas_path(char *buf, size_t n);
 
 /* ptxas's version ("13.0.88"); KS_ENOTFOUND when it is missing. */
 int jit_ptxas_version(char *buf, size_t n, ks_status *st);
+
+/* How a compiler child is held, from what it could put in place (the open
+ * guard, Landlock, the seccomp rules), written into how ("open guard,
+ * Landlock, seccomp"). Reads must be held by the guard or Landlock: with
+ * neither, KS_EUNSUPPORTED saying why (why: what failed) and how to opt in,
+ * unless KLAB_ALLOW_UNCONFINED_COMPILER=1, when how says "unconfined". */
+int jit_confinement(int guard, int landlock, int seccomp, const char *why, char *how, size_t n, ks_status *st);
 
 /* Rejects PTX that declares device-side launches or unresolved external
  * functions (KS_EREJECT with the reason); KS_OK otherwise. */

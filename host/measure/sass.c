@@ -537,7 +537,7 @@ int sass_disasm_finish(sass_disasm *d, double timeout_s, char **text, size_t *le
         char *e = NULL;
         size_t el = 0;
         ks_status ignored;
-        (void)fs_read(d->err, (size_t)1 << 20, &e, &el, &ignored);
+        (void)fs_read(d->err, (size_t)1 << 20, 0, &e, &el, &ignored);
         el = e ? strcspn(e, "\n") : 0;
         if (r.exited)
             ks_fail(st, KS_ECHILD, r.exit_code, "%s exited with status %d: %.*s", d->tool, r.exit_code,
@@ -547,7 +547,7 @@ int sass_disasm_finish(sass_disasm *d, double timeout_s, char **text, size_t *le
         free(e);
         return st->code;
     }
-    return fs_read(d->out, TOOL_OUTPUT_MAX, text, len, st);
+    return fs_read(d->out, TOOL_OUTPUT_MAX, 0, text, len, st);
 }
 
 int sass_disassemble(const void *image, size_t n, double timeout_s, char **text, size_t *len,

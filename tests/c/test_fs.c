@@ -63,24 +63,35 @@ int main(void)
     /* Reads: only regular files, under the cap. */
     char *buf = NULL;
     size_t len = 0;
-    CHECK(fs_read(p, 0, &buf, &len, &st) == KS_OK && len == 6 && strcmp(buf, "hello\n") == 0);
+    CHECK(fs_read(p, 0, 0, &buf, &len, &st) == KS_OK && len == 6 && strcmp(buf, "hello\n") == 0);
     free(buf);
-    CHECKF(fs_read(p, 5, &buf, &len, &st) == KS_EINVAL && st.sub == FS_TOO_LARGE &&
+    CHECKF(fs_read(p, 5, 0, &buf, &len, &st) == KS_EINVAL && st.sub == FS_TOO_LARGE &&
                strstr(st.msg, "b.txt: too large (6 bytes; the limit is 5 bytes)"), "%s", st.msg);
     snprintf(q, sizeof q, "%s/a.link", dir);
-    CHECKF(fs_read(q, 0, &buf, &len, &st) == KS_EINVAL && st.sub == FS_IS_LINK &&
+    CHECKF(fs_read(q, 0, 0, &buf, &len, &st) == KS_EINVAL && st.sub == FS_IS_LINK &&
                strstr(st.msg, "a.link: is a symbolic link"), "%s", st.msg);
     snprintf(q, sizeof q, "%s/c.fifo", dir);
     /* A FIFO with no writer: opening it for reading would block forever. */
-    CHECKF(fs_read(q, 0, &buf, &len, &st) == KS_EINVAL && strstr(st.msg, "c.fifo: is a FIFO"), "%s", st.msg);
+    CHECKF(fs_read(q, 0, 0, &buf, &len, &st) == KS_EINVAL && strstr(st.msg, "c.fifo: is a FIFO"), "%s", st.msg);
     snprintf(q, sizeof q, "%s/d", dir);
-    CHECKF(fs_read(q, 0, &buf, &len, &st) == KS_EINVAL && st.sub == FS_IS_DIR && strstr(st.msg, "is a directory"),
+    CHECKF(fs_read(q, 0, 0, &buf, &len, &st) == KS_EINVAL && st.sub == FS_IS_DIR && strstr(st.msg, "is a directory"),
            "%s", st.msg);
-    CHECKF(fs_read("/dev/zero", 0, &buf, &len, &st) == KS_EINVAL && strstr(st.msg, "character device"), "%s",
+    CHECKF(fs_read("/dev/zero", 0, 0, &buf, &len, &st) == KS_EINVAL && strstr(st.msg, "character device"), "%s",
            st.msg);
-    CHECK(fs_read("/nonexistent-klab", 0, &buf, &len, &st) == KS_ENOTFOUND);
+    CHECK(fs_read("/nonexistent-klab", 0, 0, &buf, &len, &st) == KS_ENOTFOUND);
+    /* A second name of a file: read as a file, refused where a file must be
+     * its folder's own. */
+    snprintf(q, sizeof q, "%s/b.hardlink", dir);
+    CHECK(link(p, q) == 0);
+    CHECK(fs_read(q, 0, 0, &buf, &len, &st) == KS_OK && len == 6);
+    free(buf);
+    CHECKF(fs_read(q, 0, FS_ONE_NAME, &buf, &len, &st) == KS_EINVAL && st.sub == FS_HARD_LINK &&
+               strstr(st.msg, "b.hardlink: has 2 names (hard links)"), "%s", st.msg);
+    CHECK(unlink(q) == 0);
+    CHECK(fs_read(p, 0, FS_ONE_NAME, &buf, &len, &st) == KS_OK && len == 6);
+    free(buf);
     /* /proc files say they are empty; the cap still holds while reading. */
-    CHECKF(fs_read("/proc/self/status", 16, &buf, &len, &st) == KS_EINVAL && strstr(st.msg, "more than 16"),
+    CHECKF(fs_read("/proc/self/status", 16, 0, &buf, &len, &st) == KS_EINVAL && strstr(st.msg, "more than 16"),
            "%s", st.msg);
 
     fs_type t;

@@ -869,6 +869,25 @@ static void test_detect(void)
     CHECK(!strcmp(jit_lang_name(JIT_LANG_PTX), "ptx") && !strcmp(jit_lang_name(JIT_LANG_CUDA), "cuda"));
 }
 
+/* How the compiler child says it is held; with nothing holding its reads,
+ * a refusal that says how to opt in, and the opt-in recorded. */
+static void test_confinement(void)
+{
+    char how[96];
+    ks_status st;
+    unsetenv("KLAB_ALLOW_UNCONFINED_COMPILER");
+    CHECK(jit_confinement(1, 1, 1, "", how, sizeof how, &st) == KS_OK && !strcmp(how, "open guard, Landlock, seccomp"));
+    CHECK(jit_confinement(1, 0, 1, "", how, sizeof how, &st) == KS_OK && !strcmp(how, "open guard, seccomp"));
+    CHECK(jit_confinement(0, 1, 0, "", how, sizeof how, &st) == KS_OK && !strcmp(how, "Landlock"));
+    CHECK(jit_confinement(0, 0, 1, "no Landlock", how, sizeof how, &st) == KS_EUNSUPPORTED);
+    CHECKF(strstr(st.msg, "cannot be held to the toolkit here (no Landlock)") &&
+               strstr(st.msg, "set KLAB_ALLOW_UNCONFINED_COMPILER=1"), "%s", st.msg);
+    setenv("KLAB_ALLOW_UNCONFINED_COMPILER", "1", 1);
+    CHECK(jit_confinement(0, 0, 1, "no Landlock", how, sizeof how, &st) == KS_OK &&
+          !strcmp(how, "unconfined (KLAB_ALLOW_UNCONFINED_COMPILER=1)"));
+    unsetenv("KLAB_ALLOW_UNCONFINED_COMPILER");
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -876,6 +895,7 @@ int main(int argc, char **argv)
     test_sha256();
     test_census();
     test_detect();
+    test_confinement();
     if (!find_samples(argv[0])) {
         SKIP("tasks/samples not found (run from the repository root)");
         return check_done();

@@ -1,7 +1,7 @@
 /*
  * test_redact.c: host/base/redact.c, the values of secrets kept out of what
  * klab writes: replacement, several secrets, short values left alone, the
- * environment scan (*_KEY, *_TOKEN), and the store, which binds every text
+ * environment scan (names holding KEY, TOKEN, SECRET, PASSWORD, ...), and the store, which binds every text
  * and blob through it.
  */
 #include <stdlib.h>
@@ -50,10 +50,19 @@ int main(void)
     setenv("KLAB_REDACT_TEST_TOKEN", "tok-9876543210", 1);
     setenv("KLAB_REDACT_TEST_OTHER", "other-9876543210", 1);
     setenv("KLAB_REDACT_TEST_KEY", "short", 1);
+    /* Names that look secret anywhere, in any case. */
+    setenv("MY_SECRET_PASSWORD", "pw-1122334455", 1);
+    setenv("aws_credentials_blob", "cred-5544332211", 1);
+    setenv("DB_PASSWD", "pwd-6677889900", 1);
+    setenv("KEYRING_NAME", "ring-0099887766", 1);
     redact_scan_environ();
     r = apply("a tok-9876543210 b other-9876543210 c short");
     CHECKF(r && strcmp(r, "a [redacted KLAB_REDACT_TEST_TOKEN] b other-9876543210 c short") == 0, "%s",
            r ? r : "(null)");
+    free(r);
+    r = apply("pw-1122334455 cred-5544332211 pwd-6677889900 ring-0099887766");
+    CHECKF(r && strcmp(r, "[redacted MY_SECRET_PASSWORD] [redacted aws_credentials_blob] [redacted DB_PASSWD] "
+                          "[redacted KEYRING_NAME]") == 0, "%s", r ? r : "(null)");
     free(r);
     CHECK(redact_add_env("KLAB_REDACT_TEST_OTHER") == 1);
     r = apply("other-9876543210");
@@ -99,7 +108,7 @@ int main(void)
     }
     char *raw = NULL;
     size_t len = 0;
-    CHECK(fs_read(path, 0, &raw, &len, &st) == KS_OK && raw && !memmem(raw, len, secret, strlen(secret)));
+    CHECK(fs_read(path, 0, 0, &raw, &len, &st) == KS_OK && raw && !memmem(raw, len, secret, strlen(secret)));
     free(raw);
     CHECK(fs_remove_tree(dir, &st) == KS_OK);
     return check_done();

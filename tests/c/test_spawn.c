@@ -90,7 +90,7 @@ int main(void)
     spawn_result_free(&r);
     char *buf = NULL;
     size_t len = 0;
-    CHECK(fs_read(outp, 0, &buf, &len, &st) == KS_OK && strcmp(buf, "from a file\n") == 0);
+    CHECK(fs_read(outp, 0, 0, &buf, &len, &st) == KS_OK && strcmp(buf, "from a file\n") == 0);
     free(buf);
     o.stdin_path = NULL;
     o.out = SPAWN_CAPTURE;

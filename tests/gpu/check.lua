@@ -198,6 +198,8 @@ do
     { timing_opts = { budget_s = 6 }, show_profile = true, instructions = wgmma_ran })
   -- Device printf and assert compile, load and run like any honest code.
   judge("gemm_bf16/1000x1000x1000", "tasks/gemm/samples/printf_assert", "target_not_executed")
+  -- Host includes fenced off by the preprocessor are never read.
+  judge("gemm_bf16/1000x1000x1000", "tasks/gemm/samples/fenced_includes", "target_not_executed")
   local expected = dofile("tasks/gemm/bad/expected.lua")
   for _, e in ipairs(expected) do
     -- The hang is stopped by the correctness stage's own limit (5 s),

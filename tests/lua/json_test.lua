@@ -40,4 +40,22 @@ function T.one_encoder_everywhere(t)
   db:close()
 end
 
+-- Text is valid UTF-8 whatever bytes a string held: well-formed sequences
+-- pass, any other byte becomes U+FFFD; a compile log that quotes a source
+-- full of stray bytes still gives JSON a reader can parse.
+function T.text_is_valid_utf8(t)
+  local json = require "klab.json"
+  t.eq(json.encode { "a\xff\xc3\xa9\xed\xa0\x80\xf0\x9f\x98\x80\xc0\xafz" },
+    '["a\xef\xbf\xbd\xc3\xa9\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xf0\x9f\x98\x80\xef\xbf\xbd\xef\xbf\xbdz"]')
+  local d = t.tmpdir()
+  local f = assert(io.open(d .. "/k.cu", "wb"))
+  f:write('#error stray \xc0\xaf \xff\xe2\x82 bytes\nextern "C" __global__ void gemm(float *x) { x[0] = 1; }\n')
+  f:close()
+  local code, out = t.sh(t.klab .. " compile " .. d .. "/k.cu --arch sm_90a --json --no-cache")
+  t.eq(code, 1)
+  t.ok(utf8.len(out) ~= nil, "the output is valid UTF-8")
+  t.ok(out:find("\xef\xbf\xbd", 1, true) ~= nil, "the stray bytes are shown as U+FFFD")
+  t.eq(type(json.decode(out)), "table")
+end
+
 return T

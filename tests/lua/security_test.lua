@@ -69,6 +69,125 @@ function T.pasted_has_include_cannot_probe_the_host(t)
   end
 end
 
+-- Runs klab (args: a shell-quoted string) with Landlock, and again with
+-- the Landlock calls made to fail by a seccomp filter (as on Linux before
+-- 5.13, or in a container whose profile lacks them); fn(code, out, err,
+-- label, d) for each.
+local function with_and_without_landlock(t, env, args, fn)
+  local helper = t.klab:match("^(.*)/[^/]+$") .. "/tests/helper_nolandlock"
+  local runs = { { label = "with Landlock", prefix = "" }, { label = "without Landlock", prefix = q(helper) .. " " } }
+  if require("klab.sys").landlock_abi() < 1 then runs[1] = nil end
+  for _, r in pairs(runs) do
+    local code, out, err = t.sh(env .. " " .. r.prefix .. q(t.klab) .. " " .. args)
+    fn(code, out, err, r.label)
+  end
+end
+
+-- A toolkit header that builds an include name from a macro the candidate
+-- defines: Thrust's system headers name <thrust/system/CUDA/...>, its
+-- memory resource header <memory_resource>. The compiler reads nothing
+-- but the toolkit on any kernel, so neither the host file nor the
+-- environment (secrets included) reaches any output or the store.
+function T.computed_include_reads_no_host_file(t)
+  local d = t.tmpdir()
+  local marker = "klab-marker-" .. ("%08x"):format(math.random(0, 0x7fffffff))
+  write(d .. "/marker.txt", marker .. "\n" .. marker .. " second line\n")
+  local up = ("../"):rep(24)
+  local attacks = {
+    resource = "#define memory_resource " .. up .. d:sub(2) .. "/marker.txt\n#include <thrust/mr/memory_resource.h>\n",
+    vector = "#define cuda " .. up .. d:sub(2) .. "/marker.txt >\n#include <thrust/universal_vector.h>\n",
+    environ = "#define cuda " .. up .. "proc/self/environ >\n#include <thrust/universal_vector.h>\n",
+    absolute = "#include \"" .. d .. "/marker.txt\"\n",
+  }
+  local env = "KLAB_TEST_TOKEN=" .. SECRET .. " MY_SECRET_PASSWORD=" .. SECRET .. "-pw"
+  for name, head in pairs(attacks) do
+    local c = d .. "/" .. name
+    assert(require("klab.sys").mkdir(c))
+    write(c .. "/kernel.cu", head .. KERNEL)
+    local function clean(code, out, err, label, what)
+      local where = name .. ", " .. what .. ", " .. label
+      t.eq(code, 1, where .. ": " .. err)
+      for _, text in ipairs { out, err } do
+        t.ok(not text:find(marker, 1, true), where .. ": the host file's lines are not in the output")
+        t.ok(not text:find(SECRET, 1, true), where .. ": no secret is in the output")
+        t.ok(not text:find("HOME=", 1, true), where .. ": nor the environment")
+      end
+    end
+    with_and_without_landlock(t, env, "compile " .. q(c .. "/kernel.cu") .. " --arch sm_90a --no-cache --json",
+      function(code, out, err, label)
+        clean(code, out, err, label, "klab compile")
+        local r = cjson.decode(out)
+        t.eq(r.code, "ECOMPILE", name .. ", " .. label)
+        t.match(r.confinement or "", "open guard", label)
+        t.eq((r.confinement or ""):find("Landlock") ~= nil, label == "with Landlock", label .. ": " .. tostring(r.confinement))
+      end)
+    local db = c .. "/r.db"
+    with_and_without_landlock(t, env, "eval " .. TASK .. " " .. q(c) .. " --json --db " .. q(db),
+      function(code, out, err, label)
+        clean(code, out, err, label, "klab eval")
+        t.eq(cjson.decode(out).verdict, "compile_error", name .. ", " .. label)
+        for _, suffix in ipairs { "", "-wal" } do
+          local blob = t.read(db .. suffix) or ""
+          t.ok(not blob:find(marker, 1, true) and not blob:find(SECRET, 1, true), name .. ": the store holds neither")
+        end
+      end)
+  end
+end
+
+-- Includes are judged where the preprocessor reads them: a host include in
+-- a group it skips is not read and refuses nothing; one in a live group is
+-- refused with its line.
+function T.fenced_host_includes_compile(t)
+  local fenced = table.concat({ "#include <cuda_bf16.h>", "#if 0", "#include <torch/types.h>", "#endif",
+    "#ifndef __CUDACC_RTC__", "#include <iostream>", "#include \"/etc/passwd\"", "#endif",
+    "#if defined(__CUDACC_RTC__) && 0", "#include <ATen/ATen.h>", "#elif 1", "#include <cuda_fp16.h>", "#else",
+    "#include <vector>", "#endif", KERNEL }, "\n")
+  local ok, err = jit.compile { source = fenced, arch = "sm_90a", lang = "cuda", name = "k.cu", cache = false }
+  t.ok(ok, err)
+  local live = "#include <cuda_bf16.h>\n#ifdef __CUDACC_RTC__\n  #include <torch/types.h>\n#endif\n" .. KERNEL
+  local _, lerr, code = jit.compile { source = live, arch = "sm_90a", lang = "cuda", name = "k.cu", cache = false }
+  t.eq(code, "ECOMPILE")
+  t.eq(lerr, "k.cu:3: #include <torch/types.h> is not allowed: candidates may include only the CUDA toolkit's headers")
+  -- The sample that ships with the GEMM tasks compiles as it is.
+  local res, serr = jit.compile_file(t.root .. "/tasks/gemm/samples/fenced_includes/kernel.cu",
+    { arch = "sm_90a", cache = false })
+  t.ok(res, serr)
+end
+
+-- What klab prints is redacted like what it stores: a compile log that
+-- quotes a secret (here the candidate's own source holds the value of a
+-- variable whose name looks secret) shows it neither on stdout nor stderr.
+function T.command_output_is_redacted(t)
+  local d = t.tmpdir()
+  local value = "pw_" .. ("%08x%08x"):format(math.random(0, 0x7fffffff), os.time())
+  write(d .. "/kernel.cu", 'extern "C" __global__ void gemm(float *x) { x[0] = ' .. value .. '; }\n')
+  for _, args in ipairs {
+    "compile " .. q(d .. "/kernel.cu") .. " --arch sm_90a --no-cache",
+    "compile " .. q(d .. "/kernel.cu") .. " --arch sm_90a --no-cache --json",
+    "eval " .. TASK .. " " .. q(d) .. " --json",
+    "eval " .. TASK .. " " .. q(d),
+  } do
+    local code, out, err = t.sh("MY_DB_PASSWORD=" .. value .. " " .. q(t.klab) .. " " .. args)
+    t.eq(code, 1, args)
+    t.match(out .. err, "redacted MY_DB_PASSWORD", args .. ": the log was printed")
+    t.ok(not (out .. err):find(value, 1, true), args .. ": the value is not printed")
+  end
+end
+
+-- A candidate file with a second name elsewhere (a hard link to a host
+-- file) is refused like a symbolic link, before it is read.
+function T.hard_linked_candidate_is_refused(t)
+  local d = t.tmpdir()
+  write(d .. "/host.cu", KERNEL)
+  local c = d .. "/cand"
+  assert(require("klab.sys").mkdir(c))
+  local code = t.sh("ln " .. q(d .. "/host.cu") .. " " .. q(c .. "/kernel.cu"))
+  t.eq(code, 0, "ln")
+  local r, err = eval.evaluate(TASK, c, { deadline = 30 })
+  t.eq(r, nil)
+  t.match(err or "", "kernel%.cu: has 2 names %(hard links%)")
+end
+
 -- NVRTC names the program by the user's path and never searches its folder.
 function T.compile_errors_name_the_users_file(t)
   local d = t.tmpdir()

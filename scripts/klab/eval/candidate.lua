@@ -28,6 +28,9 @@ local function lang_of(name)
   return nil
 end
 
+-- A candidate's file is its own, not a second name (hard link) of a host file.
+local ONE_NAME = { one_name = true }
+
 -- The text of entry e of folder dir (real: dir resolved), or nil, why.
 local function read_member(dir, real, e)
   local path = dir .. "/" .. e.name
@@ -37,11 +40,11 @@ local function read_member(dir, real, e)
     if target:sub(1, #real + 1) ~= real .. "/" then
       return nil, path .. ": a symbolic link that leaves the candidate folder; a candidate is only the files inside it"
     end
-    local text, err = fs.read(target, M.MAX_BYTES)
+    local text, err = fs.read(target, M.MAX_BYTES, ONE_NAME)
     if not text then return nil, (err:gsub("^" .. target:gsub("%p", "%%%0"), path)) end
     return text
   end
-  return fs.read(path, M.MAX_BYTES)
+  return fs.read(path, M.MAX_BYTES, ONE_NAME)
 end
 
 -- The same hash the store keys candidates by (store_candidate_hash).
@@ -120,7 +123,7 @@ function M.load(path)
   end
   local real, rerr = fs.realpath(path)
   if not real then return nil, rerr end
-  local code, err = fs.read(real, M.MAX_BYTES)
+  local code, err = fs.read(real, M.MAX_BYTES, ONE_NAME)
   if not code then return nil, err end
   return M.new { name = path:match("([^/]+)$"), lang = lang, code = code, source = path, file = path }
 end

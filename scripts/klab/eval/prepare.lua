@@ -167,8 +167,14 @@ local function build_candidate(run)
     cache = run.opts.cache }
   if not res then
     r.stages.build = { ok = false, log = partial and partial.log or err, code = code }
-    if code == "EREJECT" then
+    if code == "EUNSUPPORTED" then
+      -- The machine, not the candidate: its compiler cannot be confined here.
+      r.verdict, r.reason = "unknown", tostring(err)
+    elseif code == "EREJECT" then
       r.verdict, r.reason = "compile_error", "rejected: " .. tostring(err)
+    elseif tostring(err):find(" is not allowed: ", 1, true) then
+      -- klab's rule, already one line naming the user's file.
+      r.verdict, r.reason = "compile_error", "compile error: " .. tostring(err)
     else
       r.verdict, r.reason = "compile_error", "compile error: " .. tostring(first_error_line(partial and partial.log) or err)
     end
@@ -177,6 +183,7 @@ local function build_candidate(run)
   r.stages.build = {
     ok = true, kernels = res.kernels, census = res.census, compile_ms = res.compile_ms, cached = res.cached,
     hash = res.hash, cubin_hash = res.cubin_hash, log = res.log, compiler = res.compiler,
+    confinement = res.confinement,
   }
   -- A CPU worker leaves the census to the process that schedules the GPU
   -- stages, so that it runs while they do rather than before them.

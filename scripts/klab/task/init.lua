@@ -339,15 +339,18 @@ local function restore(v, file, computed, dims_list)
   return v
 end
 
+-- A task's files are its folder's own, not second names (hard links) of host files.
+local ONE_NAME = { one_name = true }
+
 -- Runs the file in the sandbox; returns its raw fields.
 local function run_file(path)
-  local src, err = fs.read(path, M.MAX_FILE_BYTES)
+  local src, err = fs.read(path, M.MAX_FILE_BYTES, ONE_NAME)
   if not src then fail(path, nil, "cannot read: " .. tostring(err)) end
   local dir = path:match("^(.*)/[^/]*$") or "."
   local files, unreadable = {}, {}
   for _, e in ipairs(fs.list(dir) or {}) do
     if e.name:match("^_[%w_%-]+%.lua$") then
-      local text, rerr = fs.read(dir .. "/" .. e.name, M.MAX_FILE_BYTES)
+      local text, rerr = fs.read(dir .. "/" .. e.name, M.MAX_FILE_BYTES, ONE_NAME)
       if text then files[e.name] = text else unreadable[e.name] = tostring(rerr):gsub("^.-: ", "") end
     end
   end
@@ -782,7 +785,7 @@ local cache, failed = {}, {}
 local function read_beside(path, name, field)
   local dir = path:match("^(.*)/[^/]*$") or "."
   local full = dir .. "/" .. name
-  local text, err = fs.read(full, M.MAX_FILE_BYTES)
+  local text, err = fs.read(full, M.MAX_FILE_BYTES, ONE_NAME)
   if not text then fail(path, field, "cannot read " .. full .. ": " .. tostring(err):gsub("^.-: ", "")) end
   return text, full
 end
