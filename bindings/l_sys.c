@@ -9,6 +9,7 @@
  *   sys.now() -> seconds                 monotonic clock, float
  *   sys.time() -> seconds                wall clock (Unix time), float
  *   sys.hostname() -> string
+ *   sys.random_seed() -> integer         64 bits from the operating system's generator
  *   sys.cpu_count() -> integer           the CPUs this process may run on
  *                                        (its affinity mask: a Slurm or
  *                                        cgroup allocation, not the machine's)
@@ -36,6 +37,7 @@
 #include <limits.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -45,6 +47,7 @@
 #include "base/clock.h"
 #include "lhost.h"
 #include "base/fs.h"
+#include "base/random.h"
 #include "proc/landlock.h"
 #include "proc/worker.h"
 
@@ -123,6 +126,16 @@ static int l_now(lua_State *L)
 static int l_time(lua_State *L)
 {
     lua_pushnumber(L, clock_wall());
+    return 1;
+}
+
+static int l_random_seed(lua_State *L)
+{
+    uint64_t v = 0;
+    ks_status st;
+    if (random_bytes(&v, sizeof v, &st) != KS_OK)
+        return lh_raise(L, &st);
+    lua_pushinteger(L, (lua_Integer)v);
     return 1;
 }
 
@@ -310,6 +323,7 @@ static const luaL_Reg sys_funcs[] = {
     {"now", l_now},
     {"time", l_time},
     {"hostname", l_hostname},
+    {"random_seed", l_random_seed},
     {"cpu_count", l_cpu_count},
     {"exe", l_exe},
     {"landlock_abi", l_landlock_abi},

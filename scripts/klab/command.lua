@@ -142,6 +142,13 @@ local KINDS = {
 -- as the next argument may not start with "--" (a forgotten value would
 -- swallow the next option); --name=--x gives one that does. Returns o
 -- (o.positional: the other arguments, in order) | nil, why.
+-- An option kind for --seed N: an evaluation's seed, as klab.eval.seed reads it.
+function M.seed_option(v, o)
+  local s, why = require("klab.eval.seed").parse(v)
+  if not s then return "--seed: " .. why end
+  o.seed = v
+end
+
 function M.options(args, spec)
   local o = { positional = {} }
   local i, rest = 1, false

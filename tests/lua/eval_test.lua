@@ -3,6 +3,7 @@
 local eval = require "klab.eval"
 local gpu = require "klab.gpu"
 local cjson = require "cjson"
+local prepare = require "klab.eval.prepare"
 
 local T = {}
 
@@ -259,6 +260,75 @@ function T.gpu_sample_passes_and_is_stored(t)
   t.ok(db2:first("SELECT count(*) AS n FROM environments").n >= 1)
   local m = db2:first("SELECT value FROM measurements WHERE name = 'median_us'")
   t.ok(m and m.value > 0)
+end
+
+-- One seed per evaluation: drawn from the operating system, shown with the
+-- result, and everything random in the job derives from it. The same seed
+-- gives the same job; another seed other trials and timed draws.
+function T.one_seed_per_evaluation(t)
+  local seed = require "klab.eval.seed"
+  t.eq(seed.format(seed.parse("0x00000000000000ff")), "0x00000000000000ff")
+  t.eq(seed.parse("255"), 255)
+  t.eq(seed.format(seed.parse("18446744073709551615")), "0xffffffffffffffff")
+  t.eq(seed.parse("18446744073709551616"), nil)
+  t.eq(seed.parse("0x10000000000000000"), nil)
+  t.eq(seed.parse("12x"), nil)
+  t.ok(seed.new() ~= seed.new(), "two draws differ")
+  -- Every use of a seed gets draws of its own, and a draw is fixed by its seed.
+  t.ok(seed.derive(1, "trial", 1) ~= seed.derive(1, "trial", 2) and seed.derive(1, "trial", 1) ~= seed.derive(2, "trial", 1)
+    and seed.derive(1, "trial", 1) ~= seed.derive(1, "input", 1))
+  local a, b = seed.rng(7), seed.rng(7)
+  for _ = 1, 5 do t.eq(a(1000), b(1000)) end
+  local function job(s)
+    local run = { task = require("klab.task").get(TASK), cand = assert(require("klab.eval.candidate").load(
+      "tasks/gemm/samples/naive")), arch = "sm_90a", opts = { seed = s }, seed = s, result = { stages = {} } }
+    assert(prepare.build(run) and prepare.plan(run), tostring(run.result.reason))
+    prepare.cleanup(run)
+    return run.job
+  end
+  local j1, j2, j3 = job("0x1"), job("0x1"), job("0x2")
+  t.eq(j1.seed, "0x1")
+  t.eq(#j1.trials, #j3.trials)
+  local distinct = {}
+  for i, tr in ipairs(j1.trials) do
+    t.eq(tr.seed, j2.trials[i].seed, "the same seed, the same trial " .. i)
+    t.ok(tr.seed ~= j3.trials[i].seed, "another seed, another trial " .. i)
+    t.eq(tr.label, j3.trials[i].label)
+    distinct[tr.seed] = true
+  end
+  local n = 0
+  for _ in pairs(distinct) do n = n + 1 end
+  t.eq(n, #j1.trials, "every trial has a seed of its own")
+  -- Through the pipeline: a new seed each time, or the one asked for.
+  local r1 = assert(eval.evaluate(TASK, "tasks/gemm/samples/naive", { deadline = 60 }))
+  local r2 = assert(eval.evaluate(TASK, "tasks/gemm/samples/naive", { deadline = 60 }))
+  t.match(r1.seed, "^0x%x+$")
+  t.ok(r1.seed ~= r2.seed, "two evaluations, two seeds")
+  local r3 = assert(eval.evaluate(TASK, "tasks/gemm/samples/naive", { deadline = 60, seed = "42" }))
+  t.eq(r3.seed, "0x000000000000002a")
+  local _, err = eval.evaluate(TASK, "tasks/gemm/samples/naive", { seed = "forty-two" })
+  t.match(err, "^seed: ")
+  local code, out = t.sh(t.klab .. " eval " .. TASK .. " tasks/gemm/samples/naive --json --seed 0x2a")
+  t.eq(require("klab.json").decode(out).seed, "0x000000000000002a", tostring(code))
+end
+
+-- On the GPU: two evaluations of an honest kernel, two seeds, one verdict;
+-- the same seed again gives the same errors, element for element.
+function T.gpu_seeds_change_inputs_not_verdicts(t)
+  t.need_gpu()
+  local s <close> = eval.session {}
+  local o = { timing_opts = { budget_s = 0.5 } }
+  local r1 = assert(s:evaluate(TASK, "tasks/gemm/samples/naive", o))
+  local r2 = assert(s:evaluate(TASK, "tasks/gemm/samples/naive", o))
+  t.ok(r1.seed ~= r2.seed)
+  t.eq(r1.verdict, "target_not_executed", r1.reason)
+  t.eq(r2.verdict, r1.verdict, r2.reason)
+  local e1 = r1.stages.correctness.outputs.C.max_abs
+  t.ok(e1 ~= r2.stages.correctness.outputs.C.max_abs, "other inputs, other errors")
+  local r3 = assert(s:evaluate(TASK, "tasks/gemm/samples/naive", { timing_opts = { budget_s = 0.5 }, seed = r1.seed }))
+  t.eq(r3.seed, r1.seed)
+  t.eq(r3.stages.correctness.outputs.C.max_abs, e1, "the same seed, the same inputs")
+  t.eq(r3.stages.correctness.outputs.C.max_abs_at, r1.stages.correctness.outputs.C.max_abs_at)
 end
 
 return T

@@ -132,6 +132,47 @@ function T.gpu_guards_and_compare(t)
   t.ok(cnt >= 3 and at >= 4 * 9 and at < 4 * 10, "bitdiff finds the first changed byte")
 end
 
+-- The comparison rule, case by case, as the device judge applies it (the
+-- rule's one implementation; docs/verdicts.md states it): {got, want,
+-- atol, rtol, fails}. A finite reference takes FlashInfer-Bench's rule and
+-- no NaN or Inf; a NaN reference only NaN; an infinite one only the same
+-- infinity.
+local NaN, Inf = 0 / 0, math.huge
+local CASES = {
+  { 1.0, 1.0, 0, 0, false, "equal" },
+  { 1.5, 1.0, 0.5, 0, false, "|x-y| = atol is not over it" },
+  { 10.6, 10.0, 0.5, 0.25, false, "over atol, within rtol: both must be exceeded" },
+  { 1.4, 1.0, 0.5, 0.25, false, "over rtol, within atol" },
+  { 2.0, 1.0, 0.5, 0.25, true, "over both" },
+  { NaN, 1.0, 1e30, 1e30, true, "NaN where the reference is finite" },
+  { Inf, 1.0, 1e30, 1e30, true, "Inf where the reference is finite" },
+  { -Inf, 1.0, 1e30, 1e30, true, "-Inf where the reference is finite" },
+  { NaN, NaN, 0, 0, false, "NaN matched by NaN" },
+  { 1.0, NaN, 1e30, 1e30, true, "a number where the reference is NaN" },
+  { Inf, NaN, 1e30, 1e30, true, "Inf where the reference is NaN" },
+  { Inf, Inf, 0, 0, false, "Inf matched by Inf" },
+  { -Inf, -Inf, 0, 0, false, "-Inf matched by -Inf" },
+  { -Inf, Inf, 1e30, 1e30, true, "the other infinity" },
+  { 3.4e38, Inf, 1e30, 1e30, true, "a large number where the reference is Inf" },
+  { NaN, Inf, 1e30, 1e30, true, "NaN where the reference is Inf" },
+  { 1e-9, 0.0, 1e-8, 0, false, "near zero, within atol" },
+}
+
+function T.gpu_comparison_rule_cases(t)
+  local ctx, j = need(t)
+  local n = #CASES
+  local got, want = assert(ctx:alloc(4 * n)), assert(ctx:alloc(4 * n))
+  local g, w = {}, {}
+  for i, c in ipairs(CASES) do g[i], w[i] = string.pack("<f", c[1]), string.pack("<f", c[2]) end
+  got:upload(table.concat(g))
+  want:upload(table.concat(w))
+  -- One element at a time, each with its own tolerances.
+  for i, c in ipairs(CASES) do
+    local r = assert(j:compare(got:ptr() + 4 * (i - 1), "f32", want:ptr() + 4 * (i - 1), 1, c[3], c[4]))
+    t.eq(r.failed, c[5] and 1 or 0, c[6])
+  end
+end
+
 function T.gpu_gather_units(t)
   local ctx, j = need(t)
   local n = 40

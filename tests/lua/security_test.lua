@@ -402,6 +402,46 @@ for _, r in ipairs(exp.db:query("SELECT error FROM responses WHERE error IS NOT 
   end)
 end
 
+-- End to end, without Landlock: a model whose first reply includes a host
+-- file through a toolkit header gets, in its second turn's request, the
+-- compile log of its own file and the toolkit's only: no line of the host
+-- file and no variable of klab's environment.
+function T.fed_back_compile_log_holds_no_host_file(t)
+  with_server(t, function(s)
+    local dir = t.tmpdir()
+    local marker = "klab-marker-" .. ("%08x"):format(math.random(0, 0x7fffffff))
+    write(dir .. "/marker.txt", marker .. "\n")
+    local up = ("../"):rep(24)
+    local hostile = "```cuda\n#define cuda " .. up .. dir:sub(2) .. "/marker.txt >\n#include <thrust/universal_vector.h>\n"
+      .. KERNEL .. "```\n"
+    local environ = "```cuda\n#define cuda " .. up .. "proc/self/environ >\n#include <thrust/universal_vector.h>\n"
+      .. KERNEL .. "```\n"
+    s:script { { reply = hostile }, { reply = environ }, { reply = "no code" } }
+    local helper = t.klab:match("^(.*)/[^/]+$") .. "/tests/helper_nolandlock"
+    local script = dir .. "/child.lua"
+    write(script, [[
+local experiment = require "klab.experiment"
+local exp = experiment.new {
+  name = "fed", db = arg[1] .. "/f.db", progress = false,
+  models = { { name = "oa", provider = "openai", model = "m", base_url = arg[2] .. "/v1", retry = { attempts = 1 } } },
+  tasks = { "]] .. TASK .. [[" }, replicas = 1, turns = 3,
+}
+exp:run()
+]])
+    local code, _, err = t.sh(("cd %s && MY_SECRET_PASSWORD=%s %s %s %s %s %s"):format(q(t.root), SECRET, q(helper),
+      q(t.klab), q(script), q(dir), q(s.base)))
+    t.eq(code, 0, err)
+    local log = s:log()
+    t.eq(#log, 3, "three requests: each compile error was fed back")
+    for i = 2, 3 do
+      local body = log[i].body
+      t.match(body, "universal_vector", "request " .. i .. " quotes the compile log")
+      t.ok(not body:find(marker, 1, true), "request " .. i .. ": no line of the host file")
+      t.ok(not body:find(SECRET, 1, true) and not body:find("HOME=", 1, true), "request " .. i .. ": no variable")
+    end
+  end)
+end
+
 -- A key over plain http:// to another machine is refused, with the reason,
 -- unless the model says allow_insecure_http; this machine is fine.
 function T.key_refused_over_plain_http(t)

@@ -99,9 +99,12 @@ extern "C" __global__ void k_checksum(const unsigned char *p, u64 nbytes, u64 *o
     atomicAdd(out, acc);
 }
 
-// Compares got (dtype dt) with the fp32 reference want, element by element,
-// with FlashInfer-Bench's rule: an element fails when |x-y| > atol and
-// |x-y| / (|y| + 1e-8) > rtol; NaN or Inf in got always fails.
+// Compares got (dtype dt) with the fp32 reference want, element by element.
+// This is klab's one comparison rule (docs/verdicts.md): where the
+// reference is finite, an element fails when it is NaN or Inf, or when
+// |x-y| > atol and |x-y| / (|y| + 1e-8) > rtol (FlashInfer-Bench's rule);
+// where the reference is NaN it must be NaN, and where it is +Inf or -Inf it
+// must be that same infinity; anything else there fails.
 // out: [0] failures, [1] NaN count, [2] Inf count,
 //      [3] max abs error: float bits << 32 | index, [4] max rel error likewise,
 //      [5] first failing index (start it at ~0).
@@ -131,12 +134,23 @@ extern "C" __global__ void k_compare(const void *got, int dt, const float *want,
     for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {
         double x = klab_load(got, i, dt);
         double y = want[i];
-        int bad = 0;
-        if (isnan(x)) { nans++; bad = 1; }
-        else if (isinf(x)) { infs++; bad = 1; }
-        double err = bad ? __longlong_as_double(0x7ff0000000000000LL) : fabs(x - y);
-        double rel = bad ? err : err / (fabs(y) + 1e-8);
-        if (!bad && err > atol && rel > rtol) bad = 1;
+        const double inf = __longlong_as_double(0x7ff0000000000000LL);
+        if (isnan(x)) nans++;
+        else if (isinf(x)) infs++;
+        int bad;
+        double err, rel;
+        if (isnan(y) || isinf(y)) {
+            // A non-finite reference is matched only by itself.
+            bad = isnan(y) ? !isnan(x) : x != y;
+            err = rel = bad ? inf : 0.0;
+        } else if (isnan(x) || isinf(x)) {
+            bad = 1;
+            err = rel = inf;
+        } else {
+            err = fabs(x - y);
+            rel = err / (fabs(y) + 1e-8);
+            bad = err > atol && rel > rtol;
+        }
         if (bad) {
             fails++;
             if (i < first) first = i;

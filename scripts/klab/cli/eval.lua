@@ -33,7 +33,11 @@ Options:
                     a stage's own limit, within the deadline (repeatable;
                     STAGE: correctness (default 60), instructions (120),
                     timing (60 + 4 x the budget)); a timeout names its stage
-  --json            print the result as one JSON object
+  --seed N          the evaluation's seed (0x and hex digits, or decimal), as
+                    an earlier result shows it: the same trials, timed
+                    inputs and checked positions again (default: a new seed
+                    from the operating system for every evaluation)
+  --json            print the result as one JSON object (its seed included)
   -h, --help        print this help
 
 ]]
@@ -47,6 +51,7 @@ local function fail(msg, code) return command.fail("eval", msg, code) end
 local OPTIONS = {
   ["--json"] = "flag", ["--no-timing"] = "flag", ["--force"] = "flag", ["--sanitize"] = "flag",
   ["--tasks"] = "list", ["--arch"] = "value", ["--db"] = "value", ["--budget"] = "seconds", ["--deadline"] = "seconds",
+  ["--seed"] = command.seed_option,
   ["--stage-deadline"] = function(v, o)
     local name, secs = v:match("^([%w_]+)=(.+)$")
     secs = secs and command.seconds(secs, "--stage-deadline")
@@ -70,6 +75,7 @@ local function human(r)
   say("task       %s", r.task)
   say("candidate  %s  (%s)", r.name or "?", (r.candidate or ""):sub(1, 16))
   say("arch       %s%s", r.arch, r.device and ("  on " .. r.device.name) or "")
+  if r.seed then say("seed       %s", r.seed) end
   local b = r.stages.build
   if b and b.ok then
     for _, k in ipairs(b.kernels or {}) do
@@ -131,7 +137,7 @@ function M.main(args)
   local s = eval.session { db = db, deadline = o.deadline }
   local r, rerr = s:evaluate(o.positional[1], o.positional[2], {
     arch = o.arch, timing = not o.no_timing, force = o.force, timing_opts = { budget_s = o.budget },
-    sanitize = o.sanitize,
+    sanitize = o.sanitize, seed = o.seed,
     deadline = o.deadline, stage_deadlines = o.stage_deadlines,
   })
   s:close()

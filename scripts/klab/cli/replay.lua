@@ -4,7 +4,7 @@ local M = {}
 M.summary = "run a candidate N times with no profiler of klab's own (for ncu, compute-sanitizer)"
 
 local USAGE = [[
-usage: klab replay TASK CANDIDATE [--runs N] [--arch sm_XY] [--plan FILE] [--tasks DIR]... [--json]
+usage: klab replay TASK CANDIDATE [--runs N] [--seed N] [--arch sm_XY] [--plan FILE] [--tasks DIR]... [--json]
 
 Builds the candidate, runs its plan, prepares the task's first input set and
 runs the planned launches N times (default 1) in this process, with neither
@@ -14,6 +14,9 @@ to let NVIDIA's tools look at exactly what klab evaluates:
   ncu --clock-control none --metrics gpu__time_duration.sum \
       build/klab replay gemm_bf16/8192x7168x5120 tasks/gemm/samples/wgmma_tma --runs 5
   compute-sanitizer --tool memcheck build/klab replay TASK CANDIDATE
+
+--seed N replays an evaluation's inputs: the first trial's contents come from
+the seed, as `klab eval --json` shows it (default: a new seed).
 
 --plan FILE runs CANDIDATE (a .cu or .ptx file) with the launch plan in FILE
 instead of the task's default plan. --tasks DIR looks for TASK in DIR first
@@ -29,7 +32,7 @@ local EXIT = command.EXIT
 USAGE = USAGE .. command.EXIT_TEXT
 
 local OPTIONS = { ["--json"] = "flag", ["--runs"] = "count", ["--arch"] = "value", ["--plan"] = "value",
-  ["--tasks"] = "list" }
+  ["--tasks"] = "list", ["--seed"] = command.seed_option }
 
 local function parse(args)
   local o, err = command.options(args, OPTIONS)
@@ -57,7 +60,7 @@ function M.main(args)
     cand = assert(cm.new { code = c.code, lang = c.lang, plan = plan, name = c.name, source = c.source,
       file = c.file, plan_file = o.plan })
   end
-  local r, err = require("klab.eval").replay(o.task, cand, { runs = o.runs, arch = o.arch })
+  local r, err = require("klab.eval").replay(o.task, cand, { runs = o.runs, arch = o.arch, seed = o.seed })
   -- replay answers nil only when the task or the candidate cannot be found.
   if not r then return command.fail("replay", command.task_hint(err), EXIT.usage) end
   if o.json then

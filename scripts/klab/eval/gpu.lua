@@ -31,6 +31,7 @@ local stages = require "klab.eval.stages"
 local verdicts = require "klab.eval.verdict"
 local peaks = require "klab.eval.peaks"
 local json = require "klab.json"
+local seed_mod = require "klab.eval.seed"
 
 local M = {}
 
@@ -133,7 +134,7 @@ local function fill_input(g, b, trial)
   local dist = init.dist or "normal"
   -- Per-tensor constants (fp8 scales) keep their value in every trial.
   local scale = (dist == "const" or dist == "int") and 1.0 or (trial.scale or 1.0)
-  local seed = trial.seed * 1000003 + b.index
+  local seed = seed_mod.derive(assert(seed_mod.parse(trial.seed)), "input", b.index)
   return S.judge:fill(g.ptr, b.count, b.dtype, dist, seed, init.a, init.b, scale)
 end
 
@@ -297,6 +298,12 @@ local function release_task(ts)
   ts.inputs, ts.outs, ts.base_outs, ts.ws, ts.slots, ts.checkbufs, ts.baseline = {}, nil, nil, nil, nil, nil, nil
 end
 
+local function drop_set(ts, set)
+  free_all(set.bufs)
+  free_all(set.refs)
+  ts.inputs[set.key] = nil
+end
+
 local function task_state(job)
   local task = job.task
   S.task_clock = (S.task_clock or 0) + 1
@@ -319,6 +326,12 @@ local function task_state(job)
     end
   end
   ts.used = S.task_clock
+  -- Input sets belong to one evaluation (its seed made them): an earlier
+  -- evaluation's are freed, not kept for a kernel to meet again.
+  if ts.seed ~= job.seed then
+    for _, set in pairs(ts.inputs) do drop_set(ts, set) end
+    ts.seed = job.seed
+  end
   task.buffer_by_name = {}
   for _, b in ipairs(task.buffers) do task.buffer_by_name[b.name] = b end
   ts.job_ref = job.reference
@@ -366,12 +379,6 @@ local function input_set(task, ts, trial)
   for name, ref in pairs(refs) do set.ref_sums[name] = S.judge:checksum(ref, ref:size()) end
   ts.inputs[key] = set
   return set
-end
-
-local function drop_set(ts, set)
-  free_all(set.bufs)
-  free_all(set.refs)
-  ts.inputs[set.key] = nil
 end
 
 -- The cached state of a task is only as good as the last candidate left
@@ -655,7 +662,7 @@ local function stage_correctness(run)
   local t0 = now()
   local all = written(run)
   for i, trial in ipairs(job.trials) do
-    local label = trial.label or ("trial " .. i .. " (seed " .. trial.seed .. ")")
+    local label = trial.label or ("trial " .. i)
     local set, serr = input_set(task, ts, trial)
     if not set then return runtime_failure(res, "cannot prepare inputs: " .. tostring(serr)) end
     set.trial = trial
@@ -836,20 +843,6 @@ local function timing_slots(task, ts)
   return slots
 end
 
--- A deterministic generator for positions and shifts (splitmix64 on the
--- host): the same job draws the same units, so a failure can be replayed.
-local function rng(seed)
-  local x = seed
-  return function(n)
-    x = x + 0x9e3779b97f4a7c15
-    local z = x
-    z = (z ~ (z >> 30)) * 0xbf58476d1ce4e5b9
-    z = (z ~ (z >> 27)) * 0x94d049bb133111eb
-    z = z ~ (z >> 31)
-    return (z >> 1) % n
-  end
-end
-
 -- Buffers the checks of timed runs use, made once per task: positions,
 -- the sampled reference and the gathered candidate output.
 local function check_buffers(task, ts, n)
@@ -875,7 +868,7 @@ end
 -- The sample's inputs: target 1 (the candidate) or 2 (the baseline), at
 -- counter k (both targets count together). whole: every input copied from
 -- the prepared set (a sample checked in full).
-local function fresh_inputs(task, ts, sets, dependent, k, draw, whole)
+local function fresh_inputs(task, ts, sets, dependent, k, draw, whole, seed)
   local io = {}
   local set = sets[(k % #sets) + 1]
   for _, b in ipairs(task.buffers) do
@@ -888,7 +881,7 @@ local function fresh_inputs(task, ts, sets, dependent, k, draw, whole)
       else
         local init = b.init or {}
         local dist = init.dist or "normal"
-        local ok, err = S.judge:fill(v.ptr, b.count, b.dtype, dist, 7919 * (k + 1) + 1000003 * b.index + 17,
+        local ok, err = S.judge:fill(v.ptr, b.count, b.dtype, dist, seed_mod.derive(seed, "timed input " .. b.index, k),
           init.a, init.b, 1.0)
         if not ok then return nil, err end
       end
@@ -963,7 +956,10 @@ local function stage_timing(run)
   local cb, cberr = check_buffers(task, ts, n)
   if not cb then return runtime_failure(res, "cannot allocate check buffers: " .. tostring(cberr)) end
   local dependent = derived_inputs(job)
-  local draw = rng(0x6b6c6162 + #job.trials)
+  -- Shifts, checked positions and the fully checked runs: drawn from the
+  -- evaluation's seed, like every timed input.
+  local seed = assert(seed_mod.parse(job.seed))
+  local draw = seed_mod.rng(seed_mod.derive(seed, "timing"))
   local all = written(run)
   local counter = 0
   local cur = {}
@@ -984,7 +980,7 @@ local function stage_timing(run)
   -- Sets up the next sample of target 1 (candidate) or 2 (baseline).
   local function next_sample(target, sample)
     local whole = target == 1 and full_at[sample] == true
-    local io, set = fresh_inputs(task, ts, sets, dependent, counter, draw, whole)
+    local io, set = fresh_inputs(task, ts, sets, dependent, counter, draw, whole, seed)
     if not io then error(set) end
     counter = counter + 1
     local c = { io = io, full = whole and set or nil }

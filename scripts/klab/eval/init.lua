@@ -43,6 +43,7 @@ local prepare = require "klab.eval.prepare"
 local profile = require "klab.eval.profile"
 local json = require "klab.json"
 local sys = require "klab.sys"
+local seed_mod = require "klab.eval.seed"
 
 local M = {}
 
@@ -112,8 +113,27 @@ local function key_of(t, c, arch, opts, machine)
   -- Custom trials change what "correct" means: they are part of the key.
   local trials = opts.trials and json.encode(opts.trials) or nil
   local where = machine.gpu_name and (machine.gpu_name .. " / driver " .. tostring(machine.driver_version)) or "no GPU"
+  -- A seed asked for is a replay of that evaluation, not any result.
+  local seed = opts.seed ~= nil and seed_mod.format(assert(seed_mod.parse(opts.seed))) or nil
   return require("klab.store").hash("klab.eval.2", c.hash, t.name, arch, tostring(opts.timing ~= false),
-    tostring(opts.replica or 0), trials, where, KLAB_VERSION)
+    tostring(opts.replica or 0), trials, where, KLAB_VERSION, seed)
+end
+
+-- The options of one evaluation, with its seed: the one asked for, else a
+-- new one from the operating system. nil, why for a seed that is no number.
+local function with_seed(opts)
+  local s
+  if opts.seed ~= nil then
+    local why
+    s, why = seed_mod.parse(opts.seed)
+    if not s then return nil, "seed: " .. why end
+  else
+    s = seed_mod.new()
+  end
+  local o = {}
+  for k, v in pairs(opts) do o[k] = v end
+  o.seed = seed_mod.format(s)
+  return o
 end
 
 local function check_stage_deadlines(sd)
@@ -265,8 +285,8 @@ end
 -- ---- the pipeline ----------------------------------------------------------------
 
 local function new_run(t, c, arch, opts)
-  return { task = t, cand = c, arch = arch, opts = opts,
-    result = { task = t.name, candidate = c.hash, name = c.name, arch = arch, stages = {},
+  return { task = t, cand = c, arch = arch, opts = opts, seed = opts.seed,
+    result = { task = t.name, candidate = c.hash, name = c.name, arch = arch, seed = opts.seed, stages = {},
                klab_version = KLAB_VERSION } }
 end
 
@@ -296,12 +316,16 @@ function Session:submit(t, c, opts)
   opts = opts or {}
   t, c = resolve(t, c)
   if not t then return nil, c end
+  local key_opts = opts
+  local serr
+  opts, serr = with_seed(opts)
+  if not opts then return nil, serr end
   local arch = opts.arch or self.opts.arch or "sm_90a"
   local item = { ticket = self.next_ticket, opts = opts, t0 = sys.now() }
   self.next_ticket = self.next_ticket + 1
   self.items[item.ticket] = item
   if self.db then
-    item.key = key_of(t, c, arch, opts, self:machine())
+    item.key = key_of(t, c, arch, key_opts, self:machine())
     if not opts.force then
       local done = self.db:evaluation_done(item.key)
       if done and done.detail then
@@ -535,6 +559,9 @@ function M.run_local(t, c, opts)
     local props = gpu.available() and gpu.device(0)
     arch = props and props.arch or "sm_90a"
   end
+  local serr
+  opts, serr = with_seed(opts)
+  if not opts then return nil, serr end
   local run = new_run(t, c or { name = "baseline" }, arch, opts)
   run.cand = c
   local result = run.result
@@ -567,6 +594,9 @@ function Session:check_baseline(t, opts)
     t = tt
   end
   local arch = opts.arch or self.opts.arch or "sm_90a"
+  local serr
+  opts, serr = with_seed(opts)
+  if not opts then return nil, serr end
   local run = new_run(t, { name = "baseline" }, arch, opts)
   run.cand = nil
   if caller_stages(run) then

@@ -22,6 +22,7 @@ local plan_mod = require "klab.eval.plan"
 local profile = require "klab.eval.profile"
 local task_mod = require "klab.task"
 local sys = require "klab.sys"
+local seed_mod = require "klab.eval.seed"
 
 local M = {}
 
@@ -101,18 +102,33 @@ function M.spec(t)
   return spec
 end
 
--- The correctness trials: `trials` fresh seeds, then each distribution of
--- the task (scaled inputs, per-buffer laws, a tolerance scale).
+-- The correctness trials: `trials` draws of the task's base laws, then each
+-- distribution of the task (scaled inputs, per-buffer laws, a tolerance
+-- scale). Their contents come from the evaluation's seed (seeded).
 function M.trials(t)
   local out = {}
-  for i = 1, t.trials or 3 do out[#out + 1] = { seed = i, label = "trial " .. i .. " (seed " .. i .. ")" } end
+  for i = 1, t.trials or 3 do out[#out + 1] = { label = "trial " .. i } end
   for i, d in ipairs(t.distributions or {}) do
-    local tr = { seed = 100 + i, scale = d.scale, tol_scale = d.tol_scale, label = "distribution " .. (d.name or i) }
+    local tr = { scale = d.scale, tol_scale = d.tol_scale, label = "distribution " .. (d.name or i) }
     if d.inputs then
       tr.inputs = {}
       for name, init in pairs(d.inputs) do tr.inputs[name] = law(init) end
     end
     out[#out + 1] = tr
+  end
+  return out
+end
+
+-- The trials of an evaluation with seed s (text): each trial's seed derives
+-- from it and the trial's place, whatever seed a caller's trial named.
+function M.seeded(trials, s)
+  local n = seed_mod.parse(s)
+  local out = {}
+  for i, tr in ipairs(trials) do
+    local c = {}
+    for k, v in pairs(tr) do c[k] = v end
+    c.seed = seed_mod.format(seed_mod.derive(n, "trial", i))
+    out[i] = c
   end
   return out
 end
@@ -310,8 +326,13 @@ function M.plan(run)
     r.verdict, r.reason = "unknown", spec.units_error
     return nil
   end
-  local job = { task = spec, trials = run.opts.trials or M.trials(t), timing = run.opts.timing ~= false, opts = {},
-    candidate = cand }
+  -- A run made without klab.eval (a test's) still gets a seed of its own.
+  if not run.seed then
+    run.seed = seed_mod.format(seed_mod.new())
+    r.seed = run.seed
+  end
+  local job = { task = spec, seed = run.seed, trials = M.seeded(run.opts.trials or M.trials(t), run.seed),
+    timing = run.opts.timing ~= false, opts = {}, candidate = cand }
   ref.cubin_path = write_temp(run.ref_cubin)
   job.reference = ref
   if run.base_cubin then
@@ -349,7 +370,7 @@ end
 -- The evaluation options a CPU worker needs (plain data: no functions).
 function M.remote_opts(opts)
   local o = {}
-  for _, k in ipairs { "trials", "timing", "timing_opts", "cache", "profile" } do
+  for _, k in ipairs { "trials", "timing", "timing_opts", "cache", "profile", "seed" } do
     if type(opts[k]) ~= "function" then o[k] = opts[k] end
   end
   return o
@@ -372,8 +393,8 @@ function M.remote(args)
   local c = assert(require("klab.eval.candidate").new(args.cand))
   local opts = args.opts or {}
   opts.census_later = true
-  local run = { task = t, cand = c, arch = args.arch, opts = opts,
-    result = { task = t.name, candidate = c.hash, name = c.name, arch = args.arch, stages = {},
+  local run = { task = t, cand = c, arch = args.arch, opts = opts, seed = opts.seed,
+    result = { task = t.name, candidate = c.hash, name = c.name, arch = args.arch, seed = opts.seed, stages = {},
                klab_version = require("klab.build").version } }
   local ok = M.build(run) and M.plan(run)
   return { result = run.result, job = ok and run.job or nil }

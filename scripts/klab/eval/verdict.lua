@@ -1,6 +1,5 @@
 -- klab.eval.verdict: the verdicts, defined once: names, precedence, short
 -- codes, what each means, which stage gives it, and the one-line reasons;
--- plus the reference implementation of the correctness rule.
 --
 --   verdict.LIST                  {name=, short=, stage=, class=, color=, means=} in order of precedence
 --   verdict.NAMES                 the names in that order (first wins)
@@ -14,8 +13,6 @@
 --   verdict.reason(name, detail)  -> one line for a person or a model, starting "name: "
 --   verdict.define(db)            -> writes the list into a store's verdicts table (its constraint)
 --   verdict.markdown()            -> the list as a Markdown table (docs/verdicts.md is checked against it)
---   verdict.compare(got, want, shape, tol) -> comparison record (below)
---   verdict.describe(cmp [, ctx]) -> the "incorrect: ..." line for a comparison
 --
 -- Precedence follows the stages: a request that failed has no reply, a reply
 -- with no code cannot compile, a kernel that does not build cannot load, and
@@ -28,10 +25,8 @@
 -- correct kernel that did not use the target instructions); unknown (a stage
 -- could not run) only beats passed.
 --
--- The rule (FlashInfer-Bench's): an element fails when |x - y| > atol and
--- |x - y| / (|y| + eps) > rtol (eps = 1e-8); a NaN or an Inf in the output
--- fails, and so does a non-finite reference value. The output passes when
--- it has no NaN or Inf and matched / total >= the required ratio.
+-- The comparison rule that makes an output incorrect lives once, on the
+-- device (host/driver/kernels/judge.cu, stated in docs/verdicts.md).
 
 local M = {}
 
@@ -156,65 +151,6 @@ local function one_line(s)
   s = tostring(s):gsub("[\r\n]+", " "):gsub("%s+", " "):gsub("^%s+", ""):gsub("%s+$", "")
   if #s > 300 then s = s:sub(1, 297) .. "..." end
   return s
-end
-
--- Percentages with as many decimals as it takes to tell them apart.
-local function percents(a, b)
-  for d = 3, 9 do
-    local fa, fb = ("%." .. d .. "f"):format(a * 100), ("%." .. d .. "f"):format(b * 100)
-    if fa ~= fb or d == 9 then
-      local function trim(s) return (s:gsub("0+$", ""):gsub("%.$", "")) end
-      return trim(fa) .. "%", trim(fb) .. "%"
-    end
-  end
-end
-
-local function where_of(w, cmp)
-  if not w then return "" end
-  if cmp.dims == 1 then
-    return ("index %d, tile %d of %d"):format(w.col, w.tile[2], cmp.tile[2])
-  end
-  return ("row %d, col %d, tile (%d,%d) of %dx%d"):format(w.row, w.col, w.tile[1], w.tile[2], cmp.tile[1], cmp.tile[2])
-end
-
-local function context(ctx)
-  if type(ctx) ~= "table" then return "" end
-  local parts = {}
-  if ctx.trial then parts[#parts + 1] = "trial " .. ctx.trial end
-  if ctx.distribution then parts[#parts + 1] = "distribution " .. ctx.distribution end
-  if ctx.run then parts[#parts + 1] = ctx.run end
-  local s = ctx.buffer or ""
-  if #parts > 0 then s = s .. (s ~= "" and " " or "") .. "(" .. table.concat(parts, ", ") .. ")" end
-  return s ~= "" and (s .. ": ") or ""
-end
-
-function M.describe(cmp, ctx)
-  local head = "incorrect: " .. context(ctx)
-  local bits = {}
-  if cmp.nan > 0 or cmp.inf > 0 then
-    local fb = cmp.first_nonfinite
-    bits[#bits + 1] = ("%d NaN and %d Inf in the output (first at %s); NaN and Inf always fail"):format(
-      cmp.nan, cmp.inf, where_of(fb, cmp))
-  end
-  if cmp.ref_nonfinite > 0 then
-    bits[#bits + 1] = ("%d non-finite reference values"):format(cmp.ref_nonfinite)
-  end
-  local finite_bad = cmp.total - cmp.matched - cmp.nan - cmp.inf
-  if finite_bad > 0 or #bits == 0 then
-    local w = cmp.worst
-    local detail = ""
-    if w and w.abs == w.abs then
-      detail = (" (max abs err %s at %s: got %s, expected %s; max rel err %s)"):format(num(cmp.max_abs),
-        where_of(w, cmp), num(w.got), num(w.want), num(cmp.max_rel))
-    end
-    bits[#bits + 1] = ("%d of %d elements differ%s"):format(cmp.total - cmp.matched, cmp.total, detail)
-  end
-  local line = head .. table.concat(bits, "; ")
-  if cmp.nan == 0 and cmp.inf == 0 and cmp.ref_nonfinite == 0 then
-    local got, req = percents(cmp.matched / math.max(cmp.total, 1), cmp.required)
-    line = line .. ("; matched %s < %s required"):format(got, req)
-  end
-  return line
 end
 
 -- ---- reasons ---------------------------------------------------------
@@ -370,81 +306,6 @@ end
 
 function M.make(name, detail)
   return { verdict = name, reason = M.reason(name, detail) }
-end
-
--- ---- the comparison rule ----------------------------------------------
-
-local INF = math.huge
-
-function M.compare(got, want, shp, tol)
-  if type(got) ~= "table" or type(want) ~= "table" then error("verdict.compare: got and want must be lists", 2) end
-  if type(shp) ~= "table" or #shp == 0 then error("verdict.compare: shape must be a list of extents", 2) end
-  tol = tol or {}
-  local atol, rtol = tol.atol or 0, tol.rtol or 0
-  local required = tol.matched or 1.0
-  local eps = tol.eps or 1e-8
-  local tile = tol.tile or { 128, 128 }
-  local cols = shp[#shp]
-  local n = 1
-  for _, x in ipairs(shp) do n = n * x end
-  local rows = n // cols
-  if #got ~= n or #want ~= n then
-    error(("verdict.compare: shape gives %d elements, got has %d and want %d"):format(n, #got, #want), 2)
-  end
-  local tm, tn = tile[1], tile[2]
-  if #shp == 1 then tm, tn = 1, tile[2] or tile[1] end
-
-  local matched, nan, inf, refbad = 0, 0, 0, 0
-  local max_abs, max_rel = 0, 0
-  local worst_fail_i, worst_fail_d = nil, -1
-  local worst_any_i, worst_any_d = nil, -1
-  local first_nf
-  for i = 1, n do
-    local x, y = got[i], want[i]
-    local bad = false
-    if x ~= x then
-      nan = nan + 1
-      bad = true
-    elseif x == INF or x == -INF then
-      inf = inf + 1
-      bad = true
-    end
-    if bad then
-      if not first_nf then first_nf = i end
-    elseif y ~= y or y == INF or y == -INF then
-      refbad = refbad + 1
-    else
-      local d = math.abs(x - y)
-      local r = d / (math.abs(y) + eps)
-      if d > max_abs then max_abs = d end
-      if r > max_rel then max_rel = r end
-      if d > worst_any_d then worst_any_i, worst_any_d = i, d end
-      if d > atol and r > rtol then
-        if d > worst_fail_d then worst_fail_i, worst_fail_d = i, d end
-      else
-        matched = matched + 1
-      end
-    end
-  end
-
-  local function locate(i)
-    if not i then return nil end
-    local row, col = (i - 1) // cols, (i - 1) % cols
-    local x, y = got[i], want[i]
-    local d = math.abs(x - y)
-    return { index = i, row = row, col = col, tile = { row // tm, col // tn }, got = x, want = y,
-             abs = d, rel = d / (math.abs(y) + eps) }
-  end
-  local ratio = n > 0 and matched / n or 1
-  local res = {
-    total = n, matched = matched, mismatched = n - matched, ratio = ratio, required = required,
-    max_abs = max_abs, max_rel = max_rel, nan = nan, inf = inf, ref_nonfinite = refbad,
-    atol = atol, rtol = rtol, rows = rows, cols = cols, dims = #shp, tile = { tm, tn },
-    first_nonfinite = locate(first_nf),
-  }
-  res.worst = locate(first_nf or worst_fail_i or worst_any_i)
-  res.pass = nan == 0 and inf == 0 and refbad == 0 and (matched == n or ratio >= required)
-  return res
 end
 
 return M
