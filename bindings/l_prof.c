@@ -31,7 +31,7 @@
  *   p:info()                      -> info (passes = the planned count)
  *   p:free(); __gc, __close, __tostring
  *
- *   prof.metric_table()           -> {{chip=, name=, role=, verified=bool}, ...}
+ *   prof.metric_table()           -> {{chip=, name=, role=, verified=bool, src=}, ...}
  *   prof.chips()                  -> {"GH100", ...} | nil, msg, code   (no GPU needed)
  *   prof.check_metrics(chip, names) -> {name = bool, ...} | nil, msg, code (no GPU needed)
  *   prof.passes(chip, names)      -> passes CUPTI needs for them | nil, msg, code (no GPU needed)
@@ -111,6 +111,8 @@ static int l_metric_table(lua_State *L)
         lh_setstr(L, "role", t[i].role);
         lua_pushboolean(L, t[i].verified);
         lua_setfield(L, -2, "verified");
+        if (t[i].src)
+            lh_setstr(L, "src", t[i].src);
         lua_rawseti(L, -2, (lua_Integer)i + 1);
     }
     return 1;

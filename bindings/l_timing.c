@@ -28,11 +28,12 @@
  *         baseline = {runs=... | run=..., flops=},  -- optional: timed interleaved
  *         before = function(target, sample) return check end,  -- target 1|2, sample 1..
  *         check = function(target, sample) return ok end,
- *         flush_bytes=, no_flush=, warmup=3, min_samples=10, max_samples=1000,
+ *         flush_bytes=, no_flush=, keep_persisting_l2=false, warmup=3, min_samples=10, max_samples=1000,
  *         budget_s=10, target_ci=0.005, confidence=0.95, method="auto"|"cupti"|"events",
  *         peak_tflops=,
  *       }
  *       result = {method=, fallback=, stop_reason=, wall_s=, warmup=, flush_bytes=,
+ *                 l2={persisting_limit=0, persisting_reset=true} (with a flush),
  *                 launch_checked=, stream_id=, dropped=, speedup=,
  *                 clock_source=, clock_before_mhz=, clock_after_mhz=,
  *                 throttle_before=, throttle_after=,
@@ -402,6 +403,15 @@ static void push_result(lua_State *L, const timing_result *r)
     lh_setnum(L, "wall_s", r->wall_s);
     lh_setint(L, "warmup", r->warmup);
     lh_setint(L, "flush_bytes", (lua_Integer)r->flush_bytes);
+    if (r->flush_bytes) {
+        /* What kept earlier samples' lines out of L2. */
+        lua_createtable(L, 0, 2);
+        if (r->l2_persisting_limit >= 0)
+            lh_setint(L, "persisting_limit", (lua_Integer)r->l2_persisting_limit);
+        lua_pushboolean(L, r->l2_reset);
+        lua_setfield(L, -2, "persisting_reset");
+        lua_setfield(L, -2, "l2");
+    }
     lh_setbool(L, "launch_checked", r->launch_checked);
     if (r->launch_checked)
         lh_setint(L, "stream_id", r->stream_id);
@@ -469,6 +479,7 @@ static int l_measure(lua_State *L)
     timing_opts o;
     timing_opts_default(&o);
     o.stream = NULL;
+    o.keep_persisting_l2 = lh_optboolfield(L, 2, "keep_persisting_l2", 0);
     lua_Integer fb = lh_optintfield(L, 2, "flush_bytes", 0);
     if (fb < 0)
         return luaL_error(L, "flush_bytes must be >= 0");

@@ -53,6 +53,7 @@ typedef struct profile_metric {
     const char *role;       /* "inst.wgmma", "flops.hgmma", "pct.sm", ... (see profile.c) */
     int verified;           /* 1: checked on hardware (H200, Nov 2026); 0: from CUPTI's
                                offline chip tables only */
+    const char *src;        /* flops.* rows: the operands' type ("bf16", "fp8", ...); else NULL */
 } profile_metric;
 
 /* The table row range for chip (exact name; GB102/GB110 etc. use GB100's

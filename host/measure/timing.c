@@ -278,6 +278,7 @@ typedef struct run_state {
     CUdeviceptr flush;       /* the buffer flushed */
     size_t flush_bytes;      /* 0: no flush */
     PFN_cuMemsetD32Async_v3020 memset_async;
+    PFN_cuCtxResetPersistingL2Cache_v11000 reset_l2; /* NULL: not reset (no flush, or no such call) */
     unsigned flush_value;
     int cupti;               /* 1 when CUPTI records are used */
     uint32_t ctx_id, stream_id;
@@ -294,6 +295,23 @@ static int flush_l2(run_state *s, ks_status *st)
     if (cr != CUDA_SUCCESS)
         return cuda_fail(st, (int)cr, "cuMemsetD32Async (L2 flush)");
     return KS_OK;
+}
+
+static int after_hooks(run_state *s, ks_status *st);
+
+/* Before every run: lines a kernel marked as persisting (an access policy
+ * window, createpolicy with L2::evict_last) go back to normal, so that the
+ * flush that follows evicts them like any other; the context's persisting
+ * limit is 0 from the start. Whatever the reset itself does on the device
+ * is waited for and its records discarded, as for klab's hooks. */
+static int normal_l2(run_state *s, ks_status *st)
+{
+    if (!s->reset_l2)
+        return KS_OK;
+    CUresult cr = s->reset_l2();
+    if (cr != CUDA_SUCCESS)
+        return cuda_fail(st, (int)cr, "cuCtxResetPersistingL2Cache");
+    return after_hooks(s, st);
 }
 
 /* After klab's own hooks ran: waits for their GPU work, and with CUPTI
@@ -513,6 +531,24 @@ static int measure_n(cuda_ctx *c, const timing_target *const *tg, size_t nt,
             s.flush_bytes = 4;
         if (cuda_proc("cuMemsetD32Async", CUDA_VERSION, (void **)&s.memset_async, st))
             return st->code;
+        /* No line may stay in L2 across samples: the persisting carve-out
+         * is 0, and persisting lines are reset before every run. */
+        r->l2_persisting_limit = -1;
+        if (!o->keep_persisting_l2) {
+            PFN_cuCtxSetLimit_v3010 set_limit = NULL;
+            PFN_cuCtxGetLimit_v3010 get_limit = NULL;
+            ks_status lst;
+            if (cuda_proc("cuCtxSetLimit", CUDA_VERSION, (void **)&set_limit, &lst) == KS_OK &&
+                cuda_proc("cuCtxGetLimit", CUDA_VERSION, (void **)&get_limit, &lst) == KS_OK &&
+                set_limit(CU_LIMIT_PERSISTING_L2_CACHE_SIZE, 0) == CUDA_SUCCESS) {
+                size_t v = 0;
+                if (get_limit(&v, CU_LIMIT_PERSISTING_L2_CACHE_SIZE) == CUDA_SUCCESS)
+                    r->l2_persisting_limit = (long long)v;
+            }
+            if (cuda_proc("cuCtxResetPersistingL2Cache", CUDA_VERSION, (void **)&s.reset_l2, &lst) != KS_OK)
+                s.reset_l2 = NULL;
+            r->l2_reset = s.reset_l2 != NULL;
+        }
         if (o->flush_buf) {
             s.flush = o->flush_buf;
         } else {
@@ -568,7 +604,7 @@ static int measure_n(cuda_ctx *c, const timing_target *const *tg, size_t nt,
     for (int k = 0; k < o->warmup; k++) {
         for (size_t i = 0; i < nt; i++) {
             double us, ev;
-            if ((rc = one_run(&s, i, -1 - (long)k, &us, &ev, st)) != KS_OK)
+            if ((rc = normal_l2(&s, st)) != KS_OK || (rc = one_run(&s, i, -1 - (long)k, &us, &ev, st)) != KS_OK)
                 goto out;
         }
     }
@@ -588,6 +624,8 @@ static int measure_n(cuda_ctx *c, const timing_target *const *tg, size_t nt,
         /* One round: every target once (ABAB... with two). */
         for (size_t i = 0; i < nt; i++) {
             int check = 0;
+            if ((rc = normal_l2(&s, st)) != KS_OK)
+                goto out;
             if (o->before && (rc = o->before(o->hook_user, (int)i, n, &check, st)) != KS_OK)
                 goto out;
             if (hooks && (rc = after_hooks(&s, st)) != KS_OK)

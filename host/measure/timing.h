@@ -87,6 +87,7 @@ typedef struct timing_opts {
     CUdeviceptr flush_buf;  /* 0: timing allocates one of flush_bytes */
     size_t flush_bytes;     /* 0: 2 x the device's L2; must be >= 2 x L2 */
     int no_flush;           /* 1: skip the L2 flush (warm-cache timing; recorded) */
+    int keep_persisting_l2; /* 1: leave persisting L2 lines alone (to measure what resetting them does) */
     int warmup;             /* runs per target before sampling (default 3) */
     size_t min_samples;     /* default 10 */
     size_t max_samples;     /* default 1000 (>= 1) */
@@ -140,6 +141,8 @@ typedef struct timing_result {
     double wall_s;          /* sampling time (after warm-up) */
     int warmup;
     size_t flush_bytes;     /* 0 when not flushed */
+    long long l2_persisting_limit; /* the context's persisting-L2 limit timing set (0); -1 not set */
+    int l2_reset;           /* 1 when persisting L2 lines were reset before every run */
     int launch_checked;     /* 1 when every run's launches were checked (CUPTI) */
     uint32_t stream_id;     /* CUPTI's id of klab's stream (CUPTI only) */
     uint64_t dropped;       /* CUPTI records lost (then the run fails) */

@@ -72,4 +72,9 @@ work = gemm.work
 bytes = function(d) return d.M * d.K + d.N * d.K + 2 * d.M * d.N + 8 end
 
 targets = gemm.targets
+-- The targets run on fp8 operands: at least `work` of the FLOPs must go
+-- through fp8 tensor-core instructions (QGMMA on sm_90a, the fp8 kind of
+-- tcgen05.mma on sm_100a). A kernel that decodes fp8 to bf16 and runs bf16
+-- wgmma meets wgmma and TMA but not this (tasks/gemm/bad/fp8_as_bf16).
+tensor_type = "fp8"
 plan = gemm.plan("\n               { buffer = \"scale_a\" }, { buffer = \"scale_b\" },")

@@ -306,6 +306,47 @@ function T.fp8_flops_follow_the_path_that_ran(t)
   t.eq(f.task, 2000)
 end
 
+-- A task whose tensor-core path has a type (the fp8 GEMM): bf16 wgmma after
+-- a conversion meets wgmma and TMA but not the type, and the reason says
+-- which type ran; the fp8 path (QGMMA, counted by the fp8 metric) passes.
+function T.tensor_type_names_the_path_that_ran(t)
+  local s = analyse(wgmma_values())
+  s.targets = { "wgmma", "tma" }
+  t.eq(s.flops.src.bf16, TASK_FLOPS)
+  t.eq(profile.verdict(s), nil, "wgmma and TMA ran with all the FLOPs")
+  local v, why = profile.type_verdict(s, "fp8", 0.9)
+  t.eq(v, "target_not_executed")
+  t.eq(why, ("the task's tensor-core path is fp8, but fp8 tensor FLOPs were 0.0%% of the task's %.4g (at least 90%% "
+    .. "required); the tensor cores ran bf16 100.0%%"):format(TASK_FLOPS))
+  t.eq(profile.type_verdict(s, "bf16", 0.9), nil, "bf16 is this task's type")
+  t.eq(profile.type_verdict(s, nil, 0.9), nil, "no type, no rule")
+  -- The fp8 path: QGMMA carries the FLOPs.
+  local q = wgmma_values()
+  q["sm__ops_path_tensor_op_hgmma_src_bf16_dst_fp32.sum"] = 0
+  q["sm__ops_path_tensor_src_fp8.sum"] = TASK_FLOPS
+  local s8 = analyse(q)
+  s8.targets = { "wgmma", "tma" }
+  t.eq(s8.flops.hgmma, TASK_FLOPS)
+  t.eq(profile.verdict(s8), nil)
+  t.eq(profile.type_verdict(s8, "fp8", 0.9), nil)
+  -- A tenth of the work on fp8, the rest on bf16: below the work fraction.
+  q["sm__ops_path_tensor_src_fp8.sum"] = TASK_FLOPS / 10
+  q["sm__ops_path_tensor_op_hgmma_src_bf16_dst_fp32.sum"] = TASK_FLOPS * 0.9
+  local sm = analyse(q)
+  sm.targets = { "wgmma", "tma" }
+  local mv, mwhy = profile.type_verdict(sm, "fp8", 0.9)
+  t.eq(mv, "target_not_executed")
+  t.match(mwhy, "fp8 tensor FLOPs were 10%.0%%.*the tensor cores ran bf16 90%.0%%, fp8 10%.0%%")
+  -- No tensor target on this arch, or nothing measured by type: no verdict.
+  s.targets = { "tma" }
+  t.eq(profile.type_verdict(s, "fp8", 0.9), nil)
+  s.targets = { "wgmma" }
+  s.flops.src = nil
+  t.eq(profile.type_verdict(s, "fp8", 0.9), nil)
+  -- The fp8 GEMM task says so.
+  t.eq(require("klab.task").get("gemm_fp8e4m3/4096x4096x4096").tensor_type, "fp8")
+end
+
 -- ---- "of elapsed" percentages over the kernels' span -------------------------
 
 function T.elapsed_percentages_are_taken_over_the_kernels_span(t)

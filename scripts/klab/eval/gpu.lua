@@ -1007,6 +1007,8 @@ local function stage_timing(run)
     peak_tflops = peaks.tflops(S.props.arch, task.precision),
     budget_s = opts.budget_s or 10, min_samples = min_samples, max_samples = opts.max_samples or 500,
     target_ci = opts.target_ci or 0.005,
+    -- Only to measure what the reset of persisting L2 lines does (tests/gpu/check.lua).
+    keep_persisting_l2 = opts.keep_persisting_l2,
     before = function(target, sample)
       next_sample(target, sample)
       return target == 1
@@ -1038,6 +1040,8 @@ local function stage_timing(run)
     return verdict(res, "unknown", "timing failed: " .. tostring(err))
   end
   st.method, st.stop_reason = r.method, r.stop_reason
+  -- The L2 flush, and what kept persisting lines from outliving it.
+  st.flush_bytes, st.l2 = r.flush_bytes, r.l2
   st.fallback = r.fallback
   st.candidate = r.candidate
   st.candidate.samples = nil

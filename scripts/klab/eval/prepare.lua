@@ -68,6 +68,7 @@ end
 function M.spec(t)
   local spec = { name = t.name, dims = {}, buffers = {}, tolerance = {}, units = {}, flops = t.flops,
     bytes = t.bytes, targets = task_mod.plain(t.targets), precision = t.precision, work = t.work,
+    tensor_type = t.tensor_type,
     baseline = task_mod.plain(t.baseline) }
   spec.baseline.code, spec.baseline.plan, spec.baseline.path = nil, nil, nil
   for k, v in pairs(t.dims) do spec.dims[k] = v end

@@ -99,6 +99,10 @@ function M.aggregate(values, chip, rows)
   local roles = {}
   for _, r in ipairs(rows_for(table_chip(chip), rows)) do
     local v = values[r.name]
+    if finite(v) and r.src then
+      -- Tensor FLOPs by operand type too, whatever their path.
+      roles["src." .. r.src] = (roles["src." .. r.src] or 0) + v
+    end
     if finite(v) then
       local cur = roles[r.role]
       if r.role:find("^pct%.") or r.role:find("^rate%.") or r.role:find("^cycles%.") then
@@ -177,6 +181,13 @@ function M.flops(roles, task_flops, chip)
     f.hmma = (roles["flops.hmma"] or 0) + (gmma_ran and 0 or fp8)
   end
   f.utc = roles["flops.utc"]
+  for role, v in pairs(roles) do
+    local src = role:match("^src%.(.+)$")
+    if src then
+      f.src = f.src or {}
+      f.src[src] = v
+    end
+  end
   local have_tensor = f.hgmma ~= nil or f.hmma ~= nil or f.utc ~= nil
   if have_tensor then f.tensor = (f.hgmma or 0) + (f.hmma or 0) + (f.utc or 0) end
   -- The arithmetic that executed, on any pipe: what the work rule counts.
@@ -187,6 +198,10 @@ function M.flops(roles, task_flops, chip)
     f.frac = {}
     for _, k in ipairs { "hgmma", "hmma", "utc", "tensor", "other", "simt", "executed" } do
       if f[k] then f.frac[k] = f[k] / task_flops end
+    end
+    if f.src then
+      f.frac.src = {}
+      for k, v in pairs(f.src) do f.frac.src[k] = v / task_flops end
     end
   end
   return f
@@ -294,6 +309,36 @@ function M.verdict(stage, opts)
     end
   end
   return nil
+end
+
+-- target_not_executed when the task names the operand type its tensor-core
+-- path must use (tensor_type) and the stage measured tensor FLOPs by type,
+-- but that type carried less than `required` of the task's FLOPs (the
+-- task's work fraction, else min_path_fraction): an fp8 GEMM done by bf16
+-- wgmma after a conversion. The reason says which types ran. Only where
+-- the task targets a tensor-core family on this arch.
+function M.type_verdict(stage, tensor_type, required)
+  if type(stage) ~= "table" or stage.status ~= "ok" or not tensor_type then return nil end
+  local tensor = false
+  for _, n in ipairs(stage.targets or {}) do
+    if TENSOR_FAMILIES[n] then tensor = true end
+  end
+  local fl = stage.flops or {}
+  if not tensor or not fl.src or not (finite(fl.task) and fl.task > 0) then return nil end
+  required = required or M.THRESHOLDS.min_path_fraction
+  local got = fl.src[tensor_type] or 0
+  if got >= required * fl.task then return nil end
+  local ran = {}
+  for k, v in pairs(fl.src) do
+    if v > 0 then ran[#ran + 1] = { k, v } end
+  end
+  table.sort(ran, function(a, b) return a[2] > b[2] or (a[2] == b[2] and a[1] < b[1]) end)
+  local parts = {}
+  for _, r in ipairs(ran) do parts[#parts + 1] = string.format("%s %.1f%%", r[1], 100 * r[2] / fl.task) end
+  return "target_not_executed", string.format(
+    "the task's tensor-core path is %s, but %s tensor FLOPs were %.1f%% of the task's %.4g (at least %.0f%% "
+    .. "required); %s", tensor_type, tensor_type, 100 * got / fl.task, fl.task, 100 * required,
+    #parts > 0 and ("the tensor cores ran " .. table.concat(parts, ", ")) or "no tensor-core FLOPs ran")
 end
 
 -- ---- the compact profile ----------------------------------------------------
@@ -826,6 +871,9 @@ local function stage_body(ctx, run, task, arch, opts, stage)
 
   stage.verdict, stage.verdict_reason = M.work_verdict(stage, task.work)
   if not stage.verdict then stage.verdict, stage.verdict_reason = M.verdict(stage, opts) end
+  if not stage.verdict then
+    stage.verdict, stage.verdict_reason = M.type_verdict(stage, task.tensor_type, task.work)
+  end
   local all = #stage.targets > 0
   for _, f in pairs(stage.families) do
     if f.status ~= "executed" then all = false end

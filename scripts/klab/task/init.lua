@@ -37,7 +37,8 @@
 -- elements per reference unit, for this variant), baseline ({kind =
 -- "library", lib, op, modes, ...} or {kind = "shipped", source, path, code,
 -- plan}), precision, tolerance (dtype -> {atol, rtol, matched}), flops,
--- bytes, targets (arch -> list), plan (source), trials, distributions.
+-- bytes, targets (arch -> list), tensor_type (the tensor-core operand type
+-- the targets must run on, or nil), plan (source), trials, distributions.
 
 local shape = require("klab.task.shape")
 
@@ -47,7 +48,7 @@ local FIELDS = {
   name = true, family = true, description = true, dims = true, variants = true, buffers = true,
   inputs = true, scales = true, reference = true, baseline = true, tolerance = true,
   flops = true, bytes = true, targets = true, plan = true, trials = true, distributions = true,
-  tags = true, kernel = true, precision = true, work = true,
+  tags = true, kernel = true, precision = true, work = true, tensor_type = true,
 }
 local REQUIRED = { "name", "family", "description", "dims", "variants", "buffers", "inputs",
                    "reference", "baseline", "tolerance", "flops", "targets", "plan" }
@@ -669,6 +670,16 @@ local function check_common(file, f)
     c.targets[arch] = f.targets[arch]
   end
 
+  -- tensor_type: the operands' type the tensor cores must use (the fp8
+  -- GEMM's path is fp8, not bf16 after a conversion)
+  if f.tensor_type ~= nil then
+    local TYPES = { bf16 = true, fp16 = true, tf32 = true, int8 = true, fp8 = true, fp4 = true }
+    if not TYPES[f.tensor_type] then
+      fail(file, "tensor_type", "must be one of bf16, fp16, tf32, int8, fp8, fp4, not " .. tostring(f.tensor_type))
+    end
+    c.tensor_type = f.tensor_type
+  end
+
   -- plan: Lua source, compiled here (not run) to catch syntax errors early
   c.plan = check_plan_text(file, "plan", f.plan)
 
@@ -715,7 +726,7 @@ local function build_variant(file, c, f, v)
     kernel = c.kernel, inputs = c.inputs, scales = c.scales, reference = c.reference,
     baseline = c.baseline, tolerance = c.tolerance, targets = c.targets, plan = c.plan,
     trials = c.trials, distributions = c.distributions, buffer_order = c.buffer_order,
-    precision = c.precision, work = c.work,
+    precision = c.precision, work = c.work, tensor_type = c.tensor_type,
   }
   -- A library baseline described per variant (a cuDNN graph, a cuBLASLt
   -- matmul with its shape): spec(dims) gives the plain description.
