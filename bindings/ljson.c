@@ -206,6 +206,10 @@ static void json_number(lua_State *L, lj_buf *b, int idx)
         snprintf(num, sizeof num, LUA_INTEGER_FMT, (LUAI_UACINT)lua_tointeger(L, idx));
     } else {
         double v = (double)lua_tonumber(L, idx);
+        if (!isfinite(v) && b->nonfinite) {
+            lj_buf_adds(L, b, isnan(v) ? "NaN" : v > 0 ? "Infinity" : "-Infinity");
+            return;
+        }
         if (!isfinite(v))
             luaL_error(L, "JSON: cannot encode %f (not a finite number)", v);
         if (v == floor(v) && fabs(v) < 9007199254740992.0) {
@@ -254,11 +258,16 @@ static void json_value(lua_State *L, lj_buf *b, int idx, int depth)
     }
 }
 
-void lj_push(lua_State *L, int idx)
+static void push_text(lua_State *L, int idx, int nonfinite)
 {
     idx = lua_absindex(L, idx);
     lj_buf *b = lj_buf_new(L);
+    b->nonfinite = nonfinite;
     json_value(L, b, idx, 0);
     lua_pushlstring(L, b->p ? b->p : "", b->n);
     lua_remove(L, -2); /* the buffer; its __gc frees the bytes */
 }
+
+void lj_push(lua_State *L, int idx) { push_text(L, idx, 0); }
+
+void lj_push_nonfinite(lua_State *L, int idx) { push_text(L, idx, 1); }

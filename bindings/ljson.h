@@ -9,7 +9,7 @@
  * integers, other floats as the shortest of %.15g/%.16g/%.17g that reads
  * back the same, strings with \" \\ \n \t \r and \u00XX for other control
  * bytes (well-formed UTF-8 passes through; any other byte >= 0x80 becomes
- * U+FFFD, so the text is valid UTF-8), nil and cjson.null as null. NaN,
+ * U+FFFD, so the text is valid UTF-8), nil and json.null as null. NaN,
  * infinities, functions, mixed or non-string keys and nesting deeper than
  * LJ_DEPTH raise.
  */
@@ -25,6 +25,7 @@
 typedef struct lj_buf {
     char *p;
     size_t n, cap;
+    int nonfinite;   /* 1: NaN and infinities as the literals NaN, Infinity, -Infinity */
 } lj_buf;
 
 /* [-0, +1, m] A new empty buffer as a userdata on the stack; its __gc frees
@@ -37,5 +38,10 @@ void lj_buf_adds(lua_State *L, lj_buf *b, const char *s);
 
 /* [-0, +1, m] Pushes the canonical JSON text of the value at idx. */
 void lj_push(lua_State *L, int idx);
+
+/* [-0, +1, m] The same, writing NaN, +Inf and -Inf as the literals NaN,
+ * Infinity and -Infinity (the explicit marker of a non-finite number that
+ * klab.json's decoder, and Python's json, read back as numbers). */
+void lj_push_nonfinite(lua_State *L, int idx);
 
 #endif

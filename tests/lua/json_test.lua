@@ -58,4 +58,31 @@ function T.text_is_valid_utf8(t)
   t.eq(type(json.decode(out)), "table")
 end
 
+-- One codec: non-finite numbers only when asked for, as the explicit
+-- literals NaN, Infinity and -Infinity, and read back as numbers; integral
+-- numbers back as integers when asked for (the worker protocol's sizes).
+function T.nonfinite_and_integers(t)
+  local json = require "klab.json"
+  t.raises(function() json.encode { 0 / 0 } end, "not a finite number")
+  t.eq(json.encode({ 1, 0 / 0, math.huge, -math.huge }, { nonfinite = true }), "[1,NaN,Infinity,-Infinity]")
+  local v = json.decode("[1,NaN,Infinity,-Infinity,2.5,3.0]")
+  t.ok(v[2] ~= v[2], "NaN")
+  t.eq(v[3], math.huge)
+  t.eq(v[4], -math.huge)
+  t.eq(math.type(v[1]), "float", "plain decode keeps JSON's one number type")
+  local w = json.decode('{"a":[1,2.0,2.5],"b":{"c":7}}', { integers = true })
+  t.eq(math.type(w.a[1]), "integer")
+  t.eq(math.type(w.a[2]), "integer")
+  t.eq(w.a[3], 2.5)
+  t.eq(math.type(w.b.c), "integer")
+  t.eq(json.decode("null"), json.null)
+  t.raises(function() json.decode("{") end, "^JSON: ")
+  -- Through a worker and back: a result's NaN is a number again.
+  local sup = require("klab.proc.supervisor").new { env = { LUA_PATH = t.root .. "/tests/lua/jobs/?.lua;;" } }
+  local r = sup:run({ module = "basic", fn = "nonfinite" })
+  sup:close()
+  t.eq(r.status, "finished", tostring(r.error))
+  t.ok(r.result.nan ~= r.result.nan and r.result.inf == math.huge, "NaN and Inf come back as numbers")
+end
+
 return T

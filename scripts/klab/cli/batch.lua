@@ -124,7 +124,7 @@ function M.main(args)
       counts[d.result.verdict] = (counts[d.result.verdict] or 0) + 1
       done = done + 1
       bar:update { done = done, counts = counts }
-      if o.json then print(require("klab.json").encode(d.result)) end
+      if o.json then print(require("klab.json").encode(d.result, { nonfinite = true })) end
     end
   end
   bar:finish()

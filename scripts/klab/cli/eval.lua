@@ -146,7 +146,7 @@ function M.main(args)
   -- command line cannot be found or read.
   if not r then return fail(command.task_hint(rerr), EXIT.usage) end
   if o.json then
-    print(require("klab.json").encode(r))
+    print(require("klab.json").encode(r, { nonfinite = true }))
   else
     print(human(r))
   end

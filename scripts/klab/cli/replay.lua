@@ -64,7 +64,7 @@ function M.main(args)
   -- replay answers nil only when the task or the candidate cannot be found.
   if not r then return command.fail("replay", command.task_hint(err), EXIT.usage) end
   if o.json then
-    print(require("klab.json").encode(r))
+    print(require("klab.json").encode(r, { nonfinite = true }))
   else
     print(string.format("%s on %s: %s: %s%s", r.name, r.task, r.verdict, r.reason or "",
       r.run_seconds and string.format(" (%d runs in %.3f s)", r.runs, r.run_seconds) or ""))

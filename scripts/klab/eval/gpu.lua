@@ -1166,30 +1166,6 @@ local STAGE_FN = {
   replay = stage_replay, baseline = stage_baseline,
 }
 
--- JSON has one number type: sizes, dimensions and addresses come back as
--- floats. Integral values become integers again (byte offsets must be).
-local function integers(v)
-  if type(v) == "number" then return math.tointeger(v) or v end
-  if type(v) ~= "table" then return v end
-  for k, x in pairs(v) do v[k] = integers(x) end
-  return v
-end
-
--- JSON cannot carry NaN or infinities (an error that is infinite because
--- the output held NaN, a confidence bound with too few samples): they travel
--- as the strings "nan", "inf" and "-inf".
-local function finite(v)
-  if type(v) == "number" then
-    if v ~= v then return "nan" end
-    if v == math.huge then return "inf" end
-    if v == -math.huge then return "-inf" end
-    return v
-  end
-  if type(v) ~= "table" then return v end
-  for k, x in pairs(v) do v[k] = finite(x) end
-  return v
-end
-
 -- Workers that share a GPU (KLAB_GPU_LOCK names it) take turns on the
 -- stages that need the device to themselves: the profiler's counters and
 -- the timed runs. The lock waits outside the stage's own limit.
@@ -1206,7 +1182,6 @@ local function device_lock(name)
 end
 
 function M.run(job)
-  job = integers(job)
   local res = { stages = {}, worker_pid = sys.getpid() }
   local run = { job = job, res = res }
   local opts = job.opts or {}
@@ -1244,7 +1219,7 @@ function M.run(job)
     for _, g in ipairs(run.c.globals or {}) do g.snap:free() end
     run.c.mod:free()
   end
-  return finite(res)
+  return res
 end
 
 return M

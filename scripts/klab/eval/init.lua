@@ -266,7 +266,7 @@ function Session:_record(run, key)
   local tm = result.stages.timing
   -- A result the canonical encoder refuses is a bug in klab; it is kept
   -- visible in the row rather than stopping a sweep.
-  local ok, detail = pcall(json.encode, result)
+  local ok, detail = pcall(json.encode, result, { nonfinite = true })
   if not ok then detail = json.encode { verdict = result.verdict, reason = result.reason, detail_error = detail } end
   db:record_evaluation {
     key = key, candidate = cand, task = run.task.name, arch = run.arch, verdict = result.verdict,
@@ -329,7 +329,7 @@ function Session:submit(t, c, opts)
     if not opts.force then
       local done = self.db:evaluation_done(item.key)
       if done and done.detail then
-        local ok, prev = pcall(require("cjson").decode, done.detail)
+        local ok, prev = pcall(json.decode, done.detail)
         if ok and reusable(prev) then
           prev.cached = true
           item.result, item.state = prev, "done"

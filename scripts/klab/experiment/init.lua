@@ -42,6 +42,7 @@
 -- The tables (created by the store, documented in docs/experiments.md):
 -- experiments, trajectories, turns.
 
+local json = require "klab.json"
 local model_mod = require "klab.experiment.model"
 local prompt = require "klab.experiment.prompt"
 local extract = require "klab.experiment.extract"
@@ -52,7 +53,6 @@ local candidate_mod = require "klab.eval.candidate"
 local task_mod = require "klab.task"
 local store_mod = require "klab.store"
 local shard_mod = require "klab.experiment.shard"
-local cjson = require "cjson"
 
 local M = {}
 
@@ -454,7 +454,7 @@ function Exp:_trajectories()
       local row = db:first("SELECT * FROM trajectories WHERE key = ?", key)
       local messages
       if row then
-        messages = cjson.decode(row.messages)
+        messages = json.decode(row.messages)
       else
         messages = prompt.messages { group = g, tag = tag, arch = self.arch, system = self.prompt.system,
           user = self.prompt.user, vars = self.prompt.vars, root = self.prompt.root }
@@ -671,7 +671,7 @@ local function entry_of(t, tr)
     trajectory = t.id, model = t.model.name, task = t.group.name, tag = t.tag, replica = t.replica, turn = tr.turn,
     verdict = tr.verdict, reason = tr.reason, speedup = tr.speedup, candidate = tr.candidate,
     language = tr.language, verified = tr.verified == nil and nil or tr.verified == 1,
-    workloads = tr.workloads and cjson.decode(tr.workloads) or nil,
+    workloads = tr.workloads and json.decode(tr.workloads) or nil,
   }
 end
 

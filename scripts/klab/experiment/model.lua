@@ -54,7 +54,7 @@
 -- latency, cost and attempts; headers are never stored.
 
 local store_mod = require "klab.store"
-local cjson = require "cjson"
+local json = require "klab.json"
 
 local M = {}
 
@@ -180,11 +180,11 @@ end
 
 local function decode(s)
   if type(s) ~= "string" then return nil end
-  local ok, v = pcall(cjson.decode, s)
+  local ok, v = pcall(json.decode, s)
   return ok and type(v) == "table" and v or nil
 end
 
-local function nonull(v) if v == cjson.null then return nil end return v end
+local function nonull(v) if v == json.null then return nil end return v end
 
 local function outcome_from_row(row, ticket, m, meta)
   local r = decode(row.response) or {}

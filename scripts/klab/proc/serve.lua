@@ -10,7 +10,7 @@
 -- or hangs is the supervisor's business: it sees the death or the deadline.
 
 local worker = require "klab.worker"
-local cjson = require "cjson"
+local json = require "klab.json"
 
 local M = {}
 
@@ -51,7 +51,7 @@ local function run_job(job)
     end
   end
   local args = job.args
-  if args == cjson.null then args = nil end
+  if args == json.null then args = nil end
   local tb
   local function handler(e)
     tb = debug.traceback(message(e), 2)
@@ -71,11 +71,13 @@ end
 
 -- The reply to one job frame, as JSON text.
 function M.handle(payload)
-  local ok, job = pcall(cjson.decode, payload)
+  -- Sizes, counts and byte offsets arrive as integers; a result's NaN and
+  -- infinities travel as JSON's explicit literals and come back as numbers.
+  local ok, job = pcall(json.decode, payload, { integers = true })
   local reply = ok and run_job(job) or failure("malformed job (not JSON): " .. message(job))
-  local eok, text = pcall(cjson.encode, reply)
+  local eok, text = pcall(json.encode, reply, { nonfinite = true })
   if eok then return text end
-  return cjson.encode(failure("the result cannot be sent as JSON: " .. message(text)))
+  return json.encode(failure("the result cannot be sent as JSON: " .. message(text)))
 end
 
 function M.run(argv)

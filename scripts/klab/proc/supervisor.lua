@@ -23,7 +23,7 @@
 -- It raises only for misuse: a job that is not a table or not JSON-encodable.
 
 local worker = require "klab.worker"
-local cjson = require "cjson"
+local json = require "klab.json"
 
 local M = {}
 
@@ -86,7 +86,7 @@ function Supervisor:_report(pid, reply, msg, code, detail)
     }
   end
   local info = msg
-  local dok, res = pcall(cjson.decode, reply)
+  local dok, res = pcall(json.decode, reply)
   if not dok or type(res) ~= "table" or type(res.ok) ~= "boolean" then
     -- A reply frame that is not ours: the worker cannot be trusted any more.
     self:_discard()
@@ -99,7 +99,7 @@ function Supervisor:_report(pid, reply, msg, code, detail)
   local report = { elapsed = info.elapsed, output_tail = info.output_tail, worker_pid = pid, stage = info.stage }
   if res.ok then
     report.status = "finished"
-    if res.result ~= cjson.null then report.result = res.result end
+    if res.result ~= json.null then report.result = res.result end
   else
     report.status = "error"
     report.error = type(res.error) == "string" and res.error or tostring(res.error)
@@ -114,7 +114,7 @@ local function encode_job(job, o, default)
   if type(deadline) ~= "number" or deadline <= 0 then
     error("supervisor: deadline must be a positive number of seconds", 3)
   end
-  local eok, payload = pcall(cjson.encode, job)
+  local eok, payload = pcall(json.encode, job)
   if not eok then error("supervisor: job cannot be encoded as JSON: " .. tostring(payload), 3) end
   return payload, deadline
 end

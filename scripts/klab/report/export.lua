@@ -42,7 +42,7 @@ local json = require("klab.json").encode
 
 local function decode(s)
   if type(s) ~= "string" then return nil end
-  local ok, v = pcall(require("cjson").decode, s)
+  local ok, v = pcall(require("klab.json").decode, s)
   return ok and v or nil
 end
 

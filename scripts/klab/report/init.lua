@@ -62,7 +62,7 @@ M.open_store = open_store
 
 local function decode(s)
   if type(s) ~= "string" then return nil end
-  local ok, v = pcall(require("cjson").decode, s)
+  local ok, v = pcall(require("klab.json").decode, s)
   return ok and v or nil
 end
 
@@ -109,7 +109,7 @@ function M.provenance(db, trajs, opts)
           local parts = {}
           for _, k in ipairs { "provider", "model", "temperature", "top_p", "max_tokens", "reasoning_effort",
             "thinking_budget", "seed", "base_url" } do
-            if m[k] ~= nil and m[k] ~= require("cjson").null then parts[#parts + 1] = k .. "=" .. scalar_text(m[k]) end
+            if m[k] ~= nil and m[k] ~= require("klab.json").null then parts[#parts + 1] = k .. "=" .. scalar_text(m[k]) end
           end
           models[#models + 1] = { name = tostring(m.name or m.model), settings = table.concat(parts, ", ") }
         end

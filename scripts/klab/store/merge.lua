@@ -24,7 +24,7 @@
 -- created from the source's definition.
 
 local store = require "klab.store"
-local cjson = require "cjson"
+local json = require "klab.json"
 local json = require "klab.json"
 
 local M = {}
@@ -166,8 +166,8 @@ end
 
 -- The top-level fields two JSON texts disagree on ("replicas: 2 vs 3").
 local function json_diff(a, b)
-  local ok1, x = pcall(cjson.decode, a or "null")
-  local ok2, y = pcall(cjson.decode, b or "null")
+  local ok1, x = pcall(json.decode, a or "null")
+  local ok2, y = pcall(json.decode, b or "null")
   if not (ok1 and ok2 and type(x) == "table" and type(y) == "table") then return show(a) .. " vs " .. show(b) end
   local keys, seen = {}, {}
   for k in pairs(x) do keys[#keys + 1], seen[k] = k, true end

@@ -7,6 +7,9 @@ function M.add(args) return args.a + args.b end
 
 function M.echo(args) return args end
 
+-- A result that JSON holds only with its explicit literals.
+function M.nonfinite() return { nan = 0 / 0, inf = math.huge } end
+
 function M.pid() return sys.getpid() end
 
 function M.chatty(args)

@@ -13,7 +13,7 @@
 -- API and is not sent. The usage has no separate count of thinking tokens
 -- (they are inside output_tokens), so reasoning is nil.
 
-local cjson = require "cjson"
+local json = require "klab.json"
 local openai = require "klab.experiment.providers.openai"
 
 local M = {}
@@ -53,7 +53,7 @@ end
 local num = openai.num
 
 function M.parse(status, body)
-  local ok, doc = pcall(cjson.decode, body or "")
+  local ok, doc = pcall(json.decode, body or "")
   if status and (status < 200 or status >= 300) then
     return nil, ("HTTP %d: %s"):format(status, openai.error_text(ok and doc or nil, body))
   end

@@ -13,7 +13,7 @@
 -- models want that one). model.extra is merged into the body last, for a
 -- server's own options (for example vLLM's top_k).
 
-local cjson = require "cjson"
+local json = require "klab.json"
 
 local M = {}
 
@@ -45,7 +45,7 @@ local function str(v) return type(v) == "string" and v or nil end
 -- A usage figure as it came (numbers made integers where they are), for
 -- klab.experiment.model to check: odd ones are kept as text, never raised on.
 local function num(v)
-  if v == nil or v == cjson.null then return nil end
+  if v == nil or v == json.null then return nil end
   return math.type(v) and (math.tointeger(v) or v) or v
 end
 M.num = num
@@ -66,7 +66,7 @@ end
 M.error_text = error_text
 
 function M.parse(status, body)
-  local ok, doc = pcall(cjson.decode, body or "")
+  local ok, doc = pcall(json.decode, body or "")
   if status and (status < 200 or status >= 300) then
     return nil, ("HTTP %d: %s"):format(status, error_text(ok and doc or nil, body))
   end
@@ -74,7 +74,7 @@ function M.parse(status, body)
     return nil, ("malformed JSON in the response body (%d bytes): %s"):format(#(body or ""),
       ok and "not an object" or tostring(doc):gsub("^.-: ", ""))
   end
-  if doc.error and doc.error ~= cjson.null then return nil, "the server answered with an error: " .. error_text(doc) end
+  if doc.error and doc.error ~= json.null then return nil, "the server answered with an error: " .. error_text(doc) end
   local choice = type(doc.choices) == "table" and doc.choices[1]
   if type(choice) ~= "table" or type(choice.message) ~= "table" then
     return nil, "the response has no choices[1].message"
