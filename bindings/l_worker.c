@@ -28,6 +28,9 @@
  *       wait blocks until one of the busy workers needs a step (or a
  *       deadline of theirs or the timeout passes).
  *   w:alive() -> boolean     w:pid() -> integer     w:output() -> string
+ *   w:finish([timeout=10]) -> exit status (-1 signal, -2 killed at the timeout)
+ *       ends an idle worker politely (end of its input) and waits for it,
+ *       keeping what it printed on the way out (w:output())
  *   w:free() -> true if it freed the worker (also __gc and __close)
  *
  * Worker side (in the child):
@@ -333,6 +336,18 @@ static int l_pid(lua_State *L)
     return 1;
 }
 
+static int l_finish(lua_State *L)
+{
+    worker *w = check_worker(L, 1);
+    double timeout = luaL_optnumber(L, 2, 10.0);
+    int code = 0;
+    ks_status st;
+    if (worker_finish(w, timeout, &code, &st) != KS_OK)
+        return lh_raise(L, &st);
+    lua_pushinteger(L, code);
+    return 1;
+}
+
 static int l_output(lua_State *L)
 {
     worker *w = check_worker(L, 1);
@@ -431,6 +446,7 @@ static const luaL_Reg worker_methods[] = {
     {"alive", l_alive},
     {"pid", l_pid},
     {"output", l_output},
+    {"finish", l_finish},
     {"free", l_free},
     {NULL, NULL},
 };

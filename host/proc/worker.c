@@ -815,6 +815,34 @@ const char *worker_output(const worker *w, size_t *len)
     return w->flat;
 }
 
+int worker_finish(worker *w, double timeout_s, int *exit_code, ks_status *st)
+{
+    *exit_code = -2;
+    if (worker_busy(w))
+        return ks_fail(st, KS_EINVAL, 0, "worker_finish: a job is still running");
+    close_fd(&w->job_fd);
+    double until = clock_now() + timeout_s;
+    while (w->state == W_RUNNING && !child_exited(w)) {
+        double left = until - clock_now();
+        if (left <= 0)
+            break;
+        drain_output(w);
+        struct pollfd pf = {.fd = w->out_fd, .events = POLLIN};
+        int ms = (int)ceil((left < 0.05 ? left : 0.05) * 1000.0);
+        if (w->out_fd < 0 || poll(&pf, 1, ms) < 0)
+            usleep((useconds_t)ms * 1000u);
+    }
+    int exited = w->state == W_RUNNING && child_exited(w);
+    if (w->state == W_RUNNING)
+        kill_group_and_reap(w);
+    w->state = W_DEAD;
+    close_channels(w);
+    drain_output_final(w);
+    if (exited && w->wstatus != -1)
+        *exit_code = WIFEXITED(w->wstatus) ? WEXITSTATUS(w->wstatus) : -1;
+    return KS_OK;
+}
+
 void worker_free(worker *w)
 {
     if (w == NULL)

@@ -150,6 +150,15 @@ pid_t worker_pid(const worker *w);
  * points into the worker, valid until the next call on it. */
 const char *worker_output(const worker *w, size_t *len);
 
+/* Ends an idle worker the polite way: closes its job channel (a worker
+ * stops at the end of its input) and waits up to timeout_s for it to exit,
+ * collecting what it writes meanwhile (a tool wrapped around the worker,
+ * such as compute-sanitizer, prints its summary then); a worker still there
+ * at the timeout is killed. *exit_code is its exit status (-1 when it was
+ * killed by a signal, -2 when it had to be killed). The output stays
+ * readable with worker_output until worker_free. KS_EINVAL while a job runs. */
+int worker_finish(worker *w, double timeout_s, int *exit_code, ks_status *st);
+
 /* Name of a signal ("SEGV", "KILL", ...), or NULL for an unknown number. */
 const char *worker_signal_name(int sig);
 

@@ -21,45 +21,28 @@ local M = {}
 
 M.EXIT = { ok = 0, failed = 1, usage = 2, could_not_run = 3 }
 
+local errors = require "klab.errors"
+
 -- The table as --help texts print it (klab --help, each command, and each
 -- experiment script).
-M.EXIT_TEXT = [[
-Exit status:
-  0  done (eval, replay: the candidate passed or target_not_executed)
-  1  failed: the candidate's verdict is a failure (eval, replay); for other
-     commands what was asked could not be done, and the message says why
-  2  a mistake in the command line or its inputs (bad option, unknown
-     command or task, missing file, unreadable store)
-  3  could not run (no GPU or driver, profiling unavailable, model server
-     unreachable): nothing was measured
-]]
+M.EXIT_TEXT = errors.EXIT_TEXT
+
+-- The kind of error (klab.errors) that ends with each status.
+local KIND_OF = { [0] = "done", [1] = "failed", [2] = "mistake", [3] = "unavailable" }
 
 -- A user's mistake or a condition that ends a command with a given exit
--- status: raised as an error object, printed by klab as its one line
--- (no traceback unless --verbose or KLAB_DEBUG=1) and turned into the
--- exit status. message should name the user's file and the way out.
-local Err = {}
-Err.__index = Err
-Err.__tostring = function(e) return e.message end
-M.Error = Err
-
--- An error object {message =, exit =} (exit default 2).
+-- status: a klab.errors object, printed by klab as its one line (no
+-- traceback unless --verbose or KLAB_DEBUG=1) and turned into the exit
+-- status. message should name the user's file and the way out.
 function M.error_object(message, exit)
-  return setmetatable({ message = tostring(message), exit = exit or M.EXIT.usage }, Err)
+  return errors.new(KIND_OF[exit or M.EXIT.usage] or "failed", message)
 end
 
 -- Raises error_object(message, exit).
 function M.raise(message, exit) error(M.error_object(message, exit), 0) end
 
--- Whether errors should carry their traceback (klab --verbose, or
--- KLAB_DEBUG set to anything but "" or "0").
-function M.verbose()
-  local d = os.getenv("KLAB_DEBUG")
-  return d ~= nil and d ~= "" and d ~= "0"
-end
-
--- Whether e is an error object of this module.
-function M.is_error(e) return getmetatable(e) == Err end
+M.verbose = errors.verbose
+M.is_error = errors.is
 
 -- o, err as a command's parser returns them. A bad command line prints
 -- one line, "klab NAME: err; 'klab NAME --help' shows the options", on
@@ -188,46 +171,8 @@ function M.options(args, spec)
   return o
 end
 
--- One line for the user from klab.store.open's message about path: what
--- is wrong with the file, in the user's terms, with SQLite's own words.
-function M.store_problem(path, err)
-  err = tostring(err)
-  local said = err:match(": ([^:]-) %(SQLITE_[%u_]+%)") or err:gsub("^store: ", "")
-  if err:find("SQLITE_NOTADB", 1, true) then
-    return ("%s is not a klab store (SQLite says: %s)"):format(path, said)
-  end
-  if err:find("SQLITE_CANTOPEN", 1, true) or err:find("SQLITE_PERM", 1, true) then
-    return ("cannot open the store %s (SQLite says: %s); check that the file and its folder exist and can be read")
-      :format(path, said)
-  end
-  return (err:gsub("^store: ", ""))
-end
-
--- open_store(path [, {readonly = true}]) -> db | nil, line, code: the
--- store at path, or a line for the user (store_problem) and a short code:
--- ENOENT when a read-only open finds no file, EINVAL when the file is not
--- a klab store, else klab.store's code.
-function M.open_store(path, opts)
-  opts = opts or {}
-  local kind = require("klab.fs").type(path)
-  if kind == "dir" then return nil, ("%s is a folder, not a store file"):format(path), "EINVAL" end
-  if opts.readonly and kind == nil then return nil, ("no such store file: %s"):format(path), "ENOENT" end
-  local db, err, code = require("klab.store").open(path, opts)
-  if db then return db end
-  local line = M.store_problem(path, err)
-  if tostring(err):find("SQLITE_NOTADB", 1, true) or tostring(err):find("not a klab store", 1, true) then
-    code = "EINVAL"
-  end
-  return nil, line, code
-end
-
--- A task or candidate lookup's message as a line for the user: without the
--- library's function name, and with the way out for an unknown task.
-function M.task_hint(msg)
-  msg = tostring(msg):gsub("^task%.load: ", "")
-  if msg:find("no task named", 1, true) then msg = msg .. " ('klab tasks' lists the tasks)" end
-  return msg
-end
+-- The line for a task or candidate lookup's message (klab.task.hint).
+function M.task_hint(msg) return require("klab.task").hint(msg) end
 
 -- s quoted for a POSIX shell: safe whatever it holds.
 function M.shell_quote(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end

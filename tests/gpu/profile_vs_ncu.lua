@@ -7,7 +7,7 @@
 --   build/klab tests/gpu/profile_vs_ncu.lua --selftest   (the CSV parser; no GPU)
 --
 -- For each GEMM sample (tasks/gemm/samples/<name>):
---   1. klab's side, in a child klab process: klab.eval.profile.run_candidate
+--   1. klab's side, in a child klab process: tests/gpu/run_candidate.lua
 --      (compile, plan, constant inputs, CUPTI-activity timing, then the
 --      range-profiler stage) prints its metrics, profile and timing as JSON;
 --   2. ncu's side: `ncu --clock-control none --metrics <the same names plus
@@ -69,7 +69,7 @@ local CHILD = [[
 local cjson = require "cjson"
 local profile = require "klab.eval.profile"
 local task, cand = ...
-local st, extra = profile.run_candidate(task, cand, { time = true })
+local st, extra = dofile("tests/gpu/run_candidate.lua")(task, cand, { time = true })
 local function clean(v)
   if type(v) == "number" then
     if v ~= v or v == math.huge or v == -math.huge then return nil end

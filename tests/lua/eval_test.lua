@@ -145,11 +145,14 @@ function T.cli(t)
 end
 
 function T.sanitizer_stage(t)
-  -- A stand-in for compute-sanitizer that reports errors: the verdict is a
-  -- runtime_error naming the first one, before any GPU stage.
+  -- A stand-in for compute-sanitizer that runs the worker it wraps (klab
+  -- --worker, after memcheck's options) and reports errors, its summary
+  -- once the worker has ended: the verdict is a runtime_error naming the
+  -- first one, before any GPU stage.
   local d = t.tmpdir()
-  write(d .. "/fake-sanitizer", "#!/bin/sh\necho '========= Invalid __global__ write of size 2 bytes'\n" ..
-    "echo '========= ERROR SUMMARY: 3 errors'\n")
+  write(d .. "/fake-sanitizer", "#!/bin/sh\necho '========= COMPUTE-SANITIZER'\n" ..
+    "echo \"$*\" > '" .. d .. "/args'\nshift 6\n\"$@\"\n" ..
+    "echo '========= Invalid __global__ write of size 2 bytes'\necho '========= ERROR SUMMARY: 3 errors'\n")
   os.execute("chmod +x '" .. d .. "/fake-sanitizer'")
   local code, out = t.sh("KLAB_SANITIZER='" .. d .. "/fake-sanitizer' " .. t.klab .. " eval " .. TASK ..
     " tasks/gemm/samples/naive --sanitize --json")
@@ -158,6 +161,8 @@ function T.sanitizer_stage(t)
   t.eq(r.verdict, "runtime_error")
   t.match(r.reason, "memcheck found 3 error%(s%): Invalid __global__ write")
   t.eq(r.stages.sanitizer.errors, 3)
+  t.match(t.read(d .. "/args"), "^%-%-tool memcheck %-%-report%-api%-errors no %-%-error%-exitcode 0 .+ %-%-worker\n$",
+    "the tool wraps a worker, not klab's command line")
   -- Without the tool the stage says unknown and the evaluation goes on.
   code, out = t.sh("KLAB_SANITIZER=/nonexistent " .. t.klab .. " eval " .. TASK ..
     " tasks/gemm/samples/naive --sanitize --no-timing --json")

@@ -101,7 +101,7 @@ function M.main(args)
   local db
   if o.db then
     local derr
-    db, derr = command.open_store(o.db)
+    db, derr = require("klab.store.records").open(o.db)
     if not db then return fail(derr, command.EXIT.usage) end
   end
   local ok, s = pcall(eval.session, { db = db, deadline = o.deadline, gpus = o.gpus or "all", per_gpu = o.per_gpu,

@@ -129,7 +129,7 @@ function M.main(args)
   local db
   if o.db then
     local derr
-    db, derr = command.open_store(o.db)
+    db, derr = require("klab.store.records").open(o.db)
     if not db then return fail(derr, EXIT.usage) end
   end
   require("klab.task").use_path(o.tasks)

@@ -41,7 +41,7 @@ function M.main(args)
   local o, code = command.parsed("merge", USAGE, M.parse(args))
   if not o then return code end
   local merge = require("klab.store.merge")
-  local db <close>, err = command.open_store(o.out)
+  local db <close>, err = require("klab.store.records").open(o.out)
   if not db then return command.fail("merge", err, command.EXIT.usage) end
   -- The output is written by this klab: its verdicts are this klab's (a
   -- shard from an older one brings no verdicts table of its own).

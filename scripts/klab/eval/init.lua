@@ -63,7 +63,9 @@ function M.session(opts)
     env = opts.env }
   if opts.db then
     if type(opts.db) == "string" then
-      s.db = assert(require("klab.store").open(opts.db))
+      local db, why = require("klab.store.records").open(opts.db)
+      if not db then require("klab.errors").raise("mistake", why) end
+      s.db = db
       s.own_db = true
     else
       s.db = opts.db
@@ -513,22 +515,36 @@ function Session:evaluate(t, c, opts)
   return self:wait(ticket)
 end
 
--- compute-sanitizer memcheck around `klab replay`, twice, as PTXBench does
--- before timing: a stage outside the worker. False stops the evaluation.
+-- compute-sanitizer memcheck, twice, as PTXBench does before timing: a
+-- worker of its own runs under the tool (the job: load, then the planned
+-- launches twice on the first input set, with no profiler), and ends at the
+-- end of its input so that the tool prints its summary. False stops the
+-- evaluation.
 function Session:_sanitize(run)
-  local c = run.cand
-  local fs = require "klab.fs"
-  local dir = assert(fs.mkdtemp("klab-sanitize-"))
-  local code_path, plan_path = dir .. (c.lang == "ptx" and "/kernel.ptx" or "/kernel.cu"), c.plan and (dir .. "/plan.lua")
-  local function put(path, text)
-    local f = assert(io.open(path, "wb"))
-    f:write(text)
-    f:close()
+  local tool = profile.sanitizer_path()
+  if not tool then
+    run.result.stages.sanitizer = { status = "unknown", reason = "compute-sanitizer not found (CUDA_HOME/bin, PATH)" }
+    return true
   end
-  put(code_path, c.code)
-  if plan_path then put(plan_path, c.plan) end
-  local san = profile.sanitize(run.task.name, code_path, { klab = sys.exe(), runs = 2, plan = plan_path })
-  require("klab.sys").remove_tree(dir)
+  -- API errors are not the kernel's: klab's own probing (the parameter
+  -- layout query past the last parameter) returns them on purpose.
+  local sup <close> = require("klab.proc.supervisor").new {
+    argv = { tool, "--tool", "memcheck", "--report-api-errors", "no", "--error-exitcode", "0", sys.exe(), "--worker" },
+    env = self.opts.env, deadline = 600 }
+  local job = {}
+  for k, v in pairs(run.job) do job[k] = v end
+  job.stages, job.opts = { "load", "replay" }, { runs = 2 }
+  local rep = sup:run({ module = "klab.eval.gpu", fn = "run", args = job })
+  local fin = sup:finish(60) or {}
+  local out = (rep.output_tail or "") .. (fin.output or "")
+  local n, first = profile.parse_sanitizer(out)
+  local san
+  if not n then
+    san = { status = "unknown", reason = "no ERROR SUMMARY in compute-sanitizer's output (the worker "
+      .. tostring(rep.status) .. (rep.error and (": " .. tostring(rep.error)) or "") .. ")", tail = out:sub(-2000) }
+  else
+    san = { status = "ok", tool = tool, errors = n, first = first, clean = n == 0 }
+  end
   run.result.stages.sanitizer = san
   if san.status == "ok" and (san.errors or 0) > 0 then
     run.result.verdict = "runtime_error"

@@ -21,7 +21,7 @@
 --   profile.compact(roles, info)               -> profile table (figures and signals)
 --   profile.text(p)                            -> short text a prompt can include
 --   profile.THRESHOLDS, profile.FAMILIES
---   profile.sanitize(task, candidate, opts)    -> compute-sanitizer memcheck stage (subprocess)
+--   profile.parse_sanitizer(out)               -> errors, first lines of compute-sanitizer's output
 --   profile.nvidia_tool(name, env_var)         -> path of ncu / compute-sanitizer, or nil
 --   profile.sass_static(cubin, targets)        -> static SASS census (nvdisasm; no GPU needed)
 --   profile.sass_static_start(cubin, targets)  -> finish() giving the same, the tool running meanwhile
@@ -929,34 +929,6 @@ end
 
 -- ---- one candidate, in this process -------------------------------------------
 
--- The evaluation's load and instruction stages (and, with opts.time, its
--- timing stage) on one candidate, in this process: for klab-side checks
--- (tests/gpu/profile_vs_ncu.lua) and experiments. The inputs are the
--- evaluation's first input set, so ncu wrapped around `klab replay` sees the
--- same data (tensor cores draw less power, and run faster, on constant data).
---   task: a klab.task descriptor or name; cand: a path or a klab.eval.candidate
---   opts: arch, time (bool), budget_s, sass_executed
--- Returns stage, extra {arch=, launches=, timing=} | nil, msg, code.
-function M.run_candidate(task, cand, opts)
-  opts = opts or {}
-  local gpu = require "klab.gpu"
-  local okg, why = gpu.available()
-  if not okg then return nil, why, "ENODRIVER" end
-  local stages = { "load", "instructions" }
-  if opts.time then stages[#stages + 1] = "timing" end
-  local r, err = require("klab.eval").run_local(task, cand, { arch = opts.arch, stages = stages, timing = opts.time,
-    sass_executed = opts.sass_executed, timing_opts = { budget_s = opts.budget_s or 3 }, profile = true })
-  if not r then return nil, err, "EINVAL" end
-  local st = r.stages.instructions
-  if not st then return nil, tostring(r.verdict) .. ": " .. tostring(r.reason), "ESTAGE" end
-  local extra = { arch = r.arch, launches = r.stages.plan and r.stages.plan.launches }
-  local tm = r.stages.timing
-  if tm and tm.candidate then
-    extra.timing = { median_us = tm.candidate.median, method = tm.method, n = tm.candidate.n }
-  end
-  return st, extra
-end
-
 -- ---- compute-sanitizer ----------------------------------------------------------
 
 -- An NVIDIA command-line tool (ncu, compute-sanitizer): $<env_var> when
@@ -997,35 +969,6 @@ function M.parse_sanitizer(out)
     end
   end
   return n, first
-end
-
--- Runs the candidate under compute-sanitizer memcheck through `klab replay`
--- (no CUPTI in that process). A stage of its own: {status="ok"|"unknown",
--- errors=n, first={lines}, reason=}. Supervisor side (a subprocess).
-function M.sanitize(task_name, candidate_path, opts)
-  opts = opts or {}
-  local tool = opts.sanitizer or M.sanitizer_path()
-  if not tool then return { status = "unknown", reason = "compute-sanitizer not found (CUDA_HOME/bin, PATH)" } end
-  local klab = opts.klab or (arg and arg[-1]) or "klab"
-  -- API errors are not the kernel's: klab's own probing (the parameter
-  -- layout query past the last parameter) returns them on purpose.
-  local argv = { tool, "--tool", "memcheck", "--report-api-errors", "no", "--error-exitcode", "0", klab, "replay",
-    task_name, candidate_path, "--runs", tostring(opts.runs or 1) }
-  if opts.plan then
-    argv[#argv + 1] = "--plan"
-    argv[#argv + 1] = opts.plan
-  end
-  -- The child looks for the task along the same search path as this process.
-  local res, err = require("klab.spawn").run { argv = argv, stderr = "stdout", timeout = opts.timeout or 600,
-    env = { KLAB_TASKS = table.concat(require("klab.task").path(), ":") } }
-  if not res then return { status = "unknown", reason = "cannot run " .. tool .. ": " .. tostring(err) } end
-  local out = res.stdout or ""
-  local n, first = M.parse_sanitizer(out)
-  if not n then
-    return { status = "unknown", reason = "no ERROR SUMMARY in compute-sanitizer's output",
-      tail = out:sub(-2000) }
-  end
-  return { status = "ok", tool = tool, errors = n, first = first, clean = n == 0 }
 end
 
 -- ---- re-exports from klab.prof ------------------------------------------------

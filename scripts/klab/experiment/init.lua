@@ -63,197 +63,14 @@ function M.ensure_schema(db)
   verdicts.define(db)
 end
 
--- ---- command-line options ------------------------------------------------
+-- ---- command-line options (klab.experiment.options) ----------------------
 
-local command = require "klab.command"
-
--- An experiment script declares its options as a list of {name, default,
--- description} (the order of --help), optionally with about = "what the
--- script does"; a plain table {name = default} (no descriptions) is read
--- too. Returns the list form.
-local function declared(decl)
-  if decl[1] ~= nil or next(decl) == nil or decl.about then
-    local list = { about = decl.about }
-    for i, d in ipairs(decl) do list[i] = d end
-    return list
-  end
-  local names = {}
-  for k in pairs(decl) do names[#names + 1] = k end
-  table.sort(names)
-  local list = {}
-  for _, k in ipairs(names) do list[#list + 1] = { k, decl[k], "" } end
-  return list
-end
-
-local function script_name()
-  local a = rawget(_G, "arg")
-  return type(a) == "table" and type(a[0]) == "string" and a[0] or "the script"
-end
-
-local function show_default(v)
-  local s = type(v) == "table" and table.concat(v, ",") or tostring(v)
-  return s == "" and '""' or s
-end
-
--- The --help text of a declaration (the list form).
-function M.help(decl, name)
-  decl = declared(decl)
-  name = name or script_name()
-  local out = { ("usage: klab %s [key=value ...]"):format(name), "" }
-  if decl.about then out[#out + 1] = decl.about out[#out + 1] = "" end
-  out[#out + 1] = "Options (key=value; a list is comma-separated, a flag takes true or false):"
-  local w = 0
-  for _, d in ipairs(decl) do
-    if not d.section then w = math.max(w, #d[1] + 1 + #show_default(d[2])) end
-  end
-  w = math.min(w, 36)
-  for _, d in ipairs(decl) do
-    if d.section then
-      out[#out + 1] = ""
-      out[#out + 1] = d.section
-    else
-      local left = d[1] .. "=" .. show_default(d[2])
-      local text = d[3] or ""
-      if #left > w and text ~= "" then
-        out[#out + 1] = "  " .. left
-        out[#out + 1] = "  " .. (" "):rep(w) .. "  " .. text
-      else
-        out[#out + 1] = ("  %-" .. w .. "s  %s"):format(left, text)
-      end
-    end
-  end
-  out[#out + 1] = ""
-  out[#out + 1] = "Every experiment script also takes shard=I/N: run only shard I of N of the sweep's trajectories"
-  out[#out + 1] = "(docs/slurm.md); a db= path may name {index} and {count}."
-  out[#out + 1] = ""
-  out[#out + 1] = command.EXIT_TEXT
-  return table.concat(out, "\n")
-end
-
--- options(decl, args) -> table of values. Parses "key=value" arguments by
--- the type of each default (numbers, booleans, strings; a list default
--- takes a comma-separated list). --help (or -h) ends the script with the
--- help on standard output and status 0; an unknown key, a bad value or an
--- argument that is not key=value ends it with one line that names the
--- script, the option and the known ones, and status 2 (klab.command's
--- error objects). Every script also takes shard=I/N (o.shard;
--- experiment.new uses it), and a db option's {index} and {count} are
--- filled from the shard.
-function M.options(decl, args)
-  args = shard_mod.take(args)
-  decl = declared(decl)
-  local name = script_name()
-  local defaults, keys = {}, {}
-  for _, d in ipairs(decl) do
-    if not d.section then
-      defaults[d[1]] = d[2]
-      keys[#keys + 1] = d[1]
-    end
-  end
-  table.sort(keys)
-  local function bad(msg)
-    command.raise(("%s: %s; 'klab %s --help' describes the options"):format(name, msg, name), command.EXIT.usage)
-  end
-  local o = {}
-  for k, v in pairs(defaults) do o[k] = v end
-  for _, a in ipairs(args or {}) do
-    a = tostring(a)
-    if a == "--help" or a == "-h" then command.raise(M.help(decl, name), command.EXIT.ok) end
-    local k, v = a:match("^([%w_%.%-]+)=(.*)$")
-    if not k then bad(("expected key=value, got '%s'"):format(a)) end
-    local d = defaults[k]
-    if d == nil then bad(("unknown option '%s' (known: %s)"):format(k, table.concat(keys, ", "))) end
-    if type(d) == "number" then
-      local n = tonumber(v)
-      if not n or n ~= n then bad(("option %s needs a number, got '%s'"):format(k, v)) end
-      if math.type(d) == "integer" then
-        n = math.tointeger(n)
-        if not n then bad(("option %s needs an integer, got '%s'"):format(k, v)) end
-      end
-      o[k] = n
-    elseif type(d) == "boolean" then
-      if v == "true" or v == "1" or v == "yes" then o[k] = true
-      elseif v == "false" or v == "0" or v == "no" then o[k] = false
-      else bad(("option %s needs true or false, got '%s'"):format(k, v)) end
-    elseif type(d) == "table" then
-      local list = {}
-      for x in v:gmatch("[^,]+") do list[#list + 1] = x end
-      o[k] = list
-    else
-      o[k] = v
-    end
-  end
-  o.shard = shard_mod.command_line
-  if type(o.db) == "string" then o.db = shard_mod.path(o.db, shard_mod.resolve(nil)) end
-  return o
-end
-
--- The model options an experiment script takes on its command line, and the
--- model they describe. Empty strings and negative numbers mean "not set"
--- (the server's default). models= is a comma-separated list of model names
--- that share the other settings.
-M.MODEL_OPTION_LIST = {
-  { section = "Model options (models_from):" },
-  { "models", { "" }, "model names, comma-separated; each gets the settings below (required)" },
-  { "provider", "openai", "openai (chat completions: vLLM, SGLang, llama.cpp, gateways) or anthropic" },
-  { "base_url", "", "the server's URL, e.g. https://HOST/v1 (default: the provider's)" },
-  { "api_key_env", "", "the environment variable that holds the API key (never the key itself)" },
-  { "temperature", -1.0, "sampling temperature (negative: the server's default)" },
-  { "top_p", -1.0, "nucleus sampling (negative: the server's default)" },
-  { "max_tokens", 32000, "the reply's token limit (0 or less: the server's default)" },
-  { "reasoning_effort", "", "reasoning effort for models that take one (low, medium, high)" },
-  { "seed", -1, "sampling seed (negative: none)" },
-  { "concurrency", 4, "requests in flight per model" },
-  { "timeout", 600.0, "seconds one request may take" },
-  { "price_in", -1.0, "USD per million input tokens, for the cost column (negative: unknown)" },
-  { "price_out", -1.0, "USD per million output tokens (negative: unknown)" },
-}
-M.MODEL_OPTIONS = {}
-for _, d in ipairs(M.MODEL_OPTION_LIST) do
-  if not d.section then M.MODEL_OPTIONS[d[1]] = d[2] end
-end
-
--- decl plus the model options: a declaration list gets them appended (as
--- their own section of --help); a plain defaults table gets them merged
--- into a plain table (its own values win).
-function M.with_model_options(decl)
-  if decl[1] == nil and not decl.about and next(decl) ~= nil then
-    local o = {}
-    for k, v in pairs(M.MODEL_OPTIONS) do o[k] = v end
-    for k, v in pairs(decl) do o[k] = v end
-    return o
-  end
-  local list = declared(decl)
-  local mine = {}
-  for _, d in ipairs(list) do if not d.section then mine[d[1]] = true end end
-  for _, d in ipairs(M.MODEL_OPTION_LIST) do
-    if d.section or not mine[d[1]] then list[#list + 1] = d end
-  end
-  return list
-end
-
-function M.models_from(o)
-  local list = {}
-  for _, name in ipairs(o.models) do
-    if name == "" then
-      command.raise(("%s: set the model: models=NAME[,NAME...] (and base_url=, api_key_env=); 'klab %s --help' "
-        .. "describes the options"):format(script_name(), script_name()))
-    end
-    local spec = { provider = o.provider, model = name, concurrency = math.tointeger(o.concurrency) or 4,
-                   timeout = o.timeout, max_tokens = o.max_tokens > 0 and math.tointeger(o.max_tokens) or nil }
-    if o.base_url ~= "" then spec.base_url = o.base_url end
-    if o.api_key_env ~= "" then spec.api_key_env = o.api_key_env end
-    if o.temperature >= 0 then spec.temperature = o.temperature end
-    if o.top_p >= 0 then spec.top_p = o.top_p end
-    if o.reasoning_effort ~= "" then spec.reasoning_effort = o.reasoning_effort end
-    if o.seed >= 0 then spec.seed = math.tointeger(o.seed) end
-    if o.price_in >= 0 or o.price_out >= 0 then
-      spec.prices = { input = math.max(o.price_in, 0), output = math.max(o.price_out, 0) }
-    end
-    list[#list + 1] = model_mod.new(spec)
-  end
-  return list
-end
+local errors = require "klab.errors"
+local records = require "klab.store.records"
+local options_mod = require "klab.experiment.options"
+M.help, M.options, M.models_from = options_mod.help, options_mod.options, options_mod.models_from
+M.with_model_options = options_mod.with_model_options
+M.MODEL_OPTION_LIST, M.MODEL_OPTIONS = options_mod.MODEL_OPTION_LIST, options_mod.MODEL_OPTIONS
 
 -- ---- task groups ---------------------------------------------------------
 
@@ -308,28 +125,19 @@ local function check_signal(self)
   local sys = require "klab.sys"
   local sig = sys.trapped()
   if sig then
-    local e = command.error_object(("experiment %s: stopped by SIG%s"):format(self.name, sig),
-      128 + (sys.signal_number(tostring(sig)) or 0))
-    e.signal = sig
-    error(e, 0)
+    errors.raise("signal", ("experiment %s: stopped by SIG%s"):format(self.name, sig),
+      { signal = sig, status = 128 + (sys.signal_number(tostring(sig)) or 0) })
   end
 end
 
 local Exp = {}
 Exp.__index = Exp
 
--- open_store(path, who) -> db: the store at path, opened for writing, its
--- folder made when missing (results/sweep.db on a fresh checkout). A path
--- that cannot be a store ends the script with one line that starts with
--- who (status 2).
-function M.open_store(path, who)
-  local dir = path:match("^(.*)/[^/]+$")
-  if dir and dir ~= "" then
-    local ok, why = require("klab.sys").mkdir(dir)
-    if not ok then command.raise(("%s: cannot make the folder of db=%s: %s"):format(who, path, why)) end
-  end
-  local db, why = command.open_store(path)
-  if not db then command.raise(("%s: db=%s: %s"):format(who, path, why)) end
+-- The store at path, opened for writing, its folder made when missing. A
+-- path that cannot be a store is a mistake: one line that starts with who.
+local function open_store(path, who)
+  local db, why = records.open(path, { make_folder = true })
+  if not db then errors.raise("mistake", ("%s: db=%s: %s"):format(who, path, why)) end
   return db
 end
 
@@ -349,8 +157,8 @@ function M.new(spec)
   local where = caller and caller.currentline and caller.currentline > 0
     and ("%s:%d: "):format(caller.short_src, caller.currentline) or ""
   local function bad_task(name, why)
-    command.raise(("%sexperiment %s: task %s: %s"):format(where, spec.name, tostring(name),
-      command.task_hint(tostring(why):gsub("^[^:\n]+%.lua:%d+: ", ""))))
+    errors.raise("mistake", ("%sexperiment %s: task %s: %s"):format(where, spec.name, tostring(name),
+      task_mod.hint(tostring(why):gsub("^[^:\n]+%.lua:%d+: ", ""))))
   end
   for i, t in ipairs(spec.tasks or {}) do
     local ok, g = pcall(M.group, t)
@@ -374,7 +182,7 @@ function M.new(spec)
   e.history = spec.history or "full"
   e.shard = shard_mod.resolve(spec.shard)
   if type(spec.db) == "string" then
-    e.db = M.open_store(shard_mod.path(spec.db, e.shard), "experiment " .. spec.name)
+    e.db = open_store(shard_mod.path(spec.db, e.shard), "experiment " .. spec.name)
     e.own_db = true
   else
     e.db = spec.db
@@ -761,8 +569,8 @@ function Exp:_lock()
   local lock, msg, code, holder = require("klab.fs").lock(path .. ".lock", "klab.experiment:" .. self.name, note)
   if lock then return lock end
   if code == "EBUSY" then
-    command.raise(("experiment %s is running elsewhere on this store (%s)%s; wait for it to finish or stop it, " ..
-      "then run again to continue"):format(self.name, path, holder ~= "" and (": " .. holder) or ""), command.EXIT.failed)
+    errors.raise("failed", ("experiment %s is running elsewhere on this store (%s)%s; wait for it to finish or stop "
+      .. "it, then run again to continue"):format(self.name, path, holder ~= "" and (": " .. holder) or ""))
   end
   self:_log("running without the experiment lock: %s", tostring(msg))
   return nil
@@ -865,7 +673,7 @@ function Exp:_run()
   end
 
   local ok, err = xpcall(loop, function(e)
-    if type(e) == "string" and command.verbose() and not e:find("\n", 1, true) then return debug.traceback(e, 2) end
+    if type(e) == "string" and errors.verbose() and not e:find("\n", 1, true) then return debug.traceback(e, 2) end
     return e
   end)
   if not ok then
@@ -873,7 +681,7 @@ function Exp:_run()
     local inflight = self.caller.ninflight
     local pok, got = pcall(function() return self.caller:drain(spec.drain_s or 10) end)
     if not pok then self:_log("drain failed") end
-    if command.is_error(err) and err.signal then
+    if errors.is(err, "signal") then
       err.message = ("%s; %d of %d replies in flight were waited for and stored; run it again to continue"):format(
         err.message, pok and #got or 0, inflight)
       self:_log("%s", err.message)
@@ -891,15 +699,15 @@ function Exp:_run()
   if own_session then self.session:close() end
   self.caller:close()
   self.caller, self.session = nil, nil
-  local status, why = self:_outcome(ran)
+  local outcome, why = self:_outcome(ran)
   return { trajectories = #trajs, turns = dn, new_turns = stored, counts = self:_counts(), requests = stats,
-           status = status, why = why, shard = self.shard }
+           outcome = outcome, status = errors.KINDS[outcome], why = why, shard = self.shard }
 end
 
--- What a run came to, from the turns it stored: the exit status
--- (klab.command.EXIT: 0 when something was measured or nothing was left
--- to do, 3 when every turn of this run failed to reach its model or could
--- not be measured) and, for 3, why. Failed requests are also printed on
+-- What a run came to, from the turns it stored: a klab.errors kind ("done"
+-- when something was measured or nothing was left to do, "unavailable"
+-- when every turn of this run failed to reach its model or could not be
+-- measured) and, for "unavailable", why. Failed requests are also printed on
 -- stderr, one line per model and reason, whatever the status.
 function Exp:_outcome(ran)
   local fails, order = {}, {}
@@ -923,13 +731,13 @@ function Exp:_outcome(ran)
       f.model.name, f.model.base_url or f.model.provider or "?", f.why)
   end
   for _, l in ipairs(lines) do io.stderr:write(l, "\n") end
-  if #ran == 0 or measured > 0 then return command.EXIT.ok end
+  if #ran == 0 or measured > 0 then return "done" end
   if #lines > 0 then
-    return command.EXIT.could_not_run, ("nothing was evaluated: %s"):format(lines[1]:gsub("^[^:]*: ", ""))
+    return "unavailable", ("nothing was evaluated: %s"):format(lines[1]:gsub("^[^:]*: ", ""))
   end
   local why = "nothing was measured: every turn's verdict is unknown (" .. tostring(ran[1].reason) .. ")"
   io.stderr:write(self.name, ": ", why, "\n")
-  return command.EXIT.could_not_run, why
+  return "unavailable", why
 end
 
 -- ---- reading results -----------------------------------------------------------

@@ -38,7 +38,7 @@
 --   record-missing  a cached success is reused; a miss or a cached failure is sent and stored
 --   replay          answered from the store only (no network, klab.http is never loaded);
 --                   a cached failure is replayed as that failure; a miss raises an
---                   error object (klab.command, exit status 2) whose one line names the
+--                   mistake (klab.errors, exit status 2) whose one line names the
 --                   task, tag, replica, turn, the file looked for and mode=record-missing
 -- In replay and record-missing, caller{responses_dir=} is a second store: files
 -- <dir>/<model>/<task>/<tag>/r<replica>/turn<n>.md answer requests whose meta
@@ -242,7 +242,7 @@ end
 
 -- Ends a replay that lacks a response with one line for the user: which
 -- request (task, tag, replica, turn), where it was looked for, and the way
--- out. Raised as a klab.command error object (exit status 2).
+-- out. Raised as a klab.errors mistake (exit status 2).
 function Caller:_replay_miss(m, req, meta)
   local loc = meta and meta.locator
   local what = loc and ("task %s, tag %s, replica %s, turn %s"):format(tostring(loc.task), tostring(loc.tag or "none"),
@@ -250,7 +250,7 @@ function Caller:_replay_miss(m, req, meta)
   local path = self:_response_path(meta)
   local where = path and ("not in the store and no file %s"):format(path)
     or "not in the store (and no responses_dir= to look in)"
-  require("klab.command").raise(("replay: no stored response for %s of model %s (experiment %s): %s; "
+  require("klab.errors").raise("mistake", ("replay: no stored response for %s of model %s (experiment %s): %s; "
     .. "run with mode=record-missing to ask the model for the missing ones"):format(what, m.name, self.experiment, where))
 end
 

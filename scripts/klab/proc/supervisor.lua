@@ -5,6 +5,8 @@
 --   sup:start(job, {deadline=}) -> true | false, report;  sup:step() -> nil | report
 --       the same call in two halves (a pool runs several supervisors at
 --       once: klab.worker.wait({sup:handle(), ...}) blocks until one needs a step)
+--   sup:finish(timeout_s) -> {exit_code=, output=} | nil: the worker ends at the end
+--       of its input; what it printed on the way out (a wrapping tool's summary)
 --   sup:close()       (also <close>)
 --
 -- One worker (klab --worker, running klab.proc.serve) serves job after job; after
@@ -174,6 +176,19 @@ end
 -- worker whose job finished but left it unfit (a sticky CUDA error).
 function Supervisor:retire()
   self:_discard()
+end
+
+-- Ends the worker the polite way (the end of its input) and waits up to
+-- timeout_s for it to exit: {exit_code=, output=} with what it printed on
+-- the way out (a wrapping tool's summary), or nil when no worker runs.
+function Supervisor:finish(timeout_s)
+  local w = self.worker
+  if not w then return nil end
+  local before = #w:output()
+  local code = w:finish(timeout_s or 10)
+  local out = w:output()
+  self:_discard()
+  return { exit_code = code, output = out:sub(math.min(before, #out) + 1), output_tail = out }
 end
 
 function Supervisor:close()

@@ -54,7 +54,7 @@ end
 
 local function open_store(x)
   if type(x) ~= "string" then return x end
-  local db, err, code = require("klab.command").open_store(x, { readonly = true })
+  local db, err, code = require("klab.store.records").open(x, { readonly = true })
   if not db then return nil, "report: " .. err, code end
   return db, nil, nil, true
 end

@@ -718,6 +718,14 @@ local function check_common(file, f)
   return c
 end
 
+-- A task or candidate lookup's message as a line for the user: without the
+-- library's function name, and with the way out for an unknown task.
+function M.hint(msg)
+  msg = tostring(msg):gsub("^task%.load: ", "")
+  if msg:find("no task named", 1, true) then msg = msg .. " ('klab tasks' lists the tasks)" end
+  return msg
+end
+
 -- Builds the task of one variant.
 local function build_variant(file, c, f, v)
   local t = {

