@@ -170,3 +170,37 @@ char *redact_apply(const char *text, size_t len, size_t *out_len)
     *out_len = n;
     return out;
 }
+
+/* Field names that carry a credential in a request or its headers. */
+static const char *const credential_keys[] = {
+    "authorization", "proxy-authorization", "api_key", "api-key", "apikey", "x-api-key",
+    "x-goog-api-key", "openai_api_key", "anthropic_api_key", "access_token", "bearer",
+};
+
+int redact_has_credential(const char *json)
+{
+    if (!json)
+        return 0;
+    const char *p = json;
+    while ((p = strchr(p, '"')) != NULL) {
+        const char *start = ++p;
+        while (*p && *p != '"') {
+            if (*p == '\\' && p[1])
+                p++;
+            p++;
+        }
+        if (!*p)
+            return 0;
+        size_t n = (size_t)(p - start);
+        p++; /* past the closing quote */
+        const char *q = p;
+        while (*q == ' ' || *q == '\t' || *q == '\n' || *q == '\r')
+            q++;
+        if (*q != ':')
+            continue;
+        for (size_t k = 0; k < sizeof credential_keys / sizeof credential_keys[0]; k++)
+            if (strlen(credential_keys[k]) == n && strncasecmp(start, credential_keys[k], n) == 0)
+                return 1;
+    }
+    return 0;
+}

@@ -44,4 +44,10 @@ size_t redact_count(void);
  * is why a NULL with *out_len == (size_t)-1 means "could not check"). */
 char *redact_apply(const char *text, size_t len, size_t *out_len);
 
+/* Whether JSON text has an object key that names a credential
+ * ("Authorization", "api_key", "x-api-key", ...; case-insensitive), as a
+ * request that carried a key in its body would: such a request is never
+ * stored. */
+int redact_has_credential(const char *json);
+
 #endif

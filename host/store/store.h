@@ -37,6 +37,10 @@
 /* Version of the schema this build creates and understands. */
 #define STORE_SCHEMA_VERSION 2
 
+/* The largest text or blob klab reads or writes: a larger value in a store
+ * (someone else's) is refused, not read. */
+#define STORE_VALUE_MAX (256 * 1024 * 1024)
+
 /* Length of a hash in hex (SHA-256), without the terminating NUL. */
 #define STORE_HASH_HEX 64
 
@@ -54,8 +58,13 @@ typedef struct store_options {
  * timeout and foreign keys, then creates the schema or migrates it to
  * STORE_SCHEMA_VERSION inside one write transaction (so two processes opening
  * a new file at once do not both create it). A database written by a newer
- * klab (higher schema version) is refused with KS_EUNSUPPORTED. opt may be
- * NULL. ":memory:" opens a private in-memory database. */
+ * klab (higher schema version) is refused with KS_EUNSUPPORTED. Every store
+ * is treated as possibly made or changed by someone else: trusted_schema is
+ * off, SQLite's defensive mode on, values over STORE_VALUE_MAX are refused,
+ * and the open fails (KS_EINVAL, naming the store and the object) when one
+ * of klab's tables is missing or is not a table (a view in its place), or,
+ * for a store opened for writing, when a view or trigger klab did not make
+ * is there. opt may be NULL. ":memory:" opens a private in-memory database. */
 int store_open(store **out, const char *path, const store_options *opt, ks_status *st);
 
 /* Closes *pdb (rolling back any open transaction) and sets *pdb to NULL.
@@ -261,8 +270,5 @@ typedef struct store_response {
  * credential field ("authorization", "api_key", "x-api-key", ... as a JSON
  * key) is refused with KS_EINVAL: API keys are never stored. */
 int store_cache_put(store *db, const store_response *r, ks_status *st);
-
-/* 1 if JSON text contains a credential field name as a key (see above). */
-int store_has_credential(const char *json);
 
 #endif

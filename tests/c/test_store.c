@@ -1,6 +1,9 @@
 /* test_store.c: the result store (host/store/store.c), Lua-free. */
+#include <sqlite3.h>
+
 #include "check.h"
 #include "store/store.h"
+#include "base/redact.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -647,11 +650,11 @@ static void test_environment_and_cache(void)
     CHECK(scalar(db, "SELECT sm_clock_mhz FROM environments WHERE id = 1") == 1980);
     CHECK(scalar(db, "SELECT sm_clock_mhz IS NULL FROM environments WHERE id = 2") == 1);
 
-    CHECK(store_has_credential("{\"headers\": {\"Authorization\" : \"Bearer x\"}}"));
-    CHECK(store_has_credential("{\"x-api-key\":\"k\"}"));
-    CHECK(!store_has_credential("{\"messages\":[{\"content\":\"the api_key field\"}]}"));
-    CHECK(!store_has_credential("{\"content\":\"say \\\"api_key\\\": here\"}"));
-    CHECK(!store_has_credential("{\"model\":\"m\"}"));
+    CHECK(redact_has_credential("{\"headers\": {\"Authorization\" : \"Bearer x\"}}"));
+    CHECK(redact_has_credential("{\"x-api-key\":\"k\"}"));
+    CHECK(!redact_has_credential("{\"messages\":[{\"content\":\"the api_key field\"}]}"));
+    CHECK(!redact_has_credential("{\"content\":\"say \\\"api_key\\\": here\"}"));
+    CHECK(!redact_has_credential("{\"model\":\"m\"}"));
 
     store_response r = {.hash = "h1", .request = "{\"model\":\"m\"}", .response = "{\"ok\":1}",
                         .status = 200, .model = "m", .latency_ms = 12.5, .input_tokens = 10,
@@ -668,6 +671,69 @@ static void test_environment_and_cache(void)
     int rc = store_cache_put(db, &leak, &st);
     CHECKF(rc == KS_EINVAL && strstr(st.msg, "credential"), "leak: %s", st.msg);
     CHECK(scalar(db, "SELECT count(*) FROM responses") == 1);
+    store_close(&db);
+}
+
+/* A store made or changed by someone else: klab's tables must be tables
+ * (a view in their place could loop forever or return anything), a store
+ * klab writes into holds no view or trigger klab did not make, and no
+ * value over STORE_VALUE_MAX is read. */
+static void raw_exec(const char *path, const char *sql)
+{
+    sqlite3 *h = NULL;
+    CHECK(sqlite3_open(path, &h) == SQLITE_OK);
+    char *err = NULL;
+    int rc = sqlite3_exec(h, sql, NULL, NULL, &err);
+    CHECKF(rc == SQLITE_OK, "%s: %s", sql, err ? err : "?");
+    sqlite3_free(err);
+    sqlite3_close(h);
+}
+
+static void test_foreign_stores(void)
+{
+    char path[512];
+    ks_status st;
+    store *db = NULL;
+    store_options ro = {0, 1};
+
+    path_in(path, sizeof path, "view.db");
+    db = open_db(path);
+    store_close(&db);
+    raw_exec(path, "DROP TABLE turns; CREATE VIEW turns AS WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL "
+                   "SELECT x + 1 FROM c) SELECT x AS id, x AS trajectory_id, x AS turn FROM c;");
+    CHECKF(store_open(&db, path, &ro, &st) == KS_EINVAL && strstr(st.msg, "turns is a view, not the table klab made"),
+           "%s", st.msg);
+    CHECKF(store_open(&db, path, NULL, &st) == KS_EINVAL && strstr(st.msg, "turns is a view"), "%s", st.msg);
+
+    path_in(path, sizeof path, "trigger.db");
+    db = open_db(path);
+    store_close(&db);
+    raw_exec(path, "CREATE TRIGGER mine AFTER INSERT ON candidates BEGIN DELETE FROM candidates; END;"
+                   "CREATE VIEW mine_too AS SELECT 1;");
+    CHECKF(store_open(&db, path, &ro, &st) == KS_OK, "%s", st.msg); /* reading: harmless */
+    store_close(&db);
+    CHECKF(store_open(&db, path, NULL, &st) == KS_EINVAL &&
+               strstr(st.msg, "holds the trigger mine, which klab did not make"), "%s", st.msg);
+
+    path_in(path, sizeof path, "missing.db");
+    db = open_db(path);
+    store_close(&db);
+    raw_exec(path, "DROP TABLE measurements;");
+    CHECKF(store_open(&db, path, &ro, &st) == KS_EINVAL && strstr(st.msg, "has no table measurements"), "%s", st.msg);
+
+    /* Too large a value is refused, not read. */
+    path_in(path, sizeof path, "big.db");
+    db = open_db(path);
+    if (!db)
+        return;
+    store_stmt *q = NULL;
+    char sql[96];
+    snprintf(sql, sizeof sql, "SELECT zeroblob(%d)", STORE_VALUE_MAX + 1);
+    CHECK(store_prepare(db, sql, &q, &st) == KS_OK);
+    CHECKF(q && store_step(q, &st) != STORE_ROW && strstr(st.msg, "too big"), "%s", st.msg);
+    store_finalize(q);
+    /* klab's own schema works with trusted_schema off (its triggers). */
+    CHECK(scalar(db, "PRAGMA trusted_schema") == 0);
     store_close(&db);
 }
 
@@ -690,6 +756,7 @@ int main(int argc, char **argv)
     test_concurrent_processes();
     test_crash();
     test_environment_and_cache();
+    test_foreign_stores();
     rmdir(dir);
     return check_done();
 }

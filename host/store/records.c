@@ -1,0 +1,423 @@
+/* records.c: klab's own records in the store: candidates, evaluations and
+ * their measurements, environments, and the response cache (see store.h). */
+#include "store/store_impl.h"
+
+#include "base/redact.h"
+#include "base/sha256.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+/* ------------------------------------------------------------------ */
+/* Candidates                                                           */
+
+void store_candidate_hash(const store_candidate *c, char out[STORE_HASH_HEX + 1])
+{
+    const char *p[4] = {"klab.candidate.1", c->language, c->code, c->plan};
+    size_t n[4] = {strlen(p[0]), c->language ? strlen(c->language) : 0,
+                   c->code ? (c->code_len ? c->code_len : strlen(c->code)) : 0,
+                   c->plan ? strlen(c->plan) : 0};
+    store_hash_parts(p, n, 4, out);
+}
+
+static int put_candidate_tx(store *db, const store_candidate *c, const char *hash, int64_t *id,
+                            int *created, ks_status *st)
+{
+    sqlite3_stmt *s;
+    int rc = prep(db,
+                  "INSERT INTO candidates(hash, language, code, plan, source, meta)"
+                  " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(hash) DO NOTHING",
+                  &s, st);
+    if (rc)
+        return rc;
+    size_t n = c->code_len ? c->code_len : strlen(c->code);
+    int b = sqlite3_bind_text(s, 1, hash, -1, SQLITE_STATIC);
+    if (!b) b = sqlite3_bind_text(s, 2, c->language, -1, SQLITE_STATIC);
+    if (!b) b = bind_redacted(s, 3, c->code, n, 0);
+    if (!b) b = bind_opt_text(s, 4, c->plan);
+    if (!b) b = bind_opt_text(s, 5, c->source);
+    if (!b) b = bind_opt_text(s, 6, c->meta);
+    rc = b ? bind_fail(db, s, b, st) : step_done(db, s, st);
+    sqlite3_finalize(s);
+    if (rc)
+        return rc;
+    if (sqlite3_changes(db->h) == 1) {
+        *id = sqlite3_last_insert_rowid(db->h);
+        *created = 1;
+        return KS_OK;
+    }
+    *created = 0;
+    rc = prep(db, "SELECT id FROM candidates WHERE hash = ?", &s, st);
+    if (rc)
+        return rc;
+    sqlite3_bind_text(s, 1, hash, -1, SQLITE_STATIC);
+    int srs = sqlite3_step(s);
+    if (srs == SQLITE_ROW)
+        *id = sqlite3_column_int64(s, 0);
+    else
+        rc = srs == SQLITE_DONE ? ks_fail(st, KS_ENOTFOUND, 0, "store: candidate %s vanished", hash)
+                                : sql_fail(db->h, srs, st, "step", sqlite3_sql(s));
+    sqlite3_finalize(s);
+    return rc;
+}
+
+int store_put_candidate(store *db, const store_candidate *c, int64_t *id, int *created,
+                        char hash[STORE_HASH_HEX + 1], ks_status *st)
+{
+    if (!c || !c->language || !*c->language || !c->code)
+        return ks_fail(st, KS_EINVAL, 0, "store: a candidate needs language and code");
+    char h[STORE_HASH_HEX + 1];
+    store_candidate_hash(c, h);
+    int64_t cid = 0;
+    int made = 0;
+    int rc = store_begin(db, st);
+    if (rc)
+        return rc;
+    rc = tx_end(db, put_candidate_tx(db, c, h, &cid, &made, st), st);
+    if (rc)
+        return rc;
+    if (id)
+        *id = cid;
+    if (created)
+        *created = made;
+    if (hash)
+        memcpy(hash, h, sizeof h);
+    return KS_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* Evaluations                                                          */
+
+/* The verdict must be one the verdicts table names (the store's copy of
+ * klab.eval.verdict's list); the triggers enforce the same for any write. */
+static int verdict_known(store *db, const char *v, ks_status *st)
+{
+    if (!v || !*v)
+        return ks_fail(st, KS_EINVAL, 0, "store: an evaluation result needs a verdict");
+    sqlite3_stmt *s;
+    int rc = prep(db, "SELECT count(*), (SELECT count(*) FROM verdicts) FROM verdicts WHERE name = ?", &s, st);
+    if (rc)
+        return rc;
+    sqlite3_bind_text(s, 1, v, -1, SQLITE_STATIC);
+    int srs = sqlite3_step(s);
+    if (srs != SQLITE_ROW) {
+        rc = sql_fail(db->h, srs, st, "step", sqlite3_sql(s));
+        sqlite3_finalize(s);
+        return rc;
+    }
+    int64_t found = sqlite3_column_int64(s, 0), defined = sqlite3_column_int64(s, 1);
+    sqlite3_finalize(s);
+    if (defined == 0)
+        return ks_fail(st, KS_EINVAL, 0,
+                       "store: %s defines no verdicts yet (the evaluation pipeline writes them before recording)",
+                       db->path);
+    if (!found)
+        return ks_fail(st, KS_EINVAL, 0, "store: unknown verdict '%s'", v);
+    return KS_OK;
+}
+
+static int check_eval(const store_eval *ev, ks_status *st)
+{
+    if (!ev || !ev->key || !*ev->key)
+        return ks_fail(st, KS_EINVAL, 0, "store: an evaluation needs a key");
+    if (ev->candidate_id <= 0)
+        return ks_fail(st, KS_EINVAL, 0, "store: evaluation %s needs a candidate id", ev->key);
+    if (!ev->task || !*ev->task || !ev->arch || !*ev->arch)
+        return ks_fail(st, KS_EINVAL, 0, "store: evaluation %s needs a task and an arch", ev->key);
+    return KS_OK;
+}
+
+static int check_result(store *db, const store_result *r, ks_status *st)
+{
+    if (!r)
+        return ks_fail(st, KS_EINVAL, 0, "store: no evaluation result");
+    int rc = verdict_known(db, r->verdict, st);
+    if (rc)
+        return rc;
+    for (size_t i = 0; i < r->nm; i++) {
+        if (!r->m[i].name || !*r->m[i].name)
+            return ks_fail(st, KS_EINVAL, 0, "store: measurement %zu has no name", i + 1);
+        if (isnan(r->m[i].value))
+            return ks_fail(st, KS_EINVAL, 0, "store: measurement %s is NaN", r->m[i].name);
+    }
+    return KS_OK;
+}
+
+static int begin_eval_tx(store *db, const store_eval *ev, int64_t *id, int *done, ks_status *st)
+{
+    sqlite3_stmt *s;
+    int rc = prep(db,
+                  "SELECT id, state, candidate_id, task, arch, replica FROM evaluations WHERE key = ?",
+                  &s, st);
+    if (rc)
+        return rc;
+    sqlite3_bind_text(s, 1, ev->key, -1, SQLITE_STATIC);
+    int srs = sqlite3_step(s);
+    if (srs == SQLITE_ROW) {
+        int64_t eid = sqlite3_column_int64(s, 0);
+        int is_done = strcmp((const char *)sqlite3_column_text(s, 1), "done") == 0;
+        int64_t cand = sqlite3_column_int64(s, 2);
+        const char *task = (const char *)sqlite3_column_text(s, 3);
+        const char *arch = (const char *)sqlite3_column_text(s, 4);
+        int64_t replica = sqlite3_column_int64(s, 5);
+        if (cand != ev->candidate_id || strcmp(task, ev->task) != 0 || strcmp(arch, ev->arch) != 0 ||
+            replica != ev->replica)
+            rc = ks_fail(st, KS_EINVAL, 0,
+                         "store: evaluation key %s is already used for candidate %lld, task %s, arch %s, replica %lld",
+                         ev->key, (long long)cand, task, arch, (long long)replica);
+        sqlite3_finalize(s);
+        if (rc)
+            return rc;
+        *id = eid;
+        if (is_done && !ev->replace) {
+            *done = 1;
+            return KS_OK;
+        }
+        /* Interrupted earlier, or replaced: start it again in place. */
+        *done = 0;
+        rc = prep(db,
+                  "UPDATE evaluations SET state = 'running', attempts = attempts + 1, started_at = " NOW ","
+                  " env_id = ?, compile_id = ?, options = ?, verdict = NULL, reason = NULL,"
+                  " timing_method = NULL, stage_times = NULL, detail = NULL, finished_at = NULL"
+                  " WHERE id = ?",
+                  &s, st);
+        if (rc)
+            return rc;
+        int b = bind_opt_id(s, 1, ev->env_id);
+        if (!b) b = bind_opt_id(s, 2, ev->compile_id);
+        if (!b) b = bind_opt_text(s, 3, ev->options);
+        if (!b) b = sqlite3_bind_int64(s, 4, eid);
+        rc = b ? bind_fail(db, s, b, st) : step_done(db, s, st);
+        sqlite3_finalize(s);
+        if (rc)
+            return rc;
+        rc = prep(db, "DELETE FROM measurements WHERE evaluation_id = ?", &s, st);
+        if (rc)
+            return rc;
+        sqlite3_bind_int64(s, 1, eid);
+        rc = step_done(db, s, st);
+        sqlite3_finalize(s);
+        return rc;
+    }
+    if (srs != SQLITE_DONE) {
+        rc = sql_fail(db->h, srs, st, "step", sqlite3_sql(s));
+        sqlite3_finalize(s);
+        return rc;
+    }
+    sqlite3_finalize(s);
+    rc = prep(db,
+              "INSERT INTO evaluations(key, candidate_id, task, arch, replica, options, env_id,"
+              " compile_id, state) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'running')",
+              &s, st);
+    if (rc)
+        return rc;
+    int b = sqlite3_bind_text(s, 1, ev->key, -1, SQLITE_STATIC);
+    if (!b) b = sqlite3_bind_int64(s, 2, ev->candidate_id);
+    if (!b) b = sqlite3_bind_text(s, 3, ev->task, -1, SQLITE_STATIC);
+    if (!b) b = sqlite3_bind_text(s, 4, ev->arch, -1, SQLITE_STATIC);
+    if (!b) b = sqlite3_bind_int64(s, 5, ev->replica);
+    if (!b) b = bind_opt_text(s, 6, ev->options);
+    if (!b) b = bind_opt_id(s, 7, ev->env_id);
+    if (!b) b = bind_opt_id(s, 8, ev->compile_id);
+    rc = b ? bind_fail(db, s, b, st) : step_done(db, s, st);
+    sqlite3_finalize(s);
+    if (rc)
+        return rc;
+    *id = sqlite3_last_insert_rowid(db->h);
+    *done = 0;
+    return KS_OK;
+}
+
+static int finish_eval_tx(store *db, int64_t id, const store_result *r, ks_status *st)
+{
+    sqlite3_stmt *s;
+    int rc = prep(db,
+                  "UPDATE evaluations SET state = 'done', verdict = ?, reason = ?, timing_method = ?,"
+                  " stage_times = ?, detail = ?, compile_id = coalesce(?, compile_id),"
+                  " finished_at = " NOW " WHERE id = ? AND state = 'running'",
+                  &s, st);
+    if (rc)
+        return rc;
+    int b = sqlite3_bind_text(s, 1, r->verdict, -1, SQLITE_STATIC);
+    if (!b) b = bind_opt_text(s, 2, r->reason);
+    if (!b) b = bind_opt_text(s, 3, r->timing_method);
+    if (!b) b = bind_opt_text(s, 4, r->stage_times);
+    if (!b) b = bind_opt_text(s, 5, r->detail);
+    if (!b) b = bind_opt_id(s, 6, r->compile_id);
+    if (!b) b = sqlite3_bind_int64(s, 7, id);
+    rc = b ? bind_fail(db, s, b, st) : step_done(db, s, st);
+    sqlite3_finalize(s);
+    if (rc)
+        return rc;
+    if (sqlite3_changes(db->h) != 1)
+        return ks_fail(st, KS_ENOTFOUND, 0, "store: evaluation %lld is not running (never begun, or finished)",
+                       (long long)id);
+    if (r->nm == 0)
+        return KS_OK;
+    rc = prep(db, "INSERT INTO measurements(evaluation_id, name, value, unit) VALUES (?, ?, ?, ?)", &s, st);
+    if (rc)
+        return rc;
+    for (size_t i = 0; rc == KS_OK && i < r->nm; i++) {
+        sqlite3_reset(s);
+        b = sqlite3_bind_int64(s, 1, id);
+        if (!b) b = sqlite3_bind_text(s, 2, r->m[i].name, -1, SQLITE_STATIC);
+        if (!b) b = sqlite3_bind_double(s, 3, r->m[i].value);
+        if (!b) b = bind_opt_text(s, 4, r->m[i].unit);
+        rc = b ? bind_fail(db, s, b, st) : step_done(db, s, st);
+    }
+    sqlite3_finalize(s);
+    return rc;
+}
+
+int store_begin_evaluation(store *db, const store_eval *ev, int64_t *id, int *done, ks_status *st)
+{
+    int rc = check_eval(ev, st);
+    if (rc)
+        return rc;
+    int64_t eid = 0;
+    int d = 0;
+    rc = store_begin(db, st);
+    if (rc)
+        return rc;
+    rc = tx_end(db, begin_eval_tx(db, ev, &eid, &d, st), st);
+    if (rc)
+        return rc;
+    *id = eid;
+    *done = d;
+    return KS_OK;
+}
+
+int store_finish_evaluation(store *db, int64_t id, const store_result *r, ks_status *st)
+{
+    int rc = check_result(db, r, st);
+    if (rc)
+        return rc;
+    rc = store_begin(db, st);
+    if (rc)
+        return rc;
+    return tx_end(db, finish_eval_tx(db, id, r, st), st);
+}
+
+int store_record_evaluation(store *db, const store_eval *ev, const store_result *r, int64_t *id,
+                            int *done, ks_status *st)
+{
+    int rc = check_eval(ev, st);
+    if (!rc)
+        rc = check_result(db, r, st);
+    if (rc)
+        return rc;
+    int64_t eid = 0;
+    int d = 0;
+    rc = store_begin(db, st);
+    if (rc)
+        return rc;
+    rc = begin_eval_tx(db, ev, &eid, &d, st);
+    if (rc == KS_OK && !d)
+        rc = finish_eval_tx(db, eid, r, st);
+    rc = tx_end(db, rc, st);
+    if (rc)
+        return rc;
+    *id = eid;
+    *done = d;
+    return KS_OK;
+}
+
+int store_evaluation_done(store *db, const char *key, int64_t *id, ks_status *st)
+{
+    *id = 0;
+    if (!key || !*key)
+        return ks_fail(st, KS_EINVAL, 0, "store: evaluation_done needs a key");
+    sqlite3_stmt *s;
+    int rc = prep(db, "SELECT id FROM evaluations WHERE key = ? AND state = 'done'", &s, st);
+    if (rc)
+        return rc;
+    sqlite3_bind_text(s, 1, key, -1, SQLITE_STATIC);
+    int srs = sqlite3_step(s);
+    if (srs == SQLITE_ROW)
+        *id = sqlite3_column_int64(s, 0);
+    else if (srs != SQLITE_DONE)
+        rc = sql_fail(db->h, srs, st, "step", sqlite3_sql(s));
+    sqlite3_finalize(s);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* Environment                                                          */
+
+int store_put_environment(store *db, const store_env *e, int64_t *id, ks_status *st)
+{
+    static const store_env none;
+    if (!e)
+        e = &none;
+    char host[256];
+    const char *h = e->host;
+    if (!h) {
+        if (gethostname(host, sizeof host) != 0)
+            snprintf(host, sizeof host, "unknown");
+        host[sizeof host - 1] = '\0';
+        h = host;
+    }
+    sqlite3_stmt *s;
+    int rc = prep(db,
+                  "INSERT INTO environments(host, pid, gpu_name, gpu_uuid, driver_version, cuda_version,"
+                  " arch, sm_clock_mhz, mem_clock_mhz, klab_version, klab_gitrev, libs, extra)"
+                  " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                  &s, st);
+    if (rc)
+        return rc;
+    int b = sqlite3_bind_text(s, 1, h, -1, SQLITE_TRANSIENT);
+    if (!b) b = sqlite3_bind_int64(s, 2, (int64_t)getpid());
+    if (!b) b = bind_opt_text(s, 3, e->gpu_name);
+    if (!b) b = bind_opt_text(s, 4, e->gpu_uuid);
+    if (!b) b = bind_opt_text(s, 5, e->driver_version);
+    if (!b) b = bind_opt_text(s, 6, e->cuda_version);
+    if (!b) b = bind_opt_text(s, 7, e->arch);
+    if (!b) b = bind_opt_id(s, 8, e->sm_clock_mhz);
+    if (!b) b = bind_opt_id(s, 9, e->mem_clock_mhz);
+    if (!b) b = sqlite3_bind_text(s, 10, e->klab_version ? e->klab_version : KLAB_VERSION, -1, SQLITE_STATIC);
+    if (!b) b = sqlite3_bind_text(s, 11, e->klab_gitrev ? e->klab_gitrev : KLAB_GITREV, -1, SQLITE_STATIC);
+    if (!b) b = bind_opt_text(s, 12, e->libs);
+    if (!b) b = bind_opt_text(s, 13, e->extra);
+    rc = b ? bind_fail(db, s, b, st) : step_done(db, s, st);
+    sqlite3_finalize(s);
+    if (rc == KS_OK && id)
+        *id = sqlite3_last_insert_rowid(db->h);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* Response cache                                                       */
+
+int store_cache_put(store *db, const store_response *r, ks_status *st)
+{
+    if (!r || !r->hash || !*r->hash || !r->request)
+        return ks_fail(st, KS_EINVAL, 0, "store: a cached response needs a hash and a request");
+    if (redact_has_credential(r->request))
+        return ks_fail(st, KS_EINVAL, 0, "store: request %s carries a credential field; API keys are never stored",
+                       r->hash);
+    sqlite3_stmt *s;
+    int rc = prep(db,
+                  "INSERT OR REPLACE INTO responses(hash, request, response, status, model, error,"
+                  " latency_ms, input_tokens, output_tokens, cost_usd)"
+                  " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                  &s, st);
+    if (rc)
+        return rc;
+    int b = sqlite3_bind_text(s, 1, r->hash, -1, SQLITE_STATIC);
+    if (!b) b = bind_redacted(s, 2, r->request, strlen(r->request), 0);
+    if (!b) b = bind_opt_text(s, 3, r->response);
+    if (!b) b = r->status ? sqlite3_bind_int64(s, 4, r->status) : sqlite3_bind_null(s, 4);
+    if (!b) b = bind_opt_text(s, 5, r->model);
+    if (!b) b = bind_opt_text(s, 6, r->error);
+    if (!b) b = r->latency_ms >= 0 ? sqlite3_bind_double(s, 7, r->latency_ms) : sqlite3_bind_null(s, 7);
+    if (!b) b = r->input_tokens >= 0 ? sqlite3_bind_int64(s, 8, r->input_tokens) : sqlite3_bind_null(s, 8);
+    if (!b) b = r->output_tokens >= 0 ? sqlite3_bind_int64(s, 9, r->output_tokens) : sqlite3_bind_null(s, 9);
+    if (!b) b = r->cost_usd >= 0 ? sqlite3_bind_double(s, 10, r->cost_usd) : sqlite3_bind_null(s, 10);
+    rc = b ? bind_fail(db, s, b, st) : step_done(db, s, st);
+    sqlite3_finalize(s);
+    return rc;
+}
