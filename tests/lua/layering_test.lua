@@ -108,4 +108,22 @@ function T.one_json_codec(t)
   t.eq(table.concat(bad, ", "), "")
 end
 
+-- Every SQL statement of the library is the store's (scripts/klab/store/:
+-- klab.store.records, and klab.store.merge's store-to-store copy).
+function T.sql_lives_in_the_store(t)
+  local pats = { "SELECT%s+[%w_*(]", "INSERT%s+INTO", "INSERT%s+OR%s+%u+%s+INTO", "UPDATE%s+[%w_]+%s+SET",
+    "DELETE%s+FROM", "CREATE%s+TABLE", "CREATE%s+INDEX", "CREATE%s+VIEW", "PRAGMA%s+%l" }
+  local bad, owner = {}, 0
+  for name, m in pairs(modules(t.root)) do
+    local hit
+    for _, p in ipairs(pats) do if m.src:find(p) then hit = p end end
+    if hit then
+      if m.path:match("^scripts/klab/store/") then owner = owner + 1 else bad[#bad + 1] = name .. " (" .. hit .. ")" end
+    end
+  end
+  table.sort(bad)
+  t.eq(table.concat(bad, ", "), "")
+  t.ok(owner >= 2, "the store's modules hold the SQL (" .. owner .. ")")
+end
+
 return T

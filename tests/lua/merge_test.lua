@@ -329,4 +329,56 @@ T.the_command_line = function(t)
   t.match(out, "1 of 2 stores merged")
 end
 
+-- Stores made or damaged by someone else: each command that reads one
+-- (merge, export, report) says in one line which store and what is wrong,
+-- exits 2, and never hangs.
+function T.damaged_stores_are_one_line_mistakes(t)
+  local dir = t.tmpdir()
+  local function damaged(name, sql)
+    local path = dir .. "/" .. name .. ".db"
+    local db = shard(path, name)
+    assert(db:exec(sql))
+    db:close()
+    return path
+  end
+  local cases = {
+    { damaged("view", [[DROP TABLE turns; CREATE VIEW turns AS WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL
+        SELECT x + 1 FROM c) SELECT x AS id, 1 AS trajectory_id, x AS turn, 'passed' AS verdict FROM c;]]),
+      "turns is a view, not the table klab made" },
+    { damaged("nulltask", [[PRAGMA foreign_keys = OFF; ALTER TABLE trajectories RENAME TO t_old;
+        CREATE TABLE trajectories (id INTEGER PRIMARY KEY, experiment_id INTEGER, key TEXT, model TEXT, task TEXT,
+          tag TEXT, replica INTEGER, state TEXT, stop_reason TEXT, turns INTEGER, best_speedup REAL, best_turn INTEGER,
+          selected_turn INTEGER, selected_speedup REAL, selection TEXT, messages TEXT, created_at TEXT, finished_at TEXT);
+        INSERT INTO trajectories SELECT * FROM t_old; UPDATE trajectories SET task = NULL; DROP TABLE t_old;]]),
+      "whose task is NULL" },
+    { damaged("badjson", [[UPDATE experiments SET config = '{not json']]), "malformed JSON" },
+  }
+  for _, c in ipairs(cases) do
+    local path, want = c[1], c[2]
+    for _, args in ipairs {
+      "report " .. q(path) .. " --out " .. q(dir .. "/out-" .. path:match("([%w]+)%.db$")),
+      "export sft " .. q(path) .. " --out " .. q(dir .. "/sft.jsonl"),
+    } do
+      local code, out, err = t.sh("timeout 60 " .. q(t.klab) .. " " .. args)
+      t.eq(code, 2, args .. ": " .. err .. out)
+      t.match(err, path:gsub("%p", "%%%0"), args .. ": names the store")
+      t.ok(err:find(want, 1, true), args .. ": says what is wrong: " .. err)
+      t.ok(not err:find("%.lua:%d+:"), args .. ": no internal position: " .. err)
+      t.eq(select(2, err:gsub("\n", "")), 1, args .. ": one line: " .. err)
+    end
+  end
+  -- A merge refuses the view at once (no hang), naming the shard.
+  local code, _, err = t.sh("timeout 60 " .. q(t.klab) .. " merge " .. q(dir .. "/out.db") .. " " .. q(cases[1][1]))
+  t.ok(code ~= 0 and code ~= 124, "merge ends: " .. tostring(code))
+  t.ok(err:find("turns is a view", 1, true), err)
+  -- A merge's output with a trigger of someone else's is not written into.
+  local out = dir .. "/trig.db"
+  local db = assert(store.open(out))
+  assert(db:exec("CREATE TRIGGER mine AFTER INSERT ON candidates BEGIN SELECT 1; END;"))
+  db:close()
+  code, _, err = t.sh(q(t.klab) .. " merge " .. q(out) .. " " .. q(dir .. "/badjson.db"))
+  t.eq(code, 2, err)
+  t.ok(err:find("holds the trigger mine, which klab did not make", 1, true), err)
+end
+
 return T

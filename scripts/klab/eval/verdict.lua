@@ -110,7 +110,8 @@ end
 -- this fills it from the list above (idempotent).
 function M.define(db)
   local have = {}
-  for _, r in ipairs(db:query("SELECT name, rank, short, stage, class, means FROM verdicts")) do have[r.name] = r end
+  local records = require "klab.store.records"
+  for _, r in ipairs(records.verdict_rows(db)) do have[r.name] = r end
   local stale = false
   for i, v in ipairs(M.LIST) do
     local r = have[v.name]
@@ -122,8 +123,7 @@ function M.define(db)
   if not stale then return true end
   db:transaction(function()
     for i, v in ipairs(M.LIST) do
-      db:query("INSERT OR REPLACE INTO verdicts(name, rank, short, stage, class, means) VALUES (?, ?, ?, ?, ?, ?)",
-        v.name, i, v.short, v.stage, v.class, v.means)
+      records.put_verdict(db, v, i)
     end
   end)
   return true

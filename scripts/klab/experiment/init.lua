@@ -226,13 +226,7 @@ end
 
 function Exp:_experiment_id()
   local db = self.db
-  local row = db:first("SELECT id FROM experiments WHERE name = ?", self.name)
-  if row then
-    db:query("UPDATE experiments SET config = ?, updated_at = strftime('%Y-%m-%dT%H:%M:%fZ','now') WHERE id = ?",
-      self:_config(), row.id)
-    return row.id
-  end
-  return db:insert("experiments", { name = self.name, config = self:_config() })
+  return records.save_experiment(db, self.name, self:_config())
 end
 
 local function traj_key(exp, m, g, tag, r)
@@ -259,22 +253,19 @@ function Exp:_trajectories()
   for p, s in ipairs(self:_sweep()) do
     if shard_mod.keeps(self.shard, p - 1) then
       local m, g, tag, r, key = s[1], s[2], s[3], s[4], s[5]
-      local row = db:first("SELECT * FROM trajectories WHERE key = ?", key)
+      local row = records.trajectory(db, key)
       local messages
       if row then
-        messages = json.decode(row.messages)
+        messages = records.decode(db, "trajectories", "messages", row.messages, row.id) or {}
       else
         messages = prompt.messages { group = g, tag = tag, arch = self.arch, system = self.prompt.system,
           user = self.prompt.user, vars = self.prompt.vars, root = self.prompt.root }
-        local id = db:insert("trajectories", { experiment_id = self.exp_id, key = key, model = m.name,
+        row = records.add_trajectory(db, { experiment_id = self.exp_id, key = key, model = m.name,
           task = g.name, tag = tag, replica = r, messages = model_mod.json(messages) })
-        row = db:first("SELECT * FROM trajectories WHERE id = ?", id)
       end
       local t = { row = row, id = row.id, key = key, model = m, group = g, tag = tag, replica = r,
                   initial = messages, done = row.state == "done", turns = {} }
-      for _, tr in ipairs(db:query("SELECT * FROM turns WHERE trajectory_id = ? ORDER BY turn", row.id)) do
-        t.turns[#t.turns + 1] = tr
-      end
+      for _, tr in ipairs(records.turns(db, row.id)) do t.turns[#t.turns + 1] = tr end
       list[#list + 1] = t
     end
   end
@@ -479,7 +470,7 @@ local function entry_of(t, tr)
     trajectory = t.id, model = t.model.name, task = t.group.name, tag = t.tag, replica = t.replica, turn = tr.turn,
     verdict = tr.verdict, reason = tr.reason, speedup = tr.speedup, candidate = tr.candidate,
     language = tr.language, verified = tr.verified == nil and nil or tr.verified == 1,
-    workloads = tr.workloads and json.decode(tr.workloads) or nil,
+    workloads = tr.workloads and records.decode(nil, "turns", "workloads", tr.workloads, tr.id) or nil,
   }
 end
 
@@ -488,7 +479,7 @@ function Exp:_ctx(group)
   return {
     group = group, target = self.target,
     evaluate = function(e, set)
-      local row = e.candidate and self.db:first("SELECT * FROM candidates WHERE hash = ?", e.candidate)
+      local row = e.candidate and records.candidate(self.db, e.candidate)
       if not row then return { verdict = "unknown", reason = "the candidate is not in the store" } end
       local c = assert(candidate_mod.new { code = row.code, lang = row.language, plan = row.plan, name = "selected" })
       local ws = set == "gate" and gate_of(group, self.policy) or group.workloads
@@ -509,10 +500,9 @@ function Exp:_finish_trajectory(t, reason)
   for _, tr in ipairs(t.turns) do
     if tr.verdict == "passed" and tr.speedup and (not best or tr.speedup > best) then best, best_turn = tr.speedup, tr.turn end
   end
-  self.db:query([[UPDATE trajectories SET state = 'done', stop_reason = ?, best_speedup = ?, best_turn = ?,
-    selected_turn = ?, selected_speedup = ?, selection = ?, finished_at = strftime('%Y-%m-%dT%H:%M:%fZ','now')
-    WHERE id = ?]], reason, best, best_turn, sel and sel.turn or nil, sel and sel.speedup or nil,
-    sel and self.policy.name or (self.policy.name .. ": " .. tostring(why)), t.id)
+  records.finish_trajectory(self.db, t.id, { stop_reason = reason, best_speedup = best, best_turn = best_turn,
+    selected_turn = sel and sel.turn or nil, selected_speedup = sel and sel.speedup or nil,
+    selection = sel and self.policy.name or (self.policy.name .. ": " .. tostring(why)) })
   t.done = true
 end
 
@@ -529,12 +519,7 @@ end
 
 function Exp:_store_turn(t, rec)
   local db = self.db
-  db:transaction(function()
-    local id, err = db:insert("turns", rec)
-    if not id then error(("experiment: cannot store turn %d of trajectory %d: %s"):format(rec.turn, t.id, tostring(err)), 0) end
-    db:query("UPDATE trajectories SET turns = ? WHERE id = ?", rec.turn, t.id)
-    t.turns[#t.turns + 1] = db:first("SELECT * FROM turns WHERE id = ?", id)
-  end)
+  db:transaction(function() t.turns[#t.turns + 1] = records.add_turn(db, rec) end)
   -- Selection may evaluate (paired_gate): its own transaction. A crash in
   -- between is repaired by the next run (a stored last turn that ends the
   -- trajectory finishes it).
@@ -543,12 +528,7 @@ function Exp:_store_turn(t, rec)
 end
 
 function Exp:_counts()
-  local counts = {}
-  for _, r in ipairs(self.db:query([[SELECT verdict, count(*) AS n FROM turns JOIN trajectories t ON t.id = trajectory_id
-      WHERE t.experiment_id = ? GROUP BY verdict]], self.exp_id)) do
-    counts[r.verdict] = r.n
-  end
-  return counts
+  return records.verdict_counts(self.db, self.exp_id)
 end
 
 -- The reason of a request_error turn without its verdict name.
@@ -747,9 +727,9 @@ end
 -- store merged from shards reads like one run), then any trajectories the spec does not name.
 function Exp:rows()
   local db = self.db
-  local exp = db:first("SELECT id FROM experiments WHERE name = ?", self.name)
+  local exp = records.experiment(db, self.name)
   if not exp then return {} end
-  local rows = db:query([[SELECT * FROM trajectories WHERE experiment_id = ? ORDER BY id]], exp.id)
+  local rows = records.trajectories_of(db, exp.id)
   local pos = {}
   for p, s in ipairs(self:_sweep()) do pos[s[5]] = p end
   table.sort(rows, function(a, b)
@@ -760,7 +740,7 @@ function Exp:rows()
   for _, r in ipairs(rows) do
     r.verdicts = {}
     r.tokens_in, r.tokens_out, r.cost = 0, 0, nil
-    for _, tr in ipairs(db:query("SELECT turn, verdict, input_tokens, output_tokens, cost_usd FROM turns WHERE trajectory_id = ? ORDER BY turn", r.id)) do
+    for _, tr in ipairs(records.turn_costs(db, r.id)) do
       r.verdicts[#r.verdicts + 1] = tr.verdict
       r.tokens_in = r.tokens_in + (tr.input_tokens or 0)
       r.tokens_out = r.tokens_out + (tr.output_tokens or 0)
@@ -827,15 +807,9 @@ function Exp:table() return M.format_table(self:rows()) end
 -- and the best speedup over correct turns. Rows {model=, task=, n=,
 -- correct=, verified=, best=}, in sweep order.
 function Exp:cells()
-  local exp = self.db:first("SELECT id FROM experiments WHERE name = ?", self.name)
+  local exp = records.experiment(self.db, self.name)
   if not exp then return {} end
-  return self.db:query([[
-    SELECT model, task, count(*) AS n,
-      sum(EXISTS (SELECT 1 FROM turns u WHERE u.trajectory_id = t.id AND u.verdict = 'passed')) AS correct,
-      sum(EXISTS (SELECT 1 FROM turns u WHERE u.trajectory_id = t.id AND u.verdict = 'passed' AND u.verified = 1))
-        AS verified,
-      max(best_speedup) AS best, min(id) AS first
-    FROM trajectories t WHERE experiment_id = ? GROUP BY model, task ORDER BY first]], exp.id)
+  return records.cells(self.db, exp.id)
 end
 
 -- Best-of-N and other selections across trajectories: the turns of each
@@ -846,14 +820,12 @@ function Exp:select(pol, by)
   pol = policy.resolve(pol)
   by = by or { "model", "task" }
   local db = self.db
-  local exp = db:first("SELECT id FROM experiments WHERE name = ?", self.name)
+  local exp = records.experiment(db, self.name)
   if not exp then return {} end
   local groups, order = {}, {}
   local group_of = {}
   for _, g in ipairs(self.groups) do group_of[g.name] = g end
-  for _, tr in ipairs(db:query([[SELECT turns.*, t.model, t.task, t.tag, t.replica FROM turns
-      JOIN trajectories t ON t.id = trajectory_id WHERE t.experiment_id = ?
-      ORDER BY t.model, t.task, t.tag, t.replica, turns.turn]], exp.id)) do
+  for _, tr in ipairs(records.experiment_turns(db, exp.id)) do
     local parts = {}
     for _, f in ipairs(by) do parts[#parts + 1] = tostring(tr[f]) end
     local k = table.concat(parts, "\0")

@@ -34,6 +34,7 @@
 
 local metrics = require "klab.report.metrics"
 
+local records = require "klab.store.records"
 local M = {}
 
 M.KINDS = { generation = true, repair = true, both = true }
@@ -76,24 +77,20 @@ function M.sft(db_or_path, opts)
   local db, err, code, owned = report.open_store(db_or_path)
   if not db then return nil, (err:gsub("^report: ", "export: ")), code end
   local ok, records, summary = pcall(function()
-    if not metrics.has_table(db, "experiments") or db:first("SELECT count(*) AS n FROM experiments").n == 0 then
+    if not records.has_table(db, "experiments") or records.count(db, "experiments") == 0 then
       error("export: this store holds no experiments (only evaluations, or nothing yet)", 0)
     end
     local bad = report.check_experiment(db, opts.experiment, type(db_or_path) == "string" and db_or_path or "the store")
     if bad then error({ code = "ENOTFOUND", msg = "export: " .. bad }, 0) end
     local arch_of = {}
     for _, tr in ipairs(metrics.load(db, { experiment = opts.experiment })) do arch_of[tr.id] = tr.arch end
-    local trajs = db:query([[SELECT t.id, t.model, t.task, t.tag, t.replica, t.messages, e.name AS experiment
-        FROM trajectories t JOIN experiments e ON e.id = t.experiment_id
-        WHERE (? IS NULL OR e.name = ?) ORDER BY t.id]], opts.experiment, opts.experiment)
+    local trajs = records.export_trajectories(db, opts.experiment)
     local pending = { generation = {}, repair = {} }
     local dropped = { verified = 0, min_speedup = 0, cap = 0 }
     local nturns, npassed, nnot = 0, 0, 0
     for _, tr in ipairs(trajs) do
       local prompt = decode(tr.messages) or {}
-      local turns = db:query([[SELECT tu.*, c.code AS k_code, c.plan AS k_plan, c.language AS k_language
-          FROM turns tu LEFT JOIN candidates c ON c.hash = tu.candidate
-          WHERE tu.trajectory_id = ? ORDER BY tu.turn]], tr.id)
+      local turns = records.turns_with_code(db, tr.id)
       local prev
       for _, tu in ipairs(turns) do
         nturns = nturns + 1
@@ -177,6 +174,7 @@ function M.sft(db_or_path, opts)
   end)
   if owned then db:close() end
   if not ok then
+    if require("klab.errors").is(records, "mistake") then return nil, records.message, "EINVAL" end
     if type(records) == "table" then return nil, records.msg, records.code end
     return nil, tostring(records), "EEXPORT"
   end

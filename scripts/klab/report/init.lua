@@ -32,6 +32,7 @@ local metrics = require "klab.report.metrics"
 local figures = require "klab.report.figures"
 local tables = require "klab.report.tables"
 
+local records = require "klab.store.records"
 local M = {}
 
 M.SHOW_PS = { 0, 0.5, 0.8, 1, 1.2, 1.5 }
@@ -99,9 +100,9 @@ M.scalar_text = scalar_text
 -- prompts = {...}, counts = {...}, dates = {...}, klab_versions = {...}}.
 function M.provenance(db, trajs, opts)
   local p = { experiments = {}, environments = {}, prompts = {}, counts = {}, dates = {} }
-  local has = metrics.has_table
+  local has = records.has_table
   if has(db, "experiments") then
-    for _, e in ipairs(db:query("SELECT id, name, config, created_at, updated_at FROM experiments ORDER BY name, id")) do
+    for _, e in ipairs(records.experiments(db)) do
       if not opts.experiment or e.name == opts.experiment then
         local c = decode(e.config) or {}
         local models = {}
@@ -127,8 +128,7 @@ function M.provenance(db, trajs, opts)
   end
   -- Prompts: the distinct initial conversations of the trajectories.
   if has(db, "trajectories") then
-    local rows = db:query([[SELECT t.messages, t.task, t.tag, e.name AS experiment FROM trajectories t
-        JOIN experiments e ON e.id = t.experiment_id ORDER BY e.name, t.task, t.tag, t.model, t.replica]])
+    local rows = records.prompts(db)
     local by = {}
     for _, r in ipairs(rows) do
       if not opts.experiment or r.experiment == opts.experiment then
@@ -144,15 +144,10 @@ function M.provenance(db, trajs, opts)
   end
   -- Environments: those the evaluations of the trajectories' candidates ran
   -- in, or every environment of the store when that link finds none.
-  local envs = {}
-  if has(db, "turns") and #trajs > 0 then
-    local ids = {}
-    for _, tr in ipairs(trajs) do ids[#ids + 1] = tostring(math.tointeger(tr.id)) end
-    envs = db:query(([[SELECT DISTINCT env.* FROM turns tu JOIN candidates c ON c.hash = tu.candidate
-        JOIN evaluations ev ON ev.candidate_id = c.id JOIN environments env ON env.id = ev.env_id
-        WHERE tu.trajectory_id IN (%s) ORDER BY env.id]]):format(table.concat(ids, ",")))
-  end
-  if #envs == 0 then envs = db:query("SELECT * FROM environments ORDER BY id") end
+  local ids = {}
+  for _, tr in ipairs(trajs) do ids[#ids + 1] = tr.id end
+  local envs = has(db, "turns") and records.environments_of(db, ids) or {}
+  if #envs == 0 then envs = records.environments(db) end
   local seen = {}
   for _, e in ipairs(envs) do
     local libs = decode(e.libs)
@@ -185,24 +180,15 @@ function M.provenance(db, trajs, opts)
     row.runs, row.first, row.last = row.seen.count, row.seen.first, row.seen.last
     row.seen = nil
   end
-  local function count(sql) local r = db:first(sql) return r and r.n or 0 end
   p.counts.trajectories = #trajs
   local turns = 0
   for _, tr in ipairs(trajs) do turns = turns + #tr.turns end
   p.counts.turns = turns
-  p.counts.evaluations = count("SELECT count(*) AS n FROM evaluations")
-  p.counts.candidates = count("SELECT count(*) AS n FROM candidates")
-  if has(db, "turns") and #trajs > 0 then
-    local ids = {}
-    for _, tr in ipairs(trajs) do ids[#ids + 1] = tostring(math.tointeger(tr.id)) end
-    local r = db:first(("SELECT min(created_at) AS a, max(created_at) AS b FROM turns WHERE trajectory_id IN (%s)"):format(
-      table.concat(ids, ",")))
-    p.dates.first_turn, p.dates.last_turn = r and r.a, r and r.b
-  end
-  local r = db:first("SELECT min(finished_at) AS a, max(finished_at) AS b FROM evaluations")
-  p.dates.first_evaluation, p.dates.last_evaluation = r and r.a, r and r.b
-  local sv = db:first("SELECT max(version) AS v FROM schema_version")
-  p.schema_version = sv and sv.v
+  p.counts.evaluations = records.count(db, "evaluations")
+  p.counts.candidates = records.count(db, "candidates")
+  if has(db, "turns") then p.dates.first_turn, p.dates.last_turn = records.turn_dates(db, ids) end
+  p.dates.first_evaluation, p.dates.last_evaluation = records.evaluation_dates(db)
+  p.schema_version = records.schema_version(db)
   p.klab_versions = {}
   local vs = {}
   for _, e in ipairs(p.environments) do vs[#vs + 1] = e.klab end
@@ -256,10 +242,9 @@ end
 -- skipped}. A store without evaluations gives total 0.
 function M.not_measured(db)
   local out = { total = 0, unknown = 0, reasons = {}, gpu_skipped = false }
-  if not metrics.has_table(db, "evaluations") then return out end
-  out.total = db:first("SELECT count(*) AS n FROM evaluations").n or 0
-  for _, r in ipairs(db:query([[SELECT reason, count(*) AS n FROM evaluations WHERE verdict = 'unknown'
-      GROUP BY reason ORDER BY n DESC, reason]])) do
+  if not records.has_table(db, "evaluations") then return out end
+  out.total = records.count(db, "evaluations")
+  for _, r in ipairs(records.unknown_reasons(db)) do
     local reason = tostring(r.reason or "no reason stored"):gsub("^unknown: ", "")
     out.reasons[#out.reasons + 1] = { reason = reason, n = r.n }
     out.unknown = out.unknown + r.n
@@ -597,12 +582,7 @@ local function write_section(dir, prefix, trajs, opts, written)
 end
 
 -- The experiments a store holds, by name.
-local function experiment_names(db)
-  if not metrics.has_table(db, "experiments") then return {} end
-  local out = {}
-  for _, r in ipairs(db:query("SELECT name FROM experiments ORDER BY name")) do out[#out + 1] = r.name end
-  return out
-end
+local function experiment_names(db) return records.experiment_names(db) end
 M.experiment_names = experiment_names
 
 -- nil, or the message for an experiment name the store does not hold.
@@ -726,6 +706,8 @@ function M.write(db_or_path, out_dir, opts)
   end
   if not ok then
     sys.remove_tree(tmp)
+    -- A store that cannot be read as klab's is the user's input, not a failure to write.
+    if require("klab.errors").is(res, "mistake") then return nil, res.message, "EINVAL" end
     return nil, tostring(res), "EREPORT"
   end
   local out = {}

@@ -165,18 +165,13 @@ end
 
 -- ---- loading ------------------------------------------------------------
 
-local function has_table(db, name)
-  return db:first("SELECT name FROM sqlite_master WHERE type = 'table' AND name = ?", name) ~= nil
-end
+local records = require "klab.store.records"
+local has_table = records.has_table
 M.has_table = has_table
 
 local function mem_of_turn(db, candidate, arch)
   if not candidate then return nil end
-  local rows = db:query([[SELECT m.name, m.value, ev.id AS ev FROM candidates c
-      JOIN evaluations ev ON ev.candidate_id = c.id
-      JOIN measurements m ON m.evaluation_id = ev.id
-      WHERE c.hash = ? AND (? IS NULL OR ev.arch = ?) AND m.name IN (?, ?, ?)
-      ORDER BY ev.id, m.name]], candidate, arch, arch, M.MEM.ratio, M.MEM.kernel, M.MEM.baseline)
+  local rows = records.candidate_measurements(db, candidate, arch, { M.MEM.ratio, M.MEM.kernel, M.MEM.baseline })
   local per = {}
   local order = {}
   for _, r in ipairs(rows) do
@@ -206,17 +201,13 @@ function M.load(db, opts)
   if not has_table(db, "trajectories") or not has_table(db, "turns") or not has_table(db, "experiments") then
     return {}
   end
-  local rows = db:query([[SELECT t.id, t.model, t.task, t.tag, t.replica, t.state, t.turns AS nturns,
-      e.name AS experiment, json_extract(e.config, '$.arch') AS arch, json_extract(e.config, '$.turns') AS max_turns
-      FROM trajectories t JOIN experiments e ON e.id = t.experiment_id
-      WHERE (? IS NULL OR e.name = ?)]], opts.experiment, opts.experiment)
+  local rows = records.report_trajectories(db, opts.experiment)
   local by_id = {}
   for _, r in ipairs(rows) do
     r.turns = {}
     by_id[r.id] = r
   end
-  local turns = db:query([[SELECT trajectory_id, turn, verdict, reason, speedup, verified, candidate
-      FROM turns ORDER BY trajectory_id, turn]])
+  local turns = records.turn_outcomes(db)
   for _, tu in ipairs(turns) do
     local tr = by_id[tu.trajectory_id]
     if tr then
@@ -227,9 +218,7 @@ function M.load(db, opts)
   end
   for _, r in ipairs(rows) do
     if not r.arch then
-      local a = db:query([[SELECT ev.arch, count(*) AS n FROM turns tu JOIN candidates c ON c.hash = tu.candidate
-          JOIN evaluations ev ON ev.candidate_id = c.id WHERE tu.trajectory_id = ?
-          GROUP BY ev.arch ORDER BY n DESC, ev.arch]], r.id)
+      local a = records.trajectory_archs(db, r.id)
       r.arch = a[1] and a[1].arch or "unknown"
     end
     r.max_turns = math.tointeger(r.max_turns) or r.max_turns

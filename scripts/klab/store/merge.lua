@@ -2,7 +2,7 @@
 -- for the shards of a sweep run as separate processes (docs/slurm.md).
 --
 --   local merge = require "klab.store.merge"
---   local db <close> = assert(require("klab.store").open("results/sweep.db"))
+--   local db <close> = assert(require("klab.store.records").open("results/sweep.db"))
 --   local report = merge.merge(db, "results/shard-0-of-4.db")
 --
 -- Every row of a source ends up in the output once. A row is recognised by
@@ -24,7 +24,6 @@
 -- created from the source's definition.
 
 local store = require "klab.store"
-local json = require "klab.json"
 local json = require "klab.json"
 
 local M = {}
@@ -372,6 +371,14 @@ local function check_source(db, path)
     error(("%s has schema version %d, newer than this klab's %d"):format(path, v, store.SCHEMA_VERSION), 0)
   end
   local known = by_name()
+  -- klab's tables must be tables: a view in their place (an endless
+  -- recursive one, or one that makes gigabytes) is no shard of a sweep.
+  for _, r in ipairs(rows_of(db, "SELECT type, name FROM src.sqlite_master WHERE name NOT LIKE 'sqlite%'")) do
+    if (known[r.name] or M.OWN[r.name]) and r.type ~= "table" then
+      error(("%s: %s is a %s, not the table klab made (something else changed this store)"):format(path, r.name,
+        r.type), 0)
+    end
+  end
   local unknown = {}
   for _, r in ipairs(rows_of(db, [[SELECT name FROM src.sqlite_master WHERE type = 'table'
       AND name NOT LIKE 'sqlite%' ORDER BY name]])) do

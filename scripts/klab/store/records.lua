@@ -1,14 +1,313 @@
 -- klab.store.records: the one owner of the store's records. Every SQL
--- statement klab's library runs is here; experiments, reports, exports and
--- merges read and write typed records through it, and it checks what it
--- reads (a store can be made or damaged by someone else).
+-- statement klab's library runs is in scripts/klab/store/: this module's
+-- typed reads and writes (experiments, trajectories, turns, reports,
+-- exports, the verdict list), and klab.store.merge's store-to-store copy.
+-- The schema itself (tables, indexes, klab's triggers, versions) is
+-- host/store's.
 --
 --   records.open(path [, {readonly=, make_folder=}]) -> db | nil, line, code
 --
--- The schema itself (tables, indexes, klab's triggers, versions) is
--- host/store's; this module holds the queries.
+-- A store can be made or damaged by someone else: host/store refuses one
+-- whose klab tables are not tables, caps what it reads and runs with
+-- trusted_schema off; the readers here check the types of the columns they
+-- hand on (a NULL task name, a number where text belongs) and decode JSON
+-- columns carefully. Whatever is wrong is a klab.errors mistake whose one
+-- line names the store, the table and what is wrong.
+
+local errors = require "klab.errors"
+local json = require "klab.json"
 
 local M = {}
+
+-- ---- reading safely -----------------------------------------------------
+
+local function where(db) return db and db.path and db:path() or "the store" end
+
+local function bad(db, fmt, ...)
+  errors.raise("mistake", ("store %s: " .. fmt):format(where(db), ...))
+end
+
+-- db:query that turns a failure (a value too large, a busy or damaged file,
+-- JSON that is not JSON in a column SQL reads) into a mistake naming the
+-- store; SQLite's words stay, the statement and the position go.
+local function query(db, sql, ...)
+  local ok, rows, err = pcall(db.query, db, sql, ...)
+  if not ok or not rows then
+    local why = tostring(ok and err or rows):gsub("^[^:\n]*%.lua:%d+: ", ""):gsub("^store: ", ""):gsub(" in: .*$", "")
+    bad(db, "%s", why:gsub("^step: ", ""))
+  end
+  return rows
+end
+
+local function first(db, sql, ...) return query(db, sql, ...)[1] end
+
+-- Checks the columns of rows of table tbl: kinds = {col = "string" | "integer"
+-- | "number", ...}, a kind ending in "?" allowing NULL. Raises a mistake.
+local KIND_OK = {
+  string = function(v) return type(v) == "string" end,
+  integer = function(v) return math.type(v) == "integer" end,
+  number = function(v) return type(v) == "number" end,
+}
+local function checked(db, tbl, rows, kinds)
+  for _, r in ipairs(rows) do
+    for col, kind in pairs(kinds) do
+      local optional = kind:sub(-1) == "?"
+      local k = optional and kind:sub(1, -2) or kind
+      local v = r[col]
+      if not ((v == nil and optional) or (v ~= nil and KIND_OK[k](v))) then
+        bad(db, "table %s has a row (id %s) whose %s is %s, not %s%s; klab did not write it", tbl, tostring(r.id or "?"),
+          col, v == nil and "NULL" or (type(v) .. " " .. tostring(v):sub(1, 40)), k == "integer" and "an integer" or
+          ("a " .. k), optional and " or NULL" or "")
+      end
+    end
+  end
+  return rows
+end
+
+-- The value of a JSON column, or nil for NULL; a mistake when it is not JSON.
+function M.decode(db, tbl, col, text, id)
+  if text == nil then return nil end
+  if type(text) ~= "string" then bad(db, "%s.%s of row %s is %s, not JSON text", tbl, col, tostring(id), type(text)) end
+  local ok, v = pcall(json.decode, text)
+  if not ok then bad(db, "%s.%s of row %s is not JSON (%s)", tbl, col, tostring(id), tostring(v):sub(1, 80)) end
+  return v
+end
+
+function M.has_table(db, name)
+  return first(db, "SELECT name FROM sqlite_master WHERE type = 'table' AND name = ?", name) ~= nil
+end
+
+local function count(db, tbl) return first(db, "SELECT count(*) AS n FROM " .. tbl).n or 0 end
+M.count = count
+
+-- ---- the verdict list -----------------------------------------------------
+
+function M.verdict_rows(db) return query(db, "SELECT name, rank, short, stage, class, means FROM verdicts") end
+
+function M.put_verdict(db, v, rank)
+  query(db, "INSERT OR REPLACE INTO verdicts(name, rank, short, stage, class, means) VALUES (?, ?, ?, ?, ?, ?)",
+    v.name, rank, v.short, v.stage, v.class, v.means)
+end
+
+-- ---- experiments ------------------------------------------------------------
+
+local EXPERIMENT = { id = "integer", name = "string", config = "string?" }
+
+function M.experiment(db, name)
+  return checked(db, "experiments", query(db, "SELECT * FROM experiments WHERE name = ?", name), EXPERIMENT)[1]
+end
+
+-- The experiment's id, its config stored (created or updated).
+function M.save_experiment(db, name, config)
+  local row = M.experiment(db, name)
+  if row then
+    query(db, "UPDATE experiments SET config = ?, updated_at = strftime('%Y-%m-%dT%H:%M:%fZ','now') WHERE id = ?",
+      config, row.id)
+    return row.id
+  end
+  return db:insert("experiments", { name = name, config = config })
+end
+
+function M.experiment_names(db)
+  if not M.has_table(db, "experiments") then return {} end
+  local out = {}
+  for _, r in ipairs(checked(db, "experiments", query(db, "SELECT id, name FROM experiments ORDER BY name"),
+    EXPERIMENT)) do
+    out[#out + 1] = r.name
+  end
+  return out
+end
+
+function M.experiments(db)
+  return checked(db, "experiments", query(db, "SELECT id, name, config, created_at, updated_at FROM experiments "
+    .. "ORDER BY name, id"), EXPERIMENT)
+end
+
+-- ---- trajectories and turns ---------------------------------------------------
+
+local TRAJECTORY = { id = "integer", experiment_id = "integer", key = "string", model = "string", task = "string",
+  tag = "string", replica = "integer", state = "string", turns = "integer", messages = "string?" }
+local TURN = { id = "integer", trajectory_id = "integer", turn = "integer", verdict = "string", reason = "string?",
+  speedup = "number?", verified = "integer?", candidate = "string?", reply = "string?", feedback = "string?" }
+
+function M.trajectory(db, key)
+  return checked(db, "trajectories", query(db, "SELECT * FROM trajectories WHERE key = ?", key), TRAJECTORY)[1]
+end
+
+function M.add_trajectory(db, fields)
+  local id = db:insert("trajectories", fields)
+  return checked(db, "trajectories", query(db, "SELECT * FROM trajectories WHERE id = ?", id), TRAJECTORY)[1]
+end
+
+function M.turns(db, trajectory_id)
+  return checked(db, "turns", query(db, "SELECT * FROM turns WHERE trajectory_id = ? ORDER BY turn", trajectory_id),
+    TURN)
+end
+
+-- Stores a turn and the trajectory's count of turns; returns the stored row.
+function M.add_turn(db, rec)
+  local id, err = db:insert("turns", rec)
+  if not id then
+    error(("experiment: cannot store turn %d of trajectory %d: %s"):format(rec.turn, rec.trajectory_id, tostring(err)), 0)
+  end
+  query(db, "UPDATE trajectories SET turns = ? WHERE id = ?", rec.turn, rec.trajectory_id)
+  return checked(db, "turns", query(db, "SELECT * FROM turns WHERE id = ?", id), TURN)[1]
+end
+
+-- f = {stop_reason=, best_speedup=, best_turn=, selected_turn=, selected_speedup=, selection=}
+function M.finish_trajectory(db, id, f)
+  query(db, [[UPDATE trajectories SET state = 'done', stop_reason = ?, best_speedup = ?, best_turn = ?,
+    selected_turn = ?, selected_speedup = ?, selection = ?, finished_at = strftime('%Y-%m-%dT%H:%M:%fZ','now')
+    WHERE id = ?]], f.stop_reason, f.best_speedup, f.best_turn, f.selected_turn, f.selected_speedup, f.selection, id)
+end
+
+-- verdict -> turns of the experiment.
+function M.verdict_counts(db, experiment_id)
+  local out = {}
+  for _, r in ipairs(query(db, [[SELECT verdict, count(*) AS n FROM turns JOIN trajectories t ON t.id = trajectory_id
+      WHERE t.experiment_id = ? GROUP BY verdict]], experiment_id)) do
+    if type(r.verdict) == "string" then out[r.verdict] = r.n end
+  end
+  return out
+end
+
+function M.trajectories_of(db, experiment_id)
+  return checked(db, "trajectories", query(db, "SELECT * FROM trajectories WHERE experiment_id = ? ORDER BY id",
+    experiment_id), TRAJECTORY)
+end
+
+-- The turns of a trajectory with their tokens and cost.
+function M.turn_costs(db, trajectory_id)
+  return checked(db, "turns", query(db, [[SELECT turn, verdict, input_tokens, output_tokens, cost_usd FROM turns
+      WHERE trajectory_id = ? ORDER BY turn]], trajectory_id), { turn = "integer", verdict = "string",
+      input_tokens = "integer?", output_tokens = "integer?", cost_usd = "number?" })
+end
+
+-- PTXBench's cells: per model and task, trajectories, those with a correct
+-- turn, those verified as well, the best speedup; in sweep order.
+function M.cells(db, experiment_id)
+  return query(db, [[
+    SELECT model, task, count(*) AS n,
+      sum(EXISTS (SELECT 1 FROM turns u WHERE u.trajectory_id = t.id AND u.verdict = 'passed')) AS correct,
+      sum(EXISTS (SELECT 1 FROM turns u WHERE u.trajectory_id = t.id AND u.verdict = 'passed' AND u.verified = 1))
+        AS verified,
+      max(best_speedup) AS best, min(id) AS first
+    FROM trajectories t WHERE experiment_id = ? GROUP BY model, task ORDER BY first]], experiment_id)
+end
+
+-- Every turn of the experiment with its trajectory's model, task, tag and replica.
+function M.experiment_turns(db, experiment_id)
+  return checked(db, "turns", query(db, [[SELECT turns.*, t.model, t.task, t.tag, t.replica FROM turns
+      JOIN trajectories t ON t.id = trajectory_id WHERE t.experiment_id = ?
+      ORDER BY t.model, t.task, t.tag, t.replica, turns.turn]], experiment_id),
+    { verdict = "string", turn = "integer", model = "string", task = "string", tag = "string", replica = "integer" })
+end
+
+function M.candidate(db, hash)
+  return query(db, "SELECT * FROM candidates WHERE hash = ?", hash)[1]
+end
+
+-- ---- what reports read ----------------------------------------------------
+
+-- The trajectories a report reads (with their experiment's name, arch and
+-- turn limit), of one experiment or all.
+function M.report_trajectories(db, experiment)
+  return checked(db, "trajectories", query(db, [[SELECT t.id, t.model, t.task, t.tag, t.replica, t.state,
+      t.turns AS nturns, e.name AS experiment, json_extract(e.config, '$.arch') AS arch,
+      json_extract(e.config, '$.turns') AS max_turns
+      FROM trajectories t JOIN experiments e ON e.id = t.experiment_id
+      WHERE (? IS NULL OR e.name = ?)]], experiment, experiment),
+    { id = "integer", model = "string", task = "string", tag = "string", replica = "integer", state = "string",
+      experiment = "string", arch = "string?" })
+end
+
+-- Every turn's outcome, by trajectory and turn.
+function M.turn_outcomes(db)
+  return checked(db, "turns", query(db, [[SELECT trajectory_id, turn, verdict, reason, speedup, verified, candidate
+      FROM turns ORDER BY trajectory_id, turn]]), { trajectory_id = "integer", turn = "integer", verdict = "string",
+      reason = "string?", speedup = "number?", verified = "integer?", candidate = "string?" })
+end
+
+-- The architectures a trajectory's candidates were evaluated for, most first.
+function M.trajectory_archs(db, trajectory_id)
+  return query(db, [[SELECT ev.arch, count(*) AS n FROM turns tu JOIN candidates c ON c.hash = tu.candidate
+      JOIN evaluations ev ON ev.candidate_id = c.id WHERE tu.trajectory_id = ?
+      GROUP BY ev.arch ORDER BY n DESC, ev.arch]], trajectory_id)
+end
+
+-- Measurements names[...] of the evaluations of a candidate (for one arch, or any).
+function M.candidate_measurements(db, candidate, arch, names)
+  return query(db, ([[SELECT m.name, m.value, ev.id AS ev FROM candidates c
+      JOIN evaluations ev ON ev.candidate_id = c.id
+      JOIN measurements m ON m.evaluation_id = ev.id
+      WHERE c.hash = ? AND (? IS NULL OR ev.arch = ?) AND m.name IN (%s)
+      ORDER BY ev.id, m.name]]):format(("?"):rep(#names, ", ")), candidate, arch, arch, table.unpack(names))
+end
+
+-- The initial conversations of the trajectories, with where they were used.
+function M.prompts(db)
+  return checked(db, "trajectories", query(db, [[SELECT t.messages, t.task, t.tag, e.name AS experiment
+      FROM trajectories t JOIN experiments e ON e.id = t.experiment_id
+      ORDER BY e.name, t.task, t.tag, t.model, t.replica]]), { messages = "string?", task = "string", tag = "string",
+      experiment = "string" })
+end
+
+local function id_list(ids)
+  local out = {}
+  for i, id in ipairs(ids) do out[i] = tostring(math.tointeger(id)) end
+  return table.concat(out, ",")
+end
+
+-- The environments the evaluations of these trajectories' candidates ran in.
+function M.environments_of(db, trajectory_ids)
+  if #trajectory_ids == 0 then return {} end
+  return query(db, ([[SELECT DISTINCT env.* FROM turns tu JOIN candidates c ON c.hash = tu.candidate
+      JOIN evaluations ev ON ev.candidate_id = c.id JOIN environments env ON env.id = ev.env_id
+      WHERE tu.trajectory_id IN (%s) ORDER BY env.id]]):format(id_list(trajectory_ids)))
+end
+
+function M.environments(db) return query(db, "SELECT * FROM environments ORDER BY id") end
+
+-- The first and last turn of these trajectories, and of the evaluations.
+function M.turn_dates(db, trajectory_ids)
+  if #trajectory_ids == 0 then return nil, nil end
+  local r = first(db, ("SELECT min(created_at) AS a, max(created_at) AS b FROM turns WHERE trajectory_id IN (%s)")
+    :format(id_list(trajectory_ids)))
+  return r and r.a, r and r.b
+end
+
+function M.evaluation_dates(db)
+  local r = first(db, "SELECT min(finished_at) AS a, max(finished_at) AS b FROM evaluations")
+  return r and r.a, r and r.b
+end
+
+function M.schema_version(db)
+  local r = first(db, "SELECT max(version) AS v FROM schema_version")
+  return r and r.v
+end
+
+-- Why evaluations were not measured: {{reason=, n=}, ...}, most frequent first.
+function M.unknown_reasons(db)
+  return query(db, [[SELECT reason, count(*) AS n FROM evaluations WHERE verdict = 'unknown'
+      GROUP BY reason ORDER BY n DESC, reason]])
+end
+
+-- ---- what exports read ----------------------------------------------------
+
+function M.export_trajectories(db, experiment)
+  return checked(db, "trajectories", query(db, [[SELECT t.id, t.model, t.task, t.tag, t.replica, t.messages,
+      e.name AS experiment FROM trajectories t JOIN experiments e ON e.id = t.experiment_id
+      WHERE (? IS NULL OR e.name = ?) ORDER BY t.id]], experiment, experiment),
+    { id = "integer", model = "string", task = "string", tag = "string", replica = "integer", messages = "string?" })
+end
+
+-- A trajectory's turns with their candidates' code and plan.
+function M.turns_with_code(db, trajectory_id)
+  return checked(db, "turns", query(db, [[SELECT tu.*, c.code AS k_code, c.plan AS k_plan, c.language AS k_language
+      FROM turns tu LEFT JOIN candidates c ON c.hash = tu.candidate
+      WHERE tu.trajectory_id = ? ORDER BY tu.turn]], trajectory_id), TURN)
+end
+
 
 -- One line for the user from klab.store.open's message about path: what
 -- is wrong with the file, in the user's terms, with SQLite's own words.
