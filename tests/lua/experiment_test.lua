@@ -110,7 +110,7 @@ T.extract_errors_say_why = function(t)
   t.match(why, "cut off")
   local v = extract.verdict("no fenced code block")
   t.eq(v.verdict, "extraction_error")
-  t.eq(v.reason, "extraction_error: no fenced code block")
+  t.eq(v.reason, "no fenced code block")
 end
 
 -- ---- prompts ------------------------------------------------------------------------

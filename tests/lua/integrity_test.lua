@@ -80,9 +80,9 @@ function T.work_rule(t)
   local stage = { status = "ok", flops = fl }
   t.eq(profile.work_verdict(stage, 0.9), nil, "all the work executed")
   stage.flops = profile.flops({ ["flops.gmma"] = 1e5, ["ops.ffma"] = 1e4 }, 2e6, "GH100")
-  local v, why = profile.work_verdict(stage, 0.9)
+  local v, detail = profile.work_verdict(stage, 0.9)
   t.eq(v, "insufficient_work")
-  t.match(why, "6%.0%% of the task's")
+  t.match(require("klab.eval.verdict").reason(v, detail), "6%.0%% of the task's")
   t.eq(profile.work_verdict(stage, nil), nil, "a task without a work rule")
   t.eq(profile.work_verdict({ status = "unknown", flops = stage.flops }, 0.9), nil, "unmeasured: no verdict")
   -- Without the SIMT counts nothing is claimed about the total.

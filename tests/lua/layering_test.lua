@@ -126,4 +126,24 @@ function T.sql_lives_in_the_store(t)
   t.ok(owner >= 2, "the store's modules hold the SQL (" .. owner .. ")")
 end
 
+-- A verdict is given by klab.eval.verdict (make/give), with its reason built
+-- there from the producer's detail: no other library module writes a
+-- verdict's name into a record.
+function T.verdicts_come_from_the_authority(t)
+  local verdicts = require "klab.eval.verdict"
+  local bad, gives = {}, 0
+  for name, m in pairs(modules(t.root)) do
+    if name ~= "klab.eval.verdict" then
+      for v in m.src:gmatch('verdict%s*=%s*"([%w_]+)"') do
+        if verdicts.valid(v) then bad[#bad + 1] = name .. " (" .. v .. ")" end
+      end
+      for _ in m.src:gmatch("verdicts?%.give%(") do gives = gives + 1 end
+      for _ in m.src:gmatch("verdicts?%.make%(") do gives = gives + 1 end
+    end
+  end
+  table.sort(bad)
+  t.eq(table.concat(bad, ", "), "")
+  t.ok(gives >= 10, "the pipeline gives its verdicts through the authority (" .. gives .. " calls)")
+end
+
 return T

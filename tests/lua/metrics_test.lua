@@ -255,6 +255,20 @@ function tests.best_by_turn_means(t)
   t.near(rows[2].points[2].mean, 0.875, 1e-12)
 end
 
+-- Correct follows the verdict list: target_not_executed is correct code
+-- whose targets did not run (correct, never verified); unknown is neither.
+function tests.correct_follows_the_verdict_list(t)
+  local metrics = require "klab.report.metrics"
+  local function tr(v, verified) return { turns = { { turn = 1, verdict = v, verified = verified, speedup = 1.5 } } } end
+  t.ok(metrics.correct(tr("passed", true), 1, true))
+  t.ok(metrics.correct(tr("target_not_executed", false), 1))
+  t.ok(not metrics.correct(tr("target_not_executed", false), 1, true))
+  t.eq(metrics.best(tr("target_not_executed", false), 1), 1.5)
+  t.ok(not metrics.correct(tr("unknown"), 1))
+  t.ok(not metrics.correct(tr("incorrect"), 1))
+  t.ok(not metrics.correct(tr("passed", true), 0), "a turn past the limit does not count")
+end
+
 function tests.pdetect(t)
   t.near(metrics.pdetect(0.1, 10), 1 - 0.9 ^ 10, 1e-15)
   t.near(metrics.pdetect(0.1, 10), 0.6513215599, 1e-9)

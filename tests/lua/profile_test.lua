@@ -16,6 +16,14 @@ local gpu = require "klab.gpu"
 local sq = require("klab.command").shell_quote
 
 local run_candidate = dofile((debug.getinfo(1, "S").source:sub(2):match("^(.*)/tests/lua/") or ".") .. "/tests/gpu/run_candidate.lua")
+-- The rules give a verdict and its detail; klab.eval.verdict words it.
+local function worded(v, detail)
+  if not v then return nil end
+  return v, require("klab.eval.verdict").reason(v, detail)
+end
+local function rule(...) return worded(profile.verdict(...)) end
+local function type_rule(...) return worded(profile.type_verdict(...)) end
+
 local T = {}
 
 local function need_gpu(t)
@@ -186,7 +194,7 @@ function T.wgmma_sample_families_and_flops(t)
   t.eq(s.flops.hmma, 0)
   t.eq(s.flops.other, 0)
   t.near(s.flops.frac.hgmma, 1.0, 1e-12)
-  t.eq(profile.verdict(s), nil)
+  t.eq(rule(s), nil)
 end
 
 function T.mma_sync_sample_is_caught(t)
@@ -198,13 +206,13 @@ function T.mma_sync_sample_is_caught(t)
   t.eq(s.flops.hmma, TASK_FLOPS)
   t.eq(s.flops.hgmma, 0)
   t.near(s.flops.frac.hmma, 1.0, 1e-12)
-  local v, why = profile.verdict(s)
+  local v, why = rule(s)
   t.eq(v, "target_not_executed")
   t.eq(why, "wgmma and tma did not execute (0 warp instructions), though the task targets them on sm_90a; "
     .. "100.0% of the task's FLOPs went through mma.sync (HMMA) instead")
   -- With only wgmma targeted, the reason names the HMMA path.
   local s2 = analyse(mma_sync_values(), { "wgmma" })
-  local v2, why2 = profile.verdict(s2)
+  local v2, why2 = rule(s2)
   t.eq(v2, "target_not_executed")
   t.ok(why2:find("wgmma did not execute") and why2:find("100.0%% of the task's FLOPs went through mma.sync"), why2)
 end
@@ -216,7 +224,7 @@ function T.naive_sample_has_no_tensor_flops(t)
   t.eq(s.flops.tensor, 0)
   t.eq(s.flops.other, TASK_FLOPS)
   t.near(s.flops.frac.other, 1.0, 1e-12)
-  t.eq(profile.verdict(s), "target_not_executed")
+  t.eq(rule(s), "target_not_executed")
 end
 
 function T.token_wgmma_with_hmma_work_is_caught(t)
@@ -227,13 +235,13 @@ function T.token_wgmma_with_hmma_work_is_caught(t)
   v["sm__ops_path_tensor_op_hgmma_src_bf16_dst_fp32.sum"] = 132 * 2 * 64 * 8 * 16
   local s = analyse(v)
   t.eq(s.families.wgmma.status, "executed")
-  local verdict, why = profile.verdict(s)
+  local verdict, why = rule(s)
   t.eq(verdict, "target_not_executed")
   t.ok(why:find("carried only") and why:find("mma.sync %(HMMA%) 100.0%%"), why)
-  t.eq(profile.verdict(s, { min_path_fraction = 0 }), nil, "the rule can be switched off")
+  t.eq(rule(s, { min_path_fraction = 0 }), nil, "the rule can be switched off")
   -- Half the work through wgmma passes the default threshold.
   v["sm__ops_path_tensor_op_hgmma_src_bf16_dst_fp32.sum"] = TASK_FLOPS / 2
-  t.eq(profile.verdict(analyse(v)), nil)
+  t.eq(rule(analyse(v)), nil)
 end
 
 function T.unknown_families_never_give_a_verdict(t)
@@ -246,14 +254,14 @@ function T.unknown_families_never_give_a_verdict(t)
   t.ok(s.families.tma.reason:find("no measurement"), s.families.tma.reason)
   t.eq(s.families["warp.magic"].status, "unknown")
   t.ok(s.families["warp.magic"].reason:find("no counter"))
-  t.eq(profile.verdict(s), nil)
+  t.eq(rule(s), nil)
   -- tcgen05 on Hopper is unknown, not "not executed".
   local h = analyse(wgmma_values(), { "tcgen05.mma" })
   t.eq(h.families["tcgen05.mma"].status, "unknown")
   t.ok(h.families["tcgen05.mma"].reason:find("does not exist on GH100"))
   -- A stage that could not measure has no verdict.
-  t.eq(profile.verdict({ status = "unknown", families = { wgmma = { status = "not_executed" } } }), nil)
-  t.eq(profile.verdict(nil), nil)
+  t.eq(rule({ status = "unknown", families = { wgmma = { status = "not_executed" } } }), nil)
+  t.eq(rule(nil), nil)
 end
 
 function T.blackwell_families(t)
@@ -314,13 +322,13 @@ function T.tensor_type_names_the_path_that_ran(t)
   local s = analyse(wgmma_values())
   s.targets = { "wgmma", "tma" }
   t.eq(s.flops.src.bf16, TASK_FLOPS)
-  t.eq(profile.verdict(s), nil, "wgmma and TMA ran with all the FLOPs")
-  local v, why = profile.type_verdict(s, "fp8", 0.9)
+  t.eq(rule(s), nil, "wgmma and TMA ran with all the FLOPs")
+  local v, why = type_rule(s, "fp8", 0.9)
   t.eq(v, "target_not_executed")
   t.eq(why, ("the task's tensor-core path is fp8, but fp8 tensor FLOPs were 0.0%% of the task's %.4g (at least 90%% "
     .. "required); the tensor cores ran bf16 100.0%%"):format(TASK_FLOPS))
-  t.eq(profile.type_verdict(s, "bf16", 0.9), nil, "bf16 is this task's type")
-  t.eq(profile.type_verdict(s, nil, 0.9), nil, "no type, no rule")
+  t.eq(type_rule(s, "bf16", 0.9), nil, "bf16 is this task's type")
+  t.eq(type_rule(s, nil, 0.9), nil, "no type, no rule")
   -- The fp8 path: QGMMA carries the FLOPs.
   local q = wgmma_values()
   q["sm__ops_path_tensor_op_hgmma_src_bf16_dst_fp32.sum"] = 0
@@ -328,22 +336,22 @@ function T.tensor_type_names_the_path_that_ran(t)
   local s8 = analyse(q)
   s8.targets = { "wgmma", "tma" }
   t.eq(s8.flops.hgmma, TASK_FLOPS)
-  t.eq(profile.verdict(s8), nil)
-  t.eq(profile.type_verdict(s8, "fp8", 0.9), nil)
+  t.eq(rule(s8), nil)
+  t.eq(type_rule(s8, "fp8", 0.9), nil)
   -- A tenth of the work on fp8, the rest on bf16: below the work fraction.
   q["sm__ops_path_tensor_src_fp8.sum"] = TASK_FLOPS / 10
   q["sm__ops_path_tensor_op_hgmma_src_bf16_dst_fp32.sum"] = TASK_FLOPS * 0.9
   local sm = analyse(q)
   sm.targets = { "wgmma", "tma" }
-  local mv, mwhy = profile.type_verdict(sm, "fp8", 0.9)
+  local mv, mwhy = type_rule(sm, "fp8", 0.9)
   t.eq(mv, "target_not_executed")
   t.match(mwhy, "fp8 tensor FLOPs were 10%.0%%.*the tensor cores ran bf16 90%.0%%, fp8 10%.0%%")
   -- No tensor target on this arch, or nothing measured by type: no verdict.
   s.targets = { "tma" }
-  t.eq(profile.type_verdict(s, "fp8", 0.9), nil)
+  t.eq(type_rule(s, "fp8", 0.9), nil)
   s.targets = { "wgmma" }
   s.flops.src = nil
-  t.eq(profile.type_verdict(s, "fp8", 0.9), nil)
+  t.eq(type_rule(s, "fp8", 0.9), nil)
   -- The fp8 GEMM task says so.
   t.eq(require("klab.task").get("gemm_fp8e4m3/4096x4096x4096").tensor_type, "fp8")
 end

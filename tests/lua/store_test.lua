@@ -9,7 +9,7 @@ local function fresh(t, opts)
   local path = dir .. "/exp.db"
   local db, err = store.open(path, opts)
   assert(db, err)
-  if not (opts and opts.readonly) then require("klab.eval.verdict").define(db) end
+  if not (opts and opts.readonly) then require("klab.store.records").define_verdicts(db) end
   return db, path, function() t.sh("rm -rf '" .. dir .. "'") end
 end
 
@@ -373,7 +373,7 @@ function T.two_processes_write_concurrently(t)
 local store = require "klab.store"
 local path, tag = ...
 local db = assert(store.open(path))
-require("klab.eval.verdict").define(db)
+require("klab.store.records").define_verdicts(db)
 local cand = assert(db:put_candidate { language = "ptx", code = "shared" })
 for i = 1, 50 do
   assert(db:record_evaluation { key = tag .. i, candidate = cand, task = "t", arch = "sm_90a",

@@ -96,6 +96,7 @@ function M.main(args)
   local list, lerr = work_list(o)
   if not list then return fail(lerr, command.EXIT.usage) end
   local eval = require "klab.eval"
+  local verdicts = require "klab.eval.verdict"
   local progress = require "klab.progress"
   local sys = require "klab.sys"
   local db
@@ -112,7 +113,12 @@ function M.main(args)
   for i, w in ipairs(list) do
     local ticket, err = s:submit(w.task, w.candidate, { timing = not o.no_timing, timing_opts = { budget_s = o.budget },
       deadline = o.deadline })
-    if ticket then tickets[ticket] = i else results[i] = { verdict = "error", reason = tostring(err) } end
+    if ticket then
+      tickets[ticket] = i
+    else
+      results[i] = verdicts.make("unknown", { kind = "start", message = err })
+      counts.unknown = (counts.unknown or 0) + 1
+    end
   end
   local bar = progress.new { total = #list, label = "batch", mode = o.json and "off" or "auto" }
   local done = 0
@@ -141,10 +147,9 @@ function M.main(args)
     end
   end
   local parts = {}
-  local names = {}
-  for v in pairs(counts) do names[#names + 1] = v end
-  table.sort(names)
-  for _, v in ipairs(names) do parts[#parts + 1] = v .. "=" .. counts[v] end
+  for _, v in ipairs(verdicts.NAMES) do
+    if counts[v] then parts[#parts + 1] = v .. "=" .. counts[v] end
+  end
   io.stderr:write(string.format("%d candidates in %.1f s: %.1f evaluations per minute (%s)\n", #list, elapsed,
     60 * #list / math.max(elapsed, 1e-9), table.concat(parts, " ")))
   -- Nothing measured (no GPU, no driver): the batch could not run.

@@ -113,8 +113,9 @@ end
 -- The exit status of a result: 0 for a correct candidate, 3 when nothing
 -- could be measured (unknown), 1 for any failing verdict.
 function M.status(r)
-  if r.verdict == "passed" or r.verdict == "target_not_executed" then return EXIT.ok end
-  if r.verdict == "unknown" then return EXIT.could_not_run end
+  local verdicts = require "klab.eval.verdict"
+  if verdicts.correct(r.verdict) then return EXIT.ok end
+  if not verdicts.measured(r.verdict) then return EXIT.could_not_run end
   return EXIT.failed
 end
 

@@ -45,7 +45,7 @@ function M.main(args)
   if not db then return command.fail("merge", err, command.EXIT.usage) end
   -- The output is written by this klab: its verdicts are this klab's (a
   -- shard from an older one brings no verdicts table of its own).
-  require("klab.eval.verdict").define(db)
+  require("klab.store.records").define_verdicts(db)
   local failed, conflicts = 0, 0
   for _, path in ipairs(o.sources) do
     local ok, report = pcall(merge.merge, db, path)

@@ -70,7 +70,7 @@ function M.session(opts)
     else
       s.db = opts.db
     end
-    verdicts.define(s.db)
+    require("klab.store.records").define_verdicts(s.db)
   end
   return s
 end
@@ -173,26 +173,18 @@ local function gpu_result(pool, h, deadline)
   end
   local r = { stages = {}, worker = { status = rep.status, pid = rep.worker_pid, output_tail = rep.output_tail,
     stage = rep.stage, stage_seconds = rep.stage_seconds, stage_expired = rep.stage_expired }, stage = rep.stage }
-  local during = rep.stage and (" during " .. rep.stage) or ""
   if rep.status == "timeout" then
-    r.verdict = "timeout"
     if rep.stage_expired then
-      r.reason = string.format("the %s stage did not finish within its %g s; the kernel was stopped by killing "
-        .. "its worker", rep.stage, rep.stage_seconds)
+      verdicts.give(r, "timeout", { kind = "stage", stage = rep.stage, seconds = rep.stage_seconds })
     else
-      r.reason = string.format("the evaluation did not finish within %g s%s; the kernel was stopped by killing its "
-        .. "worker", deadline, during)
+      verdicts.give(r, "timeout", { kind = "deadline", seconds = deadline, stage = rep.stage })
     end
   elseif rep.status == "crashed" then
-    r.verdict = "runtime_error"
-    r.reason = "the worker died with " .. tostring(rep.signal_name or rep.signal) .. " while running the kernel" ..
-      during
+    verdicts.give(r, "runtime_error", { kind = "crashed", signal = rep.signal_name or rep.signal, stage = rep.stage })
   elseif rep.status == "exited" then
-    r.verdict = "runtime_error"
-    r.reason = "the worker exited with status " .. tostring(rep.exit_code) .. " while running the kernel" .. during
+    verdicts.give(r, "runtime_error", { kind = "exited", code = rep.exit_code, stage = rep.stage })
   else
-    r.verdict = "unknown"
-    r.reason = "the evaluation itself failed: " .. tostring(rep.error)
+    verdicts.give(r, "unknown", { kind = "worker", message = tostring(rep.error) })
   end
   return r
 end
@@ -389,9 +381,7 @@ function Session:_finish(item)
   local result = run.result
   prepare.cleanup(run)
   prepare.finish(run)
-  if result.verdict == nil then
-    result.verdict, result.reason = "passed", "correct on every trial and timed run"
-  end
+  if result.verdict == nil then verdicts.give(result, "passed", { kind = "evaluated" }) end
   result.seconds = sys.now() - item.t0
   if item.key then self:_record(run, item.key) end
   item.result, item.state, item.run = result, "done", nil
@@ -547,9 +537,8 @@ function Session:_sanitize(run)
   end
   run.result.stages.sanitizer = san
   if san.status == "ok" and (san.errors or 0) > 0 then
-    run.result.verdict = "runtime_error"
-    run.result.reason = string.format("compute-sanitizer memcheck found %d error(s): %s", san.errors,
-      tostring((san.first or {})[1] or ""))
+    verdicts.give(run.result, "runtime_error", { kind = "sanitizer", errors = san.errors,
+      first = (san.first or {})[1] })
     return false
   end
   return true

@@ -23,6 +23,7 @@ local profile = require "klab.eval.profile"
 local task_mod = require "klab.task"
 local sys = require "klab.sys"
 local seed_mod = require "klab.eval.seed"
+local verdicts = require "klab.eval.verdict"
 
 local M = {}
 
@@ -186,14 +187,15 @@ local function build_candidate(run)
     r.stages.build = { ok = false, log = partial and partial.log or err, code = code }
     if code == "EUNSUPPORTED" then
       -- The machine, not the candidate: its compiler cannot be confined here.
-      r.verdict, r.reason = "unknown", tostring(err)
+      verdicts.give(r, "unknown", { message = tostring(err) })
     elseif code == "EREJECT" then
-      r.verdict, r.reason = "compile_error", "rejected: " .. tostring(err)
+      verdicts.give(r, "compile_error", { kind = "rejected", message = tostring(err) })
     elseif tostring(err):find(" is not allowed: ", 1, true) then
       -- klab's rule, already one line naming the user's file.
-      r.verdict, r.reason = "compile_error", "compile error: " .. tostring(err)
+      verdicts.give(r, "compile_error", { kind = "compiler", message = tostring(err) })
     else
-      r.verdict, r.reason = "compile_error", "compile error: " .. tostring(first_error_line(partial and partial.log) or err)
+      verdicts.give(r, "compile_error", { kind = "compiler",
+        message = tostring(first_error_line(partial and partial.log) or err) })
     end
     return nil
   end
@@ -218,7 +220,7 @@ function M.build(run)
   -- The task's own kernels: a task that cannot build them cannot judge.
   local ref, rerr = compile_task_kernel("reference", t.reference.path, t.reference.code, run.arch)
   if not ref then
-    r.verdict, r.reason = "unknown", rerr
+    verdicts.give(r, "unknown", { message = tostring(rerr) })
     return nil
   end
   run.ref_cubin = ref.cubin
@@ -279,7 +281,7 @@ local function plan_candidate(run)
   local c, r = run.cand, run.result
   local plan, perr = plan_mod.run(run.task, c.plan, { arch = run.arch, name = c.plan_file })
   if not plan then
-    r.verdict, r.reason = "plan_error", perr
+    verdicts.give(r, "plan_error", { message = tostring(perr) })
     return nil
   end
   r.stages.plan = { launches = #plan.launches }
@@ -290,8 +292,7 @@ local function plan_candidate(run)
       local names = {}
       for n in pairs(entries) do names[#names + 1] = n end
       table.sort(names)
-      r.verdict, r.reason = "plan_error", string.format(
-        "the plan launches kernel '%s', but the code defines only %s", l.kernel, table.concat(names, ", "))
+      verdicts.give(r, "plan_error", { kind = "undefined_kernel", kernel = l.kernel, defined = names })
       return nil
     end
   end
@@ -319,12 +320,12 @@ function M.plan(run)
     ref.derive, err = task_plan(t, "reference derive", t.reference.derive, reference_view(t, 0), run.arch)
   end
   if err then
-    r.verdict, r.reason = "unknown", err
+    verdicts.give(r, "unknown", { message = tostring(err) })
     return nil
   end
   local spec = M.spec(t)
   if spec.units_error then
-    r.verdict, r.reason = "unknown", spec.units_error
+    verdicts.give(r, "unknown", { message = spec.units_error })
     return nil
   end
   -- A run made without klab.eval (a test's) still gets a seed of its own.

@@ -16,7 +16,7 @@
 --   profile.aggregate(values, chip [, rows])   -> roles {["inst.wgmma"]=n, ...}
 --   profile.families(roles, targets, chip)     -> {wgmma={status=, executed=, count=, reason=}, ...}
 --   profile.flops(roles, task_flops, chip)     -> {hgmma=, hmma=, utc=, tensor=, other=, task=, frac={...}}
---   profile.verdict(stage, opts)               -> "target_not_executed", reason | nil
+--   profile.verdict(stage, opts)               -> "target_not_executed", detail | nil (klab.eval.verdict words it)
 --   profile.over_kernels(roles, role [, kernel_ns]) -> an "of elapsed" percentage over the kernels' span
 --   profile.compact(roles, info)               -> profile table (figures and signals)
 --   profile.text(p)                            -> short text a prompt can include
@@ -256,10 +256,8 @@ function M.work_verdict(stage, required)
   local fl = stage.flops or {}
   if not (finite(fl.executed) and finite(fl.task) and fl.task > 0) then return nil end
   if fl.executed >= required * fl.task then return nil end
-  return "insufficient_work", string.format(
-    "the kernel executed %.4g FLOPs (tensor cores %.4g, SIMT pipes %.4g), %.1f%% of the task's %.4g; the task "
-    .. "requires at least %.0f%%", fl.executed, fl.tensor or 0, fl.simt or 0, 100 * fl.executed / fl.task, fl.task,
-    100 * required)
+  return "insufficient_work", { kind = "work", executed = fl.executed, tensor = fl.tensor, simt = fl.simt,
+    task = fl.task, required = required }
 end
 
 -- target_not_executed when the stage measured (status "ok") and a target
@@ -273,7 +271,6 @@ function M.verdict(stage, opts)
   local names = {}
   for n in pairs(stage.families or {}) do names[#names + 1] = n end
   table.sort(names)
-  local arch = stage.arch or "this architecture"
   -- Every family that did not run, tensor families first.
   local missing = {}
   for _, n in ipairs(names) do
@@ -282,29 +279,18 @@ function M.verdict(stage, opts)
   for _, n in ipairs(names) do
     if stage.families[n].status == "not_executed" and not TENSOR_FAMILIES[n] then missing[#missing + 1] = n end
   end
-  if #missing > 0 then
-    local extra = ""
-    local fl = stage.flops or {}
-    if fl.frac and fl.hmma and fl.hmma > 0 and TENSOR_FAMILIES[missing[1]] and missing[1] ~= "mma.sync" then
-      extra = string.format("; %.1f%% of the task's FLOPs went through mma.sync (HMMA) instead", 100 * fl.frac.hmma)
-    end
-    local list = missing[1]
-    if #missing > 1 then
-      list = table.concat(missing, ", ", 1, #missing - 1) .. " and " .. missing[#missing]
-    end
-    return "target_not_executed", string.format(
-      "%s did not execute (0 warp instructions), though the task targets %s on %s%s", list,
-      #missing > 1 and "them" or "it", arch, extra)
-  end
   local fl = stage.flops or {}
+  if #missing > 0 then
+    local hmma = fl.frac and fl.hmma and fl.hmma > 0 and TENSOR_FAMILIES[missing[1]] and missing[1] ~= "mma.sync"
+      and fl.frac.hmma or nil
+    return "target_not_executed", { kind = "missing", missing = missing, arch = stage.arch, hmma_frac = hmma }
+  end
   if minf > 0 and fl.frac then
     for _, n in ipairs(names) do
       local f, fam = stage.families[n], M.FAMILIES[n]
       if f.status == "executed" and fam and fam.flops and fl[fam.flops] ~= nil and fl.frac[fam.flops] < minf then
-        return "target_not_executed", string.format(
-          "%s executed (%d warp instructions) but carried only %.1f%% of the task's FLOPs (< %.0f%%); "
-          .. "mma.sync (HMMA) %.1f%%, other %.1f%%", n, f.count or 0, 100 * fl.frac[fam.flops], 100 * minf,
-          100 * (fl.frac.hmma or 0), 100 * (fl.frac.other or 0))
+        return "target_not_executed", { kind = "path", family = n, count = f.count or 0, frac = fl.frac[fam.flops],
+          min = minf, hmma = fl.frac.hmma, other = fl.frac.other }
       end
     end
   end
@@ -330,15 +316,11 @@ function M.type_verdict(stage, tensor_type, required)
   if got >= required * fl.task then return nil end
   local ran = {}
   for k, v in pairs(fl.src) do
-    if v > 0 then ran[#ran + 1] = { k, v } end
+    if v > 0 then ran[#ran + 1] = { k, v / fl.task } end
   end
   table.sort(ran, function(a, b) return a[2] > b[2] or (a[2] == b[2] and a[1] < b[1]) end)
-  local parts = {}
-  for _, r in ipairs(ran) do parts[#parts + 1] = string.format("%s %.1f%%", r[1], 100 * r[2] / fl.task) end
-  return "target_not_executed", string.format(
-    "the task's tensor-core path is %s, but %s tensor FLOPs were %.1f%% of the task's %.4g (at least %.0f%% "
-    .. "required); %s", tensor_type, tensor_type, 100 * got / fl.task, fl.task, 100 * required,
-    #parts > 0 and ("the tensor cores ran " .. table.concat(parts, ", ")) or "no tensor-core FLOPs ran")
+  return "target_not_executed", { kind = "type", type = tensor_type, frac = got / fl.task, task = fl.task,
+    required = required, ran = ran }
 end
 
 -- ---- the compact profile ----------------------------------------------------
@@ -869,11 +851,12 @@ local function stage_body(ctx, run, task, arch, opts, stage)
   stage.info = info
   M.summarize(stage)
 
-  stage.verdict, stage.verdict_reason = M.work_verdict(stage, task.work)
-  if not stage.verdict then stage.verdict, stage.verdict_reason = M.verdict(stage, opts) end
+  stage.verdict, stage.verdict_detail = M.work_verdict(stage, task.work)
+  if not stage.verdict then stage.verdict, stage.verdict_detail = M.verdict(stage, opts) end
   if not stage.verdict then
-    stage.verdict, stage.verdict_reason = M.type_verdict(stage, task.tensor_type, task.work)
+    stage.verdict, stage.verdict_detail = M.type_verdict(stage, task.tensor_type, task.work)
   end
+  if stage.verdict then stage.verdict_reason = require("klab.eval.verdict").reason(stage.verdict, stage.verdict_detail) end
   local all = #stage.targets > 0
   for _, f in pairs(stage.families) do
     if f.status ~= "executed" then all = false end

@@ -1,60 +1,74 @@
--- klab.eval.stages: the stages of an evaluation, in order, each with its
--- contract: where it runs, what it does, the verdicts it may give and its
--- time limit. klab.eval runs them (the caller's stages in the calling
--- process, the worker's in a worker process through klab.eval.gpu); no other
--- module runs a stage of its own, and a stage that gives a verdict outside
--- its contract is a bug the runner reports.
+-- klab.eval.stages: the stage registry. One row per stage of an evaluation,
+-- in order: where it runs, its body, its limit, whether it needs the device
+-- to itself, the measurements it records, what it does (the line --help and
+-- docs/verdicts.md print), and the verdicts it may give. klab.eval runs the
+-- caller's stages (build, plan, record) and klab.eval.gpu the worker's,
+-- each calling its row's body; a stage that gives a verdict its row does
+-- not list is a bug the runner reports. A new stage is one file
+-- (eval/stage/NAME.lua, with run(run)) and one row.
 --
---   stages.LIST                 {name=, where="caller"|"worker", does=, verdicts={...}, limit=}
---   stages.get(name)            -> the entry, or nil
---   stages.worker()             -> the names of the worker's stages, in order
+--   stages.LIST                 the rows: {name=, where="caller"|"worker", body=, limit=, exclusive=,
+--                               measures={...}, does=, verdicts={...}, optional=}
+--   stages.get(name)            -> the row, or nil
+--   stages.body(name)           -> the stage's module (its run(run)), or nil
+--   stages.worker()             -> the names of the worker's stages of an evaluation, in order
+--   stages.timed()              -> the stages that run the candidate's code (their own limits)
 --   stages.limit(name, opts)    -> seconds (nil: only the job's deadline); opts = {stage_deadlines=, budget_s=}
 --   stages.allows(name, verdict)-> true when the stage may give that verdict
 --   stages.unknown(name)        -> nil, or why name is not a stage with a limit of its own
+--   stages.text()               -> the stages as --help lists them
 --
 -- Every worker stage may also give unknown (it could not run: no GPU, no
--- profiling rights) and, through the worker dying or hanging, runtime_error
--- or timeout; those are part of every worker contract.
+-- profiling rights), runtime_error or timeout (the worker dying or
+-- hanging), and plan_error (a launch refused for its arguments at its first
+-- launch, whichever stage that is): those are part of every worker row.
 
 local M = {}
 
 M.LIST = {
-  { name = "build", where = "caller",
+  { name = "build", where = "caller", body = "klab.eval.prepare",
     does = "compiles the candidate (NVRTC for CUDA C++, ptxas for PTX) for the exact target with limits, keeps the "
       .. "log, registers, spills and shared memory, takes the PTX census, refuses forbidden constructs; also "
       .. "compiles the task's reference and shipped baseline kernels",
+    measures = { "registers", "ptx_*", "sass_static_*" },
     verdicts = { "compile_error", "unknown" } },
-  { name = "plan", where = "caller",
+  { name = "plan", where = "caller", body = "klab.eval.prepare",
     does = "runs the launch plan in the sandbox and checks it against the task and the kernels the code defines; "
       .. "runs the reference's plans",
     verdicts = { "plan_error", "unknown" } },
-  { name = "load", where = "worker",
+  { name = "load", where = "worker", body = "klab.eval.stage.load",
     does = "loads the cubin, checks every launch against the kernels' real parameters and the device's limits",
+    measures = { "device_memory_bytes" },
     verdicts = { "load_error", "plan_error" } },
-  { name = "correctness", where = "worker", limit = 60,
-    does = "runs the candidate on fresh seeded inputs from every distribution of the task, outputs poisoned and "
-      .. "guarded, inputs checksummed, the first set twice for determinism; compares with the reference",
+  { name = "correctness", where = "worker", body = "klab.eval.stage.correctness", limit = 60,
+    does = "runs the candidate on fresh inputs from every distribution of the task (drawn from the evaluation's "
+      .. "seed), outputs poisoned and guarded, inputs checksummed, the first set twice for determinism; compares "
+      .. "with the reference",
     verdicts = { "guard_violation", "input_modified", "incorrect", "nondeterministic" } },
-  { name = "instructions", where = "worker", limit = 120,
-    does = "one profiled run: which target instruction families executed, the FLOPs that executed by path "
-      .. "(tensor cores and SIMT pipes) against the task's FLOPs",
+  { name = "instructions", where = "worker", body = "klab.eval.stage.instructions", limit = 120, exclusive = true,
+    does = "one profiled run: which target instruction families executed, the FLOPs that executed by path and "
+      .. "operand type (tensor cores and SIMT pipes) against the task's FLOPs",
+    measures = { "flops_*", "inst_*", "tensor_flop_frac", "verified_instructions", "sm_pct", "mem_pct", "dram_pct" },
     verdicts = { "target_not_executed", "insufficient_work" } },
-  { name = "timing", where = "worker",
-    does = "times candidate and baseline interleaved, L2 flushed before every sample, only the planned launches "
-      .. "(CUPTI activity); every sample on fresh inputs at shifted addresses with module globals restored and "
-      .. "outputs poisoned; every timed output checked on sampled units, a few in full; a median below the "
-      .. "physical floor is refused",
+  { name = "timing", where = "worker", body = "klab.eval.stage.timing", exclusive = true,
+    does = "times candidate and baseline interleaved, L2 flushed and persisting lines reset before every sample, "
+      .. "only the planned launches (CUPTI activity); every sample on fresh inputs at shifted addresses with module "
+      .. "globals restored and outputs poisoned; every timed output checked on sampled units, a few in full; a "
+      .. "median below the physical floor is refused",
+    measures = { "median_us", "mean_us", "min_us", "p10_us", "p90_us", "ci_low_us", "ci_high_us", "samples", "tflops",
+      "baseline_median_us", "speedup", "speedup_tf32" },
     verdicts = { "unexpected_launches", "incorrect", "below_floor" } },
-  { name = "record", where = "caller",
+  { name = "record", where = "caller", body = "klab.eval",
     does = "the verdict (passed when nothing else was found) and one row in the store with every measurement",
     verdicts = { "passed" } },
-  -- Not part of an evaluation: `klab replay` runs the candidate a number of
-  -- times after load, with no profiler and no timer of klab's own; the
-  -- baseline check judges the task's baseline itself (no candidate).
-  { name = "replay", where = "worker", optional = true,
+  -- Not part of an evaluation: `klab replay` (and the sanitizer's job) runs
+  -- the candidate a number of times after load, with no profiler and no
+  -- timer of klab's own; the baseline check judges the task's baseline
+  -- itself (no candidate).
+  { name = "replay", where = "worker", body = "klab.eval.stage.replay", optional = true,
     does = "runs the planned launches N times on the first input set and checks the last output",
     verdicts = { "incorrect", "passed" } },
-  { name = "baseline", where = "worker", optional = true,
+  { name = "baseline", where = "worker", body = "klab.eval.stage.baseline", optional = true, exclusive = true,
     does = "runs the task's baseline on the first input set, compares it with the reference and times it alone",
     verdicts = { "incorrect", "passed" } },
 }
@@ -68,10 +82,6 @@ for _, s in ipairs(M.LIST) do
   BY[s.name] = s
   local allowed = {}
   for _, v in ipairs(s.verdicts) do allowed[v] = true end
-  -- Any worker stage can fail, hang or find nothing to measure; and a
-  -- launch whose arguments do not fit the kernel's parameters is refused
-  -- at its first launch (klab.gpu checks it there), whichever stage that
-  -- is: a plan_error.
   if s.where == "worker" then
     allowed.unknown, allowed.runtime_error, allowed.timeout, allowed.plan_error = true, true, true, true
   end
@@ -79,6 +89,11 @@ for _, s in ipairs(M.LIST) do
 end
 
 function M.get(name) return BY[name] end
+
+function M.body(name)
+  local s = BY[name]
+  return s and require(s.body)
+end
 
 function M.worker()
   local out = {}
@@ -90,7 +105,11 @@ end
 
 -- The stages that run the candidate's code, and so have limits of their own.
 function M.timed()
-  return { "correctness", "instructions", "timing" }
+  local out = {}
+  for _, s in ipairs(M.LIST) do
+    if s.limit or s.name == "timing" then out[#out + 1] = s.name end
+  end
+  return out
 end
 
 function M.limit(name, opts)
@@ -110,6 +129,20 @@ end
 function M.unknown(name)
   for _, s in ipairs(M.timed()) do if s == name then return nil end end
   return "unknown stage '" .. tostring(name) .. "' (" .. table.concat(M.timed(), ", ") .. ")"
+end
+
+-- The stages, as --help and docs/verdicts.md show them: one line each,
+-- with its limit and the verdicts it gives.
+function M.text()
+  local out = {}
+  for _, s in ipairs(M.LIST) do
+    if not s.optional then
+      local limit = s.name == "timing" and (" (limit %d s + %d x the budget)"):format(M.TIMING_LIMIT.extra,
+        M.TIMING_LIMIT.per_budget) or (s.limit and (" (limit %d s)"):format(s.limit) or "")
+      out[#out + 1] = ("  %-13s%s%s; gives %s"):format(s.name, s.does, limit, table.concat(s.verdicts, ", "))
+    end
+  end
+  return table.concat(out, "\n")
 end
 
 return M

@@ -1,18 +1,29 @@
--- klab.eval.verdict: the verdicts, defined once: names, precedence, short
--- codes, what each means, which stage gives it, and the one-line reasons;
+-- klab.eval.verdict: the one verdict authority. The list of verdicts
+-- (names, precedence, short codes, what each means, which stage gives it,
+-- how reports count it) and every verdict's one-line reason, built here from
+-- the structured detail its producer hands over: no other module writes a
+-- verdict's reason. A leaf: it requires nothing.
 --
+--   verdict.make(name, detail)    -> {verdict = name, reason = "..."}
+--   verdict.give(rec, name, detail) -> rec, its verdict and reason set
+--   verdict.reason(name, detail)  -> the reason alone (one line, fit to show a model)
 --   verdict.LIST                  {name=, short=, stage=, class=, color=, means=} in order of precedence
---   verdict.NAMES                 the names in that order (first wins)
---   verdict.SHORT                 name -> short code for tables ("P", "I", ...)
+--   verdict.NAMES, verdict.SHORT  names in that order; name -> short code ("P", "I", ...)
 --   verdict.rank(name)            -> 1 (highest) .. #NAMES; raises on an unknown name
---   verdict.valid(name)           -> boolean
---   verdict.class(name)           -> "correct" | "failed" | "not_measured"
+--   verdict.valid(name), verdict.class(name) -> "correct" | "failed" | "not_measured"
 --   verdict.correct(name)         -> true for passed and target_not_executed
+--   verdict.verified(name, instructions) -> passed, with every target family seen executing
+--   verdict.measured(name)        -> false for the verdicts that say nothing was measured
 --   verdict.worst(a, b, ...)      -> the name that wins among verdict names or {verdict=} records
---   verdict.make(name, detail)    -> {verdict = name, reason = "name: ..."}; detail as for reason
---   verdict.reason(name, detail)  -> one line for a person or a model, starting "name: "
---   verdict.define(db)            -> writes the list into a store's verdicts table (its constraint)
+--   verdict.situations(name)      -> the kinds of detail its reasons are built from
 --   verdict.markdown()            -> the list as a Markdown table (docs/verdicts.md is checked against it)
+--
+-- detail is a table: its `kind` says which situation of the verdict it is
+-- (the tables below, per verdict), its other fields the figures and names
+-- the reason quotes. What comes from elsewhere (a compiler's first error,
+-- CUDA's message, a plan's error) travels as detail.message and is quoted as
+-- it is, on one line. A reason never starts with the verdict's name: where
+-- both are shown, they are shown as "name: reason".
 --
 -- Precedence follows the stages: a request that failed has no reply, a reply
 -- with no code cannot compile, a kernel that does not build cannot load, and
@@ -106,26 +117,18 @@ function M.worst(...)
   return best
 end
 
--- The store checks every verdict it records against its verdicts table;
--- this fills it from the list above (idempotent).
-function M.define(db)
-  local have = {}
-  local records = require "klab.store.records"
-  for _, r in ipairs(records.verdict_rows(db)) do have[r.name] = r end
-  local stale = false
-  for i, v in ipairs(M.LIST) do
-    local r = have[v.name]
-    if not (r and r.rank == i and r.short == v.short and r.stage == v.stage and r.class == v.class
-        and r.means == v.means) then
-      stale = true
-    end
+
+function M.measured(name) return BY[name] ~= nil and BY[name].class ~= "not_measured" end
+
+-- instructions: the instruction stage's record of the result ({status=,
+-- families = {name = {status=}}}), or nil when it did not run.
+function M.verified(name, instructions)
+  if name ~= "passed" then return false end
+  local fams = instructions and instructions.status == "ok" and instructions.families
+  if not fams or next(fams) == nil then return false end
+  for _, f in pairs(fams) do
+    if f.status ~= "executed" then return false end
   end
-  if not stale then return true end
-  db:transaction(function()
-    for i, v in ipairs(M.LIST) do
-      records.put_verdict(db, v, i)
-    end
-  end)
   return true
 end
 
@@ -137,9 +140,10 @@ function M.markdown()
   return table.concat(out, "\n") .. "\n"
 end
 
--- ---- formatting helpers ----------------------------------------------
+-- ---- reasons ------------------------------------------------------------
 
 local function num(x)
+  if type(x) ~= "number" then return tostring(x) end
   if x ~= x then return "NaN" end
   if x == math.huge then return "Inf" end
   if x == -math.huge then return "-Inf" end
@@ -147,165 +151,208 @@ local function num(x)
   return (("%.4g"):format(x))
 end
 
-local function one_line(s)
-  s = tostring(s):gsub("[\r\n]+", " "):gsub("%s+", " "):gsub("^%s+", ""):gsub("%s+$", "")
-  if #s > 300 then s = s:sub(1, 297) .. "..." end
+-- Text from elsewhere, on one line and bounded.
+local function line(s)
+  s = tostring(s == nil and "" or s):gsub("[\r\n]+", " "):gsub("%s+", " "):gsub("^%s+", ""):gsub("%s+$", "")
+  if #s > 600 then s = s:sub(1, 597) .. "..." end
   return s
 end
 
--- ---- reasons ---------------------------------------------------------
+local function plural(n, word, many) return n == 1 and word or (many or (word .. "s")) end
 
-local function detail_of(d, fields)
-  if d == nil then return nil end
-  if type(d) ~= "table" then return one_line(d) end
-  return nil, d
+local function list(names)
+  if #names <= 1 then return names[1] or "" end
+  return table.concat(names, ", ", 1, #names - 1) .. " and " .. names[#names]
 end
 
-local R = {}
+local function on(where) return where and (" on " .. where) or "" end
 
-R.extraction_error = function(d)
-  local s, t = detail_of(d)
-  if s then return s end
-  return one_line(t and (t.msg or t.what) or "no device code found in the reply")
-end
-
-R.compile_error = function(d)
-  local s, t = detail_of(d)
-  if s then return s end
-  local first = t.first
-  if not first and t.log then
-    for line in tostring(t.log):gmatch("[^\n]+") do
-      if line:find("error") then first = line break end
-    end
+-- An output compared with its reference (incorrect): the comparison's
+-- figures. d: {buffer=, failed=, total=, nan=, inf=, max_abs=, location=,
+-- where=, matched=, required=, atol=, rtol=, never_written=, sampled=}.
+local function comparison(d)
+  if d.never_written then
+    return ("output %s was never written (every element still holds the poison NaN)%s"):format(d.buffer, on(d.where))
   end
-  local n = t.errors
-  local head = n and (("%d error%s"):format(n, n == 1 and "" or "s")) or "the compiler rejected the code"
-  return head .. (first and ("; first: " .. one_line(first)) or "")
-end
-
-R.load_error = function(d)
-  local s, t = detail_of(d)
-  if s then return s end
-  return one_line(t.msg or "the module could not be loaded")
-end
-
-R.plan_error = function(d)
-  local s, t = detail_of(d)
-  if s then return s end
-  return one_line(t.msg or "the launch plan was rejected")
-end
-
-R.runtime_error = function(d)
-  local s, t = detail_of(d)
-  if s then return s end
-  local parts = { t.error or "a CUDA error" }
-  if t.stage then parts[#parts + 1] = "during " .. t.stage end
-  if t.trial then parts[#parts + 1] = "trial " .. t.trial end
-  if t.launch then parts[#parts + 1] = ("(launch %d%s)"):format(t.launch, t.kernel and (", kernel " .. t.kernel) or "") end
-  return one_line(table.concat(parts, " "))
-end
-
-R.timeout = function(d)
-  local s, t = detail_of(d)
-  if s then return s end
-  return one_line(("%s stage did not finish within %s s%s"):format(t.stage or "the", num(t.seconds or 0),
-    t.what and (" (" .. t.what .. ")") or ""))
-end
-
-R.guard_violation = function(d)
-  local s, t = detail_of(d)
-  if s then return s end
-  local side = t.side == "before" and "before the start" or "past the end"
-  local at = t.offset and ((" (first at byte %s%d)"):format(t.side == "before" and "-" or "+", t.offset)) or ""
-  local amount = t.bytes and (("%d bytes"):format(t.bytes)) or "bytes"
-  return ("%s written %s of %s%s"):format(amount, side, t.buffer or "a buffer", at)
-end
-
-R.input_modified = function(d)
-  local s, t = detail_of(d)
-  if s then return s end
-  local n = t.changed and ((" (%d bytes changed)"):format(t.changed)) or ""
-  return ("input %s changed during the run%s; inputs are read-only"):format(t.buffer or "?", n)
-end
-
-R.incorrect = function(d)
-  if type(d) == "table" and d.total then
-    return (M.describe(d):gsub("^incorrect: ", ""))
+  local what = ("%d of %d %selements of %s differ (%d NaN, %d Inf; max abs err %s at %s)"):format(d.failed or 0,
+    d.total or 0, d.sampled and "sampled " or "", d.buffer or "the output", d.nan or 0, d.inf or 0,
+    ("%.4g"):format(d.max_abs or 0), d.location or "?")
+  if d.sampled then
+    return ("%s: %s; atol %s, rtol %s"):format(d.where or "a timed run", what, num(d.atol), num(d.rtol))
   end
-  if type(d) == "table" and d.cmp then
-    return (M.describe(d.cmp, d):gsub("^incorrect: ", ""))
+  return ("%s%s; matched %.4f%% < %.4f%% required (atol %s, rtol %s)"):format(what, on(d.where),
+    100 * (d.matched or 0), 100 * (d.required or 1), num(d.atol), num(d.rtol))
+end
+
+local function guard(d)
+  if d.side == "before" then
+    return ("wrote %d byte(s) before the start of buffer %s (at byte %d before it)%s"):format(d.bytes, d.buffer, d.at,
+      on(d.where))
   end
-  local s = detail_of(d)
-  return s or "the output does not match the reference"
+  return ("wrote %d byte(s) past the end of buffer %s (%d bytes long; first stray byte at offset %d)%s"):format(d.bytes,
+    d.buffer, d.buffer_bytes, d.at, on(d.where))
 end
 
-R.nondeterministic = function(d)
-  local s, t = detail_of(d)
-  if s then return s end
-  return ("two runs on the same inputs differ in %d of %d elements of %s%s"):format(t.differ or 0, t.total or 0,
-    t.buffer or "the output", t.max_abs and (" (max abs diff " .. num(t.max_abs) .. ")") or "")
-end
+local function during(stage) return stage and (" during " .. stage) or "" end
 
-R.unexpected_launches = function(d)
-  local s, t = detail_of(d)
-  if s then return s end
-  local names = t.kernels and #t.kernels > 0 and (" (" .. table.concat(t.kernels, ", ") .. ")") or ""
-  return ("the plan has %d launch%s but %d kernel%s ran%s"):format(t.expected or 0,
-    (t.expected or 0) == 1 and "" or "es", t.got or 0, (t.got or 0) == 1 and "" or "s", names)
-end
-
-R.insufficient_work = function(d)
-  local s, t = detail_of(d)
-  if s then return s end
-  return ("the kernel executed %s FLOPs, %s of the task's %s (the task requires %s)"):format(num(t.executed or 0),
-    num(t.fraction or 0), num(t.task or 0), num(t.required or 0))
-end
-
-R.below_floor = function(d)
-  local s, t = detail_of(d)
-  if s then return s end
-  return ("median %s us is below the physical floor of %s us (%s)"):format(num(t.median_us or 0),
-    num(t.floor_us or 0), t.why or "peak throughput")
-end
-
-R.request_error = function(d)
-  local s, t = detail_of(d)
-  if s then return s end
-  return one_line(t.error or "the request failed")
-end
-
-R.target_not_executed = function(d)
-  local s, t = detail_of(d)
-  if s then return s end
-  local missing = t.missing and #t.missing > 0 and table.concat(t.missing, ", ") or "none of the target families"
-  local req = t.required and (" (required: " .. table.concat(t.required, ", ") .. ")") or ""
-  return ("on %s no %s instruction executed%s"):format(t.arch or "this GPU", missing, req)
-end
-
-R.unknown = function(d)
-  local s, t = detail_of(d)
-  if s then return s end
-  return ("%s stage could not run: %s"):format(t.stage or "a", t.why or "unknown reason")
-end
-
-R.passed = function(d)
-  local s, t = detail_of(d)
-  if s then return s end
-  if t.time_ms and t.baseline_ms then
-    local sp = t.speedup or (t.baseline_ms / t.time_ms)
-    return ("%sx the baseline (%s ms vs %s ms)"):format(num(sp), num(t.time_ms), num(t.baseline_ms))
-  end
-  return "correct"
-end
+-- Per verdict, per situation (detail.kind; "message" when a producer quotes
+-- what it was told): the reason.
+local R = {
+  request_error = {
+    message = function(d) return line(d.message) end,
+  },
+  extraction_error = {
+    message = function(d) return line(d.message) end,
+  },
+  compile_error = {
+    compiler = function(d) return "compile error: " .. line(d.message) end,
+    rejected = function(d) return "rejected: " .. line(d.message) end,
+  },
+  load_error = {
+    unreadable = function() return "cannot read the compiled cubin" end,
+    refused = function(d) return "the driver refused the module: " .. line(d.message) end,
+    global = function(d)
+      return ("cannot locate the module global %s (%d bytes) to restore it before every run"):format(d.name, d.bytes)
+    end,
+  },
+  plan_error = {
+    message = function(d) return line(d.message) end,
+    undefined_kernel = function(d)
+      return ("the plan launches kernel '%s', but the code defines only %s"):format(d.kernel, table.concat(d.defined, ", "))
+    end,
+    module_lacks = function(d)
+      return ("the plan launches kernel '%s', which the module lacks: %s"):format(d.kernel, line(d.message))
+    end,
+    threads = function(d)
+      return ("kernel %s launched with %d threads per block, but it can take at most %d (registers: %d)"):format(d.kernel,
+        d.threads, d.max, d.registers)
+    end,
+    shared = function(d)
+      return ("kernel %s asks for %d bytes of dynamic shared memory; with its %d static bytes that exceeds the device's "
+        .. "%d"):format(d.kernel, d.dynamic, d.static, d.limit)
+    end,
+  },
+  runtime_error = {
+    cuda = function(d) return line(d.message) end,
+    setup = function(d) return ("cannot %s: %s"):format(d.what, line(d.message)) end,
+    profiled = function(d) return "the kernel failed in the profiled run: " .. line(d.message) end,
+    crashed = function(d)
+      return ("the worker died with %s while running the kernel%s"):format(tostring(d.signal), during(d.stage))
+    end,
+    exited = function(d)
+      return ("the worker exited with status %s while running the kernel%s"):format(tostring(d.code), during(d.stage))
+    end,
+    sanitizer = function(d)
+      return ("compute-sanitizer memcheck found %d error(s): %s"):format(d.errors, line(d.first or ""))
+    end,
+  },
+  timeout = {
+    stage = function(d)
+      return ("the %s stage did not finish within its %s s; the kernel was stopped by killing its worker"):format(d.stage,
+        num(d.seconds))
+    end,
+    deadline = function(d)
+      return ("the evaluation did not finish within %s s%s; the kernel was stopped by killing its worker"):format(
+        num(d.seconds), during(d.stage))
+    end,
+  },
+  guard_violation = { guard = guard },
+  input_modified = {
+    input = function(d) return ("input %s was changed by the kernel%s"):format(d.buffer, on(d.where)) end,
+  },
+  incorrect = {
+    compare = comparison,
+    timed = function(d)
+      return ("the output of %s was wrong (every timed run gets fresh inputs and its output is checked)"):format(
+        d.check and comparison(d.check) or ("timed run " .. tostring(d.sample)))
+    end,
+  },
+  nondeterministic = {
+    bits = function(d)
+      return ("two runs on the same inputs gave different bits in %s (%d bytes differ, first at byte %d)"):format(d.buffer,
+        d.bytes, d.first)
+    end,
+  },
+  unexpected_launches = {
+    launches = function(d) return "timing saw launches the plan did not make: " .. line(d.message) end,
+  },
+  insufficient_work = {
+    work = function(d)
+      return ("the kernel executed %.4g FLOPs (tensor cores %.4g, SIMT pipes %.4g), %.1f%% of the task's %.4g; the task "
+        .. "requires at least %.0f%%"):format(d.executed, d.tensor or 0, d.simt or 0, 100 * d.executed / d.task, d.task,
+        100 * d.required)
+    end,
+  },
+  below_floor = {
+    floor = function(d)
+      return ("median %.2f us is below the physical floor of %.2f us (%s: %.4g FLOPs at %s TFLOP/s take %.2f us; %.4g "
+        .. "bytes at %.0f GB/s take %.2f us): not a speedup"):format(d.median_us, d.floor_us, d.path, d.flops or 0,
+        tostring(d.tflops), d.compute_us or 0, d.bytes or 0, d.gbs or 0, d.memory_us or 0)
+    end,
+  },
+  target_not_executed = {
+    missing = function(d)
+      local extra = d.hmma_frac and ("; %.1f%% of the task's FLOPs went through mma.sync (HMMA) instead"):format(
+        100 * d.hmma_frac) or ""
+      return ("%s did not execute (0 warp instructions), though the task targets %s on %s%s"):format(list(d.missing),
+        #d.missing > 1 and "them" or "it", d.arch or "this architecture", extra)
+    end,
+    path = function(d)
+      return ("%s executed (%d warp %s) but carried only %.1f%% of the task's FLOPs (< %.0f%%); mma.sync (HMMA) %.1f%%, "
+        .. "other %.1f%%"):format(d.family, d.count, plural(d.count, "instruction"), 100 * d.frac, 100 * d.min,
+        100 * (d.hmma or 0), 100 * (d.other or 0))
+    end,
+    type = function(d)
+      local parts = {}
+      for _, r in ipairs(d.ran or {}) do parts[#parts + 1] = ("%s %.1f%%"):format(r[1], 100 * r[2]) end
+      return ("the task's tensor-core path is %s, but %s tensor FLOPs were %.1f%% of the task's %.4g (at least %.0f%% "
+        .. "required); %s"):format(d.type, d.type, 100 * d.frac, d.task, 100 * d.required,
+        #parts > 0 and ("the tensor cores ran " .. table.concat(parts, ", ")) or "no tensor-core FLOPs ran")
+    end,
+  },
+  unknown = {
+    message = function(d) return line(d.message) end,
+    no_gpu = function(d) return "GPU stages skipped: " .. line(d.message) end,
+    timing = function(d) return "timing failed: " .. line(d.message) end,
+    baseline = function(d) return "the baseline could not run: " .. line(d.message) end,
+    worker = function(d) return "the evaluation itself failed: " .. line(d.message) end,
+    start = function(d) return "the evaluation could not start: " .. line(d.message) end,
+    not_stored = function() return "the candidate is not in the store" end,
+  },
+  passed = {
+    evaluated = function() return "correct on every trial and timed run" end,
+    baseline = function() return "the baseline matches the reference" end,
+    replay = function() return "the last replayed run was correct" end,
+  },
+}
 
 function M.reason(name, detail)
   M.rank(name)
-  local body = R[name](detail)
-  return name .. ": " .. body
+  if type(detail) ~= "table" then
+    error(("verdict.reason(%s): detail must be a table {kind = ..., ...}"):format(name), 2)
+  end
+  local kind = detail.kind or "message"
+  local f = R[name][kind]
+  if not f then error(("verdict.reason: %s has no situation '%s'"):format(name, tostring(kind)), 2) end
+  return f(detail)
 end
 
 function M.make(name, detail)
   return { verdict = name, reason = M.reason(name, detail) }
+end
+
+-- Gives a result record its verdict and reason; returns the record.
+function M.give(rec, name, detail)
+  rec.verdict, rec.reason = name, M.reason(name, detail)
+  return rec
+end
+
+-- The situations of a verdict, sorted (its reasons' kinds).
+function M.situations(name)
+  local out = {}
+  for k in pairs(R[name] or {}) do out[#out + 1] = k end
+  table.sort(out)
+  return out
 end
 
 return M

@@ -3,7 +3,7 @@
 --   extract.blocks(text)            -> list of {lang=, info=, code=, line=, closed=}
 --   extract.candidate(text [, opts]) -> {code=, lang="cuda"|"ptx", plan=, kernel_block=, plan_block=,
 --                                        blocks=}  or  nil, reason
---   extract.verdict(reason)         -> {verdict="extraction_error", reason="extraction_error: ..."}
+--   extract.verdict(reason)         -> {verdict="extraction_error", reason=...}
 --
 -- A reply carries device code in fenced code blocks (``` or ~~~, three or
 -- more, with an info string naming the language) and, optionally, a launch
@@ -98,7 +98,7 @@ local function defines_kernel(b)
 end
 
 function M.verdict(reason)
-  return require("klab.eval.verdict").make("extraction_error", reason)
+  return require("klab.eval.verdict").make("extraction_error", { message = reason })
 end
 
 function M.candidate(text, opts)

@@ -53,6 +53,8 @@ local candidate_mod = require "klab.eval.candidate"
 local task_mod = require "klab.task"
 local store_mod = require "klab.store"
 local shard_mod = require "klab.experiment.shard"
+local errors = require "klab.errors"
+local records = require "klab.store.records"
 
 local M = {}
 
@@ -60,13 +62,11 @@ local M = {}
 -- and docs/experiments.md describe them); the verdicts a turn may record are
 -- klab.eval.verdict's, written into the store before the first turn.
 function M.ensure_schema(db)
-  verdicts.define(db)
+  records.define_verdicts(db)
 end
 
 -- ---- command-line options (klab.experiment.options) ----------------------
 
-local errors = require "klab.errors"
-local records = require "klab.store.records"
 local options_mod = require "klab.experiment.options"
 M.help, M.options, M.models_from = options_mod.help, options_mod.options, options_mod.models_from
 M.with_model_options = options_mod.with_model_options
@@ -291,9 +291,6 @@ function Exp:_messages(t)
 end
 
 
-local POSITIVE = { executed = true, dynamic_present = true, present = true, verified = true }
-local NEGATIVE = { not_executed = true, dynamic_not_executed = true, absent = true, cubin_sass_absent = true }
-
 -- One workload's result, in the terms of feedback and tables.
 local function summarize(name, r, speedup_field)
   local t = task_mod.get(name)
@@ -328,8 +325,7 @@ local function summarize(name, r, speedup_field)
     table.sort(missing)
     local status = "unknown"
     if ins.verified == true then status = "executed"
-    elseif ins.verdict == "target_not_executed" or #missing > 0 then status = "not_executed"
-    elseif POSITIVE[ins.status] or NEGATIVE[ins.status] then status = ins.status end
+    elseif ins.verdict == "target_not_executed" or #missing > 0 then status = "not_executed" end
     w.instructions = { status = status, families = names, missing = #missing > 0 and missing or nil }
   end
   if type(ins) == "table" and type(ins.text) == "string" then w.profile = ins.text end
@@ -355,7 +351,8 @@ function Exp:_evaluate(c, workloads, opts)
     if ticket then
       tickets[ticket] = i
     else
-      results[i] = { verdict = "unknown", reason = "unknown: the evaluation could not start: " .. tostring(err), stages = {} }
+      results[i] = verdicts.make("unknown", { kind = "start", message = tostring(err) })
+      results[i].stages = {}
     end
   end
   for ticket, i in pairs(tickets) do
@@ -383,13 +380,15 @@ function Exp:_evaluate(c, workloads, opts)
       if w.speedup then speedup = math.min(speedup or math.huge, w.speedup) else speedup = nil break end
     end
   end
-  local all_positive = #ws > 0
+  -- Verified: every workload saw its targets execute; not verified: one
+  -- saw a target missing; otherwise (no instruction stage) nothing is said.
+  local all_executed = #ws > 0
   for _, w in ipairs(ws) do
     local s = w.instructions and w.instructions.status
-    if (s and NEGATIVE[s]) or w.verdict == "target_not_executed" then verified = false break end
-    if not (s and POSITIVE[s]) then all_positive = false end
+    if s == "not_executed" or w.verdict == "target_not_executed" then verified = false break end
+    if s ~= "executed" then all_executed = false end
   end
-  if verified == nil and all_positive then verified = true end
+  if verified == nil and all_executed then verified = true end
   local reason
   for _, w in ipairs(ws) do
     if w.verdict == v then reason = w.reason break end
@@ -432,8 +431,7 @@ function Exp:_turn(t, o, n)
   }
   local fb_turn
   if not o.ok then
-    rec.verdict = "request_error"
-    rec.reason = "request_error: " .. tostring(o.error)
+    verdicts.give(rec, "request_error", { message = tostring(o.error) })
   else
     rec.reply = o.text or ""
     local c, why = extract.candidate(rec.reply)
@@ -480,7 +478,7 @@ function Exp:_ctx(group)
     group = group, target = self.target,
     evaluate = function(e, set)
       local row = e.candidate and records.candidate(self.db, e.candidate)
-      if not row then return { verdict = "unknown", reason = "the candidate is not in the store" } end
+      if not row then return verdicts.make("unknown", { kind = "not_stored" }) end
       local c = assert(candidate_mod.new { code = row.code, lang = row.language, plan = row.plan, name = "selected" })
       local ws = set == "gate" and gate_of(group, self.policy) or group.workloads
       if not self.session then
@@ -533,7 +531,7 @@ end
 
 -- The reason of a request_error turn without its verdict name.
 local function request_problem(reason)
-  return (tostring(reason or "?"):gsub("^request_error: ", ""))
+  return tostring(reason or "?")
 end
 
 -- One run of an experiment per store at a time: an exclusive lock on the

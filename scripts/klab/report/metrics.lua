@@ -17,9 +17,10 @@
 --   {id, experiment, model, task, tag, replica, arch, state, max_turns,
 --    turns = {{turn, verdict, reason, speedup, verified = true|false|nil,
 --              candidate, mem_eff}, ...}}        (turns sorted by turn)
--- A turn is *correct* when its verdict is "passed"; *verified* when it is
--- correct and its target instructions were seen executing (turns.verified
--- = 1). Unknown (NULL) is not verified.
+-- A turn is *correct* when its verdict counts as correct in the verdict list
+-- (passed, and target_not_executed: correct code whose target instructions
+-- did not run); *verified* when it is correct and its target instructions
+-- were seen executing (turns.verified = 1). Unknown (NULL) is not verified.
 --
 -- What is not a result is not counted as one (docs/rules.md): a turn whose
 -- verdict is in NOT_RESULT (unknown: a stage could not run, for example no
@@ -30,6 +31,7 @@
 -- success does it per limit, the other rates take decided trajectories.
 
 local M = {}
+local verdicts = require "klab.eval.verdict"
 
 M.DEFAULT_LIMITS = { 1, 4, 8 }
 
@@ -238,7 +240,7 @@ end
 -- ---- per trajectory -------------------------------------------------------
 
 local function qualifies(tu, limit, verified)
-  return tu.turn <= limit and tu.verdict == "passed" and (not verified or tu.verified == true)
+  return tu.turn <= limit and verdicts.correct(tu.verdict) and (not verified or tu.verified == true)
 end
 
 -- correct(tr, limit [, verified]): whether the trajectory has at least one

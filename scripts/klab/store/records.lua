@@ -84,9 +84,28 @@ M.count = count
 
 function M.verdict_rows(db) return query(db, "SELECT name, rank, short, stage, class, means FROM verdicts") end
 
-function M.put_verdict(db, v, rank)
-  query(db, "INSERT OR REPLACE INTO verdicts(name, rank, short, stage, class, means) VALUES (?, ?, ?, ?, ?, ?)",
-    v.name, rank, v.short, v.stage, v.class, v.means)
+-- The store checks every verdict it records against its verdicts table;
+-- this fills it from klab.eval.verdict's list (idempotent).
+function M.define_verdicts(db)
+  local list = require("klab.eval.verdict").LIST
+  local have = {}
+  for _, r in ipairs(M.verdict_rows(db)) do have[r.name] = r end
+  local stale = false
+  for i, v in ipairs(list) do
+    local r = have[v.name]
+    if not (r and r.rank == i and r.short == v.short and r.stage == v.stage and r.class == v.class
+        and r.means == v.means) then
+      stale = true
+    end
+  end
+  if not stale then return true end
+  db:transaction(function()
+    for i, v in ipairs(list) do
+      query(db, "INSERT OR REPLACE INTO verdicts(name, rank, short, stage, class, means) VALUES (?, ?, ?, ?, ?, ?)",
+        v.name, i, v.short, v.stage, v.class, v.means)
+    end
+  end)
+  return true
 end
 
 -- ---- experiments ------------------------------------------------------------
@@ -186,10 +205,15 @@ end
 -- PTXBench's cells: per model and task, trajectories, those with a correct
 -- turn, those verified as well, the best speedup; in sweep order.
 function M.cells(db, experiment_id)
+  local correct = {}
+  for _, v in ipairs(require("klab.eval.verdict").LIST) do
+    if v.class == "correct" then correct[#correct + 1] = "'" .. v.name .. "'" end
+  end
+  local is_correct = "u.verdict IN (" .. table.concat(correct, ", ") .. ")"
   return query(db, [[
     SELECT model, task, count(*) AS n,
-      sum(EXISTS (SELECT 1 FROM turns u WHERE u.trajectory_id = t.id AND u.verdict = 'passed')) AS correct,
-      sum(EXISTS (SELECT 1 FROM turns u WHERE u.trajectory_id = t.id AND u.verdict = 'passed' AND u.verified = 1))
+      sum(EXISTS (SELECT 1 FROM turns u WHERE u.trajectory_id = t.id AND ]] .. is_correct .. [[)) AS correct,
+      sum(EXISTS (SELECT 1 FROM turns u WHERE u.trajectory_id = t.id AND ]] .. is_correct .. [[ AND u.verified = 1))
         AS verified,
       max(best_speedup) AS best, min(id) AS first
     FROM trajectories t WHERE experiment_id = ? GROUP BY model, task ORDER BY first]], experiment_id)

@@ -1,0 +1,304 @@
+-- klab.eval.inputs: a worker's state per task: the input sets of an
+-- evaluation (drawn from its seed), their references, the candidate's and
+-- the baseline's outputs, and the comparison of an output with its
+-- reference.
+--
+--   inputs.task_state(job)               -> ts (made or found; the worker keeps its two most recent tasks)
+--   inputs.revalidate(ts)                drops sets and references a kernel may have touched; rewrites guards
+--   inputs.input_set(task, ts, trial)    -> set {bufs=, sums=, refs=, trial=} | nil, why
+--   inputs.drop_set(ts, set), inputs.first_set(run) -> set | nil, why
+--   inputs.run_reference(ts, which, set, outs [, positions]) -> true | nil, why
+--   inputs.outputs(task, ts, which)      -> the candidate's ("candidate") or the baseline's outputs
+--   inputs.workspace(c)                  -> the candidate's workspace (sizes from its plan)
+--   inputs.fill(g, b, trial)             draws input b of a trial into g
+--   inputs.compare_outputs(task, set, outs, rec, where) -> true | false, incorrect detail | nil, why
+--   inputs.locate(task, outname, idx)    -> "row r, col c, tile (i,j) of 128x128", row, col
+
+local json = require "klab.json"
+local seed_mod = require "klab.eval.seed"
+local device = require "klab.eval.device"
+local S = require("klab.eval.worker_state").S
+
+local galloc, free_all, guard_check, reguard = device.galloc, device.free_all, device.guard_check, device.reguard
+
+local M = {}
+
+function M.fill(g, b, trial)
+  local init = (trial.inputs and trial.inputs[b.name]) or b.init or {}
+  local dist = init.dist or "normal"
+  -- Per-tensor constants (fp8 scales) keep their value in every trial.
+  local scale = (dist == "const" or dist == "int") and 1.0 or (trial.scale or 1.0)
+  local seed = seed_mod.derive(assert(seed_mod.parse(trial.seed)), "input", b.index)
+  return S.judge:fill(g.ptr, b.count, b.dtype, dist, seed, init.a, init.b, scale)
+end
+
+-- ---- the task's reference -----------------------------------------------------
+
+-- Runs one of the reference's plans: inputs from set (its bufs: name ->
+-- buffer view with .ptr), outputs into outs (name -> fp32 Buffer),
+-- positions (a Buffer) in a sampled run.
+function M.run_reference(ts, which, set, outs, positions)
+  local ref = ts.job_ref
+  local plan = ref[which]
+  local m, err = device.task_module(ref.cubin_path, { plan })
+  if not m then return nil, "the task's reference " .. err end
+  local ws, werr = device.plan_workspace(ts, "ref_" .. which, plan)
+  if not ws then return nil, werr end
+  local function bind(name, kind)
+    if kind == "workspace" then return ws[name] and ws[name]:ptr() end
+    if name == "positions" then return positions and positions:ptr() or 0 end
+    local o = outs and outs[name]
+    if o then return o:ptr() end
+    local g = set.bufs[name]
+    return g and g.ptr
+  end
+  local tmaps, terr = device.encode_tmaps(plan.tensormaps, bind)
+  if not tmaps then return nil, terr end
+  local ok, lerr = device.launch_plan(m.funcs, plan, bind, tmaps)
+  if not ok then return nil, "the task's reference: " .. tostring(lerr) end
+  return true
+end
+
+-- The full reference of an input set: {output name = fp32 Buffer}.
+local function reference_full(task, ts, set)
+  local refs = {}
+  for _, b in ipairs(task.buffers) do
+    if b.role == "output" then
+      local buf, err = S.ctx:alloc(4 * b.count)
+      if not buf then
+        free_all(refs)
+        return nil, err
+      end
+      refs[b.name] = buf
+    end
+  end
+  local ok, err = M.run_reference(ts, "full", set, refs)
+  if ok then ok, err = S.ctx:sync() end
+  if not ok then
+    free_all(refs)
+    return nil, err
+  end
+  return refs
+end
+
+-- ---- task state -------------------------------------------------------------
+
+-- A worker keeps the state of its most recent tasks only: one task's
+-- input sets, references, timing slots and baseline can take gigabytes,
+-- and a worker that meets a hundred tasks (a task library's check, a sweep
+-- over families) would otherwise run out of device memory. The pool sends
+-- a task's jobs to the worker that holds its state.
+local KEEP_TASKS = 2
+
+local function release_task(ts)
+  for _, set in pairs(ts.inputs) do
+    free_all(set.bufs)
+    free_all(set.refs)
+  end
+  free_all(ts.outs)
+  free_all(ts.base_outs)
+  for _, ws in pairs(ts.ws or {}) do free_all(ws) end
+  for _, list in pairs(ts.slots or {}) do free_all(list) end
+  local cb = ts.checkbufs
+  if cb then
+    if cb.positions then cb.positions:free() end
+    free_all(cb.ref)
+    free_all(cb.got)
+  end
+  ts.inputs, ts.outs, ts.base_outs, ts.ws, ts.slots, ts.checkbufs, ts.baseline = {}, nil, nil, nil, nil, nil, nil
+end
+
+function M.drop_set(ts, set)
+  free_all(set.bufs)
+  free_all(set.refs)
+  ts.inputs[set.key] = nil
+end
+
+function M.task_state(job)
+  local task = job.task
+  S.task_clock = (S.task_clock or 0) + 1
+  local ts = S.tasks[task.name]
+  if not ts then
+    ts = { inputs = {}, baseline = nil }
+    S.tasks[task.name] = ts
+    local names = {}
+    for name in pairs(S.tasks) do names[#names + 1] = name end
+    if #names > KEEP_TASKS then
+      table.sort(names, function(a, b) return (S.tasks[a].used or 0) < (S.tasks[b].used or 0) end)
+      for i = 1, #names - KEEP_TASKS do
+        if names[i] ~= task.name then
+          release_task(S.tasks[names[i]])
+          S.tasks[names[i]] = nil
+        end
+      end
+      -- Plans and library handles of the released tasks go with them.
+      collectgarbage("collect")
+    end
+  end
+  ts.used = S.task_clock
+  -- Input sets belong to one evaluation (its seed made them): an earlier
+  -- evaluation's are freed, not kept for a kernel to meet again.
+  if ts.seed ~= job.seed then
+    for _, set in pairs(ts.inputs) do M.drop_set(ts, set) end
+    ts.seed = job.seed
+  end
+  task.buffer_by_name = {}
+  for _, b in ipairs(task.buffers) do task.buffer_by_name[b.name] = b end
+  ts.job_ref = job.reference
+  return ts
+end
+
+-- Input set for trial: guarded inputs filled for the trial, derived inputs,
+-- checksums, and the full reference. Kept per trial (its seed and laws).
+function M.input_set(task, ts, trial)
+  local key = json.encode { trial.seed, trial.scale or 1, trial.inputs or false }
+  local set = ts.inputs[key]
+  if set then return set end
+  set = { bufs = {}, sums = {}, trial = trial, key = key }
+  for _, b in ipairs(task.buffers) do
+    if b.role == "input" then
+      local g, err = galloc(b.name, b.bytes)
+      if not g then
+        free_all(set.bufs)
+        return nil, err
+      end
+      set.bufs[b.name] = g
+      local ok, ferr = M.fill(g, b, trial)
+      if not ok then
+        free_all(set.bufs)
+        return nil, ferr
+      end
+    end
+  end
+  if ts.job_ref.derive then
+    local ok, derr = M.run_reference(ts, "derive", set)
+    if ok then ok, derr = S.ctx:sync() end
+    if not ok then
+      free_all(set.bufs)
+      return nil, derr
+    end
+  end
+  for name, g in pairs(set.bufs) do set.sums[name] = S.judge:checksum(g.ptr, g.bytes) end
+  local refs, rerr = reference_full(task, ts, set)
+  if not refs then
+    free_all(set.bufs)
+    return nil, rerr
+  end
+  set.refs = refs
+  set.ref_sums = {}
+  for name, ref in pairs(refs) do set.ref_sums[name] = S.judge:checksum(ref, ref:size()) end
+  ts.inputs[key] = set
+  return set
+end
+
+-- The cached state of a task is only as good as the last candidate left
+-- it: a kernel that wrote far outside its buffers may have hit another
+-- task's inputs, references or guards. Before each evaluation, input sets
+-- and references whose checksums changed are dropped (made again on use),
+-- and every guard is written afresh.
+function M.revalidate(ts)
+  for _, set in pairs(ts.inputs) do
+    local intact = true
+    for name, g in pairs(set.bufs) do
+      if guard_check(g) or S.judge:checksum(g.ptr, g.bytes) ~= set.sums[name] then intact = false end
+    end
+    for name, ref in pairs(set.refs or {}) do
+      if S.judge:checksum(ref, ref:size()) ~= set.ref_sums[name] then intact = false end
+    end
+    if not intact then
+      M.drop_set(ts, set)
+      ts.revalidated = (ts.revalidated or 0) + 1
+    end
+  end
+  for _, g in pairs(ts.outs or {}) do reguard(g) end
+  for _, g in pairs(ts.base_outs or {}) do reguard(g) end
+end
+
+-- The candidate's outputs (and scratch), and the baseline's own outputs:
+-- a baseline never writes where the candidate's output is checked.
+function M.outputs(task, ts, which)
+  local key = which == "baseline" and "base_outs" or "outs"
+  if not ts[key] then
+    local outs = {}
+    for _, b in ipairs(task.buffers) do
+      if b.role == "output" or (b.role == "scratch" and which ~= "baseline") then
+        local g, err = galloc(b.name, b.bytes)
+        if not g then
+          free_all(outs)
+          return nil, err
+        end
+        outs[b.name] = g
+      end
+    end
+    ts[key] = outs
+  end
+  return ts[key]
+end
+
+-- Workspace is per candidate: sizes come from its plan.
+function M.workspace(c)
+  if c.ws then return c.ws end
+  local ws = {}
+  for name, w in pairs(c.workspace or {}) do
+    local g, err = galloc("workspace " .. name, w.bytes)
+    if not g then
+      free_all(ws)
+      return nil, err
+    end
+    ws[name] = g
+  end
+  c.ws = ws
+  return ws
+end
+
+-- The first input set (correctness made it; a run without correctness makes it).
+function M.first_set(run)
+  if run.first_set then return run.first_set end
+  local set, err = M.input_set(run.job.task, run.ts, run.job.trials[1])
+  if set then
+    set.trial = run.job.trials[1]
+    run.first_set = set
+  end
+  return set, err
+end
+
+-- ---- comparison -------------------------------------------------------------------
+
+-- Where an output's worst element is, for a reason.
+function M.locate(task, outname, idx)
+  local b = task.buffer_by_name[outname]
+  if b.rows and b.cols and idx then
+    local row, col = idx // b.cols, idx % b.cols
+    return string.format("row %d, col %d, tile (%d,%d) of 128x128", row, col, row // 128, col // 128), row, col
+  end
+  return "element " .. tostring(idx)
+end
+
+-- Compares every output with the set's reference: true; false, the detail
+-- of an incorrect verdict (where: the run's name, "trial 1"); nil, why when
+-- the comparison itself failed. rec.outputs gets each comparison.
+function M.compare_outputs(task, set, outs, rec, where)
+  for _, b in ipairs(task.buffers) do
+    if b.role == "output" then
+      local tol = task.tolerance[b.name]
+      -- Scaled inputs scale every error with them (tol_scale); rtol needs no change.
+      local atol = tol.atol * (set.trial.tol_scale or 1)
+      local cmp, err = S.judge:compare(outs[b.name].ptr, b.dtype, set.refs[b.name], b.count, atol, tol.rtol)
+      if not cmp then return nil, err end
+      local matched = (cmp.total - cmp.failed) / cmp.total
+      local location, row, col = M.locate(task, b.name, cmp.max_abs_at)
+      cmp.matched = matched
+      cmp.where, cmp.row, cmp.col = location, row, col
+      if rec then rec.outputs[b.name] = cmp end
+      if matched < (tol.matched or 1.0) then
+        return false, { kind = "compare", buffer = b.name, failed = cmp.failed, total = cmp.total, nan = cmp.nan,
+          inf = cmp.inf, max_abs = cmp.max_abs, location = location, where = where, matched = matched,
+          required = tol.matched or 1.0, atol = atol, rtol = tol.rtol,
+          never_written = cmp.nan + cmp.inf == cmp.total }
+      end
+    end
+  end
+  return true
+end
+
+return M

@@ -1,0 +1,80 @@
+-- The correctness stage (klab.eval.stages): fresh inputs per trial (drawn
+-- from the evaluation's seed), outputs poisoned, guards, input checksums,
+-- the comparison with the reference, and the first trial's inputs run
+-- twice for determinism.
+
+local verdicts = require "klab.eval.verdict"
+local device = require "klab.eval.device"
+local inputs = require "klab.eval.inputs"
+local loaded = require "klab.eval.loaded"
+local sys = require "klab.sys"
+
+local S = require("klab.eval.worker_state").S
+local M = {}
+
+function M.run(run)
+  local res, job, task, ts = run.res, run.job, run.job.task, run.ts
+  local st = { trials = {}, outputs = {} }
+  res.stages.correctness = st
+  local t0 = sys.now()
+  local all = loaded.written(run)
+  for i, trial in ipairs(job.trials) do
+    local label = trial.label or ("trial " .. i)
+    local set, serr = inputs.input_set(task, ts, trial)
+    if not set then return device.setup_failed(res, "prepare inputs", serr) end
+    set.trial = trial
+    if i == 1 then run.first_set = set end
+    loaded.fresh(run, all)
+    local ok, err, code, detail = loaded.run(run, set)
+    if ok then ok, err, code, detail = S.ctx:sync() end
+    if not ok then return device.fault(res, err, code, detail) end
+    for _, g in ipairs(all) do
+      local d = device.guard_check(g)
+      if d then
+        d.where = label
+        return verdicts.give(res, "guard_violation", d)
+      end
+    end
+    for name, g in pairs(set.bufs) do
+      local d = device.guard_check(g)
+      if d then
+        d.where = label
+        return verdicts.give(res, "guard_violation", d)
+      end
+      if S.judge:checksum(g.ptr, g.bytes) ~= set.sums[name] then
+        inputs.drop_set(ts, set) -- made again for the next candidate
+        return verdicts.give(res, "input_modified", { kind = "input", buffer = name, where = label })
+      end
+    end
+    local good, why = inputs.compare_outputs(task, set, run.outs, st, label)
+    if good == nil then return device.fault(res, why) end
+    st.trials[#st.trials + 1] = { label = label, passed = good }
+    if not good then return verdicts.give(res, "incorrect", why) end
+    if i == 1 then
+      -- The same inputs again must give the same bits.
+      local keep = {}
+      for name, g in pairs(run.outs) do
+        if task.buffer_by_name[name].role == "output" then
+          local copy = S.ctx:alloc(g.bytes)
+          S.judge:convert(g.ptr, "u8", copy, "u8", g.bytes)
+          keep[name] = copy
+        end
+      end
+      loaded.fresh(run, all)
+      ok, err, code, detail = loaded.run(run, set)
+      if ok then ok, err, code, detail = S.ctx:sync() end
+      if not ok then return device.fault(res, err, code, detail) end
+      for name, copy in pairs(keep) do
+        local n, first = S.judge:bitdiff(run.outs[name].ptr, copy, run.outs[name].bytes)
+        copy:free()
+        if n and n > 0 then
+          return verdicts.give(res, "nondeterministic", { kind = "bits", buffer = name, bytes = n, first = first })
+        end
+      end
+    end
+  end
+  for _, g in ipairs(all) do device.reguard(g) end
+  st.seconds = sys.now() - t0
+end
+
+return M

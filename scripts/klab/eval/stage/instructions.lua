@@ -1,0 +1,40 @@
+-- The instruction stage (klab.eval.stages): one profiled run, never timed,
+-- that says which target instruction families executed and the FLOPs by
+-- path. Its finding (a target that did not run) waits for the end of the
+-- job: timing still runs, so the result has its time too.
+
+local verdicts = require "klab.eval.verdict"
+local device = require "klab.eval.device"
+local inputs = require "klab.eval.inputs"
+local loaded = require "klab.eval.loaded"
+local profile = require "klab.eval.profile"
+
+local S = require("klab.eval.worker_state").S
+local M = {}
+
+function M.run(run)
+  local res, job = run.res, run.job
+  local set, serr = inputs.first_set(run)
+  if not set then return device.setup_failed(res, "prepare inputs", serr) end
+  local all = loaded.written(run)
+  local opts = job.opts or {}
+  local ps = profile.stage(S.ctx, function() return loaded.run(run, set) end, job.task, S.props.arch, {
+    prepare = function() loaded.fresh(run, all); return true end,
+    launches = run.c.launches, kernels = res.stages.load.kernels, funcs = run.c.funcs, device = S.props,
+    -- The supervisor takes the static census while this runs; the listing
+    -- is needed here only to join executed counts to opcodes.
+    cubin = opts.sass_executed and run.c.cubin or nil, sass_executed = opts.sass_executed,
+    full = opts.profile,
+  })
+  res.stages.instructions = ps
+  if ps.sticky then
+    res.unfit = true
+    return verdicts.give(res, "runtime_error", { kind = "profiled", message = tostring(ps.reason) })
+  end
+  if ps.verdict then
+    run.finding = verdicts.make(ps.verdict, ps.verdict_detail)
+    run.finding.stage = "instructions"
+  end
+end
+
+return M

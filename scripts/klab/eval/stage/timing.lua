@@ -1,0 +1,324 @@
+-- The timing stage (klab.eval.stages): candidate and baseline timed
+-- interleaved, L2 flushed and persisting lines reset before every sample,
+-- only the planned launches (CUPTI activity), every sample on fresh inputs
+-- at shifted addresses with module globals restored and outputs poisoned,
+-- every timed output checked (sampled units, a few runs in full), and a
+-- median below the physical floor refused.
+
+local verdicts = require "klab.eval.verdict"
+local device = require "klab.eval.device"
+local inputs = require "klab.eval.inputs"
+local loaded = require "klab.eval.loaded"
+local baseline = require "klab.eval.stage.baseline"
+local peaks = require "klab.eval.peaks"
+local seed_mod = require "klab.eval.seed"
+local judge_mod = require "klab.judge"
+local timing = require "klab.timing"
+local sys = require "klab.sys"
+
+local S = require("klab.eval.worker_state").S
+local M = {}
+
+
+-- Every timed sample (candidate's and baseline's) runs on fresh input
+-- contents at an address it has not had just before: inputs live in SLOTS
+-- buffers each, used in turn, at one of SHIFTS offsets SHIFT bytes apart.
+-- Inputs a task's reference derives (attention backward's O and LSE), and
+-- the inputs the derivation reads, must stay consistent with each other:
+-- they are copied from one of the prepared input sets (references and all)
+-- instead of drawn fresh; every other input is drawn fresh from the task's
+-- base law with a new seed. Before each candidate sample its module globals
+-- are restored and its outputs, scratch and workspace poisoned; after it,
+-- `sample` units of every output are recomputed by the reference from that
+-- sample's own inputs and compared. A few samples, drawn among the first,
+-- run on a whole prepared set (copied to the sample's shifted addresses)
+-- and are compared in full with that set's reference: a kernel keeps no
+-- state from run to run, so contents it met before give it nothing, and the
+-- full comparison costs a compare, not a second reference.
+local SLOTS, SHIFTS, SHIFT = 2, 8, 256
+local FULL_CHECKS = 2
+
+-- The input names the derive plan touches (its buffer arguments) and the
+-- inputs it derives.
+local function derived_inputs(job)
+  local set = {}
+  local ref = job.reference or {}
+  for _, name in ipairs(ref.derived or {}) do set[name] = true end
+  for _, l in ipairs(ref.derive and ref.derive.launches or {}) do
+    for _, a in ipairs(l.args) do
+      if a.kind == "buffer" then set[a.name] = true end
+    end
+  end
+  return set
+end
+
+local function timing_slots(task, ts)
+  if ts.slots then return ts.slots end
+  local slots = {}
+  for _, b in ipairs(task.buffers) do
+    if b.role == "input" then
+      slots[b.name] = {}
+      for k = 1, SLOTS do
+        local g, err = device.galloc(b.name .. " (timing slot " .. k .. ")", b.bytes + SHIFT * (SHIFTS - 1))
+        if not g then
+          for _, list in pairs(slots) do device.free_all(list) end
+          return nil, err
+        end
+        slots[b.name][k] = g
+      end
+    end
+  end
+  ts.slots = slots
+  return slots
+end
+
+-- Buffers the checks of timed runs use, made once per task: positions,
+-- the sampled reference and the gathered candidate output.
+local function check_buffers(task, ts, n)
+  if ts.checkbufs and ts.checkbufs.n == n then return ts.checkbufs end
+  local cb = { n = n, ref = {}, got = {} }
+  local err
+  cb.positions, err = S.ctx:alloc(8 * n)
+  if not cb.positions then return nil, err end
+  for _, b in ipairs(task.buffers) do
+    if b.role == "output" then
+      local unit = task.units[b.name]
+      local size = judge_mod.dtype_size(b.dtype) or 4
+      cb.ref[b.name], err = S.ctx:alloc(4 * n * unit)
+      if not cb.ref[b.name] then return nil, err end
+      cb.got[b.name], err = S.ctx:alloc(size * n * unit)
+      if not cb.got[b.name] then return nil, err end
+    end
+  end
+  ts.checkbufs = cb
+  return cb
+end
+
+-- The sample's inputs: target 1 (the candidate) or 2 (the baseline), at
+-- counter k (both targets count together). whole: every input copied from
+-- the prepared set (a sample checked in full).
+local function fresh_inputs(task, ts, sets, dependent, k, draw, whole, seed)
+  local io = {}
+  local set = sets[(k % #sets) + 1]
+  for _, b in ipairs(task.buffers) do
+    if b.role == "input" then
+      local g = ts.slots[b.name][(k % SLOTS) + 1]
+      local shift = SHIFT * draw(SHIFTS)
+      local v = { name = b.name, buf = g.buf, off = g.off + shift, ptr = g.ptr + shift, bytes = b.bytes }
+      if whole or dependent[b.name] then
+        S.judge:convert(set.bufs[b.name].ptr, "u8", v.ptr, "u8", b.bytes)
+      else
+        local init = b.init or {}
+        local dist = init.dist or "normal"
+        local ok, err = S.judge:fill(v.ptr, b.count, b.dtype, dist, seed_mod.derive(seed, "timed input " .. b.index, k),
+          init.a, init.b, 1.0)
+        if not ok then return nil, err end
+      end
+      io[b.name] = v
+    end
+  end
+  return io, set
+end
+
+-- Compares the candidate's outputs of one timed sample with the reference:
+-- `n` units drawn after the run and recomputed from that sample's own
+-- inputs, or, for a sample run on a whole prepared set (full), every
+-- element against that set's reference. nil, reason when an output is
+-- wrong; error() when the check itself cannot run.
+local function check_sample(run, io, cb, full, draw, label)
+  local task, ts = run.job.task, run.ts
+  local view = { bufs = io }
+  local n = cb.n
+  if full then
+    local good, why = inputs.compare_outputs(task, full, run.outs, nil, label)
+    if good == nil then error(why) end
+    return good, why
+  else
+    -- Drawn on the device, after the run.
+    local ok, err = S.judge:positions(cb.positions, n, task.total_units, draw(1 << 62))
+    if ok then ok, err = inputs.run_reference(ts, "sampled", view, cb.ref, cb.positions) end
+    if ok then ok, err = S.ctx:sync() end
+    if not ok then error(err) end
+  end
+  for _, b in ipairs(task.buffers) do
+    if b.role == "output" then
+      local unit = task.units[b.name]
+      local tol = task.tolerance[b.name]
+      assert(S.judge:gather(run.outs[b.name].ptr, b.dtype, cb.positions, n, unit, cb.got[b.name]))
+      local got, want, count = cb.got[b.name], cb.ref[b.name], n * unit
+      local cmp, err = S.judge:compare(got, b.dtype, want, count, tol.atol, tol.rtol)
+      if not cmp then error(err) end
+      local matched = (cmp.total - cmp.failed) / cmp.total
+      if matched < (tol.matched or 1.0) then
+        local at = cmp.max_abs_at
+        if at then
+          local slot, e = at // unit, at % unit
+          local p = string.unpack("<I8", cb.positions:download(8, 8 * slot))
+          at = p * unit + e
+        end
+        return false, { kind = "compare", sampled = true, where = label, buffer = b.name, failed = cmp.failed,
+          total = cmp.total, nan = cmp.nan, inf = cmp.inf, max_abs = cmp.max_abs, location = inputs.locate(task, b.name, at),
+          atol = tol.atol, rtol = tol.rtol }
+      end
+    end
+  end
+  return true
+end
+
+function M.run(run)
+  local res, job, task, ts = run.res, run.job, run.job.task, run.ts
+  local opts = job.opts or {}
+  local t0 = sys.now()
+  local base, berr = baseline.runner(run, opts)
+  -- The prepared input sets (correctness made them): derived inputs rotate
+  -- among them.
+  local sets = {}
+  for i = 1, math.min(3, #job.trials) do
+    local set, serr = inputs.input_set(task, ts, job.trials[i])
+    if not set then return device.setup_failed(res, "prepare inputs", serr) end
+    sets[i] = set
+  end
+  local slots, slerr = timing_slots(task, ts)
+  if not slots then return device.setup_failed(res, "allocate timing inputs", slerr) end
+  local n = math.min(job.reference.sample or 8192, task.total_units)
+  local cb, cberr = check_buffers(task, ts, n)
+  if not cb then return device.setup_failed(res, "allocate check buffers", cberr) end
+  local dependent = derived_inputs(job)
+  -- Shifts, checked positions and the fully checked runs: drawn from the
+  -- evaluation's seed, like every timed input.
+  local seed = assert(seed_mod.parse(job.seed))
+  local draw = seed_mod.rng(seed_mod.derive(seed, "timing"))
+  local all = loaded.written(run)
+  local counter = 0
+  local cur = {}
+  local checks = { sampled = 0, full = 0, units = n, seconds = 0, failure = nil }
+  -- Which samples get a full check: drawn among the first ones, which
+  -- every measurement takes.
+  local full_at = {}
+  local min_samples = opts.min_samples or 10
+  for _ = 1, math.min(FULL_CHECKS, min_samples) do full_at[draw(min_samples) + 1] = true end
+
+  local function candidate_bind(io)
+    return function(name, kind)
+      if kind == "workspace" then return run.ws[name] and run.ws[name].ptr end
+      local g = io[name] or run.outs[name] or run.ws[name]
+      return g and g.ptr
+    end
+  end
+  -- Sets up the next sample of target 1 (candidate) or 2 (baseline).
+  local function next_sample(target, sample)
+    local whole = target == 1 and full_at[sample] == true
+    local io, set = fresh_inputs(task, ts, sets, dependent, counter, draw, whole, seed)
+    if not io then error(set) end
+    counter = counter + 1
+    local c = { io = io, full = whole and set or nil }
+    if target == 1 then
+      c.bind = candidate_bind(io)
+      local tmaps, terr = device.encode_tmaps(run.c.tensormaps, c.bind)
+      if not tmaps then error(terr) end
+      c.tmaps = tmaps
+      loaded.fresh(run, all)
+    end
+    cur[target] = c
+  end
+  next_sample(1)
+  if base then next_sample(2) end
+
+  local function cand_run()
+    local c = cur[1]
+    local ok, err = device.launch_plan(run.c.funcs, run.c, c.bind, c.tmaps)
+    if not ok then error(err) end
+    return #run.c.launches
+  end
+  local spec = {
+    run = cand_run, flops = task.flops,
+    peak_tflops = peaks.tflops(S.props.arch, task.precision),
+    budget_s = opts.budget_s or 10, min_samples = min_samples, max_samples = opts.max_samples or 500,
+    target_ci = opts.target_ci or 0.005,
+    -- Only to measure what the reset of persisting L2 lines does (tests/gpu/check.lua).
+    keep_persisting_l2 = opts.keep_persisting_l2,
+    before = function(target, sample)
+      next_sample(target, sample)
+      return target == 1
+    end,
+    check = function(target, sample)
+      if target ~= 1 then return true end
+      local c0 = sys.now()
+      local full = cur[1].full
+      local label = "timed run " .. sample .. (full and " (checked in full)" or "")
+      local ok, why = check_sample(run, cur[1].io, cb, full, draw, label)
+      checks.seconds = checks.seconds + (sys.now() - c0)
+      if full then checks.full = checks.full + 1 else checks.sampled = checks.sampled + 1 end
+      if not ok and not checks.failure then checks.failure = why end
+      return ok == true
+    end,
+  }
+  if base and base.run then
+    spec.baseline = { flops = task.flops, run = function() return base.run(cur[2].io) end }
+  end
+  local r, err, code, partial = timing.measure(S.ctx, spec)
+  local st = { seconds = sys.now() - t0, checks = checks }
+  res.stages.timing = st
+  if not r then
+    if code == "EREJECT" and partial and partial.unexpected then
+      st.result = partial
+      return verdicts.give(res, "unexpected_launches", { kind = "launches", message = tostring(partial.unexpected.why) })
+    end
+    return verdicts.give(res, "unknown", { kind = "timing", message = tostring(err) })
+  end
+  st.method, st.stop_reason = r.method, r.stop_reason
+  -- The L2 flush, and what kept persisting lines from outliving it.
+  st.flush_bytes, st.l2 = r.flush_bytes, r.l2
+  st.fallback = r.fallback
+  st.candidate = r.candidate
+  st.candidate.samples = nil
+  st.clock_before_mhz, st.clock_after_mhz = r.clock_before_mhz, r.clock_after_mhz
+  if r.candidate.check_failures and r.candidate.check_failures > 0 then
+    return verdicts.give(res, "incorrect", { kind = "timed", check = checks.failure,
+      sample = r.candidate.first_failed_sample })
+  end
+  if r.baseline then
+    st.baseline = r.baseline
+    st.baseline.samples = nil
+    st.speedup = r.speedup
+    st.baseline_info = base.info
+    st.baseline_mode = base.mode
+    st.baseline_check = base.check
+    -- Other modes (TF32 for fp32 tasks), from their own timing.
+    st.baseline_modes = {}
+    for mode, m in pairs(base.modes or {}) do
+      st.baseline_modes[mode] = { median_us = m.median_us, algo = m.algo,
+        speedup = m.median_us and m.median_us / r.candidate.median }
+    end
+    if base.modes and base.modes.tf32 then
+      st.baseline_tf32_median = base.modes.tf32.median_us
+      st.speedup_tf32 = base.modes.tf32.median_us / r.candidate.median
+    end
+  else
+    st.baseline_error = berr
+  end
+  -- The physical floor: no kernel does the task's FLOPs faster than the
+  -- device's peak for the path it used, nor moves the task's bytes faster
+  -- than DRAM (L2 is flushed before every sample). Below it, the time is
+  -- not a speedup.
+  local floor = run.floor or {}
+  local ps = res.stages.instructions
+  local path = ps and ps.status == "ok" and ps.flops and ps.flops.frac and
+    ((ps.flops.frac.tensor or 0) >= 0.5 and "tensor" or "simt") or nil
+  local tflops = peaks.tflops(S.props.arch, task.precision, path)
+  local bw = peaks.dram_bytes_per_s(S.props)
+  floor.compute_us = tflops and task.flops and task.flops / (tflops * 1e6) or nil
+  floor.memory_us = bw and task.bytes and task.bytes / bw * 1e6 or nil
+  floor.path, floor.tflops, floor.dram_bytes_per_s = path or "any", tflops, bw
+  floor.us = math.max(floor.compute_us or 0, floor.memory_us or 0)
+  st.floor = floor
+  -- A margin for clocks above the datasheet's: 10%.
+  if floor.us > 0 and r.candidate.median < 0.9 * floor.us then
+    return verdicts.give(res, "below_floor", { kind = "floor", median_us = r.candidate.median, floor_us = floor.us,
+      path = floor.path, flops = task.flops, tflops = tflops, compute_us = floor.compute_us, bytes = task.bytes,
+      gbs = (bw or 0) / 1e9, memory_us = floor.memory_us })
+  end
+end
+
+
+return M
