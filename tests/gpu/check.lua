@@ -263,7 +263,7 @@ end
 -- cannot have the counters: the instruction stage must say unknown with
 -- CUPTI's reason while correctness and the verdict still come.
 do
-  local ncu = require("klab.eval.profile").nvidia_tool("ncu", "KLAB_NCU")
+  local ncu = require("klab.eval.sanitizer").find_tool("ncu", "KLAB_NCU")
   if not ncu then
     row("instruction stage under ncu", nil, "ncu not found")
   else

@@ -60,7 +60,7 @@ local sh = require("klab.command").shell_quote
 
 local function find_ncu()
   if opts.ncu then return opts.ncu end
-  return require("klab.eval.profile").nvidia_tool("ncu", "KLAB_NCU")
+  return require("klab.eval.sanitizer").find_tool("ncu", "KLAB_NCU")
 end
 
 -- ---- klab's side, in a child process ---------------------------------------

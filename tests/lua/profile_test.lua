@@ -11,6 +11,9 @@
 -- kernel whose wgmma never runs.
 
 local profile = require "klab.eval.profile"
+local profiler = require "klab.eval.profiler"
+local sass = require "klab.eval.sass"
+local sanitizer = require "klab.eval.sanitizer"
 local prof = require "klab.prof"
 local gpu = require "klab.gpu"
 local sq = require("klab.command").shell_quote
@@ -140,8 +143,8 @@ function T.verdict_first_part_needs_few_passes(t)
   if not chips then t.skip("CUPTI host API not available: " .. tostring(err)) end
   local gh = {}
   for _, r in ipairs(profile.metric_table()) do if r.chip == "GH100" then gh[#gh + 1] = r end end
-  local first, deferred, all = profile.verdict_first_metrics(gh), profile.verdict_deferred_metrics(gh),
-    profile.verdict_metrics(gh)
+  local first, deferred, all = profiler.verdict_first_metrics(gh), profiler.verdict_deferred_metrics(gh),
+    profiler.verdict_metrics(gh)
   t.eq(#first + #deferred, #all, "the parts split the set")
   local in_first = {}
   for _, n in ipairs(first) do in_first[n] = true end
@@ -560,8 +563,8 @@ function T.stage_records_static_census_without_a_gpu(t)
   if gpu.available() then t.skip("a GPU is present: the GPU tests cover the stage") end
   local dir = standin_nvdisasm(t)
   local script = [[
-    local profile = require "klab.eval.profile"
-    local st = profile.stage(nil, function() return true end,
+    local profiler = require "klab.eval.profiler"
+    local st = profiler.stage(nil, function() return true end,
       { targets = { sm_90a = { "wgmma", "tma" } }, flops = 100 }, "sm_90a", { cubin = "\127ELF fake" })
     io.write(st.status, " ", tostring(st.sass and st.sass.available), " ",
       tostring(st.sass and st.sass.static and st.sass.static.opcodes.HGMMA), " ",
@@ -581,14 +584,14 @@ end
 function T.static_census_in_the_background(t)
   local dir = standin_nvdisasm(t, 0.2)
   local script = [[
-    local profile = require "klab.eval.profile"
+    local sass = require "klab.eval.sass"
     local targets = { "wgmma", "tma" }
-    local finish = profile.sass_static_start("\127ELF fake", targets)
+    local finish = sass.static_start("\127ELF fake", targets)
     local a = finish()
-    local b = profile.sass_static("\127ELF fake", targets)
+    local b = sass.static("\127ELF fake", targets)
     io.write(tostring(a.available), " ", a.static.opcodes.HGMMA, " ", a.static_families.wgmma, " ",
       a.static_families.tma, " ", tostring(finish() == a), " ", tostring(a.static.rows == b.static.rows), "\n")
-    profile.sass_static_start("\127ELF fake", targets)   -- never finished
+    sass.static_start("\127ELF fake", targets)   -- never finished
     collectgarbage()
     collectgarbage()
   ]]
@@ -602,7 +605,7 @@ function T.static_census_in_the_background(t)
   t.eq(p:read("a"), "", "no temporary file left behind")
   p:close()
   p = io.popen("KLAB_NVDISASM=/nonexistent KLAB_CUOBJDUMP=/nonexistent '" .. t.klab .. "' -e '" ..
-    [[local r = require("klab.eval.profile").sass_static_start("x", {"wgmma"})() ]] ..
+    [[local r = require("klab.eval.sass").static_start("x", {"wgmma"})() ]] ..
     [[io.write(tostring(r.available), " ", r.code, " ", tostring(r.reason:find("nvdisasm") ~= nil))' 2>&1]])
   out = p:read("a")
   p:close()
@@ -618,7 +621,7 @@ function T.stage_without_a_gpu_says_unknown(t)
   t.ok(type(why) == "string" and why ~= "", "reason")
   t.ok(code == "ENODRIVER" or code == "ENOLIB", tostring(code))
   local ran = 0
-  local st = profile.stage(nil, function() ran = ran + 1 return true end,
+  local st = profiler.stage(nil, function() ran = ran + 1 return true end,
     { targets = { sm_90a = { "wgmma", "tma" } }, flops = TASK_FLOPS }, "sm_90a", {})
   t.eq(st.status, "unknown")
   t.eq(ran, 0, "nothing ran")
@@ -629,7 +632,7 @@ function T.stage_without_a_gpu_says_unknown(t)
   t.eq(st.verified, false)
   t.ok(type(st.text) == "string" and st.text:find("^profile: "), st.text)
   -- Garbage in: still a table, never an error.
-  local g = profile.stage(nil, nil, nil, nil, nil)
+  local g = profiler.stage(nil, nil, nil, nil, nil)
   t.eq(g.status, "unknown")
   local cn, cerr, ccode = prof.chip_name()
   t.eq(cn, nil)
@@ -652,12 +655,12 @@ function T.sanitizer_output_parser(t)
     "========= Invalid __global__ write of size 4 bytes",
     "========= ERROR SUMMARY: 2 errors",
   }, "\n")
-  local n, first = profile.parse_sanitizer(out)
+  local n, first = sanitizer.parse(out)
   t.eq(n, 2)
   t.eq(first[1], "Invalid __global__ write of size 4 bytes")
   t.eq(#first, 2)
-  t.eq(profile.parse_sanitizer("========= ERROR SUMMARY: 0 errors\n"), 0)
-  t.eq(profile.parse_sanitizer("no summary"), nil)
+  t.eq(sanitizer.parse("========= ERROR SUMMARY: 0 errors\n"), 0)
+  t.eq(sanitizer.parse("no summary"), nil)
 end
 
 -- Where klab looks for ncu and compute-sanitizer: the variable alone when
@@ -670,7 +673,7 @@ function T.nvidia_tools_are_found_where_documented(t)
     assert(io.open(f, "w")):close()
   end
   local function find(env, name, var)
-    local cmd = string.format("env %s '%s' -e 'print(require(\"klab.eval.profile\").nvidia_tool(\"%s\", %s))'", env,
+    local cmd = string.format("env %s '%s' -e 'print(require(\"klab.eval.sanitizer\").find_tool(\"%s\", %s))'", env,
       t.klab, name, var and ('\"' .. var .. '\"') or "nil")
     local p = io.popen(cmd)
     local out = p:read("l")

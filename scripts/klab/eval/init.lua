@@ -40,7 +40,6 @@ local task_mod = require "klab.task"
 local verdicts = require "klab.eval.verdict"
 local stages = require "klab.eval.stages"
 local prepare = require "klab.eval.prepare"
-local profile = require "klab.eval.profile"
 local json = require "klab.json"
 local sys = require "klab.sys"
 local seed_mod = require "klab.eval.seed"
@@ -505,36 +504,10 @@ function Session:evaluate(t, c, opts)
   return self:wait(ticket)
 end
 
--- compute-sanitizer memcheck, twice, as PTXBench does before timing: a
--- worker of its own runs under the tool (the job: load, then the planned
--- launches twice on the first input set, with no profiler), and ends at the
--- end of its input so that the tool prints its summary. False stops the
--- evaluation.
+-- compute-sanitizer memcheck, twice, as PTXBench does before timing
+-- (klab.eval.sanitizer). False stops the evaluation.
 function Session:_sanitize(run)
-  local tool = profile.sanitizer_path()
-  if not tool then
-    run.result.stages.sanitizer = { status = "unknown", reason = "compute-sanitizer not found (CUDA_HOME/bin, PATH)" }
-    return true
-  end
-  -- API errors are not the kernel's: klab's own probing (the parameter
-  -- layout query past the last parameter) returns them on purpose.
-  local sup <close> = require("klab.proc.supervisor").new {
-    argv = { tool, "--tool", "memcheck", "--report-api-errors", "no", "--error-exitcode", "0", sys.exe(), "--worker" },
-    env = self.opts.env, deadline = 600 }
-  local job = {}
-  for k, v in pairs(run.job) do job[k] = v end
-  job.stages, job.opts = { "load", "replay" }, { runs = 2 }
-  local rep = sup:run({ module = "klab.eval.gpu", fn = "run", args = job })
-  local fin = sup:finish(60) or {}
-  local out = (rep.output_tail or "") .. (fin.output or "")
-  local n, first = profile.parse_sanitizer(out)
-  local san
-  if not n then
-    san = { status = "unknown", reason = "no ERROR SUMMARY in compute-sanitizer's output (the worker "
-      .. tostring(rep.status) .. (rep.error and (": " .. tostring(rep.error)) or "") .. ")", tail = out:sub(-2000) }
-  else
-    san = { status = "ok", tool = tool, errors = n, first = first, clean = n == 0 }
-  end
+  local san = require("klab.eval.sanitizer").run(run.job, self.opts.env)
   run.result.stages.sanitizer = san
   if san.status == "ok" and (san.errors or 0) > 0 then
     verdicts.give(run.result, "runtime_error", { kind = "sanitizer", errors = san.errors,

@@ -19,7 +19,7 @@
 
 local jit = require "klab.jit"
 local plan_mod = require "klab.eval.plan"
-local profile = require "klab.eval.profile"
+local sass = require "klab.eval.sass"
 local task_mod = require "klab.task"
 local sys = require "klab.sys"
 local seed_mod = require "klab.eval.seed"
@@ -167,7 +167,7 @@ function M.census_start(run, cubin)
     cubin = require("klab.fs").read(run.job.candidate.cubin_path)
     if not cubin then return end
   end
-  local finish = profile.sass_static_start(cubin, targets)
+  local finish = sass.static_start(cubin, targets)
   run.census = function()
     local sass = finish()
     if sass.available then

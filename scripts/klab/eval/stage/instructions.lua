@@ -7,7 +7,7 @@ local verdicts = require "klab.eval.verdict"
 local device = require "klab.eval.device"
 local inputs = require "klab.eval.inputs"
 local loaded = require "klab.eval.loaded"
-local profile = require "klab.eval.profile"
+local profiler = require "klab.eval.profiler"
 
 local S = require("klab.eval.worker_state").S
 local M = {}
@@ -18,7 +18,7 @@ function M.run(run)
   if not set then return device.setup_failed(res, "prepare inputs", serr) end
   local all = loaded.written(run)
   local opts = job.opts or {}
-  local ps = profile.stage(S.ctx, function() return loaded.run(run, set) end, job.task, S.props.arch, {
+  local ps = profiler.stage(S.ctx, function() return loaded.run(run, set) end, job.task, S.props.arch, {
     prepare = function() loaded.fresh(run, all); return true end,
     launches = run.c.launches, kernels = res.stages.load.kernels, funcs = run.c.funcs, device = S.props,
     -- The supervisor takes the static census while this runs; the listing

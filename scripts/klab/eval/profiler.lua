@@ -1,0 +1,348 @@
+-- klab.eval.profiler: the evaluation's instruction stage. One profiled
+-- region (never timed) around the planned launches, through klab.prof's
+-- CUPTI Range Profiler, with the few counters the verdicts need (or the
+-- whole table for a feedback profile); what was measured is judged by the
+-- rules of klab.eval.profile (docs/profile.md).
+--
+--   profiler.stage(ctx, run, task, arch, opts)  -> stage table (never raises); see M.stage below
+--   profiler.verdict_metrics(rows), profiler.verdict_first_metrics(rows),
+--   profiler.verdict_deferred_metrics(rows)     -> the metric names of the verdict set and its parts
+
+local ok_c, C = pcall(require, "klab.prof")
+if not ok_c then C = nil end
+local profile = require("klab.eval.profile")
+local sass = require("klab.eval.sass")
+local sys = require("klab.sys")
+local now = sys.now
+
+local M = {}
+
+-- Worker-lifetime state: one profiler per context and metric set (a
+-- failure to create one is kept, not retried), and one L2-flush function
+-- per context.
+--
+-- A kernel that reads a buffer of twice the L2 size (and writes nothing
+-- unless a value no fill produces turns up, so the compiler keeps the loads).
+local L2_READ = [[
+extern "C" __global__ void l2_read(const unsigned long long *p, unsigned long long n, unsigned long long *sink)
+{
+    unsigned long long acc = 0;
+    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
+         i += (unsigned long long)gridDim.x * blockDim.x)
+        acc ^= p[i];
+    if (acc == 0x5bd1e9955bd1e995ULL) *sink = acc;
+}
+]]
+
+-- A flush function for ctx: reads 2 x L2 through l2_read, then waits. (fn
+-- holds its module alive.)
+local function l2_reader(ctx, props)
+  local res = require("klab.jit").compile { source = L2_READ, lang = "cuda", arch = props.arch, name = "l2_read.cu" }
+  if not res then return nil end
+  local mod = ctx:load(res.cubin)
+  local fn = mod and mod:func("l2_read")
+  local bytes = 2 * props.l2_bytes
+  local buf = fn and ctx:alloc(bytes)
+  local sink = buf and ctx:alloc(8)
+  if not sink then return nil end
+  buf:fill(0)
+  local n = bytes // 8
+  local spec = { grid = { 4 * props.sm_count }, block = { 512 }, args = { buf, { "u64", n }, sink } }
+  return function()
+    local ok, err, code = ctx:launch(fn, spec)
+    if not ok then return nil, err, code end
+    return ctx:sync()
+  end
+end
+
+-- L2-flush function per context.
+local profilers = setmetatable({}, { __mode = "k" })
+local flushers = setmetatable({}, { __mode = "k" })
+
+-- What the verdicts need (instruction families, FLOPs by path, the SIMT
+-- arithmetic of the work rule): a few counters, so few replay passes. The
+-- feedback profile (throughputs, occupancy, DRAM bytes, clocks) is the
+-- whole table, collected only when asked for (opts.full).
+--
+-- The verdict set comes in two parts. GH100 counts mma.sync FLOPs
+-- (flops.hmma) in counters that need 6 passes of their own, while the
+-- instruction counts, the wgmma FLOPs and the SIMT arithmetic fit in 3
+-- (prof.passes("GH100", ...), offline). The instruction counts say
+-- whether any HMMA/IMMA ran (inst.hmma): when none did, its FLOPs are 0
+-- without measuring them, which is the case of every wgmma kernel; when
+-- some did, the second part is collected too.
+local VERDICT_ROLES = { "^inst%.", "^flops%.", "^ops%." }
+local DEFERRED_ROLES = { ["flops.hmma"] = "inst.hmma" }
+
+local function role_metrics(rows, keep)
+  rows = rows or (C and C.metric_table()) or {}
+  local names, seen = {}, {}
+  for _, r in ipairs(rows) do
+    if keep(r.role) and not seen[r.name] then
+      seen[r.name] = true
+      names[#names + 1] = r.name
+    end
+  end
+  return names
+end
+
+local function verdict_role(role)
+  for _, pat in ipairs(VERDICT_ROLES) do
+    if role:find(pat) then return true end
+  end
+  return false
+end
+
+-- Every metric the verdicts can use.
+function M.verdict_metrics(rows) return role_metrics(rows, verdict_role) end
+
+-- The first part: the verdict metrics less the deferred roles'.
+function M.verdict_first_metrics(rows)
+  return role_metrics(rows, function(role) return verdict_role(role) and not DEFERRED_ROLES[role] end)
+end
+
+-- The second part: the deferred roles' metrics.
+function M.verdict_deferred_metrics(rows)
+  return role_metrics(rows, function(role) return DEFERRED_ROLES[role] ~= nil end)
+end
+
+local SETS = { verdict = M.verdict_first_metrics, deferred = M.verdict_deferred_metrics }
+
+local function get_profiler(ctx, opts, set)
+  if opts.profiler and not set then return opts.profiler end
+  set = set or (opts.metrics and "given" or (opts.full and "full" or "verdict"))
+  profilers[ctx] = profilers[ctx] or {}
+  local e = profilers[ctx][set]
+  if e then return e.p, e.err, e.code end
+  if not C then
+    e = { err = "klab.prof is not available", code = "ENOLIB" }
+  else
+    local metrics = set == "given" and opts.metrics or (SETS[set] and SETS[set]() or nil)
+    local p, err, code = C.new(ctx, metrics and { metrics = metrics } or nil)
+    e = { p = p, err = err, code = code }
+  end
+  profilers[ctx][set] = e
+  return e.p, e.err, e.code
+end
+
+-- Whether the stage still needs the second part, after the first: a
+-- deferred role the chip has counters for, whose instruction count is not
+-- known to be 0. The others are set to 0 in roles and named in inferred.
+local function settle_deferred(roles, inferred, chip)
+  local has = {}
+  for _, r in ipairs(profile.rows_for(profile.table_chip(chip))) do has[r.role] = true end
+  local need = false
+  for role, count_role in pairs(DEFERRED_ROLES) do
+    if has[role] and roles[role] == nil then
+      if roles[count_role] == 0 then
+        roles[role] = 0
+        inferred[role] = count_role .. " = 0: not collected"
+      else
+        need = true
+      end
+    end
+  end
+  return need
+end
+
+local function first_launch_info(opts)
+  local l = opts.launches and opts.launches[1]
+  if not l then return {} end
+  local info = {}
+  local function prod(v)
+    if type(v) == "number" then return v end
+    local n = 1
+    for _, x in ipairs(v or {}) do n = n * x end
+    return n
+  end
+  info.threads = prod(l.block)
+  info.blocks = prod(l.grid)
+  info.dynamic_smem = l.shared or 0
+  local attrs = opts.kernels and opts.kernels[l.kernel]
+  if attrs then
+    info.kernel = { name = l.kernel, registers = attrs.registers, static_smem = attrs.static_smem,
+      local_bytes = attrs.local_bytes }
+  end
+  local fn = opts.funcs and opts.funcs[l.kernel]
+  if fn and C then
+    local b = C.occupancy(fn, info.threads, info.dynamic_smem)
+    if b then info.blocks_per_sm = b end
+  end
+  return info
+end
+
+local function is_tensor_task(targets)
+  for _, t in ipairs(targets or {}) do
+    if profile.TENSOR_FAMILIES[t] then return true end
+  end
+  return false
+end
+
+local function static_census(stage, opts)
+  if not (opts.cubin and C) then return nil end
+  local sass, text, census = sass.static(opts.cubin, stage.targets)
+  stage.sass = sass
+  return text, census
+end
+
+local function stage_body(ctx, run, task, arch, opts, stage)
+  stage.targets = (task.targets or {})[arch] or {}
+  local text, census = static_census(stage, opts)
+
+  local prof_ok, why, wcode = true, nil, nil
+  if not C then prof_ok, why, wcode = false, "klab.prof is not available", "ENOLIB" end
+  if prof_ok then
+    local dev = 0
+    if ctx ~= nil and type(ctx) == "userdata" then dev = ctx:device() end
+    prof_ok, why, wcode = C.available(dev)
+    if prof_ok and ctx == nil then prof_ok, why, wcode = false, "no GPU context", "EINVAL" end
+  end
+  local p, perr, pcode
+  if prof_ok then
+    p, perr, pcode = get_profiler(ctx, opts)
+    if not p then prof_ok, why, wcode = false, perr, pcode end
+  end
+  if not prof_ok then
+    stage.status, stage.reason, stage.code = "unknown", "profiling unavailable: " .. tostring(why), wcode
+    stage.families = profile.families({}, stage.targets, nil)
+    for _, f in pairs(stage.families) do f.status, f.reason = "unknown", stage.reason end
+    profile.summarize(stage)
+    return stage
+  end
+
+  local info0 = p:info()
+  stage.chip = info0.chip
+  stage.skipped = info0.skipped
+
+  -- L2 is emptied before each pass (outside the range), as ncu's cache
+  -- control does, so DRAM figures do not depend on what the previous pass
+  -- left there. The flush READS twice the L2 size: a write (a memset) would
+  -- leave L2 full of dirty lines that the profiled kernel then writes back,
+  -- counted as its DRAM traffic and its time.
+  local flush
+  if opts.flush_l2 ~= false and opts.device and opts.device.l2_bytes and opts.device.l2_bytes > 0 then
+    flush = flushers[ctx]
+    if flush == nil then
+      flush = l2_reader(ctx, opts.device) or false
+      flushers[ctx] = flush
+    end
+  end
+  local npass = 0
+  local function prepare(pass)
+    npass = pass
+    if opts.prepare then
+      local okp, perr2, pcode2 = opts.prepare(pass)
+      if okp == nil or okp == false then return nil, perr2, pcode2 end
+    end
+    if flush then
+      local okf, ferr, fcode = flush()
+      if not okf then return nil, ferr, fcode end
+    end
+    return true
+  end
+  local function failed(why, code)
+    stage.status, stage.reason, stage.code = "unknown", "profiling failed: " .. tostring(why), code
+    stage.families = profile.families({}, stage.targets, stage.chip)
+    for _, f in pairs(stage.families) do f.status, f.reason = "unknown", stage.reason end
+    local sticky = ctx.sticky and ctx:sticky()
+    if sticky then stage.sticky = sticky end
+    profile.summarize(stage)
+    return stage
+  end
+  local values, minfo_or_err, mcode = p:measure(run, prepare)
+  if not values then return failed(minfo_or_err, mcode) end
+  stage.passes = minfo_or_err.passes
+  stage.phase_seconds = minfo_or_err.phase_seconds
+  stage.roles = profile.aggregate(values, stage.chip)
+  -- The verdict set's second part, only when the first cannot settle it.
+  if not opts.profiler and not opts.metrics and not opts.full then
+    stage.inferred = {}
+    if settle_deferred(stage.roles, stage.inferred, stage.chip) then
+      stage.inferred = nil
+      local p2, err2, code2 = get_profiler(ctx, opts, "deferred")
+      if not p2 then return failed(err2, code2) end
+      local more, minfo2, mcode2 = p2:measure(run, prepare)
+      if not more then return failed(minfo2, mcode2) end
+      for k, v in pairs(more) do values[k] = v end
+      stage.passes = stage.passes + minfo2.passes
+      for k, v in pairs(minfo2.phase_seconds or {}) do
+        stage.phase_seconds[k] = (stage.phase_seconds[k] or 0) + v
+      end
+      stage.roles = profile.aggregate(values, stage.chip)
+    end
+    if stage.inferred and next(stage.inferred) == nil then stage.inferred = nil end
+  end
+  stage.status = "ok"
+  stage.metrics = values
+  stage.families = profile.families(stage.roles, stage.targets, stage.chip)
+  stage.flops = profile.flops(stage.roles, task.flops, stage.chip)
+
+  local info = first_launch_info(opts)
+  info.sm_count = opts.device and opts.device.sm_count
+  info.regs_per_sm = opts.device and opts.device.regs_per_sm
+  info.task_bytes = task.bytes
+  info.tensor_task = is_tensor_task(stage.targets)
+  info.duration_us, info.duration_source = opts.duration_us, opts.duration_source
+  stage.info = info
+  profile.summarize(stage)
+
+  stage.verdict, stage.verdict_detail = profile.work_verdict(stage, task.work)
+  if not stage.verdict then stage.verdict, stage.verdict_detail = profile.verdict(stage, opts) end
+  if not stage.verdict then
+    stage.verdict, stage.verdict_detail = profile.type_verdict(stage, task.tensor_type, task.work)
+  end
+  if stage.verdict then stage.verdict_reason = require("klab.eval.verdict").reason(stage.verdict, stage.verdict_detail) end
+  local all = #stage.targets > 0
+  for _, f in pairs(stage.families) do
+    if f.status ~= "executed" then all = false end
+  end
+  stage.verified = all and stage.verdict == nil
+
+  sass.executed(stage, ctx, run, opts, text, census)
+  return stage
+end
+
+-- The instruction stage. Never raises; returns
+--   {status = "ok"|"unknown", reason=, code=, arch=, chip=, targets={...},
+--    families = {wgmma = {status=, executed=, count=}, ...},
+--    flops = {hgmma=, hmma=, utc=, tensor=, other=, task=, frac={...}},
+--    metrics = {name = value}, roles = {...}, passes=, skipped = {name = why},
+--    phase_seconds = {enable=, config=, prepare=, start=, run=, stop=, evaluate=, disable=},
+--    inferred = {role = why} (roles set to 0 without collecting them),
+--    profile = {...}, text =, verdict = "target_not_executed"|nil,
+--    verdict_reason =, verified = bool (every target executed, no verdict),
+--    sass = {available=, tool=, static={opcodes=,...}, static_families={...},
+--            executed={opcodes=,...}|nil, reason=}, sticky=, seconds=}
+-- ctx: klab.gpu Context; run(pass): the planned launches (return nil, msg
+-- to fail); task: {targets = {arch = {...}}, flops =, bytes =}; opts:
+--   prepare(pass)  restore inputs / poison outputs (outside the range)
+--   launches, kernels (name -> fn:attributes()), funcs (name -> Function),
+--   device (klab.gpu props: sm_count, l2_bytes, regs_per_sm), cubin (bytes,
+--   for the static SASS census), sass_executed (bool: SASS-metrics pass,
+--   off by default), flush_l2 (default true), duration_us, profiler,
+--   metrics, min_path_fraction.
+function M.stage(ctx, run, task, arch, opts)
+  opts = opts or {}
+  local t0 = now()
+  local stage = { status = "unknown", arch = arch, verified = false }
+  local ok, err = pcall(stage_body, ctx, run, task or {}, arch, opts, stage)
+  if not ok then
+    stage.status = "unknown"
+    stage.reason = "profile stage failed: " .. tostring(err)
+    stage.verdict, stage.verdict_reason, stage.verified = nil, nil, false
+    stage.families = {}
+    local targets = type(task) == "table" and type(task.targets) == "table" and task.targets[arch] or {}
+    for _, name in ipairs(type(targets) == "table" and targets or {}) do
+      stage.families[name] = { status = "unknown", reason = stage.reason }
+    end
+    pcall(profile.summarize, stage)
+    pcall(function()
+      local sticky = ctx and ctx.sticky and ctx:sticky()
+      if sticky then stage.sticky = sticky end
+    end)
+  end
+  stage.seconds = now() - t0
+  return stage
+end
+
+return M
