@@ -55,6 +55,8 @@ local store_mod = require "klab.store"
 local shard_mod = require "klab.experiment.shard"
 local errors = require "klab.errors"
 local records = require "klab.store.records"
+local workloads_mod = require "klab.experiment.workloads"
+local summary_table = require "klab.experiment.summary_table"
 
 local M = {}
 
@@ -74,11 +76,6 @@ M.MODEL_OPTION_LIST, M.MODEL_OPTIONS = options_mod.MODEL_OPTION_LIST, options_mo
 
 -- ---- task groups ---------------------------------------------------------
 
-local function axes_of(t)
-  local parts = {}
-  for _, d in ipairs(t.dim_order or {}) do parts[#parts + 1] = d .. "=" .. tostring(t.dims[d]) end
-  return table.concat(parts, ", ")
-end
 
 -- A task entry: "base/variant" (one workload), "base" (every variant), or
 -- {name=, workloads={...}} | {name=, base=, tags={...}} (the variants of
@@ -119,9 +116,12 @@ end
 
 -- ---- the experiment ----------------------------------------------------------
 
+local Exp = {}
+Exp.__index = Exp
+
 -- Raises when a signal asked the sweep to stop: one line, and the exit
 -- status the shell would show for the signal (128 + its number).
-local function check_signal(self)
+function Exp:_check_signal()
   local sys = require "klab.sys"
   local sig = sys.trapped()
   if sig then
@@ -130,8 +130,6 @@ local function check_signal(self)
   end
 end
 
-local Exp = {}
-Exp.__index = Exp
 
 -- The store at path, opened for writing, its folder made when missing. A
 -- path that cannot be a store is a mistake: one line that starts with who.
@@ -291,117 +289,8 @@ function Exp:_messages(t)
 end
 
 
--- One workload's result, in the terms of feedback and tables.
-local function summarize(name, r, speedup_field)
-  local t = task_mod.get(name)
-  local w = { name = name, axes = axes_of(t), verdict = r.verdict, reason = r.reason, cached = r.cached }
-  local st = r.stages or {}
-  local tm = st.timing
-  if tm and tm.candidate then
-    w.time_ms = tm.candidate.median and tm.candidate.median / 1000
-    w.baseline_ms = tm.baseline and tm.baseline.median and tm.baseline.median / 1000
-    w.speedup = tm[speedup_field or "speedup"] or tm.speedup
-    w.speedup_tf32 = tm.speedup_tf32
-  end
-  local cor = st.correctness
-  if cor and type(cor.outputs) == "table" then
-    for _, cmp in pairs(cor.outputs) do
-      if type(cmp) == "table" then
-        if type(cmp.max_abs) == "number" then w.max_abs = math.max(w.max_abs or 0, cmp.max_abs) end
-        if type(cmp.max_rel) == "number" then w.max_rel = math.max(w.max_rel or 0, cmp.max_rel) end
-      end
-    end
-  end
-  -- The instruction stage (klab.eval.profile.stage): {status = "ok"|"unknown", verified =, verdict =,
-  -- families = {name = {status = "executed"|"not_executed"|"unknown"}}, text =}.
-  local ins = st.instructions
-  if type(ins) == "table" then
-    local names, missing = {}, {}
-    for name, f in pairs(type(ins.families) == "table" and ins.families or {}) do
-      names[#names + 1] = name
-      if type(f) == "table" and f.status == "not_executed" then missing[#missing + 1] = name end
-    end
-    table.sort(names)
-    table.sort(missing)
-    local status = "unknown"
-    if ins.verified == true then status = "executed"
-    elseif ins.verdict == "target_not_executed" or #missing > 0 then status = "not_executed" end
-    w.instructions = { status = status, families = names, missing = #missing > 0 and missing or nil }
-  end
-  if type(ins) == "table" and type(ins.text) == "string" then w.profile = ins.text end
-  return w
-end
-
--- Evaluates candidate c on the workloads, all submitted at once so that the
--- session's pool runs them side by side (builds on its CPU workers, the GPU
--- stages on every GPU); polls the model caller meanwhile so that requests
--- keep flowing.
-function Exp:_evaluate(c, workloads, opts)
-  local results, ws = {}, {}
-  local tickets = {}
-  for i, name in ipairs(workloads) do
-    check_signal(self)
-    local o = opts
-    if type(opts.trials) == "function" then
-      o = {}
-      for k, v in pairs(opts) do o[k] = v end
-      o.trials = opts.trials(task_mod.get(name))
-    end
-    local ticket, err = self.session:submit(name, c, o)
-    if ticket then
-      tickets[ticket] = i
-    else
-      results[i] = verdicts.make("unknown", { kind = "start", message = tostring(err) })
-      results[i].stages = {}
-    end
-  end
-  for ticket, i in pairs(tickets) do
-    while not results[i] do
-      results[i] = self.session:wait(ticket, self.caller and 0.05 or nil)
-      if self.caller then
-        for _, o in ipairs(self.caller:poll(0)) do self.outcomes[#self.outcomes + 1] = o end
-      end
-    end
-  end
-  for i, name in ipairs(workloads) do
-    ws[i] = summarize(name, results[i], self.spec.speedup_field)
-    -- Code that does not build or load fails the same way on every
-    -- workload: it is reported once.
-    if results[i].verdict == "compile_error" or results[i].verdict == "load_error" then
-      ws[i].axes = nil
-      for j = #results, i + 1, -1 do results[j] = nil end
-      break
-    end
-  end
-  local v = verdicts.worst(table.unpack(ws))
-  local speedup, verified = nil, nil
-  if v == "passed" then
-    for _, w in ipairs(ws) do
-      if w.speedup then speedup = math.min(speedup or math.huge, w.speedup) else speedup = nil break end
-    end
-  end
-  -- Verified: every workload saw its targets execute; not verified: one
-  -- saw a target missing; otherwise (no instruction stage) nothing is said.
-  local all_executed = #ws > 0
-  for _, w in ipairs(ws) do
-    local s = w.instructions and w.instructions.status
-    if s == "not_executed" or w.verdict == "target_not_executed" then verified = false break end
-    if s ~= "executed" then all_executed = false end
-  end
-  if verified == nil and all_executed then verified = true end
-  local reason
-  for _, w in ipairs(ws) do
-    if w.verdict == v then reason = w.reason break end
-  end
-  if #ws > 1 and v ~= "passed" then
-    for _, w in ipairs(ws) do
-      if w.verdict == v then reason = w.axes and ("[%s] %s"):format(w.axes, w.reason) or w.reason break end
-    end
-  end
-  local compile_log = results[1] and results[1].stages and results[1].stages.build and results[1].stages.build.log
-  return { verdict = v, reason = reason, speedup = speedup, verified = verified, workloads = ws,
-           compile_log = compile_log }
-end
+-- Evaluates candidate c on the workloads (klab.experiment.workloads).
+function Exp:_evaluate(c, names, opts) return workloads_mod.evaluate(self, c, names, opts) end
 
 function Exp:_eval_opts(turn)
   local o = {}
@@ -611,7 +500,7 @@ function Exp:_run()
 
   local function loop()
     while true do
-      check_signal(self)
+      self:_check_signal()
       for _, t in ipairs(trajs) do
         if not t.done and not t.waiting then
           local n = #t.turns + 1
@@ -749,54 +638,9 @@ function Exp:rows()
   return rows
 end
 
--- The short code of each verdict, for tables (klab.eval.verdict defines them).
-M.SHORT = verdicts.SHORT
-
-local function speed(x) return x and ("%.3fx"):format(x) or "-" end
-
--- The summary table (a string): task, model, tag, replica, turns, the verdict of each turn,
--- the best speedup, the selected turn, and why the trajectory stopped; then a legend.
-function M.format_table(rows)
-  local head = { "task", "model", "tag", "rep", "turns", "verdicts per turn", "best", "selected", "stop" }
-  local lines, used = {}, {}
-  for _, r in ipairs(rows) do
-    local vs = {}
-    for i, v in ipairs(r.verdicts) do
-      vs[i] = M.SHORT[v] or v
-      used[v] = true
-    end
-    lines[#lines + 1] = { r.task, r.model, r.tag, tostring(r.replica), tostring(#r.verdicts), table.concat(vs, " "),
-      speed(r.best_speedup), r.selected_turn and ("t" .. r.selected_turn .. " " .. speed(r.selected_speedup)) or "-",
-      r.state == "done" and (r.stop_reason or "done") or "running" }
-  end
-  local width = {}
-  for i, h in ipairs(head) do width[i] = #h end
-  for _, l in ipairs(lines) do
-    for i, c in ipairs(l) do width[i] = math.max(width[i], #c) end
-  end
-  local function fmt(cells)
-    local out = {}
-    for i, c in ipairs(cells) do out[i] = c .. (" "):rep(width[i] - #c) end
-    return (table.concat(out, "  "):gsub("%s+$", ""))
-  end
-  local out = { fmt(head) }
-  local rule = {}
-  for i in ipairs(head) do rule[i] = ("-"):rep(width[i]) end
-  out[#out + 1] = fmt(rule)
-  for _, l in ipairs(lines) do out[#out + 1] = fmt(l) end
-  local legend = {}
-  local names = {}
-  for v in pairs(used) do names[#names + 1] = v end
-  table.sort(names, function(a, b)
-    local ra = verdicts.valid(a) and verdicts.rank(a) or 0
-    local rb = verdicts.valid(b) and verdicts.rank(b) or 0
-    if ra ~= rb then return ra < rb end
-    return a < b
-  end)
-  for _, v in ipairs(names) do legend[#legend + 1] = (M.SHORT[v] or v) .. " " .. v end
-  if #legend > 0 then out[#out + 1] = "verdicts: " .. table.concat(legend, ", ") end
-  return table.concat(out, "\n")
-end
+-- The short code of each verdict, and the summary table (klab.experiment.summary_table).
+M.SHORT = summary_table.SHORT
+M.format_table = summary_table.format
 
 function Exp:table() return M.format_table(self:rows()) end
 

@@ -1,0 +1,60 @@
+-- klab.experiment.summary_table: the experiment's summary as plain text,
+-- one row per trajectory with each turn's verdict as its short code.
+--
+--   summary_table.format(rows) -> text (rows as klab.experiment's Exp:rows gives them)
+--   summary_table.SHORT        verdict name -> short code
+
+local verdicts = require "klab.eval.verdict"
+
+local M = {}
+
+-- The short code of each verdict (klab.eval.verdict defines them).
+M.SHORT = verdicts.SHORT
+
+local function speed(x) return x and ("%.3fx"):format(x) or "-" end
+
+-- The summary table (a string): task, model, tag, replica, turns, the verdict of each turn,
+-- the best speedup, the selected turn, and why the trajectory stopped; then a legend.
+function M.format(rows)
+  local head = { "task", "model", "tag", "rep", "turns", "verdicts per turn", "best", "selected", "stop" }
+  local lines, used = {}, {}
+  for _, r in ipairs(rows) do
+    local vs = {}
+    for i, v in ipairs(r.verdicts) do
+      vs[i] = M.SHORT[v] or v
+      used[v] = true
+    end
+    lines[#lines + 1] = { r.task, r.model, r.tag, tostring(r.replica), tostring(#r.verdicts), table.concat(vs, " "),
+      speed(r.best_speedup), r.selected_turn and ("t" .. r.selected_turn .. " " .. speed(r.selected_speedup)) or "-",
+      r.state == "done" and (r.stop_reason or "done") or "running" }
+  end
+  local width = {}
+  for i, h in ipairs(head) do width[i] = #h end
+  for _, l in ipairs(lines) do
+    for i, c in ipairs(l) do width[i] = math.max(width[i], #c) end
+  end
+  local function fmt(cells)
+    local out = {}
+    for i, c in ipairs(cells) do out[i] = c .. (" "):rep(width[i] - #c) end
+    return (table.concat(out, "  "):gsub("%s+$", ""))
+  end
+  local out = { fmt(head) }
+  local rule = {}
+  for i in ipairs(head) do rule[i] = ("-"):rep(width[i]) end
+  out[#out + 1] = fmt(rule)
+  for _, l in ipairs(lines) do out[#out + 1] = fmt(l) end
+  local legend = {}
+  local names = {}
+  for v in pairs(used) do names[#names + 1] = v end
+  table.sort(names, function(a, b)
+    local ra = verdicts.valid(a) and verdicts.rank(a) or 0
+    local rb = verdicts.valid(b) and verdicts.rank(b) or 0
+    if ra ~= rb then return ra < rb end
+    return a < b
+  end)
+  for _, v in ipairs(names) do legend[#legend + 1] = (M.SHORT[v] or v) .. " " .. v end
+  if #legend > 0 then out[#out + 1] = "verdicts: " .. table.concat(legend, ", ") end
+  return table.concat(out, "\n")
+end
+
+return M
