@@ -126,6 +126,26 @@ function T.sql_lives_in_the_store(t)
   t.ok(owner >= 2, "the store's modules hold the SQL (" .. owner .. ")")
 end
 
+-- One concern per file keeps files short: no Lua module past 800 lines, no
+-- C file of host/ past 1,300.
+function T.no_file_past_its_size(t)
+  local over = {}
+  for _, m in pairs(modules(t.root)) do
+    if m.lines > 800 then over[#over + 1] = ("%s (%d lines)"):format(m.path, m.lines) end
+  end
+  local p = assert(io.popen("cd '" .. t.root .. "' && find host -name '*.c' | sort"))
+  local nc = 0
+  for path in p:lines() do
+    nc = nc + 1
+    local _, n = read(t.root .. "/" .. path):gsub("\n", "")
+    if n > 1300 then over[#over + 1] = ("%s (%d lines)"):format(path, n) end
+  end
+  p:close()
+  table.sort(over)
+  t.ok(nc > 20, "found host/ (" .. nc .. " C files)")
+  t.eq(table.concat(over, ", "), "")
+end
+
 -- A verdict is given by klab.eval.verdict (make/give), with its reason built
 -- there from the producer's detail: no other library module writes a
 -- verdict's name into a record.

@@ -3,7 +3,8 @@
 --   klab tests/lua/run.lua [FILE...]      (default: every tests/lua/*_test.lua)
 --
 -- A test file returns a table of functions name -> function(t). A test passes
--- when it raises nothing and every assertion held; t.skip(reason) skips it,
+-- when it raises nothing, made at least one assertion (t.ok, t.eq, t.near,
+-- t.match, t.raises) and every assertion held; t.skip(reason) skips it,
 -- t.need_gpu() skips it with the one reason every GPU test shares. Skips are
 -- reported once per reason: "skip N tests: reason", then a line "  tests:
 -- file name, ..." naming them. The last line is "lua: N passed, N failed,
@@ -47,22 +48,25 @@ local ROOT = (function()
 end)()
 
 local function new_t(name, failures)
-  local t = { klab = self_exe(), name = name, root = ROOT }
+  local t = { klab = self_exe(), name = name, root = ROOT, assertions = 0 }
   local function fail(msg, level)
     local info = debug.getinfo(level or 3, "Sl")
     failures[#failures + 1] = string.format("%s:%d: %s", info.short_src, info.currentline or 0, msg)
   end
   function t.ok(v, msg)
+    t.assertions = t.assertions + 1
     if not v then fail("expected a true value" .. (msg and (": " .. msg) or "")) end
     return v
   end
   function t.eq(got, want, msg)
+    t.assertions = t.assertions + 1
     if got ~= want then
       fail(string.format("expected %s, got %s%s", tostring(want), tostring(got), msg and (": " .. msg) or ""))
     end
     return got == want
   end
   function t.near(got, want, tol, msg)
+    t.assertions = t.assertions + 1
     local good = type(got) == "number" and math.abs(got - want) <= tol
     if not good then
       fail(string.format("expected %s +- %s, got %s%s", tostring(want), tostring(tol), tostring(got),
@@ -71,6 +75,7 @@ local function new_t(name, failures)
     return good
   end
   function t.match(s, pattern, msg)
+    t.assertions = t.assertions + 1
     local good = type(s) == "string" and s:find(pattern) ~= nil
     if not good then
       fail(string.format("%q does not match %q%s", tostring(s), pattern, msg and (": " .. msg) or ""))
@@ -78,6 +83,7 @@ local function new_t(name, failures)
     return good
   end
   function t.raises(fn, pattern, msg)
+    t.assertions = t.assertions + 1
     local ok, err = pcall(fn)
     if ok then
       fail("expected an error" .. (msg and (": " .. msg) or ""))
@@ -93,14 +99,6 @@ local function new_t(name, failures)
   function t.need_gpu()
     local ok, why = require("klab.gpu").available()
     if not ok then t.skip("no GPU: " .. tostring(why)) end
-  end
-  -- The whole file, or nil when it cannot be read.
-  function t.read(path)
-    local f = io.open(path, "rb")
-    if not f then return nil end
-    local s = f:read("a")
-    f:close()
-    return s
   end
   function t.tmpdir()
     local p = io.popen("mktemp -d")
@@ -162,6 +160,9 @@ for _, file in ipairs(files) do
         local reason = tostring(e.reason)
         if not skips[reason] then skips[reason] = {} skip_order[#skip_order + 1] = reason end
         table.insert(skips[reason], (file:match("([^/]+)$") or file) .. " " .. name)
+      elseif ok and #failures == 0 and t.assertions == 0 then
+        failed = failed + 1
+        io.stderr:write("FAIL ", file, " ", name, "\n    the test made no assertion\n")
       elseif not ok or #failures > 0 then
         failed = failed + 1
         io.stderr:write("FAIL ", file, " ", name, "\n")
