@@ -160,4 +160,21 @@ return { launches = { { kernel = "%s", grid = { cdiv(n, 256), 1, 1 }, block = { 
 ]]):format(F.kernel(op))
 end
 
+-- Sets the fields of an activation task in env (the task file's _ENV):
+-- every field but the tolerance, which each task file states with its
+-- reasons. t = {name =, op =, dtype =}.
+function F.define(env, t)
+  local op, dtype = t.op, t.dtype
+  env.name, env.family, env.kernel = t.name, "activation", F.kernel(op)
+  env.tags = { "activation", dtype, "memory-bound" }
+  env.description = F.describe(op, dtype)
+  env.dims, env.variants, env.buffers = F.dims, F.variants, F.buffers(dtype)
+  env.inputs, env.trials, env.distributions = F.inputs, F.trials, F.distributions(op)
+  env.reference, env.baseline = F.reference(op, dtype), F.baseline(op, dtype)
+  env.flops, env.bytes = F.flops(op), F.bytes(dtype)
+  -- Memory-bound: no target instruction family to verify.
+  env.targets = {}
+  env.plan = F.plan(op)
+end
+
 return F

@@ -1,20 +1,8 @@
 -- ReLU in fp32: Y = max(X, 0). Strict fp32; no TF32 path exists for a
 -- pointwise operation, so cuDNN's baseline is timed in fp32 only.
--- See _family.lua for the shapes, inputs and baseline.
+-- _family.lua defines the shapes, inputs, reference, baseline and plan.
 local A = include "_family.lua"
-
-name = "relu_f32"
-family = "activation"
-kernel = A.kernel("relu")
-tags = { "activation", "f32", "memory-bound" }
-description = A.describe("relu", "f32")
-
-dims = A.dims
-variants = A.variants
-buffers = A.buffers("f32")
-inputs = A.inputs
-trials = A.trials
-distributions = A.distributions("relu")
+A.define(_ENV, { name = "relu_f32", op = "relu", dtype = "f32" })
 
 -- ReLU is exact in any precision: every output is an input or zero, so
 -- an honest kernel matches the reference bit for bit (atol = rtol = 0).
@@ -23,12 +11,3 @@ distributions = A.distributions("relu")
 tolerance = {
   f32 = { atol = 0, rtol = 0, matched = 1.0 },
 }
-
-reference = A.reference("relu", "f32")
-baseline = A.baseline("relu", "f32")
-flops = A.flops("relu")
-bytes = A.bytes("f32")
-
--- Memory-bound: no target instruction family to verify.
-targets = {}
-plan = A.plan("relu")

@@ -1,31 +1,10 @@
 -- tanh in bf16, fp32 arithmetic inside.
--- See _family.lua for the shapes, inputs and baseline.
+-- _family.lua defines the shapes, inputs, reference, baseline and plan.
 local A = include "_family.lua"
-
-name = "tanh_bf16"
-family = "activation"
-kernel = A.kernel("tanh")
-tags = { "activation", "bf16", "memory-bound" }
-description = A.describe("tanh", "bf16")
-
-dims = A.dims
-variants = A.variants
-buffers = A.buffers("bf16")
-inputs = A.inputs
-trials = A.trials
-distributions = A.distributions("tanh")
+A.define(_ENV, { name = "tanh_bf16", op = "tanh", dtype = "bf16" })
 
 -- bf16 outputs: see BF16_TOLERANCE in _family.lua (rtol 1e-2 for one
 -- bf16 rounding, atol 1e-3 near zero).
 tolerance = {
   bf16 = A.BF16_TOLERANCE,
 }
-
-reference = A.reference("tanh", "bf16")
-baseline = A.baseline("tanh", "bf16")
-flops = A.flops("tanh")
-bytes = A.bytes("bf16")
-
--- Memory-bound: no target instruction family to verify.
-targets = {}
-plan = A.plan("tanh")

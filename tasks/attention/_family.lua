@@ -266,4 +266,24 @@ return {
 }
 ]]
 
+-- Sets every field of an attention task in env (the task file's _ENV).
+-- t = {name =, pass = "fwd"|"bwd", causal = bool}; the baseline is cuDNN's
+-- SDPA for the same pass and mask.
+function F.define(env, t)
+  local pass, causal = t.pass, t.causal
+  env.name, env.family, env.kernel = t.name, "attention", "attention_" .. pass
+  env.tags = { "attention", "bf16", pass }
+  if causal then env.tags[4] = "causal" end
+  env.description = F[pass .. "_description"](causal)
+  env.dims, env.variants = F.dims(causal), F.variants(causal)
+  env.buffers, env.inputs = F[pass .. "_buffers"], F[pass .. "_inputs"]
+  env.trials, env.distributions = F.trials, F.distributions
+  env.tolerance = F[pass .. "_tolerance"]
+  env.reference = F[pass .. "_reference"]
+  env.baseline = { lib = "cudnn", op = "sdpa_" .. pass, causal = causal, route = "auto" }
+  env.flops = F[pass .. "_flops"](causal)
+  env.targets = F.targets
+  env.plan = F[pass .. "_plan"]
+end
+
 return F

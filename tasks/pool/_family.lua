@@ -151,4 +151,30 @@ return { launches = { { kernel = "%s", grid = { cdiv(N * OH * OW * C, 256), 1, 1
 ]]):format(kernel, 2 * PAD, WIN, STRIDE, 2 * PAD, WIN, STRIDE, kernel)
 end
 
+-- Sets the fields of a pooling task in env (the task file's _ENV): every
+-- field but the tolerance, which each task file states. t = {name =,
+-- op = "max"|"avg", dtype = "f32"|"bf16"}. fp32 tasks are timed against
+-- cuDNN's resample; bf16 ones against the shipped kernel (cuDNN's bf16
+-- resample faults).
+local TYPES = {
+  f32 = { max = "fp32 in and out", avg = "fp32 in and out", ctype = "float" },
+  bf16 = { max = "bf16 in and out (__nv_bfloat16 bit patterns)",
+    avg = "bf16 in and out (__nv_bfloat16 bit patterns), summing in fp32", ctype = "bf16" },
+}
+local MODES = { max = "MAXPOOL", avg = "AVGPOOL_INCLUDE_PADDING" }
+function F.define(env, t)
+  local op, dt = t.op, t.dtype
+  local avg = op == "avg"
+  local kernel = op .. "pool2d"
+  env.name, env.family, env.kernel = t.name, "pool", kernel
+  env.tags = { "pool", kernel:sub(1, -3), dt, "memory-bound" }
+  env.description = F.description(kernel, avg and "average" or "max", avg and F.AVG_RULE or F.MAX_RULE,
+    TYPES[dt][op], TYPES[dt].ctype)
+  env.dims, env.variants, env.buffers = F.dims, F.variants(dt), F.buffers(dt)
+  env.inputs, env.trials, env.distributions = F.inputs, F.trials, F.distributions
+  env.reference = F.reference(avg)
+  env.baseline = dt == "f32" and F.baseline("f32", MODES[op]) or F.shipped_baseline(avg)
+  env.flops, env.targets, env.plan = F.flops, F.targets, F.plan(kernel)
+end
+
 return F

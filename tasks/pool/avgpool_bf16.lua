@@ -2,20 +2,8 @@
 -- padding counted: every window divided by 9); a shipped kernel
 -- as the baseline (cuDNN's bf16 resample faults). See _family.lua.
 local pool = include "_family.lua"
+pool.define(_ENV, { name = "avgpool2d_bf16", op = "avg", dtype = "bf16" })
 
-name = "avgpool2d_bf16"
-family = "pool"
-kernel = "avgpool2d"
-tags = { "pool", "avgpool", "bf16", "memory-bound" }
-description = pool.description("avgpool2d", "average", pool.AVG_RULE,
-  "bf16 in and out (__nv_bfloat16 bit patterns), summing in fp32", "bf16")
-
-dims = pool.dims
-variants = pool.variants("bf16")
-buffers = pool.buffers("bf16")
-inputs = pool.inputs
-trials = pool.trials
-distributions = pool.distributions
 -- One bf16 ulp is at most 2^-7 ≈ 7.8e-3 of the value: rtol = 1e-2 passes
 -- a result rounded once from any fp32 sum. Near zero, atol = 1e-3 is far
 -- above fp32 summation error (about 1e-7 on a sum of 9 values of size 1)
@@ -23,9 +11,3 @@ distributions = pool.distributions
 tolerance = {
   bf16 = { atol = 1e-3, rtol = 1e-2, matched = 1.0 },
 }
-
-reference = pool.reference(true)
-baseline = pool.shipped_baseline(true)
-flops = pool.flops
-targets = pool.targets
-plan = pool.plan("avgpool2d")

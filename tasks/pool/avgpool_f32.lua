@@ -2,20 +2,8 @@
 -- padding counted: every window divided by 9); cuDNN's resample
 -- (AVGPOOL_INCLUDE_PADDING) as the baseline. See _family.lua.
 local pool = include "_family.lua"
+pool.define(_ENV, { name = "avgpool2d_f32", op = "avg", dtype = "f32" })
 
-name = "avgpool2d_f32"
-family = "pool"
-kernel = "avgpool2d"
-tags = { "pool", "avgpool", "f32", "memory-bound" }
-description = pool.description("avgpool2d", "average", pool.AVG_RULE,
-  "fp32 in and out", "float")
-
-dims = pool.dims
-variants = pool.variants("f32")
-buffers = pool.buffers("f32")
-inputs = pool.inputs
-trials = pool.trials
-distributions = pool.distributions
 -- y is a ninth of a sum of up to 9 values of size 1 (|y| about 1/3): an
 -- fp32 sum and division in any order is off by a few 1e-8, so atol = rtol
 -- = 1e-5 leave a wide margin, while inputs cut to TF32, fp16 or bf16 (a
@@ -23,9 +11,3 @@ distributions = pool.distributions
 tolerance = {
   f32 = { atol = 1e-5, rtol = 1e-5, matched = 1.0 },
 }
-
-reference = pool.reference(true)
-baseline = pool.baseline("f32", "AVGPOOL_INCLUDE_PADDING")
-flops = pool.flops
-targets = pool.targets
-plan = pool.plan("avgpool2d")

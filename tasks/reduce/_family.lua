@@ -198,4 +198,22 @@ return { launches = { { kernel = "%s_mid", grid = { cdiv(D, 256), B, 1 }, block 
 ]]):format(op)
 end
 
+-- Sets the fields of a sum, mean or max task in env (the task file's
+-- _ENV): every field but the tolerance, which each task file states.
+-- t = {name =, op = "sum"|"mean"|"max", axis = "last"|"mid"}: the kernel is
+-- named <op>_<axis>.
+function F.define(env, t)
+  local op, axis = t.op, t.axis
+  env.name, env.family, env.kernel = t.name, "reduce", op .. "_" .. axis
+  env.tags = { "reduce", "f32", "memory-bound" }
+  env.description = F[axis .. "_description"](op)
+  env.dims, env.variants, env.buffers = F[axis .. "_dims"], F[axis .. "_variants"], F[axis .. "_buffers"]
+  env.inputs, env.trials, env.distributions = F.inputs, F.trials, F.distributions(op)
+  env.reference, env.baseline = F[axis .. "_reference"](op), F[axis .. "_baseline"](op)
+  env.flops = F[axis .. "_flops"](op)
+  -- Memory-bound: no target instruction family to verify.
+  env.targets = {}
+  env.plan = F[axis .. "_plan"](op)
+end
+
 return F
