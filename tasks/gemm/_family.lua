@@ -128,4 +128,25 @@ function F.operands(in_dtype, out_dtype)
   }
 end
 
+-- Sets the fields of a plain GEMM task in env (the task file's _ENV):
+-- every field but the tolerance, which each task file states with its
+-- reasons. t = {name =, dtype = "bf16"|"f16"|"f32" (A, B and C), words =
+-- (what the description says of the types), ctype = (C's type in the
+-- kernel's signature), modes = (the baseline's, default the library's),
+-- targets = (default the family's)}.
+local SIZE = { bf16 = 2, f16 = 2, f32 = 4 }
+function F.define(env, t)
+  local size = SIZE[t.dtype]
+  env.name, env.family, env.kernel = t.name, "gemm", "gemm"
+  env.tags = { "gemm", t.dtype }
+  env.description = F.describe(t.words, t.ctype)
+  env.dims, env.variants, env.buffers = F.dims, F.variants, F.operands(t.dtype, t.dtype)
+  env.inputs, env.trials, env.distributions = F.inputs, F.trials, F.distributions
+  env.reference, env.baseline = F.reference(), F.baseline(t.modes)
+  env.flops, env.work = F.flops, F.work
+  env.bytes = function(d) return size * (d.M * d.K + d.N * d.K + d.M * d.N) end
+  env.targets = t.targets or F.targets
+  env.plan = F.plan()
+end
+
 return F

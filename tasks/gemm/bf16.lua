@@ -2,21 +2,11 @@
 -- (the PTXBench GEMM and its companion shapes; see _family.lua).
 local gemm = include "_family.lua"
 
-name = "gemm_bf16"
-family = "gemm"
-kernel = "gemm"
-tags = { "gemm", "bf16" }
-description = gemm.describe("in bf16 (__nv_bfloat16 bit patterns), accumulating in fp32\n" ..
-  "and writing C[M,N] in bf16 (round to nearest even)", "bf16")
-
-dims = gemm.dims
-variants = gemm.variants
-buffers = gemm.operands("bf16", "bf16")
 -- Inputs are drawn in fp32 and rounded to bf16; the reference sees exactly
 -- the rounded values.
-inputs = gemm.inputs
-trials = gemm.trials
-distributions = gemm.distributions
+gemm.define(_ENV, { name = "gemm_bf16", dtype = "bf16", ctype = "bf16",
+  words = "in bf16 (__nv_bfloat16 bit patterns), accumulating in fp32\n" ..
+    "and writing C[M,N] in bf16 (round to nearest even)" })
 
 -- bf16 has 8 significant bits: one ulp is 2^-7 ≈ 7.8e-3 of the value at
 -- worst, so a result that an fp32 sum in another order pushes across a
@@ -28,11 +18,3 @@ distributions = gemm.distributions
 tolerance = {
   bf16 = { atol = 1e-2, rtol = 1e-2, matched = 1.0 },
 }
-
-reference = gemm.reference()
-baseline = gemm.baseline()
-flops = gemm.flops
-work = gemm.work
-bytes = function(d) return 2 * (d.M * d.K + d.N * d.K + d.M * d.N) end
-targets = gemm.targets
-plan = gemm.plan()

@@ -2,21 +2,11 @@
 -- (the same shapes as bf16; see _family.lua).
 local gemm = include "_family.lua"
 
-name = "gemm_f16"
-family = "gemm"
-kernel = "gemm"
-tags = { "gemm", "f16" }
-description = gemm.describe("in fp16 (__half bit patterns), accumulating in fp32\n" ..
-  "and writing C[M,N] in fp16 (round to nearest even)", "half")
-
-dims = gemm.dims
-variants = gemm.variants
-buffers = gemm.operands("f16", "f16")
 -- Inputs are drawn in fp32 and rounded to f16; the reference sees exactly
 -- the rounded values.
-inputs = gemm.inputs
-trials = gemm.trials
-distributions = gemm.distributions
+gemm.define(_ENV, { name = "gemm_f16", dtype = "f16", ctype = "half",
+  words = "in fp16 (__half bit patterns), accumulating in fp32\n" ..
+    "and writing C[M,N] in fp16 (round to nearest even)" })
 
 -- f16 has 11 significant bits: one ulp is at most 2^-10 ≈ 9.8e-4 of the
 -- value, so rtol = 2e-3 lets a result one ulp off (an fp32 sum in another
@@ -29,11 +19,3 @@ distributions = gemm.distributions
 tolerance = {
   f16 = { atol = 1e-2, rtol = 2e-3, matched = 1.0 },
 }
-
-reference = gemm.reference()
-baseline = gemm.baseline()
-flops = gemm.flops
-work = gemm.work
-bytes = function(d) return 2 * (d.M * d.K + d.N * d.K + d.M * d.N) end
-targets = gemm.targets
-plan = gemm.plan()

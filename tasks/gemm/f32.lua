@@ -5,19 +5,15 @@
 -- set_float32_matmul_precision('high')); both are recorded.
 local gemm = include "_family.lua"
 
-name = "gemm_f32"
-family = "gemm"
-kernel = "gemm"
-tags = { "gemm", "f32" }
-description = gemm.describe("in fp32, writing C[M,N] in fp32, as accurate as an fp32\n" ..
-  "dot product (TF32 tensor cores alone are not)", "float")
-
-dims = gemm.dims
-variants = gemm.variants
-buffers = gemm.operands("f32", "f32")
-inputs = gemm.inputs
-trials = gemm.trials
-distributions = gemm.distributions
+-- Tensor cores have no fp32 inputs; wgmma/tcgen05 reach fp32 accuracy only
+-- through split-TF32 schemes, so only TMA is a target (tensor cores are
+-- welcome, not required).
+gemm.define(_ENV, {
+  name = "gemm_f32", dtype = "f32", ctype = "float", modes = { "fp32", "tf32" },
+  targets = { sm_90a = { "tma" }, sm_100a = { "tma" } },
+  words = "in fp32, writing C[M,N] in fp32, as accurate as an fp32\n" ..
+    "dot product (TF32 tensor cores alone are not)",
+})
 
 -- KernelBench-Verified's fp32 tolerance, atol = rtol = 1e-3: above the
 -- error of an fp32 sum in any order (a sequential sum at K=5120 on N(0,1)
@@ -27,18 +23,3 @@ distributions = gemm.distributions
 tolerance = {
   f32 = { atol = 1e-3, rtol = 1e-3, matched = 1.0 },
 }
-
-reference = gemm.reference()
-baseline = gemm.baseline({ "fp32", "tf32" })
-flops = gemm.flops
-work = gemm.work
-bytes = function(d) return 4 * (d.M * d.K + d.N * d.K + d.M * d.N) end
-
--- Tensor cores have no fp32 inputs; wgmma/tcgen05 reach fp32 accuracy only
--- through split-TF32 schemes, so only TMA is a target (tensor cores are
--- welcome, not required).
-targets = {
-  sm_90a = { "tma" },
-  sm_100a = { "tma" },
-}
-plan = gemm.plan()
