@@ -72,6 +72,23 @@ function T.bad_input(t)
   t.match(err, "no device code")
 end
 
+-- The store key names the machine, which a worker must start CUDA to say:
+-- submit sends the question and returns, the build runs meanwhile, and the
+-- key is there when the result is stored.
+function T.the_store_key_does_not_hold_up_the_build(t)
+  local db = t.tmpdir() .. "/k.db"
+  local store = require "klab.store"
+  local s = eval.session { db = assert(store.open(db)) }
+  local ticket = assert(s:submit(TASK, "tasks/gemm/samples/naive"))
+  t.eq(s:machine(true), nil, "submit returned before the machine was known")
+  local r = s:wait(ticket)
+  t.ok(r.verdict ~= nil)
+  t.ok(s:machine(true) ~= nil, "the machine is known once the result is")
+  s:close()
+  local st <close> = assert(store.open(db))
+  t.eq(st:first("SELECT count(*) AS n FROM evaluations").n, 1, "the result was stored under its key")
+end
+
 function T.no_gpu_says_unknown_and_is_stored(t)
   if gpu.available() then t.skip("a GPU is present: the GPU test covers this") end
   local db = t.tmpdir() .. "/r.db"

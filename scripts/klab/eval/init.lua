@@ -100,9 +100,18 @@ end
 -- The machine the workers measure on, asked once per session (a cheap job:
 -- a worker starts CUDA, which the evaluation needs anyway): {gpu_name=,
 -- driver_version=} or {none = why}.
-function Session:machine()
+-- machine(true): the same when the answer has come, else nil (never waits;
+-- the question is sent on the first call, and builds run meanwhile).
+function Session:machine(no_wait)
   if self._machine then return self._machine end
-  local d = self.pool:devices()
+  local d
+  if no_wait then
+    self.pool:probe_start()
+    d = self.pool:devices_known()
+    if not d then return nil end
+  else
+    d = self.pool:devices()
+  end
   local m = d.gpu_name and { gpu_name = d.gpu_name, driver_version = d.driver_version, arch = d.arch } or
     { none = tostring(d.none or "no device") }
   self._machine = m
@@ -317,24 +326,44 @@ function Session:submit(t, c, opts)
   local item = { ticket = self.next_ticket, opts = opts, t0 = sys.now() }
   self.next_ticket = self.next_ticket + 1
   self.items[item.ticket] = item
-  if self.db then
-    item.key = key_of(t, c, arch, key_opts, self:machine())
-    if not opts.force then
-      local done = self.db:evaluation_done(item.key)
-      if done and done.detail then
-        local ok, prev = pcall(json.decode, done.detail)
-        if ok and reusable(prev) then
-          prev.cached = true
-          item.result, item.state = prev, "done"
-          return item.ticket
-        end
-      end
-    end
-  end
   item.stage_deadlines = check_stage_deadlines(opts.stage_deadlines or self.opts.stage_deadlines)
   item.run = new_run(t, c, arch, opts)
   item.state = "build"
+  -- The store key names the machine: asked for now, answered while the
+  -- build runs; the stored answer, when there is one, is looked up then.
+  if self.db then
+    item.keying = { t = t, c = c, arch = arch, opts = key_opts }
+    self:_key(item)
+  end
   return item.ticket
+end
+
+-- Gives item its store key once the machine is known (wait: waits for it),
+-- and answers it from the store when a stored result may answer again.
+-- Returns false while the key must wait.
+function Session:_key(item, wait)
+  local k = item.keying
+  if not k then return true end
+  local m = self:machine(not wait)
+  if not m then return false end
+  item.keying = nil
+  item.key = key_of(k.t, k.c, k.arch, k.opts, m)
+  if item.opts.force or item.state == "done" then return true end
+  local done = self.db:evaluation_done(item.key)
+  if done and done.detail then
+    local ok, prev = pcall(json.decode, done.detail)
+    if ok and reusable(prev) then
+      prev.cached = true
+      if item.handle then
+        -- A build on a CPU worker: the item ends when it lands.
+        item.answer = prev
+      else
+        prepare.cleanup(item.run)
+        item.result, item.state, item.run = prev, "done", nil
+      end
+    end
+  end
+  return true
 end
 
 -- The caller's stages of an item: on a CPU worker when the pool has them
@@ -376,6 +405,9 @@ end
 -- The record stage: the verdict when nothing else was found, the census, the
 -- row in the store.
 function Session:_finish(item)
+  -- The store may answer instead (its key waited for the machine).
+  self:_key(item, true)
+  if item.state == "done" then return end
   local run = item.run
   local result = run.result
   prepare.cleanup(run)
@@ -399,7 +431,11 @@ function Session:_landed(item, h)
   item.handle = nil
   if h.kind == "cpu" then
     local rep = h.report
-    if rep.status == "finished" then
+    if item.answer then
+      -- The store answered while the build ran: its files go.
+      if rep.status == "finished" and rep.result.job then prepare.cleanup({ job = rep.result.job }) end
+      item.result, item.state, item.run, item.answer = item.answer, "done", nil, nil
+    elseif rep.status == "finished" then
       item.run.result, item.run.job = rep.result.result, rep.result.job
       if rep.result.job then
         prepare.census_start(item.run)
@@ -428,13 +464,15 @@ end
 function Session:_advance(timeout_s)
   local moved = false
   for _, item in ipairs(self:_ordered()) do
+    if item.keying then self:_key(item) end
     if item.state == "build" then
       if self:_remote(item) or (not moved and self.pool:queued("gpu") < self.pool:slots("gpu")) then
         self:_build(item)
         moved = true
       end
     end
-    if item.state == "ready" then
+    -- The GPU stages wait for the key: the store may answer instead.
+    if item.state == "ready" and self:_key(item, true) and item.state == "ready" then
       self:_dispatch(item)
       moved = true
     end

@@ -46,16 +46,41 @@ function M.new(opts)
   return p
 end
 
--- The devices as one worker sees them (CUDA_VISIBLE_DEVICES as inherited):
+-- The devices as one worker sees them (CUDA_VISIBLE_DEVICES as inherited),
 -- asked once, from the first GPU worker, which then serves as device 0's.
-function Pool:devices()
-  if self._devices then return self._devices end
+-- probe_start() sends the question and returns at once, so that the
+-- answer comes while builds run; devices_known() is the answer when it has
+-- come (nil before, never waiting); devices() waits for it.
+local PROBE = { module = "klab.eval.gpu", fn = "describe", args = { all = true } }
+
+function Pool:probe_start()
+  if self._devices or self._probing then return end
   local probe = supervisor.new { deadline = self.deadline, env = self.opts.env }
-  local rep = probe:run({ module = "klab.eval.gpu", fn = "describe", args = { all = true } }, { deadline = 60 })
-  local d = rep.status == "finished" and rep.result or { none = tostring(rep.error or rep.status) }
-  self._devices = d
   self._probe = probe
-  return d
+  local ok, rep = probe:start(PROBE, { deadline = 60 })
+  if ok then
+    self._probing = true
+  else
+    self._devices = { none = tostring(rep.error or rep.status) }
+  end
+end
+
+function Pool:devices_known()
+  if self._probing then
+    local rep = self._probe:step()
+    if not rep and not self._probe:busy() then rep = { status = "error", error = "the probe's worker stopped" } end
+    if rep then
+      self._probing = nil
+      self._devices = rep.status == "finished" and rep.result or { none = tostring(rep.error or rep.status) }
+    end
+  end
+  return self._devices
+end
+
+function Pool:devices()
+  self:probe_start()
+  while not self:devices_known() do worker.wait({ self._probe:handle() }, 0.5) end
+  return self._devices
 end
 
 -- CUDA_VISIBLE_DEVICES for device ordinal i of this process's view.
@@ -209,9 +234,10 @@ function Pool:poll(timeout_s)
   local done = {}
   self:_dispatch(done)
   self:_collect(done)
-  if #done == 0 and #self.inflight > 0 and (timeout_s or 0) > 0 then
+  if #done == 0 and (#self.inflight > 0 or self._probing) and (timeout_s or 0) > 0 then
     local ws = {}
     for _, s in ipairs(self.inflight) do ws[#ws + 1] = s.sup:handle() end
+    if self._probing then ws[#ws + 1] = self._probe:handle() end
     worker.wait(ws, timeout_s)
     self:_collect(done)
   end
