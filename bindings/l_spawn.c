@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "lhost.h"
+#include "proc/signals.h"
 #include "proc/spawn.h"
 #include "proc/worker.h"
 
@@ -121,7 +122,7 @@ static void push_result(lua_State *L, const spawn_result *r)
     if (r->exited)
         lh_setint(L, "code", r->exit_code);
     if (r->signal) {
-        const char *name = worker_signal_name(r->signal);
+        const char *name = signals_name(r->signal);
         if (name)
             lh_setstr(L, "signal", name);
         else

@@ -49,19 +49,7 @@
 #include "base/fs.h"
 #include "base/random.h"
 #include "proc/landlock.h"
-#include "proc/worker.h"
-
-static int signal_number(const char *name)
-{
-    if (strncmp(name, "SIG", 3) == 0)
-        name += 3;
-    for (int s = 1; s < NSIG; s++) {
-        const char *n = worker_signal_name(s);
-        if (n && strcmp(n, name) == 0)
-            return s;
-    }
-    return 0;
-}
+#include "proc/signals.h"
 
 static int l_getpid(lua_State *L)
 {
@@ -80,7 +68,7 @@ static int l_kill(lua_State *L)
     lua_Integer pid = luaL_checkinteger(L, 1);
     int sig;
     if (lua_type(L, 2) == LUA_TSTRING) {
-        sig = signal_number(lua_tostring(L, 2));
+        sig = signals_number(lua_tostring(L, 2));
         if (sig == 0)
             return luaL_argerror(L, 2, "unknown signal name");
     } else {
@@ -183,7 +171,7 @@ static int l_exe(lua_State *L)
 static int l_signal_name(lua_State *L)
 {
     lua_Integer n = luaL_checkinteger(L, 1);
-    const char *name = n > 0 && n < NSIG ? worker_signal_name((int)n) : NULL;
+    const char *name = n > 0 && n < NSIG ? signals_name((int)n) : NULL;
     if (name)
         lua_pushstring(L, name);
     else
@@ -193,7 +181,7 @@ static int l_signal_name(lua_State *L)
 
 static int l_signal_number(lua_State *L)
 {
-    int s = signal_number(luaL_checkstring(L, 1));
+    int s = signals_number(luaL_checkstring(L, 1));
     if (s)
         lua_pushinteger(L, s);
     else
@@ -269,7 +257,7 @@ static int l_trap(lua_State *L)
     if (n < 1 || n > 16)
         return luaL_error(L, "sys.trap: name 1 to 16 signals");
     for (int i = 1; i <= n; i++) {
-        int s = signal_number(luaL_checkstring(L, i));
+        int s = signals_number(luaL_checkstring(L, i));
         if (s == 0 || s == SIGKILL || s == SIGSTOP)
             return luaL_argerror(L, i, "a signal that can be caught (\"INT\", \"TERM\", ...)");
         sigs[i - 1] = s;
@@ -297,7 +285,7 @@ static int l_trap(lua_State *L)
 static int l_trapped(lua_State *L)
 {
     int s = trap_got;
-    const char *name = s ? worker_signal_name(s) : NULL;
+    const char *name = s ? signals_name(s) : NULL;
     if (name)
         lua_pushstring(L, name);
     else if (s)

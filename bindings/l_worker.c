@@ -50,6 +50,7 @@
 
 #include "base/clock.h"
 #include "lhost.h"
+#include "proc/signals.h"
 #include "proc/frame.h"
 #include "proc/worker.h"
 
@@ -180,7 +181,7 @@ static void push_detail(lua_State *L, const worker_reply *r)
     if (r->outcome == WORKER_CRASHED) {
         lua_pushinteger(L, r->signal);
         lua_setfield(L, -2, "signal");
-        const char *name = worker_signal_name(r->signal);
+        const char *name = signals_name(r->signal);
         if (name) {
             lua_pushstring(L, name);
             lua_setfield(L, -2, "signal_name");

@@ -17,7 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "proc/worker.h"
+#include "proc/signals.h"
 
 extern char **environ;
 
@@ -203,7 +203,7 @@ void spawn_describe(const spawn_result *r, double timeout_s, char *buf, size_t n
     else if (r->exited)
         snprintf(buf, n, "exited with status %d", r->exit_code);
     else {
-        const char *name = worker_signal_name(r->signal);
+        const char *name = signals_name(r->signal);
         if (name)
             snprintf(buf, n, "was killed by signal %s", name);
         else

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "proc/frame.h"
+#include "proc/signals.h"
 #include "proc/spawn.h"
 
 extern char **environ;
@@ -46,45 +47,6 @@ struct worker {
 /* The most output drained in one go, so that a child that writes without end
  * cannot keep the supervisor from noticing its deadline. */
 #define DRAIN_BUDGET ((size_t)1 << 20)
-
-/* ---- signal names ---- */
-
-const char *worker_signal_name(int sig)
-{
-    switch (sig) {
-    case SIGHUP: return "HUP";
-    case SIGINT: return "INT";
-    case SIGQUIT: return "QUIT";
-    case SIGILL: return "ILL";
-    case SIGTRAP: return "TRAP";
-    case SIGABRT: return "ABRT";
-    case SIGBUS: return "BUS";
-    case SIGFPE: return "FPE";
-    case SIGKILL: return "KILL";
-    case SIGUSR1: return "USR1";
-    case SIGSEGV: return "SEGV";
-    case SIGUSR2: return "USR2";
-    case SIGPIPE: return "PIPE";
-    case SIGALRM: return "ALRM";
-    case SIGTERM: return "TERM";
-    case SIGCHLD: return "CHLD";
-    case SIGCONT: return "CONT";
-    case SIGSTOP: return "STOP";
-    case SIGTSTP: return "TSTP";
-    case SIGTTIN: return "TTIN";
-    case SIGTTOU: return "TTOU";
-    case SIGURG: return "URG";
-    case SIGXCPU: return "XCPU";
-    case SIGXFSZ: return "XFSZ";
-    case SIGVTALRM: return "VTALRM";
-    case SIGPROF: return "PROF";
-    case SIGWINCH: return "WINCH";
-    case SIGIO: return "IO";
-    case SIGPWR: return "PWR";
-    case SIGSYS: return "SYS";
-    }
-    return NULL;
-}
 
 /* ---- output ring ---- */
 
@@ -218,7 +180,7 @@ static int report_death(worker *w, worker_reply *r, ks_status *st, const char *w
     drain_output_final(w);
     if (w->wstatus != -1 && WIFSIGNALED(w->wstatus)) {
         int sig = WTERMSIG(w->wstatus);
-        const char *name = worker_signal_name(sig);
+        const char *name = signals_name(sig);
         r->outcome = WORKER_CRASHED;
         r->signal = sig;
         return ks_fail(st, KS_ECHILD, sig, "worker %d was killed by signal %d (SIG%s) %s",

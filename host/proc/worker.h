@@ -159,9 +159,6 @@ const char *worker_output(const worker *w, size_t *len);
  * readable with worker_output until worker_free. KS_EINVAL while a job runs. */
 int worker_finish(worker *w, double timeout_s, int *exit_code, ks_status *st);
 
-/* Name of a signal ("SEGV", "KILL", ...), or NULL for an unknown number. */
-const char *worker_signal_name(int sig);
-
 /* Closes the pipes, SIGKILLs the process group if it is still alive, reaps
  * the child and frees w. NULL is a no-op. Reaping a SIGKILLed process blocks
  * only until the kernel has torn it down. */
