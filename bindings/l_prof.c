@@ -322,23 +322,9 @@ typedef struct lcall {
     lua_State *L;
     int run;          /* stack index of run */
     int prepare;      /* stack index of prepare, or 0 */
-    int msgh;         /* stack index of the traceback handler */
-    int err;          /* stack index of the slot for a raised error */
-    int raised;
+    lh_calls calls;   /* the callbacks' handler and the first raise */
     char code[24];    /* code a callback returned with its failure */
 } lcall;
-
-static int msgh(lua_State *L)
-{
-    const char *m = lua_tostring(L, 1);
-    if (!m) {
-        if (luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING)
-            return 1;
-        m = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
-    }
-    luaL_traceback(L, L, m, 1);
-    return 1;
-}
 
 /* Calls the function at stack index fn with the pass number (1-based).
  * KS_OK when it returned anything but nil/false first; otherwise a failure
@@ -349,22 +335,11 @@ static int call_pass(lcall *lc, int fn, int pass, ks_status *st)
     int top = lua_gettop(L);
     lua_pushvalue(L, fn);
     lua_pushinteger(L, (lua_Integer)pass + 1);
-    if (lua_pcall(L, 1, 3, lc->msgh) != LUA_OK) {
-        if (!lc->raised) {
-            lc->raised = 1;
-            lua_replace(L, lc->err);
-        }
+    if (lh_call(&lc->calls, 1, 3, st)) {
         lua_settop(L, top);
-        return ks_fail(st, KS_EINVAL, 0, "a profiling callback raised an error");
+        return st->code;
     }
-    int rc = KS_OK;
-    /* Results at top+1 .. top+3. */
-    if (lua_isnil(L, top + 1) || (lua_isboolean(L, top + 1) && !lua_toboolean(L, top + 1))) {
-        const char *m = lua_tostring(L, top + 2);
-        const char *code = lua_tostring(L, top + 3);
-        snprintf(lc->code, sizeof lc->code, "%s", code && *code ? code : "ECALLBACK");
-        rc = ks_fail(st, KS_EINVAL, 0, "%s", m ? m : "a profiling callback failed");
-    }
+    int rc = lh_call_result(L, top + 1, "a profiling callback failed", lc->code, sizeof lc->code, st);
     lua_settop(L, top);
     return rc;
 }
@@ -388,17 +363,14 @@ static int prof_measure(lua_State *L)
     if (!lua_isnoneornil(L, 3))
         luaL_checktype(L, 3, LUA_TFUNCTION);
     lua_settop(L, 3);
-    lua_pushcfunction(L, msgh); /* 4 */
-    lua_pushnil(L);             /* 5: raised error */
-    lcall lc = {L, 2, lua_isnil(L, 3) ? 0 : 3, 4, 5, 0, ""};
+    lcall lc = {.L = L, .run = 2, .prepare = lua_isnil(L, 3) ? 0 : 3};
+    lh_calls_begin(&lc.calls, L); /* 4, 5 */
     ks_status st;
     ks_clear(&st);
     int passes = 0;
     int rc = profile_session_measure(p->s, lc.prepare ? cb_prepare : NULL, cb_run, &lc, &passes, &st);
-    if (lc.raised) {
-        lua_pushvalue(L, 5);
-        return lua_error(L);
-    }
+    if (lc.calls.raised)
+        return lh_reraise(&lc.calls);
     if (rc) {
         if (lc.code[0]) {
             lh_pushfail(L, &st);
@@ -617,20 +589,17 @@ static int l_sass_collect(lua_State *L)
     l_ctx *c = lgpu_check_ctx(L, 1);
     luaL_checktype(L, 2, LUA_TFUNCTION);
     lua_settop(L, 2);
-    lua_pushcfunction(L, msgh); /* 3 */
-    lua_pushnil(L);             /* 4: raised error */
+    lcall lc = {.L = L, .run = 2};
+    lh_calls_begin(&lc.calls, L); /* 3, 4 */
     recs_box *box = lua_newuserdatauv(L, sizeof *box, 0); /* 5 */
     box->r = NULL;
     box->n = 0;
     luaL_setmetatable(L, RECS_T);
-    lcall lc = {L, 2, 0, 3, 4, 0, ""};
     ks_status st;
     ks_clear(&st);
     int rc = sass_metrics_collect(c->ctx, cb_run, &lc, &box->r, &box->n, &st);
-    if (lc.raised) {
-        lua_pushvalue(L, 4);
-        return lua_error(L);
-    }
+    if (lc.calls.raised)
+        return lh_reraise(&lc.calls);
     if (rc) {
         if (lc.code[0]) {
             lh_pushfail(L, &st);

@@ -195,42 +195,10 @@ static int l_clock(lua_State *L)
 typedef struct lcall {
     lua_State *L;
     int ctx;          /* stack index of the Context */
-    int msgh;         /* stack index of the traceback handler */
     int target[2];    /* stack indices of the target tables (spec, spec.baseline) */
     int hooks;        /* stack index of spec (before/check fields) */
-    int err;          /* stack index of the slot holding a raised error, or 0 */
-    int raised;       /* 1 once a Lua callback raised */
+    lh_calls calls;   /* the callbacks' handler and the first raise */
 } lcall;
-
-static int msgh(lua_State *L)
-{
-    const char *m = lua_tostring(L, 1);
-    if (!m) {
-        if (luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING)
-            return 1;
-        m = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
-    }
-    luaL_traceback(L, L, m, 1);
-    return 1;
-}
-
-/* Calls the function below nargs arguments on the stack, protected, with
- * nres results. On a raise, keeps the message (the first one) and returns
- * -1 with st filled; else 0. */
-static int pcall_kept(lcall *lc, int nargs, int nres, ks_status *st)
-{
-    lua_State *L = lc->L;
-    if (lua_pcall(L, nargs, nres, lc->msgh) == LUA_OK)
-        return 0;
-    if (!lc->raised) {
-        lc->raised = 1;
-        lua_replace(L, lc->err);
-    } else {
-        lua_pop(L, 1);
-    }
-    ks_fail(st, KS_EINVAL, 0, "a Lua callback raised an error");
-    return -1;
-}
 
 static int code_from_name(const char *name)
 {
@@ -260,7 +228,7 @@ static int lua_run(void *user, CUstream stream, int *planned, ks_status *st)
     int spec = lc->target[t];
     if (lua_getfield(L, spec, "run") == LUA_TFUNCTION) {
         /* run() -> n, or nil, msg, code like any klab failure. */
-        if (pcall_kept(lc, 0, 3, st)) {
+        if (lh_call(&lc->calls, 0, 3, st)) {
             rc = st->code;
         } else if (lua_isnil(L, top + 1) && lua_type(L, top + 2) == LUA_TSTRING) {
             rc = fail_from_lua(L, top, st);
@@ -288,7 +256,7 @@ static int lua_run(void *user, CUstream stream, int *planned, ks_status *st)
         lua_rawgeti(L, runs, i);
         lua_getfield(L, -1, "func");
         lua_insert(L, -2);             /* launch, ctx, func, entry */
-        if (pcall_kept(lc, 3, 3, st))
+        if (lh_call(&lc->calls, 3, 3, st))
             rc = st->code;
         else if (!lua_toboolean(L, base + 1))
             rc = fail_from_lua(L, base, st);
@@ -311,7 +279,7 @@ static int lua_before(void *hook_user, int target, size_t sample, int *check, ks
     }
     lua_pushinteger(L, target + 1);
     lua_pushinteger(L, (lua_Integer)sample + 1);
-    int rc = pcall_kept(lc, 2, 1, st) ? st->code : KS_OK;
+    int rc = lh_call(&lc->calls, 2, 1, st) ? st->code : KS_OK;
     if (rc == KS_OK)
         *check = lua_toboolean(L, -1);
     lua_settop(L, top);
@@ -330,7 +298,7 @@ static int lua_check(void *hook_user, int target, size_t sample, int *ok, ks_sta
     }
     lua_pushinteger(L, target + 1);
     lua_pushinteger(L, (lua_Integer)sample + 1);
-    int rc = pcall_kept(lc, 2, 1, st) ? st->code : KS_OK;
+    int rc = lh_call(&lc->calls, 2, 1, st) ? st->code : KS_OK;
     if (rc == KS_OK)
         *ok = lua_toboolean(L, -1);
     lua_settop(L, top);
@@ -519,9 +487,8 @@ static int l_measure(lua_State *L)
     int has_hooks = !lua_isnil(L, -1) || !lua_isnil(L, -2);
     lua_settop(L, 3);
 
-    lua_pushcfunction(L, msgh);    /* 4 */
-    lua_pushnil(L);                /* 5: a raised error, kept */
-    lcall lc = {.L = L, .ctx = 1, .msgh = 4, .target = {2, 3}, .hooks = 2, .err = 5};
+    lcall lc = {.L = L, .ctx = 1, .target = {2, 3}, .hooks = 2};
+    lh_calls_begin(&lc.calls, L); /* 4, 5 */
     void *u0[2] = {&lc, (void *)(intptr_t)0};
     void *u1[2] = {&lc, (void *)(intptr_t)1};
     timing_target tg[2] = {
@@ -544,10 +511,9 @@ static int l_measure(lua_State *L)
                      : timing_measure(c, &tg[0], &o, &r, &st);
     ks_status ignore;
     cuda_ctx_close(c, &ignore);
-    if (lc.raised) {
+    if (lc.calls.raised) {
         timing_result_free(&r);
-        lua_pushvalue(L, lc.err);
-        return lua_error(L);
+        return lh_reraise(&lc.calls);
     }
     /* Pushing may raise (memory): r's arrays then leak; they are bounded
      * by max_samples and this is an out-of-memory path. */

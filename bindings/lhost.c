@@ -186,3 +186,60 @@ const char **lh_envp(lua_State *L, int o)
     envp[j] = NULL;
     return envp;
 }
+
+/* ---- Lua callbacks called from C ---- */
+
+static int lh_msgh(lua_State *L)
+{
+    const char *m = lua_tostring(L, 1);
+    if (!m) {
+        if (luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING)
+            return 1;
+        m = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
+    }
+    luaL_traceback(L, L, m, 1);
+    return 1;
+}
+
+void lh_calls_begin(lh_calls *c, lua_State *L)
+{
+    c->L = L;
+    lua_pushcfunction(L, lh_msgh);
+    c->msgh = lua_gettop(L);
+    lua_pushnil(L);
+    c->err = lua_gettop(L);
+    c->raised = 0;
+}
+
+int lh_call(lh_calls *c, int nargs, int nres, ks_status *st)
+{
+    lua_State *L = c->L;
+    if (lua_pcall(L, nargs, nres, c->msgh) == LUA_OK)
+        return KS_OK;
+    if (!c->raised) {
+        c->raised = 1;
+        lua_replace(L, c->err);
+    } else {
+        lua_pop(L, 1);
+    }
+    return ks_fail(st, KS_EINVAL, 0, "a Lua callback raised an error");
+}
+
+int lh_reraise(lh_calls *c)
+{
+    if (!c->raised)
+        return 0;
+    lua_pushvalue(c->L, c->err);
+    return lua_error(c->L);
+}
+
+int lh_call_result(lua_State *L, int first, const char *dflt, char *code, size_t ncode, ks_status *st)
+{
+    if (!(lua_isnil(L, first) || (lua_isboolean(L, first) && !lua_toboolean(L, first))))
+        return KS_OK;
+    const char *m = lua_tostring(L, first + 1);
+    const char *k = lua_tostring(L, first + 2);
+    if (code && ncode)
+        snprintf(code, ncode, "%s", k && *k ? k : "ECALLBACK");
+    return ks_fail(st, KS_EINVAL, 0, "%s", m ? m : dflt);
+}

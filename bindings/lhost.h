@@ -58,4 +58,34 @@ const char **lh_strlist(lua_State *L, int t, const char *what);
  * on the stack. */
 const char **lh_envp(lua_State *L, int o);
 
+/* ---- Lua callbacks called from C ----
+ * A host function (a profiler's replay, a timing loop) calls Lua back
+ * through lh_call: protected, with a traceback, the first raise kept aside
+ * so that C can unwind through its status codes before the binding raises
+ * it again (lh_reraise). */
+typedef struct lh_calls {
+    lua_State *L;
+    int msgh;   /* stack index of the traceback handler */
+    int err;    /* stack index of the slot that keeps the first raise */
+    int raised; /* 1 once a callback raised */
+} lh_calls;
+
+/* [-0, +2, m] Pushes the handler and the slot; fills c. */
+void lh_calls_begin(lh_calls *c, lua_State *L);
+
+/* [-(nargs+1), +(nres|0), -] Calls the function below nargs arguments with
+ * nres results. KS_OK, or, on a raise, KS_EINVAL in st with the raise kept
+ * (nothing is left on the stack then). */
+int lh_call(lh_calls *c, int nargs, int nres, ks_status *st);
+
+/* [-0, +0, v] Raises the kept error again when a callback raised; returns 0
+ * otherwise. */
+int lh_reraise(lh_calls *c);
+
+/* [-0, +0, -] A callback's (ok, message, code) results at index first: a
+ * failure (nil or false first) fills st with the message (dflt when none)
+ * and code with its code name (ECALLBACK when none) and returns KS_EINVAL;
+ * anything else is KS_OK. */
+int lh_call_result(lua_State *L, int first, const char *dflt, char *code, size_t ncode, ks_status *st);
+
 #endif
