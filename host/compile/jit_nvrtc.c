@@ -55,29 +55,23 @@ int jit_nvrtc_load(const nvrtc_api **api, ks_status *st)
         }
         nvrtc_api a;
         memset(&a, 0, sizeof a);
-        struct {
-            const char *name;
-            void **slot;
-        } syms[] = {
-            {"nvrtcVersion", (void **)&a.version},
-            {"nvrtcGetNumSupportedArchs", (void **)&a.num_archs},
-            {"nvrtcGetSupportedArchs", (void **)&a.archs},
-            {"nvrtcGetErrorString", (void **)&a.error_string},
-            {"nvrtcCreateProgram", (void **)&a.create},
-            {"nvrtcDestroyProgram", (void **)&a.destroy},
-            {"nvrtcCompileProgram", (void **)&a.compile},
-            {"nvrtcGetProgramLogSize", (void **)&a.log_size},
-            {"nvrtcGetProgramLog", (void **)&a.log},
-            {"nvrtcGetPTXSize", (void **)&a.ptx_size},
-            {"nvrtcGetPTX", (void **)&a.ptx},
-            {"nvrtcGetCUBINSize", (void **)&a.cubin_size},
-            {"nvrtcGetCUBIN", (void **)&a.cubin},
+        const dynlib_symbol syms[] = {
+            {"nvrtcVersion", (void **)&a.version, 0},
+            {"nvrtcGetNumSupportedArchs", (void **)&a.num_archs, 0},
+            {"nvrtcGetSupportedArchs", (void **)&a.archs, 0},
+            {"nvrtcGetErrorString", (void **)&a.error_string, 0},
+            {"nvrtcCreateProgram", (void **)&a.create, 0},
+            {"nvrtcDestroyProgram", (void **)&a.destroy, 0},
+            {"nvrtcCompileProgram", (void **)&a.compile, 0},
+            {"nvrtcGetProgramLogSize", (void **)&a.log_size, 0},
+            {"nvrtcGetProgramLog", (void **)&a.log, 0},
+            {"nvrtcGetPTXSize", (void **)&a.ptx_size, 0},
+            {"nvrtcGetPTX", (void **)&a.ptx, 0},
+            {"nvrtcGetCUBINSize", (void **)&a.cubin_size, 0},
+            {"nvrtcGetCUBIN", (void **)&a.cubin, 0},
         };
-        for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
-            rc = dynlib_sym(lib, syms[i].name, syms[i].slot, st);
-            if (rc)
-                goto out;
-        }
+        if ((rc = dynlib_bind(lib, syms, DYNLIB_COUNT(syms), st)))
+            goto out;
         int major = 0, minor = 0;
         a.version(&major, &minor);
         snprintf(a.version_str, sizeof a.version_str, "%d.%d", major, minor);

@@ -181,6 +181,23 @@ int dynlib_sym(const dynlib *lib, const char *symbol, void **out, ks_status *st)
     return KS_OK;
 }
 
+int dynlib_bind(const dynlib *lib, const dynlib_symbol *syms, size_t n, ks_status *st)
+{
+    if (!lib)
+        return st->code ? st->code : ks_fail(st, KS_ENOLIB, 0, "dynlib_bind: no library");
+    for (size_t i = 0; i < n; i++) {
+        ks_status ignore;
+        ks_clear(&ignore);
+        if (dynlib_sym(lib, syms[i].name, syms[i].slot, syms[i].optional ? &ignore : st) != KS_OK &&
+            !syms[i].optional) {
+            for (size_t k = 0; k < n; k++)
+                *syms[k].slot = NULL;
+            return st->code;
+        }
+    }
+    return KS_OK;
+}
+
 /* ---- process-wide handles ----------------------------------------------- */
 
 #define DYNLIB_SLOTS 16

@@ -71,6 +71,20 @@ const dynlib *dynlib_get(const dynlib_desc *desc, ks_status *st);
  * is missing (an older library, for example). */
 int dynlib_sym(const dynlib *lib, const char *symbol, void **out, ks_status *st);
 
+/* One symbol of a table that dynlib_bind fills: its name and where its
+ * address goes. An optional one that is missing leaves NULL there. */
+typedef struct dynlib_symbol {
+    const char *name;
+    void **slot;
+    int optional;
+} dynlib_symbol;
+
+/* Looks up every symbol of syms (n of them) in lib, which may be NULL (st
+ * then says why already and is kept). KS_OK, or the first missing
+ * required symbol's failure; every slot is NULL then. */
+int dynlib_bind(const dynlib *lib, const dynlib_symbol *syms, size_t n, ks_status *st);
+#define DYNLIB_COUNT(syms) (sizeof(syms) / sizeof((syms)[0]))
+
 /* Writes the version of desc's library into buf, loading it through
  * dynlib_get. Never fails hard: returns KS_ENOLIB when the library is
  * missing, KS_EUNSUPPORTED when it has no version call, with st saying

@@ -355,26 +355,23 @@ static const lt_api *api_load(ks_status *st)
     }
     const dynlib *lib = dynlib_get(&dynlib_cublaslt, st);
     lt_api a;
-    struct { const char *name; void **slot; } syms[] = {
-        {"cublasLtCreate", (void **)&a.create},
-        {"cublasLtDestroy", (void **)&a.destroy},
-        {"cublasLtMatmulDescCreate", (void **)&a.desc_create},
-        {"cublasLtMatmulDescDestroy", (void **)&a.desc_destroy},
-        {"cublasLtMatmulDescSetAttribute", (void **)&a.desc_set},
-        {"cublasLtMatrixLayoutCreate", (void **)&a.layout_create},
-        {"cublasLtMatrixLayoutDestroy", (void **)&a.layout_destroy},
-        {"cublasLtMatrixLayoutSetAttribute", (void **)&a.layout_set},
-        {"cublasLtMatmulPreferenceCreate", (void **)&a.pref_create},
-        {"cublasLtMatmulPreferenceDestroy", (void **)&a.pref_destroy},
-        {"cublasLtMatmulPreferenceSetAttribute", (void **)&a.pref_set},
-        {"cublasLtMatmulAlgoGetHeuristic", (void **)&a.heuristic},
-        {"cublasLtMatmulAlgoConfigGetAttribute", (void **)&a.algo_get},
-        {"cublasLtMatmul", (void **)&a.matmul},
+    const dynlib_symbol syms[] = {
+        {"cublasLtCreate", (void **)&a.create, 0},
+        {"cublasLtDestroy", (void **)&a.destroy, 0},
+        {"cublasLtMatmulDescCreate", (void **)&a.desc_create, 0},
+        {"cublasLtMatmulDescDestroy", (void **)&a.desc_destroy, 0},
+        {"cublasLtMatmulDescSetAttribute", (void **)&a.desc_set, 0},
+        {"cublasLtMatrixLayoutCreate", (void **)&a.layout_create, 0},
+        {"cublasLtMatrixLayoutDestroy", (void **)&a.layout_destroy, 0},
+        {"cublasLtMatrixLayoutSetAttribute", (void **)&a.layout_set, 0},
+        {"cublasLtMatmulPreferenceCreate", (void **)&a.pref_create, 0},
+        {"cublasLtMatmulPreferenceDestroy", (void **)&a.pref_destroy, 0},
+        {"cublasLtMatmulPreferenceSetAttribute", (void **)&a.pref_set, 0},
+        {"cublasLtMatmulAlgoGetHeuristic", (void **)&a.heuristic, 0},
+        {"cublasLtMatmulAlgoConfigGetAttribute", (void **)&a.algo_get, 0},
+        {"cublasLtMatmul", (void **)&a.matmul, 0},
     };
-    int ok = lib != NULL;
-    for (size_t i = 0; ok && i < sizeof syms / sizeof syms[0]; i++)
-        if (dynlib_sym(lib, syms[i].name, syms[i].slot, st))
-            ok = 0;
+    int ok = dynlib_bind(lib, syms, DYNLIB_COUNT(syms), st) == KS_OK;
     if (ok) {
         g_api = a;
         g_api_ready = 1;

@@ -32,29 +32,23 @@ const dnn_api *dnn_api_get(ks_status *st)
     const dynlib *lib = dynlib_get(&dynlib_cudnn, st);
     dnn_api a;
     memset(&a, 0, sizeof a);
-    struct { const char *name; void **slot; } syms[] = {
-        {"cudnnGetVersion", (void **)&a.get_version},
-        {"cudnnGetErrorString", (void **)&a.error_string},
-        {"cudnnCreate", (void **)&a.create},
-        {"cudnnDestroy", (void **)&a.destroy},
-        {"cudnnSetStream", (void **)&a.set_stream},
-        {"cudnnBackendCreateDescriptor", (void **)&a.bcreate},
-        {"cudnnBackendDestroyDescriptor", (void **)&a.bdestroy},
-        {"cudnnBackendSetAttribute", (void **)&a.bset},
-        {"cudnnBackendGetAttribute", (void **)&a.bget},
-        {"cudnnBackendFinalize", (void **)&a.bfinalize},
-        {"cudnnBackendExecute", (void **)&a.bexecute},
-    };
-    int ok = lib != NULL;
-    for (size_t i = 0; ok && i < sizeof syms / sizeof syms[0]; i++)
-        if (dynlib_sym(lib, syms[i].name, syms[i].slot, st))
-            ok = 0;
-    if (ok) {
-        ks_status ignore;
-        ks_clear(&ignore);
+    const dynlib_symbol syms[] = {
+        {"cudnnGetVersion", (void **)&a.get_version, 0},
+        {"cudnnGetErrorString", (void **)&a.error_string, 0},
+        {"cudnnCreate", (void **)&a.create, 0},
+        {"cudnnDestroy", (void **)&a.destroy, 0},
+        {"cudnnSetStream", (void **)&a.set_stream, 0},
+        {"cudnnBackendCreateDescriptor", (void **)&a.bcreate, 0},
+        {"cudnnBackendDestroyDescriptor", (void **)&a.bdestroy, 0},
+        {"cudnnBackendSetAttribute", (void **)&a.bset, 0},
+        {"cudnnBackendGetAttribute", (void **)&a.bget, 0},
+        {"cudnnBackendFinalize", (void **)&a.bfinalize, 0},
+        {"cudnnBackendExecute", (void **)&a.bexecute, 0},
         /* cuDNN 9.0 and later; its absence only costs detail in messages. */
-        if (dynlib_sym(lib, "cudnnGetLastErrorString", (void **)&a.last_error, &ignore))
-            a.last_error = NULL;
+        {"cudnnGetLastErrorString", (void **)&a.last_error, 1},
+    };
+    int ok = dynlib_bind(lib, syms, DYNLIB_COUNT(syms), st) == KS_OK;
+    if (ok) {
         a.version = a.get_version();
         g_api = a;
         g_api_ready = 1;

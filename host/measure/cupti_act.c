@@ -28,7 +28,6 @@
 
 typedef struct cupti_api {
     CUptiResult (*GetVersion)(uint32_t *);
-    CUptiResult (*GetResultString)(CUptiResult, const char **);
     CUptiResult (*ActivityRegisterCallbacks)(CUpti_BuffersCallbackRequestFunc,
                                              CUpti_BuffersCallbackCompleteFunc);
     CUptiResult (*ActivityEnable)(CUpti_ActivityKind);
@@ -57,70 +56,6 @@ static cupti_act_list pending;
 
 /* ---- names ---- */
 
-static const char *const result_names[] = {
-    [CUPTI_SUCCESS] = "CUPTI_SUCCESS",
-    [CUPTI_ERROR_INVALID_PARAMETER] = "CUPTI_ERROR_INVALID_PARAMETER",
-    [CUPTI_ERROR_INVALID_DEVICE] = "CUPTI_ERROR_INVALID_DEVICE",
-    [CUPTI_ERROR_INVALID_CONTEXT] = "CUPTI_ERROR_INVALID_CONTEXT",
-    [CUPTI_ERROR_INVALID_EVENT_DOMAIN_ID] = "CUPTI_ERROR_INVALID_EVENT_DOMAIN_ID",
-    [CUPTI_ERROR_INVALID_EVENT_ID] = "CUPTI_ERROR_INVALID_EVENT_ID",
-    [CUPTI_ERROR_INVALID_EVENT_NAME] = "CUPTI_ERROR_INVALID_EVENT_NAME",
-    [CUPTI_ERROR_INVALID_OPERATION] = "CUPTI_ERROR_INVALID_OPERATION",
-    [CUPTI_ERROR_OUT_OF_MEMORY] = "CUPTI_ERROR_OUT_OF_MEMORY",
-    [CUPTI_ERROR_HARDWARE] = "CUPTI_ERROR_HARDWARE",
-    [CUPTI_ERROR_PARAMETER_SIZE_NOT_SUFFICIENT] = "CUPTI_ERROR_PARAMETER_SIZE_NOT_SUFFICIENT",
-    [CUPTI_ERROR_API_NOT_IMPLEMENTED] = "CUPTI_ERROR_API_NOT_IMPLEMENTED",
-    [CUPTI_ERROR_MAX_LIMIT_REACHED] = "CUPTI_ERROR_MAX_LIMIT_REACHED",
-    [CUPTI_ERROR_NOT_READY] = "CUPTI_ERROR_NOT_READY",
-    [CUPTI_ERROR_NOT_COMPATIBLE] = "CUPTI_ERROR_NOT_COMPATIBLE",
-    [CUPTI_ERROR_NOT_INITIALIZED] = "CUPTI_ERROR_NOT_INITIALIZED",
-    [CUPTI_ERROR_INVALID_METRIC_ID] = "CUPTI_ERROR_INVALID_METRIC_ID",
-    [CUPTI_ERROR_INVALID_METRIC_NAME] = "CUPTI_ERROR_INVALID_METRIC_NAME",
-    [CUPTI_ERROR_QUEUE_EMPTY] = "CUPTI_ERROR_QUEUE_EMPTY",
-    [CUPTI_ERROR_INVALID_HANDLE] = "CUPTI_ERROR_INVALID_HANDLE",
-    [CUPTI_ERROR_INVALID_STREAM] = "CUPTI_ERROR_INVALID_STREAM",
-    [CUPTI_ERROR_INVALID_KIND] = "CUPTI_ERROR_INVALID_KIND",
-    [CUPTI_ERROR_INVALID_EVENT_VALUE] = "CUPTI_ERROR_INVALID_EVENT_VALUE",
-    [CUPTI_ERROR_DISABLED] = "CUPTI_ERROR_DISABLED",
-    [CUPTI_ERROR_INVALID_MODULE] = "CUPTI_ERROR_INVALID_MODULE",
-    [CUPTI_ERROR_INVALID_METRIC_VALUE] = "CUPTI_ERROR_INVALID_METRIC_VALUE",
-    [CUPTI_ERROR_HARDWARE_BUSY] = "CUPTI_ERROR_HARDWARE_BUSY",
-    [CUPTI_ERROR_NOT_SUPPORTED] = "CUPTI_ERROR_NOT_SUPPORTED",
-    [CUPTI_ERROR_UM_PROFILING_NOT_SUPPORTED] = "CUPTI_ERROR_UM_PROFILING_NOT_SUPPORTED",
-    [CUPTI_ERROR_UM_PROFILING_NOT_SUPPORTED_ON_DEVICE] =
-        "CUPTI_ERROR_UM_PROFILING_NOT_SUPPORTED_ON_DEVICE",
-    [CUPTI_ERROR_UM_PROFILING_NOT_SUPPORTED_WITH_MPS] =
-        "CUPTI_ERROR_UM_PROFILING_NOT_SUPPORTED_WITH_MPS",
-    [CUPTI_ERROR_CDP_TRACING_NOT_SUPPORTED] = "CUPTI_ERROR_CDP_TRACING_NOT_SUPPORTED",
-    [CUPTI_ERROR_VIRTUALIZED_DEVICE_NOT_SUPPORTED] = "CUPTI_ERROR_VIRTUALIZED_DEVICE_NOT_SUPPORTED",
-    [CUPTI_ERROR_CUDA_COMPILER_NOT_COMPATIBLE] = "CUPTI_ERROR_CUDA_COMPILER_NOT_COMPATIBLE",
-    [CUPTI_ERROR_INSUFFICIENT_PRIVILEGES] = "CUPTI_ERROR_INSUFFICIENT_PRIVILEGES",
-    [CUPTI_ERROR_OLD_PROFILER_API_INITIALIZED] = "CUPTI_ERROR_OLD_PROFILER_API_INITIALIZED",
-    [CUPTI_ERROR_OPENACC_UNDEFINED_ROUTINE] = "CUPTI_ERROR_OPENACC_UNDEFINED_ROUTINE",
-    [CUPTI_ERROR_LEGACY_PROFILER_NOT_SUPPORTED] = "CUPTI_ERROR_LEGACY_PROFILER_NOT_SUPPORTED",
-    [CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED] =
-        "CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED",
-    [CUPTI_ERROR_VIRTUALIZED_DEVICE_INSUFFICIENT_PRIVILEGES] =
-        "CUPTI_ERROR_VIRTUALIZED_DEVICE_INSUFFICIENT_PRIVILEGES",
-    [CUPTI_ERROR_CONFIDENTIAL_COMPUTING_NOT_SUPPORTED] =
-        "CUPTI_ERROR_CONFIDENTIAL_COMPUTING_NOT_SUPPORTED",
-    [CUPTI_ERROR_CMP_DEVICE_NOT_SUPPORTED] = "CUPTI_ERROR_CMP_DEVICE_NOT_SUPPORTED",
-    [CUPTI_ERROR_MIG_DEVICE_NOT_SUPPORTED] = "CUPTI_ERROR_MIG_DEVICE_NOT_SUPPORTED",
-    [CUPTI_ERROR_SLI_DEVICE_NOT_SUPPORTED] = "CUPTI_ERROR_SLI_DEVICE_NOT_SUPPORTED",
-    [CUPTI_ERROR_WSL_DEVICE_NOT_SUPPORTED] = "CUPTI_ERROR_WSL_DEVICE_NOT_SUPPORTED",
-    [CUPTI_ERROR_INVALID_CHIP_NAME] = "CUPTI_ERROR_INVALID_CHIP_NAME",
-};
-
-const char *cupti_result_name(int r)
-{
-    static char buf[32];
-    if (r == CUPTI_ERROR_UNKNOWN)
-        return "CUPTI_ERROR_UNKNOWN";
-    if (r >= 0 && (size_t)r < sizeof result_names / sizeof result_names[0] && result_names[r])
-        return result_names[r];
-    snprintf(buf, sizeof buf, "CUPTI_ERROR_%d", r);
-    return buf;
-}
 
 const char *cupti_act_kind_name(int kind)
 {
@@ -132,23 +67,6 @@ const char *cupti_act_kind_name(int kind)
     return "unknown";
 }
 
-int cupti_fail_text(ks_status *st, int r, const char *what, const char *text)
-{
-    const char *name = cupti_result_name(r);
-    int code = r == CUPTI_ERROR_OUT_OF_MEMORY ? KS_ENOMEM : KS_EUNSUPPORTED;
-    /* CUPTI's "result string" is often the name itself; print it once. */
-    if (text && *text && strcmp(text, name) != 0)
-        return ks_fail(st, code, r, "%s: %s (%d): %s", what, name, r, text);
-    return ks_fail(st, code, r, "%s: %s (%d)", what, name, r);
-}
-
-static int cupti_fail(ks_status *st, CUptiResult r, const char *what)
-{
-    const char *text = NULL;
-    if (api.GetResultString && api.GetResultString(r, &text) != CUPTI_SUCCESS)
-        text = NULL;
-    return cupti_fail_text(st, (int)r, what, text);
-}
 
 /* ---- lists ---- */
 
@@ -293,12 +211,6 @@ static void CUPTIAPI on_buffer_completed(CUcontext ctx, uint32_t stream_id, uint
 
 /* ---- loading ---- */
 
-#define SYM(field, name) \
-    do { \
-        if (dynlib_sym(lib, name, (void **)&tmp.field, st)) \
-            goto fail; \
-    } while (0)
-
 int cupti_act_load(ks_status *st)
 {
     pthread_mutex_lock(&g_state);
@@ -308,24 +220,24 @@ int cupti_act_load(ks_status *st)
     }
     cupti_api tmp;
     memset(&tmp, 0, sizeof tmp);
-    const dynlib *lib = dynlib_get(&dynlib_cupti, st);
-    if (!lib)
+    const dynlib_symbol syms[] = {
+        {"cuptiGetVersion", (void **)&tmp.GetVersion, 0},
+        {"cuptiActivityRegisterCallbacks", (void **)&tmp.ActivityRegisterCallbacks, 0},
+        {"cuptiActivityEnable", (void **)&tmp.ActivityEnable, 0},
+        {"cuptiActivityDisable", (void **)&tmp.ActivityDisable, 0},
+        {"cuptiActivityFlushAll", (void **)&tmp.ActivityFlushAll, 0},
+        {"cuptiActivityGetNextRecord", (void **)&tmp.ActivityGetNextRecord, 0},
+        {"cuptiActivityGetNumDroppedRecords", (void **)&tmp.ActivityGetNumDroppedRecords, 0},
+        {"cuptiGetStreamIdEx", (void **)&tmp.GetStreamIdEx, 0},
+        {"cuptiGetContextId", (void **)&tmp.GetContextId, 0},
+    };
+    const dynlib *lib = cupti_lib(0, st);
+    if (dynlib_bind(lib, syms, DYNLIB_COUNT(syms), st))
         goto fail;
-    SYM(GetVersion, "cuptiGetVersion");
-    SYM(GetResultString, "cuptiGetResultString");
-    SYM(ActivityRegisterCallbacks, "cuptiActivityRegisterCallbacks");
-    SYM(ActivityEnable, "cuptiActivityEnable");
-    SYM(ActivityDisable, "cuptiActivityDisable");
-    SYM(ActivityFlushAll, "cuptiActivityFlushAll");
-    SYM(ActivityGetNextRecord, "cuptiActivityGetNextRecord");
-    SYM(ActivityGetNumDroppedRecords, "cuptiActivityGetNumDroppedRecords");
-    SYM(GetStreamIdEx, "cuptiGetStreamIdEx");
-    SYM(GetContextId, "cuptiGetContextId");
 
     uint32_t v = 0;
     CUptiResult r = tmp.GetVersion(&v);
     if (r != CUPTI_SUCCESS) {
-        api.GetResultString = tmp.GetResultString;
         cupti_fail(st, r, "cuptiGetVersion");
         goto fail;
     }
@@ -348,8 +260,6 @@ fail:
     pthread_mutex_unlock(&g_state);
     return st->code;
 }
-
-#undef SYM
 
 unsigned cupti_act_version(void)
 {

@@ -30,6 +30,7 @@
 #include <cuda.h>
 
 #include "base/status.h"
+#include "measure/cupti.h"
 
 typedef enum {
     CUPTI_ACT_KERNEL = 1,
@@ -72,14 +73,7 @@ const char *cupti_act_kind_name(int kind);
 /* "CUPTI_ERROR_INSUFFICIENT_PRIVILEGES" for 35 etc.; "CUPTI_ERROR_<n>"
  * when unknown (a static buffer then: not thread-safe). Works without the
  * library. */
-const char *cupti_result_name(int r);
 
-/* Fills st for a failed CUPTI call r of `what`, naming the error:
- * KS_EUNSUPPORTED (CUPTI refusing is a property of the machine: privileges,
- * another profiler, no driver), KS_ENOMEM for out-of-memory. text is what
- * cuptiGetResultString said (NULL if nothing), added when it says more than
- * the name. Returns the code. */
-int cupti_fail_text(ks_status *st, int r, const char *what, const char *text);
 
 /* Loads libcupti and resolves every entry point used here, once. KS_ENOLIB
  * when the library is missing, KS_ENOTFOUND when it lacks a symbol,

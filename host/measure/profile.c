@@ -275,7 +275,6 @@ typedef struct {
 /* ---- entry points ---- */
 
 typedef struct prof_api {
-    CUptiResult (*GetResultString)(CUptiResult, const char **);
     CUptiResult (*ProfilerInitialize)(CUpti_Profiler_Initialize_Params *);
     CUptiResult (*DeviceGetChipName)(CUpti_Device_GetChipName_Params *);
     CUptiResult (*GetCounterAvailability)(CUpti_Profiler_GetCounterAvailability_Params *);
@@ -308,110 +307,49 @@ static int profiler_initialized;
 static int measuring;
 static pthread_mutex_t load_mu = PTHREAD_MUTEX_INITIALIZER;
 
-/* CUPTI opens libnvperf_host/target itself, by soname. Loading them first
- * from CUDA_HOME (or KLAB_NVPERF_*) lets it find them on installs where its
- * own search would not; failures here are ignored (CUPTI may still find
- * them). */
-static const char *const nvperf_host_names[] = {"libnvperf_host.so", NULL};
-static const char *const nvperf_target_names[] = {"libnvperf_target.so", NULL};
-static const dynlib_desc dynlib_nvperf_host = {"nvperf_host", "KLAB_NVPERF_HOST", nvperf_host_names, NULL};
-static const dynlib_desc dynlib_nvperf_target = {"nvperf_target", "KLAB_NVPERF_TARGET", nvperf_target_names,
-                                                 NULL};
-
-/* libcupti opens libnvperf_host.so with RTLD_DEEPBIND, which
- * AddressSanitizer refuses by aborting the process. Under ASan (the SAN=1
- * build) the profiler is therefore reported as unsupported. */
-#if defined(__SANITIZE_ADDRESS__)
-#define KLAB_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define KLAB_ASAN 1
-#endif
-#endif
-
-int profile_asan_blocked(ks_status *st)
-{
-#ifdef KLAB_ASAN
-    return ks_fail(st, KS_EUNSUPPORTED, 0,
-                   "CUPTI profiling is disabled in the AddressSanitizer build (libcupti loads "
-                   "libnvperf_host with RTLD_DEEPBIND, which ASan aborts on)");
-#else
-    (void)st;
-    return KS_OK;
-#endif
-}
-
 int profile_load(ks_status *st)
 {
-    if (profile_asan_blocked(st))
+    if (cupti_profiler_blocked(st))
         return st->code;
     int rc = KS_OK;
     pthread_mutex_lock(&load_mu);
     if (api_loaded)
         goto out;
-    const dynlib *lib = dynlib_get(&dynlib_cupti, st);
-    if (!lib) {
-        rc = st->code;
-        goto out;
-    }
-    ks_status ignored;
-    ks_clear(&ignored);
-    (void)dynlib_get(&dynlib_nvperf_host, &ignored);
-    (void)dynlib_get(&dynlib_nvperf_target, &ignored);
     prof_api a;
     memset(&a, 0, sizeof a);
-    struct {
-        const char *name;
-        void **slot;
-    } syms[] = {
-        {"cuptiGetResultString", (void **)&a.GetResultString},
-        {"cuptiProfilerInitialize", (void **)&a.ProfilerInitialize},
-        {"cuptiDeviceGetChipName", (void **)&a.DeviceGetChipName},
-        {"cuptiProfilerGetCounterAvailability", (void **)&a.GetCounterAvailability},
-        {"cuptiProfilerDeviceSupported", (void **)&a.DeviceSupported},
-        {"cuptiProfilerHostInitialize", (void **)&a.HostInitialize},
-        {"cuptiProfilerHostDeinitialize", (void **)&a.HostDeinitialize},
-        {"cuptiProfilerHostGetSupportedChips", (void **)&a.HostGetSupportedChips},
-        {"cuptiProfilerHostGetMetricProperties", (void **)&a.HostGetMetricProperties},
-        {"cuptiProfilerHostConfigAddMetrics", (void **)&a.HostConfigAddMetrics},
-        {"cuptiProfilerHostGetConfigImageSize", (void **)&a.HostGetConfigImageSize},
-        {"cuptiProfilerHostGetConfigImage", (void **)&a.HostGetConfigImage},
-        {"cuptiProfilerHostGetNumOfPasses", (void **)&a.HostGetNumOfPasses},
-        {"cuptiProfilerHostEvaluateToGpuValues", (void **)&a.HostEvaluateToGpuValues},
-        {"cuptiRangeProfilerEnable", (void **)&a.RPEnable},
-        {"cuptiRangeProfilerDisable", (void **)&a.RPDisable},
-        {"cuptiRangeProfilerSetConfig", (void **)&a.RPSetConfig},
-        {"cuptiRangeProfilerStart", (void **)&a.RPStart},
-        {"cuptiRangeProfilerStop", (void **)&a.RPStop},
-        {"cuptiRangeProfilerPushRange", (void **)&a.RPPushRange},
-        {"cuptiRangeProfilerPopRange", (void **)&a.RPPopRange},
-        {"cuptiRangeProfilerDecodeData", (void **)&a.RPDecodeData},
-        {"cuptiRangeProfilerGetCounterDataSize", (void **)&a.RPGetCounterDataSize},
-        {"cuptiRangeProfilerCounterDataImageInitialize", (void **)&a.RPCounterDataImageInitialize},
-        {"cuptiRangeProfilerGetCounterDataInfo", (void **)&a.RPGetCounterDataInfo},
+    const dynlib_symbol syms[] = {
+        {"cuptiProfilerInitialize", (void **)&a.ProfilerInitialize, 0},
+        {"cuptiDeviceGetChipName", (void **)&a.DeviceGetChipName, 0},
+        {"cuptiProfilerGetCounterAvailability", (void **)&a.GetCounterAvailability, 0},
+        {"cuptiProfilerDeviceSupported", (void **)&a.DeviceSupported, 0},
+        {"cuptiProfilerHostInitialize", (void **)&a.HostInitialize, 0},
+        {"cuptiProfilerHostDeinitialize", (void **)&a.HostDeinitialize, 0},
+        {"cuptiProfilerHostGetSupportedChips", (void **)&a.HostGetSupportedChips, 0},
+        {"cuptiProfilerHostGetMetricProperties", (void **)&a.HostGetMetricProperties, 0},
+        {"cuptiProfilerHostConfigAddMetrics", (void **)&a.HostConfigAddMetrics, 0},
+        {"cuptiProfilerHostGetConfigImageSize", (void **)&a.HostGetConfigImageSize, 0},
+        {"cuptiProfilerHostGetConfigImage", (void **)&a.HostGetConfigImage, 0},
+        {"cuptiProfilerHostGetNumOfPasses", (void **)&a.HostGetNumOfPasses, 0},
+        {"cuptiProfilerHostEvaluateToGpuValues", (void **)&a.HostEvaluateToGpuValues, 0},
+        {"cuptiRangeProfilerEnable", (void **)&a.RPEnable, 0},
+        {"cuptiRangeProfilerDisable", (void **)&a.RPDisable, 0},
+        {"cuptiRangeProfilerSetConfig", (void **)&a.RPSetConfig, 0},
+        {"cuptiRangeProfilerStart", (void **)&a.RPStart, 0},
+        {"cuptiRangeProfilerStop", (void **)&a.RPStop, 0},
+        {"cuptiRangeProfilerPushRange", (void **)&a.RPPushRange, 0},
+        {"cuptiRangeProfilerPopRange", (void **)&a.RPPopRange, 0},
+        {"cuptiRangeProfilerDecodeData", (void **)&a.RPDecodeData, 0},
+        {"cuptiRangeProfilerGetCounterDataSize", (void **)&a.RPGetCounterDataSize, 0},
+        {"cuptiRangeProfilerCounterDataImageInitialize", (void **)&a.RPCounterDataImageInitialize, 0},
+        {"cuptiRangeProfilerGetCounterDataInfo", (void **)&a.RPGetCounterDataInfo, 0},
     };
-    for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
-        if (dynlib_sym(lib, syms[i].name, syms[i].slot, st)) {
-            rc = st->code;
-            goto out;
-        }
-    }
+    if ((rc = cupti_bind(syms, DYNLIB_COUNT(syms), 1, st)))
+        goto out;
     api = a;
     api_loaded = 1;
 out:
     pthread_mutex_unlock(&load_mu);
     return rc;
-}
-
-/* Fills st for a failed CUPTI call `what`: KS_EUNSUPPORTED (the machine
- * refuses: privileges, another profiler, no driver, ...), KS_ENOMEM for out
- * of memory; sub = the CUptiResult; the message names the CUPTI error. */
-static int cfail(ks_status *st, CUptiResult r, const char *what)
-{
-    const char *text = NULL;
-    if (api.GetResultString && api.GetResultString(r, &text) != CUPTI_SUCCESS)
-        text = NULL;
-    return cupti_fail_text(st, (int)r, what, text);
 }
 
 /* ---- host side ---- */
@@ -427,7 +365,7 @@ int profile_chips(const char *const **names, size_t *n, ks_status *st)
     p.structSize = PH_SIZE(ph_chips_params, ppChipNames);
     CUptiResult r = api.HostGetSupportedChips(&p);
     if (r != CUPTI_SUCCESS)
-        return cfail(st, r, "cuptiProfilerHostGetSupportedChips");
+        return cupti_fail(st, r, "cuptiProfilerHostGetSupportedChips");
     *names = p.ppChipNames;
     *n = p.numChips;
     return KS_OK;
@@ -444,7 +382,7 @@ static int host_init(const char *chip, const uint8_t *avail, ph_object **out, ks
     CUptiResult r = api.HostInitialize(&p);
     if (r != CUPTI_SUCCESS) {
         *out = NULL;
-        return cfail(st, r, "cuptiProfilerHostInitialize");
+        return cupti_fail(st, r, "cuptiProfilerHostInitialize");
     }
     *out = p.pHostObject;
     return KS_OK;
@@ -520,7 +458,7 @@ static int profiler_init(ks_status *st)
     p.structSize = CUpti_Profiler_Initialize_Params_STRUCT_SIZE;
     CUptiResult r = api.ProfilerInitialize(&p);
     if (r != CUPTI_SUCCESS)
-        return cfail(st, r, "cuptiProfilerInitialize");
+        return cupti_fail(st, r, "cuptiProfilerInitialize");
     profiler_initialized = 1;
     return KS_OK;
 }
@@ -546,7 +484,7 @@ int profile_chip_name(int ordinal, char *buf, size_t n, ks_status *st)
     p.deviceIndex = (size_t)ordinal;
     CUptiResult r = api.DeviceGetChipName(&p);
     if (r != CUPTI_SUCCESS)
-        return cfail(st, r, "cuptiDeviceGetChipName");
+        return cupti_fail(st, r, "cuptiDeviceGetChipName");
     snprintf(buf, n, "%s", p.pChipName ? p.pChipName : "");
     return KS_OK;
 }
@@ -572,7 +510,7 @@ int profile_device_supported(int ordinal, ks_status *st)
     p.api = CUPTI_PROFILER_RANGE_PROFILING;
     CUptiResult r = api.DeviceSupported(&p);
     if (r != CUPTI_SUCCESS)
-        return cfail(st, r, "cuptiProfilerDeviceSupported");
+        return cupti_fail(st, r, "cuptiProfilerDeviceSupported");
     if (p.isSupported == CUPTI_PROFILER_CONFIGURATION_SUPPORTED)
         return KS_OK;
     char why[256] = "";
@@ -659,14 +597,14 @@ static int make_config(const char *chip, const uint8_t *avail, char *const *name
     a.numMetrics = n;
     CUptiResult r = api.HostConfigAddMetrics(&a);
     if (r != CUPTI_SUCCESS)
-        return cfail(st, r, "cuptiProfilerHostConfigAddMetrics");
+        return cupti_fail(st, r, "cuptiProfilerHostConfigAddMetrics");
     ph_cfgsize_params z;
     memset(&z, 0, sizeof z);
     z.structSize = PH_SIZE(ph_cfgsize_params, configImageSize);
     z.pHostObject = out->host;
     r = api.HostGetConfigImageSize(&z);
     if (r != CUPTI_SUCCESS)
-        return cfail(st, r, "cuptiProfilerHostGetConfigImageSize");
+        return cupti_fail(st, r, "cuptiProfilerHostGetConfigImageSize");
     out->config = calloc(1, z.configImageSize ? z.configImageSize : 1);
     if (!out->config)
         return ks_fail(st, KS_ENOMEM, 0, "out of memory for the profiler config image");
@@ -679,7 +617,7 @@ static int make_config(const char *chip, const uint8_t *avail, char *const *name
     c.pConfigImage = out->config;
     r = api.HostGetConfigImage(&c);
     if (r != CUPTI_SUCCESS)
-        return cfail(st, r, "cuptiProfilerHostGetConfigImage");
+        return cupti_fail(st, r, "cuptiProfilerHostGetConfigImage");
     ph_passes_params p;
     memset(&p, 0, sizeof p);
     p.structSize = PH_SIZE(ph_passes_params, numOfPasses);
@@ -807,7 +745,7 @@ int profile_session_create(cuda_ctx *c, const char *const *names, size_t n,
     ca.ctx = cuda_ctx_handle(c);
     CUptiResult r = api.GetCounterAvailability(&ca);
     if (r != CUPTI_SUCCESS) {
-        rc = cfail(st, r, "cuptiProfilerGetCounterAvailability");
+        rc = cupti_fail(st, r, "cuptiProfilerGetCounterAvailability");
         goto fail;
     }
     avail = calloc(1, ca.counterAvailabilityImageSize ? ca.counterAvailabilityImageSize : 1);
@@ -818,7 +756,7 @@ int profile_session_create(cuda_ctx *c, const char *const *names, size_t n,
     ca.pCounterAvailabilityImage = avail;
     r = api.GetCounterAvailability(&ca);
     if (r != CUPTI_SUCCESS) {
-        rc = cfail(st, r, "cuptiProfilerGetCounterAvailability");
+        rc = cupti_fail(st, r, "cuptiProfilerGetCounterAvailability");
         goto fail;
     }
 
@@ -944,7 +882,7 @@ int profile_session_measure(profile_session *s, profile_pass_fn prepare, profile
     en.ctx = cuda_ctx_handle(s->ctx);
     r = api.RPEnable(&en);
     if (r != CUPTI_SUCCESS) {
-        rc = cfail(st, r, "cuptiRangeProfilerEnable");
+        rc = cupti_fail(st, r, "cuptiRangeProfilerEnable");
         measuring = 0;
         return rc;
     }
@@ -961,7 +899,7 @@ int profile_session_measure(profile_session *s, profile_pass_fn prepare, profile
     cs.maxNumRangeTreeNodes = 1;
     r = api.RPGetCounterDataSize(&cs);
     if (r != CUPTI_SUCCESS) {
-        rc = cfail(st, r, "cuptiRangeProfilerGetCounterDataSize");
+        rc = cupti_fail(st, r, "cuptiRangeProfilerGetCounterDataSize");
         goto done;
     }
     data = calloc(1, cs.counterDataSize ? cs.counterDataSize : 1);
@@ -977,7 +915,7 @@ int profile_session_measure(profile_session *s, profile_pass_fn prepare, profile
     ci.pCounterData = data;
     r = api.RPCounterDataImageInitialize(&ci);
     if (r != CUPTI_SUCCESS) {
-        rc = cfail(st, r, "cuptiRangeProfilerCounterDataImageInitialize");
+        rc = cupti_fail(st, r, "cuptiRangeProfilerCounterDataImageInitialize");
         goto done;
     }
 
@@ -998,7 +936,7 @@ int profile_session_measure(profile_session *s, profile_pass_fn prepare, profile
     sc.targetNestingLevel = 1;
     r = api.RPSetConfig(&sc);
     if (r != CUPTI_SUCCESS) {
-        rc = cfail(st, r, "cuptiRangeProfilerSetConfig");
+        rc = cupti_fail(st, r, "cuptiRangeProfilerSetConfig");
         goto done;
     }
 
@@ -1020,7 +958,7 @@ int profile_session_measure(profile_session *s, profile_pass_fn prepare, profile
         sp.pRangeProfilerObject = obj;
         r = api.RPStart(&sp);
         if (r != CUPTI_SUCCESS) {
-            rc = cfail(st, r, "cuptiRangeProfilerStart");
+            rc = cupti_fail(st, r, "cuptiRangeProfilerStart");
             goto done;
         }
         PHASE(PROFILE_PHASE_START);
@@ -1032,7 +970,7 @@ int profile_session_measure(profile_session *s, profile_pass_fn prepare, profile
         r = api.RPPushRange(&pr);
         if (r != CUPTI_SUCCESS) {
             rp_abort(obj, 0, 1);
-            rc = cfail(st, r, "cuptiRangeProfilerPushRange");
+            rc = cupti_fail(st, r, "cuptiRangeProfilerPushRange");
             goto done;
         }
         if ((rc = run(ud, pass, st))) {
@@ -1056,7 +994,7 @@ int profile_session_measure(profile_session *s, profile_pass_fn prepare, profile
         r = api.RPPopRange(&pp);
         if (r != CUPTI_SUCCESS) {
             rp_abort(obj, 0, 1);
-            rc = cfail(st, r, "cuptiRangeProfilerPopRange");
+            rc = cupti_fail(st, r, "cuptiRangeProfilerPopRange");
             goto done;
         }
         CUpti_RangeProfiler_Stop_Params so;
@@ -1065,7 +1003,7 @@ int profile_session_measure(profile_session *s, profile_pass_fn prepare, profile
         so.pRangeProfilerObject = obj;
         r = api.RPStop(&so);
         if (r != CUPTI_SUCCESS) {
-            rc = cfail(st, r, "cuptiRangeProfilerStop");
+            rc = cupti_fail(st, r, "cuptiRangeProfilerStop");
             goto done;
         }
         PHASE(PROFILE_PHASE_STOP);
@@ -1082,7 +1020,7 @@ int profile_session_measure(profile_session *s, profile_pass_fn prepare, profile
     dd.pRangeProfilerObject = obj;
     r = api.RPDecodeData(&dd);
     if (r != CUPTI_SUCCESS) {
-        rc = cfail(st, r, "cuptiRangeProfilerDecodeData");
+        rc = cupti_fail(st, r, "cuptiRangeProfilerDecodeData");
         goto done;
     }
     CUpti_RangeProfiler_GetCounterDataInfo_Params di;
@@ -1092,7 +1030,7 @@ int profile_session_measure(profile_session *s, profile_pass_fn prepare, profile
     di.counterDataImageSize = cs.counterDataSize;
     r = api.RPGetCounterDataInfo(&di);
     if (r != CUPTI_SUCCESS) {
-        rc = cfail(st, r, "cuptiRangeProfilerGetCounterDataInfo");
+        rc = cupti_fail(st, r, "cuptiRangeProfilerGetCounterDataInfo");
         goto done;
     }
     if (di.numTotalRanges < 1) {
@@ -1116,7 +1054,7 @@ int profile_session_measure(profile_session *s, profile_pass_fn prepare, profile
     if (r != CUPTI_SUCCESS) {
         for (size_t i = 0; i < s->n; i++)
             s->values[i] = NAN;
-        rc = cfail(st, r, "cuptiProfilerHostEvaluateToGpuValues");
+        rc = cupti_fail(st, r, "cuptiProfilerHostEvaluateToGpuValues");
         goto done;
     }
 
@@ -1128,7 +1066,7 @@ done:;
     dp.pRangeProfilerObject = obj;
     r = api.RPDisable(&dp);
     if (r != CUPTI_SUCCESS && rc == KS_OK)
-        rc = cfail(st, r, "cuptiRangeProfilerDisable");
+        rc = cupti_fail(st, r, "cuptiRangeProfilerDisable");
     PHASE(PROFILE_PHASE_DISABLE);
 #undef PHASE
     free(data);

@@ -72,10 +72,6 @@ const profile_metric *profile_metric_table(size_t *n);
  * itself) and resolves the profiler entry points, once. */
 int profile_load(ks_status *st);
 
-/* KS_EUNSUPPORTED in builds where the profiler cannot be used at all
- * (AddressSanitizer: libcupti's RTLD_DEEPBIND dlopen aborts it); else KS_OK. */
-int profile_asan_blocked(ks_status *st);
-
 /* The chips CUPTI's host API supports (static strings owned by CUPTI). */
 int profile_chips(const char *const **names, size_t *n, ks_status *st);
 

@@ -570,7 +570,6 @@ int sass_disassemble(const void *image, size_t n, double timeout_s, char **text,
 /* ---- CUPTI SASS metrics ---- */
 
 typedef struct sass_api {
-    CUptiResult (*GetResultString)(CUptiResult, const char **);
     CUptiResult (*GetProperties)(CUpti_SassMetrics_GetProperties_Params *);
     CUptiResult (*SetConfig)(CUpti_SassMetricsSetConfig_Params *);
     CUptiResult (*Enable)(CUpti_SassMetricsEnable_Params *);
@@ -589,32 +588,21 @@ static uint64_t metric_id;
 
 static const char SASS_METRIC[] = "smsp__sass_inst_executed";
 
-static int sfail(ks_status *st, CUptiResult r, const char *what)
-{
-    const char *text = NULL;
-    if (sapi.GetResultString && sapi.GetResultString(r, &text) != CUPTI_SUCCESS)
-        text = NULL;
-    return cupti_fail_text(st, (int)r, what, text);
-}
-
 static int sass_load(ks_status *st)
 {
     if (sapi.FlushData)
         return KS_OK;
-    if (profile_asan_blocked(st))
-        return st->code;
-    const dynlib *lib = dynlib_get(&dynlib_cupti, st);
-    if (!lib)
-        return st->code;
     sass_api a;
     memset(&a, 0, sizeof a);
-    if (dynlib_sym(lib, "cuptiGetResultString", (void **)&a.GetResultString, st) ||
-        dynlib_sym(lib, "cuptiSassMetricsGetProperties", (void **)&a.GetProperties, st) ||
-        dynlib_sym(lib, "cuptiSassMetricsSetConfig", (void **)&a.SetConfig, st) ||
-        dynlib_sym(lib, "cuptiSassMetricsEnable", (void **)&a.Enable, st) ||
-        dynlib_sym(lib, "cuptiSassMetricsDisable", (void **)&a.Disable, st) ||
-        dynlib_sym(lib, "cuptiSassMetricsGetDataProperties", (void **)&a.GetDataProperties, st) ||
-        dynlib_sym(lib, "cuptiSassMetricsFlushData", (void **)&a.FlushData, st))
+    const dynlib_symbol syms[] = {
+        {"cuptiSassMetricsGetProperties", (void **)&a.GetProperties, 0},
+        {"cuptiSassMetricsSetConfig", (void **)&a.SetConfig, 0},
+        {"cuptiSassMetricsEnable", (void **)&a.Enable, 0},
+        {"cuptiSassMetricsDisable", (void **)&a.Disable, 0},
+        {"cuptiSassMetricsGetDataProperties", (void **)&a.GetDataProperties, 0},
+        {"cuptiSassMetricsFlushData", (void **)&a.FlushData, 0},
+    };
+    if (cupti_bind(syms, DYNLIB_COUNT(syms), 1, st))
         return st->code;
     sapi = a;
     return KS_OK;
@@ -639,7 +627,7 @@ static int setup_once(cuda_ctx *c, ks_status *st)
     gp.pMetricName = SASS_METRIC;
     CUptiResult r = sapi.GetProperties(&gp);
     if (r != CUPTI_SUCCESS)
-        return sfail(st, r, "cuptiSassMetricsGetProperties(smsp__sass_inst_executed)");
+        return cupti_fail(st, r, "cuptiSassMetricsGetProperties(smsp__sass_inst_executed)");
     CUpti_SassMetrics_Config cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.metricId = gp.metric.metricId;
@@ -652,7 +640,7 @@ static int setup_once(cuda_ctx *c, ks_status *st)
     sc.deviceIndex = (uint32_t)ordinal;
     r = sapi.SetConfig(&sc);
     if (r != CUPTI_SUCCESS)
-        return sfail(st, r, "cuptiSassMetricsSetConfig");
+        return cupti_fail(st, r, "cuptiSassMetricsSetConfig");
     metric_id = cfg.metricId;
     setup_device = ordinal;
     return KS_OK;
@@ -701,7 +689,7 @@ int sass_metrics_collect(cuda_ctx *c, profile_pass_fn run, void *ud, sass_record
     en.enableLazyPatching = 1;
     CUptiResult r = sapi.Enable(&en);
     if (r != CUPTI_SUCCESS)
-        return sfail(st, r, "cuptiSassMetricsEnable");
+        return cupti_fail(st, r, "cuptiSassMetricsEnable");
 
     int rc = KS_OK;
     CUpti_SassMetrics_Data *data = NULL;
@@ -722,7 +710,7 @@ int sass_metrics_collect(cuda_ctx *c, profile_pass_fn run, void *ud, sass_record
     dp.ctx = h;
     r = sapi.GetDataProperties(&dp);
     if (r != CUPTI_SUCCESS) {
-        rc = sfail(st, r, "cuptiSassMetricsGetDataProperties");
+        rc = cupti_fail(st, r, "cuptiSassMetricsGetDataProperties");
         goto done;
     }
     nrec = dp.numOfPatchedInstructionRecords;
@@ -750,7 +738,7 @@ int sass_metrics_collect(cuda_ctx *c, profile_pass_fn run, void *ud, sass_record
     fd.pMetricsData = data;
     r = sapi.FlushData(&fd);
     if (r != CUPTI_SUCCESS) {
-        rc = sfail(st, r, "cuptiSassMetricsFlushData");
+        rc = cupti_fail(st, r, "cuptiSassMetricsFlushData");
         nrec = 0;
         goto done;
     }
@@ -779,7 +767,7 @@ done:;
     dis.ctx = h;
     r = sapi.Disable(&dis);
     if (r != CUPTI_SUCCESS && rc == KS_OK)
-        rc = sfail(st, r, "cuptiSassMetricsDisable");
+        rc = cupti_fail(st, r, "cuptiSassMetricsDisable");
     free(data);
     free(vals);
     if (rc) {

@@ -93,16 +93,20 @@ static int nvml_load(ks_status *st)
         ks_status s;
         ks_clear(&s);
         const dynlib *lib = dynlib_get(&dynlib_nvml, &s);
-        if (lib && !dynlib_sym(lib, "nvmlInit_v2", (void **)&nvml.init, &s) &&
-            !dynlib_sym(lib, "nvmlDeviceGetHandleByUUID", (void **)&nvml.by_uuid, &s) &&
-            !dynlib_sym(lib, "nvmlDeviceGetClockInfo", (void **)&nvml.clock, &s)) {
-            /* Renamed in newer drivers; either will do, neither is needed. */
-            ks_status ignore;
-            if (dynlib_sym(lib, "nvmlDeviceGetCurrentClocksEventReasons", (void **)&nvml.reasons,
-                           &ignore))
-                dynlib_sym(lib, "nvmlDeviceGetCurrentClocksThrottleReasons",
-                           (void **)&nvml.reasons, &ignore);
-            dynlib_sym(lib, "nvmlErrorString", (void **)&nvml.error_string, &ignore);
+        /* The clock-event reasons were renamed in newer drivers; either
+         * will do, neither is needed. */
+        void *throttle = NULL;
+        const dynlib_symbol syms[] = {
+            {"nvmlInit_v2", (void **)&nvml.init, 0},
+            {"nvmlDeviceGetHandleByUUID", (void **)&nvml.by_uuid, 0},
+            {"nvmlDeviceGetClockInfo", (void **)&nvml.clock, 0},
+            {"nvmlDeviceGetCurrentClocksEventReasons", (void **)&nvml.reasons, 1},
+            {"nvmlDeviceGetCurrentClocksThrottleReasons", &throttle, 1},
+            {"nvmlErrorString", (void **)&nvml.error_string, 1},
+        };
+        if (dynlib_bind(lib, syms, DYNLIB_COUNT(syms), &s) == KS_OK) {
+            if (!nvml.reasons)
+                memcpy(&nvml.reasons, &throttle, sizeof throttle);
             int r = nvml.init();
             if (r != NVML_OK)
                 ks_fail(&s, KS_EUNSUPPORTED, r, "nvmlInit_v2 failed (%d)", r);

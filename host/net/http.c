@@ -55,41 +55,36 @@ static struct {
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 static ks_status curl_load_st; /* KS_OK once libcurl is loaded and initialised */
 
-#define CURL_SYM(field, name)                                                 \
-    do {                                                                      \
-        void *p_ = NULL;                                                      \
-        if (dynlib_sym(lib, name, &p_, st) != KS_OK)                          \
-            return st->code;                                                  \
-        memcpy(&cf.field, &p_, sizeof p_);                                    \
-    } while (0)
-
 static int curl_load(ks_status *st)
 {
     const dynlib *lib = dynlib_get(&dynlib_curl, st);
     if (!lib)
         return st->code;
-    CURL_SYM(global_init, "curl_global_init");
-    CURL_SYM(version_info, "curl_version_info");
-    CURL_SYM(easy_init, "curl_easy_init");
-    CURL_SYM(easy_cleanup, "curl_easy_cleanup");
-    CURL_SYM(easy_setopt, "curl_easy_setopt");
-    CURL_SYM(easy_getinfo, "curl_easy_getinfo");
-    CURL_SYM(easy_strerror, "curl_easy_strerror");
-    CURL_SYM(multi_init, "curl_multi_init");
-    CURL_SYM(multi_cleanup, "curl_multi_cleanup");
-    CURL_SYM(multi_add_handle, "curl_multi_add_handle");
-    CURL_SYM(multi_remove_handle, "curl_multi_remove_handle");
-    CURL_SYM(multi_perform, "curl_multi_perform");
-    CURL_SYM(multi_info_read, "curl_multi_info_read");
-    CURL_SYM(multi_strerror, "curl_multi_strerror");
-    CURL_SYM(slist_append, "curl_slist_append");
-    CURL_SYM(slist_free_all, "curl_slist_free_all");
-    CURL_SYM(getdate, "curl_getdate");
-    void *p = NULL;
-    if (dynlib_sym(lib, "curl_multi_poll", &p, st) != KS_OK)
+    const dynlib_symbol syms[] = {
+        {"curl_global_init", (void **)&cf.global_init, 0},
+        {"curl_version_info", (void **)&cf.version_info, 0},
+        {"curl_easy_init", (void **)&cf.easy_init, 0},
+        {"curl_easy_cleanup", (void **)&cf.easy_cleanup, 0},
+        {"curl_easy_setopt", (void **)&cf.easy_setopt, 0},
+        {"curl_easy_getinfo", (void **)&cf.easy_getinfo, 0},
+        {"curl_easy_strerror", (void **)&cf.easy_strerror, 0},
+        {"curl_multi_init", (void **)&cf.multi_init, 0},
+        {"curl_multi_cleanup", (void **)&cf.multi_cleanup, 0},
+        {"curl_multi_add_handle", (void **)&cf.multi_add_handle, 0},
+        {"curl_multi_remove_handle", (void **)&cf.multi_remove_handle, 0},
+        {"curl_multi_perform", (void **)&cf.multi_perform, 0},
+        {"curl_multi_info_read", (void **)&cf.multi_info_read, 0},
+        {"curl_multi_strerror", (void **)&cf.multi_strerror, 0},
+        {"curl_slist_append", (void **)&cf.slist_append, 0},
+        {"curl_slist_free_all", (void **)&cf.slist_free_all, 0},
+        {"curl_getdate", (void **)&cf.getdate, 0},
+        {"curl_multi_poll", (void **)&cf.multi_poll, 1},
+    };
+    if (dynlib_bind(lib, syms, DYNLIB_COUNT(syms), st) != KS_OK)
+        return st->code;
+    if (!cf.multi_poll)
         return ks_fail(st, KS_ENOLIB, 0, "%s is too old: klab needs libcurl 7.66 or later (curl_multi_poll)",
                        lib->path);
-    memcpy(&cf.multi_poll, &p, sizeof p);
     curl_version_info_data *v = cf.version_info(CURLVERSION_NOW);
     cf.version_num = v ? v->version_num : 0;
     cf.version = v && v->version ? v->version : "unknown";
