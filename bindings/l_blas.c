@@ -105,9 +105,7 @@ static int plan_release(l_plan *p)
     ks_status st;
     ks_clear(&st);
     blas_gemm_plan_free(bp, &st);
-    if (p->ctx)
-        lgpu_unhold(&p->ctx->n);
-    p->ctx = NULL;
+    lgpu_child_release(&p->ctx);
     return 1;
 }
 
@@ -295,19 +293,13 @@ static int l_gemm_plan(lua_State *L)
         return lh_raise(L, &st);
 
     /* Released first: a failure below leaves nothing to free. */
-    l_plan *p = lua_newuserdatauv(L, sizeof *p, 1);
-    p->plan = NULL;
-    p->ctx = NULL;
-    luaL_setmetatable(L, PLAN_T);
-    lua_pushvalue(L, 1);
-    lua_setiuservalue(L, -2, 1);
+    l_plan *p = lgpu_new_child(L, sizeof *p, PLAN_T, 1);
 
     blas_gemm_plan *bp = NULL;
     if (blas_gemm_plan_create(&d, c->ctx, &bp, &st))
         return lh_pushfail(L, &st);
     p->plan = bp;
-    p->ctx = c;
-    lgpu_hold(&c->n);
+    lgpu_child_hold(&p->ctx, c);
     return 1;
 }
 

@@ -113,9 +113,7 @@ static int plan_release(l_plan *p)
     ks_status st;
     ks_clear(&st);
     dnn_sdpa_plan_free(dp, &st);
-    if (p->ctx)
-        lgpu_unhold(&p->ctx->n);
-    p->ctx = NULL;
+    lgpu_child_release(&p->ctx);
     return 1;
 }
 
@@ -248,19 +246,13 @@ static int l_sdpa_plan(lua_State *L)
     }
 
     /* Released first: a failure below leaves nothing to free. */
-    l_plan *p = lua_newuserdatauv(L, sizeof *p, 1);
-    p->plan = NULL;
-    p->ctx = NULL;
-    luaL_setmetatable(L, PLAN_T);
-    lua_pushvalue(L, 1);
-    lua_setiuservalue(L, -2, 1);
+    l_plan *p = lgpu_new_child(L, sizeof *p, PLAN_T, 1);
 
     dnn_sdpa_plan *dp = NULL;
     if (dnn_sdpa_plan_create(&d, c->ctx, &dp, &st))
         return lh_pushfail(L, &st);
     p->plan = dp;
-    p->ctx = c;
-    lgpu_hold(&c->n);
+    lgpu_child_hold(&p->ctx, c);
     return 1;
 }
 
@@ -410,9 +402,7 @@ static int gplan_release(l_gplan *p)
     ks_status st;
     ks_clear(&st);
     dnn_graph_plan_free(gp, &st);
-    if (p->ctx)
-        lgpu_unhold(&p->ctx->n);
-    p->ctx = NULL;
+    lgpu_child_release(&p->ctx);
     return 1;
 }
 
@@ -728,18 +718,12 @@ static int l_graph_plan(lua_State *L)
         return luaL_argerror(L, 1, "expected a " CTX_T);
     }
     /* Released first: a failure below leaves nothing to free. */
-    l_gplan *p = lua_newuserdatauv(L, sizeof *p, 1);
-    p->plan = NULL;
-    p->ctx = NULL;
-    luaL_setmetatable(L, GPLAN_T);
-    lua_pushvalue(L, 1);
-    lua_setiuservalue(L, -2, 1);
+    l_gplan *p = lgpu_new_child(L, sizeof *p, GPLAN_T, 1);
     dnn_graph_plan *gp = NULL;
     if (dnn_graph_plan_create(d, c->ctx, &gp, &st))
         return lh_pushfail(L, &st);
     p->plan = gp;
-    p->ctx = c;
-    lgpu_hold(&c->n);
+    lgpu_child_hold(&p->ctx, c);
     return 1;
 }
 

@@ -64,7 +64,7 @@ static int judge_release(l_judge *j)
         return 0;
     devkern_close(j->k);
     j->k = NULL;
-    lgpu_unhold(&j->ctx->n);
+    lgpu_child_release(&j->ctx);
     return 1;
 }
 
@@ -134,19 +134,14 @@ static int l_open(lua_State *L)
     l_ctx *c = lgpu_check_ctx(L, 1);
     size_t n;
     const char *cubin = luaL_checklstring(L, 2, &n);
-    l_judge *j = lua_newuserdatauv(L, sizeof *j, 1);
-    memset(j, 0, sizeof *j);
-    luaL_setmetatable(L, JUDGE_T);
-    lua_pushvalue(L, 1);
-    lua_setiuservalue(L, -2, 1);
+    l_judge *j = lgpu_new_child(L, sizeof *j, JUDGE_T, 1);
     ks_status st;
     ks_clear(&st);
     devkern *k;
     if (devkern_open(c->ctx, cubin, n, &k, &st))
         return fail(L, &st);
     j->k = k;
-    j->ctx = c;
-    lgpu_hold(&c->n);
+    lgpu_child_hold(&j->ctx, c);
     return 1;
 }
 

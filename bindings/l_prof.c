@@ -223,9 +223,7 @@ static int prof_release(l_prof *p)
     profile_session *s = p->s;
     p->s = NULL;
     profile_session_destroy(s);
-    if (p->ctx)
-        lgpu_unhold(&p->ctx->n);
-    p->ctx = NULL;
+    lgpu_child_release(&p->ctx);
     return 1;
 }
 
@@ -265,12 +263,7 @@ static int l_new(lua_State *L)
     }
 
     /* Released first: a failure below leaves nothing to free. */
-    l_prof *p = lua_newuserdatauv(L, sizeof *p, 1);
-    p->s = NULL;
-    p->ctx = NULL;
-    luaL_setmetatable(L, PROF_T);
-    lua_pushvalue(L, 1);
-    lua_setiuservalue(L, -2, 1);
+    l_prof *p = lgpu_new_child(L, sizeof *p, PROF_T, 1);
 
     ks_status st;
     ks_clear(&st);
@@ -278,8 +271,7 @@ static int l_new(lua_State *L)
     if (profile_session_create(c->ctx, names, n, &s, &st))
         return lh_pushfail(L, &st);
     p->s = s;
-    p->ctx = c;
-    lgpu_hold(&c->n);
+    lgpu_child_hold(&p->ctx, c);
     return 1;
 }
 

@@ -83,6 +83,31 @@ void lgpu_unhold(gnode *parent)
     node_settle(parent);
 }
 
+void *lgpu_new_child(lua_State *L, size_t sz, const char *tname, int ctx_idx)
+{
+    ctx_idx = lua_absindex(L, ctx_idx);
+    void *h = lua_newuserdatauv(L, sz, 1);
+    memset(h, 0, sz);
+    luaL_setmetatable(L, tname);
+    lua_pushvalue(L, ctx_idx);
+    lua_setiuservalue(L, -2, 1);
+    return h;
+}
+
+void lgpu_child_hold(l_ctx **slot, l_ctx *c)
+{
+    *slot = c;
+    lgpu_hold(&c->n);
+}
+
+void lgpu_child_release(l_ctx **slot)
+{
+    l_ctx *c = *slot;
+    *slot = NULL;
+    if (c)
+        lgpu_unhold(&c->n);
+}
+
 void *lgpu_new_handle(lua_State *L, size_t sz, const char *tname, int kind, int parent_idx)
 {
     if (parent_idx)

@@ -68,6 +68,18 @@ l_ctx *lgpu_ctx_of(gnode *n);
  * the value at parent_idx (0: none). */
 void *lgpu_new_handle(lua_State *L, size_t sz, const char *tname, int kind, int parent_idx);
 
+/* A handle of another binding that lives under a context (a cuBLASLt or
+ * cuDNN plan, a profiler, the judge's kernels): a zeroed userdata of sz
+ * bytes with metatable tname, whose user value 1 keeps the context at
+ * ctx_idx from being collected first. Made before its resource, so that a
+ * failure leaves nothing to free. Once the resource exists,
+ * lgpu_child_hold(&h->ctx, c) holds the context (its driver context
+ * outlives the child); the child's one release frees its resource, then
+ * calls lgpu_child_release(&h->ctx) (idempotent). */
+void *lgpu_new_child(lua_State *L, size_t sz, const char *tname, int ctx_idx);
+void lgpu_child_hold(l_ctx **slot, l_ctx *c);
+void lgpu_child_release(l_ctx **slot);
+
 /* Marks a filled handle live and links it under its parent. */
 void lgpu_open(gnode *n, gnode *parent);
 
