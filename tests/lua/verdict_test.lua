@@ -207,6 +207,22 @@ function T.docs_and_store_follow_the_list(t)
   db:close()
 end
 
+-- The stage registry is what docs/verdicts.md and klab eval --help show,
+-- and every verdict's stage in the list may give it.
+function T.stages_follow_the_registry(t)
+  local stages = require "klab.eval.stages"
+  local f = assert(io.open("docs/verdicts.md"))
+  local doc = f:read("a")
+  f:close()
+  t.ok(doc:find(stages.text(), 1, true) ~= nil, "docs/verdicts.md holds stages.text() verbatim")
+  local code, out = t.sh(("'%s' eval --help"):format(t.klab))
+  t.eq(code, 0)
+  t.ok(out:find(stages.text(), 1, true) ~= nil, "klab eval --help lists the stages")
+  for _, v in ipairs(verdict.LIST) do
+    if stages.get(v.stage) then t.ok(stages.allows(v.stage, v.name), v.name .. " is given by " .. v.stage) end
+  end
+end
+
 -- The report takes each verdict's colour and the verdicts that are not a
 -- result from the one list: a new verdict gets its own colour.
 function T.report_reads_the_list(t)

@@ -31,8 +31,7 @@ Options:
   --deadline S      kill the worker after S seconds (default 180)
   --stage-deadline STAGE=S
                     a stage's own limit, within the deadline (repeatable;
-                    STAGE: correctness (default 60), instructions (120),
-                    timing (60 + 4 x the budget)); a timeout names its stage
+                    STAGE: ${STAGE_LIMITS}); a timeout names its stage
   --seed N          the evaluation's seed (0x and hex digits, or decimal), as
                     an earlier result shows it: the same trials, timed
                     inputs and checked positions again (default: a new seed
@@ -44,7 +43,29 @@ Options:
 
 local command = require "klab.command"
 local EXIT = command.EXIT
-USAGE = USAGE .. command.EXIT_TEXT
+do
+  local stages = require "klab.eval.stages"
+  local parts = {}
+  for _, name in ipairs(stages.timed()) do
+    local limit = name == "timing" and ("%d + %d x the budget"):format(stages.TIMING_LIMIT.extra,
+      stages.TIMING_LIMIT.per_budget) or tostring(stages.limit(name))
+    parts[#parts + 1] = ("%s (default %s)"):format(name, limit)
+  end
+  -- Wrapped to the option column.
+  local text, line = {}, ""
+  for i, p in ipairs(parts) do
+    local piece = p .. (i < #parts and "," or "")
+    if #line + #piece + 1 > 44 and line ~= "" then
+      text[#text + 1] = line
+      line = piece
+    else
+      line = line == "" and piece or (line .. " " .. piece)
+    end
+  end
+  text[#text + 1] = line
+  USAGE = USAGE:gsub("%${STAGE_LIMITS}", (table.concat(text, "\n                    "):gsub("%%", "%%%%")))
+end
+USAGE = USAGE .. "Stages, in order:\n" .. require("klab.eval.stages").text() .. "\n\n" .. command.EXIT_TEXT
 
 local function fail(msg, code) return command.fail("eval", msg, code) end
 

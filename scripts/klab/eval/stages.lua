@@ -139,7 +139,18 @@ function M.text()
     if not s.optional then
       local limit = s.name == "timing" and (" (limit %d s + %d x the budget)"):format(M.TIMING_LIMIT.extra,
         M.TIMING_LIMIT.per_budget) or (s.limit and (" (limit %d s)"):format(s.limit) or "")
-      out[#out + 1] = ("  %-13s%s%s; gives %s"):format(s.name, s.does, limit, table.concat(s.verdicts, ", "))
+      local text = ("%s%s; gives %s"):format(s.does, limit, table.concat(s.verdicts, ", "))
+      -- Wrapped at 78 columns, under the stage's text.
+      local line, first = "", true
+      for word in text:gmatch("%S+") do
+        if #line > 0 and 15 + #line + 1 + #word > 78 then
+          out[#out + 1] = (first and ("  %-13s"):format(s.name) or (" "):rep(15)) .. line
+          line, first = word, false
+        else
+          line = #line > 0 and (line .. " " .. word) or word
+        end
+      end
+      out[#out + 1] = (first and ("  %-13s"):format(s.name) or (" "):rep(15)) .. line
     end
   end
   return table.concat(out, "\n")
