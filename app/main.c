@@ -13,6 +13,7 @@
  * compile end with 2. The table: klab.command.EXIT, docs/rules.md.
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -145,6 +146,9 @@ int main(int argc, char **argv)
     /* Before anything runs: the values of *_KEY and *_TOKEN variables are
      * kept out of everything klab writes (base/redact.h). */
     redact_scan_environ();
+    /* A write past the file-size limit (ulimit -f) fails with EFBIG, said
+     * by whoever wrote, naming the file, instead of killing klab silently. */
+    signal(SIGXFSZ, SIG_IGN);
     lua_State *L = rt_new();
     if (L == NULL) {
         fprintf(stderr, "%s: cannot create Lua state: not enough memory\n", progname);

@@ -15,7 +15,12 @@
 #include "base/sha256.h"
 
 #define FS_READ_DEFAULT_CAP ((size_t)64 << 20)
+/* A key locks one byte of a range that is never written (a lock may lie
+ * past the end of a file), so the lock file holds only the notes: a table
+ * of FS_LOCK_NOTES notes of FS_LOCK_SLOT_BYTES, 16 KiB at most. */
 #define FS_LOCK_SLOTS 65536u
+#define FS_LOCK_RANGE ((off_t)1 << 20)
+#define FS_LOCK_NOTES 64u
 #define FS_LOCK_SLOT_BYTES 256
 
 const char *fs_type_name(fs_type t)
@@ -430,13 +435,15 @@ int fs_mkdirs(const char *path, ks_status *st)
     return KS_OK;
 }
 
-/* The slot of key: the first bytes of its SHA-256, modulo the slot count. */
-static off_t lock_offset(const char *key)
+/* The slot of key: the first bytes of its SHA-256. Its lock is byte
+ * FS_LOCK_RANGE + v % FS_LOCK_SLOTS; its note is at (v % FS_LOCK_NOTES) *
+ * FS_LOCK_SLOT_BYTES and starts with tag (8 hex digits of v), so that a
+ * note another key wrote there is not taken for the holder's. */
+static uint32_t lock_hash(const char *key)
 {
     unsigned char d[SHA256_DIGEST_LEN];
     sha256(key, strlen(key), d);
-    uint32_t v = (uint32_t)d[0] << 24 | (uint32_t)d[1] << 16 | (uint32_t)d[2] << 8 | d[3];
-    return (off_t)(v % FS_LOCK_SLOTS) * FS_LOCK_SLOT_BYTES;
+    return (uint32_t)d[0] << 24 | (uint32_t)d[1] << 16 | (uint32_t)d[2] << 8 | d[3];
 }
 
 static int lock_slot(const char *path, const char *key, const char *note, int wait, int *fd, char *held_by,
@@ -448,13 +455,16 @@ static int lock_slot(const char *path, const char *key, const char *note, int wa
     int f = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
     if (f < 0)
         return ks_fail(st, KS_EIO, errno, "cannot open the lock file %s: %s", path, strerror(errno));
-    off_t off = lock_offset(key);
+    uint32_t v = lock_hash(key);
+    off_t note_off = (off_t)(v % FS_LOCK_NOTES) * FS_LOCK_SLOT_BYTES;
+    char tag[12];
+    snprintf(tag, sizeof tag, "%08x ", (unsigned)v);
     struct flock fl;
     memset(&fl, 0, sizeof fl);
     fl.l_type = F_WRLCK;
     fl.l_whence = SEEK_SET;
-    fl.l_start = off;
-    fl.l_len = FS_LOCK_SLOT_BYTES;
+    fl.l_start = FS_LOCK_RANGE + (off_t)(v % FS_LOCK_SLOTS);
+    fl.l_len = 1;
     int got;
     while ((got = fcntl(f, wait ? F_OFD_SETLKW : F_OFD_SETLK, &fl)) != 0 && wait && errno == EINTR)
         ;
@@ -463,12 +473,13 @@ static int lock_slot(const char *path, const char *key, const char *note, int wa
         if (e == EAGAIN || e == EACCES) {
             if (held_by && held_n) {
                 char slot[FS_LOCK_SLOT_BYTES + 1];
-                ssize_t r = pread(f, slot, FS_LOCK_SLOT_BYTES, off);
+                ssize_t r = pread(f, slot, FS_LOCK_SLOT_BYTES, note_off);
                 size_t k = 0;
                 for (ssize_t i = 0; r > 0 && i < r && slot[i] && slot[i] != '\n'; i++)
                     k++;
                 slot[k] = '\0';
-                snprintf(held_by, held_n, "%s", slot);
+                if (k >= 9 && strncmp(slot, tag, 9) == 0)
+                    snprintf(held_by, held_n, "%s", slot + 9);
             }
             close(f);
             return ks_fail(st, KS_EIO, EAGAIN, "%s is locked by another process", path);
@@ -478,10 +489,11 @@ static int lock_slot(const char *path, const char *key, const char *note, int wa
     }
     char slot[FS_LOCK_SLOT_BYTES];
     memset(slot, 0, sizeof slot);
-    snprintf(slot, sizeof slot < FS_LOCK_NOTE + 2 ? sizeof slot : FS_LOCK_NOTE + 2, "%s\n", note ? note : "");
+    snprintf(slot, sizeof slot < FS_LOCK_NOTE + 11 ? sizeof slot : FS_LOCK_NOTE + 11, "%s%s\n", tag,
+             note ? note : "");
     /* The note is a courtesy for the next comer's message; the lock does not
      * depend on it. */
-    (void)!pwrite(f, slot, sizeof slot, off);
+    (void)!pwrite(f, slot, sizeof slot, note_off);
     *fd = f;
     return KS_OK;
 }

@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statvfs.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 /* ------------------------------------------------------------------ */
@@ -73,6 +75,33 @@ int sqlite_to_ks(int rc)
  * message> (SQLITE_X) in: <sql>". h may be NULL (then errstr is used). */
 int sql_fail(sqlite3 *h, int rc, ks_status *st, const char *what, const char *sql)
 {
+    /* A write the system refused: one line naming the file and, where it
+     * can be told, why (the transaction is rolled back, so no row is half
+     * written). SQLite keeps no reliable errno for it, so the limits are
+     * asked directly. */
+    int prim = rc & 0xff;
+    if (h && (rc == SQLITE_IOERR_WRITE || rc == SQLITE_IOERR_FSYNC || rc == SQLITE_IOERR_TRUNCATE ||
+              prim == SQLITE_FULL)) {
+        const char *file = sqlite3_db_filename(h, "main");
+        if (!file || !*file)
+            file = "the store";
+        struct rlimit rl;
+        struct statvfs vs;
+        char dir[1024];
+        snprintf(dir, sizeof dir, "%s", file);
+        char *slash = strrchr(dir, '/');
+        if (slash)
+            *slash = '\0';
+        else
+            snprintf(dir, sizeof dir, ".");
+        if (getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+            return ks_fail(st, KS_EIO, rc, "store: cannot write %s: the file-size limit (ulimit -f: %llu bytes) "
+                           "stops it", file, (unsigned long long)rl.rlim_cur);
+        if (statvfs(dir, &vs) == 0 && vs.f_bavail == 0)
+            return ks_fail(st, KS_EIO, rc, "store: cannot write %s: the disk is full", file);
+        return ks_fail(st, KS_EIO, rc, "store: cannot write %s: %s (%s)", file, sqlite3_errmsg(h),
+                       sqlite_code_name(rc));
+    }
     const char *m = h ? sqlite3_errmsg(h) : sqlite3_errstr(rc);
     if (sql)
         return ks_fail(st, sqlite_to_ks(rc), rc, "store: %s: %s (%s) in: %.160s", what, m,

@@ -160,6 +160,19 @@ int main(void)
     waitpid(child, NULL, 0);
     CHECK(fs_lock(lock, "sweep", "parent", &fd2, held, sizeof held, &st) == KS_OK);
     fs_unlock(fd2);
+    /* The lock file holds only the notes' table: small, whatever the keys
+     * (a file-size limit must not stop a sweep at its lock). */
+    for (int i = 0; i < 300; i++) {
+        char key[32];
+        snprintf(key, sizeof key, "experiment-%d", i);
+        CHECK(fs_lock(lock, key, "many", &fd3, NULL, 0, &st) == KS_OK);
+        fs_unlock(fd3);
+    }
+    {
+        struct stat lsb;
+        CHECKF(stat(lock, &lsb) == 0 && lsb.st_size <= 16384 && (long long)lsb.st_blocks * 512 <= 65536,
+               "lock file: %lld bytes, %lld blocks", (long long)lsb.st_size, (long long)lsb.st_blocks);
+    }
 
     /* Waiting: the slot comes free when its holder exits, and not before. */
     int ready[2];

@@ -394,4 +394,21 @@ db:close()
   done()
 end
 
+-- A write the file-size limit refuses is one line naming the store (klab
+-- ignores SIGXFSZ, which would kill it silently), and the rows written
+-- before it are all there.
+function T.a_refused_write_is_one_line_and_loses_nothing(t)
+  local dir = t.tmpdir()
+  local db = dir .. "/s.db"
+  local script = ([[local s = assert(require("klab.store").open(%q))
+assert(s:put_candidate { language = "ptx", code = "small" })
+assert(s:put_candidate { language = "ptx", code = string.rep("x", 400000) })]]):format(db)
+  local code, out, err = t.sh(("ulimit -f 500; '%s' -e %s"):format(t.klab, require("klab.command").shell_quote(script)))
+  t.eq(code, 1)
+  t.match(err, "cannot write " .. db:gsub("%p", "%%%0") .. ": the file%-size limit %(ulimit %-f: %d+ bytes%) stops it")
+  t.eq(select(2, err:gsub("\n", "")), 1, "one line: " .. err)
+  local s <close> = assert(require("klab.store").open(db))
+  t.eq(s:first("SELECT count(*) AS n FROM candidates").n, 1, "the first row survived")
+end
+
 return T
