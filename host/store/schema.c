@@ -137,6 +137,12 @@ static const char schema_v2[] =
     " WHEN NOT EXISTS (SELECT 1 FROM verdicts WHERE name = NEW.verdict)"
     " BEGIN SELECT RAISE(ABORT, 'unknown verdict (not in the verdicts table)'); END;";
 
+/* Version 3: turns.awaiting, 1 while a turn's candidate, built and
+ * plan-checked where no GPU was (a sweep's generate phase), waits for klab
+ * judge to run its GPU stages; 0 for every judged turn. */
+static const char schema_v3[] = "ALTER TABLE turns ADD COLUMN awaiting INTEGER NOT NULL DEFAULT 0;"
+                                "CREATE INDEX IF NOT EXISTS turns_awaiting ON turns(awaiting) WHERE awaiting = 1;";
+
 static const struct migration {
     int version;
     const char *description;
@@ -144,6 +150,7 @@ static const struct migration {
 } migrations[] = {
     {1, "initial schema", schema_v1},
     {2, "experiment tables and the verdicts table", schema_v2},
+    {3, "turns awaiting judgement", schema_v3},
 };
 
 #define NMIGRATIONS (sizeof migrations / sizeof migrations[0])

@@ -6,6 +6,7 @@
 --   errors.verbose()                         -> whether errors should carry their traceback
 --   errors.KINDS                             kind -> exit status
 --   errors.EXIT_TEXT                         the exit statuses, as every --help prints them
+--   errors.did_you_mean(word, names)         -> " (did you mean 'x'?)" for a near name, else ""
 --
 -- Library code raises an error of a kind when the person running klab has
 -- to act (a mistake in what was asked, something that could not run), and
@@ -52,6 +53,36 @@ function M.new(kind, message, fields)
 end
 
 function M.raise(kind, message, fields) error(M.new(kind, message, fields), 0) end
+
+-- The edit distance of a and b (insertions, deletions, substitutions and
+-- swaps of neighbours), for names a person may mistype.
+local function distance(a, b)
+  local prev2, prev, cur = nil, {}, {}
+  for j = 0, #b do prev[j] = j end
+  for i = 1, #a do
+    cur = { [0] = i }
+    for j = 1, #b do
+      local cost = a:sub(i, i) == b:sub(j, j) and 0 or 1
+      cur[j] = math.min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost)
+      if prev2 and i > 1 and j > 1 and a:sub(i, i) == b:sub(j - 1, j - 1) and a:sub(i - 1, i - 1) == b:sub(j, j) then
+        cur[j] = math.min(cur[j], prev2[j - 2] + 1)
+      end
+    end
+    prev2, prev = prev, cur
+  end
+  return prev[#b]
+end
+
+function M.did_you_mean(word, names)
+  word = tostring(word)
+  local best, bd
+  for _, n in ipairs(names) do
+    local d = distance(word:lower(), tostring(n):lower())
+    if not bd or d < bd then best, bd = n, d end
+  end
+  if best and bd < #word and bd <= math.max(1, math.min(3, #word // 3)) then return (" (did you mean '%s'?)"):format(best) end
+  return ""
+end
 
 function M.is(e, kind) return getmetatable(e) == Err and (kind == nil or e.kind == kind) end
 

@@ -152,7 +152,8 @@ static void test_schema(void)
     rc = store_exec(db,
                     "DROP TRIGGER turns_verdict_insert; DROP TRIGGER turns_verdict_update;"
                     " DROP TRIGGER evaluations_verdict_insert; DROP TRIGGER evaluations_verdict_update;"
-                    " DROP TABLE verdicts; DELETE FROM schema_version WHERE version = 2;"
+                    " DROP TABLE verdicts; DROP INDEX turns_awaiting; ALTER TABLE turns DROP COLUMN awaiting;"
+                    " DELETE FROM schema_version WHERE version >= 2;"
                     " INSERT INTO experiments(name) VALUES ('old');",
                     &st);
     CHECKF(rc == KS_OK, "back to v1: %s", st.msg);
@@ -163,6 +164,7 @@ static void test_schema(void)
     CHECK(store_schema_version(db) == STORE_SCHEMA_VERSION);
     CHECK(scalar(db, "SELECT count(*) FROM experiments WHERE name = 'old'") == 1);
     CHECK(scalar(db, "SELECT count(*) FROM sqlite_master WHERE type = 'trigger'") == 4);
+    CHECK(scalar(db, "SELECT count(*) FROM pragma_table_info('turns') WHERE name = 'awaiting'") == 1);
 
     /* A file from a newer klab is refused. */
     CHECK(store_exec(db, "INSERT INTO schema_version(version, description) VALUES (99, 'future')", &st) == KS_OK);

@@ -17,8 +17,9 @@ local function q(s) return require("klab.command").shell_quote(s) end
 -- The quickstart's sweep (4 trajectories of 3 turns), replayed from the
 -- sample replies shipped in experiments/responses/quickstart.
 local function quickstart(t, db, extra)
+  -- Every turn judged (as far as this machine can): shards of whole trajectories are what is tested.
   local s = dofile(t.root .. "/experiments/quickstart_spec.lua") {
-    db = db, responses_dir = t.root .. "/experiments/responses/quickstart" }
+    db = db, responses_dir = t.root .. "/experiments/responses/quickstart", phase = "full" }
   for k, v in pairs(extra or {}) do s[k] = v end
   return s
 end

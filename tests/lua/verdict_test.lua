@@ -127,6 +127,7 @@ local EXAMPLES = {
     worker = { { message = "lost the pipe" }, "^the evaluation itself failed: lost the pipe$" },
     start = { { message = "no such task" }, "^the evaluation could not start: no such task$" },
     not_stored = { {}, "^the candidate is not in the store$" },
+    awaiting = { {}, "^built and plan%-checked; its GPU stages wait for klab judge$" },
   },
   passed = {
     evaluated = { {}, "^correct on every trial and timed run$" },

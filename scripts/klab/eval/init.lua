@@ -414,7 +414,8 @@ function Session:_finish(item)
   prepare.finish(run)
   if result.verdict == nil then verdicts.give(result, "passed", { kind = "evaluated" }) end
   result.seconds = sys.now() - item.t0
-  if item.key then self:_record(run, item.key) end
+  -- What waits for a GPU is not a result: nothing to record.
+  if item.key and not result.awaiting then self:_record(run, item.key) end
   item.result, item.state, item.run = result, "done", nil
 end
 
@@ -473,7 +474,14 @@ function Session:_advance(timeout_s)
     end
     -- The GPU stages wait for the key: the store may answer instead.
     if item.state == "ready" and self:_key(item, true) and item.state == "ready" then
-      self:_dispatch(item)
+      if item.opts.build_only then
+        -- Built and plan-checked: the GPU stages are for later (klab judge).
+        verdicts.give(item.run.result, "unknown", { kind = "awaiting" })
+        item.run.result.awaiting = true
+        self:_finish(item)
+      else
+        self:_dispatch(item)
+      end
       moved = true
     end
   end

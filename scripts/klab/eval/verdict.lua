@@ -318,6 +318,7 @@ local R = {
     worker = function(d) return "the evaluation itself failed: " .. line(d.message) end,
     start = function(d) return "the evaluation could not start: " .. line(d.message) end,
     not_stored = function() return "the candidate is not in the store" end,
+    awaiting = function() return "built and plan-checked; its GPU stages wait for klab judge" end,
   },
   passed = {
     evaluated = function() return "correct on every trial and timed run" end,

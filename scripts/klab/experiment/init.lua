@@ -30,6 +30,13 @@
 -- only that shard of the trajectories; false: all of them; default: the
 -- command line's shard=I/N, else the Slurm array task's; see
 -- klab.experiment.shard). A string db may name {index} and {count}.
+-- phase ["auto": "generate" where no GPU is visible, else "full"; default
+-- the command line's phase=]: generate asks each trajectory's first turn,
+-- builds and plan-checks its candidate, and stores it awaiting judgement
+-- (its GPU stages wait for klab judge); repair turns are sent only after
+-- what was judged here (no code, compile and plan errors), never after a
+-- turn nobody could judge. exp:judge() runs the GPU stages of the turns
+-- that await them.
 --
 -- Resume: every trajectory and turn is stored as it finishes (one
 -- transaction per turn). Running the same experiment again skips finished
@@ -57,6 +64,8 @@ local errors = require "klab.errors"
 local records = require "klab.store.records"
 local workloads_mod = require "klab.experiment.workloads"
 local summary_table = require "klab.experiment.summary_table"
+local judge_mod = require "klab.experiment.judge"
+local spec_mod = require "klab.experiment.spec"
 
 local M = {}
 
@@ -143,11 +152,6 @@ function M.new(spec)
   if type(spec) ~= "table" then error("experiment.new expects a table", 2) end
   if type(spec.name) ~= "string" or spec.name == "" then error("experiment.new: field 'name' is required", 2) end
   local e = setmetatable({ spec = spec, name = spec.name }, Exp)
-  e.models = {}
-  for i, m in ipairs(spec.models or {}) do
-    e.models[i] = getmetatable(m) and m or model_mod.new(m)
-  end
-  if #e.models == 0 then error("experiment.new: at least one model is required", 2) end
   e.groups = {}
   -- A task name that names nothing is the user's mistake: said before any
   -- request is sent, at the line of the script that made the experiment.
@@ -168,17 +172,26 @@ function M.new(spec)
     e.groups[i] = g
   end
   if #e.groups == 0 then error("experiment.new: at least one task is required", 2) end
+  -- Everything else, before the store is opened.
+  local pol
+  e.models, pol = spec_mod.check(spec, where, e.groups)
+  if #e.models == 0 then error("experiment.new: at least one model is required", 2) end
   e.tags = spec.tags or { "none" }
   e.replicas = spec.replicas or 1
   e.turns = spec.turns or 1
   e.target = spec.target_speedup
   e.mode = spec.mode or "record-missing"
   e.arch = spec.arch or "sm_90a"
-  e.policy = policy.resolve(spec.select)
+  e.policy = pol
   e.feedback = spec.feedback or {}
   e.prompt = spec.prompt or {}
   e.history = spec.history or "full"
   e.shard = shard_mod.resolve(spec.shard)
+  e.phase = spec.phase or options_mod.command_line_phase or "auto"
+  if not options_mod.PHASES[e.phase] then
+    errors.raise("mistake", ("experiment %s: phase must be generate, full or auto, got '%s'"):format(spec.name,
+      tostring(e.phase)))
+  end
   if type(spec.db) == "string" then
     e.db = open_store(shard_mod.path(spec.db, e.shard), "experiment " .. spec.name)
     e.own_db = true
@@ -297,6 +310,7 @@ function Exp:_eval_opts(turn)
   for k, v in pairs(self.spec.eval or {}) do o[k] = v end
   o.arch = o.arch or self.arch
   if self.feedback.profile and turn > (self.feedback.profile_after or 0) then o.profile = true end
+  if self.generating then o.build_only = true end
   return o
 end
 
@@ -334,22 +348,38 @@ function Exp:_turn(t, o, n)
       rec.candidate, rec.language = cand.hash, cand.lang
       self.db:put_candidate { language = cand.lang, code = cand.code, plan = cand.plan, source = cand.source }
       local res = self:_evaluate(cand, self:_workloads(t.group), self:_eval_opts(n))
-      rec.verdict, rec.reason, rec.speedup = res.verdict, res.reason, res.speedup
-      rec.verified = res.verified == nil and nil or (res.verified and 1 or 0)
-      rec.workloads = model_mod.json(res.workloads)
-      res.turn = n
-      res.targets = targets_of(t.group, self.arch)
+      self:_judged(rec, res, t, n)
+      -- Built and plan-checked, its GPU stages still to come: no feedback
+      -- yet, and no next turn until klab judge has run them.
+      if res.awaiting then
+        rec.awaiting, rec.feedback = 1, nil
+        return rec
+      end
       fb_turn = res
     end
-    rec.feedback = prompt.feedback(fb_turn, {
-      turn = n, turns = self.turns, target = self.target, profile = self.feedback.profile,
-      profile_after = self.feedback.profile_after, compile_log = self.feedback.compile_log,
-      log_lines = self.feedback.log_lines,
-      template = self.feedback.template == nil and "feedback.md" or self.feedback.template or nil,
-      root = self.prompt.root,
-    })
+    rec.feedback = self:_feedback(fb_turn, n)
   end
   return rec
+end
+
+-- A turn's record from its evaluation (res, as workloads.evaluate gives it).
+function Exp:_judged(rec, res, t, n)
+  rec.verdict, rec.reason, rec.speedup = res.verdict, res.reason, res.speedup
+  rec.verified = res.verified == nil and nil or (res.verified and 1 or 0)
+  rec.workloads = model_mod.json(res.workloads)
+  res.turn = n
+  res.targets = targets_of(t.group, self.arch)
+end
+
+-- The feedback the model gets after turn n.
+function Exp:_feedback(fb_turn, n)
+  return prompt.feedback(fb_turn, {
+    turn = n, turns = self.turns, target = self.target, profile = self.feedback.profile,
+    profile_after = self.feedback.profile_after, compile_log = self.feedback.compile_log,
+    log_lines = self.feedback.log_lines,
+    template = self.feedback.template == nil and "feedback.md" or self.feedback.template or nil,
+    root = self.prompt.root,
+  })
 end
 
 local function entry_of(t, tr)
@@ -393,9 +423,12 @@ function Exp:_finish_trajectory(t, reason)
   t.done = true
 end
 
+local awaiting = judge_mod.awaiting
+
 -- Whether t is finished after its stored turns, and why.
 function Exp:_stop_reason(t)
   local last = t.turns[#t.turns]
+  if last and last.awaiting == 1 then return nil end
   if last and self.target and last.verdict == "passed"
       and (self.target <= 0 or (last.speedup and last.speedup >= self.target)) then
     return "target_met"
@@ -474,11 +507,21 @@ function Exp:_run()
       if stop then db:transaction(function() self:_finish_trajectory(t, stop) end) end
     end
   end
+  local own_session = not spec.session
+  local pool = spec.pool or {}
+  self.session = spec.session or require("klab.eval").session { db = db, deadline = spec.eval and spec.eval.deadline,
+    gpus = pool.gpus, per_gpu = pool.per_gpu, cpu = pool.cpu or require("klab.eval.pool").default_cpu() }
+  local phase = self:_phase()
+  self.generating = phase == "generate"
+  self:_log("phase %s", phase)
+  -- Judging first: turns a generate phase left are judged before their
+  -- trajectories go on.
+  if not self.generating then self:_judge_turns(trajs, false) end
   local function totals()
     local total, done = 0, 0
     for _, t in ipairs(trajs) do
       done = done + #t.turns
-      total = total + (t.done and #t.turns or self.turns)
+      total = total + ((t.done or (self.generating and awaiting(t))) and #t.turns or self.turns)
     end
     return total, done
   end
@@ -489,10 +532,6 @@ function Exp:_run()
 
   self.caller = model_mod.caller { db = db, mode = self.mode, experiment = self.name, responses_dir = spec.responses_dir,
     concurrency = spec.concurrency, http = spec.http, log = function(line) self:_log("%s", line) end }
-  local own_session = not spec.session
-  local pool = spec.pool or {}
-  self.session = spec.session or require("klab.eval").session { db = db, deadline = spec.eval and spec.eval.deadline,
-    gpus = pool.gpus, per_gpu = pool.per_gpu, cpu = pool.cpu or require("klab.eval.pool").default_cpu() }
   self.outcomes = {}
   local waiting = {}   -- ticket -> trajectory
   local stored = 0
@@ -502,9 +541,9 @@ function Exp:_run()
     while true do
       self:_check_signal()
       for _, t in ipairs(trajs) do
-        if not t.done and not t.waiting then
+        if not t.done and not t.waiting and not awaiting(t) then
           local n = #t.turns + 1
-          local ticket = self.caller:submit(t.model, self:_messages(t), {
+          local ticket = self.caller:submit(model_mod.for_replica(t.model, t.replica), self:_messages(t), {
             key = { tag = t.tag, sample = t.replica, turn = n },
             locator = { model = t.model.name, task = t.group.name, tag = t.tag, replica = t.replica, turn = n },
           })
@@ -523,7 +562,7 @@ function Exp:_run()
           self:_store_turn(t, rec)
           t.waiting = nil
           stored = stored + 1
-          ran[#ran + 1] = { model = t.model, verdict = rec.verdict, reason = rec.reason }
+          ran[#ran + 1] = { model = t.model, verdict = rec.verdict, reason = rec.reason, awaiting = rec.awaiting == 1 }
           self:_log("turn %s %s %s r%d t%d: %s", t.model.name, t.group.name, t.tag, t.replica, n, rec.reason or rec.verdict)
           local tot, dn = totals()
           -- A failing server shows its reason while the sweep runs, not only in the store.
@@ -533,7 +572,7 @@ function Exp:_run()
         end
       else
         local busy = false
-        for _, t in ipairs(trajs) do if not t.done then busy = true break end end
+        for _, t in ipairs(trajs) do if not t.done and (t.waiting or not awaiting(t)) then busy = true break end end
         if not busy then break end
       end
     end
@@ -567,9 +606,28 @@ function Exp:_run()
   self.caller:close()
   self.caller, self.session = nil, nil
   local outcome, why = self:_outcome(ran)
+  local waiting_n = 0
+  for _, t in ipairs(trajs) do if awaiting(t) then waiting_n = waiting_n + 1 end end
+  if waiting_n > 0 then
+    io.stderr:write(("%s: %d turn%s await%s judgement on a GPU machine: klab judge %s --experiment %s\n"):format(
+      self.name, waiting_n, waiting_n == 1 and "" or "s", waiting_n == 1 and "s" or "", db:path() or "DB", self.name))
+  end
   return { trajectories = #trajs, turns = dn, new_turns = stored, counts = self:_counts(), requests = stats,
-           outcome = outcome, status = errors.KINDS[outcome], why = why, shard = self.shard }
+           outcome = outcome, status = errors.KINDS[outcome], why = why, shard = self.shard, phase = phase,
+           awaiting = waiting_n }
 end
+
+-- The phase of this run: the spec's, or for "auto" generate where the
+-- session sees no GPU (a session that cannot say is taken to have one).
+function Exp:_phase()
+  if self.phase ~= "auto" then return self.phase end
+  local m = self.session.machine and self.session:machine()
+  return (m and m.none) and "generate" or "full"
+end
+
+-- The judging of stored turns (klab.experiment.judge).
+function Exp:_judge_turns(trajs, again, bar) return judge_mod.turns(self, trajs, again, bar) end
+function Exp:judge(opts) return judge_mod.judge(self, opts) end
 
 -- What a run came to, from the turns it stored: a klab.errors kind ("done"
 -- when something was measured or nothing was left to do, "unavailable"
@@ -587,7 +645,7 @@ function Exp:_outcome(ran)
         order[#order + 1] = k
       end
       fails[k].n = fails[k].n + 1
-    elseif r.verdict ~= "unknown" then
+    elseif r.verdict ~= "unknown" or r.awaiting then
       measured = measured + 1
     end
   end

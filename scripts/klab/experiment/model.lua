@@ -75,6 +75,8 @@ local FIELDS = {
   anthropic_version = "string", allow_insecure_http = "boolean", max_reply_bytes = "number",
 }
 
+M.FIELDS = FIELDS
+
 M.MAX_REPLY_BYTES = 64 * 1024 * 1024
 
 function M.new(spec)
@@ -114,6 +116,18 @@ function M.new(spec)
   local r = m.retry or {}
   m.retry = { attempts = r.attempts or 4, base = r.base or 1, max = r.max or 60, budget = r.budget or 900 }
   return setmetatable(m, { __tostring = function(x) return "klab.experiment.model (" .. x.name .. ")" end })
+end
+
+-- The model as replica r of a trajectory asks it: replicas are independent
+-- samples, so a model with a seed sends replica r the seed (seed + 1000003
+-- * (r - 1)) mod 2^31 (replica 1 the seed itself); the request (and the
+-- store's response cache) records it. Without a seed, m itself.
+function M.for_replica(m, r)
+  if m.seed == nil or (r or 1) == 1 then return m end
+  local c = {}
+  for k, v in pairs(m) do c[k] = v end
+  c.seed = math.tointeger((m.seed + 1000003 * (r - 1)) % 2147483648)
+  return setmetatable(c, getmetatable(m))
 end
 
 local function provider(m) return require(M.PROVIDERS[m.provider]) end

@@ -74,7 +74,10 @@ function M.help(decl, name)
   end
   out[#out + 1] = ""
   out[#out + 1] = "Every experiment script also takes shard=I/N: run only shard I of N of the sweep's trajectories"
-  out[#out + 1] = "(docs/slurm.md); a db= path may name {index} and {count}."
+  out[#out + 1] = "(docs/slurm.md); a db= path may name {index} and {count}. And phase=generate|full|auto"
+  out[#out + 1] = "(default auto: generate where no GPU is visible): generate asks each trajectory's first turn,"
+  out[#out + 1] = "builds and plan-checks the candidates and stores them for 'klab judge' on a GPU machine, sending"
+  out[#out + 1] = "repair turns only for what was judged here (compile and plan errors); full judges every turn."
   out[#out + 1] = ""
   out[#out + 1] = errors.EXIT_TEXT
   return table.concat(out, "\n")
@@ -89,8 +92,29 @@ end
 -- mistake). Every script also takes shard=I/N (o.shard;
 -- experiment.new uses it), and a db option's {index} and {count} are
 -- filled from the shard.
+-- phase=generate|full|auto, which every script takes too (the sweep's phase:
+-- klab.experiment's spec.phase when the script sets none).
+M.PHASES = { generate = true, full = true, auto = true }
+
+local function take_phase(args)
+  local rest = {}
+  M.command_line_phase = nil
+  for _, a in ipairs(args or {}) do
+    local v = type(a) == "string" and a:match("^phase=(.*)$")
+    if v then
+      if not M.PHASES[v] then
+        errors.raise("mistake", ("%s: option phase must be generate, full or auto, got '%s'"):format(script_name(), v))
+      end
+      M.command_line_phase = v
+    else
+      rest[#rest + 1] = a
+    end
+  end
+  return rest
+end
+
 function M.options(decl, args)
-  args = shard_mod.take(args)
+  args = take_phase(shard_mod.take(args))
   decl = declared(decl)
   local name = script_name()
   local defaults, keys = {}, {}
@@ -112,7 +136,9 @@ function M.options(decl, args)
     local k, v = a:match("^([%w_%.%-]+)=(.*)$")
     if not k then bad(("expected key=value, got '%s'"):format(a)) end
     local d = defaults[k]
-    if d == nil then bad(("unknown option '%s' (known: %s)"):format(k, table.concat(keys, ", "))) end
+    if d == nil then
+      bad(("unknown option '%s'%s (known: %s)"):format(k, errors.did_you_mean(k, keys), table.concat(keys, ", ")))
+    end
     if type(d) == "number" then
       local n = tonumber(v)
       if not n or n ~= n then bad(("option %s needs a number, got '%s'"):format(k, v)) end
@@ -150,9 +176,9 @@ M.MODEL_OPTION_LIST = {
   { "api_key_env", "", "the environment variable that holds the API key (never the key itself)" },
   { "temperature", -1.0, "sampling temperature (negative: the server's default)" },
   { "top_p", -1.0, "nucleus sampling (negative: the server's default)" },
-  { "max_tokens", 32000, "the reply's token limit (0 or less: the server's default)" },
+  { "max_tokens", 0, "the reply's token limit (0 or less: not sent, the server's default)" },
   { "reasoning_effort", "", "reasoning effort for models that take one (low, medium, high)" },
-  { "seed", -1, "sampling seed (negative: none)" },
+  { "seed", -1, "sampling seed (negative: none); replica r sends (seed + 1000003*(r-1)) mod 2^31" },
   { "concurrency", 4, "requests in flight per model" },
   { "timeout", 600.0, "seconds one request may take" },
   { "price_in", -1.0, "USD per million input tokens, for the cost column (negative: unknown)" },
@@ -200,7 +226,14 @@ function M.models_from(o)
     if o.price_in >= 0 or o.price_out >= 0 then
       spec.prices = { input = math.max(o.price_in, 0), output = math.max(o.price_out, 0) }
     end
-    list[#list + 1] = model_mod.new(spec)
+    local ok, m = pcall(model_mod.new, spec)
+    if not ok then
+      local msg = tostring(m):gsub("^[^:\n]+%.lua:%d+: ", "")
+      if not model_mod.PROVIDERS[spec.provider or ""] then msg = msg .. errors.did_you_mean(spec.provider, { "openai", "anthropic" }) end
+      errors.raise("mistake", ("%s: model %s: %s; 'klab %s --help' describes the options"):format(script_name(), name,
+        msg, script_name()))
+    end
+    list[#list + 1] = m
   end
   return list
 end

@@ -4,7 +4,9 @@
 -- verdict (the worst), the smallest speedup when every workload passed,
 -- whether the targets were seen executing everywhere.
 --
---   workloads.evaluate(exp, c, names, opts) -> {verdict=, reason=, speedup=, verified=, workloads={...}, compile_log=}
+--   workloads.evaluate(exp, c, names, opts) -> {verdict=, reason=, speedup=, verified=, workloads={...}, compile_log=,
+--                                              awaiting = true when every workload waits for its GPU stages}
+--   workloads.start(exp, c, names, opts) -> job   workloads.finish(exp, job) -> the same result
 --   workloads.axes_of(task)                 -> "M=128, N=4096" (a workload's dimensions)
 
 local verdicts = require "klab.eval.verdict"
@@ -22,7 +24,8 @@ local axes_of = M.axes_of
 -- One workload's result, in the terms of feedback and tables.
 local function summarize(name, r, speedup_field)
   local t = task_mod.get(name)
-  local w = { name = name, axes = axes_of(t), verdict = r.verdict, reason = r.reason, cached = r.cached }
+  local w = { name = name, axes = axes_of(t), verdict = r.verdict, reason = r.reason, cached = r.cached,
+    awaiting = r.awaiting }
   local st = r.stages or {}
   local tm = st.timing
   if tm and tm.candidate then
@@ -64,8 +67,12 @@ end
 -- session's pool runs them side by side (builds on its CPU workers, the GPU
 -- stages on every GPU); polls the model caller meanwhile so that requests
 -- keep flowing.
-function M.evaluate(self, c, workloads, opts)
-  local results, ws = {}, {}
+function M.evaluate(self, c, workloads, opts) return M.finish(self, M.start(self, c, workloads, opts)) end
+
+-- The same in two halves, so that many candidates are evaluated side by
+-- side: start submits, finish waits for the results and summarizes.
+function M.start(self, c, workloads, opts)
+  local results = {}
   local tickets = {}
   for i, name in ipairs(workloads) do
     self:_check_signal()
@@ -83,6 +90,12 @@ function M.evaluate(self, c, workloads, opts)
       results[i].stages = {}
     end
   end
+  return { results = results, tickets = tickets, workloads = workloads }
+end
+
+function M.finish(self, job)
+  local results, tickets, workloads = job.results, job.tickets, job.workloads
+  local ws = {}
   for ticket, i in pairs(tickets) do
     while not results[i] do
       results[i] = self.session:wait(ticket, self.caller and 0.05 or nil)
@@ -127,8 +140,11 @@ function M.evaluate(self, c, workloads, opts)
     end
   end
   local compile_log = results[1] and results[1].stages and results[1].stages.build and results[1].stages.build.log
+  -- Awaiting judgement: nothing found here, every workload's GPU stages to come.
+  local awaiting = v == "unknown" and #ws > 0
+  for _, w in ipairs(ws) do awaiting = awaiting and w.awaiting == true end
   return { verdict = v, reason = reason, speedup = speedup, verified = verified, workloads = ws,
-           compile_log = compile_log }
+           compile_log = compile_log, awaiting = awaiting or nil }
 end
 
 return M

@@ -241,7 +241,7 @@ end
 -- frequent first), gpu_skipped = whether a reason says the GPU stages were
 -- skipped}. A store without evaluations gives total 0.
 function M.not_measured(db)
-  local out = { total = 0, unknown = 0, reasons = {}, gpu_skipped = false }
+  local out = { total = 0, unknown = 0, reasons = {}, gpu_skipped = false, awaiting = records.awaiting_count(db) }
   if not records.has_table(db, "evaluations") then return out end
   out.total = records.count(db, "evaluations")
   for _, r in ipairs(records.unknown_reasons(db)) do
@@ -256,6 +256,12 @@ end
 -- The notice for index.html's first screen and the console, or nil when
 -- every evaluation was measured.
 local function notice_text(nm)
+  if nm.awaiting > 0 and nm.unknown == 0 then
+    return "Awaiting judgement", ("%d turn%s %s built and plan-checked where no GPU was; %s GPU stages wait for "
+      .. "'klab judge' on a GPU machine. %s not counted as results in the rates below."):format(nm.awaiting,
+      nm.awaiting == 1 and "" or "s", nm.awaiting == 1 and "was" or "were", nm.awaiting == 1 and "its" or "their",
+      nm.awaiting == 1 and "It is" or "They are")
+  end
   if nm.unknown == 0 then return nil end
   local head = nm.gpu_skipped and "GPU stages skipped" or "Not measured"
   local parts = {}

@@ -147,7 +147,8 @@ end
 local TRAJECTORY = { id = "integer", experiment_id = "integer", key = "string", model = "string", task = "string",
   tag = "string", replica = "integer", state = "string", turns = "integer", messages = "string?" }
 local TURN = { id = "integer", trajectory_id = "integer", turn = "integer", verdict = "string", reason = "string?",
-  speedup = "number?", verified = "integer?", candidate = "string?", reply = "string?", feedback = "string?" }
+  speedup = "number?", verified = "integer?", candidate = "string?", reply = "string?", feedback = "string?",
+  awaiting = "integer?" }
 
 function M.trajectory(db, key)
   return checked(db, "trajectories", query(db, "SELECT * FROM trajectories WHERE key = ?", key), TRAJECTORY)[1]
@@ -171,6 +172,25 @@ function M.add_turn(db, rec)
   end
   query(db, "UPDATE trajectories SET turns = ? WHERE id = ?", rec.turn, rec.trajectory_id)
   return checked(db, "turns", query(db, "SELECT * FROM turns WHERE id = ?", id), TURN)[1]
+end
+
+-- A judged turn: its verdict and what comes with it replace what the
+-- generate phase stored (f = {verdict=, reason=, speedup=, verified=,
+-- workloads=, feedback=}); awaiting goes to 0. Returns the stored row.
+function M.judge_turn(db, id, f)
+  query(db, [[UPDATE turns SET verdict = ?, reason = ?, speedup = ?, verified = ?, workloads = ?, feedback = ?,
+    awaiting = 0 WHERE id = ?]], f.verdict, f.reason, f.speedup, f.verified, f.workloads, f.feedback, id)
+  return checked(db, "turns", query(db, "SELECT * FROM turns WHERE id = ?", id), TURN)[1]
+end
+
+-- The experiment's turns that await judgement (or, again: every turn with
+-- a candidate), with their trajectory's key, in trajectory and turn order.
+function M.turns_to_judge(db, experiment_id, again)
+  return checked(db, "turns", query(db, [[SELECT turns.*, t.key AS trajectory_key FROM turns
+      JOIN trajectories t ON t.id = trajectory_id
+      WHERE t.experiment_id = ? AND (turns.awaiting = 1 OR (? AND turns.candidate IS NOT NULL))
+      ORDER BY t.id, turns.turn]], experiment_id, again and 1 or 0),
+    { id = "integer", trajectory_id = "integer", turn = "integer", candidate = "string?", trajectory_key = "string" })
 end
 
 -- f = {stop_reason=, best_speedup=, best_turn=, selected_turn=, selected_speedup=, selection=}
@@ -311,6 +331,14 @@ function M.schema_version(db)
 end
 
 -- Why evaluations were not measured: {{reason=, n=}, ...}, most frequent first.
+-- The turns that await judgement (a generate phase's), store-wide.
+function M.awaiting_count(db)
+  if not M.has_table(db, "turns") then return 0 end
+  local cols = query(db, "SELECT count(*) AS n FROM pragma_table_info('turns') WHERE name = 'awaiting'")
+  if (cols[1] and cols[1].n or 0) == 0 then return 0 end
+  return first(db, "SELECT count(*) AS n FROM turns WHERE awaiting = 1").n or 0
+end
+
 function M.unknown_reasons(db)
   return query(db, [[SELECT reason, count(*) AS n FROM evaluations WHERE verdict = 'unknown'
       GROUP BY reason ORDER BY n DESC, reason]])
