@@ -468,6 +468,120 @@ T.early_stop_verification_and_paired_gate = function(t)
   end)
 end
 
+-- The two phases: where the models are, each trajectory's first turn is
+-- asked, built and plan-checked, and stored awaiting judgement; only what
+-- was judged there (a compile error) gets a repair turn. Where the GPUs
+-- are, judging stores the verdicts and the feedback, and continue sends the
+-- repair turns after them. (The judging machine is a stand-in session.)
+T.two_phases_generate_then_judge_then_continue = function(t)
+  with_server(t, function(s)
+    local dir = t.tmpdir()
+    local path = dir .. "/two.db"
+    local slow = "```cuda\n// SLOW\n" .. NAIVE_CODE .. "```\n"
+    local fast = "```cuda\n// FAST\n" .. NAIVE_CODE .. "```\n"
+    s:script { { reply = slow }, { reply = BROKEN }, { reply = fast }, { reply = fast } }
+    local spec = { name = "two", db = path, models = { oa_model(s, { concurrency = 1 }) }, tasks = { TASK },
+      replicas = 2, turns = 3, target_speedup = 1.2, progress = false, phase = "generate" }
+    local exp <close> = experiment.new(spec)
+    local sum = exp:run()
+    t.eq(sum.phase, "generate")
+    t.eq(#s:log(), 3, "one request per trajectory, and one repair turn after the compile error")
+    t.eq(sum.new_turns, 3)
+    t.eq(sum.awaiting, 2, "both trajectories await judgement")
+    t.eq(sum.outcome, "done")
+    local db <close> = assert(store.open(path))
+    local rows = db:query("SELECT t.replica, u.turn, u.verdict, u.awaiting, u.feedback FROM turns u "
+      .. "JOIN trajectories t ON t.id = u.trajectory_id ORDER BY t.replica, u.turn")
+    t.eq(#rows, 3)
+    t.eq(rows[1].verdict, "unknown") t.eq(rows[1].awaiting, 1) t.eq(rows[1].feedback, nil)
+    t.eq(rows[2].verdict, "compile_error") t.eq(rows[2].awaiting, 0) t.match(rows[2].feedback, "COMPILE_ERROR")
+    t.eq(rows[3].verdict, "unknown") t.eq(rows[3].awaiting, 1)
+    -- Run again on the same machine: nothing more is asked of the model.
+    local again <close> = experiment.new(spec)
+    t.eq(again:run().new_turns, 0)
+    t.eq(#s:log(), 3, "no turn is sent after a turn nobody judged")
+
+    -- On the GPU machine: the stored experiment is rebuilt and judged.
+    local calls = {}
+    local judge <close> = experiment.from_store(db, "two", { session = fake_session(calls), progress = false })
+    local r = judge:judge {}
+    t.eq(r.judged, 2) t.eq(r.unjudged, 0) t.eq(r.awaiting, 0)
+    t.eq(#calls, 2)
+    local turns = db:query("SELECT t.replica, t.state, u.turn, u.verdict, u.speedup, u.awaiting, u.feedback FROM turns u "
+      .. "JOIN trajectories t ON t.id = u.trajectory_id ORDER BY t.replica, u.turn")
+    t.eq(turns[1].verdict, "passed") t.eq(turns[1].speedup, 0.7) t.eq(turns[1].awaiting, 0)
+    t.match(turns[1].feedback, "PASSED — speedup: 0%.700x")
+    t.eq(turns[1].state, "running", "0.7x: the trajectory goes on")
+    t.eq(turns[3].verdict, "passed") t.eq(turns[3].speedup, 1.5)
+    t.eq(turns[3].state, "done", "1.5x met the target")
+    t.eq(#s:log(), 3, "judging asks no model")
+
+    -- --continue: the repair turns, after the judged feedback.
+    local cont <close> = experiment.from_store(db, "two", { session = fake_session(calls), progress = false })
+    local c = cont:judge { continue = true }
+    t.eq(c.judged, 0)
+    t.eq(c.run.new_turns, 1)
+    local log = s:log()
+    t.eq(#log, 4)
+    t.ok(log[4].body:find("PASSED — speedup: 0.700x", 1, true) ~= nil, "turn 2 was asked with turn 1's verdict")
+    t.eq(db:first("SELECT state FROM trajectories WHERE replica = 1").state, "done")
+  end)
+end
+
+-- Without a GPU, phase auto is the generate phase, and klab judge says it
+-- cannot judge there (exit 3), leaving the turns awaiting.
+T.auto_phase_and_judge_without_a_gpu = function(t)
+  if require("klab.gpu").available() then t.skip("a GPU is present: the GPU check judges for real") end
+  with_server(t, function(s)
+    local dir = t.tmpdir()
+    local path = dir .. "/auto.db"
+    s:script { { reply = NAIVE }, { reply = NAIVE } }
+    local exp <close> = experiment.new { name = "auto", db = path, models = { oa_model(s, { concurrency = 1 }) },
+      tasks = { TASK }, replicas = 2, turns = 3, progress = false }
+    local sum = exp:run()
+    t.eq(sum.phase, "generate")
+    t.eq(#s:log(), 2)
+    exp:close()
+    local code, out, err = t.sh(("'%s' judge %s"):format(t.klab, require("klab.command").shell_quote(path)))
+    t.eq(code, 3, out .. err)
+    t.match(err, "klab judge: nothing could be judged here: .*GPU stages skipped")
+    local db <close> = assert(store.open(path))
+    t.eq(db:first("SELECT count(*) AS n FROM turns WHERE awaiting = 1").n, 2, "the turns wait on")
+    code, out, err = t.sh(("'%s' judge %s --experiment aut"):format(t.klab, require("klab.command").shell_quote(path)))
+    t.eq(code, 2)
+    t.match(err, "holds no experiment named aut %(did you mean 'auto'%?%)")
+  end)
+end
+
+-- Mistakes in a spec are found before anything is written: one line naming
+-- the script and the mistake, with did-you-mean; no store is made.
+T.spec_mistakes_before_anything_is_written = function(t)
+  local dir = t.tmpdir()
+  local base = { name = "m", models = { { provider = "openai", model = "x", base_url = "http://127.0.0.1:9/v1" } },
+    tasks = { TASK } }
+  local function try(extra, pattern)
+    local spec = { db = dir .. "/m.db" }
+    for k, v in pairs(base) do spec[k] = v end
+    for k, v in pairs(extra) do spec[k] = v end
+    local ok, err = pcall(experiment.new, spec)
+    t.eq(ok, false)
+    t.ok(require("klab.errors").is(err, "mistake"), "a mistake: " .. tostring(err))
+    t.match(tostring(err), pattern)
+    t.ok(not tostring(err):find("\n"), "one line")
+    t.ok(not io.open(dir .. "/m.db"), "no store was made")
+  end
+  try({ replicass = 2 }, "experiment_test%.lua:%d+: experiment m: unknown field 'replicass' %(did you mean 'replicas'%?%)")
+  try({ turnz = 3 }, "unknown field 'turnz' %(did you mean 'turns'%?%)")
+  try({ promt = {} }, "unknown field 'promt' %(did you mean 'prompt'%?%)")
+  try({ tags = { "nosuchtag" } }, "tag nosuchtag: .*knowledge pack .*nosuchtag%.md")
+  try({ mode = "bogus" }, "mode must be one of live, record%-missing, replay, got 'bogus'")
+  try({ select = "fastest_corect" }, "unknown policy 'fastest_corect'.*%(did you mean 'fastest_correct'%?%)")
+  try({ prompt = { user = "nosuch.md" } }, "no template nosuch%.md")
+  try({ models = { { provider = "openia", model = "x" } } }, "did you mean 'openai'")
+  try({ replicas = 0 }, "replicas must be a whole number of at least 1")
+  try({ phase = "judge" }, "phase must be generate, full or auto")
+end
+
 -- A sweep that hits errors runs in a child process with a fake key in its
 -- environment; afterwards the key is nowhere in the store files, the log or
 -- anything the child printed, while the server saw it (as a hash).

@@ -123,6 +123,14 @@ local function gate_of(g, pol)
   return gate
 end
 
+-- A copy of t holding only what JSON can hold (no functions).
+local function plain(t)
+  if type(t) ~= "table" then return (type(t) == "function" or type(t) == "userdata") and nil or t end
+  local out = {}
+  for k, v in pairs(t) do out[k] = plain(v) end
+  return out
+end
+
 -- ---- the experiment ----------------------------------------------------------
 
 local Exp = {}
@@ -155,9 +163,16 @@ function M.new(spec)
   e.groups = {}
   -- A task name that names nothing is the user's mistake: said before any
   -- request is sent, at the line of the script that made the experiment.
-  local caller = debug.getinfo(2, "Sl")
-  local where = caller and caller.currentline and caller.currentline > 0
-    and ("%s:%d: "):format(caller.short_src, caller.currentline) or ""
+  local where = ""
+  for level = 2, 6 do
+    local caller = debug.getinfo(level, "Sl")
+    if not caller then break end
+    if caller.what ~= "C" and caller.currentline and caller.currentline > 0
+        and not caller.short_src:find("klab/experiment/", 1, true) then
+      where = ("%s:%d: "):format(caller.short_src, caller.currentline)
+      break
+    end
+  end
   local function bad_task(name, why)
     errors.raise("mistake", ("%sexperiment %s: task %s: %s"):format(where, spec.name, tostring(name),
       task_mod.hint(tostring(why):gsub("^[^:\n]+%.lua:%d+: ", ""))))
@@ -232,7 +247,50 @@ function Exp:_config()
   return model_mod.json {
     models = models, tasks = groups, tags = self.tags, replicas = self.replicas, turns = self.turns,
     target_speedup = self.target, arch = self.arch, select = self.policy.name, history = self.history,
+    mode = self.mode, responses_dir = self.spec.responses_dir, prompt = plain(self.prompt),
+    feedback = plain(self.feedback), eval = plain(self.spec.eval), templates = self:_templates(),
   }
+end
+
+-- The texts a condition's prompts are made of, by hash: the system and user
+-- templates, the feedback template and every tag's knowledge packs.
+function Exp:_templates()
+  local root = self.prompt.root
+  local function h(name)
+    local ok, text = pcall(prompt.read, name, root)
+    return ok and store_mod.hash("klab.template.1", text) or nil
+  end
+  local out = { system = self.prompt.system ~= false and h(self.prompt.system or "system.md") or nil,
+    user = h(self.prompt.user or "task.md"),
+    feedback = self.feedback.template ~= false and h(self.feedback.template or "feedback.md") or nil, packs = {} }
+  for _, tag in ipairs(self.tags) do
+    local ok, text = pcall(prompt.pack, tag, root)
+    out.packs[tag] = ok and store_mod.hash("klab.template.1", text) or nil
+  end
+  return out
+end
+
+-- The experiment name holds in db, rebuilt from its stored config (klab
+-- judge); fields are set over it (a session, progress, a phase).
+function M.from_store(db, name, fields)
+  local row = records.experiment(db, name)
+  if not row then
+    local names = records.experiment_names(db)
+    errors.raise("mistake", ("%s holds no experiment named %s%s (it holds: %s)"):format(db:path() or "the store",
+      tostring(name), errors.did_you_mean(name, names), #names > 0 and table.concat(names, ", ") or "none"))
+  end
+  local c = records.decode(db, "experiments", "config", row.config, row.id, { integers = true }) or {}
+  local spec = { name = name, db = db }
+  for _, k in ipairs { "models", "tasks", "tags", "replicas", "turns", "target_speedup", "arch", "select", "history",
+    "prompt", "feedback", "eval", "mode", "responses_dir" } do
+    spec[k] = c[k]
+  end
+  if type(spec.models) ~= "table" or #spec.models == 0 then
+    errors.raise("mistake", ("%s: experiment %s has no stored models (it was made by an older klab); run its script "
+      .. "again on this store instead"):format(db:path() or "the store", name))
+  end
+  for k, v in pairs(fields or {}) do spec[k] = v end
+  return M.new(spec)
 end
 
 function Exp:_experiment_id()

@@ -5,8 +5,8 @@
 -- with the feedback the model would have had, and finishes the
 -- trajectories that end there. With continue, the repair turns follow.
 --
---   judge.judge(exp, {again =, continue =}) -> {judged=, counts=, awaiting=, trajectories=, run=}
---   judge.turns(exp, trajs, again [, bar])  -> number of turns judged
+--   judge.judge(exp, {again =, continue =}) -> {judged=, unjudged=, why=, counts=, awaiting=, trajectories=, run=}
+--   judge.turns(exp, trajs, again [, bar])  -> turns judged, turns that could not be, why not
 --   judge.awaiting(t)                       -> whether trajectory t's last turn awaits judgement
 
 local records = require "klab.store.records"
@@ -14,6 +14,7 @@ local candidate_mod = require "klab.eval.candidate"
 local workloads_mod = require "klab.experiment.workloads"
 local progress = require "klab.progress"
 local errors = require "klab.errors"
+local verdicts = require "klab.eval.verdict"
 
 local M = {}
 
@@ -27,9 +28,11 @@ local awaiting = M.awaiting
 -- with a candidate, answered from the store where this machine measured it
 -- already), all submitted at once so that the pool runs them side by side;
 -- stores each verdict with its feedback and finishes the trajectories that
--- end there. Returns the number of turns judged.
+-- end there. A turn that could not be measured here either (no GPU) waits
+-- on. Returns the turns judged, those that could not be, and why not.
 function M.turns(self, trajs, again, bar)
   local pending = {}
+  local judged, unjudged, why = 0, 0, nil
   for _, t in ipairs(trajs) do
     for k, tr in ipairs(t.turns) do
       if tr.awaiting == 1 or (again and tr.candidate) then
@@ -48,7 +51,11 @@ function M.turns(self, trajs, again, bar)
     local res = workloads_mod.finish(self, p.job)
     local rec = {}
     self:_judged(rec, res, p.t, p.tr.turn)
-    if not res.awaiting then
+    if not verdicts.measured(res.verdict) then
+      -- Nothing measured here either (no GPU, no driver): the turn waits on.
+      unjudged, why = unjudged + 1, why or res.reason
+    elseif not res.awaiting then
+      judged = judged + 1
       rec.feedback = self:_feedback(res, p.tr.turn)
       self.db:transaction(function() p.t.turns[p.k] = records.judge_turn(self.db, p.tr.id, rec) end)
       self:_log("judged %s %s %s r%d t%d: %s", p.t.model.name, p.t.group.name, p.t.tag, p.t.replica, p.tr.turn,
@@ -60,7 +67,7 @@ function M.turns(self, trajs, again, bar)
     end
     if bar then bar:update { done = i, counts = self:_counts() } end
   end
-  return #pending
+  return judged, unjudged, why
 end
 
 -- klab judge: the GPU stages of every turn of this experiment (its shard)
@@ -91,13 +98,14 @@ function M.judge(self, opts)
     end
     local bar = progress.new { total = n, label = self.name .. ": judged", mode = spec.progress == nil and "auto" or
       spec.progress }
-    local judged = M.turns(self, trajs, opts.again, bar)
+    local judged, unjudged, why = M.turns(self, trajs, opts.again, bar)
     bar:finish()
     if own then self.session:close() end
     self.session = nil
     local left = 0
     for _, t in ipairs(trajs) do if awaiting(t) then left = left + 1 end end
-    return { judged = judged, counts = self:_counts(), awaiting = left, trajectories = #trajs }
+    return { judged = judged, unjudged = unjudged, why = why, counts = self:_counts(), awaiting = left,
+             trajectories = #trajs }
   end)
   sys.untrap()
   if lock then lock:free() end

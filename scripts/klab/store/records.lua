@@ -65,10 +65,11 @@ local function checked(db, tbl, rows, kinds)
 end
 
 -- The value of a JSON column, or nil for NULL; a mistake when it is not JSON.
-function M.decode(db, tbl, col, text, id)
+-- opts: klab.json.decode's ({integers = true}: whole numbers as integers).
+function M.decode(db, tbl, col, text, id, opts)
   if text == nil then return nil end
   if type(text) ~= "string" then bad(db, "%s.%s of row %s is %s, not JSON text", tbl, col, tostring(id), type(text)) end
-  local ok, v = pcall(json.decode, text)
+  local ok, v = pcall(json.decode, text, opts)
   if not ok then bad(db, "%s.%s of row %s is not JSON (%s)", tbl, col, tostring(id), tostring(v):sub(1, 80)) end
   return v
 end
