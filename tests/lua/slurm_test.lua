@@ -40,6 +40,14 @@ T.command_line = function(t)
   bad({ "x.lua", "--shards", "2", "notkv" }, "expected key=value")
   bad({ "x.lua", "--shards", "2", "--results", "my results" }, "must not contain spaces")
   bad({ "x.lua", "--shards", "2", "--partition", "a\n#SBATCH --x" }, "on one line")
+  -- A value with a space would be a second option on its #SBATCH line.
+  bad({ "x.lua", "--shards", "2", "--partition=gpu --output=/etc/cron.d/x" }, "%-%-partition takes one word")
+  bad({ "x.lua", "--shards", "2", "--time", "1:00 --wrap=x" }, "%-%-time takes one word")
+  bad({ "x.lua", "--shards", "2", "--gres", "gpu:1 --x" }, "%-%-gres takes one word")
+  bad({ "x.lua", "--shards", "2", "--sbatch-arg=--comment=a --x" }, "takes one word")
+  bad({ "x.lua", "--shards", "2", "--phase", "judging" }, "%-%-phase must be generate, judge or full")
+  bad({ "x.lua", "--shards", "2", "--after", "12; rm" }, "%-%-after takes a job id")
+  bad({ "x.lua", "--shards", "2", "--continue" }, "%-%-continue goes with %-%-phase judge")
   local code, out = t.sh(q(t.klab) .. " slurm --help")
   t.eq(code, 0) t.match(out, "usage: klab slurm EXPERIMENT%.lua %-%-shards N")
   local err
@@ -67,6 +75,40 @@ T.the_batch_script = function(t)
   write(path, s)
   local code, _, err = t.sh("sh -n " .. q(path))
   t.eq(code, 0, err)
+end
+
+-- The two phases as arrays: generate tasks run the script with
+-- phase=generate, judge tasks run klab judge on their shard's store after
+-- the generate array (afterok).
+T.the_phases_as_arrays = function(t)
+  local o = assert(slurm.parse { "exp.lua", "--shards", "2", "--phase", "generate", "models=a" })
+  o.klab = "/k"
+  local s = slurm.script(o)
+  t.match(s, [["%$klab" 'exp%.lua' 'models=a' phase=generate "shard=%${SLURM_ARRAY_TASK_ID}/2" "db=%$db" &]])
+  t.eq(o.job_name, "klab-exp-generate")
+  local j = assert(slurm.parse { "exp.lua", "--shards", "2", "--phase", "judge", "--after", "4242", "--continue" })
+  j.klab = "/k"
+  local js = slurm.script(j)
+  t.match(js, "\n#SBATCH %-%-dependency=afterok:4242\n")
+  t.match(js, [["%$klab" judge "%$db" %-%-continue &]])
+  t.match(js, "store='results/exp/shard%-'%${SLURM_ARRAY_TASK_ID}'%-of%-2%.db'", "the generate array's shard store")
+  t.eq(j.job_name, "klab-exp-judge")
+end
+
+-- The experiment's options are checked before anything is written or
+-- submitted: a mistake is its one line, exit 2, and no batch script.
+T.options_are_checked_before_submitting = function(t)
+  local dir = t.tmpdir()
+  local code, _, err = t.sh("cd " .. q(t.root) .. " && " .. q(t.klab) .. " slurm experiments/ptxbench_sweep.lua "
+    .. "--shards 2 --results " .. q(dir .. "/r") .. " -- models=m base_url=http://127.0.0.1:9/v1 replicaz=3")
+  t.eq(code, 2, err)
+  t.match(err, "^klab slurm: experiments/ptxbench_sweep%.lua does not start: .*unknown option 'replicaz' %(did you mean 'replicas'%?%)")
+  t.eq(select(2, err:gsub("\n", "")), 1, "one line")
+  t.ok(not io.open(dir .. "/r/ptxbench_sweep.sbatch"), "no batch script was written")
+  code, _, err = t.sh("cd " .. q(t.root) .. " && " .. q(t.klab) .. " slurm experiments/ptxbench_sweep.lua "
+    .. "--shards 2 --results " .. q(dir .. "/r") .. " -- models=m base_url=http://127.0.0.1:9/v1 tags=nosuchtag")
+  t.eq(code, 2, err)
+  t.match(err, "tag nosuchtag: .*knowledge pack")
 end
 
 -- The batch script run as an array task would run it, outside Slurm.

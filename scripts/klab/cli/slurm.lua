@@ -33,11 +33,25 @@ Options:
   --sbatch-arg ARG    one more #SBATCH line, e.g. --sbatch-arg=--exclusive
                       (repeatable)
   --max-running K     run at most K tasks at once (--array=0-(N-1)%K)
+  --phase P           generate: each task asks the models and stores the
+                      candidates awaiting judgement (phase=generate; on CPU
+                      nodes near the API); judge: each task runs `klab judge`
+                      on its shard's store from RESULTS (on GPU nodes);
+                      full (the default): the experiment as it is
+  --after JOB         start only after job JOB ended well
+                      (--dependency=afterok:JOB), e.g. a judge array after
+                      its generate array
+  --continue          with --phase judge: then the repair turns (klab judge
+                      --continue)
   --dry-run           write the batch script and print it; submit nothing
 
 The key=value arguments go to the experiment script (klab's experiment
 options); db= and shard= are set per task. docs/slurm.md has the plain
 sbatch form and how requeue and merge work.
+
+Before anything is written or submitted, the experiment's options are
+checked by running the script in check mode (KLAB_EXPERIMENT_CHECK=1: it
+stops once its spec is checked): a mistake is its one line, exit 2.
 
 Here 0 means the job was submitted (or written, with --dry-run) and 1
 that sbatch failed.
@@ -55,18 +69,40 @@ local function one_line(store)
   end
 end
 
+-- An #SBATCH value is one word: sbatch reads "--partition=gpu --output=x"
+-- on one #SBATCH line as two options.
+local function one_word(store)
+  return one_line(function(v, o, key, flag)
+    if v:find("%s") then return ("option %s takes one word, without spaces, got '%s'"):format(flag, v) end
+    if v == "" then return ("option %s needs a value"):format(flag) end
+    return store(v, o, key, flag)
+  end)
+end
+
 local OPTIONS = {
   ["--dry-run"] = "flag", ["--shards"] = "count", ["--max-running"] = "count",
   ["--results"] = one_line(function(v, o) o.results = v end),
   ["--local-dir"] = one_line(function(v, o) o.local_dir = v end),
   ["--job-name"] = one_line(function(v, o) o.job_name = v end),
-  ["--sbatch-arg"] = one_line(function(v, o)
+  ["--sbatch-arg"] = one_word(function(v, o)
+    if not v:match("^%-%-?[%w]") then return ("--sbatch-arg takes one sbatch option (--NAME or --NAME=VALUE), got '%s'"):format(v) end
     o.extra = o.extra or {}
     o.extra[#o.extra + 1] = v
   end),
+  ["--phase"] = function(v, o)
+    if v ~= "generate" and v ~= "judge" and v ~= "full" then
+      return ("--phase must be generate, judge or full, got '%s'"):format(v)
+    end
+    o.phase = v
+  end,
+  ["--after"] = function(v, o)
+    if not v:match("^%d+$") then return ("--after takes a job id (digits), got '%s'"):format(v) end
+    o.after = v
+  end,
+  ["--continue"] = "flag",
 }
 for _, name in ipairs(SBATCH) do
-  OPTIONS["--" .. name] = one_line(function(v, o)
+  OPTIONS["--" .. name] = one_word(function(v, o)
     o.sbatch = o.sbatch or {}
     o.sbatch[#o.sbatch + 1] = { name, v }
   end)
@@ -100,7 +136,9 @@ function M.parse(args)
   if o.results:find("[%s%%]") then
     return nil, "the results folder must not contain spaces or '%' (it names the tasks' logs on an #SBATCH line)"
   end
-  o.job_name = o.job_name or ("klab-" .. name)
+  o.job_name = o.job_name or ("klab-" .. name) .. (o.phase and o.phase ~= "full" and ("-" .. o.phase) or "")
+  o.phase = o.phase or "full"
+  if o.continue and o.phase ~= "judge" then return nil, "--continue goes with --phase judge" end
   return o
 end
 
@@ -121,11 +159,19 @@ function M.script(o)
   sb("--open-mode=append")
   sb("--output=" .. o.results .. "/slurm-%A_%a.out")
   for _, kv in ipairs(o.sbatch) do sb(("--%s=%s"):format(kv[1], kv[2])) end
+  if o.after then sb("--dependency=afterok:" .. o.after) end
   for _, x in ipairs(o.extra) do sb(x) end
-  local cmd = { '"$klab"', sq(o.experiment) }
-  for _, p in ipairs(o.pass) do cmd[#cmd + 1] = sq(p) end
-  cmd[#cmd + 1] = '"shard=${SLURM_ARRAY_TASK_ID}/' .. o.shards .. '"'
-  cmd[#cmd + 1] = '"db=$db"'
+  local cmd
+  if o.phase == "judge" then
+    cmd = { '"$klab"', "judge", '"$db"' }
+    if o.continue then cmd[#cmd + 1] = "--continue" end
+  else
+    cmd = { '"$klab"', sq(o.experiment) }
+    for _, p in ipairs(o.pass) do cmd[#cmd + 1] = sq(p) end
+    if o.phase == "generate" then cmd[#cmd + 1] = "phase=generate" end
+    cmd[#cmd + 1] = '"shard=${SLURM_ARRAY_TASK_ID}/' .. o.shards .. '"'
+    cmd[#cmd + 1] = '"db=$db"'
+  end
   local body = ([[
 # Written by klab slurm: shard $SLURM_ARRAY_TASK_ID of %d of %s.
 # Each task writes its store on the node's own disk (SQLite is not safe over
@@ -189,6 +235,22 @@ function M.main(args)
   if not f then return command.fail("slurm", "no such experiment script: " .. o.experiment, 2) end
   f:close()
   o.klab = assert(require("klab.sys").exe())
+  -- The experiment's options, checked before anything is written: the
+  -- script runs in check mode and stops once its spec is checked.
+  if o.phase ~= "judge" then
+    local argv = { o.klab, o.experiment }
+    for _, p in ipairs(o.pass) do argv[#argv + 1] = p end
+    argv[#argv + 1] = "shard=0/" .. o.shards
+    argv[#argv + 1] = "db=/nonexistent/klab-slurm-check.db"
+    local res, rerr = require("klab.spawn").run { argv = argv, stderr = "stdout", timeout = 120,
+      env = { KLAB_EXPERIMENT_CHECK = "1" } }
+    if not res then return command.fail("slurm", "cannot check the experiment: " .. tostring(rerr)) end
+    if res.status ~= "exited" or res.code ~= 0 then
+      local line = (res.stdout or ""):match("([^\n]*%S[^\n]*)\n?%s*$") or tostring(res.status)
+      return command.fail("slurm", ("%s does not start: %s"):format(o.experiment, line:gsub("^klab: ", "")),
+        res.code == 2 and command.EXIT.usage or command.EXIT.failed)
+    end
+  end
   local made, merr = require("klab.sys").mkdir(o.results)
   if not made then return command.fail("slurm", "cannot create " .. o.results .. ": " .. tostring(merr)) end
   local path = o.results .. "/" .. base_name(o.experiment) .. ".sbatch"

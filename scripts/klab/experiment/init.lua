@@ -208,6 +208,12 @@ function M.new(spec)
     errors.raise("mistake", ("experiment %s: phase must be generate, full or auto, got '%s'"):format(spec.name,
       tostring(e.phase)))
   end
+  -- Check mode (klab slurm checks a script's options before it submits):
+  -- the spec is good, nothing is written.
+  if os.getenv("KLAB_EXPERIMENT_CHECK") == "1" then
+    if type(spec.db) == "string" then shard_mod.path(spec.db, e.shard) end
+    errors.raise("done", ("experiment %s: the spec is good (check mode: nothing written)"):format(spec.name))
+  end
   if type(spec.db) == "string" then
     e.db = open_store(shard_mod.path(spec.db, e.shard), "experiment " .. spec.name)
     e.own_db = true
