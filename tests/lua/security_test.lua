@@ -634,4 +634,22 @@ function T.no_shell_in_the_library(t)
   t.eq(#found, 0, table.concat(found, "; "))
 end
 
+-- A task name is a name: a path given as TASK is refused before anything
+-- reads it (a task file elsewhere is found through --tasks).
+function T.a_task_name_is_never_a_path(t)
+  for _, bad in ipairs { "../../etc/passwd", "/etc/passwd", "tasks/gemm/bf16.lua", "gemm_bf16/../x", "a/b/c" } do
+    local code, _, err = t.sh(("'%s' eval %s tasks/gemm/samples/naive"):format(t.klab,
+      require("klab.command").shell_quote(bad)))
+    t.eq(code, 2, bad)
+    t.match(err, "is not a task name", bad)
+    t.ok(not err:find("root:", 1, true), "nothing of the file is shown")
+  end
+  local eval = require "klab.eval"
+  local r, err = eval.evaluate("../../etc/passwd", "tasks/gemm/samples/naive")
+  t.eq(r, nil)
+  t.match(err, "is not a task name")
+  t.ok(require("klab.task").is_name("gemm_bf16/8192x7168x5120"))
+  t.ok(require("klab.task").is_name("softmax_bf16"))
+end
+
 return T

@@ -8,8 +8,9 @@ M.summary = "evaluate a candidate kernel on a task: verdict, errors, timing agai
 local USAGE = [[
 usage: klab eval TASK CANDIDATE [options]
 
-TASK is a task name as `klab tasks` lists it (gemm_bf16/8192x7168x5120), or a
-task file with a single variant. CANDIDATE is a folder holding the device
+TASK is a task name as `klab tasks` lists it (gemm_bf16/8192x7168x5120), or
+the name of a task with a single variant; a task file outside tasks/ is
+found with --tasks DIR (TASK is a name, never a path). CANDIDATE is a folder holding the device
 code (kernel.cu or kernel.ptx) and optionally plan.lua, or a .cu/.ptx file
 (the task's default plan is used).
 

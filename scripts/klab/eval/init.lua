@@ -85,6 +85,7 @@ Session.__gc = Session.close
 -- Resolves names to a task and a candidate.
 local function resolve(t, c)
   if type(t) == "string" then
+    if not task_mod.is_name(t) then return nil, task_mod.not_a_name(t) end
     local ok, tt = pcall(task_mod.get, t)
     if not ok then return nil, (tostring(tt):gsub("^[%w_/%.]+:%d+: ", "")) end
     t = tt
@@ -613,8 +614,8 @@ end
 function Session:check_baseline(t, opts)
   opts = opts or {}
   if type(t) == "string" then
-    local ok, tt = pcall(task_mod.get, t)
-    if not ok then return nil, tostring(tt) end
+    local tt, err = resolve(t)
+    if not tt then return nil, err end
     t = tt
   end
   local arch = opts.arch or self.opts.arch or "sm_90a"

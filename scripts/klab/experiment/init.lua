@@ -91,6 +91,7 @@ M.MODEL_OPTION_LIST, M.MODEL_OPTIONS = options_mod.MODEL_OPTION_LIST, options_mo
 -- {name=, workloads={...}} | {name=, base=, tags={...}} (the variants of
 -- base that carry one of the tags), with an optional gate={...} (or a count).
 function M.group(entry)
+  if type(entry) == "string" and not task_mod.is_name(entry) then error(task_mod.not_a_name(entry), 3) end
   if type(entry) == "string" then
     if entry:find("/", 1, true) then return { name = entry, workloads = { entry } } end
     entry = { name = entry, base = entry }

@@ -79,6 +79,20 @@ M.is_dir, M.default_root, M.use_path, M.path, M.files = search.is_dir, search.de
   search.path, search.files
 local exists = search.exists
 
+-- Whether s is a task's name ("gemm_bf16", "gemm_bf16/8192x7168x5120")
+-- and not a path: a task file elsewhere is found through the search path
+-- (--tasks DIR), never by a name that climbs out of it.
+function M.is_name(s)
+  if type(s) ~= "string" or s == "" or s:find("..", 1, true) then return false end
+  return s:match("^[%w_][%w_%.%-]*$") ~= nil or s:match("^[%w_][%w_%.%-]*/[%w_][%w_%.%-]*$") ~= nil
+end
+
+-- Why s is not a task name, as a line for the user.
+function M.not_a_name(s)
+  return ("'%s' is not a task name (names look like gemm_bf16/8192x7168x5120, as 'klab tasks' lists them; a task "
+    .. "file elsewhere is found with --tasks DIR)"):format(tostring(s))
+end
+
 -- A task or candidate lookup's message as a line for the user: without the
 -- library's function name, and with the way out for an unknown task.
 function M.hint(msg)
