@@ -88,7 +88,8 @@ function T.batch_lists_and_errors(t)
     " batch softmax_bf16/1000x1023 tasks/softmax/bad --cpu 1")
   local rows = {}
   for l in out:gmatch("[^\n]+") do rows[#rows + 1] = l:match("^(%S+)") end
-  t.eq(table.concat(rows, ","), "log_of_softmax,modifies_input,no_max_shift,writes_past_end", "one line per candidate")
+  t.eq(table.concat(rows, ","), "candidate,log_of_softmax,modifies_input,no_max_shift,writes_past_end",
+    "a header, then one line per candidate")
   t.match(err, "4 candidates in [%d.]+ s")
   t.eq(code, 0, "candidates judged (plan errors) is a batch that ran")
   -- A .cu file is a candidate too; without a GPU nothing is measured.
@@ -96,8 +97,21 @@ function T.batch_lists_and_errors(t)
   require("klab.sys").mkdir(only)
   write(only .. "/naive.cu", assert(require("klab.fs").read(t.root .. "/tasks/softmax/samples/naive/kernel.cu")))
   code, out = t.sh(sq(t.klab) .. " batch softmax_bf16/1000x1023 " .. sq(only) .. " --cpu 1")
-  t.match(out, "^naive%.cu ")
-  if out:find("unknown", 1, true) then t.eq(code, 3, "nothing measured: could not run") end
+  t.match(out, "\nnaive%.cu ")
+  if out:find("unknown", 1, true) then
+    t.eq(code, 3, "nothing measured: could not run")
+    t.match(out, "naive%.cu +softmax_bf16/1000x1023 +not evaluated %(unknown%)")
+  end
+  -- An unknown task is a mistake, said before anything runs.
+  code, out, err = t.sh(sq(t.klab) .. " batch no_such_task " .. sq(only) .. " --cpu 1")
+  t.eq(code, 2)
+  t.match(err, "^klab batch: no task named 'no_such_task'")
+  t.eq(out, "", "nothing was evaluated")
+  write(dir .. "/unknown.jsonl", '{"task": "softmax_bf16/1000x1023", "candidate": "' .. t.root ..
+    '/tasks/softmax/samples/naive"}\n{"task": "nope/1x1", "candidate": "x"}\n')
+  code, _, err = t.sh(sq(t.klab) .. " batch " .. sq(dir .. "/unknown.jsonl"))
+  t.eq(code, 2)
+  t.match(err, "unknown%.jsonl:2: no task named 'nope'")
   write(dir .. "/list.jsonl", '{"task": "softmax_bf16/1000x1023", "candidate": "' .. t.root ..
     '/tasks/softmax/samples/naive"}\n\n{"task": 5}\n')
   code, out, err = t.sh(sq(t.klab) .. " batch " .. sq(dir .. "/list.jsonl"))

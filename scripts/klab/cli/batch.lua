@@ -16,9 +16,12 @@ JSON object {"task": NAME, "candidate": PATH} per line (a relative PATH
 is taken from the file's folder). The candidates go through the same
 pipeline as `klab eval`, several at once: one GPU worker per visible GPU,
 compiles and plans on CPU workers meanwhile, so no GPU waits for a build.
-Prints one line per candidate, in the order given, then the verdict counts
-and the evaluations per minute. Exit status 0 when the candidates were
-judged, whatever their verdicts; 3 when none could be (no GPU).
+Prints a header and one line per candidate, in the order given (one that
+could not be evaluated says so in place of its verdict), then the verdict
+counts and the evaluations per minute; --json prints each result whole.
+Exit status 0 when the candidates were judged, whatever their verdicts; 2
+for a task or file that does not exist (before anything runs); 3 when none
+could be evaluated (no GPU).
 
 Options:
   --db FILE         record every result in this store (and answer from it)
@@ -70,7 +73,7 @@ local function work_list(o)
           return nil, string.format("%s:%d: expected {\"task\": NAME, \"candidate\": PATH}", pos[1], n)
         end
         local path = e.candidate:sub(1, 1) == "/" and e.candidate or (dir .. "/" .. e.candidate)
-        list[#list + 1] = { task = e.task, candidate = path, label = e.candidate }
+        list[#list + 1] = { task = e.task, candidate = path, label = e.candidate, line = n }
       end
     end
     return list
@@ -89,12 +92,30 @@ local function work_list(o)
   return list
 end
 
+-- Every task of the list names a task: a mistake is one line naming where
+-- the name came from, before anything is evaluated.
+local function check_tasks(o, list)
+  local task = require "klab.task"
+  local seen = {}
+  for _, w in ipairs(list) do
+    if not seen[w.task] then
+      seen[w.task] = true
+      local where = w.line and ("%s:%d: "):format(o.positional[1], w.line) or ""
+      if not task.is_name(w.task) then return ("%s%s"):format(where, task.not_a_name(w.task)) end
+      local ok, err = pcall(task.get, w.task)
+      if not ok then return ("%s%s"):format(where, task.hint(tostring(err):gsub("^[^:\n]+%.lua:%d+: ", ""))) end
+    end
+  end
+end
+
 function M.main(args)
   local o, code = command.parsed("batch", USAGE, parse(args))
   if not o then return code end
   require("klab.task").use_path(o.tasks)
   local list, lerr = work_list(o)
   if not list then return fail(lerr, command.EXIT.usage) end
+  local terr = check_tasks(o, list)
+  if terr then return fail(terr, command.EXIT.usage) end
   local eval = require "klab.eval"
   local verdicts = require "klab.eval.verdict"
   local progress = require "klab.progress"
@@ -138,12 +159,16 @@ function M.main(args)
   s:close()
   if db then db:close() end
   if not o.json then
+    print(string.format("%-32s %-28s %-20s %-12s %s", "candidate", "task", "verdict", "median", "reason"))
     for i, w in ipairs(list) do
       local r = results[i]
       local tm = r.stages and r.stages.timing
       local time = tm and tm.candidate and tm.candidate.median and string.format("%.1f us", tm.candidate.median) or "-"
-      print(string.format("%-32s %-28s %-20s %-12s %s", w.label, w.task, r.verdict, time,
-        (r.reason or ""):sub(1, 100)))
+      -- What could not be evaluated says so, in place of a verdict.
+      local v = verdicts.measured(r.verdict) and r.verdict or ("not evaluated (" .. r.verdict .. ")")
+      local reason = r.reason or ""
+      if #reason > 100 then reason = reason:sub(1, 97) .. "..." end
+      print(string.format("%-32s %-28s %-20s %-12s %s", w.label, w.task, v, time, reason))
     end
   end
   local parts = {}
@@ -153,7 +178,12 @@ function M.main(args)
   io.stderr:write(string.format("%d candidates in %.1f s: %.1f evaluations per minute (%s)\n", #list, elapsed,
     60 * #list / math.max(elapsed, 1e-9), table.concat(parts, " ")))
   -- Nothing measured (no GPU, no driver): the batch could not run.
-  if (counts.unknown or 0) == #list then return command.EXIT.could_not_run end
+  local measured = 0
+  for v, n in pairs(counts) do if verdicts.measured(v) then measured = measured + n end end
+  if measured == 0 then
+    io.stderr:write("klab batch: nothing could be evaluated here\n")
+    return command.EXIT.could_not_run
+  end
   return command.EXIT.ok
 end
 
