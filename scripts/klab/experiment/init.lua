@@ -333,7 +333,7 @@ function Exp:_trajectories()
       local row = records.trajectory(db, key)
       local messages
       if row then
-        messages = records.decode(db, "trajectories", "messages", row.messages, row.id) or {}
+        messages = row.state ~= "done" and (records.trajectory_messages(db, row.id) or {}) or nil
       else
         messages = prompt.messages { group = g, tag = tag, arch = self.arch, system = self.prompt.system,
           user = self.prompt.user, vars = self.prompt.vars, root = self.prompt.root }
@@ -342,7 +342,11 @@ function Exp:_trajectories()
       end
       local t = { row = row, id = row.id, key = key, model = m, group = g, tag = tag, replica = r,
                   initial = messages, done = row.state == "done", turns = {} }
-      for _, tr in ipairs(records.turns(db, row.id)) do t.turns[#t.turns + 1] = tr end
+      -- A finished trajectory needs no replies or feedback: its turns' light
+      -- columns only (a reopened store of a big study stays small).
+      for _, tr in ipairs(t.done and records.turn_summaries(db, row.id) or records.turns(db, row.id)) do
+        t.turns[#t.turns + 1] = tr
+      end
       list[#list + 1] = t
     end
   end
@@ -367,6 +371,12 @@ function Exp:_messages(t)
   return msgs
 end
 
+
+-- Keeps a model outcome that arrived while something else was being done.
+function Exp:_keep_outcome(o)
+  self.otail = self.otail + 1
+  self.outcomes[self.otail] = o
+end
 
 -- Evaluates candidate c on the workloads (klab.experiment.workloads).
 function Exp:_evaluate(c, names, opts) return workloads_mod.evaluate(self, c, names, opts) end
@@ -499,6 +509,7 @@ end
 function Exp:_store_turn(t, rec)
   local db = self.db
   db:transaction(function() t.turns[#t.turns + 1] = records.add_turn(db, rec) end)
+  self:_count(nil, rec.verdict)
   -- Selection may evaluate (paired_gate): its own transaction. A crash in
   -- between is repaired by the next run (a stored last turn that ends the
   -- trajectory finishes it).
@@ -506,8 +517,21 @@ function Exp:_store_turn(t, rec)
   if stop then db:transaction(function() self:_finish_trajectory(t, stop) end) end
 end
 
+-- verdict -> turns of the experiment: counted in the store once, then kept
+-- as turns are stored and judged (a GROUP BY over every turn after each new
+-- one would grow with the store).
 function Exp:_counts()
-  return records.verdict_counts(self.db, self.exp_id)
+  if not self.counts then self.counts = records.verdict_counts(self.db, self.exp_id) end
+  local out = {}
+  for k, v in pairs(self.counts) do if v > 0 then out[k] = v end end
+  return out
+end
+
+-- A stored turn's verdict went from old (nil: a new turn) to new.
+function Exp:_count(old, new)
+  if not self.counts then return end
+  if old then self.counts[old] = (self.counts[old] or 0) - 1 end
+  if new then self.counts[new] = (self.counts[new] or 0) + 1 end
 end
 
 -- The reason of a request_error turn without its verdict name.
@@ -576,63 +600,84 @@ function Exp:_run()
   -- Judging first: turns a generate phase left are judged before their
   -- trajectories go on.
   if not self.generating then self:_judge_turns(trajs, false) end
-  local function totals()
-    local total, done = 0, 0
-    for _, t in ipairs(trajs) do
-      done = done + #t.turns
-      total = total + ((t.done or (self.generating and awaiting(t))) and #t.turns or self.turns)
-    end
-    return total, done
+  -- The turns this run will have stored (total) and has (done), kept as
+  -- turns land: nothing per turn walks every trajectory.
+  local total, done = 0, 0
+  local function planned(t)
+    return (t.done or (self.generating and awaiting(t))) and #t.turns or self.turns
   end
-  local total, done0 = totals()
+  for _, t in ipairs(trajs) do
+    done = done + #t.turns
+    total = total + planned(t)
+  end
+  local done0 = done
   local label = self.name .. (self.shard and (" shard " .. shard_mod.text(self.shard)) or "") .. ": turns"
   local bar = progress.new { total = total, label = label, mode = spec.progress == nil and "auto" or spec.progress }
   bar:update { done = done0, start_done = done0, counts = self:_counts(), force = true }
 
   self.caller = model_mod.caller { db = db, mode = self.mode, experiment = self.name, responses_dir = spec.responses_dir,
     concurrency = spec.concurrency, http = spec.http, log = function(line) self:_log("%s", line) end }
-  self.outcomes = {}
+  self.outcomes, self.otail = {}, 0
   local waiting = {}   -- ticket -> trajectory
   local stored = 0
   local ran = {}       -- the turns stored by this run: {model, verdict, reason}
+  -- The trajectories whose next turn is to be asked, and how many are still
+  -- going (asked or to be asked).
+  -- (Queues with a head and a tail: # of a table whose front was cleared
+  -- is not its length.)
+  local ready, rhead, rtail, active = {}, 1, 0, 0
+  for _, t in ipairs(trajs) do
+    if not t.done and not awaiting(t) then
+      rtail = rtail + 1
+      ready[rtail] = t
+      active = active + 1
+    end
+  end
+  local ohead = 1   -- self.outcomes[ohead .. self.otail] are still to handle
 
   local function loop()
     while true do
       self:_check_signal()
-      for _, t in ipairs(trajs) do
-        if not t.done and not t.waiting and not awaiting(t) then
-          local n = #t.turns + 1
-          local ticket = self.caller:submit(model_mod.for_replica(t.model, t.replica), self:_messages(t), {
-            key = { tag = t.tag, sample = t.replica, turn = n },
-            locator = { model = t.model.name, task = t.group.name, tag = t.tag, replica = t.replica, turn = n },
-          })
-          t.waiting = ticket
-          waiting[ticket] = t
-        end
+      while rhead <= rtail do
+        local t = ready[rhead]
+        ready[rhead], rhead = nil, rhead + 1
+        local n = #t.turns + 1
+        local ticket = self.caller:submit(model_mod.for_replica(t.model, t.replica), self:_messages(t), {
+          key = { tag = t.tag, sample = t.replica, turn = n },
+          locator = { model = t.model.name, task = t.group.name, tag = t.tag, replica = t.replica, turn = n },
+        })
+        t.waiting = ticket
+        waiting[ticket] = t
       end
-      for _, o in ipairs(self.caller:poll(#self.outcomes > 0 and 0 or 0.2)) do self.outcomes[#self.outcomes + 1] = o end
-      if #self.outcomes > 0 then
-        local o = table.remove(self.outcomes, 1)
+      for _, o in ipairs(self.caller:poll(ohead <= self.otail and 0 or 0.2)) do self:_keep_outcome(o) end
+      if ohead <= self.otail then
+        local o = self.outcomes[ohead]
+        self.outcomes[ohead], ohead = nil, ohead + 1
         local t = waiting[o.ticket]
         waiting[o.ticket] = nil
         if t then
           local n = #t.turns + 1
+          local before = planned(t)
           local rec = self:_turn(t, o, n)
           self:_store_turn(t, rec)
           t.waiting = nil
-          stored = stored + 1
+          stored, done = stored + 1, done + 1
+          total = total - before + planned(t)
+          if t.done or awaiting(t) then
+            active = active - 1
+          else
+            rtail = rtail + 1
+            ready[rtail] = t
+          end
           ran[#ran + 1] = { model = t.model, verdict = rec.verdict, reason = rec.reason, awaiting = rec.awaiting == 1 }
           self:_log("turn %s %s %s r%d t%d: %s", t.model.name, t.group.name, t.tag, t.replica, n, rec.reason or rec.verdict)
-          local tot, dn = totals()
           -- A failing server shows its reason while the sweep runs, not only in the store.
           local note = rec.verdict == "request_error" and (t.model.name .. ": " .. request_problem(rec.reason)) or nil
-          bar:update { total = tot, done = dn, counts = self:_counts(), note = note }
+          bar:update { total = total, done = done, counts = self:_counts(), note = note }
           if spec.on_turn then spec.on_turn(entry_of(t, t.turns[#t.turns]), t) end
         end
-      else
-        local busy = false
-        for _, t in ipairs(trajs) do if not t.done and (t.waiting or not awaiting(t)) then busy = true break end end
-        if not busy then break end
+      elseif active == 0 then
+        break
       end
     end
   end
@@ -657,8 +702,8 @@ function Exp:_run()
     bar:finish()
     error(err, 0)
   end
-  local tot, dn = totals()
-  bar:update { total = tot, done = dn, counts = self:_counts() }
+  local dn = done
+  bar:update { total = total, done = done, counts = self:_counts() }
   bar:finish()
   local stats = self.caller.stats
   if own_session then self.session:close() end

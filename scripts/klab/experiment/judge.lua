@@ -58,6 +58,7 @@ function M.turns(self, trajs, again, bar)
       judged = judged + 1
       rec.feedback = self:_feedback(res, p.tr.turn)
       self.db:transaction(function() p.t.turns[p.k] = records.judge_turn(self.db, p.tr.id, rec) end)
+      self:_count(p.tr.verdict, rec.verdict)
       self:_log("judged %s %s %s r%d t%d: %s", p.t.model.name, p.t.group.name, p.t.tag, p.t.replica, p.tr.turn,
         rec.reason or rec.verdict)
       if p.k == #p.t.turns and not p.t.done then

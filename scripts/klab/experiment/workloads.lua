@@ -100,7 +100,7 @@ function M.finish(self, job)
     while not results[i] do
       results[i] = self.session:wait(ticket, self.caller and 0.05 or nil)
       if self.caller then
-        for _, o in ipairs(self.caller:poll(0)) do self.outcomes[#self.outcomes + 1] = o end
+        for _, o in ipairs(self.caller:poll(0)) do self:_keep_outcome(o) end
       end
     end
   end

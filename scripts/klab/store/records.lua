@@ -151,8 +151,15 @@ local TURN = { id = "integer", trajectory_id = "integer", turn = "integer", verd
   speedup = "number?", verified = "integer?", candidate = "string?", reply = "string?", feedback = "string?",
   awaiting = "integer?" }
 
+-- A trajectory by its key, without its messages (trajectory_messages).
 function M.trajectory(db, key)
-  return checked(db, "trajectories", query(db, "SELECT * FROM trajectories WHERE key = ?", key), TRAJECTORY)[1]
+  return checked(db, "trajectories", query(db, [[SELECT id, experiment_id, key, model, task, tag, replica, state, turns
+      FROM trajectories WHERE key = ?]], key), TRAJECTORY)[1]
+end
+
+function M.trajectory_messages(db, id)
+  local r = first(db, "SELECT messages FROM trajectories WHERE id = ?", id)
+  return r and M.decode(db, "trajectories", "messages", r.messages, id) or nil
 end
 
 function M.add_trajectory(db, fields)
@@ -163,6 +170,12 @@ end
 function M.turns(db, trajectory_id)
   return checked(db, "turns", query(db, "SELECT * FROM turns WHERE trajectory_id = ? ORDER BY turn", trajectory_id),
     TURN)
+end
+
+-- The turns of a finished trajectory without their replies and feedback.
+function M.turn_summaries(db, trajectory_id)
+  return checked(db, "turns", query(db, [[SELECT id, trajectory_id, turn, verdict, reason, speedup, verified, candidate,
+      language, awaiting, workloads FROM turns WHERE trajectory_id = ? ORDER BY turn]], trajectory_id), TURN)
 end
 
 -- Stores a turn and the trajectory's count of turns; returns the stored row.

@@ -102,6 +102,8 @@ function M.hint(msg)
 end
 
 local cache, failed = {}, {}
+-- name + search path -> the file descriptor found there.
+local by_name = {}
 
 
 
@@ -184,7 +186,15 @@ function M.load(spec, opts)
   local base, variant = spec:match("^([^/]+)/(.+)$")
   base = base or spec
   local roots = M.path(opts)
-  local d, errs = find_base(base, roots)
+  -- A name found once is found again without walking the folders (an
+  -- experiment asks for its tasks at every turn).
+  local ckey = base .. "\0" .. table.concat(roots, "\0")
+  local d, errs = by_name[ckey], nil
+  if opts.reload then d = nil end
+  if not d then
+    d, errs = find_base(base, roots)
+    if d then by_name[ckey] = d end
+  end
   if not d then
     -- a broken file may hold it: report load errors rather than "not found"
     local extra = #errs > 0 and ("; files that failed to load: " .. table.concat(errs, "; ")) or ""
