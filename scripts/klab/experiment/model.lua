@@ -26,8 +26,8 @@
 -- The API key never becomes a Lua string: the request's header names the
 -- environment variable ({env = api_key_env}) and klab.http reads it in C.
 --
--- Canonical request: {provider, model, body, key} as JSON with sorted keys
--- (model.json), where body is exactly what is sent and key is the caller's
+-- Canonical request: {provider, model, body, key, name} as JSON with sorted keys
+-- (model.json; name only when it is not the model id), where body is exactly what is sent and key is the caller's
 -- sample key ({sample = replica, turn = n} in experiments, so that replicas
 -- of one prompt and a resent request are distinct). base_url is left out,
 -- so a cache recorded against one server replays against another. The
@@ -136,7 +136,12 @@ local function provider(m) return require(M.PROVIDERS[m.provider]) end
 function M.request(m, messages, key)
   local p = provider(m)
   local body = p.body(m, messages)
-  local canonical = M.json { provider = m.provider, model = m.model, body = body, key = key }
+  -- Two models of one sweep that send the same body (one model id served
+  -- two ways, told apart by their names) are two conditions, not one
+  -- cached answer: a name of its own is part of the request. A model named
+  -- after its id keeps the key it always had.
+  local canonical = M.json { provider = m.provider, model = m.model, body = body, key = key,
+    name = m.name ~= m.model and m.name or nil }
   return {
     canonical = canonical, hash = store_mod.hash("klab.request.1", canonical),
     url = p.url(m), headers = p.headers(m), body = M.json(body),
@@ -166,7 +171,7 @@ function M.caller(opts)
   local c = setmetatable({
     mode = mode, experiment = opts.experiment or "-", log = opts.log, responses_dir = opts.responses_dir,
     http = opts.http, concurrency = opts.concurrency or math.huge,
-    queue = {}, inflight = {}, ninflight = 0, per_model = {}, ready = {}, next_ticket = 0,
+    queues = {}, queue_order = {}, nqueued = 0, inflight = {}, ninflight = 0, per_model = {}, ready = {}, next_ticket = 0,
     stats = { network = 0, cache = 0, files = 0, failed = 0 },
   }, Caller)
   if type(opts.db) == "string" then
@@ -184,7 +189,7 @@ function Caller:close()
   self.http = nil
   if self.own_db and self.db then self.db:close() end
   self.db = nil
-  self.queue, self.inflight, self.ready = {}, {}, {}
+  self.queues, self.queue_order, self.nqueued, self.inflight, self.ready = {}, {}, 0, {}, {}
 end
 Caller.__close = Caller.close
 
@@ -295,7 +300,17 @@ function Caller:submit(m, messages, meta)
     end
     if self.mode == "replay" then self:_replay_miss(m, req, meta) end
   end
-  self.queue[#self.queue + 1] = { ticket = ticket, m = m, req = req, meta = meta }
+  local qq = self.queues[m.name]
+  if not qq then
+    qq = { items = {}, head = 1, tail = 0 }
+    self.queues[m.name] = qq
+    self.queue_order[#self.queue_order + 1] = m.name
+  end
+  -- A queue with a head and a tail: # of a table whose front was cleared
+  -- is not its length.
+  qq.tail = qq.tail + 1
+  qq.items[qq.tail] = { ticket = ticket, m = m, req = req, meta = meta }
+  self.nqueued = self.nqueued + 1
   self:_dispatch()
   return ticket, req.hash
 end
@@ -311,31 +326,43 @@ function Caller:_client()
   return self.http
 end
 
+-- Sends what waits, first come first served within each model, while the
+-- caller and each model have room. Each model has its own queue, so a model
+-- at its cap costs nothing to pass over (one shared queue was scanned whole
+-- at every poll).
 function Caller:_dispatch()
-  local i = 1
-  while i <= #self.queue and self.ninflight < self.concurrency do
-    local q = self.queue[i]
-    local n = self.per_model[q.m.name] or 0
-    if n < q.m.concurrency then
-      table.remove(self.queue, i)
-      local m = q.m
-      local id, err = self:_client():submit {
-        url = q.req.url, method = "POST", headers = q.req.headers, body = q.req.body,
-        connect_timeout = m.connect_timeout, timeout = m.timeout,
-        max_body = math.tointeger(m.max_reply_bytes or M.MAX_REPLY_BYTES) or M.MAX_REPLY_BYTES,
-        allow_insecure_http = m.allow_insecure_http,
-        retry = { attempts = m.retry.attempts, base = m.retry.base, max = m.retry.max, budget = m.retry.budget },
-      }
-      if not id then
-        -- Refused before sending (a bad URL): a failed call like any other.
-        self:_finish(q, { status = 0, error = tostring(err), attempts = {}, elapsed = 0 })
-      else
-        self.inflight[id] = q
-        self.ninflight = self.ninflight + 1
-        self.per_model[m.name] = n + 1
+  local progress = true
+  while progress and self.nqueued > 0 and self.ninflight < self.concurrency do
+    progress = false
+    for _, name in ipairs(self.queue_order) do
+      local qq = self.queues[name]
+      if qq.head <= qq.tail and self.ninflight < self.concurrency then
+        local q = qq.items[qq.head]
+        local n = self.per_model[name] or 0
+        if n < q.m.concurrency then
+          qq.items[qq.head] = nil
+          qq.head = qq.head + 1
+          if qq.head > qq.tail then qq.items, qq.head, qq.tail = {}, 1, 0 end
+          self.nqueued = self.nqueued - 1
+          progress = true
+          local m = q.m
+          local id, err = self:_client():submit {
+            url = q.req.url, method = "POST", headers = q.req.headers, body = q.req.body,
+            connect_timeout = m.connect_timeout, timeout = m.timeout,
+            max_body = math.tointeger(m.max_reply_bytes or M.MAX_REPLY_BYTES) or M.MAX_REPLY_BYTES,
+            allow_insecure_http = m.allow_insecure_http,
+            retry = { attempts = m.retry.attempts, base = m.retry.base, max = m.retry.max, budget = m.retry.budget },
+          }
+          if not id then
+            -- Refused before sending (a bad URL): a failed call like any other.
+            self:_finish(q, { status = 0, error = tostring(err), attempts = {}, elapsed = 0 })
+          else
+            self.inflight[id] = q
+            self.ninflight = self.ninflight + 1
+            self.per_model[name] = n + 1
+          end
+        end
       end
-    else
-      i = i + 1
     end
   end
 end
@@ -420,7 +447,7 @@ function Caller:_finish(q, r)
 end
 
 function Caller:pending()
-  return #self.queue + self.ninflight + #self.ready
+  return self.nqueued + self.ninflight + #self.ready
 end
 
 -- Outcomes that completed, waiting at most wait_s for one when none is ready.
@@ -451,7 +478,7 @@ function Caller:drain(max_s)
   local sys = require "klab.sys"
   local t_end = sys.now() + (max_s or 30)
   local got = {}
-  self.queue = {}
+  self.queues, self.queue_order, self.nqueued = {}, {}, 0
   while self.ninflight > 0 and sys.now() < t_end do
     for _, o in ipairs(self:poll(math.min(0.5, math.max(0, t_end - sys.now())))) do got[#got + 1] = o end
   end
