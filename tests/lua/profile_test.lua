@@ -886,7 +886,7 @@ function T.gpu_sass_executed_histogram(t)
   if props.arch ~= "sm_90a" then t.skip("needs sm_90a") end
   if not prof.sass_tool() then t.skip("no nvdisasm") end
   local script = [[
-    local profile = require "klab.eval.profile"
+    local run_candidate = dofile(ROOT .. "/tests/gpu/run_candidate.lua")
     local task = require("klab.task").get("gemm_bf16/4096x4096x4096")
     local st, err = run_candidate(task, ROOT .. "/tasks/gemm/samples/wgmma_tma", { sass_executed = true })
     if not st then print("ERR " .. tostring(err)) return end
