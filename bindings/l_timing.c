@@ -14,6 +14,7 @@
  *       -> "continue" | "converged" | "max_samples" | "budget", rel_halfwidth
  *       rule = {min_samples=10, max_samples=1000, budget_s=10, target_ci=0.005, confidence=0.95}
  *   timing.clock([device=0])               -> mhz, reasons | nil, msg, code   (NVML)
+ *   timing.driver()                        -> "580.95.05" | nil, msg, code   (NVML: the display driver's version)
  *
  *   timing.measure(ctx, spec) -> result | nil, msg, code, result
  *       ctx  a klab.gpu Context.
@@ -28,13 +29,15 @@
  *         baseline = {runs=... | run=..., flops=},  -- optional: timed interleaved
  *         before = function(target, sample) return check end,  -- target 1|2, sample 1..
  *         check = function(target, sample) return ok end,
- *         flush_bytes=, no_flush=, keep_persisting_l2=false, warmup=3, min_samples=10, max_samples=1000,
+ *         flush_bytes=, no_flush=, keep_persisting_l2=false, warmup=3, warmup_s=0.05, min_samples=10, max_samples=1000,
  *         budget_s=10, target_ci=0.005, confidence=0.95, method="auto"|"cupti"|"events",
- *         peak_tflops=,
+ *         peak_tflops=, hopeless=0 (with a baseline: stop once the speedup's interval
+ *         lies wholly below it, after 6 samples or more of each; stop_reason "hopeless"),
  *       }
  *       result = {method=, fallback=, stop_reason=, wall_s=, warmup=, flush_bytes=,
  *                 l2={persisting_limit=0, persisting_reset=true} (with a flush),
  *                 launch_checked=, stream_id=, dropped=, speedup=,
+ *                 speedup_ci={lo, hi} (both medians' 97.5% intervals; absent when undefined),
  *                 clock_source=, clock_before_mhz=, clock_after_mhz=,
  *                 throttle_before=, throttle_after=,
  *                 candidate = series, baseline = series,
@@ -188,6 +191,17 @@ static int l_clock(lua_State *L)
     lua_pushinteger(L, mhz);
     lua_pushinteger(L, (lua_Integer)reasons);
     return 2;
+}
+
+static int l_driver(lua_State *L)
+{
+    ks_status st;
+    ks_clear(&st);
+    char v[96];
+    if (timing_driver_version(v, sizeof v, &st))
+        return lh_pushfail(L, &st);
+    lua_pushstring(L, v);
+    return 1;
 }
 
 /* ---- measure: calling back into Lua ---- */
@@ -384,8 +398,17 @@ static void push_result(lua_State *L, const timing_result *r)
     if (r->launch_checked)
         lh_setint(L, "stream_id", r->stream_id);
     lh_setint(L, "dropped", (lua_Integer)r->dropped);
-    if (r->ntargets == 2)
+    if (r->ntargets == 2) {
         lh_setnum(L, "speedup", r->speedup);
+        if (isfinite(r->speedup_hi) && r->speedup_lo > 0) {
+            lua_createtable(L, 2, 0);
+            lua_pushnumber(L, r->speedup_lo);
+            lua_rawseti(L, -2, 1);
+            lua_pushnumber(L, r->speedup_hi);
+            lua_rawseti(L, -2, 2);
+            lua_setfield(L, -2, "speedup_ci");
+        }
+    }
     lh_setstr(L, "clock_source", r->clock_source);
     if (r->clock_before_mhz >= 0)
         lh_setint(L, "clock_before_mhz", r->clock_before_mhz);
@@ -454,11 +477,13 @@ static int l_measure(lua_State *L)
     o.flush_bytes = (size_t)fb;
     o.no_flush = lh_optboolfield(L, 2, "no_flush", 0);
     o.warmup = (int)opt_count(L, 2, "warmup", 3, 100000);
+    o.warmup_s = lh_optnumfield(L, 2, "warmup_s", 0.05);
     o.min_samples = opt_count(L, 2, "min_samples", 10, 10000000);
     o.max_samples = opt_count(L, 2, "max_samples", 1000, 10000000);
     o.budget_s = lh_optnumfield(L, 2, "budget_s", 10);
     o.target_ci = lh_optnumfield(L, 2, "target_ci", 0.005);
     o.confidence = lh_optnumfield(L, 2, "confidence", 0.95);
+    o.hopeless = lh_optnumfield(L, 2, "hopeless", 0);
     o.peak_tflops = lh_optnumfield(L, 2, "peak_tflops", 0);
     const char *method = lh_optstrfield(L, 2, "method", "auto");
     o.method = timing_method_parse(method);
@@ -540,6 +565,7 @@ static const luaL_Reg timing_funcs[] = {
     {"ci_rank", l_ci_rank},
     {"should_stop", l_should_stop},
     {"clock", l_clock},
+    {"driver", l_driver},
     {"measure", l_measure},
     {NULL, NULL},
 };

@@ -228,6 +228,37 @@ stats_stop stats_should_stop(const stats_stop_rule *r, const double *x, size_t n
     return STATS_CONTINUE;
 }
 
+int stats_speedup_ci_sorted(const double *c, size_t nc, const double *b, size_t nb,
+                            double confidence, double *lo, double *hi)
+{
+    if (confidence <= 0 || confidence >= 1)
+        confidence = 0.95;
+    double each = 1 - (1 - confidence) / 2;
+    double clo, chi, blo, bhi;
+    *lo = 0;
+    *hi = INFINITY;
+    if (nc == 0 || nb == 0)
+        return -1;
+    stats_median_ci_sorted(c, nc, each, &clo, &chi);
+    stats_median_ci_sorted(b, nb, each, &blo, &bhi);
+    if (!isfinite(clo) || !isfinite(chi) || !isfinite(blo) || !isfinite(bhi) || clo <= 0 || chi <= 0)
+        return -1;
+    *lo = blo / chi;
+    *hi = bhi / clo;
+    return 0;
+}
+
+int stats_speedup_hopeless(const double *c, size_t nc, const double *b, size_t nb,
+                           double confidence, double threshold)
+{
+    double lo, hi;
+    if (threshold <= 0 || nc < STATS_HOPELESS_MIN_SAMPLES || nb < STATS_HOPELESS_MIN_SAMPLES)
+        return 0;
+    if (stats_speedup_ci_sorted(c, nc, b, nb, confidence, &lo, &hi) != 0)
+        return 0;
+    return hi < threshold;
+}
+
 const char *stats_stop_name(stats_stop s)
 {
     switch (s) {
@@ -235,6 +266,7 @@ const char *stats_stop_name(stats_stop s)
     case STATS_STOP_CONVERGED: return "converged";
     case STATS_STOP_MAX_SAMPLES: return "max_samples";
     case STATS_STOP_BUDGET: return "budget";
+    case STATS_STOP_HOPELESS: return "hopeless";
     }
     return "unknown";
 }

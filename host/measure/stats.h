@@ -86,7 +86,8 @@ typedef enum {
     STATS_CONTINUE = 0,
     STATS_STOP_CONVERGED = 1,   /* rel. half-width below target, n >= min_samples */
     STATS_STOP_MAX_SAMPLES = 2, /* n reached max_samples */
-    STATS_STOP_BUDGET = 3       /* elapsed_s reached budget_s */
+    STATS_STOP_BUDGET = 3,      /* elapsed_s reached budget_s */
+    STATS_STOP_HOPELESS = 4     /* the speedup's interval lies below the threshold */
 } stats_stop;
 
 /* Decides whether sampling stops, given sorted samples x[0..n-1] and the
@@ -95,7 +96,27 @@ typedef enum {
 stats_stop stats_should_stop(const stats_stop_rule *r, const double *x, size_t n,
                              double elapsed_s, double *rel_hw);
 
-/* "continue", "converged", "max_samples", "budget". */
+/* ---- a hopeless candidate ---- */
+
+/* Fewest samples of each target before the speedup may be called hopeless. */
+#define STATS_HOPELESS_MIN_SAMPLES 6
+
+/* The interval of the speedup b/c (the ratio of the two medians) from
+ * sorted candidate samples c[0..nc-1] and baseline samples b[0..nb-1]: each
+ * median's distribution-free CI at 1 - (1 - confidence)/2 (so that both
+ * hold together with at least `confidence`, Bonferroni), then
+ * lo = b_lo / c_hi and hi = b_hi / c_lo. Returns 0, or -1 when either CI is
+ * undefined (too few samples; then *lo = 0, *hi = +inf). */
+int stats_speedup_ci_sorted(const double *c, size_t nc, const double *b, size_t nb,
+                            double confidence, double *lo, double *hi);
+
+/* 1 when the speedup is decided to be below `threshold` (> 0): at least
+ * STATS_HOPELESS_MIN_SAMPLES of each and the upper end of the interval
+ * above below the threshold. 0 otherwise (threshold <= 0: never). */
+int stats_speedup_hopeless(const double *c, size_t nc, const double *b, size_t nb,
+                           double confidence, double threshold);
+
+/* "continue", "converged", "max_samples", "budget", "hopeless". */
 const char *stats_stop_name(stats_stop s);
 
 #endif

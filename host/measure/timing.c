@@ -44,6 +44,7 @@ void timing_opts_default(timing_opts *o)
 {
     memset(o, 0, sizeof *o);
     o->warmup = 3;
+    o->warmup_s = 0.05;
     o->min_samples = 10;
     o->max_samples = 1000;
     o->budget_s = 10.0;
@@ -82,6 +83,7 @@ static struct {
     int (*by_uuid)(const char *, nvml_dev *);
     int (*clock)(nvml_dev, int, unsigned *);
     int (*reasons)(nvml_dev, unsigned long long *);
+    int (*driver)(char *, unsigned);
     const char *(*error_string)(int);
 } nvml = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
@@ -103,6 +105,7 @@ static int nvml_load(ks_status *st)
             {"nvmlDeviceGetCurrentClocksEventReasons", (void **)&nvml.reasons, 1},
             {"nvmlDeviceGetCurrentClocksThrottleReasons", &throttle, 1},
             {"nvmlErrorString", (void **)&nvml.error_string, 1},
+            {"nvmlSystemGetDriverVersion", (void **)&nvml.driver, 1},
         };
         if (dynlib_bind(lib, syms, DYNLIB_COUNT(syms), &s) == KS_OK) {
             if (!nvml.reasons)
@@ -147,6 +150,23 @@ int timing_sm_clock(int ordinal, int *mhz, unsigned long long *reasons, ks_statu
         if (nvml.reasons(d, &bits) == NVML_OK)
             *reasons = bits;
     }
+    return KS_OK;
+}
+
+int timing_driver_version(char *buf, size_t n, ks_status *st)
+{
+    if (n)
+        buf[0] = 0;
+    if (nvml_load(st))
+        return st->code;
+    if (!nvml.driver)
+        return ks_fail(st, KS_EUNSUPPORTED, 0, "NVML has no nvmlSystemGetDriverVersion");
+    char v[96] = {0};
+    int r = nvml.driver(v, sizeof v);
+    if (r != NVML_OK)
+        return ks_fail(st, KS_EUNSUPPORTED, r, "nvmlSystemGetDriverVersion: %s",
+                       nvml.error_string ? nvml.error_string(r) : "error");
+    snprintf(buf, n, "%s", v);
     return KS_OK;
 }
 
@@ -605,13 +625,27 @@ static int measure_n(cuda_ctx *c, const timing_target *const *tg, size_t nt,
     }
 
     /* Warm-up: the same steps, checked, discarded. */
+    /* A target whose warm-up has already kept the GPU busy for warmup_s
+     * (a slow kernel: clocks and caches are as warm as they get) needs no
+     * more of it; every target has at least one warm-up run. */
+    double warm_us[2] = {0, 0};
+    int warm_runs = 0;
     for (int k = 0; k < o->warmup; k++) {
+        int any = 0;
         for (size_t i = 0; i < nt; i++) {
             double us, ev;
+            if (k > 0 && o->warmup_s > 0 && warm_us[i] >= o->warmup_s * 1e6)
+                continue;
             if ((rc = normal_l2(&s, st)) != KS_OK || (rc = one_run(&s, i, -1 - (long)k, &us, &ev, st)) != KS_OK)
                 goto out;
+            warm_us[i] += us;
+            any = 1;
         }
+        if (!any)
+            break;
+        warm_runs = k + 1;
     }
+    r->warmup = warm_runs;
 
     stats_stop_rule rule = {
         .min_samples = o->min_samples,
@@ -668,6 +702,12 @@ static int measure_n(cuda_ctx *c, const timing_target *const *tg, size_t nt,
             if (w != STATS_STOP_CONVERGED)
                 all = w;
         }
+        /* A candidate decided to be hopelessly slow needs no more
+         * precision: its verdict does not change with it. */
+        if (all == STATS_CONTINUE && nt == 2 && !check_failed &&
+            stats_speedup_hopeless(s.sorted[0], r->t[0].n, s.sorted[1], r->t[1].n,
+                                   o->confidence, o->hopeless))
+            all = STATS_STOP_HOPELESS;
         why = all;
     }
     r->wall_s = clock_now() - t0;
@@ -689,12 +729,18 @@ out:
             KS_OK)
             snprintf(r->clock_source, sizeof r->clock_source, "nvml");
     }
-    for (size_t i = 0; i < nt; i++) {
+    for (size_t i = 0; i < nt; i++)
         finish_series(r, i, o, tg[i]);
-        free(s.sorted[i]);
-    }
-    if (nt == 2 && r->t[0].n && r->t[1].n && r->t[0].stats.median > 0)
+    r->speedup_lo = 0;
+    r->speedup_hi = INFINITY;
+    if (nt == 2 && r->t[0].n && r->t[1].n && r->t[0].stats.median > 0) {
         r->speedup = r->t[1].stats.median / r->t[0].stats.median;
+        if (s.sorted[0] && s.sorted[1])
+            stats_speedup_ci_sorted(s.sorted[0], r->t[0].n, s.sorted[1], r->t[1].n, o->confidence,
+                                    &r->speedup_lo, &r->speedup_hi);
+    }
+    for (size_t i = 0; i < nt; i++)
+        free(s.sorted[i]);
     {
         /* Cleanup must not overwrite the first failure's status. */
         ks_status ignore;

@@ -89,11 +89,15 @@ typedef struct timing_opts {
     int no_flush;           /* 1: skip the L2 flush (warm-cache timing; recorded) */
     int keep_persisting_l2; /* 1: leave persisting L2 lines alone (to measure what resetting them does) */
     int warmup;             /* runs per target before sampling (default 3) */
+    double warmup_s;        /* a target's warm-up ends once its runs took this long,
+                               after one run at least (default 0.05; <= 0: all runs) */
     size_t min_samples;     /* default 10 */
     size_t max_samples;     /* default 1000 (>= 1) */
     double budget_s;        /* sampling time cap, seconds (default 10; <= 0: none) */
     double target_ci;       /* relative CI half-width of the median (default 0.005) */
     double confidence;      /* default 0.95 */
+    double hopeless;        /* with a baseline: stop once the speedup's interval lies
+                               wholly below this (stats_speedup_hopeless); <= 0: never */
     int method;             /* timing_method (default AUTO) */
     timing_before_fn before; /* optional */
     timing_check_fn check;  /* optional; called when before set *check */
@@ -136,10 +140,12 @@ typedef struct timing_result {
     size_t ntargets;
     timing_series t[2];     /* [0] candidate, [1] baseline when two */
     double speedup;         /* t[1] median / t[0] median; 0 with one target */
-    char stop_reason[32];   /* converged, max_samples, budget, check_failed,
-                               unexpected_launches */
+    double speedup_lo, speedup_hi; /* its interval (stats_speedup_ci_sorted at the
+                               options' confidence); 0, +inf when undefined */
+    char stop_reason[32];   /* converged, max_samples, budget, hopeless,
+                               check_failed, unexpected_launches */
     double wall_s;          /* sampling time (after warm-up) */
-    int warmup;
+    int warmup;             /* warm-up rounds run (fewer than asked for a slow target) */
     size_t flush_bytes;     /* 0 when not flushed */
     long long l2_persisting_limit; /* the context's persisting-L2 limit timing set (0); -1 not set */
     int l2_reset;           /* 1 when persisting L2 lines were reset before every run */
@@ -198,5 +204,9 @@ int timing_check_records(const cupti_act_list *recs, int planned, uint32_t strea
  * reasons bitmask (may be NULL). KS_ENOLIB without NVML, KS_EUNSUPPORTED
  * when NVML cannot tell. */
 int timing_sm_clock(int ordinal, int *mhz, unsigned long long *reasons, ks_status *st);
+
+/* The display driver's version as NVML gives it ("580.95.05"), into buf (n
+ * bytes). KS_ENOLIB without NVML, KS_EUNSUPPORTED when it cannot tell. */
+int timing_driver_version(char *buf, size_t n, ks_status *st);
 
 #endif

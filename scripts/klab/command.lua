@@ -112,13 +112,20 @@ local KINDS = {
     if not n then return why end
     o[k] = n
   end,
+  ratio = function(v, o, k, flag)
+    local n = tonumber(v)
+    if not n or n ~= n or n < 0 or n == math.huge then
+      return ("%s needs a number of at least 0, not '%s'"):format(flag, tostring(v))
+    end
+    o[k] = n
+  end,
 }
 
 -- Every command's argument parser. spec: {["--name"] = kind}, a kind
 -- being "flag" (o.name = true), "value" (the next argument, or the text
 -- after --name=), "list" (repeatable; the values in order), "seconds" (a
 -- positive, finite number), "count" (a whole number >= 1), "count0"
--- (>= 0), or function(v, o, key, flag) that stores v itself and returns
+-- (>= 0), "ratio" (a finite number >= 0), or function(v, o, key, flag) that stores v itself and returns
 -- nil or why it is refused; ["-x"] = "--name" is an alias. Keys are the names
 -- with dashes as underscores (--no-timing: o.no_timing). -h and --help are
 -- always known; "--" ends the options; "-" is an argument. A value given

@@ -91,6 +91,9 @@ if not skip.batch then
   local budget = 1
   local cpu = require("klab.eval.pool").default_cpu()
   local ways = {
+    -- The hopeless rule off: every candidate timed to the 0.5% interval,
+    -- to show what the rule changes (docs/timing.md).
+    { "one worker, timed in full", { gpus = 1, cpu = 0 }, false, 0 },
     { "one worker, in turn", { gpus = 1, cpu = 0 }, false },
     { "pool, 1 GPU, " .. cpu .. " CPU workers", { gpus = 1, cpu = cpu }, true },
     { "pool, 2 workers share the GPU", { gpus = 1, per_gpu = 2, cpu = cpu }, true },
@@ -109,11 +112,14 @@ if not skip.batch then
     local counts, verdicts_of = {}, {}
     -- No compile cache: every way compiles every candidate, as a sweep of
     -- new candidates does.
-    local opts = { force = true, cache = false, timing_opts = { budget_s = budget } }
+    local opts = { force = true, cache = false, timing_opts = { budget_s = budget, hopeless = w[4] } }
+    local speed_of, timing_s = {}, {}
     -- Each result as it lands (stderr), so that a slow one shows.
     local function landed(i, r)
       verdicts_of[i] = r.verdict
       local st, parts = r.stages or {}, {}
+      speed_of[i] = st.timing and (require("klab.eval.stages").speedup_text(st.timing) or "-") or "-"
+      timing_s[i] = st.timing and st.timing.seconds
       for _, k in ipairs { "correctness", "instructions", "timing" } do
         if st[k] and st[k].seconds then parts[#parts + 1] = string.format("%s %.2f", k:sub(1, 5), st[k].seconds) end
       end
@@ -135,7 +141,7 @@ if not skip.batch then
     local parts = {}
     for v, n in pairs(counts) do parts[#parts + 1] = v .. "=" .. n end
     table.sort(parts)
-    rows[#rows + 1] = { w[1], wall, #batch / wall * 60, table.concat(parts, " "), verdicts_of }
+    rows[#rows + 1] = { w[1], wall, #batch / wall * 60, table.concat(parts, " "), verdicts_of, speed_of, timing_s }
     if #rows == 1 then
       line("\n2. Batch of %d candidates on %s, timing budget %g s each", #batch, task, budget)
       line("%-36s %9s %10s %8s  %s", "", "seconds", "evals/min", "x first", "verdicts")
@@ -143,6 +149,16 @@ if not skip.batch then
     local r = rows[#rows]
     line("%-36s %9.1f %10.1f %8.2f  %s", r[1], r[2], r[3], r[3] / rows[1][3], r[4])
     io.stdout:flush()
+  end
+  -- What the hopeless rule changed: per candidate, the speedup and the
+  -- timing stage's seconds timed in full (first way) and by the rule
+  -- (second way).
+  line("\n   timed in full vs by the hopeless rule (< 0.5x: stopped once decided)")
+  line("   %-36s %-20s %12s %12s %9s %9s", "candidate", "verdict", "speedup full", "speedup", "timing s", "full s")
+  for i, c in ipairs(batch) do
+    local f, r = rows[1], rows[2]
+    line("   %-36s %-20s %12s %12s %9s %9s", c, tostring(r[5][i]), tostring(f[6][i]), tostring(r[6][i]),
+      r[7][i] and string.format("%.2f", r[7][i]) or "-", f[7][i] and string.format("%.2f", f[7][i]) or "-")
   end
   -- The same verdict for every candidate, whichever way it ran.
   for i, c in ipairs(batch) do

@@ -176,6 +176,47 @@ static void test_stop_rule(void)
 
     CHECK(strcmp(stats_stop_name(STATS_STOP_CONVERGED), "converged") == 0);
     CHECK(strcmp(stats_stop_name(STATS_STOP_BUDGET), "budget") == 0);
+    CHECK(strcmp(stats_stop_name(STATS_STOP_HOPELESS), "hopeless") == 0);
+}
+
+/* The speedup's interval: both medians' intervals at 97.5% (Bonferroni), so
+ * it needs 7 samples of each (1 - 2/2^7 >= 0.975, 1 - 2/2^6 is not). */
+static void test_speedup_interval(void)
+{
+    double c[20], b[20], lo, hi;
+    for (int i = 0; i < 20; i++) {
+        c[i] = 100.0 + (double)i;  /* candidate 100..119 us */
+        b[i] = 10.0 + 0.1 * (double)i; /* baseline 10..11.9 us: about 0.1x */
+    }
+    CHECK(stats_speedup_ci_sorted(c, 6, b, 6, 0.95, &lo, &hi) == -1);
+    CHECK(lo == 0 && isinf(hi));
+    CHECK(stats_speedup_ci_sorted(c, 7, b, 7, 0.95, &lo, &hi) == 0);
+    /* n = 7 at 97.5%: the interval is [min, max] of each. */
+    CHECK(fabs(lo - 10.0 / 106.0) < 1e-12);
+    CHECK(fabs(hi - 10.6 / 100.0) < 1e-12);
+    CHECK(stats_speedup_ci_sorted(c, 20, b, 20, 0.95, &lo, &hi) == 0);
+    double med = stats_median_sorted(b, 20) / stats_median_sorted(c, 20);
+    CHECK(lo < med && med < hi);
+
+    /* Hopeless: decided below 0.5x only with enough samples of each. */
+    CHECK(!stats_speedup_hopeless(c, 6, b, 20, 0.95, 0.5));
+    CHECK(!stats_speedup_hopeless(c, 20, b, 5, 0.95, 0.5));
+    CHECK(stats_speedup_hopeless(c, 7, b, 7, 0.95, 0.5));
+    CHECK(stats_speedup_hopeless(c, 20, b, 20, 0.95, 0.5));
+    /* The threshold is below the interval's top: not decided. */
+    CHECK(!stats_speedup_hopeless(c, 20, b, 20, 0.95, 0.09));
+    CHECK(!stats_speedup_hopeless(c, 20, b, 20, 0.95, 0));
+
+    /* A candidate near the baseline is never hopeless, however many samples. */
+    double near[40], base[40];
+    for (int i = 0; i < 40; i++) {
+        near[i] = 20.0 + 0.01 * (double)i;
+        base[i] = 10.0 + 0.01 * (double)i;
+    }
+    CHECK(stats_speedup_ci_sorted(near, 40, base, 40, 0.95, &lo, &hi) == 0);
+    CHECK(hi > 0.5 && lo < 0.5);
+    CHECK(!stats_speedup_hopeless(near, 40, base, 40, 0.95, 0.5));
+    CHECK(stats_speedup_hopeless(near, 40, base, 40, 0.95, 0.6));
 }
 
 int main(int argc, char **argv)
@@ -186,5 +227,6 @@ int main(int argc, char **argv)
     test_ci_ranks();
     test_summary();
     test_stop_rule();
+    test_speedup_interval();
     return check_done();
 }

@@ -458,7 +458,7 @@ static void test_gpu(void)
         CHECKF(r.t[0].event_us && r.t[0].stats.median < r.t[0].event_stats.median,
                "cupti %.3f us vs events %.3f us", r.t[0].stats.median,
                r.t[0].event_stats.median);
-        CHECKF(seen_count(&r, "klab_busy", 1) == (int)r.t[0].n + o.warmup,
+        CHECKF(seen_count(&r, "klab_busy", 1) == (int)r.t[0].n + r.warmup,
                "seen %d klab_busy, n=%zu", seen_count(&r, "klab_busy", 1), r.t[0].n);
         CHECK(r.flush_bytes > 0 && !r.unexpected);
         CHECK(r.t[0].tflops > 0);

@@ -67,6 +67,32 @@ function T.gpu_slots_get_their_device_and_lock(t)
   t.eq(seen["1"], 2)
 end
 
+-- A job submitted to run alone on a device waits until nothing else runs
+-- there, and nothing else starts there while it runs; jobs that ran beside
+-- another on their device say so (shared), a job alone does not.
+function T.a_job_alone_on_its_device(t)
+  local pool <close> = pool_mod.new { gpus = { 0, 1 }, per_gpu = 2, env = job_env(), deadline = 30 }
+  local a = pool:submit("gpu", span(0.4, "a"))
+  local b = pool:submit("gpu", span(0.4, "b"))
+  pool:poll(0)
+  t.eq(a.device, b.device, "a and b share device " .. tostring(a.device))
+  local dev = a.device
+  local c = pool:submit("gpu", span(0.3, "c"), { alone = dev })
+  local d = pool:submit("gpu", span(0.1, "d"))
+  local e = pool:submit("gpu", span(0.1, "e"))
+  drain(t, pool, { a, b, c, d, e })
+  local ra, rb, rc = a.report.result, b.report.result, c.report.result
+  t.ok(a.shared and b.shared, "a and b ran side by side")
+  t.eq(c.device, dev)
+  t.ok(not c.shared, "c ran alone")
+  t.ok(rc.t0 >= math.max(ra.t1, rb.t1) - 1e-3, "c waited for a and b")
+  for _, h in ipairs { d, e } do
+    local r = h.report.result
+    -- Held off c's device while c ran; the other device took them.
+    t.ok(h.device ~= dev or r.t0 >= rc.t1 - 1e-3 or r.t1 <= rc.t0 + 1e-3, "no job beside c on its device")
+  end
+end
+
 function T.affinity_prefers_the_last_worker(t)
   local pool <close> = pool_mod.new { gpus = { 0, 1 }, env = job_env(), deadline = 30 }
   local first = pool:submit("gpu", span(0, "x"), { affinity = "taskB" })

@@ -31,6 +31,10 @@ Options:
   --cpu N           CPU workers for compiles and plans (default: the cores
                     less one, at most 8)
   --budget S        timing budget per candidate in seconds (default 10)
+  --hopeless X      time a candidate only until its speedup's 95% interval
+                    lies wholly below X (at least 7 samples of each; default
+                    0.5; 0: every candidate to the 0.5% interval); such a
+                    result reads "< X" and counts as a result (docs/timing.md)
   --deadline S      kill a worker after S seconds on one candidate (default 180)
   --arch sm_XY      compile target (default: sm_90a)
   --no-timing       stop after correctness
@@ -46,7 +50,7 @@ local function fail(msg, code) return command.fail("batch", msg, code) end
 
 local OPTIONS = {
   ["--json"] = "flag", ["--no-timing"] = "flag", ["--db"] = "value", ["--arch"] = "value", ["--tasks"] = "list",
-  ["--per-gpu"] = "count", ["--cpu"] = "count0", ["--budget"] = "seconds", ["--deadline"] = "seconds",
+  ["--per-gpu"] = "count", ["--cpu"] = "count0", ["--budget"] = "seconds", ["--hopeless"] = "ratio", ["--deadline"] = "seconds",
   ["--gpus"] = function(v, o)
     o.gpus = v == "all" and v or command.count(v, "--gpus", 1)
     if not o.gpus then return "--gpus needs a number of GPUs or 'all', not '" .. v .. "'" end
@@ -132,7 +136,7 @@ function M.main(args)
   local t0 = sys.now()
   local tickets, results, counts = {}, {}, {}
   for i, w in ipairs(list) do
-    local ticket, err = s:submit(w.task, w.candidate, { timing = not o.no_timing, timing_opts = { budget_s = o.budget },
+    local ticket, err = s:submit(w.task, w.candidate, { timing = not o.no_timing, timing_opts = { budget_s = o.budget, hopeless = o.hopeless },
       deadline = o.deadline })
     if ticket then
       tickets[ticket] = i
@@ -159,7 +163,8 @@ function M.main(args)
   s:close()
   if db then db:close() end
   if not o.json then
-    print(string.format("%-32s %-28s %-20s %-12s %s", "candidate", "task", "verdict", "median", "reason"))
+    local stages = require "klab.eval.stages"
+    print(string.format("%-32s %-28s %-20s %-12s %-9s %s", "candidate", "task", "verdict", "median", "speedup", "reason"))
     for i, w in ipairs(list) do
       local r = results[i]
       local tm = r.stages and r.stages.timing
@@ -168,7 +173,8 @@ function M.main(args)
       local v = verdicts.measured(r.verdict) and r.verdict or ("not evaluated (" .. r.verdict .. ")")
       local reason = r.reason or ""
       if #reason > 100 then reason = reason:sub(1, 97) .. "..." end
-      print(string.format("%-32s %-28s %-20s %-12s %s", w.label, w.task, v, time, reason))
+      print(string.format("%-32s %-28s %-20s %-12s %-9s %s", w.label, w.task, v, time, stages.speedup_text(tm) or "-",
+        reason))
     end
   end
   local parts = {}

@@ -29,6 +29,10 @@ Options:
   --sanitize        first run the candidate twice under compute-sanitizer
                     memcheck (when installed), reported as its own stage
   --budget S        timing budget in seconds (default 10)
+  --hopeless X      time a candidate only until its speedup's 95% interval
+                    lies wholly below X (at least 7 samples of each; default
+                    0.5; 0: every candidate to the 0.5% interval); such a
+                    result reads "< X" and counts as a result (docs/timing.md)
   --deadline S      kill the worker after S seconds (default 180)
   --stage-deadline STAGE=S
                     a stage's own limit, within the deadline (repeatable;
@@ -72,7 +76,7 @@ local function fail(msg, code) return command.fail("eval", msg, code) end
 
 local OPTIONS = {
   ["--json"] = "flag", ["--no-timing"] = "flag", ["--force"] = "flag", ["--sanitize"] = "flag",
-  ["--tasks"] = "list", ["--arch"] = "value", ["--db"] = "value", ["--budget"] = "seconds", ["--deadline"] = "seconds",
+  ["--tasks"] = "list", ["--arch"] = "value", ["--db"] = "value", ["--budget"] = "seconds", ["--hopeless"] = "ratio", ["--deadline"] = "seconds",
   ["--seed"] = command.seed_option,
   ["--stage-deadline"] = function(v, o)
     local name, secs = v:match("^([%w_]+)=(.+)$")
@@ -88,6 +92,8 @@ local OPTIONS = {
 }
 
 local function parse(args) return command.options(args, OPTIONS) end
+
+local stages = require "klab.eval.stages"
 
 local function fmt_us(v) return v and string.format("%.2f us", v) or "-" end
 
@@ -115,7 +121,9 @@ local function human(r)
     local lib = ({ cublaslt = "cuBLASLt", cudnn = "cuDNN", shipped = "shipped kernel" })[(t.baseline_info or {}).lib]
       or tostring((t.baseline_info or {}).lib or "baseline")
     if t.baseline then
-      say("baseline   %s median %s; speedup %.3fx", lib, fmt_us(t.baseline.median), t.speedup or 0)
+      say("baseline   %s median %s; speedup %s%s", lib, fmt_us(t.baseline.median), stages.speedup_text(t) or "?",
+        t.speedup_ci and (" (%.3fx, 95%% interval [%.3f, %.3f]%s)"):format(t.speedup, t.speedup_ci[1], t.speedup_ci[2],
+          t.hopeless and ", timed until decided" or "") or "")
     elseif t.baseline_error then
       say("baseline   none: %s", t.baseline_error)
     end
@@ -159,7 +167,7 @@ function M.main(args)
   local eval = require "klab.eval"
   local s = eval.session { db = db, deadline = o.deadline }
   local r, rerr = s:evaluate(o.positional[1], o.positional[2], {
-    arch = o.arch, timing = not o.no_timing, force = o.force, timing_opts = { budget_s = o.budget },
+    arch = o.arch, timing = not o.no_timing, force = o.force, timing_opts = { budget_s = o.budget, hopeless = o.hopeless },
     sanitize = o.sanitize, seed = o.seed,
     deadline = o.deadline, stage_deadlines = o.stage_deadlines,
   })

@@ -307,6 +307,7 @@ local function merge(result, g)
   for k, v in pairs(g.stages or {}) do result.stages[k] = v end
   result.device, result.worker_pid, result.env = g.device, g.worker_pid, g.env
   result.worker = g.worker
+  result.rerun_alone = g.rerun_alone
   result.verdict, result.reason = g.verdict, g.reason
 end
 
@@ -452,6 +453,16 @@ function Session:_landed(item, h)
     end
   else
     local g = gpu_result(self.pool, h, item.opts.deadline or self.deadline)
+    -- A sticky CUDA error while another job ran on the same device may be
+    -- that job's fault (a fault in one context disturbs the others): the
+    -- evaluation runs again, alone on the device, with the same seed,
+    -- before anything is recorded. What it gives then is the candidate's own.
+    if g.unfit and h.shared and not item.alone then
+      item.alone = { verdict = g.verdict, reason = g.reason }
+      item.handle = self.pool:submit("gpu", h.job, { deadline = h.deadline, affinity = h.affinity, alone = h.device })
+      return
+    end
+    if item.alone then g.rerun_alone = item.alone end
     merge(item.run.result, g)
     if g.stage then check_contract(g.stage, item.run.result) end
     self:_finish(item)

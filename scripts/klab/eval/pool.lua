@@ -138,9 +138,13 @@ function Pool:_gpus()
   return self.gpu_slots
 end
 
+-- o.alone = a device: the job runs on that device with nothing else there
+-- (to tell a candidate's own fault from a neighbour's); jobs queued after
+-- it wait for that device meanwhile. A handle's `shared` says whether
+-- another job ran on its device at some time while it ran.
 function Pool:submit(kind, job, o)
   o = o or {}
-  local h = { kind = kind, job = job, deadline = o.deadline or self.deadline, affinity = o.affinity }
+  local h = { kind = kind, job = job, deadline = o.deadline or self.deadline, affinity = o.affinity, alone = o.alone }
   self.queue[#self.queue + 1] = h
   return h
 end
@@ -172,17 +176,34 @@ end
 -- Starts queued jobs on idle workers, in order; a GPU job prefers the
 -- worker its affinity last ran on, when that one is idle.
 function Pool:_dispatch(done)
+  -- Jobs on each device now, and the devices held for a job that runs alone.
+  local busy, held = {}, {}
+  for _, s in ipairs(self.inflight) do
+    if s.kind == "gpu" then
+      busy[s.device] = (busy[s.device] or 0) + 1
+      if s.handle.alone ~= nil then held[s.device] = true end
+    end
+  end
+  for _, h in ipairs(self.queue) do
+    if h.alone ~= nil then held[h.alone] = true end
+  end
+  local function fits(h, s)
+    if s.handle then return false end
+    if h.kind ~= "gpu" then return true end
+    if h.alone ~= nil then return s.device == h.alone and (busy[s.device] or 0) == 0 end
+    return not held[s.device]
+  end
   local i = 1
   while i <= #self.queue do
     local h = self.queue[i]
     local slots = slots_of(self, h.kind)
     local pick
     for _, s in ipairs(slots) do
-      if not s.handle and h.affinity ~= nil and s.last == h.affinity then pick = s break end
+      if fits(h, s) and h.affinity ~= nil and s.last == h.affinity then pick = s break end
     end
     if not pick then
       for _, s in ipairs(slots) do
-        if not s.handle then pick = s break end
+        if fits(h, s) then pick = s break end
       end
     end
     if pick then
@@ -191,6 +212,17 @@ function Pool:_dispatch(done)
       h.slot, h.device = pick.index, pick.device
       if ok then
         pick.handle, pick.last = h, h.affinity
+        if h.kind == "gpu" then
+          -- Neighbours on one device: each may be disturbed by the other's fault.
+          if (busy[pick.device] or 0) > 0 then
+            h.shared = true
+            for _, o in ipairs(self.inflight) do
+              if o.kind == "gpu" and o.device == pick.device then o.handle.shared = true end
+            end
+          end
+          busy[pick.device] = (busy[pick.device] or 0) + 1
+          if h.alone ~= nil then held[pick.device] = true end
+        end
         self.inflight[#self.inflight + 1] = pick
       else
         h.report = rep

@@ -133,6 +133,15 @@ end
 
 -- The stages, as --help and docs/verdicts.md show them: one line each,
 -- with its limit and the verdicts it gives.
+-- A timing stage's speedup as text: "1.234x", or "< 0.5x" for one timed
+-- only until it was decided to lie below the threshold (docs/timing.md);
+-- nil when there is none.
+function M.speedup_text(timing)
+  if not timing or not timing.speedup then return nil end
+  if timing.hopeless then return ("< %gx"):format(timing.hopeless) end
+  return ("%.3fx"):format(timing.speedup)
+end
+
 function M.text()
   local out = {}
   for _, s in ipairs(M.LIST) do

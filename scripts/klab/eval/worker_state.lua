@@ -36,10 +36,20 @@ function M.ensure_gpu()
   local build = require "klab.build"
   S.env = {
     host = sys.hostname(), gpu_name = props.name, gpu_uuid = props.uuid_str, arch = props.arch,
-    driver_version = tostring(gpu.driver_version()), cuda_version = build.cuda_toolkit,
+    driver_version = M.driver_version(), cuda_version = build.cuda_toolkit,
     sm_clock_mhz = props.clock_khz // 1000, mem_clock_mhz = props.mem_clock_khz // 1000, libs = libs,
   }
   return true
+end
+
+-- The driver as a reader knows it: the display driver's version from NVML
+-- ("580.95.05"), with the CUDA API version the driver supports ("CUDA
+-- 13.0"); the API version alone where NVML cannot tell.
+function M.driver_version()
+  local api = gpu.driver_version()
+  local cuda = api and ("CUDA %d.%d"):format(api // 1000, (api % 1000) // 10) or "CUDA ?"
+  local v = require("klab.timing").driver()
+  return v and (v .. " (" .. cuda .. ")") or cuda
 end
 
 function M.describe()
@@ -47,7 +57,7 @@ function M.describe()
   if not ok then return { none = tostring(why), count = 0 } end
   local props, err = gpu.device(0)
   if not props then return { none = tostring(err), count = 0 } end
-  return { gpu_name = props.name, driver_version = tostring(gpu.driver_version()), arch = props.arch,
+  return { gpu_name = props.name, driver_version = M.driver_version(), arch = props.arch,
            count = gpu.count() or 1 }
 end
 

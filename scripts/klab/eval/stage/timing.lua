@@ -19,6 +19,10 @@ local sys = require "klab.sys"
 local S = require("klab.eval.worker_state").S
 local M = {}
 
+-- The default speedup below which a candidate is timed only until its
+-- interval says so (0 turns the rule off).
+M.HOPELESS = 0.5
+
 
 -- Every timed sample (candidate's and baseline's) runs on fresh input
 -- contents at an address it has not had just before: inputs live in SLOTS
@@ -235,6 +239,9 @@ function M.run(run)
     peak_tflops = peaks.tflops(S.props.arch, task.precision),
     budget_s = opts.budget_s or 10, min_samples = min_samples, max_samples = opts.max_samples or 500,
     target_ci = opts.target_ci or 0.005,
+    -- Precision where the verdict needs it (docs/timing.md): a candidate
+    -- whose speedup is decided to be below this stops there.
+    hopeless = opts.hopeless or M.HOPELESS,
     -- Only to measure what the reset of persisting L2 lines does (tests/gpu/check.lua).
     keep_persisting_l2 = opts.keep_persisting_l2,
     before = function(target, sample)
@@ -281,6 +288,8 @@ function M.run(run)
     st.baseline = r.baseline
     st.baseline.samples = nil
     st.speedup = r.speedup
+    st.speedup_ci = r.speedup_ci
+    st.hopeless = r.stop_reason == "hopeless" and spec.hopeless or nil
     st.baseline_info = base.info
     st.baseline_mode = base.mode
     st.baseline_check = base.check
