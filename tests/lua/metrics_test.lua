@@ -144,14 +144,15 @@ function tests.success_rates_and_best_speedup(t)
   check("mB", "gemm", 1, 2, 1, 2.0, 1.5)
   check("mB", "gemm", 4, 2, 2, 2.0, 1.5)
   check("mB", "attn", 4, 1, 1, nil, nil)
-  -- All trajectories correct: every resample is too.
+  -- All trajectories correct (2 of 2): Wilson's interval keeps its width
+  -- (a percentile bootstrap would say [1, 1]).
   local r = find(rows, { model = "mB", task = "gemm", limit = 1 })
-  t.eq(r.correct_ci[1], 1.0)
+  t.near(r.correct_ci[1], 0.34238023609333, 1e-6)
   t.eq(r.correct_ci[2], 1.0)
-  -- None correct: [0, 0].
+  -- None correct (0 of 2): [0, 0.658], not [0, 0].
   r = find(rows, { model = "mA", task = "attn", limit = 1 })
   t.eq(r.correct_ci[1], 0.0)
-  t.eq(r.correct_ci[2], 0.0)
+  t.near(r.correct_ci[2], 0.65761976390667, 1e-6)
   t.eq(metrics.best_speedup(metrics.load(db), 8), 2.0)
 end
 
@@ -248,11 +249,19 @@ end
 function tests.best_by_turn_means(t)
   local db <close> = build(tmpdb(t))
   local rows = metrics.best_by_turn(metrics.load(db, { experiment = "e1" }), { limit = 8, B = 100 })
-  local want = { 0.2, 0.325, 0.5, 0.5, 0.575, 0.575, 0.575, 0.575 }
-  for n, w in ipairs(want) do t.near(rows[1].points[n].mean, w, 1e-12, "mA turn " .. n) end
+  -- Over the trajectories with a correct timed turn by turn n only (mA:
+  -- gemm r2 from turn 1, gemm r1 from turn 2, attn r1 from turn 5; attn r2
+  -- never), not counting the others as 0.
+  local want = { 0.8, 0.65, 1.0, 1.0, 2.3 / 3, 2.3 / 3, 2.3 / 3, 2.3 / 3 }
+  local nwant = { 1, 2, 2, 2, 3, 3, 3, 3 }
+  for n, w in ipairs(want) do
+    t.near(rows[1].points[n].mean, w, 1e-12, "mA turn " .. n)
+    t.eq(rows[1].points[n].n, nwant[n], "mA turn " .. n .. " averages")
+  end
   t.near(rows[1].points[3].max, 1.2, 1e-12)
-  t.near(rows[2].points[1].mean, 0.875, 1e-12)
-  t.near(rows[2].points[2].mean, 0.875, 1e-12)
+  t.near(rows[2].points[1].mean, 1.75, 1e-12)
+  t.eq(rows[2].points[1].n, 2)
+  t.near(rows[2].points[2].mean, 1.75, 1e-12)
 end
 
 -- Correct follows the verdict list: target_not_executed is correct code
@@ -361,6 +370,26 @@ function tests.unmeasured_and_unfinished_are_left_out(t)
   t.eq(mix.all.not_result.request_error, 1)
   t.near(mix.all.shares.incorrect, 5 / 8, 1e-12)
   t.eq(mix.turns[1].total, 2) t.eq(mix.turns[1].not_result.unknown, 2)
+end
+
+-- Wilson intervals against values computed independently (Python's
+-- statistics.NormalDist for z, the score interval's closed form), at the
+-- edges (0 of n, n of n) where a percentile bootstrap collapses.
+function tests.wilson_intervals(t)
+  local want = {
+    { 0, 2, 0.0, 65.76197724933468 }, { 9, 9, 70.08549515804562, 100.0 }, { 5, 10, 23.659309051256404, 76.3406909487436 },
+    { 0, 4, 0.0, 48.98908364545972 }, { 1, 1, 20.654931437723747, 100.0 },
+  }
+  for _, w in ipairs(want) do
+    local ci = metrics.wilson(w[1], w[2])
+    t.near(ci[1] * 100, w[3], 1e-5, ("%d of %d: lo"):format(w[1], w[2]))
+    t.near(ci[2] * 100, w[4], 1e-5, ("%d of %d: hi"):format(w[1], w[2]))
+  end
+  t.near(metrics.normal_quantile(0.975), 1.9599639845400536, 1e-6)
+  t.eq(metrics.wilson(0, 0), nil)
+  -- A wider level, a wider interval.
+  local a, b = metrics.wilson(3, 10, 0.90), metrics.wilson(3, 10, 0.99)
+  t.ok(b[1] < a[1] and b[2] > a[2], "99% wider than 90%")
 end
 
 return setmetatable(tests, { __index = { fixture = build } })

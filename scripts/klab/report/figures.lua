@@ -179,7 +179,7 @@ end
 
 -- fast_p(dir, name, {title, plain = metrics.fast_p rows, verified = rows
 -- with verified = true}) : two panels (all correct | target instructions
--- verified), one line per model with its bootstrap band.
+-- verified), one line per model with its Wilson band.
 function M.fast_p(dir, name, spec)
   local plain, ver = spec.plain or {}, spec.verified or {}
   if #plain == 0 then return M.render(dir, name, { body = empty_body(spec.title, "no trajectories") }) end
@@ -234,7 +234,7 @@ end
 -- bars(dir, name, {title, models = {...}, tasks = {...}, cell = function(model, task)
 -- -> {correct = rate, correct_ci = {lo, hi}, verified = rate, verified_ci}}):
 -- per task, per model a solid bar (correct) and a hatched bar (verified),
--- in percent, with bootstrap error bars.
+-- in percent, with Wilson error bars.
 function M.bars(dir, name, spec)
   local models, tasks = spec.models, spec.tasks
   if #models == 0 or #tasks == 0 then return M.render(dir, name, { body = empty_body(spec.title, "no trajectories") }) end
@@ -328,7 +328,8 @@ end
 -- ---- best speedup against the turn ---------------------------------------------
 
 -- best_by_turn(dir, name, {title, rows = metrics.best_by_turn rows}): one
--- line per model, mean best speedup so far with its bootstrap interval.
+-- line per model, mean best speedup so far with its bootstrap interval and
+-- the number of trajectories it averages.
 function M.best_by_turn(dir, name, spec)
   local rows = spec.rows or {}
   if #rows == 0 then return M.render(dir, name, { body = empty_body(spec.title, "no trajectories") }) end
@@ -338,7 +339,8 @@ function M.best_by_turn(dir, name, spec)
     local d = {}
     for _, pt in ipairs(row.points) do
       local dx = (i - (#rows + 1) / 2) * 0.06
-      d[#d + 1] = { num(pt.turn + dx), num(pt.mean), num(pt.lo or pt.mean), num(pt.hi or pt.mean) }
+      d[#d + 1] = { num(pt.turn + dx), num(pt.mean), num(pt.lo or pt.mean), num(pt.hi or pt.mean),
+        pt.mean and ('"n=' .. tostring(pt.n or 0) .. '"') or '""' }
       limit = math.max(limit, pt.turn)
       top = math.max(top, pt.hi or pt.mean or 0)
     end
@@ -347,6 +349,8 @@ function M.best_by_turn(dir, name, spec)
     local color = q(M.PALETTE[(i - 1) % #M.PALETTE + 1])
     plots[#plots + 1] = ("$%s using 1:2:3:4 with yerrorbars lc rgb %s pt 7 ps 0.6 notitle"):format(dn, color)
     plots[#plots + 1] = ("$%s using 1:2 with lines lw 2 lc rgb %s title %s"):format(dn, color, q(row.model))
+    -- How many trajectories each point averages.
+    plots[#plots + 1] = ("$%s using 1:4:5 with labels offset 0,0.7 font ',8' tc rgb %s notitle"):format(dn, color)
   end
   plots[#plots + 1] = "1 with lines dt 2 lw 1 lc rgb '#555555' title 'library (1×)'"
   local body = {

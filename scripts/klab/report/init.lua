@@ -35,7 +35,7 @@ local tables = require "klab.report.tables"
 local records = require "klab.store.records"
 local M = {}
 
-M.SHOW_PS = { 0, 0.5, 0.8, 1, 1.2, 1.5 }
+M.SHOW_PS = { 0, 0.5, 0.8, 1, 1.25, 1.5, 2, 3 }
 
 local html = tables.html_escape
 
@@ -507,11 +507,18 @@ local function write_section(dir, prefix, trajs, opts, written)
         omitted[#omitted + 1] = { name = name, title = title, why = why }
         return
       end
-      figs[#figs + 1] = { name = name, caption = caption, files = note(draw()) }
+      -- A figure the renderer refuses is left out and named; the rest of
+      -- the report is still written.
+      local files, ferr = draw()
+      if not files then
+        omitted[#omitted + 1] = { name = name, title = title, why = tostring(ferr) }
+        return
+      end
+      figs[#figs + 1] = { name = name, caption = caption, files = note(files) }
     end
     fig("fast_p_" .. sa, ("fast_p on %s"):format(a), ("fast_p on %s (turn limit %d): share of trajectories with a correct "
       .. "turn faster than p × the library, left all correct turns, right those whose target instructions were seen "
-      .. "executing; bands: 95%% bootstrap intervals."):format(a, L), none, function()
+      .. "executing; bands: 95%% Wilson intervals."):format(a, L), none, function()
         return figures.fast_p(dir, "fast_p_" .. sa, { title = ("fast_p on %s, turn limit %d"):format(a, L),
           plain = by_arch(fp_plain, a), verified = by_arch(fp_ver, a) })
       end)
@@ -523,7 +530,7 @@ local function write_section(dir, prefix, trajs, opts, written)
     end
     fig("correct_" .. sa, ("Correct and verified on %s"):format(a), ("Trajectories with a correct turn (solid) and a "
       .. "correct turn with verified target instructions (hatched) per task on %s, turn limit %d; error bars: 95%% "
-      .. "bootstrap intervals."):format(a, L), none, function()
+      .. "Wilson intervals."):format(a, L), none, function()
         return figures.bars(dir, "correct_" .. sa, { title = ("Correct and verified on %s, turn limit %d"):format(a, L),
           models = models, tasks = tasks, cell = function(m, t)
             local r = cell[m .. "\0" .. t]
@@ -542,9 +549,9 @@ local function write_section(dir, prefix, trajs, opts, written)
           return figures.mix(dir, name, { title = ("Verdicts per turn: %s on %s"):format(r.model, a), row = r })
         end)
     end
-    fig("best_by_turn_" .. sa, ("Best speedup so far on %s"):format(a), ("Mean over trajectories of the best speedup "
-      .. "within the first n turns (0 until a correct timed turn) on %s; error bars: 95%% bootstrap intervals; dashed: "
-      .. "the library."):format(a), none, function()
+    fig("best_by_turn_" .. sa, ("Best speedup so far on %s"):format(a), ("Mean best speedup within the first n turns "
+      .. "on %s, over the trajectories that have a correct timed turn by then (the number beside each point); error "
+      .. "bars: 95%% bootstrap intervals over those trajectories; dashed: the library."):format(a), none, function()
         return figures.best_by_turn(dir, "best_by_turn_" .. sa, { title = ("Best speedup so far on %s"):format(a),
           rows = by_arch(bbt, a) })
       end)

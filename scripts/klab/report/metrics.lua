@@ -108,6 +108,47 @@ function M.mean(xs)
   return s / #xs
 end
 
+-- ---- intervals of a proportion ------------------------------------------
+
+-- The standard normal distribution function, from erfc by its continued
+-- fraction's Chebyshev fit (Numerical Recipes' erfcc: relative error below
+-- 1.2e-7 everywhere).
+local function norm_cdf(x)
+  local z = math.abs(x) / math.sqrt(2)
+  local t = 1 / (1 + 0.5 * z)
+  local r = t * math.exp(-z * z - 1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 +
+    t * (-0.18628806 + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 +
+    t * 0.17087277)))))))))
+  return x >= 0 and 1 - r / 2 or r / 2
+end
+
+-- The normal quantile z with P(Z <= z) = q, by bisection on norm_cdf.
+local z_cache = {}
+function M.normal_quantile(q)
+  if z_cache[q] then return z_cache[q] end
+  local lo, hi = -10, 10
+  for _ = 1, 100 do
+    local mid = (lo + hi) / 2
+    if norm_cdf(mid) < q then lo = mid else hi = mid end
+  end
+  z_cache[q] = (lo + hi) / 2
+  return z_cache[q]
+end
+
+-- wilson(k, n [, level]) -> {lo, hi}: the Wilson score interval of the
+-- proportion k/n (Wilson 1927), which stays inside [0, 1] and keeps a
+-- width at 0 of n and n of n, where a percentile bootstrap collapses to a
+-- point. nil when n is 0.
+function M.wilson(k, n, level)
+  if not n or n <= 0 then return nil end
+  local z = M.normal_quantile(1 - (1 - (level or M.DEFAULT_LEVEL)) / 2)
+  local p, z2 = k / n, z * z
+  local denom = 1 + z2 / n
+  local center = (p + z2 / (2 * n)) / denom
+  local half = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / denom
+  return { k == 0 and 0 or math.max(0, center - half), k == n and 1 or math.min(1, center + half) }
+end
+
 -- Percentile interval of a sorted list (nearest rank): the values at ranks
 -- ceil(a/2 * B) and ceil((1 - a/2) * B), a = 1 - level.
 local function interval(sorted, level)
@@ -365,7 +406,7 @@ end
 -- (those with >= 1 correct turn within the limit), verified (>= 1 correct
 -- and verified turn), not_measured, unfinished (trajectories left out, as
 -- decided says), correct_rate, verified_rate, correct_ci = {lo, hi},
--- verified_ci (bootstrap over the counted trajectories; rates and
+-- verified_ci (Wilson intervals over the counted trajectories; rates and
 -- intervals nil when none counts), best (best_speedup of the group),
 -- best_verified}.
 function M.success(trajs, opts)
@@ -381,11 +422,7 @@ function M.success(trajs, opts)
         vf[tr] = M.correct(tr, L, true) and 1 or 0
         c, v = c + cf[tr], v + vf[tr]
       end
-      local ci = n > 0 and M.bootstrap(items, function(s)
-        local cc, vv = 0, 0
-        for _, tr in ipairs(s) do cc, vv = cc + cf[tr], vv + vf[tr] end
-        return { cc / #s, vv / #s }
-      end, boot_opts(opts, "success\0" .. g.key .. "\0" .. L)) or {}
+      local ci = { M.wilson(c, n, opts.level), M.wilson(v, n, opts.level) }
       rows[#rows + 1] = {
         arch = g.arch, model = g.model, task = g.task, limit = L, n = n, correct = c, verified = v,
         not_measured = left["not measured"], unfinished = left.unfinished,
@@ -476,10 +513,14 @@ function M.fast_p(trajs, opts)
       return out
     end
     local vals = curve(g.items)
-    local ci = M.bootstrap(g.items, curve, boot_opts(opts, "fast_p\0" .. g.key .. "\0" .. tostring(verified)))
-    local row = { n = #g.items, verified = verified, limit = limit, points = {} }
+    local n = #g.items
+    local row = { n = n, verified = verified, limit = limit, points = {} }
     for _, f in ipairs(by) do row[f] = g[f] end
-    for j, p in ipairs(ps) do row.points[j] = { p = p, value = vals[j], lo = ci[j][1], hi = ci[j][2] } end
+    -- Each point is a proportion of the group's trajectories: its Wilson interval.
+    for j, p in ipairs(ps) do
+      local ci = M.wilson(math.floor(vals[j] * n + 0.5), n, opts.level) or {}
+      row.points[j] = { p = p, value = vals[j], lo = ci[1], hi = ci[2] }
+    end
     rows[#rows + 1] = row
   end
   return rows
@@ -530,8 +571,9 @@ end
 -- speedup), mem_eff (geometric mean of baseline / kernel peak device memory
 -- over the timed problems where it was measured; nil if nowhere), mem_less
 -- (share of those using strictly less memory than the baseline), mem_n,
--- and speedup_ci, correctness_ci, fast1_ci: a bootstrap that resamples the
--- trajectories within each task (best-of-N is recomputed each time)}.
+-- and speedup_ci (a bootstrap that resamples the tasks, each with its
+-- trajectories; nil with fewer than two tasks), correctness_ci, fast1_ci
+-- (Wilson intervals over the problems)}.
 function M.kbv(trajs, opts)
   opts = opts or {}
   local limit = opts.limit or M.max_turns(trajs)
@@ -542,13 +584,17 @@ function M.kbv(trajs, opts)
     for _, tg in ipairs(M.group(g.items, { "task" })) do strata[#strata + 1] = tg.items end
     local cache = {}
     local row = kbv_stat(strata, limit, opts.verified, cache)
-    local bo = boot_opts(opts, "kbv\0" .. g.key)
-    bo.strata = true
-    local ci = M.bootstrap(strata, function(s)
-      local r = kbv_stat(s, limit, opts.verified, cache)
-      return { r.speedup, r.correctness, r.fast1, n = 3 }
-    end, bo)
-    row.speedup_ci, row.correctness_ci, row.fast1_ci = ci[1], ci[2], ci[3]
+    -- The speedup's interval resamples the problems (tasks), each with all
+    -- its trajectories: tasks are the unit a study generalises over. One
+    -- task has no interval.
+    local ci = #strata > 1 and M.bootstrap(strata, function(s)
+      return { kbv_stat(s, limit, opts.verified, cache).speedup, n = 1 }
+    end, boot_opts(opts, "kbv\0" .. g.key)) or {}
+    -- Correctness and Fast@1 are proportions of the problems: Wilson
+    -- intervals; the speedup's is the bootstrap's.
+    row.speedup_ci = ci[1]
+    row.correctness_ci = M.wilson(row.correct, row.problems, opts.level)
+    row.fast1_ci = row.fast1 and M.wilson(math.floor(row.fast1 * row.problems + 0.5), row.problems, opts.level)
     row.limit = limit
     for _, f in ipairs(by) do row[f] = g[f] end
     rows[#rows + 1] = row
@@ -635,10 +681,12 @@ end
 
 -- best_by_turn(trajs, {limit, verified, by, B, seed, level}) -> rows, one
 -- per group of `by` (default {"arch", "model"}): {arch, model, n, points =
--- {{turn, mean, lo, hi, max}}}. For turn limit n: mean is the mean over the
--- group's trajectories of the best speedup within the first n turns,
--- counting 0 for a trajectory with no correct timed turn yet; max is
--- best_speedup of the group (nil when none).
+-- {{turn, mean, lo, hi, max, n}}}. For turn limit t: mean is the mean of the
+-- best speedup within the first t turns over the group's trajectories that
+-- have a correct timed turn by then (n of them; a trajectory without one
+-- has no speedup to average, not a speedup of 0), with a bootstrap interval
+-- over the trajectories; mean is nil when none has. max is best_speedup of
+-- the group (nil when none).
 function M.best_by_turn(trajs, opts)
   opts = opts or {}
   local limit = opts.limit or M.max_turns(trajs)
@@ -648,25 +696,29 @@ function M.best_by_turn(trajs, opts)
     local pre = {}
     for _, tr in ipairs(g.items) do
       local b = {}
-      for n = 1, limit do b[n] = M.best(tr, n, opts.verified) or 0 end
+      for n = 1, limit do b[n] = M.best(tr, n, opts.verified) or false end
       pre[tr] = b
     end
     local function means(sample)
-      local out = {}
-      for n = 1, limit do out[n] = 0 end
+      local out, cnt = { n = limit }, {}
+      for n = 1, limit do out[n], cnt[n] = 0, 0 end
       for _, tr in ipairs(sample) do
         local b = pre[tr]
-        for n = 1, limit do out[n] = out[n] + b[n] end
+        for n = 1, limit do
+          if b[n] then out[n], cnt[n] = out[n] + b[n], cnt[n] + 1 end
+        end
       end
-      for n = 1, limit do out[n] = out[n] / #sample end
-      return out
+      for n = 1, limit do out[n] = cnt[n] > 0 and out[n] / cnt[n] or nil end
+      return out, cnt
     end
-    local m = means(g.items)
+    local m, counts = means(g.items)
     local ci = M.bootstrap(g.items, means, boot_opts(opts, "bbt\0" .. g.key))
     local row = { n = #g.items, points = {} }
     for _, f in ipairs(by) do row[f] = g[f] end
     for n = 1, limit do
-      row.points[n] = { turn = n, mean = m[n], lo = ci[n][1], hi = ci[n][2], max = M.best_speedup(g.items, n, opts.verified) }
+      local c = ci[n] or {}
+      row.points[n] = { turn = n, mean = m[n], lo = m[n] and c[1], hi = m[n] and c[2], n = counts[n],
+        max = M.best_speedup(g.items, n, opts.verified) }
     end
     rows[#rows + 1] = row
   end

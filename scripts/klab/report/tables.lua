@@ -9,7 +9,7 @@
 -- A table is {id, caption, head = {...}, align = {"l"|"r", ...},
 -- rows = {{cell, ...}, ...}, notes = {...}}; cells are strings.
 -- Numbers: speedups with 3 decimals, shares in percent with 1 decimal,
--- 95% bootstrap intervals in brackets.
+-- 95% intervals in brackets (Wilson for rates, bootstrap for speedups: docs/report.md).
 
 local M = {}
 
@@ -63,7 +63,9 @@ function M.ptxbench(rows, arch)
       for _, t in ipairs(ts) do
         local r = cell[L .. "\0" .. m .. "\0" .. t]
         if r then
-          counts[r.n] = (counts[r.n] or 0) + 1
+          -- The caption's n is what most cells that hold trajectories hold:
+          -- an empty cell ("not measured") does not count.
+          if r.n > 0 then counts[r.n] = (counts[r.n] or 0) + 1 end
           nm, uf = nm + (r.not_measured or 0), uf + (r.unfinished or 0)
         end
       end
@@ -73,8 +75,10 @@ function M.ptxbench(rows, arch)
     end
     local t = {
       id = ("ptxbench_%s_t%d"):format(arch, L),
-      caption = ("Correct / verified / best speedup on %s, turn limit %d (n = %s trajectories per cell)"):format(
-        arch, L, tostring(common)),
+      caption = common and ("Correct / verified / best speedup on %s, turn limit %d (n = %d trajectories per cell; "
+        .. "a cell with another n says it)"):format(arch, L, common)
+        or ("Correct / verified / best speedup on %s, turn limit %d (no cell holds a trajectory with a result)"):format(
+          arch, L),
       head = { "Model" }, align = { "l" }, rows = {},
       notes = { "correct: trajectories with at least one correct turn within the limit; verified: trajectories with "
         .. "at least one correct turn whose target instructions were seen executing; best: the largest speedup over "
