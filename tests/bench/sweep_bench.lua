@@ -10,7 +10,7 @@
 --
 -- The reopen figure is the Lua heap the loaded trajectories hold (what the
 -- process adds besides is SQLite's page cache, bounded by its own limit).
--- The target (issue 23): at 62.5k stored turns, CPU per new turn within 2x
+-- The target: at 62.5k stored turns, CPU per new turn within 2x
 -- of the first thousand's, and reopening at most 100 MB. The stores are
 -- grown by copying what the pipeline made (trajectories, turns and the
 -- response cache renamed to a new experiment), so that building the big

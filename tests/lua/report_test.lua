@@ -171,11 +171,18 @@ end
 function tests.table_renderers_escape(t)
   local tb = { id = "x", caption = "a & b_c | 50%", head = { "k", "v" }, align = { "l", "r" },
     rows = { { "<t>", "1|2" } }, notes = { "n" } }
-  t.match(tables.markdown(tb), "| <t> | 1\\|2 |")
+  -- A name is text in Markdown too: no raw HTML.
+  t.match(tables.markdown(tb), "| &lt;t&gt; | 1\\|2 |")
   t.match(tables.latex(tb), "a \\& b\\_c | 50\\%%")
   t.match(tables.html(tb), "<td class=\"l\">&lt;t&gt;</td>")
   t.eq(figures.slug("GPT 5.5 (high)/x"), "gpt-5.5-high-x")
   t.eq(figures.quote("it's"), "'it''s'")
+  local escape = require "klab.report.escape"
+  t.eq(escape.gnuplot("a\0b\nc'd"), "'ab c''d'")
+  t.eq(escape.gnuplot_tic("50% of %s"), "'50%% of %%s'")
+  t.eq(escape.markdown("`x` *y* \\ <i>"), "\\`x\\` \\*y\\* \\\\ &lt;i&gt;")
+  t.eq(escape.latex("\\input{x} 5%"), "\\textbackslash{}input\\{x\\} 5\\%")
+  t.eq(escape.html("a\0<b>\n"), "a&lt;b&gt;\n")
 end
 
 function tests.pdf_dates_are_fixed(t)
@@ -436,6 +443,41 @@ function tests.sft_export_says_why_it_has_no_records(t)
   code, _, out = t.sh(sq(t.klab) .. " export sft " .. sq(path) .. " --experiment nope")
   t.eq(code, 2)
   t.match(out, "holds no experiment named 'nope' %(it holds: cut, nogpu%)")
+end
+
+-- Hostile names (quotes, %, backslashes, NUL, newlines, HTML, TeX and
+-- Markdown markup) survive every renderer: the report is written, every
+-- figure is drawn (none is left out for gnuplot's sake), and no name
+-- reaches a file as markup.
+function tests.hostile_names_survive_the_report(t)
+  local path, dir = make_store(t)
+  local db <close> = assert(store.open(path))
+  local model = "m'A\"%s%d\\ <script>alert(1)</script>\0\n`x` \\input{x} |p|"
+  local task = "g%emm\n'q'_$&#{}~^ <b>"
+  db:query("UPDATE trajectories SET model = ?1 WHERE model = 'mA'", model)
+  db:query("UPDATE trajectories SET task = ?1 WHERE task = 'gemm'", task)
+  db:close()
+  local files = assert(report.write(path, dir .. "/r", { B = 50 }))
+  local omitted = t.read(dir .. "/r/index.html") or ""
+  t.ok(not omitted:find("gnuplot failed", 1, true), "no figure failed")
+  for _, f in ipairs(files) do
+    local body = t.read(f) or ""
+    if f:match("%.md$") or f:match("%.html$") then
+      t.ok(not body:find("<script>", 1, true), f .. ": no raw HTML from a name")
+    end
+    if f:match("%.md$") then t.ok(not body:find("<b>", 1, true), f .. ": no raw HTML from a name") end
+    if f:match("%.tex$") then
+      t.ok(not body:find("\\input{", 1, true), f .. ": no TeX command from a name")
+    end
+    if not f:match("%.png$") and not f:match("%.pdf$") then t.ok(not body:find("\0", 1, true), f .. ": no NUL byte") end
+  end
+  if figures.probe().gnuplot then
+    local pngs = 0
+    for _, f in ipairs(files) do if f:match("%.png$") then pngs = pngs + 1 end end
+    t.ok(pngs >= 4, "figures drawn: " .. pngs)
+  end
+  local md = t.read(dir .. "/r/e1/tables/ptxbench_sm_90a.md") or ""
+  t.ok(md:find("&lt;script&gt;", 1, true), "the model's name is shown as text")
 end
 
 return tests

@@ -35,8 +35,10 @@ M.PALETTE = { "#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", 
 M.VERDICT_COLORS = {}
 for _, v in ipairs(require("klab.eval.verdict").LIST) do M.VERDICT_COLORS[v.name] = v.color end
 
--- A gnuplot string literal (single quotes: no escapes but '').
-local function q(s) return "'" .. tostring(s):gsub("[\r\n]", " "):gsub("'", "''") .. "'" end
+-- A gnuplot string literal, and a tic label (also a format string).
+local escape = require "klab.report.escape"
+local q = escape.gnuplot
+local tic = escape.gnuplot_tic
 M.quote = q
 
 local function num(x)
@@ -260,7 +262,7 @@ function M.bars(dir, name, spec)
   end
   if not any then return M.render(dir, name, { body = empty_body(spec.title, "no trajectories") }) end
   local tics = {}
-  for ti, task in ipairs(tasks) do tics[#tics + 1] = q(task) .. " " .. (ti - 1) end
+  for ti, task in ipairs(tasks) do tics[#tics + 1] = tic(task) .. " " .. (ti - 1) end
   local plots = {}
   for mi, m in ipairs(models) do
     local color = q(M.PALETTE[(mi - 1) % #M.PALETTE + 1])
@@ -299,7 +301,7 @@ function M.mix(dir, name, spec)
     local r = { tostring(n) }
     for _, v in ipairs(row.verdicts) do r[#r + 1] = num(cell.total > 0 and (cell.shares[v] or 0) * 100 or 0) end
     rows[#rows + 1] = r
-    tics[#tics + 1] = q(tostring(n)) .. " " .. (n - 1)
+    tics[#tics + 1] = tic(tostring(n)) .. " " .. (n - 1)
     labels[#labels + 1] = ("set label %d %s at %d, 103 center"):format(n + 10, q("n=" .. cell.total), n - 1)
   end
   local plots = {}
@@ -406,7 +408,7 @@ function M.speedups(dir, name, spec)
   end
   plots[#plots + 1] = "1 with lines dt 2 lw 1 lc rgb '#555555' title 'library (1×)'"
   local tics = {}
-  for i, t in ipairs(spec.tasks) do tics[#tics + 1] = q(t) .. " " .. (i - 1) end
+  for i, t in ipairs(spec.tasks) do tics[#tics + 1] = tic(t) .. " " .. (i - 1) end
   local ymin = 10 ^ math.floor(math.log(math.min(lo, 1) * 0.9, 10))
   local ymax = 10 ^ math.ceil(math.log(math.max(hi, 1) * 1.1, 10))
   local body = {

@@ -516,9 +516,12 @@ local function write_section(dir, prefix, trajs, opts, written)
       end
       figs[#figs + 1] = { name = name, caption = caption, files = note(files) }
     end
+    -- Every correct timed candidate: without one, fast_p has nothing to draw.
+    local pts = by_arch(cands, a)
+    local untimed = #pts == 0 and ("no correct timed candidate on %s"):format(a) or nil
     fig("fast_p_" .. sa, ("fast_p on %s"):format(a), ("fast_p on %s (turn limit %d): share of trajectories with a correct "
       .. "turn faster than p × the library, left all correct turns, right those whose target instructions were seen "
-      .. "executing; bands: 95%% Wilson intervals."):format(a, L), none, function()
+      .. "executing; bands: 95%% Wilson intervals."):format(a, L), none or untimed, function()
         return figures.fast_p(dir, "fast_p_" .. sa, { title = ("fast_p on %s, turn limit %d"):format(a, L),
           plain = by_arch(fp_plain, a), verified = by_arch(fp_ver, a) })
       end)
@@ -555,10 +558,9 @@ local function write_section(dir, prefix, trajs, opts, written)
         return figures.best_by_turn(dir, "best_by_turn_" .. sa, { title = ("Best speedup so far on %s"):format(a),
           rows = by_arch(bbt, a) })
       end)
-    local pts = by_arch(cands, a)
     fig("speedups_" .. sa, ("Every correct candidate on %s"):format(a), ("Speedup over the library of every correct "
       .. "timed candidate per task on %s (log scale; filled: target instructions verified; dots spread sideways by "
-      .. "model)."):format(a), none or (#pts == 0 and ("no correct timed candidate on %s"):format(a)) or nil, function()
+      .. "model)."):format(a), none or untimed, function()
         return figures.speedups(dir, "speedups_" .. sa, { title = ("Every correct candidate on %s"):format(a),
           models = models, tasks = tasks, points = pts })
       end)

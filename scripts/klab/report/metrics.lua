@@ -454,7 +454,7 @@ function M.thresholds(trajs, limit, step)
   step = step or 0.05
   local top = 0
   for _, tr in ipairs(trajs) do top = math.max(top, M.best(tr, limit) or 0) end
-  local pmax = math.max(1.5, math.ceil(top * 4) / 4)
+  local pmax = math.max(3, math.ceil(top * 4) / 4)
   local ps = {}
   local n = math.floor(pmax / step + 0.5)
   for i = 0, n do ps[#ps + 1] = i * step end

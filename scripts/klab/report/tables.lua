@@ -237,7 +237,8 @@ end
 
 -- ---- renderers --------------------------------------------------------------
 
-local function md_cell(s) return (tostring(s):gsub("|", "\\|"):gsub("[\r\n]+", " ")) end
+local escape = require "klab.report.escape"
+local md_cell = escape.markdown
 
 function M.markdown(t)
   local out = { "**" .. md_cell(t.caption) .. "**", "" }
@@ -258,9 +259,7 @@ function M.markdown(t)
   return table.concat(out, "\n") .. "\n"
 end
 
-local TEX = { ["\\"] = "\\textbackslash{}", ["&"] = "\\&", ["%"] = "\\%", ["$"] = "\\$", ["#"] = "\\#", ["_"] = "\\_",
-  ["{"] = "\\{", ["}"] = "\\}", ["~"] = "\\textasciitilde{}", ["^"] = "\\textasciicircum{}" }
-local function tex(s) return (tostring(s):gsub("[\\&%%%$#_{}~^]", TEX):gsub("[\r\n]+", " ")) end
+local tex = escape.latex
 M.tex_escape = tex
 
 -- LaTeX with booktabs (\usepackage{booktabs}).
@@ -291,8 +290,7 @@ function M.latex(t)
   return table.concat(out, "\n") .. "\n"
 end
 
-local HTML = { ["&"] = "&amp;", ["<"] = "&lt;", [">"] = "&gt;", ['"'] = "&quot;", ["'"] = "&#39;" }
-local function html(s) return (tostring(s):gsub("[&<>\"']", HTML)) end
+local html = escape.html
 M.html_escape = html
 
 function M.html(t)
