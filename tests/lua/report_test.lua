@@ -211,7 +211,7 @@ function tests.cli(t)
   t.match(out, "usage: klab report DB")
   code, _, err = t.sh(sq(t.klab) .. " report")
   t.eq(code, 2)
-  t.match(err, "expected one store file")
+  t.match(err, "expected a store file")
   code, _, err = t.sh(sq(t.klab) .. " report " .. sq(path) .. " --bogus")
   t.eq(code, 2)
   t.match(err, "unknown option %-%-bogus")
@@ -478,6 +478,46 @@ function tests.hostile_names_survive_the_report(t)
   end
   local md = t.read(dir .. "/r/e1/tables/ptxbench_sm_90a.md") or ""
   t.ok(md:find("&lt;script&gt;", 1, true), "the model's name is shown as text")
+end
+
+-- Conditions side by side (--by tag,model): one section, the tables'
+-- first column is the condition, a comparison table; and two stores at
+-- once (their experiments renamed apart), the same bytes on a second run.
+function tests.conditions_side_by_side_and_two_stores(t)
+  local path, dir = make_store(t)
+  local a = assert(report.write(path, dir .. "/by1", { B = 50, by = { "model", "experiment" } }))
+  local b = assert(report.write(path, dir .. "/by2", { B = 50, by = { "model", "experiment" } }))
+  t.eq(#a, #b)
+  for i = 1, #a do t.ok(t.read(a[i]) == t.read(b[i]), a[i] .. " is the same twice") end
+  local md = t.read(dir .. "/by1/tables/ptxbench_sm_90a.md") or ""
+  t.match(md, "| Condition %(model, experiment%) |")
+  t.match(md, "| mA / e1 |")
+  local cmp = t.read(dir .. "/by1/tables/compare.md") or ""
+  -- sm_90a: mA / e1 against mB / e1 on the two tasks both ran.
+  t.match(cmp, "| sm_90a | mA / e1 | mB / e1 | 2 |")
+  local bad, msg, code = report.write(path, dir .. "/bad", { by = { "modle" } })
+  t.eq(bad, nil)
+  t.eq(code, "EINVAL")
+  t.match(msg, "no condition variable 'modle'")
+
+  -- A second store: the same study under other names.
+  local p2 = dir .. "/other.db"
+  fixture(p2):close()
+  do
+    local db <close> = assert(store.open(p2))
+    db:query("UPDATE experiments SET name = name || '_b'")
+    db:query("UPDATE trajectories SET key = 'b/' || key")
+  end
+  local two = assert(report.write({ path, p2 }, dir .. "/two1", { B = 50 }))
+  local again = assert(report.write({ path, p2 }, dir .. "/two2", { B = 50 }))
+  t.eq(#two, #again)
+  for i = 1, #two do t.ok(t.read(two[i]) == t.read(again[i]), two[i] .. " is the same twice") end
+  t.ok(contains(two, dir .. "/two1/e1/tables/kbv.md") and contains(two, dir .. "/two1/e1_b/tables/kbv.md"),
+    "both stores' experiments are in the report")
+  t.match(t.read(dir .. "/two1/index.html") or "", "fx%.db %+ other%.db")
+  -- By experiment across the two stores: e1 against e1_b, which hold the same results.
+  assert(report.write({ path, p2 }, dir .. "/two_by", { B = 50, by = { "experiment" } }))
+  t.match(t.read(dir .. "/two_by/tables/compare.md") or "", "| sm_90a | e1 | e1_b | 2 | [%d.]+%% %(n=%d+%) | [%d.]+%% %(n=%d+%) | %+0%.0 pts")
 end
 
 return tests

@@ -3,8 +3,8 @@ local M = {}
 
 M.summary = "write the figures, tables and index.html of an experiment store"
 
-local USAGE = [[
-usage: klab report DB [--out DIR] [--experiment NAME]
+local USAGE = [==[
+usage: klab report DB... [--out DIR] [--experiment NAME] [--by VAR[,VAR]]
 
 Reads the store DB (read-only; a store in a folder you cannot write is
 fine) and writes into DIR (default: DB's name without its extension, plus
@@ -28,11 +28,24 @@ the report says so on its first screen. Unfinished trajectories are not
 failures. Figures with nothing to show are left out, with the reason.
 The same store always gives the same bytes. Definitions: docs/report.md.
 
+Several stores (a study's shards, or two studies) make one report: they are
+read together as `klab merge` would put them (an experiment of one name with
+two different configs cannot be, and is refused).
+
+--by VAR[,VAR]  set conditions side by side: every table and figure groups
+                the trajectories by these instead of by model, all in one
+                section, and a table compares the first condition with each
+                other one on the tasks both ran (the difference of correct
+                rates with Newcombe's interval; the geometric mean of the
+                best-speedup ratio with a bootstrap interval over tasks).
+                VAR: model, tag, task, family, arch, experiment, turns,
+                template, or any field of the experiment's spec.
+
 A missing store, a file that is not one, an experiment the store does not
 hold (the ones it holds are named) and a --out that cannot hold a report
 are 2; 1 when the report could not be written (gnuplot failed).
 
-]]
+]==]
 
 local command = require "klab.command"
 local EXIT = command.EXIT
@@ -42,23 +55,28 @@ USAGE = USAGE .. command.EXIT_TEXT
 -- something that is not there or cannot be used.
 local USER = { ENOENT = true, EINVAL = true, ENOTFOUND = true }
 
-local OPTIONS = { ["--out"] = "value", ["--experiment"] = "value" }
+local OPTIONS = { ["--out"] = "value", ["--experiment"] = "value", ["--by"] = "value" }
 
 function M.parse(args)
   local o, err = command.options(args, OPTIONS)
   if not o then return nil, err end
   local pos = o.positional
   if o.help then return o end
-  if #pos ~= 1 then return nil, "expected one store file (DB)" end
-  o.db = pos[1]
-  o.out = o.out or (o.db:gsub("%.[%w]+$", "") .. "_report")
+  if #pos < 1 then return nil, "expected a store file (DB)" end
+  o.db = #pos == 1 and pos[1] or pos
+  o.out = o.out or (pos[1]:gsub("%.[%w]+$", "") .. "_report")
+  if o.by then
+    local vars = {}
+    for v in o.by:gmatch("[^,%s]+") do vars[#vars + 1] = v end
+    o.by = vars
+  end
   return o
 end
 
 function M.main(args)
   local o, pcode = command.parsed("report", USAGE, M.parse(args))
   if not o then return pcode end
-  local files, msg, code = require("klab.report").write(o.db, o.out, { experiment = o.experiment })
+  local files, msg, code = require("klab.report").write(o.db, o.out, { experiment = o.experiment, by = o.by })
   if not files then
     return command.fail("report", (tostring(msg):gsub("^report: ", "")), USER[code] and EXIT.usage or EXIT.failed)
   end

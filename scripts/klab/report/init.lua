@@ -53,7 +53,33 @@ local function klab_version()
   return "unknown"
 end
 
+-- Several stores (a study's shards, or two studies) are read as one: merged
+-- into a temporary store (klab.store.merge: rows matched by their keys), which
+-- goes when the report is written. An experiment of one name with two
+-- configs cannot be read together, and says so.
+local function merged_store(paths)
+  local tmp = os.tmpname()
+  os.remove(tmp)
+  local db, err = records.open(tmp .. ".db")
+  if not db then return nil, "report: " .. tostring(err), "EINVAL" end
+  records.define_verdicts(db)
+  local merge = require "klab.store.merge"
+  for _, p in ipairs(paths) do
+    local ok, why = pcall(merge.merge, db, p)
+    if not ok then
+      db:close()
+      for _, ext in ipairs { "", "-wal", "-shm", ".lock" } do os.remove(tmp .. ".db" .. ext) end
+      return nil, ("report: %s cannot be read with the other stores: %s"):format(p, tostring(why)),
+        tostring(why):find("no such file", 1, true) and "ENOENT" or "EINVAL"
+    end
+  end
+  return db, nil, nil, true, tmp .. ".db"
+end
+
 local function open_store(x)
+  if type(x) == "table" and not getmetatable(x) then
+    if #x == 1 then x = x[1] else return merged_store(x) end
+  end
   if type(x) ~= "string" then return x end
   local db, err, code = require("klab.store.records").open(x, { readonly = true })
   if not db then return nil, "report: " .. err, code end
@@ -571,6 +597,8 @@ local function write_section(dir, prefix, trajs, opts, written)
   local function tab(file, ts)
     local md, tex = {}, {}
     for _, t in ipairs(ts) do
+      -- Grouped by conditions: the "Model" column holds the condition.
+      for i, h in ipairs(opts.condition and t.head or {}) do if h == "Model" then t.head[i] = opts.condition end end
       md[#md + 1] = tables.markdown(t)
       tex[#tex + 1] = tables.latex(t)
       t.file = file
@@ -587,11 +615,16 @@ local function write_section(dir, prefix, trajs, opts, written)
   tab("fast_p", { tables.fast_p(fpt_plain, fpt_ver) })
   tab("failure_mix", { tables.mix(mix) })
   tab("pdetect", { tables.pdetect(pdt) })
+  local compared
+  if opts.by then
+    compared = require("klab.report.conditions").compare(counted, with { limit = L })
+    tab("compare", { tables.compare(compared) })
+  end
   return {
     figures = figs, omitted = omitted, tables = tlist, warnings = warnings, limits = limits, trajs = trajs,
     numbers = {
       limits = limits, success = success, fast_p = fp_plain, fast_p_verified = fp_ver, kbv = kbv, failure_mix = mix,
-      best_by_turn = bbt, pdetect = pdt, left_out = { not_measured = left["not measured"], unfinished = left.unfinished },
+      best_by_turn = bbt, pdetect = pdt, compare = compared, left_out = { not_measured = left["not measured"], unfinished = left.unfinished },
     },
   }
 end
@@ -610,8 +643,16 @@ function M.check_experiment(db, name, store_name)
 end
 
 local function build(db, out_dir, opts, store_name)
+  local o = {}
+  for k, v in pairs(opts) do o[k] = v end
+  opts = o
   local B, seed, level = opts.B or metrics.DEFAULT_B, opts.seed or metrics.DEFAULT_SEED, opts.level or metrics.DEFAULT_LEVEL
   local trajs = metrics.load(db, { experiment = opts.experiment })
+  if opts.by then
+    local configs = {}
+    for _, e in ipairs(records.experiments(db)) do configs[e.name] = decode(e.config) or {} end
+    opts.condition = require("klab.report.conditions").relabel(trajs, opts.by, configs)
+  end
   local written, warnings = {}, {}
   local pr = figures.probe()
   if pr.why then warnings[#warnings + 1] = pr.why end
@@ -684,13 +725,32 @@ function M.write(db_or_path, out_dir, opts)
     return nil, ("report: %s holds files that are not a klab report; give --out a new or empty folder, or a "
       .. "previous report"):format(out_dir), "EINVAL"
   end
-  local db, err, code, owned = open_store(db_or_path)
+  local db, err, code, owned, scratch = open_store(db_or_path)
   if not db then return nil, err, code end
-  local store_name = type(db_or_path) == "string" and db_or_path:match("([^/]+)$") or (db:path() or ""):match("([^/]+)$") or "store"
-  local bad = M.check_experiment(db, opts.experiment, store_name)
-  if bad then
+  local function close()
     if owned then db:close() end
-    return nil, "report: " .. bad, "ENOTFOUND"
+    for _, ext in ipairs { "", "-wal", "-shm", ".lock" } do if scratch then os.remove(scratch .. ext) end end
+  end
+  local store_name
+  if type(db_or_path) == "table" and not getmetatable(db_or_path) then
+    local names = {}
+    for i, p in ipairs(db_or_path) do names[i] = tostring(p):match("([^/]+)$") end
+    store_name = table.concat(names, " + ")
+  else
+    store_name = type(db_or_path) == "string" and db_or_path:match("([^/]+)$") or (db:path() or ""):match("([^/]+)$")
+      or "store"
+  end
+  local bad = M.check_experiment(db, opts.experiment, store_name)
+  if not bad and opts.by then
+    local configs = {}
+    for _, e in ipairs(records.has_table(db, "experiments") and records.experiments(db) or {}) do
+      configs[e.name] = decode(e.config) or {}
+    end
+    bad = require("klab.report.conditions").check(opts.by, configs)
+  end
+  if bad then
+    close()
+    return nil, "report: " .. bad, bad:find("^%-%-by") and "EINVAL" or "ENOTFOUND"
   end
   -- Written into a folder beside out_dir, then renamed into place: an
   -- interrupted report leaves the old one whole, never a mix.
@@ -706,7 +766,7 @@ function M.write(db_or_path, out_dir, opts)
     assert(sys.remove_tree(tmp))
     return build(db, tmp, opts, store_name)
   end)
-  if owned then db:close() end
+  close()
   if ok then
     local moved = true
     if is_dir(out_dir) then moved = os.rename(out_dir, old) end

@@ -235,6 +235,31 @@ function M.pdetect(pt)
   return t
 end
 
+-- compare(conditions.compare rows) -> table: the first condition against
+-- each other one, on the tasks both ran.
+function M.compare(rows)
+  local t = {
+    id = "compare", caption = "Conditions compared (the first against each other one, on the tasks both ran)",
+    head = { "Arch", "A", "B", "Tasks", "Correct A", "Correct B", "A - B", "Speedup A / B" },
+    align = { "l", "l", "l", "r", "r", "r", "r", "r" }, rows = {},
+    notes = { "Correct: trajectories with a correct turn within the largest turn limit, with their counts; A - B: the "
+      .. "difference of the two rates with its 95% interval (Newcombe's method from the two Wilson intervals); "
+      .. "Speedup A / B: the geometric mean, over the tasks where both have a timed correct turn (their number in "
+      .. "parentheses), of A's best speedup over B's, with a 95% bootstrap interval over those tasks." },
+  }
+  for _, r in ipairs(rows) do
+    local function diff(d, ci)
+      if not d then return "-" end
+      local s = ("%+.1f pts"):format(d * 100)
+      return ci and (s .. (" [%+.1f, %+.1f]"):format(ci[1] * 100, ci[2] * 100)) or s
+    end
+    t.rows[#t.rows + 1] = { r.arch, r.a, r.b, tostring(r.tasks), pct(r.rate_a) .. (" (n=%d)"):format(r.n_a),
+      pct(r.rate_b) .. (" (n=%d)"):format(r.n_b), diff(r.diff, r.diff_ci),
+      r.ratio and ((speed(r.ratio) .. " " .. ci_speed(r.ratio_ci) .. (" (%d)"):format(r.ratio_tasks)):gsub("  ", " ")) or "-" }
+  end
+  return t
+end
+
 -- ---- renderers --------------------------------------------------------------
 
 local escape = require "klab.report.escape"
