@@ -5,7 +5,6 @@
 -- expected verdicts name real tasks and verdicts. (tests/gpu/tasks_check.lua
 -- runs them on a GPU.)
 local task = require "klab.task"
-local prepare = require "klab.eval.prepare"
 local candidate = require "klab.eval.candidate"
 local verdict = require "klab.eval.verdict"
 
@@ -18,13 +17,7 @@ local function exists(path)
 end
 
 -- The caller's stages (build and plan) of an evaluation, without a GPU.
-local function prepared(t, t_, cand, arch)
-  local run = { task = t_, cand = cand, arch = arch, opts = {}, result = { stages = {} } }
-  local ok = prepare.build(run) and prepare.plan(run)
-  prepare.cleanup(run)
-  prepare.finish(run)
-  return ok, run
-end
+local function prepared(_, t_, cand, arch) return require("klab.eval.task_check").prepared(t_, cand, arch) end
 
 function T.every_task_loads_and_prepares(t)
   local all, errs = task.list("tasks")
@@ -117,6 +110,59 @@ function T.library_table_in_the_docs(t)
     end
   end
   for name in pairs(rows) do t.ok(seen[name], "docs/tasks.md lists " .. name .. ", a task that exists") end
+end
+
+-- klab tasks --check on folders anywhere: the library passes; copies with
+-- a broken reference, a broken shipped baseline, a baseline plan past the
+-- block limit, a cuDNN graph with a mode that does not exist and a wrong
+-- expected verdict are each one line naming the file and the field, exit 2.
+function T.tasks_check_finds_every_mistake(t)
+  local q = require("klab.command").shell_quote
+  local code, out, err = t.sh(("cd %s && %s tasks --check tasks"):format(q(t.root), q(t.klab)))
+  t.eq(code, 0, out .. err)
+  t.match(err, "no mistakes")
+  local dir = t.tmpdir()
+  -- Each copy in a folder of its own (a task name is taken from the first
+  -- folder that has it).
+  local function copy(fam, to)
+    t.eq((t.sh(("mkdir -p %s && cp -r %s %s"):format(q(dir .. "/" .. to), q(t.root .. "/tasks/" .. fam),
+      q(dir .. "/" .. to .. "/" .. fam)))), 0)
+    return dir .. "/" .. to .. "/" .. fam
+  end
+  local function edit(path, from, to)
+    local s = assert(t.read(path))
+    local n
+    s, n = s:gsub(from, to, 1)
+    t.eq(n, 1, path .. ": " .. from)
+    local f = assert(io.open(path, "w"))
+    f:write(s)
+    f:close()
+  end
+  local r = copy("reduce", "r1")
+  edit(r .. "/reference.cu", "extern \"C\"", "extern \"C\" this does not compile")
+  local b = copy("reduce", "r2")
+  edit(b .. "/baseline.cu", "extern \"C\"", "extern \"C\" nor does this")
+  local p = copy("reduce", "r3")
+  edit(p .. "/_family.lua", 'kernel = "reduce_mid_baseline", grid = { cdiv%(B %* D, 256%), 1, 1 }, block = { 256, 1, 1 }',
+    'kernel = "reduce_mid_baseline", grid = { cdiv(B * D, 256), 1, 1 }, block = { 2048, 1, 1 }')
+  local a = copy("activation", "a1")
+  edit(a .. "/_family.lua", 'mode = "RELU_FWD"', 'mode = "RELU_FWDX"')
+  edit(a .. "/bad/expected.lua", 'verdict = "incorrect"', 'verdict = "incorect"')
+  for _, case in ipairs {
+    { r, "r1/reduce/[%w_]+%.lua: reference: [%w_/x]+ on sm_90a: " },
+    { b, "r2/reduce/[%w_]+%.lua: baseline: [%w_/x]+ on sm_90a: the shipped baseline does not build or plan" },
+    { p, "r3/reduce/[%w_]+%.lua: baseline: [%w_/x]+ on sm_90a: the shipped baseline does not build or plan: .*2048" },
+    { a, "a1/activation/relu%.lua: baseline%.spec: relu_f32/[%dx]+: the cuDNN graph does not describe: .*RELU_FWDX" },
+    { a, "a1/activation/bad/expected%.lua: verdict: entry %d+ %([%w_]+%): 'incorect' is not a verdict %(did you mean 'incorrect'%?%)" },
+  } do
+    code, out, err = t.sh(("cd %s && %s tasks --check %s"):format(q(t.root), q(t.klab), q(case[1])))
+    t.eq(code, 2, case[1] .. ": " .. out .. err)
+    t.match(out, case[2])
+    for line in out:gmatch("[^\n]+") do t.ok(line:find("^" .. dir:gsub("%p", "%%%0")), "one line naming the file: " .. line) end
+  end
+  code, out, err = t.sh(("%s tasks --check %s"):format(q(t.klab), q(dir .. "/nothing")))
+  t.eq(code, 2)
+  t.match(err, "no folder")
 end
 
 return T

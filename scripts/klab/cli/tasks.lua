@@ -12,6 +12,7 @@ M.summary = "list tasks: name, family, shape, dtypes, FLOPs, targets"
 
 local USAGE = [[
 usage: klab tasks [--json] [--family F] [--tag T] [--tasks DIR]...
+       klab tasks --check DIR...
 
 Lists every task on the task search path: one line per variant
 with its name, family, dimensions, buffer dtypes (inputs -> outputs),
@@ -25,6 +26,14 @@ Options:
                 folders of $KLAB_TASKS (dir1:dir2), then in the repository's
                 tasks/; a task name found twice is taken from the first
   --root DIR    only the tasks in DIR
+  --check DIR...
+                check the task folders DIR (anywhere) without a GPU: every
+                task file loads; for every variant and target (sm_90a,
+                sm_100a) the reference and a shipped baseline compile and
+                their plans run; a cuDNN graph baseline describes; every
+                samples/ and bad/ expected.lua names real tasks, verdicts
+                and candidates that build and plan. Each mistake is one line
+                FILE: FIELD: what is wrong; any mistake is exit 2
   -h, --help    print this help
 
 Here 1 means a task file failed to load (reported on stderr, the rest
@@ -38,11 +47,12 @@ local EXIT = command.EXIT
 USAGE = USAGE .. command.EXIT_TEXT
 
 local OPTIONS = { ["--json"] = "flag", ["--family"] = "value", ["--root"] = "value", ["--tag"] = "value",
-  ["--tasks"] = "list" }
+  ["--tasks"] = "list", ["--check"] = "flag" }
 
 local function parse(args)
   local o, err = command.options(args, OPTIONS)
-  if o and #o.positional > 0 then return nil, "unknown argument '" .. o.positional[1] .. "'" end
+  if o and not o.check and #o.positional > 0 then return nil, "unknown argument '" .. o.positional[1] .. "'" end
+  if o and o.check and #o.positional == 0 then return nil, "--check needs the task folders to check (DIR...)" end
   return o, err
 end
 
@@ -105,10 +115,28 @@ local function record(t)
   }
 end
 
+-- klab tasks --check DIR...: one line per mistake, exit 2 when any.
+function M.check(dirs)
+  local task = require("klab.task")
+  for _, d in ipairs(dirs) do
+    if not task.is_dir(d) then return command.fail("tasks", "--check: no folder " .. d, EXIT.usage) end
+  end
+  local problems, n = require("klab.eval.task_check").run(dirs)
+  for _, p in ipairs(problems) do io.stdout:write(("%s: %s: %s\n"):format(p.file, p.field, p.message)) end
+  io.stderr:write(("klab tasks: checked %d task file%s (%d tasks, %d variants, %d samples and known-bad kernels) "
+    .. "in %s: %s\n"):format(n.files, n.files == 1 and "" or "s", n.tasks, n.variants, n.candidates,
+    table.concat(dirs, ", "), #problems == 0 and "no mistakes" or (#problems .. " mistake" .. (#problems == 1 and "" or "s"))))
+  if n.files == 0 then
+    return command.fail("tasks", "--check: no task files in " .. table.concat(dirs, ", "), EXIT.usage)
+  end
+  return #problems == 0 and EXIT.ok or EXIT.usage
+end
+
 function M.main(args)
   local o, code = command.parsed("tasks", USAGE, parse(args or {}))
   if not o then return code end
   local task = require("klab.task")
+  if o.check then return M.check(o.positional) end
   task.use_path(o.tasks)
   local roots = o.root and { o.root } or task.path()
   for _, root in ipairs(roots) do
