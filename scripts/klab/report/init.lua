@@ -58,9 +58,9 @@ end
 -- goes when the report is written. An experiment of one name with two
 -- configs cannot be read together, and says so.
 local function merged_store(paths)
-  local tmp = os.tmpname()
-  os.remove(tmp)
-  local db, err = records.open(tmp .. ".db")
+  local tmp, terr = require("klab.fs").mkstemp("klab-report-")
+  if not tmp then return nil, "report: " .. tostring(terr), "EINVAL" end
+  local db, err = records.open(tmp)
   if not db then return nil, "report: " .. tostring(err), "EINVAL" end
   records.define_verdicts(db)
   local merge = require "klab.store.merge"
@@ -68,12 +68,12 @@ local function merged_store(paths)
     local ok, why = pcall(merge.merge, db, p)
     if not ok then
       db:close()
-      for _, ext in ipairs { "", "-wal", "-shm", ".lock" } do os.remove(tmp .. ".db" .. ext) end
+      for _, ext in ipairs { "", "-wal", "-shm", ".lock" } do os.remove(tmp .. ext) end
       return nil, ("report: %s cannot be read with the other stores: %s"):format(p, tostring(why)),
         tostring(why):find("no such file", 1, true) and "ENOENT" or "EINVAL"
     end
   end
-  return db, nil, nil, true, tmp .. ".db"
+  return db, nil, nil, true, tmp
 end
 
 local function open_store(x)
