@@ -520,4 +520,23 @@ function tests.conditions_side_by_side_and_two_stores(t)
   t.match(t.read(dir .. "/two_by/tables/compare.md") or "", "| sm_90a | e1 | e1_b | 2 | [%d.]+%% %(n=%d+%) | [%d.]+%% %(n=%d+%) | %+0%.0 pts")
 end
 
+-- The cost table: requests, tokens, dollars and latency per condition from
+-- the turns' own records, and the dollars per correct trajectory.
+function tests.cost_per_condition(t)
+  local path, dir = make_store(t)
+  do
+    local db <close> = assert(store.open(path))
+    db:query([[UPDATE turns SET source = 'network', input_tokens = 1000, output_tokens = 200, cost_usd = 0.01,
+      latency_ms = 100 * turn WHERE trajectory_id IN (SELECT id FROM trajectories WHERE model = 'mA')]])
+  end
+  assert(report.write(path, dir .. "/r", { B = 20 }))
+  local md = t.read(dir .. "/r/e1/tables/cost.md") or ""
+  -- e1, mA on sm_90a: 11 turns over 4 trajectories, 3 of them with a correct
+  -- turn (gemm r1 and r2, attn r1), 2 with a verified one (gemm r1, r2);
+  -- latency: median 200 ms, mean 2500 / 11 ms.
+  t.match(md, "| sm_90a | mA | 11 | 11 | 11000 | 2200 | 0%.1100 | 200 | 227 | 0%.0367 | 0%.0550 |")
+  -- mB: nothing was recorded, and no price.
+  t.match(md, "| sm_90a | mB | 0 | 0 | 0 | 0 | %- | %- | %- | %- | %- |")
+end
+
 return tests

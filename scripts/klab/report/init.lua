@@ -615,6 +615,8 @@ local function write_section(dir, prefix, trajs, opts, written)
   tab("fast_p", { tables.fast_p(fpt_plain, fpt_ver) })
   tab("failure_mix", { tables.mix(mix) })
   tab("pdetect", { tables.pdetect(pdt) })
+  local spent = require("klab.report.cost").table_rows(trajs, { limit = L })
+  tab("cost", { tables.cost(spent) })
   local compared
   if opts.by then
     compared = require("klab.report.conditions").compare(counted, with { limit = L })
@@ -624,7 +626,7 @@ local function write_section(dir, prefix, trajs, opts, written)
     figures = figs, omitted = omitted, tables = tlist, warnings = warnings, limits = limits, trajs = trajs,
     numbers = {
       limits = limits, success = success, fast_p = fp_plain, fast_p_verified = fp_ver, kbv = kbv, failure_mix = mix,
-      best_by_turn = bbt, pdetect = pdt, compare = compared, left_out = { not_measured = left["not measured"], unfinished = left.unfinished },
+      best_by_turn = bbt, pdetect = pdt, compare = compared, cost = spent, left_out = { not_measured = left["not measured"], unfinished = left.unfinished },
     },
   }
 end

@@ -235,6 +235,29 @@ function M.pdetect(pt)
   return t
 end
 
+-- cost(cost.table_rows rows) -> table: requests, tokens, dollars and latency
+-- per condition, and the dollars per correct and per verified trajectory.
+function M.cost(rows)
+  local t = {
+    id = "cost", caption = "Cost per condition: requests, tokens, dollars, latency",
+    head = { "Arch", "Model", "Requests", "Sent", "Tokens in", "Tokens out", "USD", "Latency median", "Latency mean",
+      "USD / correct", "USD / verified" },
+    align = { "l", "l", "r", "r", "r", "r", "r", "r", "r", "r", "r" }, rows = {},
+    notes = { "Requests: turns that asked the model (answered by the server, the response cache or reply files); "
+      .. "Sent: those the server answered in this store's runs; USD from the spec's prices (- when no price was "
+      .. "given); latency in ms over the turns that have one; per correct / verified: USD over the trajectories "
+      .. "with a correct (verified) turn within the largest turn limit." },
+  }
+  local function usd(v) return v and ("%.4f"):format(v) or "-" end
+  local function ms(v) return v and ("%.0f"):format(v) or "-" end
+  for _, r in ipairs(rows) do
+    t.rows[#t.rows + 1] = { r.arch, r.model, tostring(r.requests), tostring(r.network), ("%.0f"):format(r.input_tokens),
+      ("%.0f"):format(r.output_tokens), usd(r.cost_usd), ms(r.latency_median_ms), ms(r.latency_mean_ms),
+      usd(r.per_correct), usd(r.per_verified) }
+  end
+  return t
+end
+
 -- compare(conditions.compare rows) -> table: the first condition against
 -- each other one, on the tasks both ran.
 function M.compare(rows)

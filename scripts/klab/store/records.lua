@@ -281,9 +281,11 @@ end
 
 -- Every turn's outcome, by trajectory and turn.
 function M.turn_outcomes(db)
-  return checked(db, "turns", query(db, [[SELECT trajectory_id, turn, verdict, reason, speedup, verified, candidate
+  return checked(db, "turns", query(db, [[SELECT trajectory_id, turn, verdict, reason, speedup, verified, candidate,
+      source, input_tokens, output_tokens, latency_ms, cost_usd
       FROM turns ORDER BY trajectory_id, turn]]), { trajectory_id = "integer", turn = "integer", verdict = "string",
-      reason = "string?", speedup = "number?", verified = "integer?", candidate = "string?" })
+      reason = "string?", speedup = "number?", verified = "integer?", candidate = "string?", source = "string?",
+      input_tokens = "number?", output_tokens = "number?", latency_ms = "number?", cost_usd = "number?" })
 end
 
 -- The architectures a trajectory's candidates were evaluated for, most first.
