@@ -539,4 +539,20 @@ function tests.cost_per_condition(t)
   t.match(md, "| sm_90a | mB | 0 | 0 | 0 | 0 | %- | %- | %- | %- | %- |")
 end
 
+-- The speed-of-light fraction: a passed turn's floor over its median, its
+-- geometric mean over the timed problems' best turns in the KBV table.
+function tests.speed_of_light_fraction(t)
+  local path, dir = make_store(t)
+  do
+    local db <close> = assert(store.open(path))
+    -- Every evaluation: a floor of 40 us under a median of 100 us (0.4 of the floor's speed).
+    db:query("INSERT INTO measurements(evaluation_id, name, value, unit) SELECT id, 'floor_us', 40, 'us' FROM evaluations")
+    db:query("INSERT INTO measurements(evaluation_id, name, value, unit) SELECT id, 'median_us', 100, 'us' FROM evaluations")
+  end
+  assert(report.write(path, dir .. "/r", { B = 20 }))
+  local md = t.read(dir .. "/r/e1/tables/kbv.md") or ""
+  t.match(md, "| SOL |")
+  t.match(md, "| sm_90a | mA | 2 | [^|]+| [^|]+| [^|]+| 0%.400 |")
+end
+
 return tests

@@ -220,6 +220,8 @@ local function measurements(result)
       put("speedup", tm.speedup, "x")
     end
     put("speedup_tf32", tm.speedup_tf32, "x")
+    -- The physical floor, for the speed-of-light fraction (floor / median).
+    if tm.floor and (tm.floor.us or 0) > 0 then put("floor_us", tm.floor.us, "us") end
   end
   local ps = result.stages.instructions
   if ps and ps.status == "ok" then

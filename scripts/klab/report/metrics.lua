@@ -212,18 +212,22 @@ local records = require "klab.store.records"
 local has_table = records.has_table
 M.has_table = has_table
 
-local function mem_of_turn(db, candidate, arch)
-  if not candidate then return nil end
-  local rows = records.candidate_measurements(db, candidate, arch, { M.MEM.ratio, M.MEM.kernel, M.MEM.baseline })
-  local per = {}
-  local order = {}
-  for _, r in ipairs(rows) do
+-- The measurements `names` of each evaluation of a candidate, in order.
+local function per_evaluation(db, candidate, arch, names)
+  local per, order = {}, {}
+  for _, r in ipairs(records.candidate_measurements(db, candidate, arch, names)) do
     if not per[r.ev] then per[r.ev] = {} order[#order + 1] = r.ev end
     per[r.ev][r.name] = r.value
   end
+  local out = {}
+  for i, ev in ipairs(order) do out[i] = per[ev] end
+  return out
+end
+
+local function mem_of_turn(db, candidate, arch)
+  if not candidate then return nil end
   local ratios = {}
-  for _, ev in ipairs(order) do
-    local p = per[ev]
+  for _, p in ipairs(per_evaluation(db, candidate, arch, { M.MEM.ratio, M.MEM.kernel, M.MEM.baseline })) do
     local ratio = p[M.MEM.ratio]
     if not ratio and p[M.MEM.kernel] and p[M.MEM.baseline] and p[M.MEM.kernel] > 0 then
       ratio = p[M.MEM.baseline] / p[M.MEM.kernel]
@@ -231,6 +235,18 @@ local function mem_of_turn(db, candidate, arch)
     if ratio then ratios[#ratios + 1] = ratio end
   end
   return M.geomean(ratios)
+end
+
+-- A passed turn's speed-of-light fraction: the physical floor the timing
+-- rules use (the task's FLOPs at the peak of the path it ran, its bytes at
+-- DRAM bandwidth) over its median, geometric mean over its evaluations.
+local function sol_of_turn(db, candidate, arch)
+  if not candidate then return nil end
+  local fr = {}
+  for _, p in ipairs(per_evaluation(db, candidate, arch, { "floor_us", "median_us" })) do
+    if p.floor_us and p.median_us and p.median_us > 0 then fr[#fr + 1] = p.floor_us / p.median_us end
+  end
+  return M.geomean(fr)
 end
 
 -- load(db [, {experiment = name}]) -> list of trajectories (above), sorted
@@ -266,7 +282,10 @@ function M.load(db, opts)
     end
     r.max_turns = math.tointeger(r.max_turns) or r.max_turns
     for _, tu in ipairs(r.turns) do
-      if tu.verdict == "passed" then tu.mem_eff = mem_of_turn(db, tu.candidate, r.arch ~= "unknown" and r.arch or nil) end
+      if tu.verdict == "passed" then
+        local a = r.arch ~= "unknown" and r.arch or nil
+        tu.mem_eff, tu.sol = mem_of_turn(db, tu.candidate, a), sol_of_turn(db, tu.candidate, a)
+      end
     end
   end
   table.sort(rows, function(a, b)
@@ -533,7 +552,7 @@ end
 -- has a correct turn within the limit; its speedup is the best over them.
 local function kbv_stat(strata, limit, verified, cache)
   local problems, correct, fast1 = #strata, 0, 0
-  local speeds, mems, mem_less = {}, {}, 0
+  local speeds, mems, mem_less, sols = {}, {}, 0, {}
   for _, st in ipairs(strata) do
     local ok, best, bturn = false, nil, nil
     for _, tr in ipairs(st) do
@@ -550,6 +569,7 @@ local function kbv_stat(strata, limit, verified, cache)
     if best then
       speeds[#speeds + 1] = best
       if best > 1 then fast1 = fast1 + 1 end
+      if bturn.sol then sols[#sols + 1] = bturn.sol end
       if bturn.mem_eff then
         mems[#mems + 1] = bturn.mem_eff
         if bturn.mem_eff > 1 then mem_less = mem_less + 1 end
@@ -560,6 +580,7 @@ local function kbv_stat(strata, limit, verified, cache)
     problems = problems, correct = correct, correctness = problems > 0 and correct / problems or nil,
     speedup = M.geomean(speeds), fast1 = problems > 0 and fast1 / problems or nil, timed = #speeds,
     mem_eff = M.geomean(mems), mem_less = #mems > 0 and mem_less / #mems or nil, mem_n = #mems,
+    sol = M.geomean(sols), sol_n = #sols,
   }
 end
 

@@ -114,13 +114,21 @@ function M.kbv(rows)
   for _, r in ipairs(rows) do if (r.mem_n or 0) > 0 then mem = true end end
   local t = {
     id = "kbv",
-    caption = "Speedup / correctness / Fast@1 (best of the trajectories of each task, 95% bootstrap intervals)",
+    caption = "Speedup / correctness / Fast@1 (best of the trajectories of each task; 95% intervals: bootstrap over tasks for the speedup, Wilson for the rates)",
     head = { "Arch", "Model", "Problems", "Speedup", "Correctness", "Fast@1" },
     align = { "l", "l", "r", "r", "r", "r" }, rows = {},
     notes = { "Speedup: geometric mean over correct problems of the best speedup over the library; Correctness: "
       .. "correct problems / problems; Fast@1: problems with best speedup > 1 / problems. A problem is a task; "
       .. "its trajectories are its N samples." },
   }
+  local sol = false
+  for _, r in ipairs(rows) do if (r.sol_n or 0) > 0 then sol = true end end
+  if sol then
+    t.head[#t.head + 1], t.align[#t.align + 1] = "SOL", "r"
+    t.notes[#t.notes + 1] = "SOL: geometric mean over the timed problems of the best turn's speed-of-light fraction, "
+      .. "the physical floor the timing rules use (FLOPs at the peak of the path it ran, bytes at DRAM bandwidth) "
+      .. "over its median time (1 = at the floor)."
+  end
   if mem then
     t.head[#t.head + 1], t.head[#t.head + 2] = "MemEff", "MemEff%"
     t.align[#t.align + 1], t.align[#t.align + 2] = "r", "r"
@@ -131,6 +139,7 @@ function M.kbv(rows)
     local line = { r.arch, r.model, tostring(r.problems),
       r.speedup and (speed(r.speedup) .. " " .. ci_speed(r.speedup_ci)):gsub("%s+$", "") or "-",
       with_ci(r.correctness, r.correctness_ci), with_ci(r.fast1, r.fast1_ci) }
+    if sol then line[#line + 1] = r.sol and speed(r.sol) or "-" end
     if mem then
       line[#line + 1] = r.mem_eff and speed(r.mem_eff) or "-"
       line[#line + 1] = r.mem_less and pct(r.mem_less) or "-"
