@@ -1,16 +1,17 @@
 -- tests/bench/eval_bench.lua: how fast and how true klab's evaluation is, on
--- a GPU machine. Prints four tables:
+-- a GPU machine. Prints these tables:
 --
 --   1. the stages of one evaluation of the wgmma sample on the PTXBench
 --      shape, with a cold worker (new process, no compile cache) and warm;
 --   2. evaluations per minute over a batch of candidates (samples and
 --      known-bad kernels) with a stated timing budget: one worker in turn,
---      the pool on one GPU, two workers sharing the GPU;
+--      the pool on one GPU, two workers sharing the GPU; and 2b, the
+--      study-like batch of 60 (tests/bench/study/) per GPU-hour;
 --   3. klab's median kernel time against ncu's gpu__time_duration for the
 --      same kernels (ncu runs `klab replay`, so it sees the same launches);
 --   4. cuBLASLt through klab against torch.matmul, same shapes, same run.
 --
---   build/klab tests/bench/eval_bench.lua [--skip ncu,torch,batch]
+--   build/klab tests/bench/eval_bench.lua [--skip ncu,torch,batch,study]
 
 local eval = require "klab.eval"
 local sys = require "klab.sys"
@@ -167,6 +168,68 @@ if not skip.batch then
         line("   verdicts differ for %s: %s (%s) vs %s (%s)", c, tostring(rows[1][5][i]), rows[1][1],
           tostring(rows[k][5][i]), rows[k][1])
       end
+    end
+  end
+end
+
+-- 2b. The study-like batch (tests/bench/study/batch.jsonl): 60 candidates
+-- with a PTXBench-style study's mix (compile and plan errors, incorrect,
+-- correct but slow, correct and fast) over GEMM, attention and the
+-- memory-bound tasks at their main shapes, with the default timing budget
+-- and the hopeless rule: evaluations per GPU-hour for one worker and the
+-- pool, and the GPU seconds each class of candidate took.
+if not skip.study then
+  local list = {}
+  local here = "tests/bench/study/"
+  for line in io.lines(here .. "batch.jsonl") do
+    local e = cjson.decode(line)
+    local c = e.candidate
+    list[#list + 1] = { task = e.task, candidate = c:sub(1, 1) == "/" and c or (here .. c), class = e.class }
+  end
+  local cpu = require("klab.eval.pool").default_cpu()
+  local ways = { { "one worker", { gpus = 1, cpu = 0 } }, { "pool, 1 GPU, " .. cpu .. " CPU workers", { gpus = 1, cpu = cpu } } }
+  local got = {}
+  line("\n2b. Study-like batch: %d candidates (tests/bench/study/batch.jsonl), default timing budget", #list)
+  line("%-36s %9s %12s  %s", "", "seconds", "evals/GPU-h", "verdicts")
+  for wi, w in ipairs(ways) do
+    local o = { deadline = 180 }
+    for k, v in pairs(w[2]) do o[k] = v end
+    local s <close> = eval.session(o)
+    s:wait(s:submit(list[#list].task, list[#list].candidate, { force = true, timing = false }))
+    local t0 = sys.now()
+    local tickets, res = {}, {}
+    for i, e in ipairs(list) do tickets[assert(s:submit(e.task, e.candidate, { force = true }))] = i end
+    while s:pending() > 0 do
+      for _, d in ipairs(s:poll(0.5)) do res[tickets[d.ticket]] = d.result end
+    end
+    local wall = sys.now() - t0
+    local counts, by_class = {}, {}
+    for i, r in ipairs(res) do
+      counts[r.verdict] = (counts[r.verdict] or 0) + 1
+      local st, gs = r.stages or {}, 0
+      for _, k in ipairs { "load", "correctness", "instructions", "timing", "sanitizer" } do
+        gs = gs + (st[k] and st[k].seconds or 0)
+      end
+      local c = by_class[list[i].class] or { n = 0, s = 0 }
+      c.n, c.s = c.n + 1, c.s + gs
+      by_class[list[i].class] = c
+    end
+    local parts = {}
+    for v, n in pairs(counts) do parts[#parts + 1] = v .. "=" .. n end
+    table.sort(parts)
+    line("%-36s %9.1f %12.0f  %s", w[1], wall, #list / wall * 3600, table.concat(parts, " "))
+    got[wi] = { res = res, by_class = by_class }
+    io.stdout:flush()
+  end
+  line("   GPU seconds per class (one worker): stages load, correctness, instructions, timing")
+  for _, c in ipairs { "compile_error", "plan_error", "incorrect", "slow", "fast" } do
+    local x = got[1].by_class[c]
+    if x then line("   %-14s %3d candidates %8.2f s  %6.2f s each", c, x.n, x.s, x.s / x.n) end
+  end
+  for i, e in ipairs(list) do
+    local a, b = got[1].res[i], got[2] and got[2].res[i]
+    if b and a.verdict ~= b.verdict then
+      line("   verdicts differ for %s on %s: %s (one worker) vs %s (pool)", e.candidate, e.task, a.verdict, b.verdict)
     end
   end
 end
