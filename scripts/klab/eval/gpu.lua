@@ -52,7 +52,12 @@ function M.run(job)
     if not body then error("klab.eval.gpu: no stage " .. tostring(name)) end
     local lock <close> = device_lock(name)
     serve.stage(name, stages.limit(name, opts) or 0)
+    local s0 = sys.now()
     body.run(run)
+    -- Every stage that ran says how long it took, one that ended in a
+    -- verdict too (a stage's own figure, where it keeps one, stands).
+    local st = res.stages[name]
+    if type(st) == "table" and st.seconds == nil then st.seconds = sys.now() - s0 end
     if res.verdict then
       res.stage = name
       break
