@@ -555,4 +555,24 @@ function tests.speed_of_light_fraction(t)
   t.match(md, "| sm_90a | mA | 2 | [^|]+| [^|]+| [^|]+| 0%.400 |")
 end
 
+-- A figure wider than MAX_WIDTH_IN is drawn in pages of tasks, each inside
+-- the renderer's limit (here forced with a narrow limit on two tasks).
+function tests.wide_figures_are_paged(t)
+  local path, dir = make_store(t)
+  local keep = figures.MAX_WIDTH_IN
+  figures.MAX_WIDTH_IN = 4.2
+  local ok, files = pcall(report.write, path, dir .. "/r", { B = 20 })
+  figures.MAX_WIDTH_IN = keep
+  t.ok(ok and files, tostring(files))
+  if not (ok and files) then return end
+  t.ok(contains(files, dir .. "/r/e1/figures/src/correct_sm_90a_p1.gp"), "page 1")
+  t.ok(contains(files, dir .. "/r/e1/figures/src/correct_sm_90a_p2.gp"), "page 2")
+  t.ok(not contains(files, dir .. "/r/e1/figures/src/correct_sm_90a.gp"), "no unpaged figure")
+  t.match(t.read(dir .. "/r/e1/figures/src/correct_sm_90a_p2.gp") or "", "tasks 2 to 2 of 2")
+  if figures.probe().gnuplot then
+    t.ok(contains(files, dir .. "/r/e1/figures/correct_sm_90a_p2.png"), "page 2 drawn")
+    t.match(t.read(dir .. "/r/index.html") or "", "correct_sm_90a_p2%.png")
+  end
+end
+
 return tests

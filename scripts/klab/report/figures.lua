@@ -237,7 +237,7 @@ end
 -- -> {correct = rate, correct_ci = {lo, hi}, verified = rate, verified_ci}}):
 -- per task, per model a solid bar (correct) and a hatched bar (verified),
 -- in percent, with Wilson error bars.
-function M.bars(dir, name, spec)
+local function bars_page(dir, name, spec)
   local models, tasks = spec.models, spec.tasks
   if #models == 0 or #tasks == 0 then return M.render(dir, name, { body = empty_body(spec.title, "no trajectories") }) end
   local rows, any = {}, false
@@ -374,7 +374,7 @@ end
 -- speedups(dir, name, {title, models, tasks, points = metrics.candidates rows,
 -- seed}): per task, each correct timed candidate as a dot (log scale),
 -- models side by side with a deterministic jitter, verified ones filled.
-function M.speedups(dir, name, spec)
+local function speedups_page(dir, name, spec)
   local pts = spec.points or {}
   if #pts == 0 then return M.render(dir, name, { body = empty_body(spec.title, "no correct timed candidates") }) end
   local metrics = require("klab.report.metrics")
@@ -385,13 +385,15 @@ function M.speedups(dir, name, spec)
   local per = {}
   local lo, hi = math.huge, 0
   for _, p in ipairs(pts) do
+    if tidx[p.task] == nil then goto next end
     local mi = midx[p.model]
     local k = mi .. (p.verified and "v" or "u")
     per[k] = per[k] or {}
     local width = 0.8 / #spec.models
-    local x = tidx[p.task] + (mi - (#spec.models + 1) / 2) * width + (rng:float() - 0.5) * width * 0.6
+    local x = (tidx[p.task] or 0) + (mi - (#spec.models + 1) / 2) * width + (rng:float() - 0.5) * width * 0.6
     table.insert(per[k], { num(x), num(p.speedup) })
     lo, hi = math.min(lo, p.speedup), math.max(hi, p.speedup)
+    ::next::
   end
   local data, plots = {}, {}
   for mi, m in ipairs(spec.models) do
@@ -425,6 +427,40 @@ function M.speedups(dir, name, spec)
   }
   return M.render(dir, name, { data = table.concat(data, "\n"), body = table.concat(body, "\n"),
     w = math.max(6, 3 + 1.0 * #spec.tasks), h = 3.75 })
+end
+
+-- ---- pages -------------------------------------------------------------------
+
+-- The widest figure drawn, in inches (at 200 px per inch, well inside the
+-- renderer's 32,767 px): a figure with more tasks than fit is drawn as
+-- pages of consecutive tasks (NAME_p1, NAME_p2, ...), each readable.
+M.MAX_WIDTH_IN = 40
+
+local function paged(dir, name, spec, per_task_in, fixed_in, draw)
+  local tasks = spec.tasks or {}
+  local per_page = math.max(1, math.floor((M.MAX_WIDTH_IN - fixed_in) / per_task_in))
+  if #tasks <= per_page then return draw(dir, name, spec) end
+  local files, pages = {}, math.ceil(#tasks / per_page)
+  for k = 1, pages do
+    local sub = {}
+    for key, v in pairs(spec) do sub[key] = v end
+    sub.tasks = {}
+    for i = (k - 1) * per_page + 1, math.min(#tasks, k * per_page) do sub.tasks[#sub.tasks + 1] = tasks[i] end
+    sub.title = ("%s (tasks %d to %d of %d)"):format(spec.title, (k - 1) * per_page + 1, (k - 1) * per_page + #sub.tasks,
+      #tasks)
+    local f, err = draw(dir, ("%s_p%d"):format(name, k), sub)
+    if not f then return nil, err end
+    for _, x in ipairs(f) do files[#files + 1] = x end
+  end
+  return files
+end
+
+function M.bars(dir, name, spec)
+  return paged(dir, name, spec, 0.35 + 0.3 * math.max(1, #(spec.models or {})), 3.2, bars_page)
+end
+
+function M.speedups(dir, name, spec)
+  return paged(dir, name, spec, 1.0, 3, speedups_page)
 end
 
 return M

@@ -377,9 +377,10 @@ local function index_html(ctx)
         local ext = rel:match("%.(%w+)$")
         if ext ~= "png" then links[#links + 1] = ('<a href="%s">%s</a>'):format(html(sec.prefix .. rel), ext:upper()) end
       end
-      local png
-      for _, rel in ipairs(f.files) do if rel:match("%.png$") then png = rel end end
-      if png then add(('<img src="%s" alt="%s">'):format(html(sec.prefix .. png), html(f.caption))) end
+      -- Every page of a paged figure.
+      for _, rel in ipairs(f.files) do
+        if rel:match("%.png$") then add(('<img src="%s" alt="%s">'):format(html(sec.prefix .. rel), html(f.caption))) end
+      end
       add("<figcaption>" .. html(f.caption) .. " " .. table.concat(links, " · ") .. "</figcaption>")
       add("</figure>")
     end
