@@ -65,16 +65,21 @@ function M.main(args)
   local o, pcode = command.parsed("export", USAGE, M.parse(args))
   if not o then return pcode end
   local export = require("klab.report.export")
-  local records, summary, code = export.sft(o.db, { kind = o.kind, verified = o.verified, min_speedup = o.min_speedup,
-    cap = o.cap, experiment = o.experiment })
-  if not records then
+  -- Records are written as they are made (the export does not hold them).
+  local f, ferr
+  if o.out == "-" then f = io.stdout else f, ferr = io.open(o.out, "wb") end
+  if not f then return command.fail("export", ("cannot write %s: %s"):format(o.out, tostring(ferr)), EXIT.usage) end
+  local json = require("klab.json").encode
+  local n, summary, code = export.sft(o.db, { kind = o.kind, verified = o.verified, min_speedup = o.min_speedup,
+    cap = o.cap, experiment = o.experiment, write = function(r) f:write(json(r), "\n") end })
+  if f ~= io.stdout then f:close() else f:flush() end
+  if not n then
+    if o.out ~= "-" then os.remove(o.out) end
     -- The store or the experiment named on the command line is the problem
     -- (EEXPORT is everything else).
     return command.fail("export", (tostring(summary):gsub("^export: ", "")), code == "EEXPORT" and EXIT.failed
       or EXIT.usage)
   end
-  local n, werr = export.write_jsonl(records, o.out)
-  if not n then return command.fail("export", (tostring(werr):gsub("^export: ", "")), EXIT.usage) end
   local out = o.out == "-" and io.stderr or io.stdout
   out:write(export.summary_text(summary), "\n")
   out:write(("wrote %d records to %s\n"):format(n, o.out == "-" and "standard output" or o.out))

@@ -3,6 +3,7 @@
 --   local export = require "klab.report.export"
 --   local records, summary = export.sft(db_or_path, {kind = "both", verified = false,
 --                                                    min_speedup = nil, cap = nil, experiment = nil})
+--   local n, summary = export.sft(db_or_path, {..., write = function(record) end})  -- streamed, in order
 --   export.write_jsonl(records, path)        -- one JSON object per line ("-": stdout)
 --   print(export.summary_text(summary))
 --
@@ -83,13 +84,15 @@ function M.sft(db_or_path, opts)
     local bad = report.check_experiment(db, opts.experiment, type(db_or_path) == "string" and db_or_path or "the store")
     if bad then error({ code = "ENOTFOUND", msg = "export: " .. bad }, 0) end
     local arch_of = {}
-    for _, tr in ipairs(metrics.load(db, { experiment = opts.experiment })) do arch_of[tr.id] = tr.arch end
-    local trajs = records.export_trajectories(db, opts.experiment)
+    for _, r in ipairs(records.report_trajectories(db, opts.experiment)) do arch_of[r.id] = metrics.arch_of(db, r) end
+    -- First pass: which records there are, light (keys, no text); the
+    -- records themselves are built one at a time in their order, so that
+    -- memory does not grow with the store.
+    local trajs = records.export_trajectories(db, opts.experiment, { messages = false })
     local pending = { generation = {}, repair = {} }
     local dropped = { verified = 0, min_speedup = 0, cap = 0 }
     local nturns, npassed, nnot = 0, 0, 0
     for _, tr in ipairs(trajs) do
-      local prompt = decode(tr.messages) or {}
       local turns = records.turns_with_code(db, tr.id)
       local prev
       for _, tu in ipairs(turns) do
@@ -104,47 +107,23 @@ function M.sft(db_or_path, opts)
             dropped.min_speedup = dropped.min_speedup + 1
           end
           if keep then
-            local base = {
-              experiment = tr.experiment, model = tr.model, task = tr.task, tag = tr.tag, replica = tr.replica,
-              turn = tu.turn, arch = arch_of[tr.id], verdict = tu.verdict, speedup = tu.speedup,
-              candidate = tu.candidate,
-              kernel = tu.k_code and { language = tu.k_language, code = tu.k_code, plan = tu.k_plan } or nil,
-              prompt = prompt, completion = tu.reply,
-            }
-            if tu.verified ~= nil then base.verified = tu.verified == 1 end
-            base.id = ("%s/%s/%s/%s/%d/%d"):format(tr.experiment, tr.model, tr.task, tr.tag, tr.replica, tu.turn)
-            if kind ~= "repair" then
-              local g = {}
-              for k, v in pairs(base) do g[k] = v end
-              g.kind = "generation"
-              local msgs = {}
-              for i, m in ipairs(prompt) do msgs[i] = m end
-              msgs[#msgs + 1] = { role = "assistant", content = tu.reply }
-              g.messages = msgs
-              table.insert(pending.generation, g)
+            local function entry(kind)
+              return { kind = kind, trajectory = tr, turn = tu.turn, task = tr.task, speedup = tu.speedup, model = tr.model,
+                tag = tr.tag, replica = tr.replica, experiment = tr.experiment }
             end
+            if kind ~= "repair" then table.insert(pending.generation, entry("generation")) end
             if kind ~= "generation" and prev and prev.turn == tu.turn - 1 and prev.verdict ~= "passed"
                 and prev.reply and prev.feedback then
-              local r = {}
-              for k, v in pairs(base) do r[k] = v end
-              r.kind = "repair"
-              r.failed = { turn = prev.turn, verdict = prev.verdict, reason = prev.reason, reply = prev.reply,
-                candidate = prev.candidate }
-              r.feedback = prev.feedback
-              local msgs = {}
-              for i, m in ipairs(prompt) do msgs[i] = m end
-              msgs[#msgs + 1] = { role = "assistant", content = prev.reply }
-              msgs[#msgs + 1] = { role = "user", content = prev.feedback }
-              msgs[#msgs + 1] = { role = "assistant", content = tu.reply }
-              r.messages = msgs
-              table.insert(pending.repair, r)
+              local e = entry("repair")
+              e.failed_verdict = prev.verdict
+              table.insert(pending.repair, e)
             end
           end
         end
         prev = tu
       end
     end
-    local out = {}
+    local chosen = {}
     local s = { by_kind = { generation = 0, repair = 0 }, by_task = {}, failures = {}, dropped = dropped, tasks = {} }
     for _, k in ipairs { "generation", "repair" } do
       local list = pending[k]
@@ -155,21 +134,64 @@ function M.sft(db_or_path, opts)
         if opts.cap and per[r.task] > opts.cap then
           dropped.cap = dropped.cap + 1
         else
-          out[#out + 1] = r
+          chosen[#chosen + 1] = r
           s.by_kind[k] = s.by_kind[k] + 1
           if not s.by_task[r.task] then
             s.by_task[r.task] = { generation = 0, repair = 0 }
             s.tasks[#s.tasks + 1] = r.task
           end
           s.by_task[r.task][k] = s.by_task[r.task][k] + 1
-          if k == "repair" then s.failures[r.failed.verdict] = (s.failures[r.failed.verdict] or 0) + 1 end
+          if k == "repair" then s.failures[r.failed_verdict] = (s.failures[r.failed_verdict] or 0) + 1 end
         end
       end
     end
     table.sort(s.tasks)
-    s.total = #out
+    s.total = #chosen
     s.turns, s.passed, s.not_result = nturns, npassed, nnot
     if s.total == 0 then s.why = M.why_none(s, opts) end
+    -- Second pass: each record whole, from its trajectory's turns (the last
+    -- trajectory's kept: a trajectory's records are often neighbours).
+    local cur_id, cur_turns, cur_prompt
+    local function build(e)
+      local tr = e.trajectory
+      if cur_id ~= tr.id or not cur_turns[e.turn] or (e.kind == "repair" and not cur_turns[e.turn - 1]) then
+        if cur_id ~= tr.id then
+          local mok, m = pcall(records.trajectory_messages, db, tr.id)
+          cur_prompt = mok and m or {}
+        end
+        cur_id, cur_turns = tr.id, {}
+        for _, tu in ipairs(records.turns_with_code(db, tr.id, e.turn - 1, e.turn)) do cur_turns[tu.turn] = tu end
+      end
+      local tu, prompt = cur_turns[e.turn], cur_prompt
+      local base = {
+        experiment = tr.experiment, model = tr.model, task = tr.task, tag = tr.tag, replica = tr.replica,
+        turn = tu.turn, arch = arch_of[tr.id], verdict = tu.verdict, speedup = tu.speedup,
+        candidate = tu.candidate,
+        kernel = tu.k_code and { language = tu.k_language, code = tu.k_code, plan = tu.k_plan } or nil,
+        prompt = prompt, completion = tu.reply, kind = e.kind,
+      }
+      if tu.verified ~= nil then base.verified = tu.verified == 1 end
+      base.id = ("%s/%s/%s/%s/%d/%d"):format(tr.experiment, tr.model, tr.task, tr.tag, tr.replica, tu.turn)
+      local msgs = {}
+      for i, m in ipairs(prompt) do msgs[i] = m end
+      if e.kind == "repair" then
+        local prev = cur_turns[e.turn - 1]
+        base.failed = { turn = prev.turn, verdict = prev.verdict, reason = prev.reason, reply = prev.reply,
+          candidate = prev.candidate }
+        base.feedback = prev.feedback
+        msgs[#msgs + 1] = { role = "assistant", content = prev.reply }
+        msgs[#msgs + 1] = { role = "user", content = prev.feedback }
+      end
+      msgs[#msgs + 1] = { role = "assistant", content = tu.reply }
+      base.messages = msgs
+      return base
+    end
+    if opts.write then
+      for _, e in ipairs(chosen) do opts.write(build(e)) end
+      return s.total, s
+    end
+    local out = {}
+    for i, e in ipairs(chosen) do out[i] = build(e) end
     return out, s
   end)
   if owned then db:close() end

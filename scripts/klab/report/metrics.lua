@@ -95,6 +95,14 @@ local function sol_of_turn(db, candidate, arch)
   return M.geomean(fr)
 end
 
+-- A trajectory's architecture (a report_trajectories row): its
+-- experiment's config.arch, else its evaluations', else "unknown".
+function M.arch_of(db, r)
+  if r.arch then return r.arch end
+  local a = records.trajectory_archs(db, r.id)
+  return a[1] and a[1].arch or "unknown"
+end
+
 -- load(db [, {experiment = name}]) -> list of trajectories (above), sorted
 -- by arch, model, task, tag, replica, experiment. The architecture of a
 -- trajectory is its experiment's config.arch; when the config has none,
@@ -122,10 +130,7 @@ function M.load(db, opts)
     end
   end
   for _, r in ipairs(rows) do
-    if not r.arch then
-      local a = records.trajectory_archs(db, r.id)
-      r.arch = a[1] and a[1].arch or "unknown"
-    end
+    r.arch = M.arch_of(db, r)
     r.max_turns = math.tointeger(r.max_turns) or r.max_turns
     for _, tu in ipairs(r.turns) do
       if tu.verdict == "passed" then

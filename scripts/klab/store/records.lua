@@ -362,18 +362,23 @@ end
 
 -- ---- what exports read ----------------------------------------------------
 
-function M.export_trajectories(db, experiment)
-  return checked(db, "trajectories", query(db, [[SELECT t.id, t.model, t.task, t.tag, t.replica, t.messages,
+-- opts.messages = false: without the first messages (the export reads them
+-- one trajectory at a time).
+function M.export_trajectories(db, experiment, opts)
+  local messages = not (opts and opts.messages == false)
+  return checked(db, "trajectories", query(db, ([[SELECT t.id, t.model, t.task, t.tag, t.replica%s,
       e.name AS experiment FROM trajectories t JOIN experiments e ON e.id = t.experiment_id
-      WHERE (? IS NULL OR e.name = ?) ORDER BY t.id]], experiment, experiment),
+      WHERE (? IS NULL OR e.name = ?) ORDER BY t.id]]):format(messages and ", t.messages" or ""), experiment, experiment),
     { id = "integer", model = "string", task = "string", tag = "string", replica = "integer", messages = "string?" })
 end
 
--- A trajectory's turns with their candidates' code and plan.
-function M.turns_with_code(db, trajectory_id)
+-- A trajectory's turns with their candidates' code and plan (those from
+-- turn `from` to `to` when given).
+function M.turns_with_code(db, trajectory_id, from, to)
   return checked(db, "turns", query(db, [[SELECT tu.*, c.code AS k_code, c.plan AS k_plan, c.language AS k_language
       FROM turns tu LEFT JOIN candidates c ON c.hash = tu.candidate
-      WHERE tu.trajectory_id = ? ORDER BY tu.turn]], trajectory_id), TURN)
+      WHERE tu.trajectory_id = ? AND tu.turn BETWEEN ? AND ? ORDER BY tu.turn]], trajectory_id, from or 0,
+      to or math.maxinteger), TURN)
 end
 
 
