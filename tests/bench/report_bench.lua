@@ -25,16 +25,8 @@ end
 
 local REPLY = "```cuda\n// bench\nextern \"C\" __global__ void gemm() {}\n```\n" .. ("x"):rep(2000)
 
-local function http_standin()
-  local done, n = {}, 0
-  local body = require("klab.json").encode { choices = { { message = { content = REPLY }, finish_reason = "stop" } },
-    usage = { prompt_tokens = 1000, completion_tokens = 800 } }
-  return {
-    submit = function() n = n + 1 done[#done + 1] = { id = n, status = 200, body = body, attempts = { { status = 200 } }, elapsed = 0 } return n end,
-    poll = function() local out = done done = {} return out end,
-    free = function() end,
-  }
-end
+-- The stand-in model server (every request answered at once).
+local function http_standin() return dofile("tests/bench/standin_http.lua")(REPLY) end
 
 -- A study's verdict mix, by submission: 30% compile errors, 25% incorrect,
 -- 25% correct and slow (0.05x to 0.6x), 20% correct and fast (0.8x to 2x).

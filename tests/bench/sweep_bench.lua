@@ -32,17 +32,8 @@ end
 
 local REPLY = "```cuda\n// bench\nextern \"C\" __global__ void gemm() {}\n```\n" .. ("x"):rep(3000)
 
--- A stand-in klab.http client: every request is answered at once.
-local function http_standin()
-  local done, n = {}, 0
-  local body = require("klab.json").encode { choices = { { message = { content = REPLY }, finish_reason = "stop" } },
-    usage = { prompt_tokens = 1000, completion_tokens = 800 } }
-  return {
-    submit = function(_, _) n = n + 1 done[#done + 1] = { id = n, status = 200, body = body, attempts = { { status = 200 } }, elapsed = 0 } return n end,
-    poll = function() local out = done done = {} return out end,
-    free = function() end,
-  }
-end
+-- The stand-in model server (every request answered at once).
+local function http_standin() return dofile("tests/bench/standin_http.lua")(REPLY) end
 
 -- A stand-in session: every workload passes at once (0.9x, so trajectories
 -- run all their turns).

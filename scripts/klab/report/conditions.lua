@@ -96,6 +96,18 @@ local function newcombe(k1, n1, k2, n2, level)
   return { d - math.sqrt((p1 - a[1]) ^ 2 + (b[2] - p2) ^ 2), d + math.sqrt((a[2] - p1) ^ 2 + (p2 - b[1]) ^ 2) }
 end
 
+-- One condition's trajectories on one task: how many have a correct turn
+-- within the limit, how many there are, and the best speedup of any.
+local function tally(trajs, limit)
+  local k, best = 0, nil
+  for _, tr in ipairs(trajs) do
+    if metrics.correct(tr, limit) then k = k + 1 end
+    local s = metrics.best(tr, limit)
+    if s and (not best or s > best) then best = s end
+  end
+  return k, #trajs, best
+end
+
 -- compare(trajs, {limit, B, seed, level}) -> rows, one per arch and pair
 -- (the first condition against each other one): {arch, a, b, tasks (the
 -- tasks both ran), n_a, n_b (their trajectories on those tasks), rate_a,
@@ -123,19 +135,9 @@ function M.compare(trajs, opts)
           local tb = by[other][task]
           if tb then
             tasks[#tasks + 1] = task
-            local ba, bb
-            for _, tr in ipairs(ta) do
-              na = na + 1
-              if metrics.correct(tr, limit) then ka = ka + 1 end
-              local s = metrics.best(tr, limit)
-              if s and (not ba or s > ba) then ba = s end
-            end
-            for _, tr in ipairs(tb) do
-              nb = nb + 1
-              if metrics.correct(tr, limit) then kb = kb + 1 end
-              local s = metrics.best(tr, limit)
-              if s and (not bb or s > bb) then bb = s end
-            end
+            local ca, ta_n, ba = tally(ta, limit)
+            local cb, tb_n, bb = tally(tb, limit)
+            ka, na, kb, nb = ka + ca, na + ta_n, kb + cb, nb + tb_n
             if ba and bb and ba > 0 and bb > 0 then ratios[#ratios + 1] = { task = task, r = ba / bb } end
           end
         end

@@ -652,9 +652,7 @@ local function build(db, out_dir, opts, store_name)
   local B, seed, level = opts.B or metrics.DEFAULT_B, opts.seed or metrics.DEFAULT_SEED, opts.level or metrics.DEFAULT_LEVEL
   local trajs = metrics.load(db, { experiment = opts.experiment })
   if opts.by then
-    local configs = {}
-    for _, e in ipairs(records.experiments(db)) do configs[e.name] = decode(e.config) or {} end
-    opts.condition = require("klab.report.conditions").relabel(trajs, opts.by, configs)
+    opts.condition = require("klab.report.conditions").relabel(trajs, opts.by, opts.configs)
   end
   local written, warnings = {}, {}
   local pr = figures.probe()
@@ -745,11 +743,15 @@ function M.write(db_or_path, out_dir, opts)
   end
   local bad = M.check_experiment(db, opts.experiment, store_name)
   if not bad and opts.by then
+    -- The experiments' configs, read once: checked here, used to label.
     local configs = {}
     for _, e in ipairs(records.has_table(db, "experiments") and records.experiments(db) or {}) do
       configs[e.name] = decode(e.config) or {}
     end
     bad = require("klab.report.conditions").check(opts.by, configs)
+    local o = { configs = configs }
+    for k, v in pairs(opts) do o[k] = v end
+    opts = o
   end
   if bad then
     close()
