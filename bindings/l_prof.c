@@ -28,9 +28,15 @@
  *       Codes: "EUNSUPPORTED" (the message names the CUPTI error: not
  *       permitted, another profiler attached, ...), "ENODRIVER", "ENOLIB",
  *       "ECUDA" (the region failed), "EINVAL" (nested, or inside timing).
+ *       info.reused: the range profiler was still enabled from an earlier
+ *       measurement (its start cost was not paid again)
  *   p:info()                      -> info (passes = the planned count)
  *   p:free(); __gc, __close, __tostring
  *
+ *   prof.persistent([on])         -> whether the range profiler stays enabled between
+ *       measurements (default true; false: enable and disable it each time);
+ *       with on, sets it first
+ *   prof.release()                disables a range profiler kept enabled (no-op otherwise)
  *   prof.metric_table()           -> {{chip=, name=, role=, verified=bool, src=}, ...}
  *   prof.chips()                  -> {"GH100", ...} | nil, msg, code   (no GPU needed)
  *   prof.check_metrics(chip, names) -> {name = bool, ...} | nil, msg, code (no GPU needed)
@@ -281,6 +287,7 @@ static void push_info(lua_State *L, const profile_session *s, int passes)
     lua_createtable(L, 0, 4);
     lh_setstr(L, "chip", profile_session_chip(s));
     lh_setint(L, "passes", passes);
+    lh_setbool(L, "reused", profile_session_reused(s));
     size_t n = profile_session_count(s);
     lua_createtable(L, (int)n, 0);
     for (size_t i = 0; i < n; i++) {
@@ -665,7 +672,25 @@ static int disasm_free(lua_State *L)
 static const luaL_Reg disasm_methods[] = {{"finish", disasm_finish}, {"free", disasm_free}, {NULL, NULL}};
 static const luaL_Reg disasm_meta[] = {{"__gc", disasm_free}, {"__close", disasm_free}, {NULL, NULL}};
 
+static int l_persistent(lua_State *L)
+{
+    if (!lua_isnoneornil(L, 1)) {
+        luaL_checktype(L, 1, LUA_TBOOLEAN);
+        profile_set_persistent(lua_toboolean(L, 1));
+    }
+    lua_pushboolean(L, profile_persistent());
+    return 1;
+}
+
+static int l_release(lua_State *L)
+{
+    (void)L;
+    profile_release();
+    return 0;
+}
+
 static const luaL_Reg prof_funcs[] = {
+    {"persistent", l_persistent}, {"release", l_release},
     {"available", l_available}, {"new", l_new}, {"metric_table", l_metric_table},
     {"chips", l_chips}, {"check_metrics", l_check_metrics}, {"passes", l_passes}, {"chip_name", l_chip_name},
     {"occupancy", l_occupancy}, {"sass_tool", l_sass_tool}, {"disassemble", l_disassemble},

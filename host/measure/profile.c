@@ -446,7 +446,27 @@ struct profile_session {
     size_t nskip;
     char **skip_names;
     char **skip_reasons;
+    /* The counter-data image, sized for the live object it was sized with. */
+    uint8_t *data;
+    size_t data_size;
+    const void *data_obj;
+    int reused;            /* the last measurement found the object enabled */
+    profile_session *next; /* every session of the process */
 };
+
+/* The range profiler object stays enabled on its context from one
+ * measurement to the next: on an H200 the first start after an enable costs
+ * 140 to 190 ms whatever the metric list, which would otherwise be paid by
+ * every candidate. It is disabled when a measurement fails, when the last
+ * session on its context goes, when the SASS metrics API needs CUPTI, or
+ * when persistence is turned off (profile_set_persistent). */
+static struct {
+    CUcontext ctx;
+    CUpti_RangeProfiler_Object *obj;
+} live;
+static int persistent = 1;
+static profile_session *sessions;
+static void live_disable(void);
 
 /* One-time CUPTI profiler initialisation for the process. */
 static int profiler_init(ks_status *st)
@@ -544,6 +564,17 @@ void profile_session_destroy(profile_session *s)
 {
     if (!s)
         return;
+    for (profile_session **pp = &sessions; *pp; pp = &(*pp)->next)
+        if (*pp == s) {
+            *pp = s->next;
+            break;
+        }
+    int users = 0;
+    for (profile_session *o = sessions; o; o = o->next)
+        users += live.obj && cuda_ctx_handle(o->ctx) == live.ctx;
+    if (!users)
+        profile_release();
+    free(s->data);
     host_deinit(s->host);
     free(s->config);
     for (size_t i = 0; i < s->n; i++)
@@ -738,7 +769,11 @@ int profile_session_create(cuda_ctx *c, const char *const *names, size_t n,
         goto fail;
     }
 
-    /* Counter availability for this context. */
+    /* Counter availability for this context. CUPTI refuses to say while a
+     * range profiler is enabled (CUPTI_ERROR_INVALID_PARAMETER on driver
+     * 580), so one kept from an earlier measurement is disabled first; the
+     * next measurement enables it again. */
+    live_disable();
     CUpti_Profiler_GetCounterAvailability_Params ca;
     memset(&ca, 0, sizeof ca);
     ca.structSize = CUpti_Profiler_GetCounterAvailability_Params_STRUCT_SIZE;
@@ -822,6 +857,8 @@ int profile_session_create(cuda_ctx *c, const char *const *names, size_t n,
     for (size_t i = 0; i < s->n; i++)
         s->values[i] = NAN;
     free(avail);
+    s->next = sessions;
+    sessions = s;
     *out = s;
     return KS_OK;
 fail:
@@ -853,9 +890,11 @@ static void rp_abort(CUpti_RangeProfiler_Object *obj, int in_range, int started)
  * keeps CUPTI from finishing must not loop forever. */
 #define MAX_PASSES 512
 
-int profile_session_measure(profile_session *s, profile_pass_fn prepare, profile_pass_fn run,
-                            void *ud, int *passes, ks_status *st)
+/* One measurement; *ran = 1 once the first pass began (the region ran). */
+static int measure_once(profile_session *s, profile_pass_fn prepare, profile_pass_fn run, void *ud,
+                        int *passes, int *ran, ks_status *st)
 {
+    *ran = 0;
     if (passes)
         *passes = 0;
     if (!s || !run)
@@ -874,44 +913,59 @@ int profile_session_measure(profile_session *s, profile_pass_fn prepare, profile
 #define PHASE(k) (t_next = clock_now(), s->phase_s[k] += t_next - t, t = t_next)
 
     int rc = KS_OK;
-    uint8_t *data = NULL;
     CUptiResult r;
-    CUpti_RangeProfiler_Enable_Params en;
-    memset(&en, 0, sizeof en);
-    en.structSize = CUpti_RangeProfiler_Enable_Params_STRUCT_SIZE;
-    en.ctx = cuda_ctx_handle(s->ctx);
-    r = api.RPEnable(&en);
-    if (r != CUPTI_SUCCESS) {
-        rc = cupti_fail(st, r, "cuptiRangeProfilerEnable");
-        measuring = 0;
-        return rc;
+    if (live.obj && live.ctx != cuda_ctx_handle(s->ctx))
+        live_disable();
+    int reused = live.obj != NULL;
+    if (!live.obj) {
+        CUpti_RangeProfiler_Enable_Params en;
+        memset(&en, 0, sizeof en);
+        en.structSize = CUpti_RangeProfiler_Enable_Params_STRUCT_SIZE;
+        en.ctx = cuda_ctx_handle(s->ctx);
+        r = api.RPEnable(&en);
+        if (r != CUPTI_SUCCESS) {
+            rc = cupti_fail(st, r, "cuptiRangeProfilerEnable");
+            measuring = 0;
+            return rc;
+        }
+        live.obj = en.pRangeProfilerObject;
+        live.ctx = en.ctx;
     }
-    CUpti_RangeProfiler_Object *obj = en.pRangeProfilerObject;
+    CUpti_RangeProfiler_Object *obj = live.obj;
+    s->reused = reused;
     PHASE(PROFILE_PHASE_ENABLE);
 
-    CUpti_RangeProfiler_GetCounterDataSize_Params cs;
-    memset(&cs, 0, sizeof cs);
-    cs.structSize = CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE;
-    cs.pRangeProfilerObject = obj;
-    cs.pMetricNames = (const char **)s->names;
-    cs.numMetrics = s->n;
-    cs.maxNumOfRanges = 1;
-    cs.maxNumRangeTreeNodes = 1;
-    r = api.RPGetCounterDataSize(&cs);
-    if (r != CUPTI_SUCCESS) {
-        rc = cupti_fail(st, r, "cuptiRangeProfilerGetCounterDataSize");
-        goto done;
+    if (s->data_obj != obj) {
+        CUpti_RangeProfiler_GetCounterDataSize_Params cs;
+        memset(&cs, 0, sizeof cs);
+        cs.structSize = CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE;
+        cs.pRangeProfilerObject = obj;
+        cs.pMetricNames = (const char **)s->names;
+        cs.numMetrics = s->n;
+        cs.maxNumOfRanges = 1;
+        cs.maxNumRangeTreeNodes = 1;
+        r = api.RPGetCounterDataSize(&cs);
+        if (r != CUPTI_SUCCESS) {
+            rc = cupti_fail(st, r, "cuptiRangeProfilerGetCounterDataSize");
+            goto done;
+        }
+        free(s->data);
+        s->data_obj = NULL;
+        s->data_size = cs.counterDataSize;
+        s->data = calloc(1, s->data_size ? s->data_size : 1);
+        if (!s->data) {
+            rc = ks_fail(st, KS_ENOMEM, 0, "out of memory for the counter data image");
+            goto done;
+        }
+        s->data_obj = obj;
     }
-    data = calloc(1, cs.counterDataSize ? cs.counterDataSize : 1);
-    if (!data) {
-        rc = ks_fail(st, KS_ENOMEM, 0, "out of memory for the counter data image");
-        goto done;
-    }
+    /* A fresh image every measurement: it holds one range. */
+    uint8_t *data = s->data;
     CUpti_RangeProfiler_CounterDataImage_Initialize_Params ci;
     memset(&ci, 0, sizeof ci);
     ci.structSize = CUpti_RangeProfiler_CounterDataImage_Initialize_Params_STRUCT_SIZE;
     ci.pRangeProfilerObject = obj;
-    ci.counterDataSize = cs.counterDataSize;
+    ci.counterDataSize = s->data_size;
     ci.pCounterData = data;
     r = api.RPCounterDataImageInitialize(&ci);
     if (r != CUPTI_SUCCESS) {
@@ -925,7 +979,7 @@ int profile_session_measure(profile_session *s, profile_pass_fn prepare, profile
     sc.pRangeProfilerObject = obj;
     sc.configSize = s->config_size;
     sc.pConfig = s->config;
-    sc.counterDataImageSize = cs.counterDataSize;
+    sc.counterDataImageSize = s->data_size;
     sc.pCounterDataImage = data;
     sc.range = CUPTI_UserRange;
     sc.replayMode = CUPTI_UserReplay;
@@ -941,6 +995,7 @@ int profile_session_measure(profile_session *s, profile_pass_fn prepare, profile
     }
 
     PHASE(PROFILE_PHASE_CONFIG);
+    *ran = 1;
     int pass = 0;
     for (;;) {
         if (pass >= MAX_PASSES) {
@@ -1027,7 +1082,7 @@ int profile_session_measure(profile_session *s, profile_pass_fn prepare, profile
     memset(&di, 0, sizeof di);
     di.structSize = CUpti_RangeProfiler_GetCounterDataInfo_Params_STRUCT_SIZE;
     di.pCounterDataImage = data;
-    di.counterDataImageSize = cs.counterDataSize;
+    di.counterDataImageSize = s->data_size;
     r = api.RPGetCounterDataInfo(&di);
     if (r != CUPTI_SUCCESS) {
         rc = cupti_fail(st, r, "cuptiRangeProfilerGetCounterDataInfo");
@@ -1043,7 +1098,7 @@ int profile_session_measure(profile_session *s, profile_pass_fn prepare, profile
     ev.structSize = PH_SIZE(ph_eval_params, pMetricValues);
     ev.pHostObject = s->host;
     ev.pCounterDataImage = data;
-    ev.counterDataImageSize = cs.counterDataSize;
+    ev.counterDataImageSize = s->data_size;
     ev.rangeIndex = 0;
     ev.ppMetricNames = (const char **)s->names;
     ev.numMetrics = s->n;
@@ -1060,19 +1115,68 @@ int profile_session_measure(profile_session *s, profile_pass_fn prepare, profile
 
 done:;
     PHASE(PROFILE_PHASE_EVALUATE);
-    CUpti_RangeProfiler_Disable_Params dp;
-    memset(&dp, 0, sizeof dp);
-    dp.structSize = CUpti_RangeProfiler_Disable_Params_STRUCT_SIZE;
-    dp.pRangeProfilerObject = obj;
-    r = api.RPDisable(&dp);
-    if (r != CUPTI_SUCCESS && rc == KS_OK)
-        rc = cupti_fail(st, r, "cuptiRangeProfilerDisable");
+    /* A failed measurement leaves CUPTI's state unknown: start afresh. */
+    if (rc != KS_OK || !persistent) {
+        CUpti_RangeProfiler_Disable_Params dp;
+        memset(&dp, 0, sizeof dp);
+        dp.structSize = CUpti_RangeProfiler_Disable_Params_STRUCT_SIZE;
+        dp.pRangeProfilerObject = obj;
+        r = api.RPDisable(&dp);
+        if (r != CUPTI_SUCCESS && rc == KS_OK)
+            rc = cupti_fail(st, r, "cuptiRangeProfilerDisable");
+        live.obj = NULL;
+        live.ctx = NULL;
+    }
     PHASE(PROFILE_PHASE_DISABLE);
 #undef PHASE
-    free(data);
     measuring = 0;
     return rc;
 }
+
+int profile_session_measure(profile_session *s, profile_pass_fn prepare, profile_pass_fn run,
+                            void *ud, int *passes, ks_status *st)
+{
+    int ran = 0;
+    int rc = measure_once(s, prepare, run, ud, passes, &ran, st);
+    /* An object kept from an earlier measurement that CUPTI refuses to
+     * configure again is replaced by a fresh one, once, before the region
+     * ran (a region that ran and failed is not run a second time). */
+    if (rc != KS_OK && s && s->reused && !ran) {
+        ks_clear(st);
+        rc = measure_once(s, prepare, run, ud, passes, &ran, st);
+    }
+    return rc;
+}
+
+static void live_disable(void)
+{
+    if (!live.obj)
+        return;
+    CUpti_RangeProfiler_Disable_Params dp;
+    memset(&dp, 0, sizeof dp);
+    dp.structSize = CUpti_RangeProfiler_Disable_Params_STRUCT_SIZE;
+    dp.pRangeProfilerObject = live.obj;
+    (void)api.RPDisable(&dp);
+    live.obj = NULL;
+    live.ctx = NULL;
+}
+
+void profile_release(void)
+{
+    if (!measuring)
+        live_disable();
+}
+
+void profile_set_persistent(int on)
+{
+    persistent = on != 0;
+    if (!persistent)
+        profile_release();
+}
+
+int profile_persistent(void) { return persistent; }
+
+int profile_session_reused(const profile_session *s) { return s ? s->reused : 0; }
 
 double profile_session_phase(const profile_session *s, int phase)
 {

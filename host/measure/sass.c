@@ -675,6 +675,10 @@ int sass_metrics_collect(cuda_ctx *c, profile_pass_fn run, void *ud, sass_record
     *n = 0;
     if (!run)
         return ks_fail(st, KS_EINVAL, 0, "sass_metrics_collect: no run function");
+    /* A range profiler kept enabled between measurements holds CUPTI's
+     * profiling side (its configuration is refused meanwhile): it is given
+     * back first. */
+    profile_release();
     if (sass_metrics_setup(c, st))
         return st->code;
     if (cupti_act_active())

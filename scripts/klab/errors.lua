@@ -32,7 +32,8 @@ Exit status:
   1  failed: the candidate's verdict is a failure (eval, replay); for other
      commands what was asked could not be done, and the message says why
   2  a mistake in the command line or its inputs (bad option, unknown
-     command or task, missing file, unreadable store)
+     command or task, missing file, unreadable store, a task whose
+     reference or shipped baseline does not build or plan)
   3  could not run (no GPU or driver, profiling unavailable, model server
      unreachable): nothing was measured
 ]]

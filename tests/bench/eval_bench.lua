@@ -41,8 +41,14 @@ do
   -- Warm: the same candidate again once the compile cache and the census
   -- hold it (the cold run reads neither, so one evaluation fills them).
   assert(s:evaluate(PTX_TASK, WGMMA, { force = true, timing_opts = { budget_s = 1 } }))
+  -- Before: the range profiler enabled and disabled around every
+  -- measurement, so each candidate pays its start. After (the default): it
+  -- stays enabled in the worker.
+  local before = assert(s:evaluate(PTX_TASK, WGMMA, { force = true, profiler_persistent = false,
+    timing_opts = { budget_s = 5 } }))
+  assert(s:evaluate(PTX_TASK, WGMMA, { force = true, timing_opts = { budget_s = 1 } }))
   local warm = assert(s:evaluate(PTX_TASK, WGMMA, { force = true, timing_opts = { budget_s = 5 } }))
-  for _, r in ipairs { { "cold", cold }, { "warm", warm } } do
+  for _, r in ipairs { { "cold", cold }, { "before", before }, { "warm", warm } } do
     local st = r[2].stages
     local sass_s = st.build and st.build.sass and st.build.sass.seconds
     local known = (st.build and st.build.seconds or 0) + (sass_s or 0) + (st.plan and st.plan.seconds or 0) +
@@ -53,13 +59,15 @@ do
       st.instructions and st.instructions.seconds, st.timing and st.timing.seconds, r[2].seconds - known, r[2].seconds,
       st.timing and st.timing.candidate and st.timing.candidate.median, st.timing and st.timing.speedup, sass_s,
       r[2].seconds - (st.timing and st.timing.seconds or 0), st.instructions and st.instructions.passes,
-      st.instructions and st.instructions.phase_seconds, st.build and st.build.sass and st.build.sass.cached }
+      st.instructions and st.instructions.phase_seconds, st.build and st.build.sass and st.build.sass.cached,
+      st.instructions and st.instructions.profiler_reused }
   end
 end
 line("\n1. One evaluation of %s on %s (ms; 'worker' is process start, CUDA init,", WGMMA, PTX_TASK)
 line("   judge compile, inputs and references: what a warm worker keeps)")
-line("   'sass' is how long the evaluation waited for the static SASS census (nvdisasm runs during the GPU stages)")
-line("%-5s %-8s %9s %6s %9s %9s %9s %9s %9s %9s %9s %9s %9s  %s", "", "verdict", "build", "cached", "sass", "plan", "load",
+line("   'sass' is how long the evaluation waited for the static SASS census (nvdisasm runs during the GPU stages);")
+line("   'before' re-enables the range profiler for the candidate (profiler_persistent = false), 'warm' keeps it")
+line("%-6s %-8s %9s %6s %9s %9s %9s %9s %9s %9s %9s %9s %9s  %s", "", "verdict", "build", "cached", "sass", "plan", "load",
   "correct", "instr", "timing", "worker", "total", "no-timing", "kernel median / speedup")
 for _, r in ipairs(stage_rows) do
   if r[16] then
@@ -67,12 +75,12 @@ for _, r in ipairs(stage_rows) do
     for _, k in ipairs { "enable", "config", "prepare", "start", "run", "stop", "evaluate", "disable" } do
       if r[17] and r[17][k] then ph[#ph + 1] = string.format("%s %.1f", k, r[17][k] * 1000) end
     end
-    line("%-5s instruction stage: %s profiler passes (ms: %s); SASS census %s", r[1], tostring(r[16]),
-      table.concat(ph, ", "), r[18] and "known from an earlier evaluation" or "taken")
+    line("%-6s instruction stage: %s profiler passes (ms: %s); profiler %s; SASS census %s", r[1], tostring(r[16]),
+      table.concat(ph, ", "), r[19] and "kept enabled" or "enabled for it", r[18] and "known from an earlier evaluation" or "taken")
   end
 end
 for _, r in ipairs(stage_rows) do
-  line("%-5s %-8s %s %6s %s %s %s %s %s %s %s %s %s  %.1f us / %.3fx", r[1], r[2], ms(r[3]), tostring(r[4]), ms(r[14]),
+  line("%-6s %-8s %s %6s %s %s %s %s %s %s %s %s %s  %.1f us / %.3fx", r[1], r[2], ms(r[3]), tostring(r[4]), ms(r[14]),
     ms(r[5]), ms(r[6]), ms(r[7]), ms(r[8]), ms(r[9]), ms(r[10]), ms(r[11]), ms(r[15]), r[12] or 0, r[13] or 0)
 end
 
@@ -96,6 +104,8 @@ if not skip.batch then
     -- to show what the rule changes (docs/timing.md).
     { "one worker, timed in full", { gpus = 1, cpu = 0 }, false, 0 },
     { "one worker, in turn", { gpus = 1, cpu = 0 }, false },
+    -- Before the profiler was kept enabled: its start paid per candidate.
+    { "one worker, profiler per candidate", { gpus = 1, cpu = 0 }, false, nil, false },
     { "pool, 1 GPU, " .. cpu .. " CPU workers", { gpus = 1, cpu = cpu }, true },
     { "pool, 2 workers share the GPU", { gpus = 1, per_gpu = 2, cpu = cpu }, true },
   }
@@ -110,14 +120,22 @@ if not skip.batch then
     for i = 1, (o.per_gpu or 1) do warm[i] = s:submit(task, batch[3], { force = true, timing = false }) end
     for _, t in ipairs(warm) do s:wait(t) end
     local t0 = sys.now()
-    local counts, verdicts_of = {}, {}
+    local counts, verdicts_of, families_of = {}, {}, {}
     -- No compile cache: every way compiles every candidate, as a sweep of
     -- new candidates does.
-    local opts = { force = true, cache = false, timing_opts = { budget_s = budget, hopeless = w[4] } }
+    local opts = { force = true, cache = false, profiler_persistent = w[5],
+      timing_opts = { budget_s = budget, hopeless = w[4] } }
     local speed_of, timing_s = {}, {}
     -- Each result as it lands (stderr), so that a slow one shows.
     local function landed(i, r)
       verdicts_of[i] = r.verdict
+      local ins = r.stages and r.stages.instructions
+      if ins and ins.families then
+        local fam = {}
+        for name, f in pairs(ins.families) do fam[#fam + 1] = name .. "=" .. tostring(f.status) end
+        table.sort(fam)
+        families_of[i] = table.concat(fam, " ")
+      end
       local st, parts = r.stages or {}, {}
       speed_of[i] = st.timing and (require("klab.eval.stages").speedup_text(st.timing) or "-") or "-"
       timing_s[i] = st.timing and st.timing.seconds
@@ -126,7 +144,9 @@ if not skip.batch then
       end
       io.stderr:write(string.format("   [%s] %6.1f s  %-36s %-20s %5.2f s  (%s)%s\n", w[1], sys.now() - t0, batch[i],
         r.verdict, r.seconds or 0, table.concat(parts, ", "),
-        r.verdict == "unknown" and (": " .. tostring(r.reason)) or ""))
+        (r.verdict == "unknown" or r.verdict == "runtime_error") and (": " .. tostring(r.reason)) or
+          (st.instructions and st.instructions.status == "unknown" and (": instructions " .. tostring(st.instructions.reason))
+            or "")))
     end
     if w[3] then
       local tickets = {}
@@ -142,7 +162,8 @@ if not skip.batch then
     local parts = {}
     for v, n in pairs(counts) do parts[#parts + 1] = v .. "=" .. n end
     table.sort(parts)
-    rows[#rows + 1] = { w[1], wall, #batch / wall * 60, table.concat(parts, " "), verdicts_of, speed_of, timing_s }
+    rows[#rows + 1] = { w[1], wall, #batch / wall * 60, table.concat(parts, " "), verdicts_of, speed_of, timing_s,
+      families_of }
     if #rows == 1 then
       line("\n2. Batch of %d candidates on %s, timing budget %g s each", #batch, task, budget)
       line("%-36s %9s %10s %8s  %s", "", "seconds", "evals/min", "x first", "verdicts")
@@ -167,6 +188,10 @@ if not skip.batch then
       if rows[k][5][i] ~= rows[1][5][i] then
         line("   verdicts differ for %s: %s (%s) vs %s (%s)", c, tostring(rows[1][5][i]), rows[1][1],
           tostring(rows[k][5][i]), rows[k][1])
+      end
+      if rows[k][8][i] ~= rows[1][8][i] then
+        line("   instruction families differ for %s: %s (%s) vs %s (%s)", c, tostring(rows[1][8][i]), rows[1][1],
+          tostring(rows[k][8][i]), rows[k][1])
       end
     end
   end

@@ -44,11 +44,12 @@ function M.run(opts)
     rows[#rows + 1] = { name, ok, detail }
     io.stderr:write(string.format("[tasks] %-48s %s  %s\n", name, ok and "pass" or "FAIL", detail or ""))
   end
-  local all, errs = task.list("tasks")
+  local root = (opts.root or "tasks"):gsub("/+$", "")
+  local all, errs = task.list(root)
   for _, e in ipairs(errs) do check("task file loads", false, e) end
   local families, order = {}, {}
   for _, t in ipairs(all) do
-    local fam = t.file:match("^tasks/([^/]+)/")
+    local fam = t.file:sub(1, #root + 1) == root .. "/" and t.file:sub(#root + 2):match("^([^/]+)/")
     local wanted = fam and not (opts.skip or {})[fam] and (not opts.families or opts.families[fam])
     if wanted then
       if not families[fam] then
@@ -91,7 +92,7 @@ function M.run(opts)
     end
     -- 2 and 3. Samples and known-bad kernels.
     for _, kind in ipairs { "samples", "bad" } do
-      local list_path = "tasks/" .. fam .. "/" .. kind .. "/expected.lua"
+      local list_path = root .. "/" .. fam .. "/" .. kind .. "/expected.lua"
       if exists(list_path) then
         for _, e in ipairs(dofile(list_path)) do
           local tf = f.files[e.task]
@@ -101,7 +102,7 @@ function M.run(opts)
             local t = e.variant and task.get(e.task .. "/" .. e.variant)
               or variant_of(tf, kind == "samples" and "main" or "small")
             local t0 = sys.now()
-            local r, err = s:evaluate(t, "tasks/" .. fam .. "/" .. kind .. "/" .. e.name,
+            local r, err = s:evaluate(t, root .. "/" .. fam .. "/" .. kind .. "/" .. e.name,
               { timing_opts = { budget_s = kind == "samples" and 2 or 1 }, deadline = 300 })
             local got = r and r.verdict or ("error: " .. tostring(err))
             local tm = r and r.stages.timing
@@ -133,17 +134,47 @@ end
 
 local script = arg and arg[0] or ""
 if script:find("tasks_check%.lua$") then
-  local fams
-  for i, a in ipairs(arg) do
-    if a == "--family" and arg[i + 1] then
-      fams = fams or {}
-      fams[arg[i + 1]] = true
+  local USAGE = [[
+usage: klab tests/gpu/tasks_check.lua [--tasks DIR] [--family F]...
+  Every task family's baselines, samples and known-bad kernels on the GPU.
+  --tasks DIR   the folder of task families (default tasks)
+  --family F    only family F (repeatable)
+  -h, --help    this text
+Exit 0 when every check passes, 1 when one fails, 2 on a usage mistake or
+when nothing was checked.]]
+  local fams, root
+  local i = 1
+  while i <= #arg do
+    local a = arg[i]
+    if a == "-h" or a == "--help" then
+      print(USAGE)
+      os.exit(0)
+    elseif (a == "--family" or a == "--tasks") and arg[i + 1] then
+      if a == "--family" then
+        fams = fams or {}
+        fams[arg[i + 1]] = true
+      else
+        root = arg[i + 1]
+      end
+      i = i + 2
+    else
+      io.stderr:write("tasks_check: unknown or incomplete argument '" .. a .. "'\n" .. USAGE .. "\n")
+      os.exit(2)
     end
   end
-  local rows = M.run { families = fams }
+  if root and not (require("klab.fs").type(root) == "dir") then
+    io.stderr:write("tasks_check: --tasks " .. root .. ": not a folder\n")
+    os.exit(2)
+  end
+  local rows = M.run { families = fams, root = root }
   local failed = 0
   for _, r in ipairs(rows) do if not r[2] then failed = failed + 1 end end
   print(string.format("%d task checks, %d failed", #rows, failed))
+  if #rows == 0 then
+    io.stderr:write("tasks_check: no task checked under " .. (root or "tasks") ..
+      (fams and " for the families asked" or "") .. "\n")
+    os.exit(2)
+  end
   os.exit(failed == 0 and 0 or 1)
 end
 

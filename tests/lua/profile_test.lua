@@ -639,6 +639,19 @@ function T.stage_without_a_gpu_says_unknown(t)
   t.eq(ccode, "ENODRIVER", tostring(cerr))
 end
 
+-- Keeping the range profiler enabled is a process setting, on by default;
+-- release with nothing enabled does nothing.
+function T.profiler_persistence_is_a_setting(t)
+  local was = prof.persistent()
+  t.eq(was, true)
+  t.eq(prof.persistent(false), false)
+  t.eq(prof.persistent(), false)
+  t.eq(prof.persistent(true), true)
+  t.raises(function() prof.persistent("yes") end, "boolean expected")
+  prof.release()
+  t.eq(prof.persistent(), true)
+end
+
 function T.profiler_needs_a_context(t)
   t.raises(function() prof.new(nil) end, "Context")
   t.raises(function() prof.new({}) end, "Context")
@@ -768,6 +781,52 @@ function T.gpu_profiler_replays_the_region(t)
   t.eq(p:free(), true)
   t.eq(p:free(), false)
   t.ok(tostring(p):find("freed"))
+end
+
+-- The range profiler stays enabled between measurements (its start is
+-- paid once per worker): a kept one counts what a fresh one counts, and
+-- CUPTI's activity API still times kernels while it is kept.
+function T.gpu_profiler_kept_enabled_counts_the_same_and_timing_runs(t)
+  need_profiling(t)
+  local ctx = assert(gpu.context(0))
+  local mod = assert(ctx:load(COUNT_PTX))
+  local fn = assert(mod:func("klab_count"))
+  local out = assert(ctx:alloc(4 * 128))
+  local p = assert(profile.new(ctx))
+  local function region() return ctx:launch(fn, { grid = { 1 }, block = { 128 }, args = { out } }) end
+  local was = prof.persistent()
+  t.eq(prof.persistent(false), false)
+  local fresh, finfo = p:measure(region)
+  t.ok(fresh, tostring(finfo))
+  if not fresh then prof.persistent(was) return end
+  t.eq(finfo.reused, false)
+  t.eq(prof.persistent(true), true)
+  local first, i1 = assert(p:measure(region))
+  t.eq(i1.reused, false, "the first measurement after a disable enables it")
+  local kept, i2 = assert(p:measure(region))
+  t.eq(i2.reused, true, "the second finds it enabled")
+  for _, name in ipairs(i2.metrics) do
+    if name:find("inst_executed") then
+      t.eq(kept[name], fresh[name], name)
+      t.eq(first[name], fresh[name], name)
+    end
+  end
+  -- Timing with the profiler kept enabled.
+  local timing = require "klab.timing"
+  local r, msg, code = timing.measure(ctx, { runs = { { func = fn, grid = { 1 }, block = { 128 }, args = { out } } },
+    min_samples = 10, max_samples = 20, budget_s = 1, method = "cupti" })
+  t.ok(r, tostring(msg) .. " " .. tostring(code))
+  if r then t.ok(r.candidate.median > 0 and r.candidate.n >= 10, "median " .. tostring(r.candidate.median)) end
+  -- And profiling again after timing: still kept, still the same counts.
+  local after, i3 = assert(p:measure(region))
+  t.eq(i3.reused, true)
+  t.eq(after["sm__inst_executed.sum"], fresh["sm__inst_executed.sum"])
+  prof.release()
+  local again, i4 = assert(p:measure(region))
+  t.eq(i4.reused, false, "released: enabled again")
+  t.eq(again["sm__inst_executed.sum"], fresh["sm__inst_executed.sum"])
+  prof.persistent(was)
+  p:free()
 end
 
 local function sample(t, name, shape)

@@ -163,6 +163,17 @@ function T.tasks_check_finds_every_mistake(t)
   code, out, err = t.sh(("%s tasks --check %s"):format(q(t.klab), q(dir .. "/nothing")))
   t.eq(code, 2)
   t.match(err, "no folder")
+  -- klab eval says the same of a broken task instead of hiding it behind
+  -- "GPU stages skipped" (exit 2: the task is the mistake).
+  local sample = q(t.root .. "/tasks/reduce/bad/sum_mid_no_guard")
+  code, out, err = t.sh(("cd %s && %s eval --tasks %s sum_mid_f32/7x333x129 %s"):format(q(t.root), q(t.klab),
+    q(dir .. "/r2"), sample))
+  t.eq(code, 2, out .. err)
+  t.match(out, "baseline   broken: the task's baseline kernel %(.*r2/reduce/baseline%.cu%) does not compile")
+  code, out, err = t.sh(("cd %s && %s eval --tasks %s sum_mid_f32/7x333x129 %s"):format(q(t.root), q(t.klab),
+    q(dir .. "/r1"), sample))
+  t.eq(code, 2, out .. err)
+  t.match(out, "verdict    unknown: the task's reference %(.*r1/reduce/reference%.cu%) does not compile")
 end
 
 return T

@@ -129,6 +129,9 @@ local function human(r)
     end
     if t.speedup_tf32 then say("           speedup over %s TF32: %.3fx", lib, t.speedup_tf32) end
   end
+  if r.baseline_error and not (t and t.baseline_error) then
+    say("baseline   broken: %s", r.baseline_error)
+  end
   local sz = r.stages.sanitizer
   if sz then
     say("sanitizer  %s", sz.status == "ok" and (sz.errors .. " memcheck error(s)") or ("unknown: " .. tostring(sz.reason)))
@@ -141,8 +144,11 @@ local function human(r)
 end
 
 -- The exit status of a result: 0 for a correct candidate, 3 when nothing
--- could be measured (unknown), 1 for any failing verdict.
+-- could be measured (unknown), 1 for any failing verdict; 2 when the task
+-- itself is broken (its reference or its shipped baseline does not build or
+-- plan), a mistake in the inputs.
 function M.status(r)
+  if r.task_error or r.baseline_error then return EXIT.usage end
   local verdicts = require "klab.eval.verdict"
   if verdicts.correct(r.verdict) then return EXIT.ok end
   if not verdicts.measured(r.verdict) then return EXIT.could_not_run end

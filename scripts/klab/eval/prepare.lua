@@ -220,6 +220,8 @@ function M.build(run)
   -- The task's own kernels: a task that cannot build them cannot judge.
   local ref, rerr = compile_task_kernel("reference", t.reference.path, t.reference.code, run.arch)
   if not ref then
+    -- A mistake in the task's inputs, not a failure to run: said as such.
+    r.task_error = tostring(rerr)
     verdicts.give(r, "unknown", { message = tostring(rerr) })
     return nil
   end
@@ -227,8 +229,10 @@ function M.build(run)
   if t.baseline.kind == "shipped" then
     local base, berr = compile_task_kernel("baseline kernel", t.baseline.path, t.baseline.code, run.arch)
     if not base then
-      -- No baseline is no speedup, not a wrong candidate.
+      -- No baseline is no speedup, not a wrong candidate; the result says
+      -- the task's baseline is broken.
       run.baseline_error = berr
+      r.baseline_error = tostring(berr)
     else
       run.base_cubin = base.cubin
     end
@@ -344,12 +348,14 @@ function M.plan(run)
       job.task.baseline.kernel = bp
     else
       run.baseline_error = berr
+      run.result.baseline_error = tostring(berr)
     end
   end
   job.task.baseline.error = run.baseline_error
   for k, v in pairs(run.opts.timing_opts or {}) do job.opts[k] = v end
   -- The full feedback profile only when asked for: the verdicts need few counters.
   job.opts.profile = run.opts.profile and true or nil
+  job.opts.profiler_persistent = run.opts.profiler_persistent
   r.stages.plan.seconds = sys.now() - p0
   run.job = job
   return true
@@ -372,7 +378,7 @@ end
 -- The evaluation options a CPU worker needs (plain data: no functions).
 function M.remote_opts(opts)
   local o = {}
-  for _, k in ipairs { "trials", "timing", "timing_opts", "cache", "profile", "seed" } do
+  for _, k in ipairs { "trials", "timing", "timing_opts", "cache", "profile", "profiler_persistent", "seed" } do
     if type(opts[k]) ~= "function" then o[k] = opts[k] end
   end
   return o

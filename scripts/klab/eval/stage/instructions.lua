@@ -24,7 +24,7 @@ function M.run(run)
     -- The supervisor takes the static census while this runs; the listing
     -- is needed here only to join executed counts to opcodes.
     cubin = opts.sass_executed and run.c.cubin or nil, sass_executed = opts.sass_executed,
-    full = opts.profile,
+    full = opts.profile, persistent = opts.profiler_persistent,
   })
   res.stages.instructions = ps
   if ps.sticky then
