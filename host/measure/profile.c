@@ -450,22 +450,25 @@ struct profile_session {
     uint8_t *data;
     size_t data_size;
     const void *data_obj;
-    int reused;            /* the last measurement found the object enabled */
-    profile_session *next; /* every session of the process */
+    int reused; /* the last measurement found the object enabled */
 };
 
 /* The range profiler object stays enabled on its context from one
  * measurement to the next: on an H200 the first start after an enable costs
  * 140 to 190 ms whatever the metric list, which would otherwise be paid by
- * every candidate. It is disabled when a measurement fails, when the last
- * session on its context goes, when the SASS metrics API needs CUPTI, or
- * when persistence is turned off (profile_set_persistent). */
+ * every candidate. It serves one session: an object configured for one
+ * metric list and then set to another's counts nothing for the metrics of
+ * the later passes (NaN on driver 580), so another session's measurement
+ * disables it and enables its own. It is disabled too when a measurement
+ * fails, when its session goes, when a session is created (CUPTI will not
+ * report counter availability meanwhile), when the SASS metrics API needs
+ * CUPTI, or when persistence is turned off (profile_set_persistent). */
 static struct {
     CUcontext ctx;
     CUpti_RangeProfiler_Object *obj;
+    const profile_session *owner; /* whose configuration it was enabled for */
 } live;
 static int persistent = 1;
-static profile_session *sessions;
 static void live_disable(void);
 
 /* One-time CUPTI profiler initialisation for the process. */
@@ -564,15 +567,7 @@ void profile_session_destroy(profile_session *s)
 {
     if (!s)
         return;
-    for (profile_session **pp = &sessions; *pp; pp = &(*pp)->next)
-        if (*pp == s) {
-            *pp = s->next;
-            break;
-        }
-    int users = 0;
-    for (profile_session *o = sessions; o; o = o->next)
-        users += live.obj && cuda_ctx_handle(o->ctx) == live.ctx;
-    if (!users)
+    if (live.owner == s)
         profile_release();
     free(s->data);
     host_deinit(s->host);
@@ -857,8 +852,6 @@ int profile_session_create(cuda_ctx *c, const char *const *names, size_t n,
     for (size_t i = 0; i < s->n; i++)
         s->values[i] = NAN;
     free(avail);
-    s->next = sessions;
-    sessions = s;
     *out = s;
     return KS_OK;
 fail:
@@ -914,7 +907,7 @@ static int measure_once(profile_session *s, profile_pass_fn prepare, profile_pas
 
     int rc = KS_OK;
     CUptiResult r;
-    if (live.obj && live.ctx != cuda_ctx_handle(s->ctx))
+    if (live.obj && (live.ctx != cuda_ctx_handle(s->ctx) || live.owner != s))
         live_disable();
     int reused = live.obj != NULL;
     if (!live.obj) {
@@ -930,6 +923,7 @@ static int measure_once(profile_session *s, profile_pass_fn prepare, profile_pas
         }
         live.obj = en.pRangeProfilerObject;
         live.ctx = en.ctx;
+        live.owner = s;
     }
     CUpti_RangeProfiler_Object *obj = live.obj;
     s->reused = reused;
@@ -1126,6 +1120,7 @@ done:;
             rc = cupti_fail(st, r, "cuptiRangeProfilerDisable");
         live.obj = NULL;
         live.ctx = NULL;
+        live.owner = NULL;
     }
     PHASE(PROFILE_PHASE_DISABLE);
 #undef PHASE
@@ -1159,6 +1154,7 @@ static void live_disable(void)
     (void)api.RPDisable(&dp);
     live.obj = NULL;
     live.ctx = NULL;
+    live.owner = NULL;
 }
 
 void profile_release(void)

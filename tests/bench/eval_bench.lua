@@ -212,7 +212,10 @@ if not skip.study then
     list[#list + 1] = { task = e.task, candidate = c:sub(1, 1) == "/" and c or (here .. c), class = e.class }
   end
   local cpu = require("klab.eval.pool").default_cpu()
-  local ways = { { "one worker", { gpus = 1, cpu = 0 } }, { "pool, 1 GPU, " .. cpu .. " CPU workers", { gpus = 1, cpu = cpu } } }
+  -- Before: the range profiler enabled for every candidate; after (the
+  -- default): kept enabled in the worker.
+  local ways = { { "one worker, profiler per candidate", { gpus = 1, cpu = 0 }, false },
+    { "one worker", { gpus = 1, cpu = 0 } }, { "pool, 1 GPU, " .. cpu .. " CPU workers", { gpus = 1, cpu = cpu } } }
   local got = {}
   line("\n2b. Study-like batch: %d candidates (tests/bench/study/batch.jsonl), default timing budget", #list)
   line("%-36s %9s %12s  %s", "", "seconds", "evals/GPU-h", "verdicts")
@@ -223,7 +226,9 @@ if not skip.study then
     s:wait(s:submit(list[#list].task, list[#list].candidate, { force = true, timing = false }))
     local t0 = sys.now()
     local tickets, res = {}, {}
-    for i, e in ipairs(list) do tickets[assert(s:submit(e.task, e.candidate, { force = true }))] = i end
+    for i, e in ipairs(list) do
+      tickets[assert(s:submit(e.task, e.candidate, { force = true, profiler_persistent = w[3] }))] = i
+    end
     while s:pending() > 0 do
       for _, d in ipairs(s:poll(0.5)) do res[tickets[d.ticket]] = d.result end
     end
@@ -246,15 +251,21 @@ if not skip.study then
     got[wi] = { res = res, by_class = by_class }
     io.stdout:flush()
   end
-  line("   GPU seconds per class (one worker): stages load, correctness, instructions, timing")
+  line("   GPU seconds per class: stages load, correctness, instructions, timing (profiler per candidate / kept)")
   for _, c in ipairs { "compile_error", "plan_error", "incorrect", "slow", "fast" } do
-    local x = got[1].by_class[c]
-    if x then line("   %-14s %3d candidates %8.2f s  %6.2f s each", c, x.n, x.s, x.s / x.n) end
+    local x, y = got[1].by_class[c], got[2] and got[2].by_class[c]
+    if x then
+      line("   %-14s %3d candidates %8.2f s  %6.2f s each   kept: %8.2f s  %6.2f s each", c, x.n, x.s, x.s / x.n,
+        y and y.s or 0, y and y.s / y.n or 0)
+    end
   end
   for i, e in ipairs(list) do
-    local a, b = got[1].res[i], got[2] and got[2].res[i]
-    if b and a.verdict ~= b.verdict then
-      line("   verdicts differ for %s on %s: %s (one worker) vs %s (pool)", e.candidate, e.task, a.verdict, b.verdict)
+    for k = 2, #got do
+      local a, b = got[1].res[i], got[k].res[i]
+      if b and a.verdict ~= b.verdict then
+        line("   verdicts differ for %s on %s: %s (%s) vs %s (%s)", e.candidate, e.task, a.verdict, ways[1][1],
+          b.verdict, ways[k][1])
+      end
     end
   end
 end
