@@ -34,8 +34,8 @@
  *   p:free(); __gc, __close, __tostring
  *
  *   prof.persistent([on])         -> whether the range profiler stays enabled between
- *       measurements (default true; false: enable and disable it each time);
- *       with on, sets it first
+ *       measurements of a session (default false: enabled and disabled each
+ *       time); with on, sets it first
  *   prof.release()                disables a range profiler kept enabled (no-op otherwise)
  *   prof.metric_table()           -> {{chip=, name=, role=, verified=bool, src=}, ...}
  *   prof.chips()                  -> {"GH100", ...} | nil, msg, code   (no GPU needed)

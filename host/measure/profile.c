@@ -454,9 +454,11 @@ struct profile_session {
 };
 
 /* The range profiler object stays enabled on its context from one
- * measurement to the next: on an H200 the first start after an enable costs
- * 140 to 190 ms whatever the metric list, which would otherwise be paid by
- * every candidate. It serves one session: an object configured for one
+ * measurement to the next when asked (profile_set_persistent): on an H200
+ * the first start after an enable costs 140 to 190 ms whatever the metric
+ * list, which would otherwise be paid by every candidate. Off by default:
+ * on the H200 two workers kept alive this way died with SIGSEGV in a later
+ * instruction stage (docs/profile.md). It serves one session: an object configured for one
  * metric list and then set to another's counts nothing for the metrics of
  * the later passes (NaN on driver 580), so another session's measurement
  * disables it and enables its own. It is disabled too when a measurement
@@ -468,7 +470,7 @@ static struct {
     CUpti_RangeProfiler_Object *obj;
     const profile_session *owner; /* whose configuration it was enabled for */
 } live;
-static int persistent = 1;
+static int persistent = 0;
 static void live_disable(void);
 
 /* One-time CUPTI profiler initialisation for the process. */

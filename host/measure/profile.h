@@ -122,12 +122,12 @@ typedef int (*profile_pass_fn)(void *ud, int pass, ks_status *st);
 int profile_session_measure(profile_session *s, profile_pass_fn prepare, profile_pass_fn run,
                             void *ud, int *passes, ks_status *st);
 
-/* The range profiler stays enabled on its context between measurements
- * (persistent, the default): the first start after an enable costs 140 to
- * 190 ms on an H200, paid then once per worker instead of once per
- * candidate. profile_release disables it now (the SASS metrics API and a
- * context about to go need CUPTI back); profile_set_persistent(0) makes
- * every measurement enable and disable it, as before. */
+/* With profile_set_persistent(1) the range profiler stays enabled on its
+ * context between measurements of one session: the first start after an
+ * enable costs 140 to 190 ms on an H200, paid then once per worker instead
+ * of once per candidate. Off by default (every measurement enables and
+ * disables it): see docs/profile.md for what failed with it on.
+ * profile_release disables a kept one now. */
 void profile_release(void);
 void profile_set_persistent(int on);
 int profile_persistent(void);

@@ -639,17 +639,18 @@ function T.stage_without_a_gpu_says_unknown(t)
   t.eq(ccode, "ENODRIVER", tostring(cerr))
 end
 
--- Keeping the range profiler enabled is a process setting, on by default;
+-- Keeping the range profiler enabled is a process setting, off by default;
 -- release with nothing enabled does nothing.
 function T.profiler_persistence_is_a_setting(t)
   local was = prof.persistent()
-  t.eq(was, true)
+  t.eq(was, false)
   t.eq(prof.persistent(false), false)
   t.eq(prof.persistent(), false)
   t.eq(prof.persistent(true), true)
   t.raises(function() prof.persistent("yes") end, "boolean expected")
   prof.release()
   t.eq(prof.persistent(), true)
+  prof.persistent(was)
 end
 
 function T.profiler_needs_a_context(t)

@@ -249,10 +249,10 @@ local function stage_body(ctx, run, task, arch, opts, stage)
     profile.summarize(stage)
     return stage
   end
-  -- The range profiler stays enabled from one candidate to the next, so
-  -- that its start is paid once per worker (docs/profile.md); false turns
-  -- that off for this measurement and the later ones until set again.
-  C.persistent(opts.persistent ~= false)
+  -- With opts.persistent the range profiler stays enabled from one
+  -- candidate to the next, so that its start is paid once per worker
+  -- (docs/profile.md); otherwise it is enabled for this measurement only.
+  C.persistent(opts.persistent == true)
   local values, minfo_or_err, mcode = p:measure(run, prepare)
   if not values then return failed(minfo_or_err, mcode) end
   stage.profiler_reused = minfo_or_err.reused
@@ -325,9 +325,9 @@ end
 --   device (klab.gpu props: sm_count, l2_bytes, regs_per_sm), cubin (bytes,
 --   for the static SASS census), sass_executed (bool: SASS-metrics pass,
 --   off by default), flush_l2 (default true), duration_us, profiler,
---   metrics, min_path_fraction, persistent (default true: keep the range
---   profiler enabled after the measurement; stage.profiler_reused says
---   whether this one found it enabled).
+--   metrics, min_path_fraction, persistent (default false; true: keep the
+--   range profiler enabled after the measurement; stage.profiler_reused
+--   says whether this one found it enabled).
 function M.stage(ctx, run, task, arch, opts)
   opts = opts or {}
   local t0 = now()
