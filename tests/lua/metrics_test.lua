@@ -186,6 +186,59 @@ function tests.fast_p_plain_and_verified(t)
   t.near(th[61], 3.0, 1e-12)
 end
 
+-- Fast@k and best-of-k against the fixture worked by hand (limit 8):
+--   mA gemm {1.2, 0.8} (one > 1), attn {0.3, 0}; mB gemm {1.5, 2.0}, attn {0, 0}
+-- (T8's correct turn has no speedup). Fast@1 = mean over tasks of c/n,
+-- Fast@2 = one of both; best-of-1 = the mean speedup, best-of-2 = the max.
+function tests.fast_at_k_and_best_of_k(t)
+  local at_k = require "klab.report.at_k"
+  local db <close> = build(tmpdb(t))
+  local trajs = metrics.load(db, { experiment = "e1" })
+  local rows = at_k.curves(trajs, { limit = 8, B = 200 })
+  t.eq(#rows, 2)
+  t.eq(rows[1].model, "mA")
+  t.eq(rows[1].kmax, 2)
+  t.eq(rows[1].tasks, 2)
+  local function v(row, k, f) return ("%.4g"):format(row.points[k][f]) end
+  t.eq(v(rows[1], 1, "fast"), "0.25")
+  t.eq(v(rows[1], 2, "fast"), "0.5")
+  t.eq(v(rows[1], 1, "best"), "0.575")
+  t.eq(v(rows[1], 2, "best"), "0.75")
+  t.eq(v(rows[2], 1, "fast"), "0.5")
+  t.eq(v(rows[2], 2, "fast"), "0.5")
+  t.eq(v(rows[2], 1, "best"), "0.875")
+  t.eq(v(rows[2], 2, "best"), "1")
+  for _, r in ipairs(rows) do
+    for _, pt in ipairs(r.points) do
+      t.ok(pt.fast_ci[1] <= pt.fast + 1e-12 and pt.fast <= pt.fast_ci[2] + 1e-12, "fast inside its interval")
+      t.ok(pt.best_ci[1] <= pt.best + 1e-12 and pt.best <= pt.best_ci[2] + 1e-12, "best inside its interval")
+    end
+  end
+  -- The closed forms against every k-subset, counted out.
+  local rng = metrics.rng(7)
+  for _ = 1, 30 do
+    local n = 1 + rng:int(6)
+    local sp = {}
+    for i = 1, n do sp[i] = rng:int(3) == 1 and 0 or rng:float() * 2 end
+    local c = 0
+    for _, x in ipairs(sp) do if x > 1 then c = c + 1 end end
+    for k = 1, n do
+      local subsets, fast, best = 0, 0, 0
+      local function walk(start, left, any, top)
+        if left == 0 then
+          subsets, fast, best = subsets + 1, fast + (any and 1 or 0), best + top
+          return
+        end
+        for i = start, n - left + 1 do walk(i + 1, left - 1, any or sp[i] > 1, math.max(top, sp[i])) end
+      end
+      walk(1, k, false, 0)
+      t.near(at_k.fast_at_k(n, c, k), fast / subsets, 1e-12)
+      t.near(at_k.best_of_k(sp, k), best / subsets, 1e-12)
+    end
+    t.eq(at_k.fast_at_k(n, c, n + 1), nil)
+  end
+end
+
 function tests.kbv_geomean_correctness_fast1_memory(t)
   local db <close> = build(tmpdb(t))
   local trajs = metrics.load(db, { experiment = "e1" })

@@ -6,6 +6,7 @@
 --   figures.fast_p(dir, name, spec)      -> files written (relative to dir)
 --   figures.bars(dir, name, spec)  figures.mix(dir, name, spec)
 --   figures.best_by_turn(dir, name, spec)  figures.speedups(dir, name, spec)
+--   figures.sol(dir, name, spec)  figures.at_k(dir, name, spec)
 --
 -- Each figure is one self-contained gnuplot script (data inline) kept at
 -- DIR/figures/src/NAME.gp; running `gnuplot figures/src/NAME.gp` in DIR
@@ -231,6 +232,57 @@ function M.fast_p(dir, name, spec)
   return M.render(dir, name, { data = table.concat(data, "\n"), body = table.concat(body, "\n"), w = 9, h = 3.6 })
 end
 
+-- ---- Fast@k and best-of-k ----------------------------------------------------
+
+-- at_k(dir, name, {title, rows = at_k.curves rows}): left Fast@k (the
+-- chance that one of k trajectories of a task is faster than p x the
+-- library), right best-of-k (the expected best speedup of k), against k,
+-- one line per model with its bootstrap band over tasks.
+function M.at_k(dir, name, spec)
+  local rows = spec.rows or {}
+  if #rows == 0 then return M.render(dir, name, { body = empty_body(spec.title, "no trajectories") }) end
+  local data, plots = {}, { {}, {} }
+  local kmax, top = 1, 1
+  for i, row in ipairs(rows) do
+    local color = q(M.PALETTE[(i - 1) % #M.PALETTE + 1])
+    for panel, f in ipairs { "fast", "best" } do
+      local d = {}
+      local scale = panel == 1 and 100 or 1
+      for _, pt in ipairs(row.points) do
+        local ci = pt[f .. "_ci"] or {}
+        d[#d + 1] = { num(pt.k), num(pt[f] * scale), num((ci[1] or pt[f]) * scale), num((ci[2] or pt[f]) * scale) }
+        kmax = math.max(kmax, pt.k)
+        if panel == 2 then top = math.max(top, ci[2] or pt[f]) end
+      end
+      local dn = ("k%d_%d"):format(panel, i)
+      data[#data + 1] = datablock(dn, d)
+      table.insert(plots[panel], ("$%s using 1:3:4 with filledcurves fc rgb %s fs transparent solid 0.15 noborder notitle")
+        :format(dn, color))
+      table.insert(plots[panel], ("$%s using 1:2 with linespoints lw 2 pt 7 ps 0.6 lc rgb %s title %s"):format(dn, color,
+        q(("%s (%d tasks)"):format(row.model, row.tasks))))
+    end
+  end
+  table.insert(plots[2], "1 with lines dt 2 lw 1 lc rgb '#555555' title 'library (1×)'")
+  local body = {
+    COMMON,
+    ("set multiplot layout 1,2 title %s"):format(q(spec.title)),
+    "set xlabel 'k (trajectories per task)'",
+    ("set xrange [0.8:%s]"):format(num(kmax + 0.2)),
+    kmax <= 20 and "set xtics 1" or "",
+    "set key top left",
+    "set ylabel " .. q(("Tasks with one of k faster than %g× (%%)"):format(rows[1].p)),
+    "set yrange [0:105]",
+    "set title 'Fast@k'",
+    "plot " .. table.concat(plots[1], ", \\\n     "),
+    "set ylabel 'Expected best speedup of k (× library)'",
+    ("set yrange [0:%s]"):format(num(math.ceil(top * 1.15 * 10) / 10)),
+    "set title 'Best-of-k'",
+    "plot " .. table.concat(plots[2], ", \\\n     "),
+    "unset multiplot",
+  }
+  return M.render(dir, name, { data = table.concat(data, "\n"), body = table.concat(body, "\n"), w = 9, h = 3.6 })
+end
+
 -- ---- correct and verified bars ----------------------------------------------
 
 -- bars(dir, name, {title, models = {...}, tasks = {...}, cell = function(model, task)
@@ -372,10 +424,15 @@ end
 -- ---- every candidate's speedup ----------------------------------------------------
 
 -- speedups(dir, name, {title, models, tasks, points = metrics.candidates rows,
--- seed}): per task, each correct timed candidate as a dot (log scale),
+-- seed, sol}): per task, each correct timed candidate as a dot (log scale),
 -- models side by side with a deterministic jitter, verified ones filled.
+-- With sol, the dots are the candidates' speed-of-light fractions (the
+-- physical floor over the median, linear scale, the floor at 1) and those
+-- without one are left out.
 local function speedups_page(dir, name, spec)
-  local pts = spec.points or {}
+  local field = spec.sol and "sol" or "speedup"
+  local pts = {}
+  for _, p in ipairs(spec.points or {}) do if p[field] then pts[#pts + 1] = p end end
   if #pts == 0 then return M.render(dir, name, { body = empty_body(spec.title, "no correct timed candidates") }) end
   local metrics = require("klab.report.metrics")
   local rng = metrics.rng(metrics.DEFAULT_SEED ~ metrics.fnv1a("speedups\0" .. name))
@@ -391,8 +448,8 @@ local function speedups_page(dir, name, spec)
     per[k] = per[k] or {}
     local width = 0.8 / #spec.models
     local x = (tidx[p.task] or 0) + (mi - (#spec.models + 1) / 2) * width + (rng:float() - 0.5) * width * 0.6
-    table.insert(per[k], { num(x), num(p.speedup) })
-    lo, hi = math.min(lo, p.speedup), math.max(hi, p.speedup)
+    table.insert(per[k], { num(x), num(p[field]) })
+    lo, hi = math.min(lo, p[field]), math.max(hi, p[field])
     ::next::
   end
   local data, plots = {}, {}
@@ -408,7 +465,8 @@ local function speedups_page(dir, name, spec)
       end
     end
   end
-  plots[#plots + 1] = "1 with lines dt 2 lw 1 lc rgb '#555555' title 'library (1×)'"
+  plots[#plots + 1] = spec.sol and "1 with lines dt 2 lw 1 lc rgb '#555555' title 'physical floor'"
+    or "1 with lines dt 2 lw 1 lc rgb '#555555' title 'library (1×)'"
   local tics = {}
   for i, t in ipairs(spec.tasks) do tics[#tics + 1] = tic(t) .. " " .. (i - 1) end
   local ymin = 10 ^ math.floor(math.log(math.min(lo, 1) * 0.9, 10))
@@ -416,12 +474,14 @@ local function speedups_page(dir, name, spec)
   local body = {
     COMMON,
     "set title " .. q(spec.title),
-    "set logscale y 10",
-    ("set yrange [%s:%s]"):format(num(ymin), num(ymax)),
+    spec.sol and "" or "set logscale y 10",
+    spec.sol and ("set yrange [0:%s]"):format(num(math.ceil(math.max(hi, 1) * 11) / 10))
+      or ("set yrange [%s:%s]"):format(num(ymin), num(ymax)),
     ("set xrange [-0.6:%s]"):format(num(#spec.tasks - 0.4)),
     "set xtics (" .. table.concat(tics, ", ") .. ")",
     #spec.tasks > 2 and "set xtics rotate by 20 right" or "",
-    "set ylabel 'Speedup over the library (×, log scale)'",
+    spec.sol and "set ylabel 'Fraction of the speed of light (floor / median)'"
+      or "set ylabel 'Speedup over the library (×, log scale)'",
     "set key outside right top vertical",
     "plot " .. table.concat(plots, ", \\\n     "),
   }
@@ -461,6 +521,14 @@ end
 
 function M.speedups(dir, name, spec)
   return paged(dir, name, spec, 1.0, 3, speedups_page)
+end
+
+-- sol(dir, name, spec): speedups' spec, the speed-of-light fractions.
+function M.sol(dir, name, spec)
+  local s = {}
+  for k, v in pairs(spec) do s[k] = v end
+  s.sol = true
+  return paged(dir, name, s, 1.0, 3, speedups_page)
 end
 
 return M

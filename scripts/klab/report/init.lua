@@ -31,6 +31,8 @@
 local metrics = require "klab.report.metrics"
 local figures = require "klab.report.figures"
 local tables = require "klab.report.tables"
+local at_k = require "klab.report.at_k"
+local section_figures = require "klab.report.section_figures"
 
 local records = require "klab.store.records"
 local M = {}
@@ -514,84 +516,13 @@ local function write_section(dir, prefix, trajs, opts, written)
   local cands = metrics.candidates(counted, L)
   local pdt = metrics.pdetect_table()
 
-  -- Figures, per architecture; one with nothing to show is left out, and
-  -- the report says why.
-  local figs, omitted = {}, {}
+  -- Figures, per architecture.
+  local fast_k = at_k.curves(counted, with { limit = L })
+  local figs, omitted = section_figures.draw(dir, {
+    trajs = trajs, counted = counted, limit = L, fast_p = fp_plain, fast_p_verified = fp_ver, success = success,
+    failure_mix = mix, best_by_turn = bbt, candidates = cands, at_k = fast_k, note = note,
+  })
   local archs = sorted_set(trajs, "arch")
-  local function by_arch(rows, a)
-    local out = {}
-    for _, r in ipairs(rows) do if r.arch == a then out[#out + 1] = r end end
-    return out
-  end
-  for _, a in ipairs(archs) do
-    local at = by_arch(trajs, a)
-    local ac = by_arch(counted, a)
-    local models, tasks = sorted_set(at, "model"), sorted_set(at, "task")
-    local sa = figures.slug(a)
-    local none = #ac == 0 and "no trajectory on " .. a .. " has a result (every one is unmeasured or unfinished)"
-    local function fig(name, title, caption, why, draw)
-      if why then
-        omitted[#omitted + 1] = { name = name, title = title, why = why }
-        return
-      end
-      -- A figure the renderer refuses is left out and named; the rest of
-      -- the report is still written.
-      local files, ferr = draw()
-      if not files then
-        omitted[#omitted + 1] = { name = name, title = title, why = tostring(ferr) }
-        return
-      end
-      figs[#figs + 1] = { name = name, caption = caption, files = note(files) }
-    end
-    -- Every correct timed candidate: without one, fast_p has nothing to draw.
-    local pts = by_arch(cands, a)
-    local untimed = #pts == 0 and ("no correct timed candidate on %s"):format(a) or nil
-    fig("fast_p_" .. sa, ("fast_p on %s"):format(a), ("fast_p on %s (turn limit %d): share of trajectories with a correct "
-      .. "turn faster than p × the library, left all correct turns, right those whose target instructions were seen "
-      .. "executing; bands: 95%% Wilson intervals."):format(a, L), none or untimed, function()
-        return figures.fast_p(dir, "fast_p_" .. sa, { title = ("fast_p on %s, turn limit %d"):format(a, L),
-          plain = by_arch(fp_plain, a), verified = by_arch(fp_ver, a) })
-      end)
-    local cell = {}
-    for _, r in ipairs(success) do
-      -- A group's largest limit (a group with fewer turns stops below L).
-      local k = r.model .. "\0" .. r.task
-      if r.arch == a and r.limit <= L and r.n > 0 and (not cell[k] or cell[k].limit < r.limit) then cell[k] = r end
-    end
-    fig("correct_" .. sa, ("Correct and verified on %s"):format(a), ("Trajectories with a correct turn (solid) and a "
-      .. "correct turn with verified target instructions (hatched) per task on %s, turn limit %d; error bars: 95%% "
-      .. "Wilson intervals."):format(a, L), none, function()
-        return figures.bars(dir, "correct_" .. sa, { title = ("Correct and verified on %s, turn limit %d"):format(a, L),
-          models = models, tasks = tasks, cell = function(m, t)
-            local r = cell[m .. "\0" .. t]
-            return r and { correct = r.correct_rate, correct_ci = r.correct_ci, verified = r.verified_rate,
-              verified_ci = r.verified_ci }
-          end })
-      end)
-    for _, r in ipairs(by_arch(mix, a)) do
-      local name = "failure_mix_" .. sa .. "_" .. figures.slug(r.model)
-      local nr = 0
-      for _, n in pairs(r.all.not_result) do nr = nr + n end
-      fig(name, ("Verdicts per turn: %s on %s"):format(r.model, a), ("Verdicts of the turns of %s on %s, per turn (n: "
-        .. "turns with a result at that turn%s)."):format(r.model, a,
-          nr > 0 and ("; %d turns with no result are left out"):format(nr) or ""),
-        #r.verdicts == 0 and ("no turn of %s on %s has a result"):format(r.model, a) or nil, function()
-          return figures.mix(dir, name, { title = ("Verdicts per turn: %s on %s"):format(r.model, a), row = r })
-        end)
-    end
-    fig("best_by_turn_" .. sa, ("Best speedup so far on %s"):format(a), ("Mean best speedup within the first n turns "
-      .. "on %s, over the trajectories that have a correct timed turn by then (the number beside each point); error "
-      .. "bars: 95%% bootstrap intervals over those trajectories; dashed: the library."):format(a), none, function()
-        return figures.best_by_turn(dir, "best_by_turn_" .. sa, { title = ("Best speedup so far on %s"):format(a),
-          rows = by_arch(bbt, a) })
-      end)
-    fig("speedups_" .. sa, ("Every correct candidate on %s"):format(a), ("Speedup over the library of every correct "
-      .. "timed candidate per task on %s (log scale; filled: target instructions verified; dots spread sideways by "
-      .. "model)."):format(a), none or untimed, function()
-        return figures.speedups(dir, "speedups_" .. sa, { title = ("Every correct candidate on %s"):format(a),
-          models = models, tasks = tasks, points = pts })
-      end)
-  end
 
   -- Tables.
   local tlist = {}
@@ -614,6 +545,7 @@ local function write_section(dir, prefix, trajs, opts, written)
   tab("kbv", { tables.kbv(kbv) })
   tab("success", { tables.success(success) })
   tab("fast_p", { tables.fast_p(fpt_plain, fpt_ver) })
+  tab("at_k", { tables.at_k(fast_k) })
   tab("failure_mix", { tables.mix(mix) })
   tab("pdetect", { tables.pdetect(pdt) })
   local spent = require("klab.report.cost").table_rows(trajs, { limit = L })
@@ -627,7 +559,7 @@ local function write_section(dir, prefix, trajs, opts, written)
     figures = figs, omitted = omitted, tables = tlist, warnings = warnings, limits = limits, trajs = trajs,
     numbers = {
       limits = limits, success = success, fast_p = fp_plain, fast_p_verified = fp_ver, kbv = kbv, failure_mix = mix,
-      best_by_turn = bbt, pdetect = pdt, compare = compared, cost = spent, left_out = { not_measured = left["not measured"], unfinished = left.unfinished },
+      best_by_turn = bbt, at_k = fast_k, pdetect = pdt, compare = compared, cost = spent, left_out = { not_measured = left["not measured"], unfinished = left.unfinished },
     },
   }
 end

@@ -646,7 +646,7 @@ end
 -- ---- 7. candidates -------------------------------------------------------------
 
 -- candidates(trajs [, limit]) -> list of {arch, model, task, tag, replica,
--- turn, speedup, verified, candidate} for every correct turn with a speedup,
+-- turn, speedup, sol, verified, candidate} for every correct turn with a speedup,
 -- in load order then turn order.
 function M.candidates(trajs, limit)
   local out = {}
@@ -654,7 +654,7 @@ function M.candidates(trajs, limit)
     for _, tu in ipairs(tr.turns) do
       if tu.verdict == "passed" and tu.speedup and (not limit or tu.turn <= limit) then
         out[#out + 1] = { arch = tr.arch, model = tr.model, task = tr.task, tag = tr.tag, replica = tr.replica,
-          turn = tu.turn, speedup = tu.speedup, verified = tu.verified, candidate = tu.candidate }
+          turn = tu.turn, speedup = tu.speedup, sol = tu.sol, verified = tu.verified, candidate = tu.candidate }
       end
     end
   end

@@ -154,7 +154,7 @@ end
 function M.success(rows)
   local t = {
     id = "success",
-    caption = "Trajectories with a correct (verified) turn within each turn limit, 95% bootstrap intervals",
+    caption = "Trajectories with a correct (verified) turn within each turn limit, 95% Wilson intervals",
     head = { "Arch", "Model", "Task", "Turns", "n", "Correct", "Verified", "Best", "Best verified", "Left out" },
     align = { "l", "l", "l", "r", "r", "r", "r", "r", "r", "r" }, rows = {},
     notes = { "n: trajectories that count at the turn limit; left out: those with no result within it (not measured) "
@@ -171,11 +171,33 @@ function M.success(rows)
   return t
 end
 
+-- at_k(rows) -> table: klab.report.at_k curves, a row per arch x model x k.
+function M.at_k(rows)
+  local t = {
+    id = "at_k",
+    caption = "Fast@k and best-of-k: k trajectories of each task, the mean over tasks, 95% bootstrap intervals over tasks",
+    head = { "Arch", "Model", "Tasks", "k", "Fast@k", "Best-of-k" }, align = { "l", "l", "r", "r", "r", "r" }, rows = {},
+    notes = { "Fast@k: the chance that at least one of k trajectories drawn from a task's is correct and faster than "
+      .. "p × the library, 1 - C(n-c, k)/C(n, k) with c of its n trajectories so; best-of-k: the expected best "
+      .. "speedup of k drawn trajectories, one with no correct timed turn counting as 0. k goes up to the fewest "
+      .. "trajectories any task of the row has." },
+  }
+  if rows[1] and rows[1].p ~= 1 then t.caption = t.caption .. (" (p = %g)"):format(rows[1].p) end
+  for _, r in ipairs(rows) do
+    for _, pt in ipairs(r.points) do
+      local bc = ci_speed(pt.best_ci)
+      t.rows[#t.rows + 1] = { r.arch, r.model, tostring(r.tasks), tostring(pt.k), with_ci(pt.fast, pt.fast_ci),
+        speed(pt.best) .. (bc ~= "" and (" " .. bc) or "") }
+    end
+  end
+  return t
+end
+
 -- fast_p(plain_rows, verified_rows) -> table: a row per arch x model x
 -- {all, verified}, a column per threshold p (the rows' points).
 function M.fast_p(plain, verified)
   local t = {
-    id = "fast_p", caption = "fast_p: trajectories correct with speedup > p, 95% bootstrap intervals",
+    id = "fast_p", caption = "fast_p: trajectories correct with speedup > p, 95% Wilson intervals",
     head = { "Arch", "Model", "Instructions", "n" }, align = { "l", "l", "l", "r" }, rows = {},
   }
   local first = plain[1] or verified[1]
@@ -208,7 +230,7 @@ end
 -- with no share.
 function M.mix(rows)
   local t = {
-    id = "failure_mix", caption = "Verdicts of all turns within the turn limit, 95% bootstrap intervals",
+    id = "failure_mix", caption = "Verdicts of all turns within the turn limit, 95% bootstrap intervals over trajectories",
     head = { "Arch", "Model", "Verdict", "Turns", "Share" }, align = { "l", "l", "l", "r", "r" }, rows = {},
   }
   local any = false
