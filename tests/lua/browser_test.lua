@@ -125,4 +125,79 @@ function T.quickstart_report_in_a_browser(t)
   t.ok(shot and #shot > 20000, "the first screen is not blank")
 end
 
+-- A report of known results grouped by prompt tag, at 1400 px: every
+-- figure loads, the by-tag comparison shows both tags, and no text runs out
+-- of its box (nor the page out of the window).
+local WIDE_PROBE = [[
+<script>
+window.addEventListener("load", function () {
+  var out = { vw: window.innerWidth, page: document.documentElement.scrollWidth, imgs: [], over: [], compare: "",
+              heads: [] };
+  document.querySelectorAll("img").forEach(function (i) {
+    out.imgs.push({ src: i.getAttribute("src"), complete: i.complete, w: i.naturalWidth, h: i.naturalHeight });
+  });
+  document.querySelectorAll("td, th, caption, figcaption, summary, h1, h2, h3, p, li").forEach(function (e) {
+    if (e.scrollWidth > e.clientWidth + 1) out.over.push(e.tagName + ": " + e.textContent.slice(0, 80));
+  });
+  document.querySelectorAll("table, figure, img").forEach(function (e) {
+    var r = e.getBoundingClientRect();
+    if (r.right > window.innerWidth + 1) out.over.push(e.tagName + " ends at " + Math.round(r.right) + " px");
+  });
+  var widest = null, right = 0;
+  document.querySelectorAll("body *").forEach(function (e) {
+    var r = e.getBoundingClientRect();
+    if (r.right > right) { right = r.right; widest = e.tagName + (e.id ? "#" + e.id : "") + (e.className ? "." + e.className : ""); }
+  });
+  out.widest = widest + " ends at " + Math.round(right) + " px";
+  var c = document.getElementById("compare");
+  if (c) c.querySelectorAll("td").forEach(function (x) { out.compare += "|" + x.textContent; });
+  var pre = document.createElement("pre");
+  pre.id = "klab-probe";
+  pre.textContent = JSON.stringify(out);
+  document.body.appendChild(pre);
+});
+</script>
+]]
+
+function T.report_by_tag_at_1400_px(t)
+  if t.klab:find("/asan/", 1, true) then t.skip("the browser check runs once, with the plain build") end
+  local chromium = browser(t)
+  if not chromium then
+    t.skip("no headless browser (chromium): `sh tools/deps.sh --test` installs it, or set KLAB_CHROMIUM")
+  end
+  local d = t.tmpdir()
+  local fixture = getmetatable(dofile(t.root .. "/tests/lua/metrics_test.lua")).__index.fixture
+  do
+    local db <close> = fixture(d .. "/s.db")
+    -- Replica 2 of every task ran with another prompt tag, whose name is
+    -- one word of 305 letters: the page still fits the window.
+    db:query("UPDATE trajectories SET tag = 'hint-" .. string.rep("h", 300) .. "' WHERE replica = 2")
+  end
+  local code, out, err = t.sh(("%s report %s --by tag --out %s"):format(sq(t.klab), sq(d .. "/s.db"), sq(d .. "/r")))
+  t.eq(code, 0, out .. err)
+  local index = t.read(d .. "/r/index.html")
+  if not t.ok(index, "the report was written") then return end
+  local page = d .. "/r/index-probe.html"
+  local f = assert(io.open(page, "wb"))
+  f:write((index:gsub("</body>", WIDE_PROBE .. "</body>", 1)))
+  f:close()
+  local flags = ("--headless --no-sandbox --disable-gpu --no-first-run --hide-scrollbars --user-data-dir=%s "
+    .. "--window-size=1400,900 --virtual-time-budget=5000"):format(sq(d .. "/profile"))
+  local dom
+  code, dom, err = t.sh("timeout 120 " .. sq(chromium) .. " " .. flags .. " --dump-dom " .. sq("file://" .. page))
+  t.eq(code, 0, "chromium --dump-dom: " .. err)
+  local json = dom:match('<pre id="klab%-probe">(.-)</pre>')
+  if not t.ok(json, "the page loaded and the probe ran") then return end
+  local p = require("cjson").decode((json:gsub("&quot;", '"'):gsub("&lt;", "<"):gsub("&gt;", ">"):gsub("&amp;", "&")))
+  t.eq(p.vw, 1400)
+  t.ok(#p.imgs >= 6, "the figures are on the page: " .. #p.imgs)
+  for _, img in ipairs(p.imgs) do
+    t.ok(img.complete and img.w > 0 and img.h > 0, "figure loads: " .. tostring(img.src))
+  end
+  -- The comparison's row: arch, condition A, condition B, ...
+  t.match(p.compare, "^|sm_90a|hint%-h+|t|", "both tags side by side")
+  t.ok(p.page <= p.vw + 1, "the page fits the window: " .. p.page .. " px; " .. tostring(p.widest))
+  t.eq(#p.over, 0, "text that runs out of its box: " .. table.concat(p.over, "; "))
+end
+
 return T

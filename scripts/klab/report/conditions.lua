@@ -75,6 +75,8 @@ function M.relabel(trajs, vars, configs)
   for _, tr in ipairs(trajs) do
     local parts = {}
     for i, var in ipairs(vars) do parts[i] = value(tr, var, configs) end
+    -- The model's own name stays known (the report's provenance lists it).
+    tr.model_name = tr.model_name or tr.model
     tr.model, tr.experiment = table.concat(parts, " / "), section
   end
   table.sort(trajs, function(a, b)

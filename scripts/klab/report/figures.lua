@@ -50,10 +50,15 @@ end
 M.num = num
 
 -- A file name part from a label: lower case, [a-z0-9._-], runs of anything
--- else become "-".
-function M.slug(s)
-  s = tostring(s):lower():gsub("[^%w%._]+", "-"):gsub("^%-+", ""):gsub("%-+$", "")
+-- else become "-"; a long one is cut to 48 characters and told apart by a
+-- hash of the whole label (a file name has at most 255 bytes).
+function M.slug(label)
+  label = tostring(label)
+  local s = label:lower():gsub("[^%w%._]+", "-"):gsub("^%-+", ""):gsub("%-+$", "")
   if s == "" then s = "x" end
+  if #s > 60 then
+    s = ("%s-%08x"):format(s:sub(1, 48), require("klab.report.stats").fnv1a(label) & 0xffffffff)
+  end
   return s
 end
 

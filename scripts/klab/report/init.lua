@@ -236,6 +236,7 @@ th { background: #f4f4f4; } td.r, th.r { text-align: right; } td.l, th.l { text-
 p.note { font-size: 0.85em; color: #555; max-width: 60em; }
 figure { margin: 1em 0; } figure img { max-width: 100%; border: 1px solid #eee; }
 figcaption { font-size: 0.9em; color: #444; }
+td, th, caption, figcaption, summary, p, li, h1, h2, h3 { overflow-wrap: anywhere; }
 pre { white-space: pre-wrap; background: #f8f8f8; padding: 0.6em; font-size: 0.85em; max-height: 30em; overflow: auto; }
 .glance td:first-child { font-weight: bold; white-space: nowrap; }
 .warn { color: #a00; }
@@ -319,7 +320,13 @@ local function index_html(ctx)
   end
   -- At a glance.
   local models, tasks, archs, gpus, drivers = {}, {}, {}, {}, {}
-  for _, tr in ipairs(ctx.trajs) do models[#models + 1] = tr.model tasks[#tasks + 1] = tr.task archs[#archs + 1] = tr.arch end
+  local conds = {}
+  for _, tr in ipairs(ctx.trajs) do
+    models[#models + 1] = tr.model_name or tr.model
+    if tr.model_name then conds[#conds + 1] = tr.model end
+    tasks[#tasks + 1] = tr.task
+    archs[#archs + 1] = tr.arch
+  end
   for _, e in ipairs(p.environments) do
     if e.gpu ~= "" then gpus[#gpus + 1] = e.gpu end
     if e.driver ~= "" then drivers[#drivers + 1] = e.driver end
@@ -336,6 +343,7 @@ local function index_html(ctx)
     { "Store", ctx.store_name },
     { "Experiments", list(exps, "none") },
     { "Models", list(models, "none") },
+    #conds > 0 and { "Conditions", list(conds, "none") } or nil,
     { "Tasks", list(tasks, "none") },
     { "Prompt tags", list(tags, "none") },
     { "Architectures", list(archs, "none") },
@@ -347,8 +355,13 @@ local function index_html(ctx)
     { "Evaluations / candidates", ("%d / %d"):format(p.counts.evaluations, p.counts.candidates) },
     { "Turns from / to", ("%s / %s"):format(p.dates.first_turn or "-", p.dates.last_turn or "-") },
     { "Evaluations from / to", ("%s / %s"):format(p.dates.first_evaluation or "-", p.dates.last_evaluation or "-") },
-    { "Bootstrap", ("%d resamples of trajectories, seed %d, %g%% percentile intervals"):format(ctx.B, ctx.seed, ctx.level * 100) },
+    { "Intervals", ("%g%%: Wilson for rates; percentile bootstrap, %d resamples, seed %d, over tasks for speedups "
+      .. "and Fast@k, over trajectories for verdict shares and best-so-far"):format(ctx.level * 100, ctx.B, ctx.seed) },
   }
+  -- The Conditions row is there only with --by.
+  local packed = {}
+  for i = 1, 16 do if glance[i] then packed[#packed + 1] = glance[i] end end
+  glance = packed
   add('<h2 id="provenance-at-a-glance">At a glance</h2>')
   add(kv_table(glance, "glance"))
   for _, w in ipairs(ctx.warnings) do add('<p class="warn">' .. html(w) .. "</p>") end
