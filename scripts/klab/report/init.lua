@@ -356,7 +356,7 @@ local function index_html(ctx)
     { "Turns from / to", ("%s / %s"):format(p.dates.first_turn or "-", p.dates.last_turn or "-") },
     { "Evaluations from / to", ("%s / %s"):format(p.dates.first_evaluation or "-", p.dates.last_evaluation or "-") },
     { "Intervals", ("%g%%: Wilson for rates; percentile bootstrap, %d resamples, seed %d, over tasks for speedups "
-      .. "and Fast@k, over trajectories for verdict shares and best-so-far"):format(ctx.level * 100, ctx.B, ctx.seed) },
+      .. "(best-so-far too), Fast@k and verdict shares"):format(ctx.level * 100, ctx.B, ctx.seed) },
   }
   -- The Conditions row is there only with --by.
   local packed = {}

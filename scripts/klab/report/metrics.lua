@@ -331,10 +331,11 @@ function M.thresholds(trajs, limit, step)
   return ps
 end
 
--- breakpoints(trajs, limit [, ps]) -> ps plus every trajectory's best
--- speedup (plain and verified) that lies within ps's range, sorted and
--- without repeats: the thresholds where a fast_p curve changes, so that
--- its steps are drawn where they are.
+-- breakpoints(trajs, limit [, ps]) -> ps plus, for every trajectory's best
+-- speedup (plain and verified) within ps's range, the first multiple of
+-- 0.001 at or above it, sorted and without repeats: where a fast_p curve
+-- drops, to a thousandth (a figure cannot show finer), and at most a few
+-- thousand thresholds however many trajectories there are.
 function M.breakpoints(trajs, limit, ps)
   ps = ps or M.thresholds(trajs, limit)
   local top = ps[#ps] or 0
@@ -342,10 +343,13 @@ function M.breakpoints(trajs, limit, ps)
   local function add(x)
     if x and x <= top and not seen[x] then seen[x] = true out[#out + 1] = x end
   end
+  local function add_best(b)
+    if b then add(math.min(top, math.ceil(b * 1000 - 1e-9) / 1000)) end
+  end
   for _, p in ipairs(ps) do add(p) end
   for _, tr in ipairs(trajs) do
-    add(M.best(tr, limit))
-    add(M.best(tr, limit, true))
+    add_best(M.best(tr, limit))
+    add_best(M.best(tr, limit, true))
   end
   table.sort(out)
   return out
@@ -494,7 +498,7 @@ end
 -- count}}}, all = {total, counts, shares, ci = {verdict = {lo, hi}},
 -- not_result}}. Turn n counts the turns numbered n (trajectories that
 -- stopped early have none); `all` pools turns 1..limit, with intervals from
--- a bootstrap over trajectories. Turns whose verdict is not a result
+-- a bootstrap over tasks. Turns whose verdict is not a result
 -- (NOT_RESULT) are counted in not_result only: total, shares and verdicts
 -- are over the results.
 function M.failure_mix(trajs, opts)
@@ -541,22 +545,27 @@ function M.failure_mix(trajs, opts)
     -- so that a resample only adds them up.
     local index, k = {}, #names
     for i, v in ipairs(names) do index[v] = i end
-    local pre = {}
+    -- The resampling unit is the task (its trajectories' turns together):
+    -- the turns of one task are not independent draws.
+    local per_task, of_task = {}, {}
     for _, tr in ipairs(g.items) do
-      local c = {}
-      for i = 1, k + 1 do c[i] = 0 end
+      local c = of_task[tr.task]
+      if not c then
+        c = {}
+        for i = 1, k + 1 do c[i] = 0 end
+        of_task[tr.task] = c
+        per_task[#per_task + 1] = c
+      end
       for _, tu in ipairs(tr.turns) do
         if tu.turn <= limit and not M.NOT_RESULT[tu.verdict] then
           c[index[tu.verdict]], c[k + 1] = c[index[tu.verdict]] + 1, c[k + 1] + 1
         end
       end
-      pre[tr] = c
     end
-    local ci = M.bootstrap(g.items, function(s)
+    local ci = M.bootstrap(per_task, function(s)
       local acc = {}
       for i = 1, k + 1 do acc[i] = 0 end
-      for _, tr in ipairs(s) do
-        local c = pre[tr]
+      for _, c in ipairs(s) do
         for i = 1, k + 1 do acc[i] = acc[i] + c[i] end
       end
       local total, out = acc[k + 1], { n = k }
@@ -579,36 +588,45 @@ end
 -- best speedup within the first t turns over the group's trajectories that
 -- have a correct timed turn by then (n of them; a trajectory without one
 -- has no speedup to average, not a speedup of 0), with a bootstrap interval
--- over the trajectories; mean is nil when none has. max is best_speedup of
--- the group (nil when none).
+-- over the tasks (the resampling unit: a task's trajectories go together);
+-- mean is nil when none has. max is best_speedup of the group (nil when none).
 function M.best_by_turn(trajs, opts)
   opts = opts or {}
   local limit = opts.limit or M.max_turns(trajs)
   local by = opts.by or { "arch", "model" }
   local rows = {}
   for _, g in ipairs(M.group(trajs, by)) do
-    local pre = {}
+    -- Per task, per turn limit: the sum of its trajectories' best speedups
+    -- so far and how many have one (from a trajectory's first timed correct
+    -- turn on; none: nothing).
+    local per_task, of_task = {}, {}
     for _, tr in ipairs(g.items) do
-      local b = {}
-      for n = 1, limit do
-        b[n] = M.best(tr, n, opts.verified) or false
-        if b[n] and not b.first then b.first = n end
+      local s = of_task[tr.task]
+      if not s then
+        s = { sum = {}, cnt = {} }
+        for n = 1, limit do s.sum[n], s.cnt[n] = 0, 0 end
+        of_task[tr.task] = s
+        per_task[#per_task + 1] = s
       end
-      pre[tr] = b
+      local first = false
+      for n = 1, limit do
+        local b = M.best(tr, n, opts.verified)
+        if b then first = true end
+        if first then s.sum[n], s.cnt[n] = s.sum[n] + b, s.cnt[n] + 1 end
+      end
     end
     local function means(sample)
       local out, cnt = { n = limit }, {}
       for n = 1, limit do out[n], cnt[n] = 0, 0 end
-      for _, tr in ipairs(sample) do
-        local b = pre[tr]
-        -- From the trajectory's first timed correct turn on (none: nothing).
-        for n = b.first or limit + 1, limit do out[n], cnt[n] = out[n] + b[n], cnt[n] + 1 end
+      for _, s in ipairs(sample) do
+        local sum, c = s.sum, s.cnt
+        for n = 1, limit do out[n], cnt[n] = out[n] + sum[n], cnt[n] + c[n] end
       end
       for n = 1, limit do out[n] = cnt[n] > 0 and out[n] / cnt[n] or nil end
       return out, cnt
     end
-    local m, counts = means(g.items)
-    local ci = M.bootstrap(g.items, means, boot_opts(opts, "bbt\0" .. g.key))
+    local m, counts = means(per_task)
+    local ci = M.bootstrap(per_task, means, boot_opts(opts, "bbt\0" .. g.key))
     local row = { n = #g.items, points = {} }
     for _, f in ipairs(by) do row[f] = g[f] end
     for n = 1, limit do

@@ -89,7 +89,7 @@ function M.draw(dir, d)
     end
     fig("best_by_turn_" .. sa, ("Best speedup so far on %s"):format(a), ("Mean best speedup within the first n turns "
       .. "on %s, over the trajectories that have a correct timed turn by then (the number beside each point); error "
-      .. "bars: 95%% bootstrap intervals over those trajectories; dashed: the library."):format(a), none, function()
+      .. "bars: 95%% bootstrap intervals over tasks; dashed: the library."):format(a), none, function()
         return figures.best_by_turn(dir, "best_by_turn_" .. sa, { title = ("Best speedup so far on %s"):format(a),
           rows = by_arch(d.best_by_turn, a) })
       end)

@@ -230,7 +230,7 @@ end
 -- with no share.
 function M.mix(rows)
   local t = {
-    id = "failure_mix", caption = "Verdicts of all turns within the turn limit, 95% bootstrap intervals over trajectories",
+    id = "failure_mix", caption = "Verdicts of all turns within the turn limit, 95% bootstrap intervals over tasks",
     head = { "Arch", "Model", "Verdict", "Turns", "Share" }, align = { "l", "l", "l", "r", "r" }, rows = {},
   }
   local any = false
