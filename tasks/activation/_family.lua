@@ -33,6 +33,21 @@ local OPS = {
     formula = "Y = log(1 + exp(X))  (beta = 1, exact for every X: no linear threshold)" },
   elu = { code = 7, mode = "ELU_FWD", param = 1.0, flops = 4, tol_x3 = 3, tol_x001 = 0.01, wide = true,
     formula = "Y = X for X > 0, else alpha (exp(X) - 1) with alpha = 1" },
+  -- KernelBench's Level 1 activations that cuDNN has no single pointwise
+  -- mode for (klab's graph sets one parameter per mode, and cuDNN's RELU
+  -- clips would need three): their baseline is the kernel shipped in
+  -- baseline.cu (shipped = true), which is what the task records.
+  leaky_relu = { code = 8, param = 0.01, flops = 2, tol_x3 = 3, tol_x001 = 0.01, wide = true, shipped = true,
+    formula = "Y = X for X > 0, else 0.01 X  (LeakyReLU, torch's default negative slope)" },
+  hardtanh = { code = 9, flops = 2, tol_x3 = 1, tol_x001 = 0.01, wide = true, shipped = true,
+    formula = "Y = min(max(X, -1), 1)  (HardTanh)" },
+  hardsigmoid = { code = 10, flops = 4, tol_x3 = 1, tol_x001 = 1, wide = true, shipped = true,
+    formula = "Y = min(max(X / 6 + 1/2, 0), 1)  (HardSigmoid, torch's definition: 0 below -3, 1 above 3)" },
+  softsign = { code = 11, flops = 3, tol_x3 = 1, tol_x001 = 0.01, wide = true, shipped = true,
+    formula = "Y = X / (1 + |X|)  (Softsign)" },
+  selu = { code = 12, flops = 5, tol_x3 = 3, tol_x001 = 0.01, wide = true, shipped = true,
+    formula = "Y = s X for X > 0, else s a (exp(X) - 1), with s = 1.0507009873554804934 and\n" ..
+      "  a = 1.6732632423543772848  (SELU)" },
 }
 
 local DT = { f32 = 0, bf16 = 2 }
@@ -110,8 +125,20 @@ end
 -- cuDNN's pointwise operation for f on X and Y as they are (fp32 compute
 -- inside). fp32 tasks time strict FP32 engines only: no TF32 path exists
 -- for a pointwise operation.
+-- The shipped baseline (baseline.cu): a grid-stride loop, fp32 arithmetic,
+-- four elements per thread where the row allows it.
+local BASELINE_PLAN = [[
+local n = R * C
+return { launches = { { kernel = "act_baseline", grid = { math.min(cdiv(n, 1024), 65536), 1, 1 },
+  block = { 256, 1, 1 }, args = { buffer("X"), buffer("Y"), u64(n), i32(%d), i32(%d), f32(%.9g) } } } }
+]]
+
 function F.baseline(op, dtype)
   local o = OPS[op]
+  if o.shipped then
+    return { source = "baseline.cu", name = "grid-stride " .. op .. ", fp32 arithmetic",
+      plan = BASELINE_PLAN:format(DT[dtype], o.code, o.param or 0) }
+  end
   return {
     lib = "cudnn", op = "graph", modes = dtype == "f32" and { "fp32" } or { "default" },
     spec = function(d)

@@ -6,7 +6,12 @@
 // parameter (cuDNN's swish and softplus beta, ELU's alpha).
 
 enum { ACT_RELU = 0, ACT_GELU_TANH = 1, ACT_GELU_ERF = 2, ACT_SILU = 3, ACT_SIGMOID = 4, ACT_TANH = 5,
-       ACT_SOFTPLUS = 6, ACT_ELU = 7 };
+       ACT_SOFTPLUS = 6, ACT_ELU = 7, ACT_LEAKY_RELU = 8, ACT_HARDTANH = 9, ACT_HARDSIGMOID = 10,
+       ACT_SOFTSIGN = 11, ACT_SELU = 12 };
+
+// SELU's constants (Klambauer et al. 2017), as torch has them.
+#define SELU_SCALE 1.0507009873554804934193349852946
+#define SELU_ALPHA 1.6732632423543772848170429916717
 
 static __device__ double activation(int op, double x, double p)
 {
@@ -29,6 +34,16 @@ static __device__ double activation(int op, double x, double p)
         return (fmax(p * x, 0.0) + log1p(exp(-fabs(p * x)))) / p;
     case ACT_ELU:
         return x > 0.0 ? x : p * expm1(x);
+    case ACT_LEAKY_RELU:
+        return x > 0.0 ? x : p * x;
+    case ACT_HARDTANH:
+        return fmin(fmax(x, -1.0), 1.0);
+    case ACT_HARDSIGMOID:
+        return fmin(fmax(x / 6.0 + 0.5, 0.0), 1.0);
+    case ACT_SOFTSIGN:
+        return x / (1.0 + fabs(x));
+    case ACT_SELU:
+        return x > 0.0 ? SELU_SCALE * x : SELU_SCALE * SELU_ALPHA * expm1(x);
     }
     return 0.0;
 }
