@@ -70,29 +70,24 @@ local function per_evaluation(db, candidate, arch, names)
   return out
 end
 
-local function mem_of_turn(db, candidate, arch)
-  if not candidate then return nil end
-  local ratios = {}
-  for _, p in ipairs(per_evaluation(db, candidate, arch, { M.MEM.ratio, M.MEM.kernel, M.MEM.baseline })) do
+-- A passed turn's memory efficiency (baseline / kernel peak device
+-- memory) and speed-of-light fraction (the physical floor the timing rules
+-- use, the task's FLOPs at the peak of the path it ran or its bytes at DRAM
+-- bandwidth, over its median): each the geometric mean over its
+-- evaluations, from one read of their measurements.
+local TURN_MEASURES = { M.MEM.ratio, M.MEM.kernel, M.MEM.baseline, "floor_us", "median_us" }
+local function measures_of_turn(db, candidate, arch)
+  if not candidate then return nil, nil end
+  local ratios, fr = {}, {}
+  for _, p in ipairs(per_evaluation(db, candidate, arch, TURN_MEASURES)) do
     local ratio = p[M.MEM.ratio]
     if not ratio and p[M.MEM.kernel] and p[M.MEM.baseline] and p[M.MEM.kernel] > 0 then
       ratio = p[M.MEM.baseline] / p[M.MEM.kernel]
     end
     if ratio then ratios[#ratios + 1] = ratio end
-  end
-  return M.geomean(ratios)
-end
-
--- A passed turn's speed-of-light fraction: the physical floor the timing
--- rules use (the task's FLOPs at the peak of the path it ran, its bytes at
--- DRAM bandwidth) over its median, geometric mean over its evaluations.
-local function sol_of_turn(db, candidate, arch)
-  if not candidate then return nil end
-  local fr = {}
-  for _, p in ipairs(per_evaluation(db, candidate, arch, { "floor_us", "median_us" })) do
     if p.floor_us and p.median_us and p.median_us > 0 then fr[#fr + 1] = p.floor_us / p.median_us end
   end
-  return M.geomean(fr)
+  return M.geomean(ratios), M.geomean(fr)
 end
 
 -- A trajectory's architecture (a report_trajectories row): its
@@ -135,7 +130,7 @@ function M.load(db, opts)
     for _, tu in ipairs(r.turns) do
       if tu.verdict == "passed" then
         local a = r.arch ~= "unknown" and r.arch or nil
-        tu.mem_eff, tu.sol = mem_of_turn(db, tu.candidate, a), sol_of_turn(db, tu.candidate, a)
+        tu.mem_eff, tu.sol = measures_of_turn(db, tu.candidate, a)
       end
     end
   end
