@@ -471,7 +471,7 @@ static struct {
     const profile_session *owner; /* whose configuration it was enabled for */
 } live;
 static int persistent = 0;
-static void live_disable(void);
+static CUptiResult live_disable(void);
 
 /* One-time CUPTI profiler initialisation for the process. */
 static int profiler_init(ks_status *st)
@@ -770,7 +770,7 @@ int profile_session_create(cuda_ctx *c, const char *const *names, size_t n,
      * range profiler is enabled (CUPTI_ERROR_INVALID_PARAMETER on driver
      * 580), so one kept from an earlier measurement is disabled first; the
      * next measurement enables it again. */
-    live_disable();
+    (void)live_disable();
     CUpti_Profiler_GetCounterAvailability_Params ca;
     memset(&ca, 0, sizeof ca);
     ca.structSize = CUpti_Profiler_GetCounterAvailability_Params_STRUCT_SIZE;
@@ -910,7 +910,7 @@ static int measure_once(profile_session *s, profile_pass_fn prepare, profile_pas
     int rc = KS_OK;
     CUptiResult r;
     if (live.obj && (live.ctx != cuda_ctx_handle(s->ctx) || live.owner != s))
-        live_disable();
+        (void)live_disable();
     int reused = live.obj != NULL;
     if (!live.obj) {
         CUpti_RangeProfiler_Enable_Params en;
@@ -1113,16 +1113,9 @@ done:;
     PHASE(PROFILE_PHASE_EVALUATE);
     /* A failed measurement leaves CUPTI's state unknown: start afresh. */
     if (rc != KS_OK || !persistent) {
-        CUpti_RangeProfiler_Disable_Params dp;
-        memset(&dp, 0, sizeof dp);
-        dp.structSize = CUpti_RangeProfiler_Disable_Params_STRUCT_SIZE;
-        dp.pRangeProfilerObject = obj;
-        r = api.RPDisable(&dp);
+        r = live_disable();
         if (r != CUPTI_SUCCESS && rc == KS_OK)
             rc = cupti_fail(st, r, "cuptiRangeProfilerDisable");
-        live.obj = NULL;
-        live.ctx = NULL;
-        live.owner = NULL;
     }
     PHASE(PROFILE_PHASE_DISABLE);
 #undef PHASE
@@ -1145,24 +1138,25 @@ int profile_session_measure(profile_session *s, profile_pass_fn prepare, profile
     return rc;
 }
 
-static void live_disable(void)
+static CUptiResult live_disable(void)
 {
     if (!live.obj)
-        return;
+        return CUPTI_SUCCESS;
     CUpti_RangeProfiler_Disable_Params dp;
     memset(&dp, 0, sizeof dp);
     dp.structSize = CUpti_RangeProfiler_Disable_Params_STRUCT_SIZE;
     dp.pRangeProfilerObject = live.obj;
-    (void)api.RPDisable(&dp);
+    CUptiResult r = api.RPDisable(&dp);
     live.obj = NULL;
     live.ctx = NULL;
     live.owner = NULL;
+    return r;
 }
 
 void profile_release(void)
 {
     if (!measuring)
-        live_disable();
+        (void)live_disable();
 }
 
 void profile_set_persistent(int on)

@@ -26,6 +26,34 @@ local function png_size(s)
   return string.unpack(">I4I4", s, 17)
 end
 
+-- The browser, or a skip saying how to get one.
+local function need_chromium(t)
+  if t.klab:find("/asan/", 1, true) then t.skip("the browser check runs once, with the plain build") end
+  local chromium = browser(t)
+  if not chromium then
+    t.skip("no headless browser (chromium): `sh tools/deps.sh --test` installs it, or set KLAB_CHROMIUM")
+  end
+  return chromium
+end
+
+-- Opens a copy of the report's index.html with probe (a script that writes
+-- its findings as JSON into <pre id="klab-probe">) in a w x h window; returns
+-- the findings, or nil when the page did not load.
+local function run_probe(t, chromium, rdir, index, probe, w, h, profile)
+  local page = rdir .. "/index-probe.html"
+  local f = assert(io.open(page, "wb"))
+  f:write((index:gsub("</body>", probe .. "</body>", 1)))
+  f:close()
+  local flags = ("--headless --no-sandbox --disable-gpu --no-first-run --hide-scrollbars --user-data-dir=%s "
+    .. "--window-size=%d,%d --virtual-time-budget=5000"):format(sq(profile), w, h)
+  local code, dom, err = t.sh("timeout 120 " .. sq(chromium) .. " " .. flags .. " --dump-dom " .. sq("file://" .. page))
+  t.eq(code, 0, "chromium --dump-dom: " .. err)
+  local json = dom:match('<pre id="klab%-probe">(.-)</pre>')
+  if not t.ok(json, "the page loaded and the probe ran") then return nil end
+  return require("cjson").decode((json:gsub("&quot;", '"'):gsub("&lt;", "<"):gsub("&gt;", ">"):gsub("&amp;", "&"))),
+    flags
+end
+
 -- Reports, after the page and its images loaded, what the test checks: the
 -- viewport, each image's decoded size, and the boxes of the notice and of
 -- the provenance table. The checked page is a copy of index.html beside it
@@ -53,11 +81,7 @@ window.addEventListener("load", function () {
 ]]
 
 function T.quickstart_report_in_a_browser(t)
-  if t.klab:find("/asan/", 1, true) then t.skip("the browser check runs once, with the plain build") end
-  local chromium = browser(t)
-  if not chromium then
-    t.skip("no headless browser (chromium): `sh tools/deps.sh --test` installs it, or set KLAB_CHROMIUM")
-  end
+  local chromium = need_chromium(t)
   local d = t.tmpdir()
   -- The quickstart as `make run` runs it, with one kernel to compile.
   local code, out, err = t.sh("cd " .. sq(t.root) .. " && KLAB_CACHE_DIR=" .. sq(d .. "/cache") .. " " .. sq(t.klab)
@@ -80,19 +104,8 @@ function T.quickstart_report_in_a_browser(t)
   end
   t.ok(links >= 12, "the tables' Markdown and LaTeX at least: " .. links)
 
-  local page = rdir .. "/index-probe.html"
-  local f = assert(io.open(page, "wb"))
-  f:write((index:gsub("</body>", PROBE .. "</body>", 1)))
-  f:close()
-  local flags = ("--headless --no-sandbox --disable-gpu --no-first-run --hide-scrollbars --user-data-dir=%s "
-    .. "--window-size=%d,%d --virtual-time-budget=5000"):format(sq(d .. "/profile"), WIDTH, HEIGHT)
-  local url = "file://" .. page
-  local dom
-  code, dom, err = t.sh("timeout 120 " .. sq(chromium) .. " " .. flags .. " --dump-dom " .. sq(url))
-  t.eq(code, 0, "chromium --dump-dom: " .. err)
-  local json = dom:match('<pre id="klab%-probe">(.-)</pre>')
-  if not t.ok(json, "the page loaded and the probe ran") then return end
-  local p = require("cjson").decode((json:gsub("&quot;", '"'):gsub("&lt;", "<"):gsub("&gt;", ">"):gsub("&amp;", "&")))
+  local p, flags = run_probe(t, chromium, rdir, index, PROBE, WIDTH, HEIGHT, d .. "/profile")
+  if not p then return end
   -- The first screen is the viewport of a 1280x800 window (its height less the browser's own bars).
   t.eq(p.vw, WIDTH)
   local screen = p.vh
@@ -160,11 +173,7 @@ window.addEventListener("load", function () {
 ]]
 
 function T.report_by_tag_at_1400_px(t)
-  if t.klab:find("/asan/", 1, true) then t.skip("the browser check runs once, with the plain build") end
-  local chromium = browser(t)
-  if not chromium then
-    t.skip("no headless browser (chromium): `sh tools/deps.sh --test` installs it, or set KLAB_CHROMIUM")
-  end
+  local chromium = need_chromium(t)
   local d = t.tmpdir()
   local fixture = getmetatable(dofile(t.root .. "/tests/lua/metrics_test.lua")).__index.fixture
   do
@@ -177,18 +186,8 @@ function T.report_by_tag_at_1400_px(t)
   t.eq(code, 0, out .. err)
   local index = t.read(d .. "/r/index.html")
   if not t.ok(index, "the report was written") then return end
-  local page = d .. "/r/index-probe.html"
-  local f = assert(io.open(page, "wb"))
-  f:write((index:gsub("</body>", WIDE_PROBE .. "</body>", 1)))
-  f:close()
-  local flags = ("--headless --no-sandbox --disable-gpu --no-first-run --hide-scrollbars --user-data-dir=%s "
-    .. "--window-size=1400,900 --virtual-time-budget=5000"):format(sq(d .. "/profile"))
-  local dom
-  code, dom, err = t.sh("timeout 120 " .. sq(chromium) .. " " .. flags .. " --dump-dom " .. sq("file://" .. page))
-  t.eq(code, 0, "chromium --dump-dom: " .. err)
-  local json = dom:match('<pre id="klab%-probe">(.-)</pre>')
-  if not t.ok(json, "the page loaded and the probe ran") then return end
-  local p = require("cjson").decode((json:gsub("&quot;", '"'):gsub("&lt;", "<"):gsub("&gt;", ">"):gsub("&amp;", "&")))
+  local p = run_probe(t, chromium, d .. "/r", index, WIDE_PROBE, 1400, 900, d .. "/profile")
+  if not p then return end
   t.eq(p.vw, 1400)
   t.ok(#p.imgs >= 6, "the figures are on the page: " .. #p.imgs)
   for _, img in ipairs(p.imgs) do

@@ -732,13 +732,18 @@ local COUNT_PTX = [[
 }
 ]]
 
-function T.gpu_profiler_replays_the_region(t)
+-- A context, the counting kernel, its output and a profiler of the whole table.
+local function count_setup(t)
   need_profiling(t)
   local ctx = assert(gpu.context(0))
   local mod = assert(ctx:load(COUNT_PTX))
   local fn = assert(mod:func("klab_count"))
   local out = assert(ctx:alloc(4 * 128))
-  local p = assert(profile.new(ctx))
+  return ctx, fn, out, assert(profile.new(ctx)), mod
+end
+
+function T.gpu_profiler_replays_the_region(t)
+  local ctx, fn, out, p, mod = count_setup(t) -- mod: the kernel's module, held for the test
   local info = p:info()
   t.ok(info.chip == "GH100" or info.chip == "GB100" or #info.metrics > 0, "chip " .. tostring(info.chip))
   local prepared, ran = {}, {}
@@ -788,12 +793,7 @@ end
 -- paid once per worker): a kept one counts what a fresh one counts, and
 -- CUPTI's activity API still times kernels while it is kept.
 function T.gpu_profiler_kept_enabled_counts_the_same_and_timing_runs(t)
-  need_profiling(t)
-  local ctx = assert(gpu.context(0))
-  local mod = assert(ctx:load(COUNT_PTX))
-  local fn = assert(mod:func("klab_count"))
-  local out = assert(ctx:alloc(4 * 128))
-  local p = assert(profile.new(ctx))
+  local ctx, fn, out, p, mod = count_setup(t) -- mod: the kernel's module, held for the test
   local function region() return ctx:launch(fn, { grid = { 1 }, block = { 128 }, args = { out } }) end
   local was = prof.persistent()
   t.eq(prof.persistent(false), false)
