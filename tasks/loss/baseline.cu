@@ -122,3 +122,35 @@ mse_final_baseline(const float *part, u32 nparts, u64 n, float *L)
     if (threadIdx.x == 0)
         L[0] = (float)(red[0] / (double)n);
 }
+
+// The pointwise losses' shipped baseline (_pointwise.lua): as the MSE's,
+// each block sums the loss over a grid-strided slice in fp32 into
+// part[block], and mse_final_baseline adds the partial sums in fp64 and
+// divides by n. op 0 Huber (smooth L1, beta 1), op 1 hinge.
+extern "C" __global__ void __launch_bounds__(256)
+loss_partial_baseline(const float *P, const float *T, u64 n, float *part, int op)
+{
+    __shared__ float red[8];
+    float acc = 0.0f;
+    const u64 stride = (u64)gridDim.x * blockDim.x;
+    for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        const float p = P[i], t = T[i];
+        if (op == 0) {
+            const float d = fabsf(p - t);
+            acc += d < 1.0f ? 0.5f * d * d : d - 0.5f;
+        } else {
+            acc += fmaxf(1.0f - p * t, 0.0f);
+        }
+    }
+    for (int off = 16; off > 0; off >>= 1)
+        acc += __shfl_xor_sync(0xffffffffu, acc, off);
+    if ((threadIdx.x & 31) == 0)
+        red[threadIdx.x >> 5] = acc;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        float s = 0.0f;
+        for (int w = 0; w < 8; w++)
+            s += red[w];
+        part[blockIdx.x] = s;
+    }
+}

@@ -76,3 +76,34 @@ ce_ref(const __nv_bfloat16 *X, const int *T, const u64 *positions, float *L, u32
     if (threadIdx.x == 0)
         L[blockIdx.x] = (float)(top + log(sum) - (double)__bfloat162float(x[T[row]]));
 }
+
+// The pointwise losses (_pointwise.lua), in fp64 from the stored values:
+// op 0 Huber (smooth L1, beta 1), op 1 hinge.
+static __device__ double pointwise_loss(int op, double p, double t)
+{
+    if (op == 0) {
+        const double d = fabs(p - t);
+        return d < 1.0 ? 0.5 * d * d : d - 0.5;
+    }
+    return fmax(1.0 - p * t, 0.0);
+}
+
+// part[b] = sum of the loss over the elements block b visits (then
+// mse_ref_final divides the total by n).
+extern "C" __global__ void __launch_bounds__(256)
+loss_ref_partial(const float *P, const float *T, u64 n, double *part, int op)
+{
+    double acc = 0.0;
+    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x)
+        acc += pointwise_loss(op, (double)P[i], (double)T[i]);
+    acc = block_all(acc, false);
+    if (threadIdx.x == 0)
+        part[blockIdx.x] = acc;
+}
+
+// Hinge targets: each drawn value made its sign, +1 or -1 (0 counts as +1).
+extern "C" __global__ void hinge_targets(float *T, u64 n)
+{
+    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x)
+        T[i] = T[i] < 0.0f ? -1.0f : 1.0f;
+}

@@ -1,0 +1,93 @@
+-- What the pointwise losses share (huber.lua, hinge.lua): L = the mean over
+-- every element of f(P, T) for predictions P[R, C] and targets T[R, C] in
+-- fp32, one scalar, as KernelBench's Level 1 losses compute it. The
+-- reference adds f in fp64 (reference.cu, loss_ref_partial, then the MSE's
+-- final step); the baseline is the shipped two-pass kernel of baseline.cu
+-- (loss_partial_baseline, then the MSE's final step): cuDNN has no engine
+-- for a pointwise graph reduced to one value (docs/tasks.md, mse_f32).
+local F = {}
+
+-- The operation codes of reference.cu and baseline.cu.
+F.CODE = { huber = 0, hinge = 1 }
+
+F.dims = { "R", "C" }
+
+-- As mse_f32: the main shape reads 2 GiB, the odd count (1019979) is not a
+-- multiple of 2, 4 or 8.
+F.variants = {
+  { R = 16384, C = 16384, tags = { "main" } },
+  { R = 999, C = 1021, tags = { "odd", "small" } },
+}
+
+F.buffers = {
+  P = { role = "input", dtype = "f32", shape = { "R", "C" } },
+  T = { role = "input", dtype = "f32", shape = { "R", "C" } },
+  L = { role = "output", dtype = "f32", shape = { 1 } },
+}
+
+function F.description(kernel, formula)
+  return ([[
+Write CUDA kernels that compute a loss of predictions P[R, C] against
+targets T[R, C] (row-major, fp32):
+  L[0] = (1/n) * sum over all n = R*C elements of %s,
+written as one fp32. Here R=${R}, C=${C}. Accumulate in fp32 or wider;
+do not round the inputs to a narrower type. The result must not depend
+on timing: two runs on the same inputs must give the same bits (no
+floating-point atomics whose order varies).
+With the default launch plan
+  extern "C" __global__ void %s_partial(const float *P, const float *T, float *part,
+                                        unsigned long long n)
+runs first with a grid of (1024, 1, 1) blocks of 256 threads, block b
+writing its partial sum to part[b] (part: a workspace of 1024 floats whose
+contents are garbage on entry), then
+  extern "C" __global__ void %s_final(const float *part, float *L, unsigned long long n)
+runs with one block of 256 threads and writes L[0]. Neither uses dynamic
+shared memory. Send your own plan to change any of this.]]):format(formula, kernel, kernel)
+end
+
+-- One unit, the scalar: every checked timed run recomputes it in full.
+function F.reference(op, derive)
+  return {
+    source = "reference.cu", accumulate = "f64", units = { L = 1 }, sample = 1,
+    derived = derive and { "T" } or nil, derive = derive,
+    plan = ([[
+local n, g = R * C, 1024
+return { workspace = { part = { bytes = 8 * g } }, launches = {
+  { kernel = "loss_ref_partial", grid = { g, 1, 1 }, block = { 256, 1, 1 },
+    args = { buffer("P"), buffer("T"), u64(n), workspace("part"), i32(%d) } },
+  { kernel = "mse_ref_final", grid = { 1, 1, 1 }, block = { 256, 1, 1 },
+    args = { workspace("part"), u32(g), u64(n), buffer("L") } } } }
+]]):format(F.CODE[op]),
+  }
+end
+
+function F.baseline(op)
+  return {
+    source = "baseline.cu", name = "two-pass " .. op .. " loss: block partial sums, fp64 total",
+    plan = ([[
+local n, g = R * C, 1056
+return { workspace = { part = { bytes = 4 * g } }, launches = {
+  { kernel = "loss_partial_baseline", grid = { g, 1, 1 }, block = { 256, 1, 1 },
+    args = { buffer("P"), buffer("T"), u64(n), workspace("part"), i32(%d) } },
+  { kernel = "mse_final_baseline", grid = { 1, 1, 1 }, block = { 256, 1, 1 },
+    args = { workspace("part"), u32(g), u64(n), buffer("L") } } } }
+]]):format(F.CODE[op]),
+  }
+end
+
+function F.plan(kernel)
+  return ([[
+-- Default plan: 1024 blocks of partial sums into a workspace, then one block.
+local n, g = R * C, 1024
+return { workspace = { part = { bytes = 4 * g } }, launches = {
+  { kernel = "%s_partial", grid = { g, 1, 1 }, block = { 256, 1, 1 }, shared = 0,
+    args = { buffer("P"), buffer("T"), workspace("part"), u64(n) } },
+  { kernel = "%s_final", grid = { 1, 1, 1 }, block = { 256, 1, 1 }, shared = 0,
+    args = { workspace("part"), buffer("L"), u64(n) } } } }
+]]):format(kernel, kernel)
+end
+
+-- Memory-bound: no target instruction family to verify.
+F.targets = {}
+
+return F
