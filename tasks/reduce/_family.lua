@@ -9,7 +9,7 @@
 local F = {}
 
 -- The reference's operation codes (reference.cu's RED_*).
-local CODE = { sum = 0, mean = 1, max = 2 }
+local CODE = { sum = 0, mean = 1, max = 2, min = 3 }
 
 -- Over the last dimension: the main shape reads 1 GiB of fp32 (about
 -- 300 us on an H200), a shape with few very long rows (parallelism inside
@@ -58,6 +58,9 @@ function F.distributions(op)
     { name = "spiky", inputs = { X = SPIKY } },
   }
   if op == "max" then list[#list + 1] = { name = "negative", inputs = { X = { dist = "normal", mean = -100, std = 1 } } } end
+  -- The minimum's mirror: rows positive throughout, where a minimum started
+  -- at 0 instead of +Inf returns 0.
+  if op == "min" then list[#list + 1] = { name = "positive", inputs = { X = { dist = "normal", mean = 100, std = 1 } } } end
   return list
 end
 
@@ -71,11 +74,12 @@ end
 -- C = 16384, which fails on some of the 16384 rows.
 -- Means: the same errors divided by the count; atol = 2e-6 is 3e-2 / C at
 -- the main shape, so narrowed inputs fail there too.
--- Maximum: exact in any order (atol = rtol = 0).
+-- Maximum and minimum: exact in any order (atol = rtol = 0).
 F.TOLERANCE = {
   sum = { atol = 3e-2, rtol = 1e-5, matched = 1.0 },
   mean = { atol = 2e-6, rtol = 1e-5, matched = 1.0 },
   max = { atol = 0, rtol = 0, matched = 1.0 },
+  min = { atol = 0, rtol = 0, matched = 1.0 },
 }
 
 -- The references: a block per row unit (last dimension), a thread per
@@ -129,7 +133,7 @@ return { launches = { { kernel = "reduce_mid_baseline", grid = { cdiv(B * D, 256
 ]]
 
 function F.mid_baseline(op)
-  local code = ({ sum = 0, mean = 1, max = 2 })[op]
+  local code = CODE[op]
   return { source = "baseline.cu", name = "thread per output, " .. op .. " down the middle dimension",
            plan = MID_PLAN:format(code) }
 end
@@ -147,7 +151,7 @@ end
 -- What a reduction computes over n elements (n names the count).
 local function what(op, n)
   if op == "mean" then return "the mean (the sum divided by " .. n .. ")" end
-  return op == "max" and "the maximum" or "the sum"
+  return ({ max = "the maximum", min = "the minimum" })[op] or "the sum"
 end
 
 local RULES = [[
@@ -165,7 +169,7 @@ With the default launch plan the kernel is
   extern "C" __global__ void %s_last(const float *X, float *Y, unsigned R, unsigned C)
 launched with one block of 256 threads per row (grid (R, 1, 1)) and no
 dynamic shared memory. Send your own plan to change any of this.]]):format(op, what(op, "C"),
-    op == "max" and "Inputs are finite." or RULES, op)
+    (op == "max" or op == "min") and "Inputs are finite." or RULES, op)
 end
 
 function F.mid_description(op)
@@ -179,7 +183,7 @@ With the default launch plan the kernel is
   extern "C" __global__ void %s_mid(const float *X, float *Y, unsigned B, unsigned N, unsigned D)
 launched with a grid of (ceil(D/256), B, 1) blocks of 256 threads and no
 dynamic shared memory: thread x of block (i, b) owns Y[b, 256*i + x]. Send
-your own plan to change any of this.]]):format(op, what(op, "N"), op == "max" and "Inputs are finite." or RULES, op)
+your own plan to change any of this.]]):format(op, what(op, "N"), (op == "max" or op == "min") and "Inputs are finite." or RULES, op)
 end
 
 function F.last_plan(op)
@@ -200,7 +204,7 @@ end
 
 -- Sets the fields of a sum, mean or max task in env (the task file's
 -- _ENV): every field but the tolerance, which each task file states.
--- t = {name =, op = "sum"|"mean"|"max", axis = "last"|"mid"}: the kernel is
+-- t = {name =, op = "sum"|"mean"|"max"|"min", axis = "last"|"mid"}: the kernel is
 -- named <op>_<axis>.
 function F.define(env, t)
   local op, axis = t.op, t.axis

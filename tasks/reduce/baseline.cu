@@ -76,7 +76,7 @@ argmax_baseline(const __nv_bfloat16 *X, int *I, u32 C)
 // reduced dimension last). One thread per output (b, d), walking N with
 // consecutive threads on consecutive d, so every step of a warp reads one
 // contiguous run of D; four loads in flight per thread. op: 0 sum, 1 mean,
-// 2 max; fp32 accumulation in index order.
+// 2 max, 3 min; fp32 accumulation in index order.
 extern "C" __global__ void __launch_bounds__(256)
 reduce_mid_baseline(const float *X, float *Y, u32 B, u32 N, u32 D, int op)
 {
@@ -85,12 +85,14 @@ reduce_mid_baseline(const float *X, float *Y, u32 B, u32 N, u32 D, int op)
         return;
     u64 b = o / D, d = o % D;
     const float *x = X + b * (u64)N * D + d;
-    float acc = op == 2 ? __int_as_float(0xff800000) : 0.0f;
+    float acc = op == 2 ? __int_as_float(0xff800000) : op == 3 ? __int_as_float(0x7f800000) : 0.0f;
     u32 n = 0;
     for (; n + 4 <= N; n += 4) {
         float v0 = x[(u64)n * D], v1 = x[(u64)(n + 1) * D], v2 = x[(u64)(n + 2) * D], v3 = x[(u64)(n + 3) * D];
         if (op == 2) {
             acc = fmaxf(fmaxf(acc, v0), fmaxf(fmaxf(v1, v2), v3));
+        } else if (op == 3) {
+            acc = fminf(fminf(acc, v0), fminf(fminf(v1, v2), v3));
         } else {
             acc += v0;
             acc += v1;
@@ -100,7 +102,7 @@ reduce_mid_baseline(const float *X, float *Y, u32 B, u32 N, u32 D, int op)
     }
     for (; n < N; n++) {
         float v = x[(u64)n * D];
-        acc = op == 2 ? fmaxf(acc, v) : acc + v;
+        acc = op == 2 ? fmaxf(acc, v) : op == 3 ? fminf(acc, v) : acc + v;
     }
     Y[o] = op == 1 ? acc / (float)N : acc;
 }

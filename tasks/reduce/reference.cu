@@ -3,16 +3,18 @@
 // in a fixed order (no atomics); maxima and argmax are exact. A unit is one
 // output element: every unit when positions == 0, else the units listed.
 
-enum { RED_SUM = 0, RED_MEAN = 1, RED_MAX = 2 };
+enum { RED_SUM = 0, RED_MEAN = 1, RED_MAX = 2, RED_MIN = 3 };
 
 static __device__ __forceinline__ double red_start(int op)
 {
-    return op == RED_MAX ? __longlong_as_double(0xfff0000000000000ULL) : 0.0;
+    return op == RED_MAX   ? __longlong_as_double(0xfff0000000000000ULL)
+           : op == RED_MIN ? __longlong_as_double(0x7ff0000000000000ULL)
+                           : 0.0;
 }
 
 static __device__ __forceinline__ double red_step(int op, double a, double v)
 {
-    return op == RED_MAX ? fmax(a, v) : a + v;
+    return op == RED_MAX ? fmax(a, v) : op == RED_MIN ? fmin(a, v) : a + v;
 }
 
 // Over the last dimension of X[R, C]: a block of 256 threads per row unit,

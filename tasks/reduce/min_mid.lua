@@ -1,0 +1,10 @@
+-- Minima over the middle dimension in fp32 (KernelBench Level 1, problem
+-- 53, which reduces dimension 1 of [B, D1, D2]): Y[b, d] = min of X[b, :, d].
+-- _family.lua defines the shapes, inputs, tolerances, reference, baseline and plan.
+local F = include "_family.lua"
+F.define(_ENV, { name = "min_mid_f32", op = "min", axis = "mid" })
+
+-- A minimum is exact in any order: see TOLERANCE in _family.lua.
+tolerance = {
+  f32 = F.TOLERANCE.min,
+}
