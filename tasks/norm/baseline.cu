@@ -98,3 +98,36 @@ groupnorm_baseline(const __nv_bfloat16 *X, const __nv_bfloat16 *weight, const __
         }
     }
 }
+
+// The row scalings' shipped baseline (_rowscale.lua; cuDNN's norm_fwd has
+// no L1 or L2 mode): a block of 512 per row, each thread's share of the
+// norm in fp32, a warp then block sum, and a second pass that divides
+// (the row is read again, from L2). mode 0: L2 norm, 1: L1 norm.
+extern "C" __global__ void __launch_bounds__(512)
+rowscale_baseline(const float *X, float *Y, u32 C, int mode)
+{
+    __shared__ float red[16];
+    const float *x = X + (u64)blockIdx.x * C;
+    float *y = Y + (u64)blockIdx.x * C;
+    float s = 0.0f;
+    for (u32 c = threadIdx.x; c < C; c += blockDim.x) {
+        const float v = x[c];
+        s += mode == 0 ? v * v : fabsf(v);
+    }
+    for (int off = 16; off > 0; off >>= 1)
+        s += __shfl_xor_sync(0xffffffffu, s, off);
+    if ((threadIdx.x & 31) == 0)
+        red[threadIdx.x >> 5] = s;
+    __syncthreads();
+    if (threadIdx.x < 32) {
+        float t = threadIdx.x < (blockDim.x >> 5) ? red[threadIdx.x] : 0.0f;
+        for (int off = 16; off > 0; off >>= 1)
+            t += __shfl_xor_sync(0xffffffffu, t, off);
+        if (threadIdx.x == 0)
+            red[0] = mode == 0 ? sqrtf(t) : t;
+    }
+    __syncthreads();
+    const float inv = 1.0f / red[0];
+    for (u32 c = threadIdx.x; c < C; c += blockDim.x)
+        y[c] = x[c] * inv;
+}

@@ -111,3 +111,23 @@ groupnorm_ref(const void *X, int dtx, const void *W, int dtw, const void *B, int
         y[e] = (float)v;
     }
 }
+
+// Row scalings of X[R, C] in fp32 (_rowscale.lua), a block per row unit:
+//   mode 0, L2: Y = x / sqrt(sum x^2)     mode 1, L1: Y = x / sum |x|
+// the norm in fp64.
+extern "C" __global__ void __launch_bounds__(RB)
+rowscale_ref(const float *X, const u64 *positions, float *Y, u32 C, int mode)
+{
+    __shared__ double red[RB];
+    const u64 slot = blockIdx.x;
+    const float *x = X + klab_unit(positions, slot) * C;
+    float *y = Y + slot * C;
+    double s = 0.0;
+    for (u32 c = threadIdx.x; c < C; c += blockDim.x) {
+        const double v = x[c];
+        s += mode == 0 ? v * v : fabs(v);
+    }
+    const double norm = mode == 0 ? sqrt(block_sum(s, red)) : block_sum(s, red);
+    for (u32 c = threadIdx.x; c < C; c += blockDim.x)
+        y[c] = (float)((double)x[c] / norm);
+}
