@@ -115,6 +115,27 @@ function M.fix_pdf_dates(path)
   return true
 end
 
+local batch -- the scripts waiting for M.finish, or nil: drawn at once
+
+-- What a finished gnuplot run leaves: nil when it drew (the PDFs' dates
+-- then fixed), else why not.
+local function finished(job, res, err)
+  if not (res and res.ok) then
+    local msg = res and res.stdout or tostring(err)
+    return ("gnuplot failed on %s: %s"):format(job.src, (msg:gsub("%s+$", "")))
+  end
+  for _, rel in ipairs(job.outs) do
+    if rel:sub(-4) == ".pdf" then M.fix_pdf_dates(job.dir .. "/" .. rel) end
+  end
+  return nil
+end
+
+local function draw_now(job)
+  local res, err = require("klab.spawn").run { argv = { "gnuplot", job.src }, cwd = job.dir, stderr = "stdout",
+    timeout = 300 }
+  return finished(job, res, err)
+end
+
 -- render(dir, name, body, {w = inches, h = inches}) -> list of files
 -- (relative to dir), or nil, why. body is gnuplot commands that draw one
 -- figure (data blocks may be defined in spec.data, written once before).
@@ -142,17 +163,48 @@ function M.render(dir, name, fig)
   write_file(dir .. "/" .. src, table.concat(lines, "\n") .. "\n")
   local files = { src }
   if not pr.gnuplot or #outs == 0 then return files, pr.why end
-  local res, err = require("klab.spawn").run { argv = { "gnuplot", src }, cwd = dir, stderr = "stdout", timeout = 300 }
-  local ok = res and res.ok
-  local msg = res and res.stdout or tostring(err)
-  if not ok then
-    return nil, ("gnuplot failed on %s: %s"):format(src, (msg:gsub("%s+$", "")))
+  for _, rel in ipairs(outs) do files[#files + 1] = rel end
+  local job = { dir = dir, src = src, outs = outs }
+  if batch then
+    -- Drawn by M.finish, with the others.
+    batch[#batch + 1] = job
+    return files
   end
-  for _, rel in ipairs(outs) do
-    if rel:sub(-4) == ".pdf" then M.fix_pdf_dates(dir .. "/" .. rel) end
-    files[#files + 1] = rel
-  end
+  local why = draw_now(job)
+  if why then return nil, why end
   return files
+end
+
+-- Figures drawn together: between M.start() and M.finish(), render writes
+-- each script and returns its files at once, and finish runs gnuplot on
+-- them, several at a time (the figures of a study take tens of seconds
+-- one after another). finish() -> {[src] = why} for the scripts gnuplot
+-- refused (their images are not there); the caller leaves those out.
+function M.start() batch = {} end
+
+function M.finish()
+  local jobs = batch or {}
+  batch = nil
+  local failed, running, next_job = {}, {}, 1
+  local width = math.max(1, math.min(8, require("klab.sys").cpu_count()))
+  local spawn = require "klab.spawn"
+  local function collect(r)
+    local res, err = r.p:wait()
+    r.p:free()
+    failed[r.job.src] = finished(r.job, res, err)
+  end
+  while next_job <= #jobs or #running > 0 do
+    while #running < width and next_job <= #jobs do
+      local job = jobs[next_job]
+      next_job = next_job + 1
+      local p, err = spawn.start { argv = { "gnuplot", job.src }, cwd = job.dir, stderr = "stdout", timeout = 300 }
+      if p then running[#running + 1] = { p = p, job = job }
+      else failed[job.src] = ("gnuplot did not start on %s: %s"):format(job.src, tostring(err)) end
+    end
+    -- In the order started: the output does not depend on which ends first.
+    if #running > 0 then collect(table.remove(running, 1)) end
+  end
+  return failed
 end
 
 -- ---- shared pieces ------------------------------------------------------

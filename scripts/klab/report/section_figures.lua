@@ -25,6 +25,8 @@ end
 function M.draw(dir, d)
   local L = d.limit
   local figs, omitted = {}, {}
+  -- gnuplot draws them all at the end, several at a time.
+  figures.start()
   local archs = sorted_set(d.trajs, "arch")
   local function by_arch(rows, a)
     local out = {}
@@ -49,7 +51,7 @@ function M.draw(dir, d)
         omitted[#omitted + 1] = { name = name, title = title, why = tostring(ferr) }
         return
       end
-      figs[#figs + 1] = { name = name, caption = caption, files = d.note(files) }
+      figs[#figs + 1] = { name = name, title = title, caption = caption, files = files }
     end
     -- Every correct timed candidate: without one, fast_p has nothing to draw.
     local pts = by_arch(d.candidates, a)
@@ -123,7 +125,22 @@ function M.draw(dir, d)
       end)
   end
 
-  return figs, omitted
+  -- A figure one of whose scripts gnuplot refused is left out and named
+  -- (its script stays, to be run again); the rest are written.
+  local failed = figures.finish()
+  local kept = {}
+  for _, f in ipairs(figs) do
+    local why
+    for _, file in ipairs(f.files) do why = why or failed[file] end
+    if why then
+      omitted[#omitted + 1] = { name = f.name, title = f.title, why = why }
+    else
+      f.title = nil
+      f.files = d.note(f.files)
+      kept[#kept + 1] = f
+    end
+  end
+  return kept, omitted
 end
 
 return M
