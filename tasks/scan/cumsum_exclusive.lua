@@ -1,0 +1,7 @@
+-- Exclusive prefix sums along the rows in fp32 (KernelBench Level 1, problem 92).
+-- _family.lua defines the shapes, inputs, reference, baseline and plan.
+local F = include "_family.lua"
+F.define(_ENV, { name = "cumsum_exclusive_f32", op = "cumsum_exclusive" })
+
+-- fp32 sums in any sensible order pass: see TOLERANCE in _family.lua.
+tolerance = F.TOLERANCE

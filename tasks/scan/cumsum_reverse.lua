@@ -1,0 +1,7 @@
+-- Prefix sums from the end of each row in fp32 (KernelBench Level 1, problem 91).
+-- _family.lua defines the shapes, inputs, reference, baseline and plan.
+local F = include "_family.lua"
+F.define(_ENV, { name = "cumsum_reverse_f32", op = "cumsum_reverse" })
+
+-- fp32 sums in any sensible order pass: see TOLERANCE in _family.lua.
+tolerance = F.TOLERANCE
