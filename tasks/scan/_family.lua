@@ -9,13 +9,14 @@
 local F = {}
 
 -- reference.cu's and baseline.cu's operation codes.
-F.CODE = { cumsum = 0, cumsum_reverse = 1, cumsum_exclusive = 2, masked_cumsum = 3 }
+F.CODE = { cumsum = 0, cumsum_reverse = 1, cumsum_exclusive = 2, masked_cumsum = 3, cumprod = 4 }
 
 F.FORMULA = {
   cumsum = "Y[r,c] = sum of X[r,0..c] (inclusive)",
   cumsum_reverse = "Y[r,c] = sum of X[r,c..C-1] (from the row's end, inclusive)",
   cumsum_exclusive = "Y[r,c] = sum of X[r,0..c-1] (exclusive: Y[r,0] = 0)",
   masked_cumsum = "Y[r,c] = sum of X[r,k] over k <= c where M[r,k] is 1",
+  cumprod = "Y[r,c] = product of X[r,0..c] (inclusive)",
 }
 
 F.dims = { "R", "C" }
@@ -38,7 +39,12 @@ function F.buffers(op)
   return b
 end
 
+-- The products' inputs lie on [0.9, 1.1]: a row's running product then
+-- drifts down slowly (about e^-27 after 16384 factors, e^±7 around that)
+-- and stays inside fp32's range, where N(0, 1) factors underflow to 0
+-- within a few hundred and test nothing.
 function F.inputs(op)
+  if op == "cumprod" then return { X = { dist = "uniform", lo = 0.9, hi = 1.1 } } end
   local i = { X = { dist = "normal", mean = 0, std = 1 } }
   if op == "masked_cumsum" then i.M = { dist = "int", lo = 0, hi = 1 } end
   return i
@@ -56,6 +62,16 @@ F.distributions = {
   { name = "spiky", inputs = { X = { dist = "spiky", std = 1, spike_std = 10, p = 0.001 } } },
 }
 
+-- The products get no scaled inputs (3^C and 0.01^C leave fp32's range
+-- within a hundred factors): the uniform law with two seeds, its negation
+-- (signs alternating with the count of factors), and factors on [0.5, 1.5]
+-- (faster drift, larger steps).
+F.PRODUCT_DISTRIBUTIONS = {
+  { name = "uniform" },
+  { name = "neg", scale = -1 },
+  { name = "wide", inputs = { X = { dist = "uniform", lo = 0.5, hi = 1.5 } } },
+}
+
 -- A prefix sum of N(0, 1) values reaches about sqrt(C) (128 at 16384,
 -- 1024 at a million). fp32 in any sensible order (a thread's run of
 -- elements, then a scan of the runs' totals) is off by a few ulps of that:
@@ -66,6 +82,14 @@ F.distributions = {
 -- sqrt(C) * 2^-9, 0.25 at 16384, and fails; so does a missed or doubled
 -- element (about 1).
 F.TOLERANCE = { f32 = { atol = 0.1, rtol = 1e-4, matched = 1.0 } }
+
+-- A running product in fp32 gains one rounding (2^-24 relative) per factor,
+-- a random walk of about sqrt(C) of them: 1e-5 relative at 16384, 6e-5 at a
+-- million for a sequential product, less for a scan of run products.
+-- rtol = 5e-4 passes both; atol = 1e-30 only lets underflowed values
+-- (both sides near fp32's smallest) agree. A product rounded to bf16 on
+-- the way is off by percents.
+F.PRODUCT_TOLERANCE = { f32 = { atol = 1e-30, rtol = 5e-4, matched = 1.0 } }
 
 function F.reference(op)
   return {
@@ -120,9 +144,10 @@ function F.define(env, t)
   env.tags = { "scan", op, "f32", "memory-bound" }
   env.description = F.describe(op)
   env.dims, env.variants, env.buffers = F.dims, F.variants, F.buffers(op)
-  env.inputs, env.trials, env.distributions = F.inputs(op), F.trials, F.distributions
+  env.inputs, env.trials = F.inputs(op), F.trials
+  env.distributions = op == "cumprod" and F.PRODUCT_DISTRIBUTIONS or F.distributions
   env.reference, env.baseline = F.reference(op), F.baseline(op)
-  -- One add per element (the mask's select is not counted).
+  -- One add (or multiply) per element (the mask's select is not counted).
   env.flops = function(d) return d.R * d.C end
   -- Memory-bound: no target instruction family to verify.
   env.targets = {}

@@ -1,0 +1,8 @@
+-- Inclusive prefix products along the rows in fp32 (KernelBench Level 1,
+-- problem 90), of factors near 1 (see _family.lua).
+-- _family.lua defines the shapes, inputs, reference, baseline and plan.
+local F = include "_family.lua"
+F.define(_ENV, { name = "cumprod_f32", op = "cumprod" })
+
+-- fp32 products in any sensible order pass: see PRODUCT_TOLERANCE in _family.lua.
+tolerance = F.PRODUCT_TOLERANCE
