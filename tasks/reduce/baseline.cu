@@ -1,4 +1,5 @@
-// baseline.cu: the argmax task's shipped baseline (cuDNN has no argmax). A
+// baseline.cu: the argmax and argmin tasks' shipped baseline (cuDNN has
+// neither; argmin is the argmax of -X, sign = -1, exact in bf16). A
 // block of 256 threads per row; rows whose length is a multiple of 8 are
 // read as 16-byte vectors of eight bf16, other rows element by element.
 // Each thread visits its columns in increasing order and keeps the first
@@ -12,7 +13,7 @@ static __device__ __forceinline__ bool beats(float v, u32 i, float bv, u32 bi)
 }
 
 extern "C" __global__ void __launch_bounds__(256)
-argmax_baseline(const __nv_bfloat16 *X, int *I, u32 C)
+argmax_baseline(const __nv_bfloat16 *X, int *I, u32 C, float sign)
 {
     __shared__ float wv[8];
     __shared__ u32 wi[8];
@@ -28,6 +29,8 @@ argmax_baseline(const __nv_bfloat16 *X, int *I, u32 C)
 #pragma unroll
             for (int k = 0; k < 4; k++) {
                 float2 f = __bfloat1622float2(h[k]);
+                f.x *= sign;
+                f.y *= sign;
                 if (f.x > best) {
                     best = f.x;
                     at = 8 * j + 2 * k;
@@ -40,7 +43,7 @@ argmax_baseline(const __nv_bfloat16 *X, int *I, u32 C)
         }
     } else {
         for (u32 c = threadIdx.x; c < C; c += blockDim.x) {
-            float v = __bfloat162float(x[c]);
+            float v = sign * __bfloat162float(x[c]);
             if (v > best) {
                 best = v;
                 at = c;

@@ -61,7 +61,7 @@ reduce_mid_ref(const void *X, int dt, const u64 *positions, u64 n, float *Y, u32
 // the lower index of equal ones. The index is written as an fp32 (exact
 // below 2^24).
 extern "C" __global__ void __launch_bounds__(256)
-argmax_last_ref(const __nv_bfloat16 *X, const u64 *positions, float *I, u32 C)
+argmax_last_ref(const __nv_bfloat16 *X, const u64 *positions, float *I, u32 C, float sign)
 {
     __shared__ float val[256];
     __shared__ u32 idx[256];
@@ -69,7 +69,7 @@ argmax_last_ref(const __nv_bfloat16 *X, const u64 *positions, float *I, u32 C)
     float best = __int_as_float(0xff800000);
     u32 at = 0xffffffffu;
     for (u32 c = threadIdx.x; c < C; c += blockDim.x) {
-        float v = __bfloat162float(x[c]);
+        float v = sign * __bfloat162float(x[c]);
         if (v > best) {
             best = v;
             at = c;
