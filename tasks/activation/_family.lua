@@ -45,6 +45,8 @@ local OPS = {
     formula = "Y = min(max(X / 6 + 1/2, 0), 1)  (HardSigmoid, torch's definition: 0 below -3, 1 above 3)" },
   softsign = { code = 11, flops = 3, tol_x3 = 1, tol_x001 = 0.01, wide = true, shipped = true,
     formula = "Y = X / (1 + |X|)  (Softsign)" },
+  scale = { code = 13, param = 3.14, flops = 1, tol_x3 = 3, tol_x001 = 0.01, wide = true, shipped = true,
+    formula = "Y = 3.14 X  (a matrix times a scalar, KernelBench's 3.14)" },
   selu = { code = 12, flops = 5, tol_x3 = 3, tol_x001 = 0.01, wide = true, shipped = true,
     formula = "Y = s X for X > 0, else s a (exp(X) - 1), with s = 1.0507009873554804934 and\n" ..
       "  a = 1.6732632423543772848  (SELU)" },

@@ -1,9 +1,10 @@
 // baseline.cu: the activation family's shipped baseline, for the operations
 // cuDNN has no single pointwise mode for (LeakyReLU, HardTanh, HardSigmoid,
-// Softsign, SELU). A grid-stride loop over the elements (no vector loads:
+// Softsign, SELU, a scaling by a constant). A grid-stride loop over the elements (no vector loads:
 // the timed runs shift the buffers' addresses), fp32 arithmetic, one
 // rounding to the output type. dt: 0 fp32, 2 bf16 (as the
-// reference's codes); op: the reference's ACT_* code; p: LeakyReLU's slope.
+// reference's codes); op: the reference's ACT_* code; p: LeakyReLU's slope
+// or the scale.
 // Compiled after klab's prelude.
 
 static __device__ __forceinline__ float act_f(int op, float x, float p)
@@ -19,6 +20,8 @@ static __device__ __forceinline__ float act_f(int op, float x, float p)
         return x / (1.0f + fabsf(x));
     case 12:
         return x > 0.0f ? 1.05070098735548049f * x : 1.75809934084737685f * expm1f(x);
+    case 13:
+        return p * x;
     }
     return x;
 }

@@ -7,7 +7,7 @@
 
 enum { ACT_RELU = 0, ACT_GELU_TANH = 1, ACT_GELU_ERF = 2, ACT_SILU = 3, ACT_SIGMOID = 4, ACT_TANH = 5,
        ACT_SOFTPLUS = 6, ACT_ELU = 7, ACT_LEAKY_RELU = 8, ACT_HARDTANH = 9, ACT_HARDSIGMOID = 10,
-       ACT_SOFTSIGN = 11, ACT_SELU = 12 };
+       ACT_SOFTSIGN = 11, ACT_SELU = 12, ACT_SCALE = 13 };
 
 // SELU's constants (Klambauer et al. 2017), as torch has them.
 #define SELU_SCALE 1.0507009873554804934193349852946
@@ -42,6 +42,8 @@ static __device__ double activation(int op, double x, double p)
         return fmin(fmax(x / 6.0 + 0.5, 0.0), 1.0);
     case ACT_SOFTSIGN:
         return x / (1.0 + fabs(x));
+    case ACT_SCALE:
+        return p * x;
     case ACT_SELU:
         return x > 0.0 ? SELU_SCALE * x : SELU_SCALE * SELU_ALPHA * expm1(x);
     }
