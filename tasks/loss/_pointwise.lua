@@ -90,4 +90,25 @@ end
 -- Memory-bound: no target instruction family to verify.
 F.targets = {}
 
+F.inputs = {
+  P = { dist = "normal", mean = 0, std = 1 },
+  T = { dist = "normal", mean = 0, std = 1 },
+}
+
+-- Sets the fields of a pointwise loss in env (the task file's _ENV) but its
+-- distributions and tolerance, which each task file states. t = {op =,
+-- formula = (f in words), flops = per element, derive = (the reference's
+-- derive plan, or nil)}: the task is <op>_f32.
+function F.define(env, t)
+  env.name, env.family, env.kernel = t.op .. "_f32", "loss", t.op
+  env.tags = { "loss", t.op, "f32", "memory-bound" }
+  env.description = F.description(t.op, t.formula)
+  env.dims, env.variants, env.buffers, env.inputs = F.dims, F.variants, F.buffers, F.inputs
+  env.trials = 2
+  env.reference, env.baseline = F.reference(t.op, t.derive), F.baseline(t.op)
+  env.flops = function(d) return t.flops * d.R * d.C end
+  env.targets = F.targets
+  env.plan = F.plan(t.op)
+end
+
 return F

@@ -75,10 +75,27 @@ ce_baseline(const __nv_bfloat16 *X, const int *T, float *L, u32 C)
 // same bits every run: each block sums (p - t)^2 over a grid-strided slice
 // in fp32, four elements per load, into part[block]; one block then adds
 // the partial sums in fp64 and divides by n.
+// The block's fp32 sum of acc (256 threads: a warp sum, then thread 0 adds
+// the eight warps' in order) written to part[blockIdx.x].
+static __device__ __forceinline__ void block_total(float acc, float *part)
+{
+    __shared__ float red[8];
+    for (int off = 16; off > 0; off >>= 1)
+        acc += __shfl_xor_sync(0xffffffffu, acc, off);
+    if ((threadIdx.x & 31) == 0)
+        red[threadIdx.x >> 5] = acc;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        float s = 0.0f;
+        for (int w = 0; w < 8; w++)
+            s += red[w];
+        part[blockIdx.x] = s;
+    }
+}
+
 extern "C" __global__ void __launch_bounds__(256)
 mse_partial_baseline(const float4 *P, const float4 *T, const float *Ps, const float *Ts, u64 n, float *part)
 {
-    __shared__ float red[8];
     float acc = 0.0f;
     u64 n4 = n / 4;
     u64 stride = (u64)gridDim.x * blockDim.x;
@@ -92,17 +109,7 @@ mse_partial_baseline(const float4 *P, const float4 *T, const float *Ps, const fl
             float a = Ps[i] - Ts[i];
             acc += a * a;
         }
-    for (int off = 16; off > 0; off >>= 1)
-        acc += __shfl_xor_sync(0xffffffffu, acc, off);
-    if ((threadIdx.x & 31) == 0)
-        red[threadIdx.x >> 5] = acc;
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        float s = 0.0f;
-        for (int w = 0; w < 8; w++)
-            s += red[w];
-        part[blockIdx.x] = s;
-    }
+    block_total(acc, part);
 }
 
 extern "C" __global__ void __launch_bounds__(256)
@@ -130,7 +137,6 @@ mse_final_baseline(const float *part, u32 nparts, u64 n, float *L)
 extern "C" __global__ void __launch_bounds__(256)
 loss_partial_baseline(const float *P, const float *T, u64 n, float *part, int op)
 {
-    __shared__ float red[8];
     float acc = 0.0f;
     const u64 stride = (u64)gridDim.x * blockDim.x;
     for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
@@ -142,15 +148,5 @@ loss_partial_baseline(const float *P, const float *T, u64 n, float *part, int op
             acc += fmaxf(1.0f - p * t, 0.0f);
         }
     }
-    for (int off = 16; off > 0; off >>= 1)
-        acc += __shfl_xor_sync(0xffffffffu, acc, off);
-    if ((threadIdx.x & 31) == 0)
-        red[threadIdx.x >> 5] = acc;
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        float s = 0.0f;
-        for (int w = 0; w < 8; w++)
-            s += red[w];
-        part[blockIdx.x] = s;
-    }
+    block_total(acc, part);
 }

@@ -1,27 +1,16 @@
 -- Huber loss in fp32 (KernelBench Level 1, problem 96: torch's
 -- smooth_l1_loss with beta = 1, the mean): L = mean of 0.5 d^2 where
--- d = |P - T| < 1, else d - 0.5. _pointwise.lua has what the pointwise
--- losses share.
+-- d = |P - T| < 1, else d - 0.5. _pointwise.lua defines every field but
+-- the distributions and the tolerance.
 local L = include "_pointwise.lua"
-
-name = "huber_f32"
-family = "loss"
-kernel = "huber"
-tags = { "loss", "huber", "f32", "memory-bound" }
-description = L.description("huber", "(d < 1 ? d^2 / 2 : d - 1/2) with d = |P - T|")
-dims, variants, buffers = L.dims, L.variants, L.buffers
-
-inputs = {
-  P = { dist = "normal", mean = 0, std = 1 },
-  T = { dist = "normal", mean = 0, std = 1 },
-}
+-- subtract, absolute value, compare, square or subtract, add: five per element.
+L.define(_ENV, { op = "huber", formula = "(d < 1 ? d^2 / 2 : d - 1/2) with d = |P - T|", flops = 5 })
 
 -- KernelBench-Verified's scaled inputs and PTXBench's spiky mix, two seeds
 -- each. The loss grows about linearly with a large scale (the d - 1/2
 -- branch: tol_scale 3 for x3) and with its square with a small one (the
 -- d^2/2 branch: 1e-4 for x0.01).
 local SPIKY = { dist = "spiky", std = 1, spike_std = 10, p = 0.001 }
-trials = 2
 distributions = {
   { name = "randn" },
   { name = "x3", scale = 3, tol_scale = 3 },
@@ -30,17 +19,10 @@ distributions = {
   { name = "spiky", inputs = { P = SPIKY, T = SPIKY } },
 }
 
--- As for mse_f32: an fp32 reduction of 268M positive terms in any
--- sensible order is within about 1e-5 relative; rtol = 1e-4 allows every
--- such order, and a single running fp32 accumulator, a missing branch or
--- a wrong count is off by far more. atol is a floor for the scaled inputs.
+-- As for mse_f32 (rtol = 1e-4 allows any sensible fp32 order of the sum of
+-- 268M non-negative terms, about 1e-5 relative, and fails a single running
+-- fp32 accumulator, a missing branch or a wrong count); atol is a floor
+-- for the scaled inputs.
 tolerance = {
   f32 = { atol = 1e-6, rtol = 1e-4, matched = 1.0 },
 }
-
-reference = L.reference("huber")
-baseline = L.baseline("huber")
--- subtract, absolute value, compare, square or subtract, add: five per element.
-flops = function(d) return 5 * d.R * d.C end
-targets = L.targets
-plan = L.plan("huber")

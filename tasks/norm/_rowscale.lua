@@ -73,4 +73,22 @@ end
 
 R.targets = F.targets
 
+-- Sets every field of a row scaling in env (the task file's _ENV) but the
+-- tolerance, which each task file states. t = {op = "l1"|"l2", norm =
+-- (in words)}: the task is <op>norm_f32.
+function R.define(env, t)
+  local kernel = t.op .. "norm"
+  env.name, env.family, env.kernel = kernel .. "_f32", "norm", kernel
+  env.tags = { "norm", kernel, "f32", "memory-bound" }
+  env.description = R.description(kernel, t.norm)
+  env.dims, env.variants, env.buffers, env.inputs = R.dims, R.variants, R.buffers, R.inputs
+  env.trials, env.distributions = 2, R.distributions()
+  env.reference, env.baseline = R.reference(t.op), R.baseline(t.op)
+  -- One operation for the norm and one for the scaling per element, and the
+  -- square or absolute value: three (a convention).
+  env.flops = function(d) return 3 * d.R * d.C end
+  env.targets = R.targets
+  env.plan = R.plan(kernel)
+end
+
 return R
