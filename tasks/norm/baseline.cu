@@ -78,8 +78,8 @@ groupnorm_baseline(const __nv_bfloat16 *X, const __nv_bfloat16 *weight, const __
         uint4 *y4 = (uint4 *)y;
         for (u64 i = threadIdx.x; i < len / 8; i += blockDim.x) {
             const u32 c = c0 + (u32)(i * 8 / HW);
-            const float sc = rstd * __bfloat162float(weight[c]);
-            const float sh = __bfloat162float(bias[c]);
+            const float sc = rstd * (weight ? __bfloat162float(weight[c]) : 1.0f);
+            const float sh = bias ? __bfloat162float(bias[c]) : 0.0f;
             uint4 v = x4[i], o;
             const __nv_bfloat162 *h = (const __nv_bfloat162 *)&v;
             __nv_bfloat162 *q = (__nv_bfloat162 *)&o;
@@ -93,8 +93,8 @@ groupnorm_baseline(const __nv_bfloat16 *X, const __nv_bfloat16 *weight, const __
     } else {
         for (u64 i = threadIdx.x; i < len; i += blockDim.x) {
             const u32 c = c0 + (u32)(i / HW);
-            const float v = (__bfloat162float(x[i]) - mean) * rstd * __bfloat162float(weight[c]);
-            y[i] = __float2bfloat16_rn(v + __bfloat162float(bias[c]));
+            const float v = (__bfloat162float(x[i]) - mean) * rstd * (weight ? __bfloat162float(weight[c]) : 1.0f);
+            y[i] = __float2bfloat16_rn(v + (bias ? __bfloat162float(bias[c]) : 0.0f));
         }
     }
 }

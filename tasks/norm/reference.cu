@@ -80,8 +80,9 @@ extern "C" __global__ void batchnorm_ref(const void *X, int dtx, const float *me
 // GroupNorm, NCHW: X[N, C, H, W] with C channels in G groups of C/G; the
 // group (n, g) is the contiguous block of (C/G)*HW elements at
 // (n*G + g) * (C/G)*HW, normalized with its own mean and biased variance,
-// then Y = xhat * weight[c] + bias[c] for its channel c. A unit is a
-// group; a block per group unit.
+// then Y = xhat * weight[c] + bias[c] for its channel c (W and B null: no
+// affine step, InstanceNorm's default). A unit is a group; a block per
+// group unit.
 extern "C" __global__ void __launch_bounds__(RB)
 groupnorm_ref(const void *X, int dtx, const void *W, int dtw, const void *B, int dtb, const u64 *positions, u64 n,
               float *Y, u32 C, u32 HW, u32 G, float eps)
@@ -107,7 +108,8 @@ groupnorm_ref(const void *X, int dtx, const void *W, int dtw, const void *B, int
     double rstd = 1.0 / sqrt(block_sum(q, red) / (double)len + (double)eps);
     for (u64 e = threadIdx.x; e < len; e += blockDim.x) {
         u32 c = c0 + (u32)(e / HW);
-        double v = (klab_load(X, in + e, dtx) - mean) * rstd * klab_load(W, c, dtw) + klab_load(B, c, dtb);
+        double v = (klab_load(X, in + e, dtx) - mean) * rstd * (W ? klab_load(W, c, dtw) : 1.0) +
+                   (B ? klab_load(B, c, dtb) : 0.0);
         y[e] = (float)v;
     }
 }
