@@ -74,3 +74,14 @@ extern "C" __global__ void mm_ref_units(const void *A, int dta, const void *B, i
     if (lane == 0)
         C[slot] = (float)epilogue(acc, bias, dtbias, col, act);
 }
+
+// A diagonal matrix times a matrix, Y = diag(a)·B: Y[i, j] = a[i]·B[i, j]
+// (diag_matmul_f32.lua), in fp64 from the stored values; a thread per
+// element unit, every unit (positions == 0) or those listed.
+extern "C" __global__ void diag_ref(const float *a, const float *B, const u64 *positions, u64 n, float *Y, u32 M)
+{
+    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {
+        const u64 u = klab_unit(positions, i);
+        Y[i] = (float)((double)a[u / M] * (double)B[u]);
+    }
+}
