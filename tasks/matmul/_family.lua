@@ -57,30 +57,33 @@ F.linear_tolerance = { bf16 = { atol = 1e-2, rtol = 1.6e-2, matched = 1.0 } }
 -- check recomputes 8192 of them. o names the operand buffers (a, b, c,
 -- bias or nil), the activation (act: "none", "relu", "gelu") and the
 -- dimension expressions of the product as the plan computes them (batch,
--- M, N, K: Lua expressions over the task's dimensions, e.g. "1" or "BATCH").
+-- M, N, K: Lua expressions over the task's dimensions, e.g. "1" or "BATCH"),
+-- and the operands' layouts (a_layout "mk" or "km", b_layout "nk" or "kn",
+-- as klab.blas names them; default mk and nk, C = A·Bᵀ).
 local REFERENCE_PLAN = [[
 local DT = { f32 = 0, f16 = 1, bf16 = 2 }
 local ACT = { none = 0, relu = 1, gelu = 2 }
 local a, b, c, bias, act = %q, %q, %q, %s, ACT[%q]
 local batch, m, n, k = %s, %s, %s, %s
+local a_km, b_kn = %d, %d
 local da, db = DT[buffers[a].dtype], DT[buffers[b].dtype]
 local bias_arg, dbias = u64(0), 0
 if bias then bias_arg, dbias = buffer(bias), DT[buffers[bias].dtype] end
 if nsample == 0 then
   return { launches = { { kernel = "mm_ref", grid = { cdiv(n, 16), cdiv(m, 16), batch }, block = { 16, 16, 1 },
     args = { buffer(a), i32(da), buffer(b), i32(db), bias_arg, i32(dbias), i32(act), buffer(c),
-             u32(m), u32(n), u32(k) } } } }
+             u32(m), u32(n), u32(k), i32(a_km), i32(b_kn) } } } }
 end
 return { launches = { { kernel = "mm_ref_units", grid = { cdiv(nsample, 4), 1, 1 }, block = { 128, 1, 1 },
   args = { buffer(a), i32(da), buffer(b), i32(db), bias_arg, i32(dbias), i32(act), buffer("positions"),
-           u64(nsample), buffer(c), u32(m), u32(n), u32(k) } } } }
+           u64(nsample), buffer(c), u32(m), u32(n), u32(k), i32(a_km), i32(b_kn) } } } }
 ]]
 
 function F.reference(o)
   local bias = o.bias and string.format("%q", o.bias) or "nil"
   return { source = "reference.cu", accumulate = "f64", units = { [o.c] = 1 },
     plan = REFERENCE_PLAN:format(o.a, o.b, o.c, bias, o.act or "none", o.batch or "1", o.M or "M", o.N or "N",
-      o.K or "K") }
+      o.K or "K", o.a_layout == "km" and 1 or 0, o.b_layout == "kn" and 1 or 0) }
 end
 
 -- The library baseline: cuBLASLt's matmul on the same operands, the best of
@@ -216,6 +219,64 @@ end
 
 function F.linear_plan(kernel)
   return F.tile_plan(kernel, "1", 'buffer("A"), buffer("B"), buffer("bias"), buffer("C"), u32(M), u32(N), u32(K)')
+end
+
+-- ---- KernelBench's layouts ----------------------------------------------------
+
+-- C = op(A)·op(B) in fp32 with the operands stored as KernelBench's
+-- matmul problems store them (1 and 2: A·B; 16: Aᵀ·B; 18: Aᵀ·Bᵀ; 17,
+-- A·Bᵀ, is gemm_f32). a and b: the layouts as klab.blas names them.
+F.LAYOUTS = {
+  nn = { a = "mk", b = "kn", A = { "M", "K" }, B = { "K", "N" }, formula = "C = A·B: C[m,n] = sum_k A[m,k]·B[k,n]",
+    decl = "A[M,K] and B[K,N]" },
+  tn = { a = "km", b = "kn", A = { "K", "M" }, B = { "K", "N" }, formula = "C = Aᵀ·B: C[m,n] = sum_k A[k,m]·B[k,n]",
+    decl = "A[K,M] and B[K,N]" },
+  tt = { a = "km", b = "nk", A = { "K", "M" }, B = { "N", "K" }, formula = "C = Aᵀ·Bᵀ: C[m,n] = sum_k A[k,m]·B[n,k]",
+    decl = "A[K,M] and B[N,K]" },
+}
+
+-- A square product at 4096 (strict FP32 near 3 ms on an H200), KernelBench's
+-- own shape for problems 2, 16 and 18 (M = 1024, N = 2048, K = 4096), and
+-- the small odd one.
+F.layout_variants = {
+  { M = 4096, N = 4096, K = 4096, tags = { "main" } },
+  { M = 1024, N = 2048, K = 4096, tags = { "kernelbench" } },
+  { M = 123, N = 457, K = 789, tags = { "odd", "small" } },
+}
+
+-- Sets every field of a layout task in env but its tolerance. t.layout:
+-- "nn", "tn" or "tt"; the task is matmul_<layout>_f32.
+function F.define_layout(env, t)
+  local L = F.LAYOUTS[t.layout]
+  local kernel = "matmul_" .. t.layout
+  env.name, env.family, env.kernel = kernel .. "_f32", "matmul", kernel
+  env.tags = { "matmul", "f32", "layout", t.layout }
+  env.description = ([[
+Write a CUDA kernel named `%s` that computes %s
+for row-major %s in fp32, writing C[M,N] in fp32, as accurate as an
+fp32 dot product (TF32 tensor cores alone are not). Here M=${M}, N=${N}, K=${K}.
+With the default launch plan the kernel is
+  extern "C" __global__ void %s(const float *A, const float *B, float *C,
+      unsigned M, unsigned N, unsigned K)
+launched with a grid of (ceil(N/128), ceil(M/128), 1) blocks of 256 threads
+and no dynamic shared memory: block (x, y) owns the 128x128 tile of C at rows
+128*y.., columns 128*x... %s]]):format(kernel, L.formula, L.decl, kernel, F.own_plan)
+  env.dims, env.variants = { "M", "N", "K" }, F.layout_variants
+  env.buffers = {
+    A = { role = "input", dtype = "f32", shape = L.A },
+    B = { role = "input", dtype = "f32", shape = L.B },
+    C = { role = "output", dtype = "f32", shape = { "M", "N" } },
+  }
+  env.inputs, env.trials, env.distributions = F.inputs { "A", "B" }, F.trials, F.distributions("A", "B")
+  env.reference = F.reference { a = "A", b = "B", c = "C", a_layout = L.a, b_layout = L.b }
+  -- cuBLASLt on the operands as they are stored, strict FP32 and TF32 beside it.
+  env.baseline = F.baseline { modes = { "fp32", "tf32" },
+    spec = function(d) return { M = d.M, N = d.N, K = d.K, a_layout = L.a, b_layout = L.b } end }
+  env.flops, env.work = F.flops, F.work
+  -- As gemm_f32: tensor cores reach fp32 accuracy only through split-TF32
+  -- schemes, so only TMA is a target.
+  env.targets = { sm_90a = { "tma" }, sm_100a = { "tma" } }
+  env.plan = F.tile_plan(kernel, "1", 'buffer("A"), buffer("B"), buffer("C"), u32(M), u32(N), u32(K)')
 end
 
 return F

@@ -8,7 +8,9 @@
 // _family.lua. Plain rather than fast; deterministic (no atomics, a fixed
 // order).
 //
-// A unit is one element of C: u = (b*M + m)*N + n.
+// A unit is one element of C: u = (b*M + m)*N + n. a_km and b_kn store an
+// operand the other way round: A[b][K,M] (C = Aᵀ·... ) and B[b][K,N]
+// (C = ...·B), for KernelBench's layouts.
 
 #define RT 16
 
@@ -25,10 +27,20 @@ static __device__ __forceinline__ double epilogue(double v, const void *bias, in
     return v;
 }
 
+// Where element (m, k) of A and (n, k) of B lie in their member.
+static __device__ __forceinline__ u64 at_a(u64 m, u64 k, u32 M, u32 K, int a_km)
+{
+    return a_km ? k * M + m : m * K + k;
+}
+static __device__ __forceinline__ u64 at_b(u64 n, u64 k, u32 N, u32 K, int b_kn)
+{
+    return b_kn ? k * N + n : n * K + k;
+}
+
 // The whole of C: a 16x16 tile of member blockIdx.z per block, both
 // operands staged in shared memory as doubles.
 extern "C" __global__ void mm_ref(const void *A, int dta, const void *B, int dtb, const void *bias, int dtbias,
-                                  int act, float *C, u32 M, u32 N, u32 K)
+                                  int act, float *C, u32 M, u32 N, u32 K, int a_km, int b_kn)
 {
     __shared__ double As[RT][RT + 1];
     __shared__ double Bs[RT][RT + 1];
@@ -40,8 +52,8 @@ extern "C" __global__ void mm_ref(const void *A, int dta, const void *B, int dtb
     double acc = 0.0;
     for (u32 k0 = 0; k0 < K; k0 += RT) {
         u32 k = k0 + threadIdx.x;
-        As[threadIdx.y][threadIdx.x] = (m < M && k < K) ? klab_load(A, a0 + (u64)m * K + k, dta) : 0.0;
-        Bs[threadIdx.y][threadIdx.x] = (bn < N && k < K) ? klab_load(B, b0 + (u64)bn * K + k, dtb) : 0.0;
+        As[threadIdx.y][threadIdx.x] = (m < M && k < K) ? klab_load(A, a0 + at_a(m, k, M, K, a_km), dta) : 0.0;
+        Bs[threadIdx.y][threadIdx.x] = (bn < N && k < K) ? klab_load(B, b0 + at_b(bn, k, N, K, b_kn), dtb) : 0.0;
         __syncthreads();
         for (int kk = 0; kk < RT; kk++)
             acc += As[threadIdx.y][kk] * Bs[threadIdx.x][kk];
@@ -55,7 +67,7 @@ extern "C" __global__ void mm_ref(const void *A, int dta, const void *B, int dtb
 // K, the partial sums added in a fixed tree.
 extern "C" __global__ void mm_ref_units(const void *A, int dta, const void *B, int dtb, const void *bias,
                                         int dtbias, int act, const u64 *positions, u64 n, float *C, u32 M, u32 N,
-                                        u32 K)
+                                        u32 K, int a_km, int b_kn)
 {
     u64 slot = ((u64)blockIdx.x * blockDim.x + threadIdx.x) / 32;
     u32 lane = threadIdx.x & 31;
@@ -65,10 +77,10 @@ extern "C" __global__ void mm_ref_units(const void *A, int dta, const void *B, i
     u64 mn = (u64)M * N;
     u64 b = u / mn, r = u % mn;
     u64 m = r / N, col = r % N;
-    const u64 a0 = (b * M + m) * K, b0 = (b * N + col) * K;
+    const u64 a0 = b * M * K, b0 = b * N * K;
     double acc = 0.0;
     for (u32 k = lane; k < K; k += 32)
-        acc += klab_load(A, a0 + k, dta) * klab_load(B, b0 + k, dtb);
+        acc += klab_load(A, a0 + at_a(m, k, M, K, a_km), dta) * klab_load(B, b0 + at_b(col, k, N, K, b_kn), dtb);
     for (int off = 16; off > 0; off >>= 1)
         acc += __shfl_xor_sync(0xffffffffu, acc, off);
     if (lane == 0)
