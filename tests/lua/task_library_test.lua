@@ -114,8 +114,9 @@ end
 
 -- klab tasks --check on folders anywhere: the library passes; copies with
 -- a broken reference, a broken shipped baseline, a baseline plan past the
--- block limit, a cuDNN graph with a mode that does not exist and a wrong
--- expected verdict are each one line naming the file and the field, exit 2.
+-- block limit, a cuDNN graph with a mode that does not exist, a cuBLASLt
+-- matmul with a layout that does not exist and a wrong expected verdict
+-- are each one line naming the file and the field, exit 2.
 function T.tasks_check_finds_every_mistake(t)
   local q = require("klab.command").shell_quote
   local code, out, err = t.sh(("cd %s && %s tasks --check tasks"):format(q(t.root), q(t.klab)))
@@ -148,12 +149,15 @@ function T.tasks_check_finds_every_mistake(t)
   local a = copy("activation", "a1")
   edit(a .. "/_family.lua", 'mode = "RELU_FWD"', 'mode = "RELU_FWDX"')
   edit(a .. "/bad/expected.lua", 'verdict = "incorrect"', 'verdict = "incorect"')
+  local m = copy("matmul", "m1")
+  edit(m .. "/_family.lua", 'nn = { a = "mk", b = "kn"', 'nn = { a = "mk", b = "qq"')
   for _, case in ipairs {
     { r, "r1/reduce/[%w_]+%.lua: reference: [%w_/x]+ on sm_90a: " },
     { b, "r2/reduce/[%w_]+%.lua: baseline: [%w_/x]+ on sm_90a: the shipped baseline does not build or plan" },
     { p, "r3/reduce/[%w_]+%.lua: baseline: [%w_/x]+ on sm_90a: the shipped baseline does not build or plan: .*2048" },
     { a, "a1/activation/relu%.lua: baseline%.spec: relu_f32/[%dx]+: the cuDNN graph does not describe: .*RELU_FWDX" },
     { a, "a1/activation/bad/expected%.lua: verdict: entry %d+ %([%w_]+%): 'incorect' is not a verdict %(did you mean 'incorrect'%?%)" },
+    { m, "m1/matmul/matmul_nn%.lua: baseline%.spec: matmul_nn_f32/[%dx]+: the cuBLASLt matmul does not describe: .*b_layout" },
   } do
     code, out, err = t.sh(("cd %s && %s tasks --check %s"):format(q(t.root), q(t.klab), q(case[1])))
     t.eq(code, 2, case[1] .. ": " .. out .. err)

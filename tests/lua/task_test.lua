@@ -65,8 +65,10 @@ function T.shipped_tasks_all_load(t)
   t.eq(#errs, 0, "load errors: " .. table.concat(errs, "; "))
   local per = {}
   for _, x in ipairs(all) do per[x.base] = (per[x.base] or 0) + 1 end
-  for _, base in ipairs({ "gemm_bf16", "gemm_f16", "gemm_fp8e4m3", "gemm_f32" }) do
-    t.eq(per[base], 12, base .. " variants")
+  -- fp8 leaves out the three shapes whose K is not a multiple of 16 (no
+  -- cuBLASLt baseline there).
+  for base, n in pairs({ gemm_bf16 = 12, gemm_f16 = 12, gemm_fp8e4m3 = 9, gemm_f32 = 12 }) do
+    t.eq(per[base], n, base .. " variants")
   end
   -- every GEMM file covers each shape class
   for _, base in ipairs({ "gemm_bf16", "gemm_f16", "gemm_fp8e4m3", "gemm_f32" }) do
@@ -300,7 +302,7 @@ function T.cli_lists_tasks(t)
   if not t.ok(ok and type(list) == "table", "JSON output: " .. out:sub(1, 200)) then return end
   local gemms = 0
   for _, r in ipairs(list) do if r.family == "gemm" then gemms = gemms + 1 end end
-  t.eq(gemms, 48, "four GEMM task files of twelve shapes")
+  t.eq(gemms, 45, "four GEMM task files of twelve shapes (fp8: nine)")
   local found
   for _, r in ipairs(list) do
     if r.name == "gemm_fp8e4m3/8192x7168x5120" then found = r end

@@ -2,6 +2,8 @@
 -- (klab.blas), in the worker, exactly like candidates.
 --
 --   prepare(W, task, io, opts) -> runner | nil, reason
+--   describe(task)             -> true | nil, reason   (no GPU: klab.blas.describe
+--                                 of every compute mode's spec, for `klab tasks --check`)
 --
 -- The task's baseline table: {lib = "cublaslt", op = "matmul", a = "A", b =
 -- "B", c = "C" (operand buffers), modes = {"default"} | {"fp32", "tf32"}
@@ -31,6 +33,38 @@ local function compute_modes(modes)
   return out
 end
 
+-- klab.blas's spec of the task's baseline in one compute mode.
+local function blas_spec(task, sp, dtype, mode, algos)
+  local d = task.dims
+  return { dtype = dtype, compute = mode, M = sp.M or d.M, N = sp.N or d.N, K = sp.K or d.K, algos = algos or 8,
+    batch = sp.batch, a_layout = sp.a_layout, b_layout = sp.b_layout, stride_a = sp.stride_a, stride_b = sp.stride_b,
+    stride_c = sp.stride_c, epilogue = sp.epilogue, bias_dtype = sp.bias_dtype }
+end
+
+-- The operands' type, from the task's buffers (a map by name, or a list).
+local function operand_dtype(task, name)
+  local bufs = task.buffer_by_name or task.buffers or {}
+  local b = bufs[name]
+  if not b then
+    for _, x in ipairs(bufs) do if x.name == name then b = x end end
+  end
+  return b and b.dtype
+end
+
+function M.describe(task)
+  local b = task.baseline
+  if b.op ~= "matmul" then return nil, "unknown op '" .. tostring(b.op) .. "'" end
+  local src = operand_dtype(task, b.a or "A")
+  local dtype = DTYPE[src]
+  if not dtype then return nil, "no matmul for " .. tostring(src) end
+  for _, mode in ipairs(compute_modes(b.modes)) do
+    local ok, d, err = pcall(require("klab.blas").describe, blas_spec(task, b.spec or {}, dtype, mode))
+    if not ok then d, err = nil, d end
+    if not d then return nil, ("%s (compute %s)"):format(tostring(err), mode) end
+  end
+  return true
+end
+
 function M.prepare(W, task, io, opts)
   opts = opts or {}
   local b = task.baseline
@@ -39,7 +73,7 @@ function M.prepare(W, task, io, opts)
   local an, bn, cn = b.a or "A", b.b or "B", b.c or "C"
   local A, B, C = io.inputs[an], io.inputs[bn], io.outputs[cn]
   if not (A and B and C) then return nil, "cuBLASLt baseline: the task lacks operands " .. an .. ", " .. bn .. ", " .. cn end
-  local src = task.buffer_by_name[an].dtype
+  local src = operand_dtype(task, an)
   local dtype = DTYPE[src]
   if not dtype then return nil, "cuBLASLt baseline: no matmul for " .. tostring(src) end
   local d = task.dims
@@ -50,10 +84,7 @@ function M.prepare(W, task, io, opts)
   if bias_name and not bias then return nil, "cuBLASLt baseline: the task lacks the bias input " .. bias_name end
   local runner = { modes = {} }
   for _, mode in ipairs(compute_modes(b.modes)) do
-    local plan, err = blas.gemm_plan(W.ctx, { dtype = dtype, compute = mode, M = sp.M or d.M, N = sp.N or d.N,
-      K = sp.K or d.K, algos = opts.algos or 8, batch = sp.batch, a_layout = sp.a_layout, b_layout = sp.b_layout,
-      stride_a = sp.stride_a, stride_b = sp.stride_b, stride_c = sp.stride_c, epilogue = sp.epilogue,
-      bias_dtype = sp.bias_dtype })
+    local plan, err = blas.gemm_plan(W.ctx, blas_spec(task, sp, dtype, mode, opts.algos))
     if not plan then return nil, "cuBLASLt: " .. tostring(err) end
     -- Each of the heuristic's algorithms gets a short run; the best is then
     -- timed interleaved with the candidate like any other sample.
