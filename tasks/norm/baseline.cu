@@ -131,3 +131,54 @@ rowscale_baseline(const float *X, float *Y, u32 C, int mode)
     for (u32 c = threadIdx.x; c < C; c += blockDim.x)
         y[c] = x[c] * inv;
 }
+
+// The Frobenius normalization's shipped baseline (frobenius_f32.lua; no
+// library in klab has a whole-tensor norm and scaling as one call): block
+// sums of squares in fp32 into part[0..g), one block adding them in fp64
+// into part[g] (the norm, as a float), then a grid-stride scaling. The same
+// bits every run (no atomics).
+extern "C" __global__ void __launch_bounds__(256)
+frob_partial_baseline(const float *X, u64 n, float *part)
+{
+    __shared__ float red[8];
+    float s = 0.0f;
+    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x)
+        s += X[i] * X[i];
+    for (int off = 16; off > 0; off >>= 1)
+        s += __shfl_xor_sync(0xffffffffu, s, off);
+    if ((threadIdx.x & 31) == 0)
+        red[threadIdx.x >> 5] = s;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        float t = 0.0f;
+        for (int w = 0; w < 8; w++)
+            t += red[w];
+        part[blockIdx.x] = t;
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(256)
+frob_norm_baseline(float *part, u32 g)
+{
+    __shared__ double red[256];
+    double s = 0.0;
+    for (u32 i = threadIdx.x; i < g; i += blockDim.x)
+        s += part[i];
+    red[threadIdx.x] = s;
+    __syncthreads();
+    for (int k = 128; k > 0; k >>= 1) {
+        if ((int)threadIdx.x < k)
+            red[threadIdx.x] += red[threadIdx.x + k];
+        __syncthreads();
+    }
+    if (threadIdx.x == 0)
+        part[g] = (float)sqrt(red[0]);
+}
+
+extern "C" __global__ void __launch_bounds__(256)
+frob_scale_baseline(const float *X, const float *part, u32 g, u64 n, float *Y)
+{
+    const float inv = 1.0f / part[g];
+    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x)
+        Y[i] = X[i] * inv;
+}

@@ -133,3 +133,41 @@ rowscale_ref(const float *X, const u64 *positions, float *Y, u32 C, int mode)
     for (u32 c = threadIdx.x; c < C; c += blockDim.x)
         y[c] = (float)((double)x[c] / norm);
 }
+
+// The Frobenius normalization of X[R, C] in fp32 (frobenius_f32.lua):
+// Y = X / sqrt(sum of every x^2). Three launches: block sums of squares in
+// fp64 into part[0..g), one block adding them into part[g] = the norm,
+// then a thread per element unit (every unit, or those listed).
+extern "C" __global__ void __launch_bounds__(RB)
+frob_ref_partial(const float *X, u64 n, double *part)
+{
+    __shared__ double red[RB];
+    double s = 0.0;
+    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {
+        const double v = X[i];
+        s += v * v;
+    }
+    s = block_sum(s, red);
+    if (threadIdx.x == 0)
+        part[blockIdx.x] = s;
+}
+
+extern "C" __global__ void __launch_bounds__(RB)
+frob_ref_norm(double *part, u32 g)
+{
+    __shared__ double red[RB];
+    double s = 0.0;
+    for (u32 i = threadIdx.x; i < g; i += blockDim.x)
+        s += part[i];
+    s = block_sum(s, red);
+    if (threadIdx.x == 0)
+        part[g] = sqrt(s);
+}
+
+extern "C" __global__ void frob_ref_scale(const float *X, const double *part, u32 g, const u64 *positions, u64 n,
+                                          float *Y)
+{
+    const double norm = part[g];
+    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x)
+        Y[i] = (float)((double)X[klab_unit(positions, i)] / norm);
+}
