@@ -8,7 +8,7 @@
 local F = {}
 
 -- The operation codes of reference.cu and baseline.cu.
-F.CODE = { huber = 0, hinge = 1 }
+F.CODE = { huber = 0, hinge = 1, kl_div = 2 }
 
 F.dims = { "R", "C" }
 
@@ -25,11 +25,13 @@ F.buffers = {
   L = { role = "output", dtype = "f32", shape = { 1 } },
 }
 
-function F.description(kernel, formula)
+-- per: what the sum is divided by, in the description's words (default the
+-- element count).
+function F.description(kernel, formula, per)
   return ([[
 Write CUDA kernels that compute a loss of predictions P[R, C] against
 targets T[R, C] (row-major, fp32):
-  L[0] = (1/n) * sum over all n = R*C elements of %s,
+  L[0] = %s of %s,
 written as one fp32. Here R=${R}, C=${C}. Accumulate in fp32 or wider;
 do not round the inputs to a narrower type. The result must not depend
 on timing: two runs on the same inputs must give the same bits (no
@@ -40,51 +42,57 @@ With the default launch plan
 runs first with a grid of (1024, 1, 1) blocks of 256 threads, block b
 writing its partial sum to part[b] (part: a workspace of 1024 floats whose
 contents are garbage on entry), then
-  extern "C" __global__ void %s_final(const float *part, float *L, unsigned long long n)
-runs with one block of 256 threads and writes L[0]. Neither uses dynamic
-shared memory. Send your own plan to change any of this.]]):format(formula, kernel, kernel)
+  extern "C" __global__ void %s_final(const float *part, float *L, unsigned long long d)
+runs with one block of 256 threads and writes L[0] (d: what the sum is
+divided by). Neither uses dynamic shared memory. Send your own plan to
+change any of this.]]):format(per or "(1/n) * sum over all n = R*C elements", formula, kernel, kernel)
 end
 
 -- One unit, the scalar: every checked timed run recomputes it in full.
-function F.reference(op, derive)
+-- divisor: a Lua expression of the plan ("n", the element count, or "R",
+-- the rows); derived: the inputs the derive plan rewrites.
+function F.reference(op, derive, divisor, derived)
   return {
     source = "reference.cu", accumulate = "f64", units = { L = 1 }, sample = 1,
-    derived = derive and { "T" } or nil, derive = derive,
+    derived = derive and (derived or { "T" }) or nil, derive = derive,
     plan = ([[
 local n, g = R * C, 1024
+local d = %s
 return { workspace = { part = { bytes = 8 * g } }, launches = {
   { kernel = "loss_ref_partial", grid = { g, 1, 1 }, block = { 256, 1, 1 },
     args = { buffer("P"), buffer("T"), u64(n), workspace("part"), i32(%d) } },
   { kernel = "mse_ref_final", grid = { 1, 1, 1 }, block = { 256, 1, 1 },
-    args = { workspace("part"), u32(g), u64(n), buffer("L") } } } }
-]]):format(F.CODE[op]),
+    args = { workspace("part"), u32(g), u64(d), buffer("L") } } } }
+]]):format(divisor or "n", F.CODE[op]),
   }
 end
 
-function F.baseline(op)
+function F.baseline(op, divisor)
   return {
     source = "baseline.cu", name = "two-pass " .. op .. " loss: block partial sums, fp64 total",
     plan = ([[
 local n, g = R * C, 1056
+local d = %s
 return { workspace = { part = { bytes = 4 * g } }, launches = {
   { kernel = "loss_partial_baseline", grid = { g, 1, 1 }, block = { 256, 1, 1 },
     args = { buffer("P"), buffer("T"), u64(n), workspace("part"), i32(%d) } },
   { kernel = "mse_final_baseline", grid = { 1, 1, 1 }, block = { 256, 1, 1 },
-    args = { workspace("part"), u32(g), u64(n), buffer("L") } } } }
-]]):format(F.CODE[op]),
+    args = { workspace("part"), u32(g), u64(d), buffer("L") } } } }
+]]):format(divisor or "n", F.CODE[op]),
   }
 end
 
-function F.plan(kernel)
+function F.plan(kernel, divisor)
   return ([[
 -- Default plan: 1024 blocks of partial sums into a workspace, then one block.
 local n, g = R * C, 1024
+local d = %s
 return { workspace = { part = { bytes = 4 * g } }, launches = {
   { kernel = "%s_partial", grid = { g, 1, 1 }, block = { 256, 1, 1 }, shared = 0,
     args = { buffer("P"), buffer("T"), workspace("part"), u64(n) } },
   { kernel = "%s_final", grid = { 1, 1, 1 }, block = { 256, 1, 1 }, shared = 0,
-    args = { workspace("part"), buffer("L"), u64(n) } } } }
-]]):format(kernel, kernel)
+    args = { workspace("part"), buffer("L"), u64(d) } } } }
+]]):format(divisor or "n", kernel, kernel)
 end
 
 -- Memory-bound: no target instruction family to verify.
@@ -98,17 +106,20 @@ F.inputs = {
 -- Sets the fields of a pointwise loss in env (the task file's _ENV) but its
 -- distributions and tolerance, which each task file states. t = {op =,
 -- formula = (f in words), flops = per element, derive = (the reference's
--- derive plan, or nil)}: the task is <op>_f32.
+-- derive plan, or nil), derived = (the inputs it rewrites, default T),
+-- divisor = (a plan expression: "n", the default, or "R"), per = (the
+-- description's words for it)}: the task is <op>_f32.
 function F.define(env, t)
   env.name, env.family, env.kernel = t.op .. "_f32", "loss", t.op
   env.tags = { "loss", t.op, "f32", "memory-bound" }
-  env.description = F.description(t.op, t.formula)
+  env.description = F.description(t.op, t.formula, t.per)
   env.dims, env.variants, env.buffers, env.inputs = F.dims, F.variants, F.buffers, F.inputs
   env.trials = 2
-  env.reference, env.baseline = F.reference(t.op, t.derive), F.baseline(t.op)
+  env.reference = F.reference(t.op, t.derive, t.divisor, t.derived)
+  env.baseline = F.baseline(t.op, t.divisor)
   env.flops = function(d) return t.flops * d.R * d.C end
   env.targets = F.targets
-  env.plan = F.plan(t.op)
+  env.plan = F.plan(t.op, t.divisor)
 end
 
 return F

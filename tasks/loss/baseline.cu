@@ -133,7 +133,8 @@ mse_final_baseline(const float *part, u32 nparts, u64 n, float *L)
 // The pointwise losses' shipped baseline (_pointwise.lua): as the MSE's,
 // each block sums the loss over a grid-strided slice in fp32 into
 // part[block], and mse_final_baseline adds the partial sums in fp64 and
-// divides by n. op 0 Huber (smooth L1, beta 1), op 1 hinge.
+// divides by n. op 0 Huber (smooth L1, beta 1), op 1 hinge, op 2 KL
+// divergence t (log t - log p).
 extern "C" __global__ void __launch_bounds__(256)
 loss_partial_baseline(const float *P, const float *T, u64 n, float *part, int op)
 {
@@ -144,6 +145,8 @@ loss_partial_baseline(const float *P, const float *T, u64 n, float *part, int op
         if (op == 0) {
             const float d = fabsf(p - t);
             acc += d < 1.0f ? 0.5f * d * d : d - 0.5f;
+        } else if (op == 2) {
+            acc += t > 0.0f ? t * (logf(t) - logf(p)) : 0.0f;
         } else {
             acc += fmaxf(1.0f - p * t, 0.0f);
         }

@@ -78,13 +78,16 @@ ce_ref(const __nv_bfloat16 *X, const int *T, const u64 *positions, float *L, u32
 }
 
 // The pointwise losses (_pointwise.lua), in fp64 from the stored values:
-// op 0 Huber (smooth L1, beta 1), op 1 hinge.
+// op 0 Huber (smooth L1, beta 1), op 1 hinge, op 2 KL divergence
+// t (log t - log p) (0 where t is 0).
 static __device__ double pointwise_loss(int op, double p, double t)
 {
     if (op == 0) {
         const double d = fabs(p - t);
         return d < 1.0 ? 0.5 * d * d : d - 0.5;
     }
+    if (op == 2)
+        return t > 0.0 ? t * (log(t) - log(p)) : 0.0;
     return fmax(1.0 - p * t, 0.0);
 }
 
@@ -106,4 +109,24 @@ extern "C" __global__ void hinge_targets(float *T, u64 n)
 {
     for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x)
         T[i] = T[i] < 0.0f ? -1.0f : 1.0f;
+}
+
+// The KL divergence's inputs: each row of P and of T replaced by its
+// softmax (fp64 inside, fp32 stored), so that both are distributions over
+// the C columns as KernelBench's are. A block of 256 per row of either
+// (blockIdx.y: 0 for P, 1 for T).
+extern "C" __global__ void __launch_bounds__(256)
+softmax_rows(float *P, float *T, u32 C)
+{
+    float *x = (blockIdx.y == 0 ? P : T) + (u64)blockIdx.x * C;
+    double m = __longlong_as_double(0xfff0000000000000ULL);
+    for (u32 c = threadIdx.x; c < C; c += blockDim.x)
+        m = fmax(m, (double)x[c]);
+    m = block_all(m, true);
+    double s = 0.0;
+    for (u32 c = threadIdx.x; c < C; c += blockDim.x)
+        s += exp((double)x[c] - m);
+    s = block_all(s, false);
+    for (u32 c = threadIdx.x; c < C; c += blockDim.x)
+        x[c] = (float)(exp((double)x[c] - m) / s);
 }
