@@ -153,3 +153,38 @@ loss_partial_baseline(const float *P, const float *T, u64 n, float *part, int op
     }
     block_total(acc, part);
 }
+
+// The triplet margin loss's shipped baseline (triplet_f32.lua): a block of
+// 256 per row, both squared distances in fp32 (warp sums, then the eight
+// warps' in order), the row's loss into part[row]; mse_final_baseline then
+// averages the rows in fp64.
+extern "C" __global__ void __launch_bounds__(256)
+triplet_rows_baseline(const float *A, const float *P, const float *N, u32 D, float margin, float eps, float *part)
+{
+    __shared__ float rp[8], rn[8];
+    const u64 base = (u64)blockIdx.x * D;
+    float sp = 0.0f, sn = 0.0f;
+    for (u32 c = threadIdx.x; c < D; c += blockDim.x) {
+        const float a = A[base + c];
+        const float dp = a - P[base + c] + eps, dn = a - N[base + c] + eps;
+        sp += dp * dp;
+        sn += dn * dn;
+    }
+    for (int off = 16; off > 0; off >>= 1) {
+        sp += __shfl_xor_sync(0xffffffffu, sp, off);
+        sn += __shfl_xor_sync(0xffffffffu, sn, off);
+    }
+    if ((threadIdx.x & 31) == 0) {
+        rp[threadIdx.x >> 5] = sp;
+        rn[threadIdx.x >> 5] = sn;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        float tp = 0.0f, tn = 0.0f;
+        for (int w = 0; w < 8; w++) {
+            tp += rp[w];
+            tn += rn[w];
+        }
+        part[blockIdx.x] = fmaxf(sqrtf(tp) - sqrtf(tn) + margin, 0.0f);
+    }
+}

@@ -130,3 +130,24 @@ softmax_rows(float *P, float *T, u32 C)
     for (u32 c = threadIdx.x; c < C; c += blockDim.x)
         x[c] = (float)(exp((double)x[c] - m) / s);
 }
+
+// The triplet margin loss (triplet_f32.lua): for each row b, with
+// torch's pairwise distance ||x - y + eps||_2 (eps = 1e-6),
+//   part[b] = max(d(A_b, P_b) - d(A_b, N_b) + margin, 0)
+// in fp64, a block per row (mse_ref_final then averages the B rows).
+extern "C" __global__ void __launch_bounds__(256)
+triplet_ref_rows(const float *A, const float *P, const float *N, u32 D, double margin, double eps, double *part)
+{
+    const u64 base = (u64)blockIdx.x * D;
+    double sp = 0.0, sn = 0.0;
+    for (u32 c = threadIdx.x; c < D; c += blockDim.x) {
+        const double a = A[base + c];
+        const double dp = a - (double)P[base + c] + eps, dn = a - (double)N[base + c] + eps;
+        sp += dp * dp;
+        sn += dn * dn;
+    }
+    sp = block_all(sp, false);
+    sn = block_all(sn, false);
+    if (threadIdx.x == 0)
+        part[blockIdx.x] = fmax(sqrt(sp) - sqrt(sn) + margin, 0.0);
+}
