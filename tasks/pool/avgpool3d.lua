@@ -1,0 +1,8 @@
+-- Average-pooling in 3-D, fp32, in PyTorch's layout (KernelBench Level 1,
+-- problem 46): window 3, stride 2, padding 1, dilation 1, as KernelBench
+-- sets them. _ncl.lua defines every field but the tolerance.
+local F = include "_ncl.lua"
+F.define(_ENV, { kind = "avg", nd = 3, window = { K = 3, S = 2, P = 1, DL = 1 } })
+
+-- See TOLERANCE in _ncl.lua.
+tolerance = F.TOLERANCE.avg

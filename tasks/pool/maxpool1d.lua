@@ -1,0 +1,8 @@
+-- Max-pooling in 1-D, fp32, in PyTorch's layout (KernelBench Level 1,
+-- problem 41): window 4, stride 2, padding 2, dilation 3, as KernelBench
+-- sets them. _ncl.lua defines every field but the tolerance.
+local F = include "_ncl.lua"
+F.define(_ENV, { kind = "max", nd = 1, window = { K = 4, S = 2, P = 2, DL = 3 } })
+
+-- See TOLERANCE in _ncl.lua.
+tolerance = F.TOLERANCE.max
