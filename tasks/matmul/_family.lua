@@ -279,4 +279,63 @@ and no dynamic shared memory: block (x, y) owns the 128x128 tile of C at rows
   env.plan = F.tile_plan(kernel, "1", 'buffer("A"), buffer("B"), buffer("C"), u32(M), u32(N), u32(K)')
 end
 
+-- ---- triangular products ------------------------------------------------------
+
+-- C = A·B for square triangular A[N,N] and B[N,N] (both upper, or both
+-- lower: KernelBench's problems 14 and 15), so C is triangular the same
+-- way. The inputs are drawn whole and cut to their triangle by the
+-- reference's derive step; the baseline is cuBLASLt's full product (what
+-- PyTorch runs), which a candidate may beat by skipping the zeros.
+local TRI_DERIVE = [[
+local grid = { math.min(cdiv(N * N, 256), 65536), 1, 1 }
+return { launches = {
+  { kernel = "tri_mask", grid = grid, block = { 256, 1, 1 }, args = { buffer("A"), u32(N), i32(%d) } },
+  { kernel = "tri_mask", grid = grid, block = { 256, 1, 1 }, args = { buffer("B"), u32(N), i32(%d) } } } }
+]]
+
+-- Sets every field of a triangular product in env but its tolerance.
+-- t.upper: true for upper triangles.
+function F.define_triangular(env, t)
+  local which = t.upper and "upper" or "lower"
+  local kernel = "matmul_" .. (t.upper and "triu" or "tril")
+  env.name, env.family, env.kernel = kernel .. "_f32", "matmul", kernel
+  env.tags = { "matmul", "f32", "triangular", which }
+  env.description = ([[
+Write a CUDA kernel named `%s` that computes C = A·B,
+C[m,n] = sum_k A[m,k]·B[k,n], for row-major square matrices A[N,N] and
+B[N,N] in fp32 that are both %s triangular (the entries %s the
+diagonal are 0), writing C[N,N] in fp32 (%s triangular too), as accurate
+as an fp32 dot product (TF32 tensor cores alone are not). Here N=${N}.
+With the default launch plan the kernel is
+  extern "C" __global__ void %s(const float *A, const float *B, float *C, unsigned N)
+launched with a grid of (ceil(N/128), ceil(N/128), 1) blocks of 256 threads
+and no dynamic shared memory: block (x, y) owns the 128x128 tile of C at rows
+128*y.., columns 128*x... %s]]):format(kernel, which, t.upper and "below" or "above", which, kernel, F.own_plan)
+  env.dims = { "N" }
+  -- 4096 (KernelBench's own size; strict FP32 near 3 ms on an H200) and an
+  -- odd one.
+  env.variants = { { N = 4096, tags = { "main", "kernelbench" } }, { N = 1001, tags = { "odd", "small" } } }
+  env.buffers = {
+    A = { role = "input", dtype = "f32", shape = { "N", "N" } },
+    B = { role = "input", dtype = "f32", shape = { "N", "N" } },
+    C = { role = "output", dtype = "f32", shape = { "N", "N" } },
+  }
+  env.inputs, env.trials, env.distributions = F.inputs { "A", "B" }, F.trials, F.distributions("A", "B")
+  local mask = t.upper and 1 or 0
+  env.reference = F.reference { a = "A", b = "B", c = "C", M = "N", N = "N", K = "N", b_layout = "kn" }
+  env.reference.derived, env.reference.derive = { "A", "B" }, TRI_DERIVE:format(mask, mask)
+  env.baseline = F.baseline { modes = { "fp32", "tf32" },
+    spec = function(d) return { M = d.N, N = d.N, K = d.N, a_layout = "mk", b_layout = "kn" } end }
+  -- The multiply-adds a triangular product needs: about N^3/3 (a sixth of
+  -- the full product's 2 N^3).
+  env.flops = function(d) return d.N * (d.N + 1) * (d.N + 2) // 3 end
+  env.work = F.work
+  env.targets = { sm_90a = { "tma" }, sm_100a = { "tma" } }
+  env.plan = ([[
+-- Default plan: one launch of `%s`, a block of 256 threads per 128x128 tile of C.
+return { launches = { { kernel = "%s", grid = { cdiv(N, 128), cdiv(N, 128), 1 }, block = { 256, 1, 1 }, shared = 0,
+  args = { buffer("A"), buffer("B"), buffer("C"), u32(N) } } } }
+]]):format(kernel, kernel)
+end
+
 return F

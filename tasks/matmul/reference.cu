@@ -97,3 +97,16 @@ extern "C" __global__ void diag_ref(const float *a, const float *B, const u64 *p
         Y[i] = (float)((double)a[u / M] * (double)B[u]);
     }
 }
+
+// The triangular products' inputs (matmul_triangular.lua): the square
+// matrix X[N, N] keeps its upper (upper = 1) or lower triangle, diagonal
+// included, and the rest is set to 0.
+extern "C" __global__ void tri_mask(float *X, u32 N, int upper)
+{
+    const u64 total = (u64)N * N;
+    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < total; i += (u64)gridDim.x * blockDim.x) {
+        const u64 r = i / N, c = i % N;
+        if (upper ? c < r : c > r)
+            X[i] = 0.0f;
+    }
+}
