@@ -10,12 +10,17 @@ tags = { "conv", "f32" }
 description = cv.conv_description(cv.F32_TEXT, "float")
 
 dims = cv.dims
+-- A padding of 0 is a padding (the pointwise variant below).
+zero_dims = { "P" }
 -- ResNet-like 3x3 convolutions (30 and 15 GFLOP: near a millisecond for
 -- strict FP32 engines on an H200), then the small odd one.
 variants = {
   cv.variant({ N = 32, H = 56, W = 56, C = 128, K = 128, R = 3, S = 3, P = 1, U = 1 }, { "main" }),
   cv.variant({ N = 16, H = 28, W = 28, C = 256, K = 256, R = 3, S = 3, P = 1, U = 1 }, { "main" }),
   cv.variant({ N = 2, H = 15, W = 17, C = 24, K = 40, R = 3, S = 3, P = 1, U = 2 }, { "odd", "small" }),
+  -- A pointwise (1x1, unpadded) convolution, KernelBench Level 1's problem
+  -- 87: a GEMM over the pixels in all but name (13 GFLOP).
+  cv.variant({ N = 32, H = 56, W = 56, C = 256, K = 256, R = 1, S = 1, P = 0, U = 1 }, { "pointwise" }),
 }
 
 buffers = cv.conv_buffers("f32")

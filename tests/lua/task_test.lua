@@ -200,6 +200,14 @@ function T.broken_files_name_file_and_field(t)
   broken(t, nil, "tolerence = {}\n", nil, "unknown field 'tolerence'")
   broken(t, '{ name = "big", N = 1024 }', '{ name = "big" }', "variants[2].N", "missing")
   broken(t, '{ N = 16 }', '{ N = 0 }', "variants[1].N", "positive")
+  -- zero_dims lets a dimension be 0, never negative, and names dims only.
+  broken(t, '{ N = 16 }', '{ N = -1 }', "variants[1].N", "positive")
+  do
+    local text = GOOD:gsub('dims = { "N" }', 'dims = { "N" }\nzero_dims = { "N" }', 1):gsub("{ N = 16 }", "{ N = -1 }", 1)
+    local err = load_err(toy(t, text)) or ""
+    t.match(err, "variants%[1%]%.N.*must not be negative, got %-1")
+  end
+  broken(t, 'dims = { "N" }', 'dims = { "N" }\nzero_dims = { "Q" }', "zero_dims[1]", "not one of dims")
   broken(t, 'flops = function(d) return d.N end', 'flops = function(d) return nil end', "flops", "positive number")
   broken(t, 'flops = function(d) return d.N end', 'flops = function(d) return d.N.x end', "flops", "raised")
   broken(t, 'inputs = { X = { dist = "uniform", lo = -1, hi = 1 } }', 'inputs = {}', "inputs.X", "every input")

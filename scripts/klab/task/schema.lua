@@ -16,7 +16,7 @@ local FIELDS = {
   name = true, family = true, description = true, dims = true, variants = true, buffers = true,
   inputs = true, scales = true, reference = true, baseline = true, tolerance = true,
   flops = true, bytes = true, targets = true, plan = true, trials = true, distributions = true,
-  tags = true, kernel = true, precision = true, work = true, tensor_type = true,
+  tags = true, kernel = true, precision = true, work = true, tensor_type = true, zero_dims = true,
 }
 local REQUIRED = { "name", "family", "description", "dims", "variants", "buffers", "inputs",
                    "reference", "baseline", "tolerance", "flops", "targets", "plan" }
@@ -215,6 +215,17 @@ function M.check(file, f)
   if nv == 0 then fail(file, "variants", "needs at least one variant") end
   c.variants = {}
   local vnames = {}
+  -- Dimensions that may be 0 (a padding, say); the others must be positive.
+  local zero_ok = {}
+  if f.zero_dims ~= nil then
+    check_type(file, "zero_dims", f.zero_dims, "table")
+    local is_dim = {}
+    for _, d in ipairs(f.dims) do is_dim[d] = true end
+    for i, d in ipairs(f.zero_dims) do
+      if not is_dim[d] then fail(file, "zero_dims[" .. i .. "]", "'" .. tostring(d) .. "' is not one of dims") end
+      zero_ok[d] = true
+    end
+  end
   for i, v in ipairs(f.variants) do
     local p = "variants[" .. i .. "]"
     check_type(file, p, v, "table")
@@ -229,7 +240,9 @@ function M.check(file, f)
         x = math.tointeger(x)
         if not x then fail(file, p .. "." .. d, "must be an integer") end
       end
-      if x <= 0 then fail(file, p .. "." .. d, "must be positive, got " .. x) end
+      if x < 0 or (x == 0 and not zero_ok[d]) then
+        fail(file, p .. "." .. d, (zero_ok[d] and "must not be negative, got " or "must be positive, got ") .. x)
+      end
       dv[d] = x
       parts[#parts + 1] = tostring(x)
     end
