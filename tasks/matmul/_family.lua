@@ -244,6 +244,26 @@ F.layout_variants = {
   { M = 123, N = 457, K = 789, tags = { "odd", "small" } },
 }
 
+-- What the fp32 products with KernelBench's operands share: A, B and C in
+-- fp32 with the shapes and layouts given (o.A, o.B: shapes; o.a, o.b:
+-- klab.blas layouts; o.M, o.N, o.K: the product's sizes as dimension
+-- names), their inputs, the reference, cuBLASLt in strict FP32 and TF32
+-- beside it, and the targets (as gemm_f32: tensor cores reach fp32 accuracy
+-- only through split-TF32 schemes, so only TMA is a target).
+local function fp32_product(env, o)
+  env.buffers = {
+    A = { role = "input", dtype = "f32", shape = o.A },
+    B = { role = "input", dtype = "f32", shape = o.B },
+    C = { role = "output", dtype = "f32", shape = { o.M, o.N } },
+  }
+  env.inputs, env.trials, env.distributions = F.inputs { "A", "B" }, F.trials, F.distributions("A", "B")
+  env.reference = F.reference { a = "A", b = "B", c = "C", M = o.M, N = o.N, K = o.K, a_layout = o.a, b_layout = o.b }
+  env.baseline = F.baseline { modes = { "fp32", "tf32" },
+    spec = function(d) return { M = d[o.M], N = d[o.N], K = d[o.K], a_layout = o.a, b_layout = o.b } end }
+  env.work = F.work
+  env.targets = { sm_90a = { "tma" }, sm_100a = { "tma" } }
+end
+
 -- Sets every field of a layout task in env but its tolerance. t.layout:
 -- "nn", "tn" or "tt"; the task is matmul_<layout>_f32.
 function F.define_layout(env, t)
@@ -262,20 +282,8 @@ launched with a grid of (ceil(N/128), ceil(M/128), 1) blocks of 256 threads
 and no dynamic shared memory: block (x, y) owns the 128x128 tile of C at rows
 128*y.., columns 128*x... %s]]):format(kernel, L.formula, L.decl, kernel, F.own_plan)
   env.dims, env.variants = { "M", "N", "K" }, F.layout_variants
-  env.buffers = {
-    A = { role = "input", dtype = "f32", shape = L.A },
-    B = { role = "input", dtype = "f32", shape = L.B },
-    C = { role = "output", dtype = "f32", shape = { "M", "N" } },
-  }
-  env.inputs, env.trials, env.distributions = F.inputs { "A", "B" }, F.trials, F.distributions("A", "B")
-  env.reference = F.reference { a = "A", b = "B", c = "C", a_layout = L.a, b_layout = L.b }
-  -- cuBLASLt on the operands as they are stored, strict FP32 and TF32 beside it.
-  env.baseline = F.baseline { modes = { "fp32", "tf32" },
-    spec = function(d) return { M = d.M, N = d.N, K = d.K, a_layout = L.a, b_layout = L.b } end }
-  env.flops, env.work = F.flops, F.work
-  -- As gemm_f32: tensor cores reach fp32 accuracy only through split-TF32
-  -- schemes, so only TMA is a target.
-  env.targets = { sm_90a = { "tma" }, sm_100a = { "tma" } }
+  fp32_product(env, { A = L.A, B = L.B, a = L.a, b = L.b, M = "M", N = "N", K = "K" })
+  env.flops = F.flops
   env.plan = F.tile_plan(kernel, "1", 'buffer("A"), buffer("B"), buffer("C"), u32(M), u32(N), u32(K)')
 end
 
@@ -315,22 +323,12 @@ and no dynamic shared memory: block (x, y) owns the 128x128 tile of C at rows
   -- 4096 (KernelBench's own size; strict FP32 near 3 ms on an H200) and an
   -- odd one.
   env.variants = { { N = 4096, tags = { "main", "kernelbench" } }, { N = 1001, tags = { "odd", "small" } } }
-  env.buffers = {
-    A = { role = "input", dtype = "f32", shape = { "N", "N" } },
-    B = { role = "input", dtype = "f32", shape = { "N", "N" } },
-    C = { role = "output", dtype = "f32", shape = { "N", "N" } },
-  }
-  env.inputs, env.trials, env.distributions = F.inputs { "A", "B" }, F.trials, F.distributions("A", "B")
+  fp32_product(env, { A = { "N", "N" }, B = { "N", "N" }, a = "mk", b = "kn", M = "N", N = "N", K = "N" })
   local mask = t.upper and 1 or 0
-  env.reference = F.reference { a = "A", b = "B", c = "C", M = "N", N = "N", K = "N", b_layout = "kn" }
   env.reference.derived, env.reference.derive = { "A", "B" }, TRI_DERIVE:format(mask, mask)
-  env.baseline = F.baseline { modes = { "fp32", "tf32" },
-    spec = function(d) return { M = d.N, N = d.N, K = d.N, a_layout = "mk", b_layout = "kn" } end }
   -- The multiply-adds a triangular product needs: about N^3/3 (a sixth of
   -- the full product's 2 N^3).
   env.flops = function(d) return d.N * (d.N + 1) * (d.N + 2) // 3 end
-  env.work = F.work
-  env.targets = { sm_90a = { "tma" }, sm_100a = { "tma" } }
   env.plan = ([[
 -- Default plan: one launch of `%s`, a block of 256 threads per 128x128 tile of C.
 return { launches = { { kernel = "%s", grid = { cdiv(N, 128), cdiv(N, 128), 1 }, block = { 256, 1, 1 }, shared = 0,

@@ -38,19 +38,24 @@ function M.fast_at_k(n, c, k)
   return 1 - ratio(n - c, n, k)
 end
 
--- speedups: the n trajectories' results, 0 for none.
-function M.best_of_k(speedups, k)
-  local n = #speedups
+-- The expected best of k drawn from s, sorted ascending.
+local function best_sorted(s, k)
+  local n = #s
   if k > n or n == 0 then return nil end
-  local s = {}
-  for i, v in ipairs(speedups) do s[i] = v end
-  table.sort(s)
   -- P(the largest of the k drawn is the i-th smallest) = C(i-1, k-1)/C(n, k).
   local e = 0
   for i = k, n do
     if s[i] > 0 then e = e + s[i] * (k / n) * ratio(i - 1, n - 1, k - 1) end
   end
   return e
+end
+
+-- speedups: the n trajectories' results, 0 for none.
+function M.best_of_k(speedups, k)
+  local s = {}
+  for i, v in ipairs(speedups) do s[i] = v end
+  table.sort(s)
+  return best_sorted(s, k)
 end
 
 -- rows: one per arch x model with at least one task: {arch, model, tasks
@@ -75,12 +80,14 @@ function M.curves(trajs, opts)
       end
     end
     if #per_task > 0 then
-      -- Each task's estimates at every k, once; the bootstrap averages them.
+      -- Each task's estimates at every k, once (its results sorted once);
+      -- the bootstrap averages them.
       for _, t in ipairs(per_task) do
         t.fast, t.best = {}, {}
+        table.sort(t.sp)
         for k = 1, kmax do
           t.fast[k] = M.fast_at_k(t.n, t.c, k)
-          t.best[k] = M.best_of_k(t.sp, k)
+          t.best[k] = best_sorted(t.sp, k)
         end
       end
       local function stat(sample)
