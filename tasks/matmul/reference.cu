@@ -10,19 +10,31 @@
 //
 // A unit is one element of C: u = (b*M + m)*N + n. a_km and b_kn store an
 // operand the other way round: A[b][K,M] (C = Aᵀ·... ) and B[b][K,N]
-// (C = ...·B), for KernelBench's layouts.
+// (C = ...·B), for KernelBench's layouts. C is fp32 (dtc = KLAB_F32) or,
+// as the first step of a composed task's reference (klab.task.compose),
+// fp64 (KLAB_F64), so that the chain after it starts from the exact sums.
 
 #define RT 16
 
-enum { ACT_NONE = 0, ACT_RELU = 1, ACT_GELU_TANH = 2 };
+// The epilogues (prefixed: a composed task's reference is this file and the
+// activation family's in one source).
+enum { MM_ACT_NONE = 0, MM_ACT_RELU = 1, MM_ACT_GELU_TANH = 2 };
+
+static __device__ __forceinline__ void mm_store(void *C, u64 i, int dtc, double v)
+{
+    if (dtc == KLAB_F64)
+        ((double *)C)[i] = v;
+    else
+        ((float *)C)[i] = (float)v;
+}
 
 static __device__ __forceinline__ double epilogue(double v, const void *bias, int dtbias, u64 n, int act)
 {
     if (bias)
         v += klab_load(bias, n, dtbias);
-    if (act == ACT_RELU)
+    if (act == MM_ACT_RELU)
         v = v > 0.0 ? v : 0.0;
-    else if (act == ACT_GELU_TANH)
+    else if (act == MM_ACT_GELU_TANH)
         v = 0.5 * v * (1.0 + tanh(0.7978845608028654 * (v + 0.044715 * v * v * v)));  // sqrt(2/pi)
     return v;
 }
@@ -40,7 +52,7 @@ static __device__ __forceinline__ u64 at_b(u64 n, u64 k, u32 N, u32 K, int b_kn)
 // The whole of C: a 16x16 tile of member blockIdx.z per block, both
 // operands staged in shared memory as doubles.
 extern "C" __global__ void mm_ref(const void *A, int dta, const void *B, int dtb, const void *bias, int dtbias,
-                                  int act, float *C, u32 M, u32 N, u32 K, int a_km, int b_kn)
+                                  int act, void *C, int dtc, u32 M, u32 N, u32 K, int a_km, int b_kn)
 {
     __shared__ double As[RT][RT + 1];
     __shared__ double Bs[RT][RT + 1];
@@ -60,14 +72,14 @@ extern "C" __global__ void mm_ref(const void *A, int dta, const void *B, int dtb
         __syncthreads();
     }
     if (m < M && n < N)
-        C[c0 + (u64)m * N + n] = (float)epilogue(acc, bias, dtbias, n, act);
+        mm_store(C, c0 + (u64)m * N + n, dtc, epilogue(acc, bias, dtbias, n, act));
 }
 
 // Units positions[0..n) into C[0..n): a warp per unit, its lanes splitting
 // K, the partial sums added in a fixed tree.
 extern "C" __global__ void mm_ref_units(const void *A, int dta, const void *B, int dtb, const void *bias,
-                                        int dtbias, int act, const u64 *positions, u64 n, float *C, u32 M, u32 N,
-                                        u32 K, int a_km, int b_kn)
+                                        int dtbias, int act, const u64 *positions, u64 n, void *C, int dtc, u32 M,
+                                        u32 N, u32 K, int a_km, int b_kn)
 {
     u64 slot = ((u64)blockIdx.x * blockDim.x + threadIdx.x) / 32;
     u32 lane = threadIdx.x & 31;
@@ -84,7 +96,7 @@ extern "C" __global__ void mm_ref_units(const void *A, int dta, const void *B, i
     for (int off = 16; off > 0; off >>= 1)
         acc += __shfl_xor_sync(0xffffffffu, acc, off);
     if (lane == 0)
-        C[slot] = (float)epilogue(acc, bias, dtbias, col, act);
+        mm_store(C, slot, dtc, epilogue(acc, bias, dtbias, col, act));
 }
 
 // A diagonal matrix times a matrix, Y = diag(a)·B: Y[i, j] = a[i]·B[i, j]
