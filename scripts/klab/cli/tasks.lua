@@ -112,6 +112,8 @@ local function record(t)
     dims = dims, dim_order = task.plain(t.dim_order), inputs = ins, outputs = outs,
     buffers = buffers, flops = t.flops, bytes = t.bytes, targets = task.plain(t.targets),
     tags = task.plain(t.tags), baseline = task.plain(t.baseline), tolerance = task.plain(t.tolerance),
+    -- A composed task's chain (klab.task.compose): ops, tolerance, baseline.
+    compose = t.compose and task.plain(t.compose) or nil,
   }
 end
 

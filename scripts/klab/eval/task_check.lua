@@ -122,9 +122,16 @@ function M.run(dirs, opts)
         local pok, d, err = pcall(require("klab.dnn").graph_describe, task.plain(x.baseline.spec))
         if not pok then d, err = nil, d end
         if not d then problem(x.file, "baseline.spec", ("%s: the cuDNN graph does not describe: %s"):format(x.name, err)) end
-      elseif x.baseline.lib == "cublaslt" then
-        local d, err = require("klab.eval.baselines.cublaslt").describe(x)
-        if not d then problem(x.file, "baseline.spec", ("%s: the cuBLASLt matmul does not describe: %s"):format(x.name, err)) end
+      elseif x.baseline.lib == "cublaslt" or (x.baseline.prologue and x.baseline.prologue.lib == "cublaslt") then
+        -- A shipped kernel after a cuBLASLt product (a composed task's) is
+        -- described as that product.
+        local pro = x.baseline.prologue
+        local view = pro and { dims = x.dims, buffers = x.buffers, baseline = pro } or x
+        local d, err = require("klab.eval.baselines.cublaslt").describe(view)
+        if not d then
+          problem(x.file, pro and "baseline.prologue" or "baseline.spec",
+            ("%s: the cuBLASLt matmul does not describe: %s"):format(x.name, err))
+        end
       end
       if not (x.flops > 0 and x.bytes > 0) then problem(x.file, "flops", x.name .. ": counts no FLOPs or no bytes") end
     end

@@ -42,6 +42,8 @@ local BASE = {}
 for _, k in ipairs(job.base) do BASE[k] = _G[k] end
 local function env_of() return setmetatable({}, { __index = BASE }) end
 local running = {}
+-- The constructors of a composed task's operations (klab.task.compose).
+BASE.ops = load_text(job.ops, "=ops", "t", { setmetatable = setmetatable, type = type, next = next })()
 BASE.include = function(name)
   local src = type(name) == "string" and job.files[name]
   if not src then
@@ -154,7 +156,8 @@ function M.run(path, opts)
   local limits = { load = true }
   for k, v in pairs(opts.limits) do limits[k] = v end
   local out, msg, code = require("klab.sandbox").run(RUNNER, path, {
-    __klab_task = { src = src, path = path, dir = dir, files = files, unreadable = unreadable, base = BASE_NAMES },
+    __klab_task = { src = src, path = path, dir = dir, files = files, unreadable = unreadable, base = BASE_NAMES,
+                    ops = require("klab.task.compose").SANDBOX },
   }, limits)
   if not out then
     if code == "EMEMORY" or code == "ELIMIT" then load_error(msg, path) end

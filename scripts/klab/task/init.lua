@@ -45,6 +45,7 @@ local shape = require("klab.task.shape")
 
 local schema = require("klab.task.schema")
 local file = require("klab.task.file")
+local compose = require("klab.task.compose")
 local search = require("klab.task.search")
 local fail, LoadError = schema.fail, schema.LoadError
 
@@ -115,13 +116,23 @@ local function load_file(path)
   if failed[path] then error(failed[path], 0) end
   local ok, desc = pcall(function()
     local f = file.run(path, { limits = M.LIMITS, max_bytes = M.MAX_FILE_BYTES })
+    local composed
+    if f.compose ~= nil then f, composed = compose.expand(path, f) end
     local c = schema.check(path, f)
-    c.reference.code, c.reference.path = file.read_beside(path, c.reference.source, "reference.source", M.MAX_FILE_BYTES)
-    if c.baseline.kind == "shipped" then
-      c.baseline.code, c.baseline.path = file.read_beside(path, c.baseline.source, "baseline.source", M.MAX_FILE_BYTES)
+    if composed then
+      c.reference.code, c.reference.path = compose.sources(path, "reference", M.MAX_FILE_BYTES)
+      c.baseline.code, c.baseline.path = compose.sources(path, "baseline", M.MAX_FILE_BYTES)
+    else
+      c.reference.code, c.reference.path = file.read_beside(path, c.reference.source, "reference.source", M.MAX_FILE_BYTES)
+      if c.baseline.kind == "shipped" then
+        c.baseline.code, c.baseline.path = file.read_beside(path, c.baseline.source, "baseline.source", M.MAX_FILE_BYTES)
+      end
     end
     local tasks = {}
-    for i, v in ipairs(c.variants) do tasks[i] = schema.variant(path, c, f, v) end
+    for i, v in ipairs(c.variants) do
+      tasks[i] = schema.variant(path, c, f, v)
+      tasks[i].compose = composed
+    end
     local variants = {}
     for i, v in ipairs(c.variants) do variants[i] = v.name end
     return freeze({

@@ -17,6 +17,7 @@ local FIELDS = {
   inputs = true, scales = true, reference = true, baseline = true, tolerance = true,
   flops = true, bytes = true, targets = true, plan = true, trials = true, distributions = true,
   tags = true, kernel = true, precision = true, work = true, tensor_type = true, zero_dims = true,
+  compose = true,
 }
 local REQUIRED = { "name", "family", "description", "dims", "variants", "buffers", "inputs",
                    "reference", "baseline", "tolerance", "flops", "targets", "plan" }
@@ -389,7 +390,7 @@ function M.check(file, f)
   c.baseline = {}
   for k, v in pairs(f.baseline) do c.baseline[k] = v end
   if f.baseline.source ~= nil then
-    check_keys(file, "baseline", f.baseline, { source = true, plan = true, name = true, note = true })
+    check_keys(file, "baseline", f.baseline, { source = true, plan = true, name = true, note = true, prologue = true })
     c.baseline.kind = "shipped"
     c.baseline.source = check_source(file, "baseline.source", f.baseline.source)
     c.baseline.plan = check_plan_text(file, "baseline.plan", f.baseline.plan)

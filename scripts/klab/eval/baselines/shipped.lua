@@ -2,6 +2,9 @@
 -- baseline = {source = "baseline.cu", plan = [[...]]}), for operations no
 -- library offers. Compiled and planned by the caller like the reference, run
 -- here like a candidate, and recorded as a shipped baseline in every result.
+-- baseline.prologue (a library baseline's table: a composed task's cuBLASLt
+-- product) runs first, into the kernel's workspace; its info is recorded
+-- as info.prologue.
 --
 --   prepare(W, task, io, opts) -> runner | nil, reason
 
@@ -18,6 +21,22 @@ function M.prepare(W, task, io, opts)
     local buf, aerr = W.ctx:alloc(math.max(w.bytes, 1))
     if not buf then return nil, aerr end
     ws[name] = buf
+  end
+  -- A library call before the kernel (a composed task's cuBLASLt product,
+  -- written into the kernel's workspace buffer named by prologue.c).
+  local pre
+  if b.prologue then
+    local p = b.prologue
+    local into = ws[p.c]
+    if not into then return nil, "the task's baseline kernel has no workspace '" .. tostring(p.c) .. "' for its " ..
+      tostring(p.lib) .. " step" end
+    local ok, lib = pcall(require, "klab.eval.baselines." .. tostring(p.lib))
+    if not ok then return nil, "no baseline library '" .. tostring(p.lib) .. "': " .. tostring(lib) end
+    local view = { buf = into, off = 0, ptr = into:ptr(), bytes = k.workspace[p.c].bytes, name = p.c }
+    local perr
+    pre, perr = lib.prepare(W, { name = task.name, dims = task.dims, buffers = task.buffers, baseline = p },
+      { inputs = io.inputs, outputs = { [p.c] = view } }, opts)
+    if not pre then return nil, perr end
   end
   local function binder(inputs)
     return function(name, kind)
@@ -38,11 +57,13 @@ function M.prepare(W, task, io, opts)
       b = binder(inputs)
       tm = assert(W.encode_tmaps(k.tensormaps, b))
     end
+    if pre then pre.run(inputs) end
     local ok, lerr = W.launch_plan(m.funcs, k, b, tm)
     if not ok then error(lerr) end
-    return #k.launches
+    return pre and -1 or #k.launches
   end
-  runner.info = { lib = "shipped", kind = "shipped baseline kernel", source = b.source, name = b.name }
+  runner.info = { lib = "shipped", kind = "shipped baseline kernel", source = b.source, name = b.name,
+    prologue = pre and pre.info or nil }
   return runner
 end
 

@@ -1,0 +1,421 @@
+-- klab.task.compose: a task written as a chain of the library's operations
+-- (KernelBench Level 2's fused chains): a linear layer followed by
+-- pointwise operations, row reductions, softmax, pooling or GroupNorm.
+--
+--   compose = { ops.linear{}, ops.sub{ 2.0 }, ops.scale{ 1.5 }, ops.relu{} }
+--
+-- A task file that sets `compose` names its task, its variants (M, N, K)
+-- and its tags; everything else follows from the chain (docs/tasks.md,
+-- "Composed tasks"):
+--   buffers      X[M,K], W[N,K] (a linear layer's weight, as torch stores
+--                it), bias[N] unless linear{ bias = false }, one [N] input per
+--                add_vec / mul_vec, Y[M, width] in fp32
+--   reference    the matmul family's mm_ref with its sums written in fp64,
+--                then tasks/fused/chain.cu's program in fp64 (intermediates
+--                never rounded), written as fp32; a unit is one row of Y
+--   baseline     cuBLASLt's fp32 product (its bias epilogue), then
+--                chain.cu's chain_baseline for the rest in fp32: the
+--                library call PyTorch makes, with the ops after it in one
+--                kernel instead of eager's one kernel per op
+--   tolerance    from the output type and the chain (M.tolerance's reason)
+--   FLOPs        the product's 2·M·N·K plus each op's count per element
+--   description  the chain in words, and the default plan
+--
+--   compose.SANDBOX                the `ops` constructors task files see
+--   compose.expand(file, fields)   -> the task file's fields, completed; the
+--                                  descriptor's compose field ({ops, tolerance, baseline})
+--   compose.sources(c)             the reference's and baseline's code (read
+--                                  from the library's tasks/)
+-- Problems raise schema.fail naming the file and compose[i].
+
+local schema = require("klab.task.schema")
+local fail = schema.fail
+
+local M = {}
+
+-- What a task file sees as `ops`: each constructor records its name and
+-- its arguments; expand checks them.
+M.SANDBOX = [[
+local ops = setmetatable({}, { __index = function(_, name)
+  return function(args)
+    local t = { op = name }
+    if type(args) == "table" then for k, v in next, args do t[k] = v end
+    elseif args ~= nil then t[1] = args end
+    return t
+  end
+end })
+return ops
+]]
+
+-- chain.cu's codes (ACT_* of tasks/activation/reference.cu below 100).
+local ACT = { relu = 0, gelu_tanh = 1, gelu = 2, silu = 3, sigmoid = 4, tanh = 5, softplus = 6, elu = 7,
+  leaky_relu = 8, hardsigmoid = 10, softsign = 11, selu = 12, scale = 13, mish = 14 }
+local CH = { add = 100, div = 101, min = 102, max = 103, clamp = 104, vec_add = 105, vec_mul = 106, residual = 107,
+  mat_add = 108, mat_mul = 109, mish_gate = 110, add_x = 130, sum = 120, mean = 121, row_max = 122, row_min = 123, logsumexp = 124, center = 125, softmax = 126,
+  maxpool = 127, avgpool = 128, groupnorm = 129 }
+
+-- The codes by name, for the test that holds them equal to the CUDA enums.
+M.CODES = { act = ACT, chain = CH }
+
+-- Each op: its code and parameters (a, b) from its arguments, its formula,
+-- FLOPs per element it reads, and what it does to the row's width. kind:
+-- "point" (x -> f(x)), "vector" (a new [N] input), "row" (reads the row).
+local function num(file, i, op, v, name, default)
+  if v == nil then v = default end
+  if type(v) ~= "number" then fail(file, ("compose[%d].%s"):format(i, name), ("%s needs a number, got %s"):format(op,
+    tostring(v))) end
+  return v
+end
+
+local POINT = {
+  relu = { f = "max(x, 0)", flops = 1 },
+  gelu = { f = "0.5·x·(1 + erf(x/√2))  (GELU, torch's default erf form)", flops = 5 },
+  gelu_tanh = { f = "0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))  (GELU, tanh form)", flops = 9 },
+  sigmoid = { f = "1/(1 + exp(-x))", flops = 4 },
+  tanh = { f = "tanh(x)", flops = 1 },
+  silu = { f = "x·sigmoid(x)  (Swish)", flops = 4, a = 1 },
+  mish = { f = "x·tanh(log(1 + exp(x)))  (Mish)", flops = 6 },
+  softplus = { f = "log(1 + exp(x))", flops = 3, a = 1 },
+  elu = { f = "x for x > 0, else exp(x) - 1  (ELU)", flops = 4, a = 1 },
+  selu = { f = "SELU (torch's constants)", flops = 5 },
+  hardsigmoid = { f = "min(max(x/6 + 1/2, 0), 1)", flops = 4 },
+  softsign = { f = "x/(1 + |x|)", flops = 3 },
+}
+
+-- One op of the chain, checked: {code, a, b, text, flops, kind, width (a
+-- function of the width before), vector (its buffer's name)}.
+local function op_of(file, i, o)
+  local name = o.op
+  local where = ("compose[%d]"):format(i)
+  if POINT[name] then
+    local p = POINT[name]
+    return { code = ACT[name], a = p.a or 0, b = 0, text = name .. ": x = " .. p.f, flops = p.flops, kind = "point" }
+  end
+  if name == "leaky_relu" then
+    local s = num(file, i, name, o[1] or o.slope, "slope", 0.01)
+    return { code = ACT.leaky_relu, a = s, b = 0, text = ("leaky_relu: x = x for x > 0, else %.9g·x"):format(s),
+      flops = 2, kind = "point" }
+  elseif name == "scale" or name == "mul" then
+    local s = num(file, i, name, o[1], "1")
+    return { code = ACT.scale, a = s, b = 0, text = ("scale: x = %.9g·x"):format(s), flops = 1, kind = "point" }
+  elseif name == "div" then
+    local s = num(file, i, name, o[1], "1")
+    if s == 0 then fail(file, where .. "[1]", "div by 0") end
+    return { code = CH.div, a = s, b = 0, text = ("div: x = x / %.9g"):format(s), flops = 1, kind = "point" }
+  elseif name == "add" or name == "sub" then
+    local s = num(file, i, name, o[1], "1")
+    return { code = CH.add, a = name == "sub" and -s or s, b = 0,
+      text = ("%s: x = x %s %.9g"):format(name, name == "sub" and "-" or "+", s), flops = 1, kind = "point" }
+  elseif name == "min" or name == "max" then
+    local s = num(file, i, name, o[1], "1")
+    return { code = CH[name], a = s, b = 0, text = ("%s: x = %s(x, %.9g)  (torch.%s with a constant)"):format(name,
+      name, s, name), flops = 1, kind = "point" }
+  elseif name == "clamp" or name == "hardtanh" then
+    local lo = num(file, i, name, o[1] or o.min, "min", name == "hardtanh" and -1 or nil)
+    local hi = num(file, i, name, o[2] or o.max, "max", name == "hardtanh" and 1 or nil)
+    if not (lo <= hi) then fail(file, where, name .. " needs min <= max") end
+    return { code = CH.clamp, a = lo, b = hi, text = ("%s: x = min(max(x, %.9g), %.9g)"):format(name, lo, hi),
+      flops = 2, kind = "point" }
+  elseif name == "residual" then
+    return { code = CH.residual, a = 0, b = 0, text = "residual: x = x + the product's own value (y0 + bias) at the " ..
+      "same place", flops = 1, kind = "point", full_width = true }
+  elseif name == "mish_gate" then
+    return { code = CH.mish_gate, a = 0, b = 0, text = "mish_gate: x = x·mish(x) = x·x·tanh(log(1 + exp(x)))",
+      flops = 7, kind = "point" }
+  elseif name == "add_vec" or name == "mul_vec" or name == "add_mat" or name == "mul_mat" then
+    local mat = name:sub(-3) == "mat"
+    local add = name:sub(1, 3) == "add"
+    local buf = o.name or (mat and "y" or add and "add_value" or "multiply_weight")
+    if type(buf) ~= "string" or not buf:match("^[%a_][%w_]*$") then fail(file, where .. ".name", "must be an identifier") end
+    local code = mat and (add and CH.mat_add or CH.mat_mul) or (add and CH.vec_add or CH.vec_mul)
+    local text = mat and ("%s: x = x %s %s[i,j]  (%s[M,N], a second input of the layer's output shape)")
+      or ("%s: x = x %s %s[j]  (%s[N], one value per column j)")
+    return { code = code, b = 0, vector = buf, shape = mat and { "M", "N" } or { "N" },
+      text = text:format(name, add and "+" or "·", buf, buf), flops = 1, kind = "point", full_width = true }
+  elseif name == "add_x" then
+    return { code = CH.add_x, a = 0, b = 0, text = "add_x: the row's one value v becomes the row v + X[i,k] for " ..
+      "k < K (the layer's own input added back, torch's broadcast of [M,1] and [M,K])", flops = 1, kind = "row",
+      width = function(w) return "K" end, needs_one = true }
+  elseif name == "sum" or name == "mean" or name == "row_max" or name == "row_min" or name == "logsumexp" then
+    local what = { sum = "the row's sum", mean = "the row's mean", row_max = "the row's maximum",
+      row_min = "the row's minimum", logsumexp = "log(sum over the row of exp(x))" }
+    return { code = CH[name], a = 0, b = 0, text = ("%s: the row becomes one value, %s (dim 1, keepdim)"):format(name,
+      what[name]), flops = name == "logsumexp" and 3 or 1, kind = "row", width = function() return "1" end }
+  elseif name == "center" then
+    return { code = CH.center, a = 0, b = 0, text = "center: x = x - the row's mean", flops = 2, kind = "row" }
+  elseif name == "softmax" then
+    return { code = CH.softmax, a = 0, b = 0, text = "softmax: x = exp(x - max) / sum over the row of exp(x - max)",
+      flops = 5, kind = "row" }
+  elseif name == "maxpool" or name == "avgpool" then
+    local k = math.tointeger(o[1] or o.kernel)
+    if not k or k < 1 then fail(file, where .. "[1]", name .. " needs its window, a positive integer") end
+    return { code = CH[name], a = k, b = 0, text = ("%s: windows of %d along the row, stride %d, the tail dropped " ..
+      "(torch's %s1d)"):format(name, k, k, name == "maxpool" and "MaxPool" or "AvgPool"), flops = 1, kind = "row",
+      width = function(w) return "(" .. w .. ")//" .. k end, divides = k }
+  elseif name == "groupnorm" then
+    local g = math.tointeger(o[1] or o.groups)
+    if not g or g < 1 then fail(file, where .. "[1]", "groupnorm needs its number of groups, a positive integer") end
+    local eps = num(file, i, name, o.eps, "eps", 1e-5)
+    return { code = CH.groupnorm, a = g, b = eps, text = ("groupnorm: the row cut into %d groups of consecutive " ..
+      "columns, each set to (x - mean)/sqrt(var + %.9g) (biased variance; weight 1, bias 0)"):format(g, eps),
+      flops = 5, kind = "row", groups = g, full_width = true }
+  end
+  fail(file, where, ("unknown operation '%s' (known: %s)"):format(tostring(name),
+    "linear, relu, gelu, gelu_tanh, sigmoid, tanh, silu, mish, softplus, elu, selu, hardsigmoid, softsign, " ..
+    "leaky_relu, scale, mul, div, add, sub, min, max, clamp, hardtanh, mish_gate, residual, add_vec, mul_vec, " ..
+    "add_mat, mul_mat, sum, mean, row_max, row_min, logsumexp, center, softmax, maxpool, avgpool, groupnorm, add_x"))
+end
+
+M.MAX_OPS = 8
+
+-- The chain, checked: {bias = bool, steps = {op...}, width = expression of
+-- the output row's width, vectors = {name...}, names = {op names}}.
+local function chain_of(file, list)
+  if type(list) ~= "table" or #list < 2 then
+    fail(file, "compose", "needs a list of operations: a linear layer, then at least one more")
+  end
+  local first = list[1]
+  if type(first) ~= "table" or first.op ~= "linear" then
+    fail(file, "compose[1]", "must be ops.linear{} (composed tasks start with a linear layer)")
+  end
+  local bias = first.bias
+  if bias == nil then bias = true end
+  if type(bias) ~= "boolean" then fail(file, "compose[1].bias", "must be true or false") end
+  local ch = { bias = bias, steps = {}, width = "N", vectors = {}, shapes = {}, names = { bias and "linear" or "linear_nobias" } }
+  if #list - 1 > M.MAX_OPS then
+    fail(file, "compose", ("at most %d operations after the linear layer, got %d"):format(M.MAX_OPS, #list - 1))
+  end
+  local seen = {}
+  for i = 2, #list do
+    local o = list[i]
+    if type(o) ~= "table" or type(o.op) ~= "string" then fail(file, ("compose[%d]"):format(i), "must be an ops.NAME{} value") end
+    local s = op_of(file, i, o)
+    if s.full_width and ch.width ~= "N" then
+      fail(file, ("compose[%d]"):format(i), o.op .. " needs the full row (N values); an earlier op narrowed it")
+    end
+    if s.needs_one and ch.width ~= "1" then
+      fail(file, ("compose[%d]"):format(i), o.op .. " needs a row of one value (after a reduction)")
+    end
+    if s.code == CH.add_x then ch.add_x = true end
+    if s.vector then
+      -- A second op on the same input (x + y, then x · y) reads the same buffer.
+      local known = seen[s.vector]
+      if (known and #ch.shapes[s.vector] ~= #s.shape) or s.vector == "X" or s.vector == "W" or s.vector == "Y"
+          or (ch.bias and s.vector == "bias") then
+        fail(file, ("compose[%d].name"):format(i), "buffer '" .. s.vector .. "' is taken")
+      end
+      if not known then
+        if #ch.vectors == 2 then fail(file, ("compose[%d]"):format(i), "at most two vector or matrix inputs") end
+        ch.vectors[#ch.vectors + 1] = s.vector
+        ch.shapes[s.vector] = s.shape
+        seen[s.vector] = #ch.vectors - 1
+      end
+      s.a = seen[s.vector]
+    end
+    s.width_before = ch.width
+    if s.width then ch.width = s.width(ch.width) end
+    ch.steps[#ch.steps + 1] = s
+    ch.names[#ch.names + 1] = o.op
+  end
+  return ch
+end
+
+-- The tolerance and why. Every op computes its value from one or two
+-- inputs in fp32; their slopes are at most about 1.2 (GELU, Mish, SiLU) or
+-- a stated constant, and a reduction's rounding grows with the square root
+-- of the row, so an honest fp32 kernel lands within about 1e-5 of the fp64
+-- reference, where TF32 inputs (about 1e-3 relative) do not.
+function M.tolerance(ch)
+  local last = ch.steps[#ch.steps]
+  if last.code == CH.softmax then
+    return { f32 = { atol = 1e-7, rtol = 1e-3, matched = 1.0 } },
+      "softmax's outputs are about 1/N: atol = 1e-7 keeps a uniform or zero row from passing; rtol = 1e-3 " ..
+      "(KernelBench-Verified's fp32 tolerance) is a hundred times the error of an honest fp32 chain"
+  end
+  return { f32 = { atol = 1e-3, rtol = 1e-3, matched = 1.0 } },
+    ("fp32 output after %d operations: atol = rtol = 1e-3 (KernelBench-Verified's fp32 tolerance), a hundred " ..
+     "times the error of an honest fp32 chain (each op's slope is at most about 1.2 or its stated constant), " ..
+     "below the error of a TF32 product"):format(#ch.steps)
+end
+
+-- The program's arguments for chain.cu (8 slots of code, a, b) as plan text.
+local function program_args(ch)
+  local parts = { ("i32(%d)"):format(#ch.steps) }
+  for i = 1, M.MAX_OPS do
+    local s = ch.steps[i]
+    parts[#parts + 1] = s and ("i32(%d), f64(%.17g), f64(%.17g)"):format(s.code, s.a, s.b) or "i32(0), f64(0), f64(0)"
+  end
+  return table.concat(parts, ", ")
+end
+
+local function vector_args(ch)
+  local v = {}
+  for i = 1, 2 do
+    local name = ch.vectors[i]
+    v[i] = name and ('buffer("%s"), i32(0)'):format(name) or "u64(0), i32(0)"
+  end
+  return table.concat(v, ", ")
+end
+
+-- The reference: the product's sums in fp64 (every row, or the sampled
+-- rows' elements), then the chain in fp64, one block per row.
+local REFERENCE_PLAN = [[
+local bias = %s
+local wout = %s
+local ustride = %s
+local rows = nsample > 0 and nsample or M
+local ws = { T = { bytes = 8 * rows * N }, U = { bytes = 8 * rows * ustride } }
+local launches = {}
+if nsample > 0 then
+  ws.P = { bytes = 8 * rows * N }
+  launches[1] = { kernel = "chain_row_units", grid = { math.min(cdiv(rows * N, 256), 65536), 1, 1 },
+    block = { 256, 1, 1 }, args = { buffer("positions"), u64(rows), u32(N), workspace("P") } }
+  launches[2] = { kernel = "mm_ref_units", grid = { cdiv(rows * N, 4), 1, 1 }, block = { 128, 1, 1 },
+    args = { buffer("X"), i32(0), buffer("W"), i32(0), bias, i32(0), i32(0), workspace("P"), u64(rows * N),
+             workspace("T"), i32(5), u32(M), u32(N), u32(K), i32(0), i32(0) } }
+else
+  launches[1] = { kernel = "mm_ref", grid = { cdiv(N, 16), cdiv(M, 16), 1 }, block = { 16, 16, 1 },
+    args = { buffer("X"), i32(0), buffer("W"), i32(0), bias, i32(0), i32(0), workspace("T"), i32(5),
+             u32(M), u32(N), u32(K), i32(0), i32(0) } }
+end
+launches[#launches + 1] = { kernel = "chain_ref", grid = { rows, 1, 1 }, block = { 256, 1, 1 },
+  args = { workspace("T"), workspace("U"), u32(ustride), u32(N), buffer("Y"), u32(wout), buffer("positions"),
+           buffer("X"), u32(K), %s, %s } }
+return { workspace = ws, launches = launches }
+]]
+
+-- The baseline's chain after cuBLASLt's product (into the workspace T).
+local BASELINE_PLAN = [[
+local wout = %s
+return { workspace = { T = { bytes = 4 * M * N } }, launches = { { kernel = "chain_baseline", grid = { M, 1, 1 },
+  block = { 256, 1, 1 }, shared = 4 * %s,
+  args = { workspace("T"), u32(N), buffer("Y"), u32(wout), buffer("X"), u32(K), %s, %s } } } }
+]]
+
+local function lua_width(w) return (w:gsub("//", " // ")) end
+
+function M.expand(file, f)
+  for _, k in ipairs { "dims", "buffers", "inputs", "reference", "baseline", "tolerance", "flops", "bytes", "plan",
+                       "targets", "distributions", "trials", "description", "work" } do
+    if f[k] ~= nil then fail(file, k, "is set by compose (a composed task gives its name, variants and tags)") end
+  end
+  local ch = chain_of(file, f.compose)
+  local out = {}
+  for k, v in pairs(f) do out[k] = v end
+  out.compose = nil
+  local kernel = f.kernel or "fused"
+  out.kernel = kernel
+  out.family = f.family or "fused"
+  out.dims = { "M", "N", "K" }
+  local tags = { "fused", "f32", "composed" }
+  for _, t in ipairs(type(f.tags) == "table" and f.tags or {}) do tags[#tags + 1] = t end
+  out.tags = tags
+  out.buffers = {
+    X = { role = "input", dtype = "f32", shape = { "M", "K" } },
+    W = { role = "input", dtype = "f32", shape = { "N", "K" } },
+    Y = { role = "output", dtype = "f32", shape = { "M", ch.width } },
+  }
+  -- X ~ N(0, 1); W ~ N(0, 0.01²), so that a product over K = 8192 has a
+  -- standard deviation near 1 (as nn.Linear's initialisation keeps it
+  -- near 0.6) and the ops after it see values where they bend; the biases
+  -- and vectors ~ N(0, 1), as KernelBench's torch.randn parameters.
+  out.inputs = { X = { dist = "normal", mean = 0, std = 1 }, W = { dist = "normal", mean = 0, std = 0.01 } }
+  if ch.bias then
+    out.buffers.bias = { role = "input", dtype = "f32", shape = { "N" } }
+    out.inputs.bias = { dist = "normal", mean = 0, std = 0.1 }
+  end
+  for _, v in ipairs(ch.vectors) do
+    out.buffers[v] = { role = "input", dtype = "f32", shape = ch.shapes[v] }
+    out.inputs[v] = { dist = "normal", mean = 0, std = 1 }
+  end
+  out.trials = 2
+  out.distributions = {
+    { name = "randn" },
+    { name = "x3", inputs = { X = { dist = "normal", mean = 0, std = 3 } }, tol_scale = 3 },
+    { name = "spiky", inputs = { X = { dist = "spiky", std = 1, spike_std = 10, p = 0.001 } } },
+  }
+  local bias_arg = ch.bias and 'buffer("bias")' or "u64(0)"
+  local wl = lua_width(ch.width)
+  local ustride = ch.add_x and "math.max(N, K)" or "N"
+  out.reference = { source = "chain.cu", accumulate = "f64", units = { Y = ch.width }, sample = 16,
+    plan = REFERENCE_PLAN:format(bias_arg, wl, ustride, vector_args(ch), program_args(ch)) }
+  out.baseline = { source = "chain.cu", name = "cuBLASLt's fp32 product, then the chain in one fp32 kernel",
+    plan = BASELINE_PLAN:format(wl, ustride, vector_args(ch), program_args(ch)),
+    prologue = { lib = "cublaslt", op = "matmul", a = "X", b = "W", c = "T", modes = { "fp32" },
+      spec = ch.bias and { epilogue = "bias", bias = "bias", bias_dtype = "f32" } or { epilogue = "none" } } }
+  local tol, why = M.tolerance(ch)
+  out.tolerance = tol
+  local steps = ch.steps
+  out.flops = function(d)
+    local n = 2 * d.M * d.N * d.K
+    local w = d.N
+    for _, s in ipairs(steps) do
+      n = n + s.flops * d.M * w
+      if s.width then w = s.divides and w // s.divides or s.code == CH.add_x and d.K or 1 end
+    end
+    return n
+  end
+  out.targets = { sm_90a = { "tma" }, sm_100a = { "tma" } }
+  out.work = 0.9
+  for _, s in ipairs(steps) do
+    if s.groups then
+      for _, v in ipairs(type(f.variants) == "table" and f.variants or {}) do
+        if type(v) == "table" and math.type(v.N) == "integer" and v.N % s.groups ~= 0 then
+          fail(file, "variants", ("N = %d is not a multiple of groupnorm's %d groups"):format(v.N, s.groups))
+        end
+      end
+    end
+  end
+  local args = { 'buffer("X")', 'buffer("W")' }
+  local decl = { "const float *X", "const float *W" }
+  if ch.bias then args[#args + 1], decl[#decl + 1] = 'buffer("bias")', "const float *bias" end
+  for _, v in ipairs(ch.vectors) do args[#args + 1], decl[#decl + 1] = ('buffer("%s")'):format(v), "const float *" .. v end
+  args[#args + 1], decl[#decl + 1] = 'buffer("Y")', "float *Y"
+  out.plan = ([[
+-- Default plan: one launch of `%s`, a block of 256 threads per 128 rows of Y.
+return { launches = { { kernel = "%s", grid = { cdiv(M, 128), 1, 1 }, block = { 256, 1, 1 }, shared = 0,
+  args = { %s, u32(M), u32(N), u32(K) } } } }
+]]):format(kernel, kernel, table.concat(args, ", "))
+  local lines = {}
+  for i, s in ipairs(steps) do lines[i] = ("  %d. %s"):format(i + 1, s.text) end
+  out.description = ([[
+Write a CUDA kernel named `%s` that computes, in one pass, a linear layer
+followed by a chain of operations, in fp32 (as accurate as fp32 allows: no
+narrower intermediate; TF32 tensor cores alone are not):
+  1. x = X·Wᵀ%s: x[m,n] = sum_k X[m,k]·W[n,k]%s, for row-major X[M,K] and
+     W[N,K] (a linear layer's weight, as torch's nn.Linear stores it)
+%s
+and writes Y[M, %s] (row-major) in fp32. Here M=${M}, N=${N}, K=${K}.
+With the default launch plan the kernel is
+  extern "C" __global__ void %s(%s,
+      unsigned M, unsigned N, unsigned K)
+launched with a grid of ceil(M/128) blocks of 256 threads and no dynamic
+shared memory: block i owns rows 128*i .. 128*i+127 of Y. Send your own plan
+to change any of this (tiles over N, several launches, workspace).]]):format(kernel,
+    ch.bias and " + bias" or "", ch.bias and " + bias[n]" or "", table.concat(lines, "\n"), ch.width, kernel,
+    table.concat(decl, ", "))
+  local info = { ops = ch.names, tolerance = why, baseline = "sequence: cuBLASLt matmul (" ..
+    (ch.bias and "bias epilogue" or "no epilogue") .. "), then chain_baseline (tasks/fused/chain.cu) for the rest" }
+  return out, info
+end
+
+-- The sources a composed task compiles, from the library's own tasks/.
+local SOURCES = {
+  reference = { "activation/reference.cu", "matmul/reference.cu", "fused/chain.cu" },
+  baseline = { "activation/reference.cu", "fused/chain.cu" },
+}
+
+function M.sources(file, which, max_bytes)
+  local fs = require("klab.fs")
+  local root = require("klab.task.search").default_root()
+  local parts = {}
+  for _, rel in ipairs(SOURCES[which]) do
+    local path = root .. "/" .. rel
+    local text, err = fs.read(path, max_bytes)
+    if not text then fail(file, "compose", "cannot read the library's " .. path .. ": " .. tostring(err)) end
+    parts[#parts + 1] = ("#line 1 \"%s\"\n%s"):format(path, text)
+  end
+  return table.concat(parts, "\n"), root .. "/fused/chain.cu"
+end
+
+return M

@@ -1,0 +1,27 @@
+// bf16_operands: the naive chain with X and W rounded to bf16 before the
+// product (a "fast" kernel that narrows its operands): each product is off
+// by up to 2^-8 relative, and the sums by far more than fp32's rounding.
+//
+// X[M,K], W[N,K], bias[N], Y[M,N], row-major fp32. The dot product is
+// summed in fp32 in the order k = 0, 1, ..., K-1, then the bias, the
+// scale and the LeakyReLU in fp32 (gemm_multiply_leakyrelu). Launch: block 16x16, grid
+// (ceil(N/16), ceil(M/16)).
+
+#include <cuda_bf16.h>
+
+extern "C" __global__ void fused(const float *__restrict__ X, const float *__restrict__ W,
+                                 const float *__restrict__ bias, float *__restrict__ Y, unsigned M, unsigned N,
+                                 unsigned K)
+{
+    unsigned n = blockIdx.x * blockDim.x + threadIdx.x;
+    unsigned m = blockIdx.y * blockDim.y + threadIdx.y;
+    if (m >= M || n >= N)
+        return;
+    const float *x = X + (size_t)m * K;
+    const float *w = W + (size_t)n * K;
+    float z = 0.0f;
+    for (unsigned k = 0; k < K; ++k)
+        z = fmaf(__bfloat162float(__float2bfloat16_rn(x[k])), __bfloat162float(__float2bfloat16_rn(w[k])), z);
+    z = (z + bias[n]) * 2.0f;
+    Y[(size_t)m * N + n] = z > 0.0f ? z : 0.1f * z;
+}

@@ -1,0 +1,12 @@
+-- KernelBench Level 2, problem 94 (Gemm_BiasAdd_Hardtanh_Mish_GroupNorm), in
+-- fp32: a linear layer, plus a second bias, HardTanh to [-1, 1], Mish,
+-- GroupNorm with 256 groups.
+-- A composed task (klab.task.compose; docs/tasks.md, "Composed tasks"):
+-- its buffers, reference, baseline, tolerance and counts follow from the chain.
+name = "gemm_biasadd_hardtanh_mish_groupnorm"
+compose = { ops.linear{}, ops.add_vec{ name = "bias2" }, ops.hardtanh{}, ops.mish{}, ops.groupnorm{ 256 } }
+variants = {
+  { M = 1024, N = 8192, K = 8192, tags = { "main", "kernelbench" } },
+  { M = 123, N = 512, K = 789, tags = { "odd", "small" } },
+}
+tags = { "kernelbench-l2" }

@@ -1,0 +1,11 @@
+-- KernelBench Level 2, problem 12 (Gemm_Multiply_LeakyReLU), in fp32: a linear
+-- layer, times 2, LeakyReLU with slope 0.1.
+-- A composed task (klab.task.compose; docs/tasks.md, "Composed tasks"):
+-- its buffers, reference, baseline, tolerance and counts follow from the chain.
+name = "gemm_multiply_leakyrelu"
+compose = { ops.linear{}, ops.scale{ 2.0 }, ops.leaky_relu{ 0.1 } }
+variants = {
+  { M = 1024, N = 8192, K = 8192, tags = { "main", "kernelbench" } },
+  { M = 123, N = 457, K = 789, tags = { "odd", "small" } },
+}
+tags = { "kernelbench-l2" }

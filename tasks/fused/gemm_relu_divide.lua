@@ -1,0 +1,11 @@
+-- KernelBench Level 2, problem 63 (Gemm_ReLU_Divide), in fp32: a linear layer,
+-- ReLU, divided by 2.
+-- A composed task (klab.task.compose; docs/tasks.md, "Composed tasks"):
+-- its buffers, reference, baseline, tolerance and counts follow from the chain.
+name = "gemm_relu_divide"
+compose = { ops.linear{}, ops.relu{}, ops.div{ 2.0 } }
+variants = {
+  { M = 1024, N = 8192, K = 8192, tags = { "main", "kernelbench" } },
+  { M = 123, N = 457, K = 789, tags = { "odd", "small" } },
+}
+tags = { "kernelbench-l2" }

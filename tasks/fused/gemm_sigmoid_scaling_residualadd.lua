@@ -1,0 +1,11 @@
+-- KernelBench Level 2, problem 70 (Gemm_Sigmoid_Scaling_ResidualAdd), in fp32:
+-- a linear layer x, then 2·sigmoid(x) + x.
+-- A composed task (klab.task.compose; docs/tasks.md, "Composed tasks"):
+-- its buffers, reference, baseline, tolerance and counts follow from the chain.
+name = "gemm_sigmoid_scaling_residualadd"
+compose = { ops.linear{}, ops.sigmoid{}, ops.scale{ 2.0 }, ops.residual{} }
+variants = {
+  { M = 1024, N = 8192, K = 8192, tags = { "main", "kernelbench" } },
+  { M = 123, N = 457, K = 789, tags = { "odd", "small" } },
+}
+tags = { "kernelbench-l2" }

@@ -1,0 +1,11 @@
+-- KernelBench Level 2, problem 29 (Matmul_Mish_Mish), in fp32: a linear layer,
+-- then Mish twice.
+-- A composed task (klab.task.compose; docs/tasks.md, "Composed tasks"):
+-- its buffers, reference, baseline, tolerance and counts follow from the chain.
+name = "matmul_mish_mish"
+compose = { ops.linear{}, ops.mish{}, ops.mish{} }
+variants = {
+  { M = 1024, N = 8192, K = 8192, tags = { "main", "kernelbench" } },
+  { M = 123, N = 457, K = 789, tags = { "odd", "small" } },
+}
+tags = { "kernelbench-l2" }

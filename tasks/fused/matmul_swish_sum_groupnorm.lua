@@ -1,0 +1,11 @@
+-- KernelBench Level 2, problem 37 (Matmul_Swish_Sum_GroupNorm), in fp32: a
+-- linear layer, Swish, plus a second bias bias2[N], GroupNorm with 64 groups.
+-- A composed task (klab.task.compose; docs/tasks.md, "Composed tasks"):
+-- its buffers, reference, baseline, tolerance and counts follow from the chain.
+name = "matmul_swish_sum_groupnorm"
+compose = { ops.linear{}, ops.silu{}, ops.add_vec{ name = "bias2" }, ops.groupnorm{ 64 } }
+variants = {
+  { M = 32768, N = 4096, K = 1024, tags = { "main", "kernelbench" } },
+  { M = 123, N = 448, K = 789, tags = { "odd", "small" } },
+}
+tags = { "kernelbench-l2" }
