@@ -148,7 +148,11 @@ function M.render(dir, name, fig)
     fig.data or "",
   }
   local outs = {}
-  for _, f in ipairs(pr.formats) do
+  -- Without gnuplot here the source still draws every format, for a
+  -- machine that has it (the first line says how).
+  local drawn = {}
+  for _, f in ipairs(pr.formats) do drawn[f] = true end
+  for _, f in ipairs(#pr.formats > 0 and pr.formats or M.FORMATS) do
     local t = M.TERMS[f]
     local rel = "figures/" .. name .. "." .. f
     lines[#lines + 1] = ("set terminal %s size %s font %s noenhanced%s"):format(t.term, t.size(w, h),
@@ -157,7 +161,7 @@ function M.render(dir, name, fig)
     lines[#lines + 1] = fig.body
     lines[#lines + 1] = "unset output"
     lines[#lines + 1] = "reset"
-    outs[#outs + 1] = rel
+    if drawn[f] then outs[#outs + 1] = rel end
   end
   local src = "figures/src/" .. name .. ".gp"
   write_file(dir .. "/" .. src, table.concat(lines, "\n") .. "\n")
