@@ -259,6 +259,10 @@ function tests.kbv_geomean_correctness_fast1_memory(t)
   t.near(b.speedup, 2.0, 1e-12, "geomean over the timed correct problems only")
   t.near(b.fast1, 0.5, 1e-12)
   t.eq(b.mem_eff, nil, "no memory measured")
+  -- Two problems, one of them timed: a bootstrap over one speedup is a
+  -- point, so there is no interval.
+  t.eq(b.timed, 1)
+  t.eq(b.speedup_ci, nil, "one timed task: no interval")
   t.ok(a.speedup_ci[1] <= a.speedup and a.speedup <= a.speedup_ci[2])
   local l1 = metrics.kbv(trajs, { limit = 1, B = 50 })
   t.near(l1[1].correctness, 0.5, 1e-12)

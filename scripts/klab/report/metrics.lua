@@ -443,7 +443,7 @@ end
 -- over the timed problems where it was measured; nil if nowhere), mem_less
 -- (share of those using strictly less memory than the baseline), mem_n,
 -- and speedup_ci (a bootstrap that resamples the tasks, each with its
--- trajectories; nil with fewer than two tasks), correctness_ci, fast1_ci
+-- trajectories; nil with fewer than two tasks that have a speedup), correctness_ci, fast1_ci
 -- (Wilson intervals over the problems)}.
 function M.kbv(trajs, opts)
   opts = opts or {}
@@ -460,11 +460,16 @@ function M.kbv(trajs, opts)
     -- task has no interval.
     -- A task's best speedup does not change with the resample (a task
     -- comes with all its trajectories): each task's once, by index.
-    local bests = {}
-    for i, st in ipairs(strata) do bests[i] = kbv_stat({ st }, limit, opts.verified, cache).speedup or false end
+    local bests, timed = {}, 0
+    for i, st in ipairs(strata) do
+      bests[i] = kbv_stat({ st }, limit, opts.verified, cache).speedup or false
+      if bests[i] then timed = timed + 1 end
+    end
     local idx = {}
     for i = 1, #strata do idx[i] = i end
-    local ci = #strata > 1 and M.bootstrap(idx, function(s)
+    -- An interval needs two tasks with a speedup: over one, every
+    -- resample gives the same value and the "interval" is a point.
+    local ci = timed > 1 and M.bootstrap(idx, function(s)
       local sum, n = 0, 0
       for _, i in ipairs(s) do
         local b = bests[i]

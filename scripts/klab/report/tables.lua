@@ -137,7 +137,8 @@ function M.kbv(rows)
   end
   for _, r in ipairs(rows) do
     local line = { r.arch, r.model, tostring(r.problems),
-      r.speedup and (speed(r.speedup) .. " " .. ci_speed(r.speedup_ci)):gsub("%s+$", "") or "-",
+      r.speedup and (speed(r.speedup) .. " " .. (r.speedup_ci and ci_speed(r.speedup_ci)
+        or r.timed == 1 and "(one task: no interval)" or "")):gsub("%s+$", "") or "-",
       with_ci(r.correctness, r.correctness_ci), with_ci(r.fast1, r.fast1_ci) }
     if sol then line[#line + 1] = r.sol and speed(r.sol) or "-" end
     if mem then
