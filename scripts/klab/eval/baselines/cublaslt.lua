@@ -122,6 +122,7 @@ function M.prepare(W, task, io, opts)
       runner.median_us, runner.mode = t.best.median_us, mode
       runner.info = { lib = "cublaslt", kind = "library", algo = t.best_index,
         first_choice_median_us = t.first.median_us, compute = mode, tile = t.best.tile, stages = t.best.stages,
+        splitk = t.best.splitk, reduction_scheme = t.best.reduction_scheme,
         epilogue = sp.epilogue, batch = sp.batch }
     end
   end
