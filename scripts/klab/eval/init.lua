@@ -193,6 +193,9 @@ local function gpu_result(pool, h, deadline)
   elseif rep.status == "exited" then
     verdicts.give(r, "runtime_error", { kind = "exited", code = rep.exit_code, stage = rep.stage })
   else
+    -- A job that raised may have left its context in any state: the next
+    -- job gets a new worker.
+    pool:retire(h.slot)
     verdicts.give(r, "unknown", { kind = "worker", message = tostring(rep.error) })
   end
   return r

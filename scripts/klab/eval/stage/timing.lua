@@ -263,9 +263,16 @@ function M.run(run)
   if base and base.run then
     spec.baseline = { flops = task.flops, run = function() return base.run(cur[2].io) end }
   end
-  local r, err, code, partial = timing.measure(S.ctx, spec)
+  local mok, r, err, code, partial = pcall(timing.measure, S.ctx, spec)
   local st = { seconds = sys.now() - t0, checks = checks }
   res.stages.timing = st
+  if not mok then
+    -- A raise from a run or a check with the context poisoned is the
+    -- candidate's fault met at the next call (the only untrusted code that
+    -- ran); anything else is klab's own failure and goes on up.
+    if not S.ctx:sticky() then error(r, 0) end
+    return device.fault(res, r, nil, { sticky = true })
+  end
   if not r then
     if code == "EREJECT" and partial and partial.unexpected then
       st.result = partial
@@ -293,6 +300,7 @@ function M.run(run)
     st.baseline_info = base.info
     st.baseline_mode = base.mode
     st.baseline_check = base.check
+    st.baseline_choice = base.choice
     -- Other modes (TF32 for fp32 tasks), from their own timing.
     st.baseline_modes = {}
     for mode, m in pairs(base.modes or {}) do
@@ -306,20 +314,13 @@ function M.run(run)
   else
     st.baseline_error = berr
   end
-  -- The physical floor: no kernel does the task's FLOPs faster than the
-  -- device's peak for the path it used, nor moves the task's bytes faster
-  -- than DRAM (L2 is flushed before every sample). Below it, the time is
-  -- not a speedup.
-  local floor = run.floor or {}
+  -- The physical floor (klab.eval.peaks): below it, the time is not a
+  -- speedup.
   local ps = res.stages.instructions
   local path = ps and ps.status == "ok" and ps.flops and ps.flops.frac and
     ((ps.flops.frac.tensor or 0) >= 0.5 and "tensor" or "simt") or nil
-  local tflops = peaks.tflops(S.props.arch, task.precision, path)
-  local bw = peaks.dram_bytes_per_s(S.props)
-  floor.compute_us = tflops and task.flops and task.flops / (tflops * 1e6) or nil
-  floor.memory_us = bw and task.bytes and task.bytes / bw * 1e6 or nil
-  floor.path, floor.tflops, floor.dram_bytes_per_s = path or "any", tflops, bw
-  floor.us = math.max(floor.compute_us or 0, floor.memory_us or 0)
+  local floor = peaks.floor(task, S.props, path)
+  local tflops, bw = floor.tflops, floor.dram_bytes_per_s
   st.floor = floor
   -- A margin for clocks above the datasheet's: 10%.
   if floor.us > 0 and r.candidate.median < 0.9 * floor.us then
