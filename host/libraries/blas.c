@@ -868,9 +868,12 @@ int blas_gemm_plan_create(const blas_gemm_desc *din, cuda_ctx *c, blas_gemm_plan
      * outputs outside the bf16 tolerance, and its in-place split-K
      * algorithms for the f16 and bf16 8191x7169x5120 GEMMs 1.4% and 4.5% of
      * C. Only partial sums in the compute type (fp32) are allowed: a
-     * baseline accumulates in fp32, as the tasks ask candidates to. */
+     * baseline accumulates in fp32, as the tasks ask candidates to. With an
+     * epilogue, not even those: the same 123x457x789 GEMM with RELU_BIAS,
+     * split into fp32 partial sums, put one output 0.48 off. */
     if (d.dtype != BLAS_F32) {
-        uint32_t mask = CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
+        uint32_t mask = d.epilogue != BLAS_EPI_NONE ? (uint32_t)CUBLASLT_REDUCTION_SCHEME_NONE
+                                                    : (uint32_t)CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
         if (blas_fail(st, api->pref_set(p->pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &mask, sizeof mask),
                       "cublasLtMatmulPreferenceSetAttribute(REDUCTION_SCHEME_MASK)"))
             goto fail;

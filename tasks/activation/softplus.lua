@@ -9,3 +9,7 @@ A.define(_ENV, { name = "softplus_bf16", op = "softplus", dtype = "bf16" })
 tolerance = {
   bf16 = A.BF16_TOLERANCE,
 }
+
+-- Why the baseline stays short of the physical floor (docs/tasks.md gives
+-- its fraction on an H200).
+baseline.floor_note = "cuDNN's SOFTPLUS_FWD reaches 67% of the DRAM floor on an H200; the family's kernel timed beside it is slower (500 against 332 us: an exp and a log1p per element in fp32), so cuDNN stays the baseline"

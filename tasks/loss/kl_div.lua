@@ -33,3 +33,7 @@ distributions = {
 tolerance = {
   f32 = { atol = 1e-6, rtol = 1e-4, matched = 1.0 },
 }
+
+-- Why the baseline stays short of the physical floor (docs/tasks.md gives
+-- its fraction on an H200).
+baseline.floor_note = "two passes of block partial sums with a log per element: about 48% of the DRAM floor on an H200; a one-pass kernel is owed"

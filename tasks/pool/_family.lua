@@ -80,8 +80,22 @@ end
 -- order, layout "nhwc"), fp32 compute. MAXPOOL pads with -inf;
 -- AVGPOOL_INCLUDE_PADDING pads with zeros and divides by the window's size.
 -- One mode: pooling multiplies nothing, so there is no TF32 variant to time.
+local F32_PLAN = [[
+local OH, OW = (H + %d - %d) // %d + 1, (W + %d - %d) // %d + 1
+local V = C %% 4 == 0 and 4 or 1
+local total = N * OH * OW * (C // V)
+return { launches = { { kernel = "pool2d_f32_baseline", grid = { cdiv(total, 256), 1, 1 }, block = { 256, 1, 1 },
+  args = { buffer("x"), buffer("y"), u32(H), u32(W), u32(C), u32(OH), u32(OW), u64(total), u32(V), i32(%d) } } } }
+]]
 function F.baseline(dt, mode)
-  return { lib = "cudnn", op = "graph", modes = { "default" }, spec = function(d)
+  local avg = mode == "AVGPOOL_INCLUDE_PADDING"
+  return { lib = "cudnn", op = "graph", modes = { "default" },
+    -- cuDNN's fp32 resample moves about half of what DRAM can: a plain
+    -- kernel of the family is timed beside it, and the faster one is the
+    -- baseline.
+    shipped = { source = "baseline.cu", name = "thread per 4 channels, float4 " .. (avg and "average" or "max") .. " pooling",
+      plan = F32_PLAN:format(2 * PAD, WIN, STRIDE, 2 * PAD, WIN, STRIDE, avg and 1 or 0) },
+    spec = function(d)
     local oh, ow = out_hw(d)
     return {
       tensors = { x = { dtype = dt, dims = { d.N, d.C, d.H, d.W }, layout = "nhwc" },
@@ -99,13 +113,14 @@ end
 -- give wrong values on the small one, while its fp32 engines are right.
 local SHIPPED_PLAN = [[
 local OH, OW = (H + %d - %d) // %d + 1, (W + %d - %d) // %d + 1
-local total = N * OH * OW * (C // 2)
+local V = C %% 8 == 0 and 8 or 2
+local total = N * OH * OW * (C // V)
 return { launches = { { kernel = "pool2d_bf16_baseline", grid = { cdiv(total, 256), 1, 1 }, block = { 256, 1, 1 },
-  args = { buffer("x"), buffer("y"), u32(H), u32(W), u32(C // 2), u32(OH), u32(OW), u64(total), i32(%d) } } } }
+  args = { buffer("x"), buffer("y"), u32(H), u32(W), u32(C // 2), u32(OH), u32(OW), u64(total), i32(%d), u32(V) } } } }
 ]]
 
 function F.shipped_baseline(avg)
-  return { source = "baseline.cu", name = "thread per channel pair, bf16x2 " .. (avg and "average" or "max") .. " pooling",
+  return { source = "baseline.cu", name = "thread per 8 channels, 16-byte " .. (avg and "average" or "max") .. " pooling",
     plan = SHIPPED_PLAN:format(2 * PAD, WIN, STRIDE, 2 * PAD, WIN, STRIDE, avg and 1 or 0) }
 end
 

@@ -11,3 +11,7 @@ pool.define(_ENV, { name = "avgpool2d_bf16", op = "avg", dtype = "bf16" })
 tolerance = {
   bf16 = { atol = 1e-3, rtol = 1e-2, matched = 1.0 },
 }
+
+-- Why the baseline stays short of the physical floor (docs/tasks.md gives
+-- its fraction on an H200).
+baseline.floor_note = "a 3x3 window of stride 2 reads most input rows for two output rows, which L2 absorbs only in part: 8 channels per thread reach about 56% of the DRAM floor on an H200; a kernel that keeps rows on chip is owed"

@@ -11,3 +11,7 @@ pool.define(_ENV, { name = "avgpool2d_f32", op = "avg", dtype = "f32" })
 tolerance = {
   f32 = { atol = 1e-5, rtol = 1e-5, matched = 1.0 },
 }
+
+-- Why the baseline stays short of the physical floor (docs/tasks.md gives
+-- its fraction on an H200).
+baseline.floor_note = "a 3x3 window of stride 2 reads most input rows for two output rows, which L2 absorbs only in part: the shipped float4 kernel (3x faster than cuDNN's resample) reaches 67 to 68% of the DRAM floor on an H200"

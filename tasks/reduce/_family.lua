@@ -119,8 +119,17 @@ local function row_graph(op, d)
   return g
 end
 
+-- cuDNN's row reduction is far from the DRAM floor on the main shape: a
+-- kernel of the family (baseline.cu) is timed beside it, and the faster of
+-- the two is the baseline.
+local LAST_PLAN = [[
+return { launches = { { kernel = "reduce_last_baseline", grid = { R, 1, 1 }, block = { 512, 1, 1 },
+  args = { buffer("X"), buffer("Y"), u32(C), i32(%d) } } } }
+]]
+
 function F.last_baseline(op)
-  return { lib = "cudnn", op = "graph", modes = { "fp32" }, spec = function(d) return row_graph(op, d) end }
+  return { lib = "cudnn", op = "graph", modes = { "fp32" }, spec = function(d) return row_graph(op, d) end,
+    shipped = { source = "baseline.cu", name = "block of 512 per row, float4 " .. op, plan = LAST_PLAN:format(CODE[op]) } }
 end
 
 -- cuDNN 9.14 has no engine for a [B,N,D] -> [B,1,D] reduction (measured on
@@ -135,7 +144,9 @@ return { launches = { { kernel = "reduce_mid_baseline", grid = { cdiv(B * D, 256
 function F.mid_baseline(op)
   local code = CODE[op]
   return { source = "baseline.cu", name = "thread per output, " .. op .. " down the middle dimension",
-           plan = MID_PLAN:format(code) }
+           plan = MID_PLAN:format(code),
+           floor_note = "a thread per output walks N with four loads in flight: 65,536 threads keep too few bytes " ..
+             "in flight for DRAM (about 42% of the floor on an H200); a split of N across blocks is owed" }
 end
 
 -- One operation per input element (an add or a comparison), one more per

@@ -308,7 +308,7 @@ end
 -- on the main shapes), samples and known-bad kernels with their verdicts.
 local tasks_ok, tc = pcall(dofile, "tests/gpu/tasks_check.lua")
 if tasks_ok then
-  local ok, rows_or_err = pcall(tc.run, { skip = { gemm = true, attention = true } })
+  local ok, rows_or_err = pcall(tc.run, { skip = { gemm = true, attention = true }, baselines_only = { gemm = true } })
   if ok then
     for _, r in ipairs(rows_or_err) do row(r[1], r[2], r[3]) end
   else

@@ -4,7 +4,8 @@
 --
 --   build/klab tests/gpu/tasks_check.lua [--family F]...   (standalone; exit 1 on failure)
 --   local tc = dofile("tests/gpu/tasks_check.lua")           (from tests/gpu/check.lua)
---   local rows, tables = tc.run{skip = {gemm = true, attention = true}, families = nil}
+--   local rows, tables = tc.run{skip = {gemm = true, attention = true}, families = nil,
+--                               baselines_only = {gemm = true}}  (a skipped family's baselines still checked)
 --
 -- For each family folder tasks/<family>/:
 --   1. every task's baseline on every variant: compared with the task's
@@ -51,6 +52,7 @@ function M.run(opts)
   for _, t in ipairs(all) do
     local fam = t.file:sub(1, #root + 1) == root .. "/" and t.file:sub(#root + 2):match("^([^/]+)/")
     local wanted = fam and not (opts.skip or {})[fam] and (not opts.families or opts.families[fam])
+      or fam and (opts.baselines_only or {})[fam]
     if wanted then
       if not families[fam] then
         families[fam] = { files = {}, list = {} }
@@ -81,17 +83,28 @@ function M.run(opts)
         local function int(v) return math.tointeger(v) or v end
         local engine = info.lib == "shipped" and ("shipped kernel (" .. tostring(info.name or info.source) .. ")")
           or (tostring(info.lib) .. (info.engine and (" engine " .. tostring(int(info.engine))) or "")
-            .. (info.algo and (" algo " .. tostring(int(info.algo))) or "") .. (info.compute and (" " .. info.compute) or ""))
-        base_rows[#base_rows + 1] = { t.name, engine, us, r.verdict, main }
+            .. (info.algo and (" algo " .. tostring(int(info.algo))) or "") .. (info.compute and (" " .. info.compute) or "")
+            .. ((info.splitk or 1) > 1 and (" split-K " .. tostring(int(info.splitk))) or ""))
+        local fl = st.floor or {}
+        local bound = (fl.us or 0) > 0 and ((fl.memory_us or 0) >= (fl.compute_us or 0) and "memory" or "compute") or nil
+        -- A kernel shipped beside the library's: both times, and which is the baseline.
+        local ch = st.choice
+        local choice = ch and string.format("%s of library %s / shipped %s", ch.chosen,
+          ch.library.median_us and string.format("%.1f us", ch.library.median_us) or "-",
+          ch.shipped.median_us and string.format("%.1f us", ch.shipped.median_us) or tostring(ch.shipped.error))
+        base_rows[#base_rows + 1] = { t.name, engine, us, r.verdict, main, st.floor_fraction, bound, choice }
         local ok = r.verdict == "passed" and (not main or (us and us >= MIN_US))
-        check("baseline " .. t.name, ok, string.format("%s, %s, %s (%.1f s)%s", r.verdict, engine,
-          us and string.format("%.1f us", us) or "not timed", sys.now() - t0,
+        check("baseline " .. t.name, ok, string.format("%s, %s, %s%s%s (%.1f s)%s", r.verdict, engine,
+          us and string.format("%.1f us", us) or "not timed",
+          st.floor_fraction and string.format(", %.0f%% of the floor", 100 * st.floor_fraction) or "",
+          choice and (", " .. choice) or "", sys.now() - t0,
           r.verdict ~= "passed" and (": " .. tostring(r.reason)) or (main and us and us < MIN_US and
             string.format(": under %d us on a main shape", MIN_US) or "")))
       end
     end
-    -- 2 and 3. Samples and known-bad kernels.
-    for _, kind in ipairs { "samples", "bad" } do
+    -- 2 and 3. Samples and known-bad kernels (families with checks of
+    -- their own for those: their baselines only).
+    for _, kind in ipairs((opts.baselines_only or {})[fam] and {} or { "samples", "bad" }) do
       local list_path = root .. "/" .. fam .. "/" .. kind .. "/expected.lua"
       if exists(list_path) then
         for _, e in ipairs(dofile(list_path)) do
@@ -118,10 +131,13 @@ function M.run(opts)
   end
   -- The tables.
   print()
-  print(string.format("%-34s %-44s %-12s %s", "task (baseline)", "engine", "time", "vs reference"))
+  -- floor: the physical floor over the baseline's median (1 = at the
+  -- speed of light; klab.eval.peaks), and which of FLOPs or bytes set it.
+  print(string.format("%-34s %-44s %-12s %-16s %s", "task (baseline)", "engine", "time", "floor", "vs reference"))
   for _, b in ipairs(base_rows) do
-    print(string.format("%-34s %-44s %-12s %s%s", b[1], b[2], b[3] and string.format("%.1f us", b[3]) or "-", b[4],
-      b[5] and " (main)" or ""))
+    print(string.format("%-34s %-44s %-12s %-16s %s%s", b[1], b[2], b[3] and string.format("%.1f us", b[3]) or "-",
+      b[6] and string.format("%.0f%% %s", 100 * b[6], b[7]) or "-", b[4], (b[5] and " (main)" or "") ..
+      (b[8] and ("  [" .. b[8] .. "]") or "")))
   end
   print()
   print(string.format("%-22s %-34s %-20s %-20s %-12s %s", "candidate", "task", "expected", "actual", "time", "speedup"))

@@ -332,4 +332,22 @@ function T.quickstart_compile_progress_and_alignment(t)
   t.ok(col and col > #deep, "the file column is as wide as the longest path")
 end
 
+-- klab eval's text for a result whose baseline was the faster of two (a
+-- kernel the task ships beside the library's), and for one whose kernel
+-- beside the library's is broken (exit 2: the task is the mistake).
+function T.eval_prints_the_baseline_choice(t)
+  local ev = require "klab.cli.eval"
+  local r = { task = "sum_last_f32/16384x16384", name = "k", candidate = "abc", arch = "sm_90a", verdict = "passed",
+    reason = "ok", stages = { timing = { candidate = { median = 250, p10 = 249, p90 = 251, n = 40 }, method = "cupti",
+      baseline = { median = 240 }, speedup = 0.96, baseline_info = { lib = "shipped" },
+      baseline_choice = { chosen = "shipped", library = { median_us = 760.5 }, shipped = { median_us = 240.25 } } } } }
+  local text = ev.human(r)
+  t.match(text, "baseline   shipped kernel median 240%.00 us")
+  t.match(text, "faster of two: shipped %(library 760%.50 us, shipped kernel 240%.25 us%)")
+  t.eq(ev.status(r), 0)
+  r.shipped_baseline_error = "baseline.cu:3: error: expected ';'"
+  t.match(ev.human(r), "the shipped kernel beside the library's is broken: baseline%.cu:3")
+  t.eq(ev.status(r), command.EXIT.usage)
+end
+
 return T

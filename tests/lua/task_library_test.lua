@@ -88,12 +88,18 @@ end
 
 -- docs/tasks.md's library table names every task of the library (outside
 -- GEMM and attention, which have sections of their own) with the kind of
--- baseline it has: a shipped kernel exactly when the task ships one.
+-- baseline it has: a shipped kernel exactly when the task ships one, the
+-- faster of two where a kernel is timed beside the library's, and the
+-- baseline's fraction of the physical floor, explained under 70%.
 function T.library_table_in_the_docs(t)
   local text = assert(require("klab.fs").read(t.root .. "/docs/tasks.md"))
   local rows = {}
   local n = 0
-  for name, base in text:gmatch("\n| [%w_]+ | `([%w_]+)` | ([^|]+) |") do rows[name], n = base, n + 1 end
+  local floors = {}
+  for name, base, rest in text:gmatch("\n| [%w_]+ | `([%w_]+)` | ([^|]+) |([^\n]*)") do
+    rows[name], n = base, n + 1
+    floors[name] = rest:match("^[^|]*| ([^|]*) |%s*$")
+  end
   t.ok(n >= 30, "the table has a row per task (" .. n .. ")")
   local all = task.list(t.root .. "/tasks")
   local seen = {}
@@ -106,6 +112,18 @@ function T.library_table_in_the_docs(t)
       if row then
         local shipped = row:find("shipped kernel", 1, true) ~= nil
         t.eq(shipped, x.baseline.source ~= nil, x.base .. ": the table says " .. row)
+        -- A kernel timed beside the library's: the row says which was faster.
+        t.eq(row:find("faster of", 1, true) ~= nil, x.baseline.shipped ~= nil, x.base .. ": the table says " .. row)
+        -- Each main shape's fraction of the physical floor; a memory-bound
+        -- baseline under 70% of it is explained by its task.
+        local fl = floors[x.base]
+        t.ok(fl and fl:find("%d+%% [mc]"), x.base .. ": the table gives the baseline's fraction of the floor")
+        for pct in (fl or ""):gmatch("(%d+)%% memory") do
+          if tonumber(pct) < 70 then
+            t.ok(type(x.baseline.floor_note) == "string", x.base .. ": " .. pct .. "% of the DRAM floor, and the task "
+              .. "says why (baseline.floor_note)")
+          end
+        end
       end
     end
   end
@@ -114,7 +132,7 @@ end
 
 -- klab tasks --check on folders anywhere: the library passes; copies with
 -- a broken reference, a broken shipped baseline, a baseline plan past the
--- block limit, a cuDNN graph with a mode that does not exist, a cuBLASLt
+-- block limit (the task's baseline, and a kernel shipped beside a library's), a cuDNN graph with a mode that does not exist, a cuBLASLt
 -- matmul with a layout that does not exist and a wrong expected verdict
 -- are each one line naming the file and the field, exit 2.
 function T.tasks_check_finds_every_mistake(t)
@@ -146,6 +164,9 @@ function T.tasks_check_finds_every_mistake(t)
   local p = copy("reduce", "r3")
   edit(p .. "/_family.lua", 'kernel = "reduce_mid_baseline", grid = { cdiv%(B %* D, 256%), 1, 1 }, block = { 256, 1, 1 }',
     'kernel = "reduce_mid_baseline", grid = { cdiv(B * D, 256), 1, 1 }, block = { 2048, 1, 1 }')
+  local sp = copy("reduce", "r4")
+  edit(sp .. "/_family.lua", 'kernel = "reduce_last_baseline", grid = { R, 1, 1 }, block = { 512, 1, 1 }',
+    'kernel = "reduce_last_baseline", grid = { R, 1, 1 }, block = { 4096, 1, 1 }')
   local a = copy("activation", "a1")
   edit(a .. "/_family.lua", 'mode = "RELU_FWD"', 'mode = "RELU_FWDX"')
   edit(a .. "/bad/expected.lua", 'verdict = "incorrect"', 'verdict = "incorect"')
@@ -155,6 +176,8 @@ function T.tasks_check_finds_every_mistake(t)
     { r, "r1/reduce/[%w_]+%.lua: reference: [%w_/x]+ on sm_90a: " },
     { b, "r2/reduce/[%w_]+%.lua: baseline: [%w_/x]+ on sm_90a: the shipped baseline does not build or plan" },
     { p, "r3/reduce/[%w_]+%.lua: baseline: [%w_/x]+ on sm_90a: the shipped baseline does not build or plan: .*2048" },
+    { sp, "r4/reduce/sum_last%.lua: baseline%.shipped: sum_last_f32/[%dx]+ on sm_90a: the shipped baseline kernel does "
+      .. "not build or plan: .*4096" },
     { a, "a1/activation/relu%.lua: baseline%.spec: relu_f32/[%dx]+: the cuDNN graph does not describe: .*RELU_FWDX" },
     { a, "a1/activation/bad/expected%.lua: verdict: entry %d+ %([%w_]+%): 'incorect' is not a verdict %(did you mean 'incorrect'%?%)" },
     { m, "m1/matmul/matmul_nn%.lua: baseline%.spec: matmul_nn_f32/[%dx]+: the cuBLASLt matmul does not describe: .*b_layout" },

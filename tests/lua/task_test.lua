@@ -220,6 +220,15 @@ function T.broken_files_name_file_and_field(t)
   broken(t, 'shape = "N" }', 'shape = "N/3" }', "buffers.Y.shape", "not exact")
   broken(t, 'description = "Add ${N} numbers."', 'description = "Add ${Z} numbers."', "description", "unknown placeholder")
   broken(t, nil, 'buffers.X.shape = "N - 16"\n', "buffers.X.shape", "extents must be positive")
+  -- A kernel shipped beside a library baseline: a file in the folder, a plan, nothing else.
+  broken(t, 'op = "copy" }', 'op = "copy", shipped = { source = "ref.cu", plna = "" } }', "baseline.shipped",
+    "unknown key 'plna'")
+  broken(t, 'op = "copy" }', 'op = "copy", shipped = { source = "../ref.cu", plan = "return {}" } }',
+    "baseline.shipped.source", "task's folder")
+  broken(t, 'op = "copy" }', 'op = "copy", shipped = { source = "ref.cu", plan = "return return" } }',
+    "baseline.shipped.plan", "unexpected")
+  broken(t, 'op = "copy" }', 'op = "copy", shipped = { source = "gone.cu", plan = "return {}" } }',
+    "baseline.shipped.source", "cannot read")
   -- syntax and run-time errors in the file itself name the file
   local p1 = toy(t, "name = = 1\n")
   t.match(load_err(p1) or "", "toy%.lua")

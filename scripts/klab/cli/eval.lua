@@ -97,6 +97,7 @@ local stages = require "klab.eval.stages"
 
 local function fmt_us(v) return v and string.format("%.2f us", v) or "-" end
 
+-- The result as `klab eval` prints it.
 local function human(r)
   local out = {}
   local function say(...) out[#out + 1] = string.format(...) end
@@ -132,6 +133,13 @@ local function human(r)
   if r.baseline_error and not (t and t.baseline_error) then
     say("baseline   broken: %s", r.baseline_error)
   end
+  if r.shipped_baseline_error then say("baseline   the shipped kernel beside the library's is broken: %s",
+    r.shipped_baseline_error) end
+  local ch = t and t.baseline_choice
+  if ch then
+    say("           faster of two: %s (library %s, shipped kernel %s)", ch.chosen, fmt_us(ch.library and ch.library.median_us),
+      fmt_us(ch.shipped and ch.shipped.median_us))
+  end
   local sz = r.stages.sanitizer
   if sz then
     say("sanitizer  %s", sz.status == "ok" and (sz.errors .. " memcheck error(s)") or ("unknown: " .. tostring(sz.reason)))
@@ -142,13 +150,14 @@ local function human(r)
   if r.cached then say("(answered from the store)") end
   return table.concat(out, "\n")
 end
+M.human = human
 
 -- The exit status of a result: 0 for a correct candidate, 3 when nothing
 -- could be measured (unknown), 1 for any failing verdict; 2 when the task
--- itself is broken (its reference or its shipped baseline does not build or
--- plan), a mistake in the inputs.
+-- itself is broken (its reference or a shipped baseline kernel does not
+-- build or plan), a mistake in the inputs.
 function M.status(r)
-  if r.task_error or r.baseline_error then return EXIT.usage end
+  if r.task_error or r.baseline_error or r.shipped_baseline_error then return EXIT.usage end
   local verdicts = require "klab.eval.verdict"
   if verdicts.correct(r.verdict) then return EXIT.ok end
   if not verdicts.measured(r.verdict) then return EXIT.could_not_run end

@@ -7,6 +7,10 @@
 --       nil: the larger of the two.
 --   peaks.dram_bytes_per_s(props) -> peak DRAM bandwidth from the device's
 --       memory clock and bus width (klab.gpu props), or nil
+--   peaks.floor(task, props, path) -> {us=, compute_us=, memory_us=, path=,
+--       tflops=, dram_bytes_per_s=}: the physical floor of one run of the
+--       task (its FLOPs at the path's peak, its bytes at DRAM bandwidth;
+--       us = the larger, 0 when neither is known)
 --
 -- Figures are NVIDIA's datasheet numbers for the SXM parts (H100/H200 on
 -- sm_90a, B200 on sm_100a), dense (no sparsity).
@@ -37,6 +41,20 @@ function M.dram_bytes_per_s(props)
   if props.mem_clock_khz <= 0 or props.bus_width_bits <= 0 then return nil end
   -- Double data rate: two transfers per memory clock.
   return 2 * props.mem_clock_khz * 1000 * props.bus_width_bits / 8
+end
+
+-- No kernel does the task's FLOPs faster than the device's peak for the
+-- path it used, nor moves the task's bytes faster than DRAM (L2 is flushed
+-- before every timed sample): the floor a candidate's median may not go
+-- under, and what a baseline's fraction of the speed of light is taken of.
+function M.floor(task, props, path)
+  local tflops = props and M.tflops(props.arch, task.precision, path)
+  local bw = M.dram_bytes_per_s(props)
+  local f = { path = path or "any", tflops = tflops, dram_bytes_per_s = bw }
+  f.compute_us = tflops and task.flops and task.flops / (tflops * 1e6) or nil
+  f.memory_us = bw and task.bytes and task.bytes / bw * 1e6 or nil
+  f.us = math.max(f.compute_us or 0, f.memory_us or 0)
+  return f
 end
 
 return M

@@ -115,6 +115,9 @@ function M.run(dirs, opts)
         elseif x.baseline.kind == "shipped" and not run.job.task.baseline.kernel then
           problem(x.file, "baseline", ("%s on %s: the shipped baseline does not build or plan: %s"):format(x.name, arch,
             tostring(run.baseline_error)), run.baseline_error)
+        elseif x.baseline.shipped and not run.job.task.baseline.shipped.kernel then
+          problem(x.file, "baseline.shipped", ("%s on %s: the shipped baseline kernel does not build or plan: %s")
+            :format(x.name, arch, tostring(run.shipped_error)), run.shipped_error)
         end
         seen_ref[x.reference.path .. arch] = true
       end

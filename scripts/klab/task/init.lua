@@ -126,6 +126,9 @@ local function load_file(path)
       c.reference.code, c.reference.path = file.read_beside(path, c.reference.source, "reference.source", M.MAX_FILE_BYTES)
       if c.baseline.kind == "shipped" then
         c.baseline.code, c.baseline.path = file.read_beside(path, c.baseline.source, "baseline.source", M.MAX_FILE_BYTES)
+      elseif c.baseline.shipped then
+        local sh = c.baseline.shipped
+        sh.code, sh.path = file.read_beside(path, sh.source, "baseline.shipped.source", M.MAX_FILE_BYTES)
       end
     end
     local tasks = {}
