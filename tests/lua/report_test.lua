@@ -520,6 +520,36 @@ function tests.conditions_side_by_side_and_two_stores(t)
   t.match(t.read(dir .. "/two_by/tables/compare.md") or "", "| sm_90a | e1 | e1_b | 2 | [%d.]+%% %(n=%d+%) | [%d.]+%% %(n=%d+%) | %+0%.0 pts")
 end
 
+-- --format picks the table files (LaTeX only here; the page links what
+-- exists), and --ps the fast_p table's thresholds; bad values are one line.
+function tests.format_and_thresholds(t)
+  local path, dir = make_store(t)
+  local files = assert(report.write(path, dir .. "/tex", { B = 20, formats = { tex = true }, ps = { 0, 1, 4 } }))
+  local md, tex = 0, 0
+  for _, f in ipairs(files) do
+    if f:match("/tables/.*%.md$") then md = md + 1 end
+    if f:match("/tables/.*%.tex$") then tex = tex + 1 end
+  end
+  t.eq(md, 0, "no Markdown tables")
+  t.ok(tex > 0, "LaTeX tables")
+  local page = t.read(dir .. "/tex/index.html") or ""
+  t.ok(page:find("LaTeX</a>", 1, true) and not page:find("Markdown</a>", 1, true), "the page links only the LaTeX files")
+  local fp = t.read(dir .. "/tex/e1/tables/fast_p.tex") or t.read(dir .. "/tex/tables/fast_p.tex") or ""
+  t.match(fp, "\\toprule")
+  t.match(fp, "p = 4")
+  local cli = require "klab.cli.report"
+  local o = assert(cli.parse { "x.db", "--format", "md", "--ps", "2,0.5" })
+  t.ok(o.format.md and not o.format.tex)
+  t.eq(o.ps[1], 0.5)
+  t.eq(o.ps[2], 2)
+  local bad, err = cli.parse { "x.db", "--format", "html" }
+  t.eq(bad, nil)
+  t.match(err, "'html' is not md or tex")
+  bad, err = cli.parse { "x.db", "--ps", "1,-2" }
+  t.eq(bad, nil)
+  t.match(err, "'%-2' is not a speedup")
+end
+
 -- The cost table: requests, tokens, dollars and latency per condition from
 -- the turns' own records, and the dollars per correct trajectory.
 function tests.cost_per_condition(t)

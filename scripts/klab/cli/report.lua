@@ -5,6 +5,7 @@ M.summary = "write the figures, tables and index.html of an experiment store"
 
 local USAGE = [==[
 usage: klab report DB... [--out DIR] [--experiment NAME] [--by VAR[,VAR]]
+                           [--format md,tex] [--ps P[,P]...]
 
 Reads the store DB (read-only; a store in a folder you cannot write is
 fine) and writes into DIR (default: DB's name without its extension, plus
@@ -18,7 +19,7 @@ or a previous report. Each experiment of the store gets its own section
   figures/*.png|svg|pdf      fast_p, correct/verified bars, failure mix per
                              turn, best speedup against the turn, every
                              candidate's speedup (gnuplot; figures/src/*.gp)
-  tables/*.md|tex            PTXBench's correct / verified / best speedup per
+  tables/*.md|tex            (--format) PTXBench's correct / verified / best speedup per
                              architecture, KernelBench-Verified's speedup /
                              correctness / Fast@1, and the detail tables
 
@@ -41,6 +42,11 @@ two different configs cannot be, and is refused).
                 VAR: model, tag, task, family, arch, experiment, turns,
                 template, or any field of the experiment's spec.
 
+--format F[,F]  the table files written: md (Markdown), tex (LaTeX with
+                booktabs rules, for a paper); default md,tex.
+--ps P[,P]...   the fast_p thresholds of the fast_p table (speedups over
+                the baseline, >= 0); default 0,0.5,0.8,1,1.25,1.5,2,3.
+
 A missing store, a file that is not one, an experiment the store does not
 hold (the ones it holds are named) and a --out that cannot hold a report
 are 2; 1 when the report could not be written (gnuplot failed).
@@ -55,7 +61,8 @@ USAGE = USAGE .. command.EXIT_TEXT
 -- something that is not there or cannot be used.
 local USER = { ENOENT = true, EINVAL = true, ENOTFOUND = true }
 
-local OPTIONS = { ["--out"] = "value", ["--experiment"] = "value", ["--by"] = "value" }
+local OPTIONS = { ["--out"] = "value", ["--experiment"] = "value", ["--by"] = "value", ["--format"] = "value",
+  ["--ps"] = "value" }
 
 function M.parse(args)
   local o, err = command.options(args, OPTIONS)
@@ -70,13 +77,34 @@ function M.parse(args)
     for v in o.by:gmatch("[^,%s]+") do vars[#vars + 1] = v end
     o.by = vars
   end
+  if o.format then
+    local f = {}
+    for v in o.format:gmatch("[^,%s]+") do
+      if v ~= "md" and v ~= "tex" then return nil, "--format: '" .. v .. "' is not md or tex" end
+      f[v] = true
+    end
+    if not next(f) then return nil, "--format: expected md, tex or md,tex" end
+    o.format = f
+  end
+  if o.ps then
+    local ps = {}
+    for v in o.ps:gmatch("[^,%s]+") do
+      local x = tonumber(v)
+      if not x or x < 0 or x ~= x or x == math.huge then return nil, "--ps: '" .. v .. "' is not a speedup >= 0" end
+      ps[#ps + 1] = x
+    end
+    if #ps == 0 then return nil, "--ps: expected thresholds such as 0,1,2" end
+    table.sort(ps)
+    o.ps = ps
+  end
   return o
 end
 
 function M.main(args)
   local o, pcode = command.parsed("report", USAGE, M.parse(args))
   if not o then return pcode end
-  local files, msg, code = require("klab.report").write(o.db, o.out, { experiment = o.experiment, by = o.by })
+  local files, msg, code = require("klab.report").write(o.db, o.out, { experiment = o.experiment, by = o.by,
+    formats = o.format, ps = o.ps })
   if not files then
     return command.fail("report", (tostring(msg):gsub("^report: ", "")), USER[code] and EXIT.usage or EXIT.failed)
   end

@@ -15,13 +15,14 @@
 -- not measured, unfinished trajectories, figures left out and why). opts:
 -- experiment (one experiment's name; default: each experiment in its own
 -- section), limits ({1, 4, 8}), B (bootstrap resamples, 1000), seed, level
--- (0.95), ps (fast_p thresholds shown in the table).
+-- (0.95), ps (fast_p thresholds shown in the table), formats (the table
+-- files written: {md = true, tex = true}, the default M.FORMATS).
 --
 -- Layout of out_dir (one experiment, or --experiment):
 --   index.html                  figures, tables and provenance
 --   metrics.json                every number computed (sorted keys)
 --   figures/NAME.{png,svg,pdf}  figures/src/NAME.gp (inline data; re-run with gnuplot in out_dir)
---   tables/NAME.{md,tex}
+--   tables/NAME.{md,tex}           (as opts.formats asks)
 -- A store with several experiments gets one section each: EXP/figures/...,
 -- EXP/tables/... (EXP: the experiment's name as a file name), and
 -- metrics.json holds {experiments = {name = numbers}, provenance = ...}.
@@ -38,6 +39,8 @@ local records = require "klab.store.records"
 local M = {}
 
 M.SHOW_PS = { 0, 0.5, 0.8, 1, 1.25, 1.5, 2, 3 }
+-- The table files written by default: Markdown and LaTeX (booktabs).
+M.FORMATS = { md = true, tex = true }
 
 local html = tables.html_escape
 
@@ -407,8 +410,13 @@ local function index_html(ctx)
     add(("<%s>Tables</%s>"):format(h, h))
     for _, t in ipairs(sec.tables) do
       add(tables.html(t))
-      add(('<p class="note">Also as <a href="%stables/%s.md">Markdown</a> and <a href="%stables/%s.tex">LaTeX</a>.</p>'):format(
-        html(sec.prefix), html(t.file), html(sec.prefix), html(t.file)))
+      local also = {}
+      for _, f in ipairs { { "md", "Markdown" }, { "tex", "LaTeX" } } do
+        if (sec.formats or M.FORMATS)[f[1]] then
+          also[#also + 1] = ('<a href="%stables/%s.%s">%s</a>'):format(html(sec.prefix), html(t.file), f[1], f[2])
+        end
+      end
+      if #also > 0 then add('<p class="note">Also as ' .. table.concat(also, " and ") .. ".</p>") end
     end
   end
   -- Provenance in detail.
@@ -549,10 +557,13 @@ local function write_section(dir, prefix, trajs, opts, written)
       t.file = file
       tlist[#tlist + 1] = t
     end
-    figures.write_file(dir .. "/tables/" .. file .. ".md", table.concat(md, "\n"))
-    figures.write_file(dir .. "/tables/" .. file .. ".tex", table.concat(tex, "\n"))
-    written[#written + 1] = prefix .. "tables/" .. file .. ".md"
-    written[#written + 1] = prefix .. "tables/" .. file .. ".tex"
+    local formats = opts.formats or M.FORMATS
+    for _, f in ipairs { { "md", md }, { "tex", tex } } do
+      if formats[f[1]] then
+        figures.write_file(dir .. "/tables/" .. file .. "." .. f[1], table.concat(f[2], "\n"))
+        written[#written + 1] = prefix .. "tables/" .. file .. "." .. f[1]
+      end
+    end
   end
   for _, a in ipairs(archs) do tab("ptxbench_" .. figures.slug(a), tables.ptxbench(success, a)) end
   tab("kbv", { tables.kbv(kbv) })
@@ -618,12 +629,13 @@ local function build(db, out_dir, opts, store_name)
     end
     local r = write_section(out_dir .. "/" .. sec.prefix:gsub("/$", ""), sec.prefix, g.items, opts, written)
     for k, v in pairs(r) do sec[k] = v end
+    sec.formats = opts.formats
     sections[#sections + 1] = sec
   end
   if #sections == 0 then
     -- Nothing to plot: the empty section still writes its (empty) tables.
     local r = write_section(out_dir, "", {}, opts, written)
-    r.prefix, r.anchor, r.name = "", "experiment", ""
+    r.prefix, r.anchor, r.name, r.formats = "", "experiment", "", opts.formats
     sections[1] = r
   end
   local prov = M.provenance(db, trajs, opts)
