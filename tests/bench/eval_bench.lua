@@ -239,10 +239,13 @@ if not skip.study then
     for i, r in ipairs(res) do
       counts[r.verdict] = (counts[r.verdict] or 0) + 1
       local st, gs = r.stages or {}, 0
+      local c = by_class[list[i].class] or { n = 0, s = 0, parts = {}, hopeless = 0 }
       for _, k in ipairs { "load", "correctness", "instructions", "timing", "sanitizer" } do
-        gs = gs + (st[k] and st[k].seconds or 0)
+        local x = st[k] and st[k].seconds or 0
+        gs = gs + x
+        c.parts[k] = (c.parts[k] or 0) + x
       end
-      local c = by_class[list[i].class] or { n = 0, s = 0 }
+      if st.timing and st.timing.stop_reason == "hopeless" then c.hopeless = c.hopeless + 1 end
       c.n, c.s = c.n + 1, c.s + gs
       by_class[list[i].class] = c
     end
@@ -259,6 +262,12 @@ if not skip.study then
     if x then
       line("   %-14s %3d candidates %8.2f s  %6.2f s each   kept: %8.2f s  %6.2f s each", c, x.n, x.s, x.s / x.n,
         y and y.s or 0, y and y.s / y.n or 0)
+      -- Where a class's seconds went (profiler per candidate), and how
+      -- many of its timings the hopeless rule ended.
+      local p = x.parts
+      line("   %-14s   load %.2f s, correctness %.2f s, instructions %.2f s, timing %.2f s, sanitizer %.2f s; "
+        .. "%d timings ended hopeless", "", p.load or 0, p.correctness or 0, p.instructions or 0, p.timing or 0,
+        p.sanitizer or 0, x.hopeless)
     end
   end
   for i, e in ipairs(list) do
