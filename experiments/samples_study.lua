@@ -32,12 +32,7 @@ local TASKS = {
 }
 local TURNS = { none = { "naive", "naive" }, hopper = { "naive", "fast" } }
 
-local function read(path)
-  local f = assert(io.open(path, "rb"))
-  local s = f:read("a")
-  f:close()
-  return s
-end
+local function read(path) return assert(require("klab.fs").read(path)) end
 
 local function reply(sample)
   return table.concat({
