@@ -51,7 +51,7 @@ local DT = { f32 = 0, f16 = 1, bf16 = 2, fp8e4m3 = 3, fp8e5m2 = 4 }
 local da, db = DT[buffers.A.dtype], DT[buffers.B.dtype]
 local sa, sb = %s, %s
 if nsample == 0 then
-  return { launches = { { kernel = "gemm_ref", grid = { cdiv(N, 16), cdiv(M, 16), 1 }, block = { 16, 16, 1 },
+  return { launches = { { kernel = "gemm_ref", grid = { cdiv(N, 64), cdiv(M, 64), 1 }, block = { 16, 16, 1 },
     args = { buffer("A"), i32(da), buffer("B"), i32(db), sa, sb, buffer("C"), u32(M), u32(N), u32(K) } } } }
 end
 return { launches = { { kernel = "gemm_ref_units", grid = { cdiv(nsample, 4), 1, 1 }, block = { 128, 1, 1 },

@@ -6,35 +6,21 @@
 //
 // A unit is one element of C (unit u = m*N + n).
 
-#define RT 16
-
 static __device__ __forceinline__ double scale_of(const float *sa, const float *sb)
 {
     return (sa ? (double)*sa : 1.0) * (sb ? (double)*sb : 1.0);
 }
 
-// The whole of C: a 16x16 tile per block, both operands staged in shared
-// memory as doubles.
-extern "C" __global__ void gemm_ref(const void *A, int dta, const void *B, int dtb, const float *scale_a,
-                                    const float *scale_b, float *C, u32 M, u32 N, u32 K)
+// The whole of C, a 64x64 tile per block (klab_gemm_tile, in the prelude).
+extern "C" __global__ void __launch_bounds__(256)
+    gemm_ref(const void *A, int dta, const void *B, int dtb, const float *scale_a, const float *scale_b, float *C,
+             u32 M, u32 N, u32 K)
 {
-    __shared__ double As[RT][RT + 1];
-    __shared__ double Bs[RT][RT + 1];
-    u32 m = blockIdx.y * RT + threadIdx.y;
-    u32 n = blockIdx.x * RT + threadIdx.x;
-    double acc = 0.0;
-    for (u32 k0 = 0; k0 < K; k0 += RT) {
-        u32 ka = k0 + threadIdx.x;
-        u32 bn = blockIdx.x * RT + threadIdx.y;
-        As[threadIdx.y][threadIdx.x] = (m < M && ka < K) ? klab_load(A, (u64)m * K + ka, dta) : 0.0;
-        Bs[threadIdx.y][threadIdx.x] = (bn < N && ka < K) ? klab_load(B, (u64)bn * K + ka, dtb) : 0.0;
-        __syncthreads();
-        for (int kk = 0; kk < RT; kk++)
-            acc += As[threadIdx.y][kk] * Bs[threadIdx.x][kk];
-        __syncthreads();
-    }
-    if (m < M && n < N)
-        C[(u64)m * N + n] = (float)(acc * scale_of(scale_a, scale_b));
+    double s = scale_of(scale_a, scale_b);
+    klab_gemm_tile(
+        M, N, K, [=](u32 m, u32 k) { return klab_load(A, (u64)m * K + k, dta); },
+        [=](u32 n, u32 k) { return klab_load(B, (u64)n * K + k, dtb); },
+        [=](u32 m, u32 n, double v) { C[(u64)m * N + n] = (float)(v * s); });
 }
 
 // Units positions[0..n) into C[0..n): a warp per unit, its lanes splitting

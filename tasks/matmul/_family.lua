@@ -70,7 +70,7 @@ local da, db = DT[buffers[a].dtype], DT[buffers[b].dtype]
 local bias_arg, dbias = u64(0), 0
 if bias then bias_arg, dbias = buffer(bias), DT[buffers[bias].dtype] end
 if nsample == 0 then
-  return { launches = { { kernel = "mm_ref", grid = { cdiv(n, 16), cdiv(m, 16), batch }, block = { 16, 16, 1 },
+  return { launches = { { kernel = "mm_ref", grid = { cdiv(n, 64), cdiv(m, 64), batch }, block = { 16, 16, 1 },
     args = { buffer(a), i32(da), buffer(b), i32(db), bias_arg, i32(dbias), i32(act), buffer(c), i32(0),
              u32(m), u32(n), u32(k), i32(a_km), i32(b_kn) } } } }
 end

@@ -14,8 +14,6 @@
 // as the first step of a composed task's reference (klab.task.compose),
 // fp64 (KLAB_F64), so that the chain after it starts from the exact sums.
 
-#define RT 16
-
 // The epilogues (prefixed: a composed task's reference is this file and the
 // activation family's in one source).
 enum { MM_ACT_NONE = 0, MM_ACT_RELU = 1, MM_ACT_GELU_TANH = 2 };
@@ -49,30 +47,18 @@ static __device__ __forceinline__ u64 at_b(u64 n, u64 k, u32 N, u32 K, int b_kn)
     return b_kn ? k * N + n : n * K + k;
 }
 
-// The whole of C: a 16x16 tile of member blockIdx.z per block, both
-// operands staged in shared memory as doubles.
-extern "C" __global__ void mm_ref(const void *A, int dta, const void *B, int dtb, const void *bias, int dtbias,
-                                  int act, void *C, int dtc, u32 M, u32 N, u32 K, int a_km, int b_kn)
+// The whole of C: member blockIdx.z, a 64x64 tile per block
+// (klab_gemm_tile, in the prelude).
+extern "C" __global__ void __launch_bounds__(256)
+    mm_ref(const void *A, int dta, const void *B, int dtb, const void *bias, int dtbias, int act, void *C, int dtc,
+           u32 M, u32 N, u32 K, int a_km, int b_kn)
 {
-    __shared__ double As[RT][RT + 1];
-    __shared__ double Bs[RT][RT + 1];
     u64 b = blockIdx.z;
     u64 a0 = b * M * K, b0 = b * N * K, c0 = b * M * N;
-    u32 m = blockIdx.y * RT + threadIdx.y;
-    u32 n = blockIdx.x * RT + threadIdx.x;
-    u32 bn = blockIdx.x * RT + threadIdx.y;
-    double acc = 0.0;
-    for (u32 k0 = 0; k0 < K; k0 += RT) {
-        u32 k = k0 + threadIdx.x;
-        As[threadIdx.y][threadIdx.x] = (m < M && k < K) ? klab_load(A, a0 + at_a(m, k, M, K, a_km), dta) : 0.0;
-        Bs[threadIdx.y][threadIdx.x] = (bn < N && k < K) ? klab_load(B, b0 + at_b(bn, k, N, K, b_kn), dtb) : 0.0;
-        __syncthreads();
-        for (int kk = 0; kk < RT; kk++)
-            acc += As[threadIdx.y][kk] * Bs[threadIdx.x][kk];
-        __syncthreads();
-    }
-    if (m < M && n < N)
-        mm_store(C, c0 + (u64)m * N + n, dtc, epilogue(acc, bias, dtbias, n, act));
+    klab_gemm_tile(
+        M, N, K, [=](u32 m, u32 k) { return klab_load(A, a0 + at_a(m, k, M, K, a_km), dta); },
+        [=](u32 n, u32 k) { return klab_load(B, b0 + at_b(n, k, N, K, b_kn), dtb); },
+        [=](u32 m, u32 n, double v) { mm_store(C, c0 + (u64)m * N + n, dtc, epilogue(v, bias, dtbias, n, act)); });
 }
 
 // Units positions[0..n) into C[0..n): a warp per unit, its lanes splitting

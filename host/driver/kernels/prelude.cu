@@ -66,3 +66,59 @@ static __device__ __forceinline__ float klab_round_bf16(float v)
 {
     return __bfloat162float(__float2bfloat16_rn(v));
 }
+
+// The fp64 GEMM core of the references that multiply matrices (gemm,
+// matmul, composed tasks): block (blockIdx.x, blockIdx.y) of 16x16 threads
+// computes the 64x64 tile of C at columns 64*blockIdx.x and rows
+// 64*blockIdx.y, each thread a 4x4 patch (rows ty + 16i, columns tx + 16j)
+// held in registers, A and B staged through shared memory 16 values of K at
+// a time. load_a(m, k) and load_b(n, k) give an operand's value as a double
+// (called only inside the matrix); store(m, n, sum) receives each sum of C
+// inside the matrix. Every sum runs over k = 0..K-1 in order, so a value
+// does not depend on the tiling; the patch only keeps the reference from
+// being the slowest kernel of a correctness run (one output per thread is
+// bound by shared-memory loads, two per fused multiply-add; the patch does
+// eight per sixteen). Launch: grid (ceil(N/64), ceil(M/64)), block (16, 16).
+#define KLAB_GT 16
+#define KLAB_GP 4
+#define KLAB_GB (KLAB_GT * KLAB_GP)
+
+template <class LoadA, class LoadB, class Store>
+static __device__ __forceinline__ void klab_gemm_tile(u32 M, u32 N, u32 K, LoadA load_a, LoadB load_b, Store store)
+{
+    __shared__ double As[KLAB_GB][KLAB_GT + 1];
+    __shared__ double Bs[KLAB_GB][KLAB_GT + 1];
+    u32 tx = threadIdx.x, ty = threadIdx.y, t = ty * KLAB_GT + tx;
+    u32 m0 = blockIdx.y * KLAB_GB, n0 = blockIdx.x * KLAB_GB;
+    double acc[KLAB_GP][KLAB_GP];
+    for (int i = 0; i < KLAB_GP; i++)
+        for (int j = 0; j < KLAB_GP; j++)
+            acc[i][j] = 0.0;
+    for (u32 k0 = 0; k0 < K; k0 += KLAB_GT) {
+        // 64 rows x 16 values of K of each operand, four per thread; a row's
+        // 16 values are 16 neighbouring threads.
+        for (int l = 0; l < KLAB_GP; l++) {
+            u32 idx = t + l * KLAB_GT * KLAB_GT, r = idx / KLAB_GT, c = idx % KLAB_GT, k = k0 + c;
+            As[r][c] = (m0 + r < M && k < K) ? load_a(m0 + r, k) : 0.0;
+            Bs[r][c] = (n0 + r < N && k < K) ? load_b(n0 + r, k) : 0.0;
+        }
+        __syncthreads();
+        for (int kk = 0; kk < KLAB_GT; kk++) {
+            double a[KLAB_GP], b[KLAB_GP];
+            for (int i = 0; i < KLAB_GP; i++)
+                a[i] = As[ty + KLAB_GT * i][kk];
+            for (int j = 0; j < KLAB_GP; j++)
+                b[j] = Bs[tx + KLAB_GT * j][kk];
+            for (int i = 0; i < KLAB_GP; i++)
+                for (int j = 0; j < KLAB_GP; j++)
+                    acc[i][j] += a[i] * b[j];
+        }
+        __syncthreads();
+    }
+    for (int i = 0; i < KLAB_GP; i++)
+        for (int j = 0; j < KLAB_GP; j++) {
+            u32 m = m0 + ty + KLAB_GT * i, n = n0 + tx + KLAB_GT * j;
+            if (m < M && n < N)
+                store(m, n, acc[i][j]);
+        }
+}

@@ -274,7 +274,7 @@ if nsample > 0 then
     args = { buffer("X"), i32(0), buffer("W"), i32(0), bias, i32(0), i32(0), workspace("P"), u64(rows * N),
              workspace("T"), i32(5), u32(M), u32(N), u32(K), i32(0), i32(0) } }
 else
-  launches[1] = { kernel = "mm_ref", grid = { cdiv(N, 16), cdiv(M, 16), 1 }, block = { 16, 16, 1 },
+  launches[1] = { kernel = "mm_ref", grid = { cdiv(N, 64), cdiv(M, 64), 1 }, block = { 16, 16, 1 },
     args = { buffer("X"), i32(0), buffer("W"), i32(0), bias, i32(0), i32(0), workspace("T"), i32(5),
              u32(M), u32(N), u32(K), i32(0), i32(0) } }
 end
