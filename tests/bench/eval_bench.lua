@@ -270,6 +270,34 @@ if not skip.study then
         p.sanitizer or 0, x.hopeless)
     end
   end
+  -- Per candidate (first way): where its GPU seconds went, the kernel's
+  -- own time, the profiler's passes and how its timing ended.
+  line("   per candidate (one worker): stage seconds; profiler passes; kernel median; timing samples and stop")
+  line("   %-10s %-30s %-38s %-20s %6s %6s %3s %6s %10s %7s  %s", "class", "candidate", "task", "verdict", "corr",
+    "instr", "ps", "timing", "median us", "samples", "stop")
+  for i, e in ipairs(list) do
+    local r = got[1].res[i]
+    local st = r and r.stages or {}
+    local function sec(k) return st[k] and st[k].seconds and string.format("%6.2f", st[k].seconds) or "     -" end
+    local tm = st.timing
+    local cand = tm and tm.candidate
+    line("   %-10s %-30s %-38s %-20s %s %s %3s %s %10s %7s  %s", e.class, e.candidate:match("[^/]+/[^/]+$") or e.candidate,
+      e.task, r and r.verdict or "?", sec("correctness"), sec("instructions"),
+      st.instructions and st.instructions.passes and tostring(st.instructions.passes) or "-", sec("timing"),
+      cand and cand.median and string.format("%.1f", cand.median) or "-",
+      cand and cand.n and (tostring(cand.n) .. "/" .. tostring(tm.baseline and tm.baseline.n or "-")) or "-",
+      tm and tostring(tm.stop_reason) or "-")
+    local ph = st.instructions and st.instructions.phase_seconds
+    if ph then
+      local parts = {}
+      for _, k in ipairs { "config", "prepare", "start", "run", "stop", "evaluate", "disable" } do
+        if ph[k] then parts[#parts + 1] = string.format("%s %.0f", k, ph[k] * 1000) end
+      end
+      local ck = tm and tm.checks
+      line("   %-10s   profiler ms: %s%s", "", table.concat(parts, ", "), ck and string.format(
+        "; timing checks %.2f s (%d sampled, %d full)", ck.seconds or 0, ck.sampled or 0, ck.full or 0) or "")
+    end
+  end
   for i, e in ipairs(list) do
     for k = 2, #got do
       local a, b = got[1].res[i], got[k].res[i]
