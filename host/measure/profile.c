@@ -37,7 +37,10 @@
  * largest):
  *   inst.wgmma       warp-level wgmma instructions (HGMMA/IGMMA/QGMMA/BGMMA)
  *   inst.tma         TMA instructions (loads: UTMALDG, UBLKCP.S.G; stores/reductions)
- *   inst.tensor_pipe warp instructions on the tensor pipe (GH100: HMMA and HGMMA together)
+ *   inst.tensor_pipe warp instructions on the tensor pipe's HMMA sub-pipe (GH100: HMMA, HGMMA
+ *                    and the HFMA2.MMA that the compiler places there for plain code)
+ *   inst.tensor_hfma2 the HFMA2 among them (not tensor-core work)
+ *   inst.imma, inst.dmma  IMMA and DMMA warp instructions (GH100)
  *   inst.tc          tcgen05 pipe instructions (UTCMMA, UTCBAR, UTCCP, UTCSHIFT)
  *   inst.utcmma      UTC*MMA instructions (SASS-patched count)
  *   inst.tmem        tensor-memory instructions (LDT/LDTM/STT/STTM)
@@ -74,6 +77,9 @@ static const profile_metric TABLE[] = {
     {"GH100", "smsp__inst_executed_op_tma_ld.sum", "inst.tma", 1, NULL},
     {"GH100", "smsp__inst_executed_op_tma_st.sum", "inst.tma", 0, NULL},
     {"GH100", "sm__inst_executed_pipe_tensor_op_hmma.sum", "inst.tensor_pipe", 0, NULL},
+    {"GH100", "sm__inst_executed_pipe_tensor_op_hmma_type_hfma2.sum", "inst.tensor_hfma2", 0, NULL},
+    {"GH100", "sm__inst_executed_pipe_tensor_op_imma.sum", "inst.imma", 0, NULL},
+    {"GH100", "sm__inst_executed_pipe_tensor_op_dmma.sum", "inst.dmma", 0, NULL},
     {"GH100", "sm__inst_executed.sum", "inst.total", 0, NULL},
     {"GH100", "sm__ops_path_tensor_op_hgmma_src_bf16_dst_fp32.sum", "flops.gmma", 1, "bf16"},
     {"GH100", "sm__ops_path_tensor_op_hgmma_src_fp16.sum", "flops.gmma", 0, "fp16"},

@@ -186,6 +186,38 @@ function T.aggregate_sums_roles_and_skips_nan(t)
   t.eq(profile.aggregate({ ["sm__inst_executed_pipe_tc.sum"] = 3 }, "GB110")["inst.tc"], 3)
 end
 
+-- GH100's HMMA sub-pipe count holds the HFMA2.MMA of plain code: a SIMT
+-- kernel (numbers of the naive softmax on the H200) is not mma.sync, and
+-- IMMA/DMMA are.
+function T.hfma2_on_the_tensor_pipe_is_not_mma_sync(t)
+  local v = {
+    ["sm__inst_executed_pipe_tensor_op_gmma.sum"] = 0,
+    ["sm__inst_executed_pipe_tensor_op_hmma.sum"] = 131072,
+    ["sm__inst_executed_pipe_tensor_op_hmma_type_hfma2.sum"] = 131072,
+    ["sm__inst_executed_pipe_tensor_op_imma.sum"] = 0,
+    ["sm__inst_executed_pipe_tensor_op_dmma.sum"] = 0,
+    ["smsp__sass_thread_inst_executed_op_hfma_pred_on.sum"] = 4194304,
+  }
+  local r = profile.aggregate(v, "GH100")
+  t.eq(r["inst.hmma"], 0, "HFMA2.MMA taken out")
+  local fam = profile.families(r, { "mma.sync" }, "GH100")["mma.sync"]
+  t.eq(fam.status, "not_executed", "a SIMT kernel did not run mma.sync")
+  v["sm__inst_executed_pipe_tensor_op_hmma.sum"] = 131072 + 640
+  v["sm__inst_executed_pipe_tensor_op_imma.sum"] = 64
+  t.eq(profile.aggregate(v, "GH100")["inst.hmma"], 704, "HMMA and IMMA counted")
+  -- The three counters join the first part without another pass.
+  local prof = require "klab.prof"
+  local rows = {}
+  for _, row in ipairs(prof.metric_table()) do if row.chip == "GH100" then rows[#rows + 1] = row end end
+  local first = require("klab.eval.profiler").verdict_first_metrics(rows)
+  local has = {}
+  for _, n in ipairs(first) do has[n] = true end
+  t.ok(has["sm__inst_executed_pipe_tensor_op_hmma_type_hfma2.sum"] and has["sm__inst_executed_pipe_tensor_op_imma.sum"],
+    "in the first part")
+  local passes = prof.passes("GH100", first)
+  if passes then t.eq(passes, 3, "the first part stays at 3 passes") end
+end
+
 function T.wgmma_sample_families_and_flops(t)
   local s = analyse(wgmma_values())
   t.eq(s.families.wgmma.status, "executed")
@@ -894,6 +926,13 @@ function T.gpu_verdict_set_measures_mma_sync_flops_only_when_hmma_ran(t)
   t.ok(w.inferred and w.inferred["flops.hmma"], "and they were not collected")
   t.ok(w.passes and w.passes <= 3, "wgmma judged in " .. tostring(w.passes) .. " passes")
   t.eq(w.verdict, nil, w.verdict_reason)
+  -- A SIMT kernel's HFMA2.MMA is not mma.sync: 3 passes too.
+  local n = stage("naive")
+  t.eq(n.status, "ok", n.reason)
+  t.ok(n.inferred and n.inferred["flops.hmma"], "naive: mma.sync FLOPs not collected (tensor pipe "
+    .. tostring(n.roles and n.roles["inst.tensor_pipe"]) .. ", hfma2 " .. tostring(n.roles and n.roles["inst.tensor_hfma2"]) .. ")")
+  t.ok(n.passes and n.passes <= 3, "naive judged in " .. tostring(n.passes) .. " passes")
+  t.eq(n.verdict, "target_not_executed")
   local m = stage("mma_sync")
   t.eq(m.status, "ok", m.reason)
   t.eq(m.inferred, nil, "HMMA ran: its FLOPs are measured")
@@ -912,6 +951,10 @@ function T.gpu_naive_sample_has_no_tensor_flops(t)
   t.eq(st.verdict, "target_not_executed")
   local names = table.concat(st.profile.signal_names, ",")
   t.ok(names:find("no_tensor_cores"), names)
+  -- Its HFMA2.MMA (bf16 arithmetic on the tensor pipe) is not mma.sync:
+  -- judged in the first part's passes alone.
+  t.eq(st.roles["inst.hmma"], 0, "tensor pipe " .. tostring(st.roles["inst.tensor_pipe"]) .. ", hfma2 "
+    .. tostring(st.roles["inst.tensor_hfma2"]))
 end
 
 -- tasks/gemm/bad/wgmma_never_runs: the naive kernel plus a wgmma behind a

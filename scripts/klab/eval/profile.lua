@@ -85,8 +85,11 @@ M.rows_for, M.table_chip, M.TENSOR_FAMILIES = rows_for, table_chip, TENSOR_FAMIL
 
 -- values: {["metric.name"] = number}. Sums the metrics of each role
 -- ("pct.*", "rate.*" and "cycles.*" roles take the largest); a role whose
--- metrics were all missing or NaN is absent. Derived: inst.hmma =
--- inst.tensor_pipe - inst.wgmma (GH100's tensor-pipe count includes HGMMA);
+-- metrics were all missing or NaN is absent. Derived: inst.hmma, the
+-- mma.sync instructions, = inst.tensor_pipe - inst.wgmma -
+-- inst.tensor_hfma2 + inst.imma + inst.dmma (GH100's HMMA sub-pipe count
+-- also holds the HGMMA and the HFMA2.MMA that nvcc issues there for plain
+-- half-precision arithmetic and moves: a SIMT kernel is not mma.sync);
 -- busy = cycles.active / cycles.elapsed, the share of the range the kernels
 -- themselves took (at most 1).
 function M.aggregate(values, chip, rows)
@@ -107,7 +110,8 @@ function M.aggregate(values, chip, rows)
     end
   end
   if roles["inst.tensor_pipe"] and roles["inst.wgmma"] then
-    roles["inst.hmma"] = math.max(0, roles["inst.tensor_pipe"] - roles["inst.wgmma"])
+    roles["inst.hmma"] = math.max(0, roles["inst.tensor_pipe"] - roles["inst.wgmma"] - (roles["inst.tensor_hfma2"] or 0))
+      + (roles["inst.imma"] or 0) + (roles["inst.dmma"] or 0)
   end
   local active, elapsed = roles["cycles.active"], roles["cycles.elapsed"]
   if active and elapsed and active > 0 and elapsed > 0 then roles.busy = math.min(1, active / elapsed) end

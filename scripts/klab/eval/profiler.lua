@@ -7,6 +7,7 @@
 --   profiler.stage(ctx, run, task, arch, opts)  -> stage table (never raises); see M.stage below
 --   profiler.verdict_metrics(rows), profiler.verdict_first_metrics(rows),
 --   profiler.verdict_deferred_metrics(rows)     -> the metric names of the verdict set and its parts
+--   profiler.release()                          gives back a range profiler kept enabled
 
 local ok_c, C = pcall(require, "klab.prof")
 if not ok_c then C = nil end
@@ -68,9 +69,10 @@ local flushers = setmetatable({}, { __mode = "k" })
 -- (flops.hmma) in counters that need 6 passes of their own, while the
 -- instruction counts, the wgmma FLOPs and the SIMT arithmetic fit in 3
 -- (prof.passes("GH100", ...), offline). The instruction counts say
--- whether any HMMA/IMMA ran (inst.hmma): when none did, its FLOPs are 0
--- without measuring them, which is the case of every wgmma kernel; when
--- some did, the second part is collected too.
+-- whether any HMMA/IMMA ran (inst.hmma, with the HFMA2.MMA of plain code
+-- taken out): when none did, its FLOPs are 0 without measuring them, which
+-- is the case of every wgmma and every SIMT kernel; when some did, the
+-- second part is collected too.
 local VERDICT_ROLES = { "^inst%.", "^flops%.", "^ops%." }
 local DEFERRED_ROLES = { ["flops.hmma"] = "inst.hmma" }
 
@@ -305,6 +307,13 @@ local function stage_body(ctx, run, task, arch, opts, stage)
 
   sass.executed(stage, ctx, run, opts, text, census)
   return stage
+end
+
+-- Gives back a range profiler kept enabled (profiler_persistent): a worker
+-- calls it before it sets up a task it does not hold, whose modules,
+-- library handles and buffers then come and go (docs/profile.md).
+function M.release()
+  if C then C.release() end
 end
 
 -- The instruction stage. Never raises; returns
