@@ -119,9 +119,6 @@ function M.task_state(job)
   S.task_clock = (S.task_clock or 0) + 1
   local ts = S.tasks[task.name]
   if not ts then
-    -- A kept range profiler is not carried across a task's set-up
-    -- (docs/profile.md says why).
-    require("klab.eval.profiler").release()
     ts = { inputs = {}, baseline = nil }
     S.tasks[task.name] = ts
     local names = {}
