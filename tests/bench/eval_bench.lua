@@ -294,8 +294,11 @@ if not skip.study then
         if ph[k] then parts[#parts + 1] = string.format("%s %.0f", k, ph[k] * 1000) end
       end
       local ck = tm and tm.checks
-      line("   %-10s   profiler ms: %s%s", "", table.concat(parts, ", "), ck and string.format(
-        "; timing checks %.2f s (%d sampled, %d full)", ck.seconds or 0, ck.sampled or 0, ck.full or 0) or "")
+      -- What decided whether the second part (mma.sync FLOPs) was measured.
+      local ro = st.instructions.roles or {}
+      line("   %-10s   profiler ms: %s%s; tensor pipe %s, wgmma %s, hmma %s", "", table.concat(parts, ", "),
+        ck and string.format("; timing checks %.2f s (%d sampled, %d full)", ck.seconds or 0, ck.sampled or 0,
+          ck.full or 0) or "", tostring(ro["inst.tensor_pipe"]), tostring(ro["inst.wgmma"]), tostring(ro["inst.hmma"]))
     end
   end
   for i, e in ipairs(list) do

@@ -7,7 +7,6 @@
 --   profiler.stage(ctx, run, task, arch, opts)  -> stage table (never raises); see M.stage below
 --   profiler.verdict_metrics(rows), profiler.verdict_first_metrics(rows),
 --   profiler.verdict_deferred_metrics(rows)     -> the metric names of the verdict set and its parts
---   profiler.release()                          gives back a range profiler kept enabled
 
 local ok_c, C = pcall(require, "klab.prof")
 if not ok_c then C = nil end
@@ -307,13 +306,6 @@ local function stage_body(ctx, run, task, arch, opts, stage)
 
   sass.executed(stage, ctx, run, opts, text, census)
   return stage
-end
-
--- Gives back a range profiler kept enabled (profiler_persistent): a worker
--- calls it before it sets up a task it does not hold, whose modules,
--- library handles and buffers then come and go (docs/profile.md).
-function M.release()
-  if C then C.release() end
 end
 
 -- The instruction stage. Never raises; returns
