@@ -29,6 +29,16 @@ end
 
 local function line(...) io.write(string.format(...), "\n") end
 local function ms(s) return s and string.format("%9.1f", s * 1000) or "        -" end
+-- The named parts of a stage (seconds) in milliseconds, in the order given.
+local CORRECTNESS_PARTS = { "inputs", "reference", "poison", "run", "checks", "compare", "determinism" }
+local PROFILER_PHASES = { "enable", "config", "prepare", "start", "run", "stop", "evaluate", "disable" }
+local function parts_ms(t, keys, digits)
+  local out = {}
+  for _, k in ipairs(keys) do
+    if t and t[k] then out[#out + 1] = string.format("%s %." .. digits .. "f", k, t[k] * 1000) end
+  end
+  return table.concat(out, ", ")
+end
 
 local PTX_TASK = "gemm_bf16/8192x7168x5120"
 local WGMMA = "tasks/gemm/samples/wgmma_tma"
@@ -61,7 +71,8 @@ do
       st.timing and st.timing.candidate and st.timing.candidate.median, st.timing and st.timing.speedup, sass_s,
       r[2].seconds - (st.timing and st.timing.seconds or 0), st.instructions and st.instructions.passes,
       st.instructions and st.instructions.phase_seconds, st.build and st.build.sass and st.build.sass.cached,
-      st.instructions and st.instructions.profiler_reused }
+      st.instructions and st.instructions.profiler_reused, st.correctness and st.correctness.parts,
+      r[2].worker_seconds }
   end
 end
 line("\n1. One evaluation of %s on %s (ms; 'worker' is process start, CUDA init,", WGMMA, PTX_TASK)
@@ -72,12 +83,13 @@ line("%-6s %-8s %9s %6s %9s %9s %9s %9s %9s %9s %9s %9s %9s  %s", "", "verdict",
   "correct", "instr", "timing", "worker", "total", "no-timing", "kernel median / speedup")
 for _, r in ipairs(stage_rows) do
   if r[16] then
-    local ph = {}
-    for _, k in ipairs { "enable", "config", "prepare", "start", "run", "stop", "evaluate", "disable" } do
-      if r[17] and r[17][k] then ph[#ph + 1] = string.format("%s %.1f", k, r[17][k] * 1000) end
-    end
     line("%-6s instruction stage: %s profiler passes (ms: %s); profiler %s; SASS census %s", r[1], tostring(r[16]),
-      table.concat(ph, ", "), r[19] and "kept enabled" or "enabled for it", r[18] and "known from an earlier evaluation" or "taken")
+      parts_ms(r[17], PROFILER_PHASES, 1), r[19] and "kept enabled" or "enabled for it", r[18] and "known from an earlier evaluation" or "taken")
+  end
+  if r[20] then line("%-6s correctness stage (ms): %s", r[1], parts_ms(r[20], CORRECTNESS_PARTS, 1)) end
+  if r[21] then
+    line("%-6s worker process %.1f ms in all, of which stages %.1f ms; the caller's process the other %.1f ms", r[1],
+      r[21] * 1000, ((r[6] or 0) + (r[7] or 0) + (r[8] or 0) + (r[9] or 0)) * 1000, (r[11] - r[21]) * 1000)
   end
 end
 for _, r in ipairs(stage_rows) do
@@ -213,6 +225,20 @@ if not skip.study then
     list[#list + 1] = { task = e.task, candidate = c:sub(1, 1) == "/" and c or (here .. c), class = e.class }
   end
   local cpu = require("klab.eval.pool").default_cpu()
+  -- The seconds an evaluation must spend in the kernels it judges, however
+  -- fast the judge around them: the candidate's runs in correctness (every
+  -- trial and the determinism run), one per profiler pass, and every timed
+  -- sample of the candidate and the baseline, at their medians. Known only
+  -- for a candidate that was timed; 0 for the others.
+  local function own_kernel_seconds(r)
+    local st = r.stages or {}
+    local tm = st.timing
+    local cm, bm = tm and tm.candidate and tm.candidate.median, tm and tm.baseline and tm.baseline.median
+    if not cm then return 0 end
+    local runs = #((st.correctness or {}).trials or {}) + 1 + ((st.instructions or {}).passes or 0) +
+      (tm.candidate.n or 0)
+    return (runs * cm + (tm.baseline and tm.baseline.n or 0) * (bm or 0)) / 1e6
+  end
   -- The range profiler enabled for every candidate (the default), then
   -- kept enabled in the worker (profiler_persistent = true).
   local ways = { { "one worker", { gpus = 1, cpu = 0 } },
@@ -246,6 +272,7 @@ if not skip.study then
         c.parts[k] = (c.parts[k] or 0) + x
       end
       if st.timing and st.timing.stop_reason == "hopeless" then c.hopeless = c.hopeless + 1 end
+      c.own = (c.own or 0) + own_kernel_seconds(r)
       c.n, c.s = c.n + 1, c.s + gs
       by_class[list[i].class] = c
     end
@@ -268,7 +295,19 @@ if not skip.study then
       line("   %-14s   load %.2f s, correctness %.2f s, instructions %.2f s, timing %.2f s, sanitizer %.2f s; "
         .. "%d timings ended hopeless", "", p.load or 0, p.correctness or 0, p.instructions or 0, p.timing or 0,
         p.sanitizer or 0, x.hopeless)
+      if x.own > 0 then
+        line("   %-14s   of which the kernels it judges (its runs and the baseline's, at their medians) %.2f s; "
+          .. "the judge around them %.2f s", "", x.own, x.s - x.own)
+      end
     end
+  end
+  -- What the batch would give if the judge cost nothing but the kernel runs
+  -- its verdicts need (above), beside what it gives.
+  do
+    local own, all = 0, 0
+    for _, c in pairs(got[1].by_class) do own, all = own + c.own, all + c.s end
+    line("   all classes: GPU stages %.2f s, the judged kernels' own runs %.2f s: a judge that cost nothing else "
+      .. "would give %.0f evals/GPU-h", all, own, own > 0 and #list / own * 3600 or 0)
   end
   -- Per candidate (first way): where its GPU seconds went, the kernel's
   -- own time, the profiler's passes and how its timing ended.
@@ -287,16 +326,14 @@ if not skip.study then
       cand and cand.median and string.format("%.1f", cand.median) or "-",
       cand and cand.n and (tostring(cand.n) .. "/" .. tostring(tm.baseline and tm.baseline.n or "-")) or "-",
       tm and tostring(tm.stop_reason) or "-")
+    local cp = st.correctness and st.correctness.parts
+    if cp then line("   %-10s   correctness ms: %s", "", parts_ms(cp, CORRECTNESS_PARTS, 0)) end
     local ph = st.instructions and st.instructions.phase_seconds
     if ph then
-      local parts = {}
-      for _, k in ipairs { "config", "prepare", "start", "run", "stop", "evaluate", "disable" } do
-        if ph[k] then parts[#parts + 1] = string.format("%s %.0f", k, ph[k] * 1000) end
-      end
       local ck = tm and tm.checks
       -- What decided whether the second part (mma.sync FLOPs) was measured.
       local ro = st.instructions.roles or {}
-      line("   %-10s   profiler ms: %s%s; tensor pipe %s, wgmma %s, hmma %s", "", table.concat(parts, ", "),
+      line("   %-10s   profiler ms: %s%s; tensor pipe %s, wgmma %s, hmma %s", "", parts_ms(ph, PROFILER_PHASES, 0),
         ck and string.format("; timing checks %.2f s (%d sampled, %d full)", ck.seconds or 0, ck.sampled or 0,
           ck.full or 0) or "", tostring(ro["inst.tensor_pipe"]), tostring(ro["inst.wgmma"]), tostring(ro["inst.hmma"]))
     end

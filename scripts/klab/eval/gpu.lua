@@ -43,6 +43,7 @@ local function device_lock(name)
 end
 
 function M.run(job)
+  local t0 = sys.now()
   local res = { stages = {}, worker_pid = sys.getpid() }
   local run = { job = job, res = res }
   local opts = job.opts or {}
@@ -82,6 +83,8 @@ function M.run(job)
   end
   -- A module is unloaded after use; the worker keeps the rest.
   if run.c and not res.unfit then require("klab.eval.loaded").unload(run.c) end
+  -- The worker's own seconds: the stages and what lies between them.
+  res.worker_seconds = sys.now() - t0
   return res
 end
 

@@ -311,6 +311,7 @@ end
 local function merge(result, g)
   for k, v in pairs(g.stages or {}) do result.stages[k] = v end
   result.device, result.worker_pid, result.env = g.device, g.worker_pid, g.env
+  result.worker_seconds = g.worker_seconds
   result.worker = g.worker
   result.rerun_alone = g.rerun_alone
   result.verdict, result.reason = g.verdict, g.reason

@@ -5,7 +5,8 @@
 --
 --   inputs.task_state(job)               -> ts (made or found; the worker keeps its two most recent tasks)
 --   inputs.revalidate(ts)                drops sets and references a kernel may have touched; rewrites guards
---   inputs.input_set(task, ts, trial)    -> set {bufs=, sums=, refs=, trial=} | nil, why
+--   inputs.input_set(task, ts, trial)    -> set {bufs=, sums=, refs=, trial=}, nil, made | nil, why
+--                                           (made: {reference = seconds} when the set was made by this call)
 --   inputs.drop_set(ts, set), inputs.first_set(run) -> set | nil, why
 --   inputs.run_reference(ts, which, set, outs [, positions]) -> true | nil, why
 --   inputs.outputs(task, ts, which)      -> the candidate's ("candidate") or the baseline's outputs
@@ -17,6 +18,7 @@
 local json = require "klab.json"
 local seed_mod = require "klab.eval.seed"
 local device = require "klab.eval.device"
+local sys = require "klab.sys"
 local S = require("klab.eval.worker_state").S
 
 local galloc, free_all, guard_check, reguard = device.galloc, device.free_all, device.guard_check, device.reguard
@@ -179,16 +181,18 @@ function M.input_set(task, ts, trial)
     end
   end
   for name, g in pairs(set.bufs) do set.sums[name] = S.judge:checksum(g.ptr, g.bytes) end
+  local t0 = sys.now()
   local refs, rerr = reference_full(task, ts, set)
   if not refs then
     free_all(set.bufs)
     return nil, rerr
   end
+  local made = { reference = sys.now() - t0 }
   set.refs = refs
   set.ref_sums = {}
   for name, ref in pairs(refs) do set.ref_sums[name] = S.judge:checksum(ref, ref:size()) end
   ts.inputs[key] = set
-  return set
+  return set, nil, made
 end
 
 -- The cached state of a task is only as good as the last candidate left

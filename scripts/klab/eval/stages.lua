@@ -131,8 +131,6 @@ function M.unknown(name)
   return "unknown stage '" .. tostring(name) .. "' (" .. table.concat(M.timed(), ", ") .. ")"
 end
 
--- The stages, as --help and docs/verdicts.md show them: one line each,
--- with its limit and the verdicts it gives.
 -- A timing stage's speedup as text: "1.234x", or "< 0.5x" for one timed
 -- only until it was decided to lie below the threshold (docs/timing.md);
 -- nil when there is none.
@@ -142,6 +140,8 @@ function M.speedup_text(timing)
   return ("%.3fx"):format(timing.speedup)
 end
 
+-- The stages, as --help and docs/verdicts.md show them: one line each,
+-- with its limit and the verdicts it gives.
 function M.text()
   local out = {}
   for _, s in ipairs(M.LIST) do

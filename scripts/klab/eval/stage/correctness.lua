@@ -14,20 +14,37 @@ local M = {}
 
 function M.run(run)
   local res, job, task, ts = run.res, run.job, run.job.task, run.ts
-  local st = { trials = {}, outputs = {} }
+  -- parts: where the stage's seconds go (inputs and their references when
+  -- this evaluation made them, poison, the candidate's runs, guard and
+  -- input checks, comparison, the determinism run), for eval_bench.
+  local parts = {}
+  local st = { trials = {}, outputs = {}, parts = parts }
   res.stages.correctness = st
   local t0 = sys.now()
+  local mark = t0
+  local function lap(name)
+    local t = sys.now()
+    parts[name] = (parts[name] or 0) + (t - mark)
+    mark = t
+  end
   local all = loaded.written(run)
   for i, trial in ipairs(job.trials) do
     local label = trial.label or ("trial " .. i)
-    local set, serr = inputs.input_set(task, ts, trial)
+    local set, serr, made = inputs.input_set(task, ts, trial)
     if not set then return device.setup_failed(res, "prepare inputs", serr) end
     set.trial = trial
     if i == 1 then run.first_set = set end
+    lap("inputs")
+    if made then
+      parts.inputs = parts.inputs - made.reference
+      parts.reference = (parts.reference or 0) + made.reference
+    end
     loaded.fresh(run, all)
+    lap("poison")
     local ok, err, code, detail = loaded.run(run, set)
     if ok then ok, err, code, detail = S.ctx:sync() end
     if not ok then return device.fault(res, err, code, detail) end
+    lap("run")
     for _, g in ipairs(all) do
       local d = device.guard_check(g)
       if d then
@@ -46,7 +63,9 @@ function M.run(run)
         return verdicts.give(res, "input_modified", { kind = "input", buffer = name, where = label })
       end
     end
+    lap("checks")
     local good, why = inputs.compare_outputs(task, set, run.outs, st, label)
+    lap("compare")
     if good == nil then return device.fault(res, why) end
     st.trials[#st.trials + 1] = { label = label, passed = good }
     if not good then return verdicts.give(res, "incorrect", why) end
@@ -71,6 +90,7 @@ function M.run(run)
           return verdicts.give(res, "nondeterministic", { kind = "bits", buffer = name, bytes = n, first = first })
         end
       end
+      lap("determinism")
     end
   end
   for _, g in ipairs(all) do device.reguard(g) end
