@@ -60,6 +60,14 @@ if d.arch == "sm_90a" then
     r.status == "finished" and (r.result.wrong .. " of 512 wrong") or r.error)
 end
 
+-- 2b. The references' fp64 GEMM core: tensor cores and the SIMT loop agree bit for bit.
+r = job("reference_core", {}, 60)
+row("reference core: tensor cores = SIMT", r.status == "finished" and #r.result.differ == 0
+  and r.result.written == r.result.cases,
+  r.status == "finished" and string.format("%d of %d shapes x types differ%s; %d written", #r.result.differ,
+    r.result.cases, #r.result.differ > 0 and (" (" .. table.concat(r.result.differ, ", ") .. ")") or "",
+    r.result.written) or r.error)
+
 -- 3. A faulting kernel: the error is sticky, the worker is replaced, the next job runs.
 local pid_before = sup:pid()
 r = job("fault")

@@ -109,4 +109,53 @@ function M.spin()
   return { returned = true }
 end
 
+-- The GEMM references' fp64 core (klab_gemm_tile in the prelude) on the
+-- tensor cores against its SIMT loop (KLAB_GEMM_SIMT), on edge shapes and
+-- every element type of the GEMM family: the same sums, bit for bit.
+function M.reference_core()
+  local judge_mod = require "klab.judge"
+  local ctx <close> = context()
+  local arch = gpu.device(0).arch
+  local jr = must(jit.compile { source = judge_mod.source(), lang = "cuda", arch = arch, name = "judge.cu" })
+  local judge = must(judge_mod.open(ctx, jr.cubin))
+  local f = must(io.open(root() .. "/tasks/gemm/reference.cu"))
+  local code = f:read("a")
+  f:close()
+  local function build(defines)
+    local src = defines .. judge_mod.prelude() .. "\n#line 1 \"tasks/gemm/reference.cu\"\n" .. code
+    local res = must(jit.compile { source = src, lang = "cuda", arch = arch, name = "reference.cu" })
+    local mod = must(ctx:load(res.cubin))
+    return { mod = mod, fn = must(mod:func("gemm_ref")) }
+  end
+  local tc, simt = build(""), build("#define KLAB_GEMM_SIMT 1\n")
+  local DT = { { "f32", 0, 4 }, { "f16", 1, 2 }, { "bf16", 2, 2 }, { "fp8e4m3", 3, 1 } }
+  local cases, differ, nonzero = 0, {}, 0
+  for _, shape in ipairs { { 129, 65, 17 }, { 1000, 777, 333 }, { 64, 64, 4096 }, { 1, 300, 5 }, { 1536, 1024, 2048 } } do
+    local Mr, N, K = shape[1], shape[2], shape[3]
+    for _, dt in ipairs(DT) do
+      local A = must(ctx:alloc(dt[3] * Mr * K))
+      local B = must(ctx:alloc(dt[3] * N * K))
+      must(judge:fill(A:ptr(), Mr * K, dt[1], "normal", 11, nil, nil, 1.0))
+      must(judge:fill(B:ptr(), N * K, dt[1], "normal", 12, nil, nil, 1.0))
+      local sums = {}
+      for i, k in ipairs { tc, simt } do
+        local C = must(ctx:alloc(4 * Mr * N))
+        C:fill(0xff)
+        must(ctx:launch(k.fn, { grid = { (N + 63) // 64, (Mr + 63) // 64, 1 }, block = { 16, 16, 1 },
+          args = { A, { "i32", dt[2] }, B, { "i32", dt[2] }, { "u64", 0 }, { "u64", 0 }, C, { "u32", Mr },
+                   { "u32", N }, { "u32", K } } }))
+        must(ctx:sync())
+        sums[i] = must(judge:checksum(C:ptr(), 4 * Mr * N))
+        if i == 1 and C:download(4):byte(4) ~= 0xff then nonzero = nonzero + 1 end
+        C:free()
+      end
+      cases = cases + 1
+      if sums[1] ~= sums[2] then differ[#differ + 1] = string.format("%dx%dx%d %s", Mr, N, K, dt[1]) end
+      A:free()
+      B:free()
+    end
+  end
+  return { arch = arch, cases = cases, differ = differ, written = nonzero }
+end
+
 return M
