@@ -3,7 +3,7 @@
 -- environment recorded with every result, and per task its state
 -- (klab.eval.inputs). Made on the first job that needs the GPU.
 --
---   state.S                  {ctx=, judge=, props=, env=, tasks = {}, modules = {}}
+--   state.S                  {ctx=, judge=, props=, env=, tasks = {}, modules = {}, module_paths = {}}
 --   state.ensure_gpu()       -> true | nil, why
 --   state.describe()         -> {gpu_name=, driver_version=, arch=, count=} | {none = why, count = 0}
 
@@ -14,7 +14,7 @@ local sys = require "klab.sys"
 
 local M = {}
 
-M.S = { ctx = nil, judge = nil, props = nil, tasks = {}, modules = {} }
+M.S = { ctx = nil, judge = nil, props = nil, tasks = {}, modules = {}, module_paths = {} }
 local S = M.S
 
 function M.ensure_gpu()
