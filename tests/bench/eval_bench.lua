@@ -72,7 +72,7 @@ do
       r[2].seconds - (st.timing and st.timing.seconds or 0), st.instructions and st.instructions.passes,
       st.instructions and st.instructions.phase_seconds, st.build and st.build.sass and st.build.sass.cached,
       st.instructions and st.instructions.profiler_reused, st.correctness and st.correctness.parts,
-      r[2].worker_seconds }
+      r[2].worker_seconds, st.correctness and st.correctness.trials and #st.correctness.trials }
   end
 end
 line("\n1. One evaluation of %s on %s (ms; 'worker' is process start, CUDA init,", WGMMA, PTX_TASK)
@@ -86,7 +86,13 @@ for _, r in ipairs(stage_rows) do
     line("%-6s instruction stage: %s profiler passes (ms: %s); profiler %s; SASS census %s", r[1], tostring(r[16]),
       parts_ms(r[17], PROFILER_PHASES, 1), r[19] and "kept enabled" or "enabled for it", r[18] and "known from an earlier evaluation" or "taken")
   end
-  if r[20] then line("%-6s correctness stage (ms): %s", r[1], parts_ms(r[20], CORRECTNESS_PARTS, 1)) end
+  if r[20] then
+    -- The reference is made once per input set: its cost a set says how
+    -- far a faster reference kernel, rather than fewer sets, can go.
+    local sets = r[22] or 0
+    line("%-6s correctness stage, %d input sets (ms): %s%s", r[1], sets, parts_ms(r[20], CORRECTNESS_PARTS, 1),
+      (sets > 0 and r[20].reference) and string.format("; the reference %.1f a set", r[20].reference * 1000 / sets) or "")
+  end
   if r[21] then
     line("%-6s worker process %.1f ms in all, of which stages %.1f ms; the caller's process the other %.1f ms", r[1],
       r[21] * 1000, ((r[6] or 0) + (r[7] or 0) + (r[8] or 0) + (r[9] or 0)) * 1000, (r[11] - r[21]) * 1000)
