@@ -128,7 +128,9 @@ end
 function M.task_module(path, plans)
   -- A job's image files are klab's own and written once, so a path met
   -- again in the same job is the same module: its read and hash are
-  -- skipped (a correctness run asks once per input set).
+  -- skipped (a correctness run asks once per input set). The memo is the
+  -- job's only (klab.eval.gpu empties it): a later job's temporary
+  -- file may reuse a freed name.
   local m = S.module_paths[path]
   if not m then
     local f = io.open(path, "rb")
@@ -143,8 +145,6 @@ function M.task_module(path, plans)
       m = { mod = mod, funcs = {} }
       S.modules[key] = m
     end
-    S.module_paths_n = (S.module_paths_n or 0) + 1
-    if S.module_paths_n > 64 then S.module_paths, S.module_paths_n = {}, 1 end
     S.module_paths[path] = m
   end
   for _, p in ipairs(plans) do

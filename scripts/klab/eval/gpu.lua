@@ -46,6 +46,8 @@ function M.run(job)
   local t0 = sys.now()
   local res = { stages = {}, worker_pid = sys.getpid() }
   local run = { job = job, res = res }
+  -- Image paths name modules within one job only (device.task_module).
+  state.S.module_paths = {}
   local opts = job.opts or {}
   for _, name in ipairs(job.stages or stages.worker()) do
     if name == "timing" and job.timing == false then break end
