@@ -30,6 +30,37 @@ function T.source_compiles_everywhere(t)
   end
 end
 
+-- The references' GEMM core (klab_gemm_tile) runs on the fp64 tensor
+-- cores from sm_80 and keeps its SIMT loop under KLAB_GEMM_SIMT (the loop
+-- the GPU suite compares it with, bit for bit), without spilling.
+function T.gemm_core_uses_fp64_tensor_cores(t)
+  local code = t.read(t.root .. "/tasks/gemm/reference.cu")
+  local dir = cache(t)
+  for _, arch in ipairs { "sm_80", "sm_90a", "sm_100a" } do
+    for _, simt in ipairs { false, true } do
+      local src = (simt and "#define KLAB_GEMM_SIMT 1\n" or "") .. judge.prelude() .. "\n" .. code
+      local r, err = jit.compile { source = src, lang = "cuda", arch = arch, name = "reference.cu", cache_dir = dir }
+      t.ok(r, arch .. ": " .. tostring(err))
+      if r then
+        for _, k in ipairs(r.kernels) do t.eq(k.spill_stores or 0, 0, k.name .. " spills on " .. arch) end
+        local function count(pat)
+          local n = 0
+          for _ in r.ptx:gmatch(pat) do n = n + 1 end
+          return n
+        end
+        local dmma, dfma = count("mma%.sync%.aligned%.m8n8k4%.row%.col%.f64"), count("fma%.rn%.f64")
+        local what = arch .. (simt and " with KLAB_GEMM_SIMT" or "")
+        if simt then
+          t.eq(dmma, 0, what .. ": fp64 mma")
+          t.ok(dfma >= 16, what .. ": " .. dfma .. " fp64 fma")
+        else
+          t.ok(dmma >= 8, what .. ": " .. dmma .. " fp64 mma")
+        end
+      end
+    end
+  end
+end
+
 function T.dtype_sizes(t)
   t.eq(judge.dtype_size("bf16"), 2)
   t.eq(judge.dtype_size("fp8e4m3"), 1)
