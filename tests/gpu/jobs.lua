@@ -122,7 +122,7 @@ function M.reference_core()
   local code = f:read("a")
   f:close()
   local function build(defines)
-    local src = defines .. judge_mod.prelude() .. "\n#line 1 \"tasks/gemm/reference.cu\"\n" .. code
+    local src = defines .. require("klab.eval.prepare").task_source("tasks/gemm/reference.cu", code)
     local res = must(jit.compile { source = src, lang = "cuda", arch = arch, name = "reference.cu" })
     local mod = must(ctx:load(res.cubin))
     return { mod = mod, fn = must(mod:func("gemm_ref")) }

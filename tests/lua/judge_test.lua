@@ -38,7 +38,8 @@ function T.gemm_core_uses_fp64_tensor_cores(t)
   local dir = cache(t)
   for _, arch in ipairs { "sm_80", "sm_90a", "sm_100a" } do
     for _, simt in ipairs { false, true } do
-      local src = (simt and "#define KLAB_GEMM_SIMT 1\n" or "") .. judge.prelude() .. "\n" .. code
+      local src = (simt and "#define KLAB_GEMM_SIMT 1\n" or "") ..
+        require("klab.eval.prepare").task_source("tasks/gemm/reference.cu", code)
       local r, err = jit.compile { source = src, lang = "cuda", arch = arch, name = "reference.cu", cache_dir = dir }
       t.ok(r, arch .. ": " .. tostring(err))
       if r then

@@ -7,6 +7,7 @@
 --   prepare.spec(task)  -> the plain description of a task the worker gets
 --   prepare.trials(task)-> the correctness trials (seeds, distributions)
 --   prepare.cleanup(run) removes the temporary cubin files of the job
+--   prepare.task_source(path, code) -> the source klab compiles for a kernel a task ships
 --
 -- run = {task = klab.task descriptor, cand = klab.eval.candidate, arch =,
 -- opts = evaluation options, result = {stages = {}}}; the stages fill
@@ -142,8 +143,12 @@ end
 -- A kernel the task ships (its reference, a shipped baseline): compiled
 -- after klab's prelude, named by its file so that a compile error points
 -- at it. Cached by content like every compile.
+function M.task_source(path, code)
+  return require("klab.judge").prelude() .. "\n#line 1 \"" .. path .. "\"\n" .. code
+end
+
 local function compile_task_kernel(what, path, code, arch)
-  local src = require("klab.judge").prelude() .. "\n#line 1 \"" .. path .. "\"\n" .. code
+  local src = M.task_source(path, code)
   local res, err, code_, partial = jit.compile { source = src, lang = "cuda", arch = arch, name = path }
   if not res then
     local line = first_error_line(partial and partial.log) or err
