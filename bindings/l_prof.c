@@ -41,6 +41,8 @@
  *   prof.chips()                  -> {"GH100", ...} | nil, msg, code   (no GPU needed)
  *   prof.check_metrics(chip, names) -> {name = bool, ...} | nil, msg, code (no GPU needed)
  *   prof.passes(chip, names)      -> passes CUPTI needs for them | nil, msg, code (no GPU needed)
+ *   prof.patched(name)            -> true when CUPTI counts the metric by patching the code (the
+ *       "sass" metrics): slower runs, and a session with one is never kept enabled
  *   prof.chip_name([device=0])    -> "GH100" | nil, msg, code
  *   prof.occupancy(fn, threads [, dyn_smem=0]) -> blocks per SM | nil, msg, code
  *
@@ -169,6 +171,12 @@ static int l_passes(lua_State *L)
     if (profile_count_passes(chip, names, (size_t)n, &passes, &st))
         return lh_pushfail(L, &st);
     lua_pushinteger(L, passes);
+    return 1;
+}
+
+static int l_patched(lua_State *L)
+{
+    lua_pushboolean(L, profile_metric_patched(luaL_checkstring(L, 1)));
     return 1;
 }
 
@@ -692,7 +700,8 @@ static int l_release(lua_State *L)
 static const luaL_Reg prof_funcs[] = {
     {"persistent", l_persistent}, {"release", l_release},
     {"available", l_available}, {"new", l_new}, {"metric_table", l_metric_table},
-    {"chips", l_chips}, {"check_metrics", l_check_metrics}, {"passes", l_passes}, {"chip_name", l_chip_name},
+    {"chips", l_chips}, {"check_metrics", l_check_metrics}, {"patched", l_patched},
+    {"passes", l_passes}, {"chip_name", l_chip_name},
     {"occupancy", l_occupancy}, {"sass_tool", l_sass_tool}, {"disassemble", l_disassemble},
     {"disassemble_start", l_disassemble_start},
     {"sass_parse", l_sass_parse}, {"sass_census", l_sass_census}, {"sass_join", l_sass_join},

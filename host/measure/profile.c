@@ -437,6 +437,15 @@ int profile_check_metrics(const char *chip, const char *const *names, size_t n, 
 
 /* ---- sessions ---- */
 
+/* CUPTI counts the "sass" metrics (smsp__sass_*, sm__sass_*) by patching
+ * the loaded code at the range's start, not with hardware counters: the
+ * patched run is slower (20x for an FFMA loop on the H200) and the patches
+ * belong to the code loaded at that start. */
+int profile_metric_patched(const char *name)
+{
+    return name && strstr(name, "__sass_") != NULL;
+}
+
 struct profile_session {
     cuda_ctx *ctx;
     int ordinal;
@@ -457,6 +466,7 @@ struct profile_session {
     size_t data_size;
     const void *data_obj;
     int reused; /* the last measurement found the object enabled */
+    int patched; /* a metric is counted by SASS patching: never kept enabled */
 };
 
 /* The range profiler object stays enabled on its context from one
@@ -834,6 +844,8 @@ int profile_session_create(cuda_ctx *c, const char *const *names, size_t n,
         rc = ks_fail(st, KS_EINVAL, 0, "none of the %zu metrics exists on %s", n, s->chip);
         goto fail;
     }
+    for (size_t i = 0; i < s->n; i++)
+        s->patched = s->patched || profile_metric_patched(s->names[i]);
 
     rc = build_config(s, avail, st);
     if (rc && rc != KS_ENOMEM) {
@@ -1117,8 +1129,10 @@ static int measure_once(profile_session *s, profile_pass_fn prepare, profile_pas
 
 done:;
     PHASE(PROFILE_PHASE_EVALUATE);
-    /* A failed measurement leaves CUPTI's state unknown: start afresh. */
-    if (rc != KS_OK || !persistent) {
+    /* A failed measurement leaves CUPTI's state unknown: start afresh. A
+     * patched session is never kept: its patches would outlive the range,
+     * into timed runs and into code loaded later. */
+    if (rc != KS_OK || !persistent || s->patched) {
         r = live_disable();
         if (r != CUPTI_SUCCESS && rc == KS_OK)
             rc = cupti_fail(st, r, "cuptiRangeProfilerDisable");

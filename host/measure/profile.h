@@ -125,12 +125,16 @@ int profile_session_measure(profile_session *s, profile_pass_fn prepare, profile
 /* With profile_set_persistent(1) the range profiler stays enabled on its
  * context between measurements of one session: the first start after an
  * enable costs 140 to 190 ms on an H200, paid then once per worker instead
- * of once per candidate. Off by default (every measurement enables and
- * disables it): see docs/profile.md for what failed with it on.
+ * of once per candidate. A session with a patched metric
+ * (profile_metric_patched) is disabled after each measurement all the same.
  * profile_release disables a kept one now. */
 void profile_release(void);
 void profile_set_persistent(int on);
 int profile_persistent(void);
+
+/* 1 when the metric is counted by SASS patching (the "sass" metrics), not
+ * by a hardware counter; a session holding one is never kept enabled. */
+int profile_metric_patched(const char *name);
 
 /* 1 when the session's last measurement found the profiler already enabled. */
 int profile_session_reused(const profile_session *s);

@@ -143,18 +143,28 @@ function T.verdict_first_part_needs_few_passes(t)
   if not chips then t.skip("CUPTI host API not available: " .. tostring(err)) end
   local gh = {}
   for _, r in ipairs(profile.metric_table()) do if r.chip == "GH100" then gh[#gh + 1] = r end end
-  local first, deferred, all = profiler.verdict_first_metrics(gh), profiler.verdict_deferred_metrics(gh),
-    profiler.verdict_metrics(gh)
-  t.eq(#first + #deferred, #all, "the parts split the set")
+  local first, deferred, simt, all = profiler.verdict_first_metrics(gh), profiler.verdict_deferred_metrics(gh),
+    profiler.verdict_simt_metrics(gh), profiler.verdict_metrics(gh)
+  t.eq(#first + #deferred + #simt, #all, "the parts split the set")
   local in_first = {}
   for _, n in ipairs(first) do in_first[n] = true end
   for _, n in ipairs(deferred) do
     t.ok(not in_first[n], n .. " is in one part")
     t.match(n, "^sm__ops_path_tensor_op_[hi]mma_src_", "only mma.sync FLOP counters are deferred")
   end
+  -- The first part is hardware counters alone on GH100, so that it can stay
+  -- enabled from one candidate to the next; the SIMT arithmetic is what
+  -- CUPTI counts by patching.
+  for _, n in ipairs(first) do t.eq(prof.patched(n), false, n .. " is a hardware counter") end
+  t.ok(#simt >= 9, #simt .. " SIMT arithmetic metrics")
+  for _, n in ipairs(simt) do
+    t.ok(not in_first[n], n .. " is in one part")
+    t.eq(prof.patched(n), true, n .. " is counted by patching")
+  end
   local p_first = assert(prof.passes("GH100", first))
   local p_all = assert(prof.passes("GH100", all))
-  t.ok(p_first >= 1 and p_first <= 3, "the first part takes " .. p_first .. " passes")
+  t.ok(p_first >= 1 and p_first <= 2, "the first part takes " .. p_first .. " passes")
+  t.eq(assert(prof.passes("GH100", simt)), 1, "the SIMT part one")
   t.ok(p_all >= p_first + 3, "the whole set takes " .. p_all .. " passes")
   t.raises(function() prof.passes("GH100", {}) end, "at least one")
   local none, perr = prof.passes("GH100", { "no_such_metric.sum" })
@@ -215,7 +225,7 @@ function T.hfma2_on_the_tensor_pipe_is_not_mma_sync(t)
   t.ok(has["sm__inst_executed_pipe_tensor_op_hmma_type_hfma2.sum"] and has["sm__inst_executed_pipe_tensor_op_imma.sum"],
     "in the first part")
   local passes = prof.passes("GH100", first)
-  if passes then t.eq(passes, 3, "the first part stays at 3 passes") end
+  if passes then t.eq(passes, 2, "the first part stays at 2 passes") end
 end
 
 function T.wgmma_sample_families_and_flops(t)
@@ -671,11 +681,12 @@ function T.stage_without_a_gpu_says_unknown(t)
   t.eq(ccode, "ENODRIVER", tostring(cerr))
 end
 
--- Keeping the range profiler enabled is a process setting, off by default;
--- release with nothing enabled does nothing.
+-- Keeping the range profiler enabled is a process setting (the instruction
+-- stage sets it for each measurement: on unless the evaluation asks
+-- otherwise); release with nothing enabled does nothing.
 function T.profiler_persistence_is_a_setting(t)
   local was = prof.persistent()
-  t.eq(was, false)
+  t.eq(type(was), "boolean")
   t.eq(prof.persistent(false), false)
   t.eq(prof.persistent(), false)
   t.eq(prof.persistent(true), true)
@@ -924,13 +935,19 @@ function T.gpu_verdict_set_measures_mma_sync_flops_only_when_hmma_ran(t)
   t.eq(w.status, "ok", w.reason)
   t.eq(w.roles and w.roles["flops.hmma"], 0, "no HMMA ran, so none of its FLOPs")
   t.ok(w.inferred and w.inferred["flops.hmma"], "and they were not collected")
-  t.ok(w.passes and w.passes <= 3, "wgmma judged in " .. tostring(w.passes) .. " passes")
+  t.ok(w.passes and w.passes <= 2, "wgmma judged in " .. tostring(w.passes) .. " passes")
+  -- Its tensor FLOPs meet the work rule: the patched SIMT count is not taken.
+  t.match(tostring(w.parts and w.parts.simt), "^not measured: the tensor FLOPs")
+  t.eq(w.flops and w.flops.simt, nil, "no SIMT count")
   t.eq(w.verdict, nil, w.verdict_reason)
-  -- A SIMT kernel's HFMA2.MMA is not mma.sync: 3 passes too.
+  -- A SIMT kernel's HFMA2.MMA is not mma.sync; its work is SIMT arithmetic,
+  -- which the third part counts (one patched pass).
   local n = stage("naive")
   t.eq(n.status, "ok", n.reason)
   t.ok(n.inferred and n.inferred["flops.hmma"], "naive: mma.sync FLOPs not collected (tensor pipe "
     .. tostring(n.roles and n.roles["inst.tensor_pipe"]) .. ", hfma2 " .. tostring(n.roles and n.roles["inst.tensor_hfma2"]) .. ")")
+  t.eq(n.parts and n.parts.simt, 1, "the SIMT part measured")
+  t.ok(n.flops and n.flops.simt and n.flops.simt >= 0.9 * task.flops, "SIMT FLOPs " .. tostring(n.flops and n.flops.simt))
   t.ok(n.passes and n.passes <= 3, "naive judged in " .. tostring(n.passes) .. " passes")
   t.eq(n.verdict, "target_not_executed")
   local m = stage("mma_sync")
@@ -939,7 +956,23 @@ function T.gpu_verdict_set_measures_mma_sync_flops_only_when_hmma_ran(t)
   t.ok(m.flops and m.flops.hmma and math.abs(m.flops.hmma / task.flops - 1) < 0.01,
     "HMMA FLOPs = 2MNK: " .. tostring(m.flops and m.flops.hmma))
   t.ok(m.passes and m.passes > w.passes, "the second part adds passes: " .. tostring(m.passes))
+  t.match(tostring(m.parts and m.parts.simt), "^not measured: the tensor FLOPs")
   t.eq(m.verdict, "target_not_executed")
+end
+
+-- A task without a work rule never takes the patched SIMT count: the naive
+-- softmax is judged from the hardware counters alone, in their 2 passes.
+function T.gpu_verdict_set_skips_simt_where_no_work_rule(t)
+  need_profiling(t)
+  local task = require("klab.task").get("softmax_bf16/1000x1023")
+  t.eq(task.work, nil, "softmax has no work rule")
+  local r = assert(require("klab.eval").run_local(task, t.root .. "/tasks/softmax/samples/naive",
+    { stages = { "load", "instructions" }, timing = false }))
+  local st = r.stages.instructions or {}
+  t.eq(st.status, "ok", st.reason)
+  t.match(tostring(st.parts and st.parts.simt), "^not measured: the task has no work rule")
+  t.eq(st.passes, st.parts and st.parts.first, "the first part alone")
+  t.eq(st.verdict, nil, st.verdict_reason)
 end
 
 function T.gpu_naive_sample_has_no_tensor_flops(t)

@@ -6,7 +6,8 @@
 --
 --   profiler.stage(ctx, run, task, arch, opts)  -> stage table (never raises); see M.stage below
 --   profiler.verdict_metrics(rows), profiler.verdict_first_metrics(rows),
---   profiler.verdict_deferred_metrics(rows)     -> the metric names of the verdict set and its parts
+--   profiler.verdict_deferred_metrics(rows), profiler.verdict_simt_metrics(rows)
+--                                               -> the metric names of the verdict set and its parts
 
 local ok_c, C = pcall(require, "klab.prof")
 if not ok_c then C = nil end
@@ -64,16 +65,25 @@ local flushers = setmetatable({}, { __mode = "k" })
 -- feedback profile (throughputs, occupancy, DRAM bytes, clocks) is the
 -- whole table, collected only when asked for (opts.full).
 --
--- The verdict set comes in two parts. GH100 counts mma.sync FLOPs
--- (flops.hmma) in counters that need 6 passes of their own, while the
--- instruction counts, the wgmma FLOPs and the SIMT arithmetic fit in 3
--- (prof.passes("GH100", ...), offline). The instruction counts say
--- whether any HMMA/IMMA ran (inst.hmma, with the HFMA2.MMA of plain code
--- taken out): when none did, its FLOPs are 0 without measuring them, which
--- is the case of every wgmma and every SIMT kernel; when some did, the
--- second part is collected too.
+-- The verdict set comes in three parts.
+--  1. The instruction counts and the wgmma FLOPs: hardware counters, 2
+--     passes on GH100 (prof.passes("GH100", ...), offline).
+--  2. GH100 counts mma.sync FLOPs (flops.hmma) in counters that need 6
+--     passes of their own. The instruction counts say whether any HMMA/IMMA
+--     ran (inst.hmma, with the HFMA2.MMA of plain code taken out): when none
+--     did, its FLOPs are 0 without measuring them, which is the case of
+--     every wgmma and every SIMT kernel; when some did, this part is
+--     collected too.
+--  3. The SIMT arithmetic (ops.*), which CUPTI counts by patching the code
+--     (prof.patched): one pass, but a compute-bound kernel runs it many
+--     times slower (40x for the naive attention sample on the H200), and a
+--     patched session cannot stay enabled from one candidate to the next.
+--     Only the work rule reads it, so it is collected only for a task with
+--     a work rule whose tensor FLOPs alone fall short of it; elsewhere
+--     stage.parts.simt says why not.
 local VERDICT_ROLES = { "^inst%.", "^flops%.", "^ops%." }
 local DEFERRED_ROLES = { ["flops.hmma"] = "inst.hmma" }
+local SIMT_ROLE = "^ops%."
 
 local function role_metrics(rows, keep)
   rows = rows or (C and C.metric_table()) or {}
@@ -97,9 +107,11 @@ end
 -- Every metric the verdicts can use.
 function M.verdict_metrics(rows) return role_metrics(rows, verdict_role) end
 
--- The first part: the verdict metrics less the deferred roles'.
+-- The first part: the verdict metrics less the other parts'.
 function M.verdict_first_metrics(rows)
-  return role_metrics(rows, function(role) return verdict_role(role) and not DEFERRED_ROLES[role] end)
+  return role_metrics(rows, function(role)
+    return verdict_role(role) and not DEFERRED_ROLES[role] and not role:find(SIMT_ROLE)
+  end)
 end
 
 -- The second part: the deferred roles' metrics.
@@ -107,7 +119,13 @@ function M.verdict_deferred_metrics(rows)
   return role_metrics(rows, function(role) return DEFERRED_ROLES[role] ~= nil end)
 end
 
-local SETS = { verdict = M.verdict_first_metrics, deferred = M.verdict_deferred_metrics }
+-- The third part: the SIMT arithmetic.
+function M.verdict_simt_metrics(rows)
+  return role_metrics(rows, function(role) return role:find(SIMT_ROLE) ~= nil end)
+end
+
+local SETS = { verdict = M.verdict_first_metrics, deferred = M.verdict_deferred_metrics,
+  simt = M.verdict_simt_metrics }
 
 local function get_profiler(ctx, opts, set)
   if opts.profiler and not set then return opts.profiler end
@@ -144,6 +162,33 @@ local function settle_deferred(roles, inferred, chip)
     end
   end
   return need
+end
+
+-- Whether the work rule needs the SIMT arithmetic: nil when it does, else
+-- why not (no rule, or the tensor FLOPs alone reach it; the SIMT count can
+-- only add to them).
+local function simt_unneeded(roles, task, chip)
+  if not task.work then return "the task has no work rule" end
+  local fl = profile.flops(roles, task.flops, chip)
+  if fl.tensor and fl.task and fl.tensor >= task.work * fl.task then
+    return "the tensor FLOPs alone meet the work rule"
+  end
+  return nil
+end
+
+-- Measures one more part with p and adds it to the stage: values, passes
+-- and phase seconds. nil, err, code when it failed.
+local function measure_part(p, run, prepare, values, stage, part)
+  local more, minfo, mcode = p:measure(run, prepare)
+  if not more then return nil, minfo, mcode end
+  for k, v in pairs(more) do values[k] = v end
+  stage.passes = stage.passes + minfo.passes
+  stage.parts[part] = minfo.passes
+  for k, v in pairs(minfo.phase_seconds or {}) do
+    stage.phase_seconds[k] = (stage.phase_seconds[k] or 0) + v
+  end
+  stage.roles = profile.aggregate(values, stage.chip)
+  return true
 end
 
 local function first_launch_info(opts)
@@ -260,23 +305,33 @@ local function stage_body(ctx, run, task, arch, opts, stage)
   stage.passes = minfo_or_err.passes
   stage.phase_seconds = minfo_or_err.phase_seconds
   stage.roles = profile.aggregate(values, stage.chip)
-  -- The verdict set's second part, only when the first cannot settle it.
+  -- The verdict set's second and third parts, only when the first cannot
+  -- settle them.
   if not opts.profiler and not opts.metrics and not opts.full then
+    stage.parts = { first = stage.passes }
     stage.inferred = {}
     if settle_deferred(stage.roles, stage.inferred, stage.chip) then
       stage.inferred = nil
       local p2, err2, code2 = get_profiler(ctx, opts, "deferred")
       if not p2 then return failed(err2, code2) end
-      local more, minfo2, mcode2 = p2:measure(run, prepare)
-      if not more then return failed(minfo2, mcode2) end
-      for k, v in pairs(more) do values[k] = v end
-      stage.passes = stage.passes + minfo2.passes
-      for k, v in pairs(minfo2.phase_seconds or {}) do
-        stage.phase_seconds[k] = (stage.phase_seconds[k] or 0) + v
-      end
-      stage.roles = profile.aggregate(values, stage.chip)
+      local ok2, merr2, mcode2 = measure_part(p2, run, prepare, values, stage, "hmma")
+      if not ok2 then return failed(merr2, mcode2) end
+    else
+      stage.parts.hmma = "not measured: inst.hmma = 0"
     end
     if stage.inferred and next(stage.inferred) == nil then stage.inferred = nil end
+    local why = simt_unneeded(stage.roles, task, stage.chip)
+    if not why and #M.verdict_simt_metrics(profile.rows_for(profile.table_chip(stage.chip))) == 0 then
+      why = "no SIMT arithmetic counters on " .. tostring(stage.chip)
+    end
+    if why then
+      stage.parts.simt = "not measured: " .. why
+    else
+      local p3, err3, code3 = get_profiler(ctx, opts, "simt")
+      if not p3 then return failed(err3, code3) end
+      local ok3, merr3, mcode3 = measure_part(p3, run, prepare, values, stage, "simt")
+      if not ok3 then return failed(merr3, mcode3) end
+    end
   end
   stage.status = "ok"
   stage.metrics = values
@@ -315,6 +370,8 @@ end
 --    metrics = {name = value}, roles = {...}, passes=, skipped = {name = why},
 --    phase_seconds = {enable=, config=, prepare=, start=, run=, stop=, evaluate=, disable=},
 --    inferred = {role = why} (roles set to 0 without collecting them),
+--    parts = {first = passes, hmma = passes | "not measured: why", simt = passes | "not measured: why"}
+--      (the verdict set's parts; absent for a full profile or given metrics),
 --    profile = {...}, text =, verdict = "target_not_executed"|nil,
 --    verdict_reason =, verified = bool (every target executed, no verdict),
 --    sass = {available=, tool=, static={opcodes=,...}, static_families={...},

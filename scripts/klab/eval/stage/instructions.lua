@@ -25,11 +25,12 @@ function M.run(run)
     -- is needed here only to join executed counts to opcodes.
     cubin = opts.sass_executed and run.c.cubin or nil, sass_executed = opts.sass_executed,
     full = opts.profile,
-    -- Kept enabled only when asked (docs/profile.md). It holds the GPU's
+    -- Kept enabled from one candidate to the next unless asked not to
+    -- (profiler_persistent = false; docs/profile.md). It holds the GPU's
     -- counters: a worker that shares its GPU (KLAB_GPU_LOCK) gives them back
     -- after each measurement, or its neighbour's is refused
     -- (CUPTI_ERROR_HARDWARE_BUSY).
-    persistent = opts.profiler_persistent == true and (os.getenv("KLAB_GPU_LOCK") or "") == "",
+    persistent = opts.profiler_persistent ~= false and (os.getenv("KLAB_GPU_LOCK") or "") == "",
   })
   res.stages.instructions = ps
   if ps.sticky then
