@@ -38,6 +38,8 @@
  *                 l2={persisting_limit=0, persisting_reset=true} (with a flush),
  *                 launch_checked=, stream_id=, dropped=, speedup=,
  *                 speedup_ci={lo, hi} (both medians' 97.5% intervals; absent when undefined),
+ *                 speedup_upper (one-sided upper bound at the confidence, what the hopeless
+ *                 rule reads: from 6 samples of each; absent when undefined),
  *                 clock_source=, clock_before_mhz=, clock_after_mhz=,
  *                 throttle_before=, throttle_after=,
  *                 candidate = series, baseline = series,
@@ -408,6 +410,8 @@ static void push_result(lua_State *L, const timing_result *r)
             lua_rawseti(L, -2, 2);
             lua_setfield(L, -2, "speedup_ci");
         }
+        if (isfinite(r->speedup_upper) && r->speedup_upper > 0)
+            lh_setnum(L, "speedup_upper", r->speedup_upper);
     }
     lh_setstr(L, "clock_source", r->clock_source);
     if (r->clock_before_mhz >= 0)

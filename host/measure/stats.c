@@ -248,13 +248,30 @@ int stats_speedup_ci_sorted(const double *c, size_t nc, const double *b, size_t 
     return 0;
 }
 
+int stats_speedup_upper_sorted(const double *c, size_t nc, const double *b, size_t nb,
+                               double confidence, double *hi)
+{
+    if (confidence <= 0 || confidence >= 1)
+        confidence = 0.95;
+    double clo, chi, blo, bhi;
+    *hi = INFINITY;
+    if (nc == 0 || nb == 0)
+        return -1;
+    stats_median_ci_sorted(c, nc, confidence, &clo, &chi);
+    stats_median_ci_sorted(b, nb, confidence, &blo, &bhi);
+    if (!isfinite(clo) || !isfinite(bhi) || clo <= 0)
+        return -1;
+    *hi = bhi / clo;
+    return 0;
+}
+
 int stats_speedup_hopeless(const double *c, size_t nc, const double *b, size_t nb,
                            double confidence, double threshold)
 {
-    double lo, hi;
+    double hi;
     if (threshold <= 0 || nc < STATS_HOPELESS_MIN_SAMPLES || nb < STATS_HOPELESS_MIN_SAMPLES)
         return 0;
-    if (stats_speedup_ci_sorted(c, nc, b, nb, confidence, &lo, &hi) != 0)
+    if (stats_speedup_upper_sorted(c, nc, b, nb, confidence, &hi) != 0)
         return 0;
     return hi < threshold;
 }

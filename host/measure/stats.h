@@ -110,9 +110,20 @@ stats_stop stats_should_stop(const stats_stop_rule *r, const double *x, size_t n
 int stats_speedup_ci_sorted(const double *c, size_t nc, const double *b, size_t nb,
                             double confidence, double *lo, double *hi);
 
+/* A one-sided upper bound of the speedup b/c that holds with at least
+ * `confidence`: the baseline median's upper end over the candidate median's
+ * lower end, each the end of its two-sided interval at `confidence`, so that
+ * each one-sided end errs with at most (1 - confidence)/2 and both hold
+ * together with at least `confidence` (Bonferroni). With 6 samples each this
+ * is b's largest over c's smallest (1 - 2/2^6 >= 0.95). Returns 0, or -1 when
+ * undefined (too few samples; then *hi = +inf). */
+int stats_speedup_upper_sorted(const double *c, size_t nc, const double *b, size_t nb,
+                               double confidence, double *hi);
+
 /* 1 when the speedup is decided to be below `threshold` (> 0): at least
- * STATS_HOPELESS_MIN_SAMPLES of each and the upper end of the interval
- * above below the threshold. 0 otherwise (threshold <= 0: never). */
+ * STATS_HOPELESS_MIN_SAMPLES of each and the one-sided upper bound above
+ * (stats_speedup_upper_sorted) below the threshold. 0 otherwise
+ * (threshold <= 0: never). */
 int stats_speedup_hopeless(const double *c, size_t nc, const double *b, size_t nb,
                            double confidence, double threshold);
 

@@ -733,11 +733,15 @@ out:
         finish_series(r, i, o, tg[i]);
     r->speedup_lo = 0;
     r->speedup_hi = INFINITY;
+    r->speedup_upper = INFINITY;
     if (nt == 2 && r->t[0].n && r->t[1].n && r->t[0].stats.median > 0) {
         r->speedup = r->t[1].stats.median / r->t[0].stats.median;
-        if (s.sorted[0] && s.sorted[1])
+        if (s.sorted[0] && s.sorted[1]) {
             stats_speedup_ci_sorted(s.sorted[0], r->t[0].n, s.sorted[1], r->t[1].n, o->confidence,
                                     &r->speedup_lo, &r->speedup_hi);
+            stats_speedup_upper_sorted(s.sorted[0], r->t[0].n, s.sorted[1], r->t[1].n,
+                                       o->confidence, &r->speedup_upper);
+        }
     }
     for (size_t i = 0; i < nt; i++)
         free(s.sorted[i]);

@@ -142,6 +142,8 @@ typedef struct timing_result {
     double speedup;         /* t[1] median / t[0] median; 0 with one target */
     double speedup_lo, speedup_hi; /* its interval (stats_speedup_ci_sorted at the
                                options' confidence); 0, +inf when undefined */
+    double speedup_upper;   /* its one-sided upper bound (stats_speedup_upper_sorted),
+                               what the hopeless rule reads; +inf when undefined */
     char stop_reason[32];   /* converged, max_samples, budget, hopeless,
                                check_failed, unexpected_launches */
     double wall_s;          /* sampling time (after warm-up) */

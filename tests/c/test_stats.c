@@ -180,10 +180,11 @@ static void test_stop_rule(void)
 }
 
 /* The speedup's interval: both medians' intervals at 97.5% (Bonferroni), so
- * it needs 7 samples of each (1 - 2/2^7 >= 0.975, 1 - 2/2^6 is not). */
+ * it needs 7 samples of each (1 - 2/2^7 >= 0.975, 1 - 2/2^6 is not); its
+ * one-sided upper bound needs 6. */
 static void test_speedup_interval(void)
 {
-    double c[20], b[20], lo, hi;
+    double c[20], b[20], lo, hi, top;
     for (int i = 0; i < 20; i++) {
         c[i] = 100.0 + (double)i;  /* candidate 100..119 us */
         b[i] = 10.0 + 0.1 * (double)i; /* baseline 10..11.9 us: about 0.1x */
@@ -198,9 +199,21 @@ static void test_speedup_interval(void)
     double med = stats_median_sorted(b, 20) / stats_median_sorted(c, 20);
     CHECK(lo < med && med < hi);
 
+    /* The one-sided upper bound: each median's 95% interval has at most
+     * 2.5% above (below) it, so b's upper end over c's lower end holds with
+     * 95%; with 6 samples each it is b's largest over c's smallest. */
+    CHECK(stats_speedup_upper_sorted(c, 5, b, 5, 0.95, &hi) == -1 && isinf(hi));
+    CHECK(stats_speedup_upper_sorted(c, 6, b, 6, 0.95, &hi) == 0);
+    CHECK(fabs(hi - 10.5 / 100.0) < 1e-12);
+    CHECK(stats_speedup_upper_sorted(c, 20, b, 20, 0.95, &hi) == 0);
+    CHECK(hi > stats_median_sorted(b, 20) / stats_median_sorted(c, 20));
+    CHECK(stats_speedup_ci_sorted(c, 20, b, 20, 0.95, &lo, &top) == 0 && hi < top);
+
     /* Hopeless: decided below 0.5x only with enough samples of each. */
-    CHECK(!stats_speedup_hopeless(c, 6, b, 20, 0.95, 0.5));
+    CHECK(!stats_speedup_hopeless(c, 5, b, 20, 0.95, 0.5));
     CHECK(!stats_speedup_hopeless(c, 20, b, 5, 0.95, 0.5));
+    CHECK(stats_speedup_hopeless(c, 6, b, 6, 0.95, 0.5));
+    CHECK(!stats_speedup_hopeless(c, 6, b, 6, 0.95, 0.105));
     CHECK(stats_speedup_hopeless(c, 7, b, 7, 0.95, 0.5));
     CHECK(stats_speedup_hopeless(c, 20, b, 20, 0.95, 0.5));
     /* The threshold is below the interval's top: not decided. */

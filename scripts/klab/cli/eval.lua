@@ -30,7 +30,7 @@ Options:
                     memcheck (when installed), reported as its own stage
   --budget S        timing budget in seconds (default 10)
   --hopeless X      time a candidate only until its speedup's 95% interval
-                    lies wholly below X (at least 7 samples of each; default
+                    lies wholly below X (at least 6 samples of each; default
                     0.5; 0: every candidate to the 0.5% interval); such a
                     result reads "< X" and counts as a result (docs/timing.md)
   --deadline S      kill the worker after S seconds (default 180)
@@ -122,9 +122,14 @@ local function human(r)
     local lib = ({ cublaslt = "cuBLASLt", cudnn = "cuDNN", shipped = "shipped kernel" })[(t.baseline_info or {}).lib]
       or tostring((t.baseline_info or {}).lib or "baseline")
     if t.baseline then
-      say("baseline   %s median %s; speedup %s%s", lib, fmt_us(t.baseline.median), stages.speedup_text(t) or "?",
-        t.speedup_ci and (" (%.3fx, 95%% interval [%.3f, %.3f]%s)"):format(t.speedup, t.speedup_ci[1], t.speedup_ci[2],
-          t.hopeless and ", timed until decided" or "") or "")
+      local interval = ""
+      if t.hopeless and t.speedup_upper then
+        interval = (" (%.3fx measured, at most %.3fx with 95%% confidence, timed until decided)"):format(t.speedup,
+          t.speedup_upper)
+      elseif t.speedup_ci then
+        interval = (" (%.3fx, 95%% interval [%.3f, %.3f])"):format(t.speedup, t.speedup_ci[1], t.speedup_ci[2])
+      end
+      say("baseline   %s median %s; speedup %s%s", lib, fmt_us(t.baseline.median), stages.speedup_text(t) or "?", interval)
     elseif t.baseline_error then
       say("baseline   none: %s", t.baseline_error)
     end

@@ -296,6 +296,7 @@ function M.run(run)
     st.baseline.samples = nil
     st.speedup = r.speedup
     st.speedup_ci = r.speedup_ci
+    st.speedup_upper = r.speedup_upper
     st.hopeless = r.stop_reason == "hopeless" and spec.hopeless or nil
     st.baseline_info = base.info
     st.baseline_mode = base.mode
