@@ -51,9 +51,10 @@ do
   -- Warm: the same candidate again once the compile cache and the census
   -- hold it (the cold run reads neither, so one evaluation fills them).
   assert(s:evaluate(PTX_TASK, WGMMA, { force = true, timing_opts = { budget_s = 1 } }))
-  -- 'before' (the default): the range profiler enabled and disabled around
-  -- every measurement, so each candidate pays its start. 'warm': kept
-  -- enabled in the worker (profiler_persistent = true, docs/profile.md).
+  -- 'before': the range profiler enabled and disabled around every
+  -- measurement (profiler_persistent = false), so each candidate pays its
+  -- start. 'warm': kept enabled in the worker (the default,
+  -- docs/profile.md).
   local before = assert(s:evaluate(PTX_TASK, WGMMA, { force = true, profiler_persistent = false,
     timing_opts = { budget_s = 5 } }))
   assert(s:evaluate(PTX_TASK, WGMMA, { force = true, profiler_persistent = true, timing_opts = { budget_s = 1 } }))
@@ -78,7 +79,7 @@ end
 line("\n1. One evaluation of %s on %s (ms; 'worker' is process start, CUDA init,", WGMMA, PTX_TASK)
 line("   judge compile, inputs and references: what a warm worker keeps)")
 line("   'sass' is how long the evaluation waited for the static SASS census (nvdisasm runs during the GPU stages);")
-line("   'before' enables the range profiler for the candidate (the default), 'warm' keeps it (profiler_persistent = true)")
+line("   'before' enables the range profiler for the candidate (profiler_persistent = false), 'warm' keeps it (the default)")
 line("%-6s %-8s %9s %6s %9s %9s %9s %9s %9s %9s %9s %9s %9s  %s", "", "verdict", "build", "cached", "sass", "plan", "load",
   "correct", "instr", "timing", "worker", "total", "no-timing", "kernel median / speedup")
 for _, r in ipairs(stage_rows) do
@@ -123,8 +124,9 @@ if not skip.batch then
     -- to show what the rule changes (docs/timing.md).
     { "one worker, timed in full", { gpus = 1, cpu = 0 }, false, 0 },
     { "one worker, in turn", { gpus = 1, cpu = 0 }, false },
-    -- The range profiler kept enabled in the worker (opt-in).
-    { "one worker, profiler kept", { gpus = 1, cpu = 0 }, false, nil, true },
+    -- The range profiler enabled for each candidate (profiler_persistent =
+    -- false) instead of kept (the default).
+    { "one worker, profiler per candidate", { gpus = 1, cpu = 0 }, false, nil, false },
     { "pool, 1 GPU, " .. cpu .. " CPU workers", { gpus = 1, cpu = cpu }, true },
     { "pool, 2 workers share the GPU", { gpus = 1, per_gpu = 2, cpu = cpu }, true },
   }
@@ -245,10 +247,10 @@ if not skip.study then
       (tm.candidate.n or 0)
     return (runs * cm + (tm.baseline and tm.baseline.n or 0) * (bm or 0)) / 1e6
   end
-  -- The range profiler enabled for every candidate (the default), then
-  -- kept enabled in the worker (profiler_persistent = true).
-  local ways = { { "one worker", { gpus = 1, cpu = 0 } },
-    { "one worker, profiler kept", { gpus = 1, cpu = 0 }, true },
+  -- The range profiler enabled for every candidate (profiler_persistent =
+  -- false), then kept enabled in the worker (the default).
+  local ways = { { "one worker, profiler per candidate", { gpus = 1, cpu = 0 }, false },
+    { "one worker, profiler kept", { gpus = 1, cpu = 0 } },
     { "pool, 1 GPU, " .. cpu .. " CPU workers", { gpus = 1, cpu = cpu } } }
   local got = {}
   line("\n2b. Study-like batch: %d candidates (tests/bench/study/batch.jsonl), default timing budget", #list)
@@ -332,6 +334,13 @@ if not skip.study then
       cand and cand.median and string.format("%.1f", cand.median) or "-",
       cand and cand.n and (tostring(cand.n) .. "/" .. tostring(tm.baseline and tm.baseline.n or "-")) or "-",
       tm and tostring(tm.stop_reason) or "-")
+    if r and (r.verdict == "runtime_error" or r.verdict == "unknown") then
+      line("   %-10s   %s: %s", "", r.verdict, tostring(r.reason))
+    end
+    if r and r.rerun_alone then
+      line("   %-10s   ran twice (%s): the first run gave %s: %s", "", tostring(r.rerun_alone.why),
+        tostring(r.rerun_alone.verdict), tostring(r.rerun_alone.reason))
+    end
     local cp = st.correctness and st.correctness.parts
     if cp then line("   %-10s   correctness ms: %s", "", parts_ms(cp, CORRECTNESS_PARTS, 0)) end
     local ph = st.instructions and st.instructions.phase_seconds
@@ -339,9 +348,23 @@ if not skip.study then
       local ck = tm and tm.checks
       -- What decided whether the second part (mma.sync FLOPs) was measured.
       local ro = st.instructions.roles or {}
-      line("   %-10s   profiler ms: %s%s; tensor pipe %s, wgmma %s, hmma %s", "", parts_ms(ph, PROFILER_PHASES, 0),
+      local pt = st.instructions.parts or {}
+      line("   %-10s   profiler ms: %s%s; tensor pipe %s, wgmma %s, hmma %s; parts: first %s, hmma %s, simt %s", "",
+        parts_ms(ph, PROFILER_PHASES, 0),
         ck and string.format("; timing checks %.2f s (%d sampled, %d full)", ck.seconds or 0, ck.sampled or 0,
-          ck.full or 0) or "", tostring(ro["inst.tensor_pipe"]), tostring(ro["inst.wgmma"]), tostring(ro["inst.hmma"]))
+          ck.full or 0) or "", tostring(ro["inst.tensor_pipe"]), tostring(ro["inst.wgmma"]), tostring(ro["inst.hmma"]),
+        tostring(pt.first), tostring(pt.hmma), tostring(pt.simt))
+    end
+  end
+  -- Every evaluation that ran twice, in any way (a worker that died, or a
+  -- neighbour's fault), and what its first run gave.
+  for k = 1, #got do
+    for i, e in ipairs(list) do
+      local r = got[k].res[i]
+      if r and r.rerun_alone then
+        line("   ran twice (%s) in '%s': %s on %s: first %s (%s), then %s", tostring(r.rerun_alone.why), ways[k][1],
+          e.candidate, e.task, tostring(r.rerun_alone.verdict), tostring(r.rerun_alone.reason), r.verdict)
+      end
     end
   end
   for i, e in ipairs(list) do
@@ -350,6 +373,7 @@ if not skip.study then
       if b and a.verdict ~= b.verdict then
         line("   verdicts differ for %s on %s: %s (%s) vs %s (%s)", e.candidate, e.task, a.verdict, ways[1][1],
           b.verdict, ways[k][1])
+        line("     %s: %s; %s: %s", ways[1][1], tostring(a.reason), ways[k][1], tostring(b.reason))
       end
     end
   end

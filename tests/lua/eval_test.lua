@@ -27,6 +27,22 @@ extern "C" __global__ void gemm(const unsigned short *A, const unsigned short *B
                                 unsigned M, unsigned N, unsigned K) {}
 ]]
 
+-- An evaluation's GPU stages run once more, alone, before anything is
+-- recorded, when its worker died by a signal (never the candidate's doing:
+-- its faults are CUDA errors) or a neighbour on the same device may have
+-- caused its sticky error; only once, and never for its own fault or hang.
+function T.a_dead_worker_or_a_neighbours_fault_runs_again_once(t)
+  local crashed = { verdict = "runtime_error", worker = { status = "crashed", signal = "SIGSEGV" } }
+  t.eq(eval.rerun_reason(crashed, { shared = false }, false), "crashed")
+  t.eq(eval.rerun_reason(crashed, { shared = true }, true), nil, "the second run's result stands")
+  local sticky = { verdict = "runtime_error", unfit = true }
+  t.eq(eval.rerun_reason(sticky, { shared = true }, false), "neighbour")
+  t.eq(eval.rerun_reason(sticky, { shared = false }, false), nil, "alone on its device: its own fault")
+  t.eq(eval.rerun_reason({ verdict = "timeout", worker = { status = "timeout" } }, { shared = true }, false), nil,
+    "a hang is the candidate's")
+  t.eq(eval.rerun_reason({ verdict = "passed" }, { shared = true }, false), nil)
+end
+
 function T.compile_error_is_a_verdict(t)
   local d = candidate(t, "extern \"C\" __global__ void gemm() { int x = ; }")
   local r = assert(eval.evaluate(TASK, d, { deadline = 30 }))

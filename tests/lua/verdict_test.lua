@@ -136,6 +136,13 @@ local EXAMPLES = {
   },
 }
 
+-- A worker that died is judged again in a fresh one before the candidate is
+-- blamed; the second death says so.
+function T.a_second_death_says_so(t)
+  t.match(verdict.reason("runtime_error", { kind = "crashed", signal = "SIGSEGV", stage = "timing", again = true }),
+    "^the worker died with SIGSEGV while running the kernel during timing, twice %(the second time alone, in a fresh worker%)$")
+end
+
 function T.every_reason_is_one_line(t)
   local n = 0
   for _, v in ipairs(verdict.LIST) do

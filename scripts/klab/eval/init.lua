@@ -170,6 +170,23 @@ end
 
 -- ---- the worker's stages, through the pool --------------------------------
 
+-- Why an evaluation's GPU stages run once more, alone on their device with
+-- the same seed, before anything is recorded (nil: they do not), given its
+-- result g, its pool handle h and whether this was already the second run:
+--   "neighbour"  a sticky CUDA error while another job ran on the same
+--                device may be that job's fault (a fault in one context
+--                disturbs the others);
+--   "crashed"    the worker died by a signal: a candidate is device code,
+--                whose faults are CUDA errors, so such a death is klab's,
+--                the driver's or CUPTI's until it happens again.
+-- What the second run gives is the candidate's own.
+function M.rerun_reason(g, h, again)
+  if again then return nil end
+  if g.unfit and h.shared then return "neighbour" end
+  if g.worker and g.worker.status == "crashed" then return "crashed" end
+  return nil
+end
+
 -- The worker's result from a supervisor's report; a dead worker becomes a
 -- verdict.
 local function gpu_result(pool, h, deadline)
@@ -181,7 +198,8 @@ local function gpu_result(pool, h, deadline)
     return r
   end
   local r = { stages = {}, worker = { status = rep.status, pid = rep.worker_pid, output_tail = rep.output_tail,
-    stage = rep.stage, stage_seconds = rep.stage_seconds, stage_expired = rep.stage_expired }, stage = rep.stage }
+    stage = rep.stage, stage_seconds = rep.stage_seconds, stage_expired = rep.stage_expired,
+    signal = rep.signal_name or rep.signal }, stage = rep.stage }
   if rep.status == "timeout" then
     if rep.stage_expired then
       verdicts.give(r, "timeout", { kind = "stage", stage = rep.stage, seconds = rep.stage_seconds })
@@ -459,16 +477,20 @@ function Session:_landed(item, h)
     end
   else
     local g = gpu_result(self.pool, h, item.opts.deadline or self.deadline)
-    -- A sticky CUDA error while another job ran on the same device may be
-    -- that job's fault (a fault in one context disturbs the others): the
-    -- evaluation runs again, alone on the device, with the same seed,
-    -- before anything is recorded. What it gives then is the candidate's own.
-    if g.unfit and h.shared and not item.alone then
-      item.alone = { verdict = g.verdict, reason = g.reason }
+    local why = M.rerun_reason(g, h, item.alone ~= nil)
+    if why then
+      item.alone = { verdict = g.verdict, reason = g.reason, why = why }
       item.handle = self.pool:submit("gpu", h.job, { deadline = h.deadline, affinity = h.affinity, alone = h.device })
       return
     end
-    if item.alone then g.rerun_alone = item.alone end
+    if item.alone then
+      g.rerun_alone = item.alone
+      -- Dead twice: the second time alone, in a fresh worker.
+      if why == nil and item.alone.why == "crashed" and g.verdict == "runtime_error" and g.worker
+        and g.worker.status == "crashed" then
+        verdicts.give(g, "runtime_error", { kind = "crashed", signal = g.worker.signal, stage = g.stage, again = true })
+      end
+    end
     merge(item.run.result, g)
     if g.stage then check_contract(g.stage, item.run.result) end
     self:_finish(item)

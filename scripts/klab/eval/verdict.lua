@@ -237,7 +237,8 @@ local R = {
     setup = function(d) return ("cannot %s: %s"):format(d.what, line(d.message)) end,
     profiled = function(d) return "the kernel failed in the profiled run: " .. line(d.message) end,
     crashed = function(d)
-      return ("the worker died with %s while running the kernel%s"):format(tostring(d.signal), during(d.stage))
+      return ("the worker died with %s while running the kernel%s%s"):format(tostring(d.signal), during(d.stage),
+        d.again and ", twice (the second time alone, in a fresh worker)" or "")
     end,
     exited = function(d)
       return ("the worker exited with status %s while running the kernel%s"):format(tostring(d.code), during(d.stage))
