@@ -834,11 +834,20 @@ end
 
 -- The range profiler stays enabled between measurements (its start is
 -- paid once per worker): a kept one counts what a fresh one counts, and
--- CUPTI's activity API still times kernels while it is kept.
+-- CUPTI's activity API still times kernels while it is kept. Only a
+-- session of hardware counters is kept: one with a patched metric (the
+-- whole table has them) is enabled and disabled every time.
 function T.gpu_profiler_kept_enabled_counts_the_same_and_timing_runs(t)
-  local ctx, fn, out, p, mod = count_setup(t) -- mod: the kernel's module, held for the test
+  local ctx, fn, out, whole, mod = count_setup(t) -- mod: the kernel's module, held for the test
   local function region() return ctx:launch(fn, { grid = { 1 }, block = { 128 }, args = { out } }) end
   local was = prof.persistent()
+  prof.persistent(true)
+  local w1, wi1 = assert(whole:measure(region))
+  local _, wi2 = assert(whole:measure(region))
+  t.ok(w1 and wi1.reused == false and wi2.reused == false, "a session with patched metrics is never kept")
+  whole:free()
+  local p = assert(profile.new(ctx, { metrics = profiler.verdict_first_metrics() }))
+  for _, name in ipairs(p:info().metrics) do t.eq(prof.patched(name), false, name) end
   t.eq(prof.persistent(false), false)
   local fresh, finfo = p:measure(region)
   t.ok(fresh, tostring(finfo))
