@@ -6,7 +6,8 @@
 --   2. evaluations per minute over a batch of candidates (samples and
 --      known-bad kernels) with a stated timing budget: one worker in turn,
 --      the pool on one GPU, two workers sharing the GPU; and 2b, the
---      study-like batch of 60 (tests/bench/study/) per GPU-hour;
+--      study-like batch of 60 (tests/bench/study/) per GPU-hour, with the
+--      pool on every GPU too where the machine has several;
 --   3. klab's median kernel time against ncu's gpu__time_duration for the
 --      same kernels (ncu runs `klab replay`, so it sees the same launches);
 --   4. cuBLASLt through klab against torch.matmul, same shapes, same run.
@@ -248,10 +249,20 @@ if not skip.study then
     return (runs * cm + (tm.baseline and tm.baseline.n or 0) * (bm or 0)) / 1e6
   end
   -- The range profiler enabled for every candidate (profiler_persistent =
-  -- false), then kept enabled in the worker (the default).
-  local ways = { { "one worker, profiler per candidate", { gpus = 1, cpu = 0 }, false },
-    { "one worker, profiler kept", { gpus = 1, cpu = 0 } },
-    { "pool, 1 GPU, " .. cpu .. " CPU workers", { gpus = 1, cpu = cpu } } }
+  -- false), then kept enabled in the worker (the default); the pool on one
+  -- GPU, and on every GPU where the machine has more than one. {label,
+  -- session options, profiler_persistent, GPUs}.
+  local gpus = 1
+  do
+    local probe <close> = eval.session { gpus = 1, cpu = 0 }
+    gpus = probe:machine().gpus or 1
+  end
+  local ways = { { "one worker, profiler per candidate", { gpus = 1, cpu = 0 }, false, 1 },
+    { "one worker, profiler kept", { gpus = 1, cpu = 0 }, nil, 1 },
+    { "pool, 1 GPU, " .. cpu .. " CPU workers", { gpus = 1, cpu = cpu }, nil, 1 } }
+  if gpus >= 2 then
+    ways[#ways + 1] = { ("pool, %d GPUs, %d CPU workers"):format(gpus, cpu), { gpus = "all", cpu = cpu }, nil, gpus }
+  end
   local got = {}
   line("\n2b. Study-like batch: %d candidates (tests/bench/study/batch.jsonl), default timing budget", #list)
   line("%-36s %9s %12s  %s", "", "seconds", "evals/GPU-h", "verdicts")
@@ -259,7 +270,14 @@ if not skip.study then
     local o = { deadline = 180 }
     for k, v in pairs(w[2]) do o[k] = v end
     local s <close> = eval.session(o)
-    s:wait(s:submit(list[#list].task, list[#list].candidate, { force = true, timing = false }))
+    -- One warm-up job per GPU, at once, so that every GPU worker has
+    -- started before the clock does.
+    local warm = {}
+    for k = 1, w[4] do
+      local e = list[#list - k + 1]
+      warm[k] = s:submit(e.task, e.candidate, { force = true, timing = false })
+    end
+    for _, tk in ipairs(warm) do s:wait(tk) end
     local t0 = sys.now()
     local tickets, res = {}, {}
     for i, e in ipairs(list) do
@@ -287,9 +305,13 @@ if not skip.study then
     local parts = {}
     for v, n in pairs(counts) do parts[#parts + 1] = v .. "=" .. n end
     table.sort(parts)
-    line("%-36s %9.1f %12.0f  %s", w[1], wall, #list / wall * 3600, table.concat(parts, " "))
-    got[wi] = { res = res, by_class = by_class }
+    -- Per GPU-hour: the wall time on every GPU the way used.
+    line("%-36s %9.1f %12.0f  %s", w[1], wall, #list / (wall * w[4]) * 3600, table.concat(parts, " "))
+    got[wi] = { res = res, by_class = by_class, wall = wall }
     io.stdout:flush()
+  end
+  if #ways >= 4 then
+    line("   %d GPUs against one (the pool rows): %.2fx the evaluations per hour", gpus, got[3].wall / got[4].wall)
   end
   line("   GPU seconds per class: stages load, correctness, instructions, timing (profiler per candidate / kept)")
   for _, c in ipairs { "compile_error", "plan_error", "incorrect", "slow", "fast" } do

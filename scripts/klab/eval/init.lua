@@ -100,7 +100,7 @@ end
 
 -- The machine the workers measure on, asked once per session (a cheap job:
 -- a worker starts CUDA, which the evaluation needs anyway): {gpu_name=,
--- driver_version=} or {none = why}.
+-- driver_version=, arch=, gpus = the devices the workers see} or {none = why}.
 -- machine(true): the same when the answer has come, else nil (never waits;
 -- the question is sent on the first call, and builds run meanwhile).
 function Session:machine(no_wait)
@@ -113,7 +113,7 @@ function Session:machine(no_wait)
   else
     d = self.pool:devices()
   end
-  local m = d.gpu_name and { gpu_name = d.gpu_name, driver_version = d.driver_version, arch = d.arch } or
+  local m = d.gpu_name and { gpu_name = d.gpu_name, driver_version = d.driver_version, arch = d.arch, gpus = d.count } or
     { none = tostring(d.none or "no device") }
   self._machine = m
   return m
