@@ -28,6 +28,16 @@ do
   end
 end
 
+-- Figures without a GPU would be figures of nothing: say so and end with
+-- "could not run".
+do
+  local probe <close> = eval.session { gpus = 1, cpu = 0 }
+  local m = probe:machine()
+  if m.none then
+    require("klab.errors").raise("unavailable", "eval_bench measures on a GPU, and there is none here: " .. m.none)
+  end
+end
+
 local function line(...) io.write(string.format(...), "\n") end
 local function ms(s) return s and string.format("%9.1f", s * 1000) or "        -" end
 -- The named parts of a stage (seconds) in milliseconds, in the order given.
@@ -256,7 +266,7 @@ if not skip.study then
   do
     local probe <close> = eval.session { gpus = 1, cpu = 0 }
     gpus = probe:machine().gpus or 1
-  end
+  end -- (a GPU is there: checked at the start)
   local ways = { { "one worker, profiler per candidate", { gpus = 1, cpu = 0 }, false, 1 },
     { "one worker, profiler kept", { gpus = 1, cpu = 0 }, nil, 1 },
     { "pool, 1 GPU, " .. cpu .. " CPU workers", { gpus = 1, cpu = cpu }, nil, 1 } }
