@@ -486,8 +486,7 @@ function Session:_landed(item, h)
     if item.alone then
       g.rerun_alone = item.alone
       -- Dead twice: the second time alone, in a fresh worker.
-      if why == nil and item.alone.why == "crashed" and g.verdict == "runtime_error" and g.worker
-        and g.worker.status == "crashed" then
+      if item.alone.why == "crashed" and g.worker and g.worker.status == "crashed" then
         verdicts.give(g, "runtime_error", { kind = "crashed", signal = g.worker.signal, stage = g.stage, again = true })
       end
     end
