@@ -30,12 +30,15 @@ end
 
 -- Figures without a GPU would be figures of nothing: say so and end with
 -- "could not run".
+-- GPUS: how many the workers see (the pool's rows use them all).
+local GPUS
 do
   local probe <close> = eval.session { gpus = 1, cpu = 0 }
   local m = probe:machine()
   if m.none then
     require("klab.errors").raise("unavailable", "eval_bench measures on a GPU, and there is none here: " .. m.none)
   end
+  GPUS = m.gpus or 1
 end
 
 local function line(...) io.write(string.format(...), "\n") end
@@ -262,11 +265,7 @@ if not skip.study then
   -- false), then kept enabled in the worker (the default); the pool on one
   -- GPU, and on every GPU where the machine has more than one. {label,
   -- session options, profiler_persistent, GPUs}.
-  local gpus = 1
-  do
-    local probe <close> = eval.session { gpus = 1, cpu = 0 }
-    gpus = probe:machine().gpus or 1
-  end -- (a GPU is there: checked at the start)
+  local gpus = GPUS
   local ways = { { "one worker, profiler per candidate", { gpus = 1, cpu = 0 }, false, 1 },
     { "one worker, profiler kept", { gpus = 1, cpu = 0 }, nil, 1 },
     { "pool, 1 GPU, " .. cpu .. " CPU workers", { gpus = 1, cpu = cpu }, nil, 1 } }

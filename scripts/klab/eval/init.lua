@@ -188,8 +188,8 @@ function M.rerun_reason(g, h, again)
 end
 
 -- The worker's result from a supervisor's report; a dead worker becomes a
--- verdict.
-local function gpu_result(pool, h, deadline)
+-- verdict (died_before: this is the second run of one whose worker died).
+local function gpu_result(pool, h, deadline, died_before)
   local rep = h.report
   if rep.status == "finished" then
     local r = rep.result
@@ -198,8 +198,7 @@ local function gpu_result(pool, h, deadline)
     return r
   end
   local r = { stages = {}, worker = { status = rep.status, pid = rep.worker_pid, output_tail = rep.output_tail,
-    stage = rep.stage, stage_seconds = rep.stage_seconds, stage_expired = rep.stage_expired,
-    signal = rep.signal_name or rep.signal }, stage = rep.stage }
+    stage = rep.stage, stage_seconds = rep.stage_seconds, stage_expired = rep.stage_expired }, stage = rep.stage }
   if rep.status == "timeout" then
     if rep.stage_expired then
       verdicts.give(r, "timeout", { kind = "stage", stage = rep.stage, seconds = rep.stage_seconds })
@@ -207,7 +206,8 @@ local function gpu_result(pool, h, deadline)
       verdicts.give(r, "timeout", { kind = "deadline", seconds = deadline, stage = rep.stage })
     end
   elseif rep.status == "crashed" then
-    verdicts.give(r, "runtime_error", { kind = "crashed", signal = rep.signal_name or rep.signal, stage = rep.stage })
+    verdicts.give(r, "runtime_error", { kind = "crashed", signal = rep.signal_name or rep.signal, stage = rep.stage,
+      again = died_before })
   elseif rep.status == "exited" then
     verdicts.give(r, "runtime_error", { kind = "exited", code = rep.exit_code, stage = rep.stage })
   else
@@ -476,20 +476,14 @@ function Session:_landed(item, h)
       item.build_here, item.state = true, "build"
     end
   else
-    local g = gpu_result(self.pool, h, item.opts.deadline or self.deadline)
+    local g = gpu_result(self.pool, h, item.opts.deadline or self.deadline, item.alone and item.alone.why == "crashed")
     local why = M.rerun_reason(g, h, item.alone ~= nil)
     if why then
       item.alone = { verdict = g.verdict, reason = g.reason, why = why }
       item.handle = self.pool:submit("gpu", h.job, { deadline = h.deadline, affinity = h.affinity, alone = h.device })
       return
     end
-    if item.alone then
-      g.rerun_alone = item.alone
-      -- Dead twice: the second time alone, in a fresh worker.
-      if item.alone.why == "crashed" and g.worker and g.worker.status == "crashed" then
-        verdicts.give(g, "runtime_error", { kind = "crashed", signal = g.worker.signal, stage = g.stage, again = true })
-      end
-    end
+    if item.alone then g.rerun_alone = item.alone end
     merge(item.run.result, g)
     if g.stage then check_contract(g.stage, item.run.result) end
     self:_finish(item)
