@@ -759,6 +759,13 @@ int main(int argc, char **argv)
     test_crash();
     test_environment_and_cache();
     test_foreign_stores();
-    rmdir(dir);
+    static const char *const left[] = { "view.db", "trigger.db", "missing.db", "big.db" };
+    for (size_t i = 0; i < sizeof left / sizeof left[0]; i++) {
+        char path[512];
+        path_in(path, sizeof path, left[i]);
+        remove_db(path);
+    }
+    if (rmdir(dir) != 0)
+        fprintf(stderr, "test_store: %s is left behind (not empty)\n", dir);
     return check_done();
 }

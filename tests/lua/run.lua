@@ -37,6 +37,19 @@ end
 
 local SKIP = {}
 
+-- The folders t.tmpdir made for the running test.
+local made_dirs = {}
+local function remove_made_dirs(keep)
+  for _, d in ipairs(made_dirs) do
+    if keep then
+      io.stderr:write("    kept ", d, "\n")
+    elseif d:match("^/.+/tmp%.[%w]+$") then
+      os.execute("rm -rf -- '" .. d .. "'")
+    end
+  end
+  made_dirs = {}
+end
+
 -- The repository root, absolute: tests run from any working directory.
 local ROOT = (function()
   local dir = here():gsub("/?tests/lua$", "")
@@ -100,10 +113,13 @@ local function new_t(name, failures)
     local ok, why = require("klab.gpu").available()
     if not ok then t.skip("no GPU: " .. tostring(why)) end
   end
+  -- A new private folder; it is removed when the test ends, unless the
+  -- test failed (then its path is printed with the failure).
   function t.tmpdir()
     local p = io.popen("mktemp -d")
     local d = p:read("l")
     p:close()
+    made_dirs[#made_dirs + 1] = d
     return d
   end
   -- A file's contents, or nil when it cannot be read.
@@ -174,6 +190,7 @@ for _, file in ipairs(files) do
       else
         passed = passed + 1
       end
+      remove_made_dirs(not ok and getmetatable(e) ~= SKIP or #failures > 0)
     end
   end
 end
