@@ -121,7 +121,8 @@ F.bwd_tolerance = {
 -- 256 rows (each costs S*D work, so far fewer than a GEMM's 8192 elements).
 local REF_COMMON = [[
 assert(D % 4 == 0 and D <= 128, "the reference attention kernels need D % 4 == 0 and D <= 128")
-local BH, L = B * H, D + 1
+local BH, L, PL = B * H, D + 4, 68
+local KP = L > PL and L or PL   -- the forward's K tile, which P replaces
 local causal = dims.causal or 0
 local scale = 1 / math.sqrt(D)
 ]]
@@ -131,7 +132,7 @@ F.fwd_reference = {
   plan = REF_COMMON .. [[
 if nsample == 0 then
   return { launches = { { kernel = "attn_ref_fwd", grid = { cdiv(S, 64), BH, 1 }, block = { 256, 1, 1 },
-    shared = 4 * (3 * 64 * L + 64 * 65),
+    shared = 4 * (2 * 64 * L + 64 * KP),
     args = { buffer("Q"), buffer("K"), buffer("V"), buffer("O"), u64(0), buffer("LSE"),
              u32(S), u32(D), f32(scale), u32(causal) } } } }
 end
@@ -151,7 +152,7 @@ F.bwd_reference = {
   derived = { "O", "LSE" },
   derive = REF_COMMON .. [[
 return { launches = { { kernel = "attn_ref_fwd", grid = { cdiv(S, 64), BH, 1 }, block = { 256, 1, 1 },
-  shared = 4 * (3 * 64 * L + 64 * 65),
+  shared = 4 * (2 * 64 * L + 64 * KP),
   args = { buffer("Q"), buffer("K"), buffer("V"), u64(0), buffer("O"), buffer("LSE"),
            u32(S), u32(D), f32(scale), u32(causal) } } } }
 ]],
@@ -163,10 +164,10 @@ local prep = { kernel = "attn_ref_bwd_prep", grid = { cdiv(rows, 8), 1, 1 }, blo
 if nsample == 0 then
   local g = { cdiv(S, 64), BH, 1 }
   return { workspace = ws, launches = { prep,
-    { kernel = "attn_ref_bwd_dq", grid = g, block = { 256, 1, 1 }, shared = 4 * (4 * 64 * L + 64 * 65),
+    { kernel = "attn_ref_bwd_dq", grid = g, block = { 256, 1, 1 }, shared = 4 * (4 * 64 * L + 64 * PL),
       args = { buffer("Q"), buffer("K"), buffer("V"), buffer("dO"), buffer("LSE"), workspace("dsum"), buffer("dQ"),
                u32(S), u32(D), f32(scale), u32(causal) } },
-    { kernel = "attn_ref_bwd_dkdv", grid = g, block = { 256, 1, 1 }, shared = 4 * (4 * 64 * L + 2 * 64 * 65 + 128),
+    { kernel = "attn_ref_bwd_dkdv", grid = g, block = { 256, 1, 1 }, shared = 4 * (4 * 64 * L + 2 * 64 * PL + 128),
       args = { buffer("Q"), buffer("K"), buffer("V"), buffer("dO"), buffer("LSE"), workspace("dsum"), buffer("dK"),
                buffer("dV"), u32(S), u32(D), f32(scale), u32(causal) } } } }
 end

@@ -13,11 +13,16 @@
 //
 // Every kernel: 256 threads; thread t owns row r = t / 4 of a 64-row tile and
 // the four threads of a row split its 64 columns (c = t%4 + 4*jj) and its D
-// outputs (d = t%4 + 4*k). Requirements (checked by the caller): D % 4 == 0,
-// D <= 128. Dynamic shared memory, in floats, with L = D + 1:
-//   attn_ref_fwd        3*64*L + 64*65
-//   attn_ref_bwd_dq     4*64*L + 64*65
-//   attn_ref_bwd_dkdv   4*64*L + 2*64*65 + 128
+// outputs in 16-byte chunks (chunk q = t%4 + 4*kk holds d = 4q .. 4q+3).
+// Tiles are read from shared memory four floats at a time; each output's
+// sums still run in one fixed order (d = 0, 1, ..., D-1 for a score, key or
+// query 0, 1, ... for an output), so the results do not depend on the
+// vector width. Requirements (checked by the caller): D % 4 == 0,
+// D <= 128. Dynamic shared memory, in floats, with L = D + 4 (rows stay
+// 16-byte aligned) and tiles of scores 64 x 68:
+//   attn_ref_fwd        2*64*L + 64*max(L, 68)   (P in K's place)
+//   attn_ref_bwd_dq     4*64*L + 64*68
+//   attn_ref_bwd_dkdv   4*64*L + 2*64*68 + 128
 // Grids: fwd and dq (ceil(S/64), BH); dkdv (ceil(S/64), BH); prep
 // (ceil(BH*S/8)) with 256 threads (a warp per row).
 //
@@ -31,8 +36,8 @@ typedef unsigned short bf16_t;
 
 #define TILE 64
 #define DMAX 128
-#define KPT (DMAX / 4)   // output columns per thread at most
-#define PL 65            // row length of a 64x64 score tile in shared memory
+#define NCH (DMAX / 16)  // 16-byte output chunks per thread at most
+#define PL 68            // row length of a 64x64 score tile in shared memory
 
 static __device__ __forceinline__ float bf(bf16_t h) { return __uint_as_float((u32)h << 16); }
 
@@ -47,11 +52,38 @@ static __device__ __forceinline__ float neg_inf() { return __int_as_float(0xff80
 
 static __device__ __forceinline__ u32 umin(u32 a, u32 b) { return a < b ? a : b; }
 
-// rows [row0, row0 + 64) of a [S, D] matrix into a padded fp32 tile; rows
-// past S are zero.
+static __device__ __forceinline__ float4 ld4(const float *p) { return *reinterpret_cast<const float4 *>(p); }
+
+// acc += a . b over four consecutive elements, in order.
+static __device__ __forceinline__ float dot4(float4 a, float4 b, float acc)
+{
+    acc = fmaf(a.x, b.x, acc);
+    acc = fmaf(a.y, b.y, acc);
+    acc = fmaf(a.z, b.z, acc);
+    return fmaf(a.w, b.w, acc);
+}
+
+// acc += p * v, element by element.
+static __device__ __forceinline__ void axpy4(float p, float4 v, float4 &acc)
+{
+    acc.x = fmaf(p, v.x, acc.x);
+    acc.y = fmaf(p, v.y, acc.y);
+    acc.z = fmaf(p, v.z, acc.z);
+    acc.w = fmaf(p, v.w, acc.w);
+}
+
+static __device__ __forceinline__ float4 zero4() { return make_float4(0.0f, 0.0f, 0.0f, 0.0f); }
+
+static __device__ __forceinline__ float4 scale4(float4 v, float a)
+{
+    return make_float4(v.x * a, v.y * a, v.z * a, v.w * a);
+}
+
+// rows [row0, row0 + 64) of a [S, D] matrix into an fp32 tile of row length
+// L = D + 4; rows past S are zero.
 static __device__ void load_tile(float *dst, const bf16_t *src, u32 row0, u32 S, u32 D)
 {
-    const u32 L = D + 1;
+    const u32 L = D + 4;
     for (u32 idx = threadIdx.x; idx < TILE * D; idx += blockDim.x) {
         u32 r = idx / D, c = idx - r * D;
         u32 row = row0 + r;
@@ -72,26 +104,54 @@ static __device__ __forceinline__ float quad_sum(float v)
     return v + __shfl_xor_sync(0xffffffffu, v, 2);
 }
 
+// The 16 scores of this thread (columns sub + 4*jj of a 64-wide tile): row
+// a of A against rows sub + 4*jj of B, both tiles of row length L; and with
+// C and E the same for a second pair (dp), when C is not null.
+static __device__ __forceinline__ void scores(const float *A, const float *B, const float *C, const float *E,
+                                              u32 a, u32 sub, u32 D, float s[16], float t[16])
+{
+    const u32 L = D + 4;
+#pragma unroll
+    for (u32 jj = 0; jj < 16; jj++) {
+        s[jj] = 0.0f;
+        t[jj] = 0.0f;
+    }
+    for (u32 d = 0; d < D; d += 4) {
+        float4 x = ld4(&A[a * L + d]);
+#pragma unroll
+        for (u32 jj = 0; jj < 16; jj++)
+            s[jj] = dot4(x, ld4(&B[(sub + 4 * jj) * L + d]), s[jj]);
+        if (C) {
+            float4 y = ld4(&C[a * L + d]);
+#pragma unroll
+            for (u32 jj = 0; jj < 16; jj++)
+                t[jj] = dot4(y, ld4(&E[(sub + 4 * jj) * L + d]), t[jj]);
+        }
+    }
+}
+
 // Forward. Writes O as fp32 (Of) and/or bf16 (Ob) (either may be null) and
 // LSE (natural log). Online softmax over 64-key tiles.
 extern "C" __global__ void __launch_bounds__(256)
 attn_ref_fwd(const bf16_t *Q, const bf16_t *K, const bf16_t *V, float *Of, bf16_t *Ob, float *LSE,
              u32 S, u32 D, float scale, u32 causal)
 {
-    extern __shared__ float sm[];
-    const u32 L = D + 1;
-    float *Qs = sm, *Ks = Qs + TILE * L, *Vs = Ks + TILE * L, *Ps = Vs + TILE * L;
+    extern __shared__ __align__(16) float sm[];
+    const u32 L = D + 4;
+    // P takes K's place once every warp has its scores: at D = 128 that
+    // keeps the block within half an SM's shared memory (two blocks per SM).
+    float *Qs = sm, *Vs = Qs + TILE * L, *Ks = Vs + TILE * L, *Ps = Ks;
     const u32 bh = blockIdx.y, i0 = blockIdx.x * TILE;
     const size_t base = (size_t)bh * S * D;
     const u32 r = threadIdx.x >> 2, sub = threadIdx.x & 3;
     const u32 i = i0 + r;
-    const u32 nk = D / 4;
+    const u32 nc = D / 4;
 
     load_tile(Qs, Q + base, i0, S, D);
-    float o[KPT];
+    float4 o[NCH];
 #pragma unroll
-    for (u32 k = 0; k < KPT; k++)
-        o[k] = 0.0f;
+    for (u32 kk = 0; kk < NCH; kk++)
+        o[kk] = zero4();
     float m = neg_inf(), l = 0.0f;
     u32 kend = causal ? umin(S, i0 + TILE) : S;
     for (u32 j0 = 0; j0 < kend; j0 += TILE) {
@@ -99,16 +159,8 @@ attn_ref_fwd(const bf16_t *Q, const bf16_t *K, const bf16_t *V, float *Of, bf16_
         load_tile(Ks, K + base, j0, S, D);
         load_tile(Vs, V + base, j0, S, D);
         __syncthreads();
-        float s[16];
-#pragma unroll
-        for (u32 jj = 0; jj < 16; jj++)
-            s[jj] = 0.0f;
-        for (u32 d = 0; d < D; d++) {
-            float q = Qs[r * L + d];
-#pragma unroll
-            for (u32 jj = 0; jj < 16; jj++)
-                s[jj] = fmaf(q, Ks[(sub + 4 * jj) * L + d], s[jj]);
-        }
+        float s[16], unused[16];
+        scores(Qs, Ks, nullptr, nullptr, r, sub, D, s, unused);
         float mx = neg_inf();
 #pragma unroll
         for (u32 jj = 0; jj < 16; jj++) {
@@ -123,37 +175,48 @@ attn_ref_fwd(const bf16_t *Q, const bf16_t *K, const bf16_t *V, float *Of, bf16_
         float psum = 0.0f;
 #pragma unroll
         for (u32 jj = 0; jj < 16; jj++) {
-            float p = (s[jj] == neg_inf()) ? 0.0f : expf(s[jj] - mnew);
-            Ps[r * PL + sub + 4 * jj] = p;
-            psum += p;
+            s[jj] = (s[jj] == neg_inf()) ? 0.0f : expf(s[jj] - mnew);
+            psum += s[jj];
         }
         psum = quad_sum(psum);
         l = l * alpha + psum;
         m = mnew;
 #pragma unroll
-        for (u32 k = 0; k < KPT; k++)
-            o[k] *= alpha;
-        __syncwarp();
-        for (u32 c = 0; c < TILE; c++) {
-            float p = Ps[r * PL + c];
+        for (u32 kk = 0; kk < NCH; kk++)
+            o[kk] = scale4(o[kk], alpha);
+        __syncthreads();
 #pragma unroll
-            for (u32 k = 0; k < KPT; k++)
-                if (k < nk)
-                    o[k] = fmaf(p, Vs[c * L + sub + 4 * k], o[k]);
+        for (u32 jj = 0; jj < 16; jj++)
+            Ps[r * PL + sub + 4 * jj] = s[jj];
+        __syncwarp();
+        for (u32 c = 0; c < TILE; c += 4) {
+            float4 p4 = ld4(&Ps[r * PL + c]);
+            const float p[4] = { p4.x, p4.y, p4.z, p4.w };
+#pragma unroll
+            for (u32 e = 0; e < 4; e++) {
+#pragma unroll
+                for (u32 kk = 0; kk < NCH; kk++)
+                    if (sub + 4 * kk < nc)
+                        axpy4(p[e], ld4(&Vs[(c + e) * L + 4 * (sub + 4 * kk)]), o[kk]);
+            }
         }
     }
     if (i >= S)
         return;
     float inv = 1.0f / l;
 #pragma unroll
-    for (u32 k = 0; k < KPT; k++) {
-        if (k < nk) {
-            u32 d = sub + 4 * k;
-            float v = o[k] * inv;
-            if (Of)
-                Of[base + (size_t)i * D + d] = v;
-            if (Ob)
-                Ob[base + (size_t)i * D + d] = to_bf(v);
+    for (u32 kk = 0; kk < NCH; kk++) {
+        u32 q = sub + 4 * kk;
+        if (q < nc) {
+            const float v[4] = { o[kk].x * inv, o[kk].y * inv, o[kk].z * inv, o[kk].w * inv };
+            size_t at = base + (size_t)i * D + 4 * q;
+#pragma unroll
+            for (u32 e = 0; e < 4; e++) {
+                if (Of)
+                    Of[at + e] = v[e];
+                if (Ob)
+                    Ob[at + e] = to_bf(v[e]);
+            }
         }
     }
     if (sub == 0)
@@ -184,23 +247,23 @@ extern "C" __global__ void __launch_bounds__(256)
 attn_ref_bwd_dq(const bf16_t *Q, const bf16_t *K, const bf16_t *V, const bf16_t *dO, const float *LSE,
                 const float *Dsum, float *dQ, u32 S, u32 D, float scale, u32 causal)
 {
-    extern __shared__ float sm[];
-    const u32 L = D + 1;
+    extern __shared__ __align__(16) float sm[];
+    const u32 L = D + 4;
     float *Qs = sm, *Gs = Qs + TILE * L, *Ks = Gs + TILE * L, *Vs = Ks + TILE * L, *DS = Vs + TILE * L;
     const u32 bh = blockIdx.y, i0 = blockIdx.x * TILE;
     const size_t base = (size_t)bh * S * D;
     const u32 r = threadIdx.x >> 2, sub = threadIdx.x & 3;
     const u32 i = i0 + r;
-    const u32 nk = D / 4;
+    const u32 nc = D / 4;
     const float lse = i < S ? LSE[(size_t)bh * S + i] : 0.0f;
     const float dsum = i < S ? Dsum[(size_t)bh * S + i] : 0.0f;
 
     load_tile(Qs, Q + base, i0, S, D);
     load_tile(Gs, dO + base, i0, S, D);
-    float dq[KPT];
+    float4 dq[NCH];
 #pragma unroll
-    for (u32 k = 0; k < KPT; k++)
-        dq[k] = 0.0f;
+    for (u32 kk = 0; kk < NCH; kk++)
+        dq[kk] = zero4();
     u32 kend = causal ? umin(S, i0 + TILE) : S;
     for (u32 j0 = 0; j0 < kend; j0 += TILE) {
         __syncthreads();
@@ -208,20 +271,7 @@ attn_ref_bwd_dq(const bf16_t *Q, const bf16_t *K, const bf16_t *V, const bf16_t 
         load_tile(Vs, V + base, j0, S, D);
         __syncthreads();
         float s[16], dp[16];
-#pragma unroll
-        for (u32 jj = 0; jj < 16; jj++) {
-            s[jj] = 0.0f;
-            dp[jj] = 0.0f;
-        }
-        for (u32 d = 0; d < D; d++) {
-            float q = Qs[r * L + d], g = Gs[r * L + d];
-#pragma unroll
-            for (u32 jj = 0; jj < 16; jj++) {
-                u32 c = (sub + 4 * jj) * L + d;
-                s[jj] = fmaf(q, Ks[c], s[jj]);
-                dp[jj] = fmaf(g, Vs[c], dp[jj]);
-            }
-        }
+        scores(Qs, Ks, Gs, Vs, r, sub, D, s, dp);
 #pragma unroll
         for (u32 jj = 0; jj < 16; jj++) {
             u32 j = j0 + sub + 4 * jj;
@@ -230,20 +280,31 @@ attn_ref_bwd_dq(const bf16_t *Q, const bf16_t *K, const bf16_t *V, const bf16_t 
             DS[r * PL + sub + 4 * jj] = p * (dp[jj] - dsum);
         }
         __syncwarp();
-        for (u32 c = 0; c < TILE; c++) {
-            float ds = DS[r * PL + c];
+        for (u32 c = 0; c < TILE; c += 4) {
+            float4 d4 = ld4(&DS[r * PL + c]);
+            const float ds[4] = { d4.x, d4.y, d4.z, d4.w };
 #pragma unroll
-            for (u32 k = 0; k < KPT; k++)
-                if (k < nk)
-                    dq[k] = fmaf(ds, Ks[c * L + sub + 4 * k], dq[k]);
+            for (u32 e = 0; e < 4; e++) {
+#pragma unroll
+                for (u32 kk = 0; kk < NCH; kk++)
+                    if (sub + 4 * kk < nc)
+                        axpy4(ds[e], ld4(&Ks[(c + e) * L + 4 * (sub + 4 * kk)]), dq[kk]);
+            }
         }
     }
     if (i >= S)
         return;
 #pragma unroll
-    for (u32 k = 0; k < KPT; k++)
-        if (k < nk)
-            dQ[base + (size_t)i * D + sub + 4 * k] = scale * dq[k];
+    for (u32 kk = 0; kk < NCH; kk++) {
+        u32 q = sub + 4 * kk;
+        if (q < nc) {
+            size_t at = base + (size_t)i * D + 4 * q;
+            dQ[at] = scale * dq[kk].x;
+            dQ[at + 1] = scale * dq[kk].y;
+            dQ[at + 2] = scale * dq[kk].z;
+            dQ[at + 3] = scale * dq[kk].w;
+        }
+    }
 }
 
 // Backward, dK and dV (fp32 out): for a 64-row key tile, over query tiles:
@@ -252,23 +313,23 @@ extern "C" __global__ void __launch_bounds__(256)
 attn_ref_bwd_dkdv(const bf16_t *Q, const bf16_t *K, const bf16_t *V, const bf16_t *dO, const float *LSE,
                   const float *Dsum, float *dK, float *dV, u32 S, u32 D, float scale, u32 causal)
 {
-    extern __shared__ float sm[];
-    const u32 L = D + 1;
+    extern __shared__ __align__(16) float sm[];
+    const u32 L = D + 4;
     float *Ks = sm, *Vs = Ks + TILE * L, *Qs = Vs + TILE * L, *Gs = Qs + TILE * L;
     float *Ps = Gs + TILE * L, *DS = Ps + TILE * PL, *ls = DS + TILE * PL, *dsm = ls + TILE;
     const u32 bh = blockIdx.y, j0 = blockIdx.x * TILE;
     const size_t base = (size_t)bh * S * D;
     const u32 r = threadIdx.x >> 2, sub = threadIdx.x & 3;
     const u32 j = j0 + r;
-    const u32 nk = D / 4;
+    const u32 nc = D / 4;
 
     load_tile(Ks, K + base, j0, S, D);
     load_tile(Vs, V + base, j0, S, D);
-    float dk[KPT], dv[KPT];
+    float4 dk[NCH], dv[NCH];
 #pragma unroll
-    for (u32 k = 0; k < KPT; k++) {
-        dk[k] = 0.0f;
-        dv[k] = 0.0f;
+    for (u32 kk = 0; kk < NCH; kk++) {
+        dk[kk] = zero4();
+        dv[kk] = zero4();
     }
     // Causal: queries before this key tile never see its keys.
     for (u32 q0 = causal ? j0 : 0; q0 < S; q0 += TILE) {
@@ -282,20 +343,7 @@ attn_ref_bwd_dkdv(const bf16_t *Q, const bf16_t *K, const bf16_t *V, const bf16_
         }
         __syncthreads();
         float s[16], dp[16];
-#pragma unroll
-        for (u32 jj = 0; jj < 16; jj++) {
-            s[jj] = 0.0f;
-            dp[jj] = 0.0f;
-        }
-        for (u32 d = 0; d < D; d++) {
-            float kv = Ks[r * L + d], vv = Vs[r * L + d];
-#pragma unroll
-            for (u32 jj = 0; jj < 16; jj++) {
-                u32 c = (sub + 4 * jj) * L + d;
-                s[jj] = fmaf(kv, Qs[c], s[jj]);
-                dp[jj] = fmaf(vv, Gs[c], dp[jj]);
-            }
-        }
+        scores(Ks, Qs, Vs, Gs, r, sub, D, s, dp);
 #pragma unroll
         for (u32 jj = 0; jj < 16; jj++) {
             u32 c = sub + 4 * jj;
@@ -306,13 +354,18 @@ attn_ref_bwd_dkdv(const bf16_t *Q, const bf16_t *K, const bf16_t *V, const bf16_
             DS[r * PL + c] = p * (dp[jj] - dsm[c]);
         }
         __syncwarp();
-        for (u32 c = 0; c < TILE; c++) {
-            float p = Ps[r * PL + c], ds = DS[r * PL + c];
+        for (u32 c = 0; c < TILE; c += 4) {
+            float4 p4 = ld4(&Ps[r * PL + c]), d4 = ld4(&DS[r * PL + c]);
+            const float p[4] = { p4.x, p4.y, p4.z, p4.w }, ds[4] = { d4.x, d4.y, d4.z, d4.w };
 #pragma unroll
-            for (u32 k = 0; k < KPT; k++) {
-                if (k < nk) {
-                    dv[k] = fmaf(p, Gs[c * L + sub + 4 * k], dv[k]);
-                    dk[k] = fmaf(ds, Qs[c * L + sub + 4 * k], dk[k]);
+            for (u32 e = 0; e < 4; e++) {
+#pragma unroll
+                for (u32 kk = 0; kk < NCH; kk++) {
+                    u32 at = (c + e) * L + 4 * (sub + 4 * kk);
+                    if (sub + 4 * kk < nc) {
+                        axpy4(p[e], ld4(&Gs[at]), dv[kk]);
+                        axpy4(ds[e], ld4(&Qs[at]), dk[kk]);
+                    }
                 }
             }
         }
@@ -320,11 +373,17 @@ attn_ref_bwd_dkdv(const bf16_t *Q, const bf16_t *K, const bf16_t *V, const bf16_
     if (j >= S)
         return;
 #pragma unroll
-    for (u32 k = 0; k < KPT; k++) {
-        if (k < nk) {
-            size_t at = base + (size_t)j * D + sub + 4 * k;
-            dK[at] = scale * dk[k];
-            dV[at] = dv[k];
+    for (u32 kk = 0; kk < NCH; kk++) {
+        u32 q = sub + 4 * kk;
+        if (q < nc) {
+            size_t at = base + (size_t)j * D + 4 * q;
+            const float a[4] = { dk[kk].x, dk[kk].y, dk[kk].z, dk[kk].w };
+            const float b[4] = { dv[kk].x, dv[kk].y, dv[kk].z, dv[kk].w };
+#pragma unroll
+            for (u32 e = 0; e < 4; e++) {
+                dK[at + e] = scale * a[e];
+                dV[at + e] = b[e];
+            }
         }
     }
 }
