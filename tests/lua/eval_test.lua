@@ -38,6 +38,11 @@ function T.a_dead_worker_or_a_neighbours_fault_runs_again_once(t)
   local sticky = { verdict = "runtime_error", unfit = true }
   t.eq(eval.rerun_reason(sticky, { shared = true }, false), "neighbour")
   t.eq(eval.rerun_reason(sticky, { shared = false }, false), nil, "alone on its device: its own fault")
+  -- The judge's own launch failed in the neighbour's wake (the job raised).
+  local raised = { verdict = "unknown", worker = { status = "error" } }
+  t.eq(eval.rerun_reason(raised, { shared = true }, false), "neighbour")
+  t.eq(eval.rerun_reason(raised, { shared = true }, true), nil, "the second run's result stands")
+  t.eq(eval.rerun_reason(raised, { shared = false }, false), nil, "alone on its device: klab's own failure")
   t.eq(eval.rerun_reason({ verdict = "timeout", worker = { status = "timeout" } }, { shared = true }, false), nil,
     "a hang is the candidate's")
   t.eq(eval.rerun_reason({ verdict = "passed" }, { shared = true }, false), nil)

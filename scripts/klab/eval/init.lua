@@ -173,16 +173,17 @@ end
 -- Why an evaluation's GPU stages run once more, alone on their device with
 -- the same seed, before anything is recorded (nil: they do not), given its
 -- result g, its pool handle h and whether this was already the second run:
---   "neighbour"  a sticky CUDA error while another job ran on the same
---                device may be that job's fault (a fault in one context
---                disturbs the others);
+--   "neighbour"  a sticky CUDA error, or a job that raised (the judge's
+--                own calls failed: "the evaluation itself failed"), while
+--                another job ran on the same device may be that job's
+--                fault (a fault in one context disturbs the others);
 --   "crashed"    the worker died by a signal: a candidate is device code,
 --                whose faults are CUDA errors, so such a death is klab's,
 --                the driver's or CUPTI's until it happens again.
 -- What the second run gives is the candidate's own.
 function M.rerun_reason(g, h, again)
   if again then return nil end
-  if g.unfit and h.shared then return "neighbour" end
+  if h.shared and (g.unfit or (g.worker and g.worker.status == "error")) then return "neighbour" end
   if g.worker and g.worker.status == "crashed" then return "crashed" end
   return nil
 end
