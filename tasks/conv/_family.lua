@@ -88,30 +88,43 @@ F.distributions = {
 -- margin, while a kernel that accumulates in bf16 misses by whole units.
 F.bf16_tolerance = { bf16 = { atol = 1e-2, rtol = 1e-2, matched = 1.0 } }
 
--- The trusted reference (reference.cu): one thread per output element (a
--- unit), its taps summed in fp64 in a fixed order from the values the
--- kernel sees, written as fp32; the same kernel computes every element
--- (nsample == 0) or the units in positions. A unit costs up to C·R·S
--- multiply-adds; a timed run's check recomputes 8192 of them.
+-- The trusted reference (reference.cu): every output element (a unit) is
+-- its taps summed in fp64 in a fixed order from the values the kernel
+-- sees, written as fp32. The units of a timed run's check (nsample > 0,
+-- 8192 of them, each up to C·R·S multiply-adds) take a thread each; all of
+-- y (nsample == 0) takes conv_ref_tiles where it applies (groups 1), the
+-- same sums staged through shared memory in 64 x 64 tiles.
 local REFERENCE_PLAN = [[
 local DT = { f32 = 0, bf16 = 2 }
-local kernel, groups = %q, %s
+local kernel, groups, tiled = %q, %s, %s
 local OH, OW = (H + 2 * P - R) // U + 1, (W + 2 * P - S) // U + 1
 local Kout = dims.K or C
 local total = nsample > 0 and nsample or buffers.y.numel
+if nsample == 0 and tiled then
+  local pixels = tiled == 1 and N * H * W or N * OH * OW
+  local outc = tiled == 1 and C or Kout
+  return { launches = { { kernel = "conv_ref_tiles", grid = { cdiv(pixels, 64), cdiv(outc, 64), 1 },
+    block = { 256, 1, 1 },
+    args = { buffer("x"), i32(DT[buffers.x.dtype]), buffer("w"), i32(DT[buffers.w.dtype]), buffer("y"),
+             u32(N), u32(H), u32(W), u32(C), u32(Kout), u32(R), u32(S), u32(P), u32(U), u32(OH), u32(OW),
+             u32(tiled) } } } }
+end
 return { launches = { { kernel = kernel, grid = { cdiv(total, 256), 1, 1 }, block = { 256, 1, 1 },
   args = { buffer("x"), i32(DT[buffers.x.dtype]), buffer("w"), i32(DT[buffers.w.dtype]), buffer("positions"),
            u64(total), buffer("y"), u32(N), u32(H), u32(W), u32(C), u32(Kout), u32(R), u32(S), u32(P), u32(U),
            u32(OH), u32(OW), u32(groups) } } } }
 ]]
 
-local function reference(kernel, groups)
+-- tiled: 0 (conv2d) or 1 (transposed) when conv_ref_tiles computes all of
+-- y; nil for the depthwise convolution (groups C), whose units stay a
+-- thread each.
+local function reference(kernel, groups, tiled)
   return { source = "reference.cu", accumulate = "f64", units = { y = 1 },
-    plan = REFERENCE_PLAN:format(kernel, groups) }
+    plan = REFERENCE_PLAN:format(kernel, groups, tostring(tiled)) }
 end
-F.conv_reference = reference("conv_fwd_ref", "1")
-F.dw_reference = reference("conv_fwd_ref", "C")
-F.convt_reference = reference("conv_bwd_data_ref", "1")
+F.conv_reference = reference("conv_fwd_ref", "1", 0)
+F.dw_reference = reference("conv_fwd_ref", "C", nil)
+F.convt_reference = reference("conv_bwd_data_ref", "1", 1)
 
 -- The library baseline: a cuDNN graph of one convolution operation on
 -- NHWC tensors named after the task's buffers (cuDNN's dimensions are in

@@ -93,3 +93,115 @@ extern "C" __global__ void conv_bwd_data_ref(const void *x, int dtx, const void 
     }
     y[slot] = (float)acc;
 }
+
+// Every element of y at once, for conv2d (groups 1) and the transposed
+// convolution: the same sums as conv_fwd_ref and conv_bwd_data_ref, term
+// for term and in their order (filter row, filter column, channel), so the
+// same bits; only the reads differ. A block takes a tile of 64 output
+// pixels by 64 output channels, 16 outputs a thread, and stages 16 of the
+// summed channels of both operands in shared memory at a time, so each
+// value read from memory serves 64 outputs instead of one.
+//   conv2d:     pixels (n, oh, ow) of y [N,OH,OW,K], out channels k, summed c
+//   transposed: pixels (n, h, w) of y [N,H,W,C], out channels c, summed k
+// Grid (ceil(pixels / 64), ceil(out channels / 64)), 256 threads.
+#define CT 64  // pixels and out channels of a block's tile
+#define RC 16  // summed channels staged at a time
+
+extern "C" __global__ void __launch_bounds__(256)
+conv_ref_tiles(const void *x, int dtx, const void *w, int dtw, float *y, u32 N, u32 H, u32 W, u32 C, u32 K, u32 R,
+               u32 S, u32 P, u32 U, u32 OH, u32 OW, u32 transposed)
+{
+    __shared__ double xs[RC][CT], ws[RC][CT];
+    __shared__ long long xrow[CT];  // where a pixel's summed channels start in x at this tap; -1: no tap
+    const u32 PH = transposed ? H : OH, PW = transposed ? W : OW;
+    const u32 OC = transposed ? C : K, SUM = transposed ? K : C;
+    const u64 npix = (u64)N * PH * PW, p0 = (u64)blockIdx.x * CT;
+    const u32 oc0 = blockIdx.y * CT;
+    const u32 tp = threadIdx.x & 15, tk = threadIdx.x >> 4;  // pixels tp + 16*i, out channels tk + 16*j
+    double acc[4][4];
+#pragma unroll
+    for (int i = 0; i < 4; i++)
+#pragma unroll
+        for (int j = 0; j < 4; j++)
+            acc[i][j] = 0.0;
+    for (u32 r = 0; r < R; r++) {
+        for (u32 s = 0; s < S; s++) {
+            __syncthreads();
+            if (threadIdx.x < CT) {
+                u64 pix = p0 + threadIdx.x;
+                long long at = -1;
+                if (pix < npix) {
+                    nhwc q = nhwc_of(pix, PH, PW, 1);
+                    if (!transposed) {
+                        long long ih = (long long)q.h * U - P + r, iw = (long long)q.w * U - P + s;
+                        if (ih >= 0 && ih < H && iw >= 0 && iw < W)
+                            at = (long long)(((q.n * H + (u64)ih) * W + (u64)iw) * C);
+                    } else {
+                        long long a = (long long)q.h + P - r, b = (long long)q.w + P - s;
+                        if (a >= 0 && a % U == 0 && a / U < OH && b >= 0 && b % U == 0 && b / U < OW)
+                            at = (long long)(((q.n * OH + (u64)(a / U)) * OW + (u64)(b / U)) * K);
+                    }
+                }
+                xrow[threadIdx.x] = at;
+            }
+            __syncthreads();
+            bool tap[4];
+#pragma unroll
+            for (int i = 0; i < 4; i++)
+                tap[i] = xrow[tp + 16 * i] >= 0;
+            for (u32 c0 = 0; c0 < SUM; c0 += RC) {
+                if (c0 > 0)
+                    __syncthreads();
+                for (u32 e = threadIdx.x; e < RC * CT; e += blockDim.x) {
+                    u32 p = e / RC, c = e % RC;
+                    long long at = xrow[p];
+                    xs[c][p] = (at >= 0 && c0 + c < SUM) ? klab_load(x, (u64)at + c0 + c, dtx) : 0.0;
+                    // conv2d: w [K,R,S,C] read along c; transposed: w [K,R,S,C] read along its C (out channels).
+                    u32 o, k;
+                    if (!transposed) {
+                        o = p;
+                        k = c;
+                    } else {
+                        o = e % CT;
+                        k = e / CT;
+                    }
+                    u32 oc = oc0 + o, sc = c0 + k;
+                    double v = 0.0;
+                    if (oc < OC && sc < SUM)
+                        v = klab_load(w, transposed ? (((u64)sc * R + r) * S + s) * C + oc
+                                                    : (((u64)oc * R + r) * S + s) * C + sc, dtw);
+                    ws[k][o] = v;
+                }
+                __syncthreads();
+                u32 cn = SUM - c0 < RC ? SUM - c0 : RC;
+                for (u32 c = 0; c < cn; c++) {
+                    double xv[4], wv[4];
+#pragma unroll
+                    for (int i = 0; i < 4; i++)
+                        xv[i] = xs[c][tp + 16 * i];
+#pragma unroll
+                    for (int j = 0; j < 4; j++)
+                        wv[j] = ws[c][tk + 16 * j];
+#pragma unroll
+                    for (int i = 0; i < 4; i++)
+                        if (tap[i])
+#pragma unroll
+                            for (int j = 0; j < 4; j++)
+                                acc[i][j] = fma(xv[i], wv[j], acc[i][j]);
+                }
+            }
+        }
+    }
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        u64 pix = p0 + tp + 16 * i;
+        if (pix >= npix)
+            continue;
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            u32 oc = oc0 + tk + 16 * j;
+            if (oc < OC)
+                y[pix * OC + oc] = (float)acc[i][j];
+        }
+    }
+}
