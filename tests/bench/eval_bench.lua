@@ -54,6 +54,13 @@ local function parts_ms(t, keys, digits)
   return table.concat(out, ", ")
 end
 
+-- The line for an evaluation that ran twice (a worker that died, or a
+-- neighbour's fault) in the way named way: what its first run gave.
+local function ran_twice(way, candidate, task, r)
+  return string.format("   ran twice (%s) in '%s': %s on %s: first %s (%s), then %s", tostring(r.rerun_alone.why), way,
+    candidate, task, tostring(r.rerun_alone.verdict), tostring(r.rerun_alone.reason), r.verdict)
+end
+
 local PTX_TASK = "gemm_bf16/8192x7168x5120"
 local WGMMA = "tasks/gemm/samples/wgmma_tma"
 
@@ -162,8 +169,10 @@ if not skip.batch then
       timing_opts = { budget_s = budget, hopeless = w[4] } }
     local speed_of, timing_s = {}, {}
     -- Each result as it lands (stderr), so that a slow one shows.
+    local twice = {}
     local function landed(i, r)
       verdicts_of[i] = r.verdict
+      if r.rerun_alone then twice[#twice + 1] = ran_twice(w[1], batch[i], task, r) end
       local ins = r.stages and r.stages.instructions
       if ins and ins.families then
         local fam = {}
@@ -205,6 +214,7 @@ if not skip.batch then
     end
     local r = rows[#rows]
     line("%-36s %9.1f %10.1f %8.2f  %s", r[1], r[2], r[3], r[3] / rows[1][3], r[4])
+    for _, t in ipairs(twice) do line("%s", t) end
     io.stdout:flush()
   end
   -- What the hopeless rule changed: per candidate, the speedup and the
@@ -392,10 +402,7 @@ if not skip.study then
   for k = 1, #got do
     for i, e in ipairs(list) do
       local r = got[k].res[i]
-      if r and r.rerun_alone then
-        line("   ran twice (%s) in '%s': %s on %s: first %s (%s), then %s", tostring(r.rerun_alone.why), ways[k][1],
-          e.candidate, e.task, tostring(r.rerun_alone.verdict), tostring(r.rerun_alone.reason), r.verdict)
-      end
+      if r and r.rerun_alone then line("%s", ran_twice(ways[k][1], e.candidate, e.task, r)) end
     end
   end
   for i, e in ipairs(list) do
