@@ -43,7 +43,7 @@ local function remove_made_dirs(keep)
   for _, d in ipairs(made_dirs) do
     if keep then
       io.stderr:write("    kept ", d, "\n")
-    elseif d:match("^/.+/tmp%.[%w]+$") then
+    elseif d:match("^/.+/tmp%.[%w]+$") and not d:find("'", 1, true) then
       os.execute("rm -rf -- '" .. d .. "'")
     end
   end
