@@ -93,7 +93,8 @@ F.bf16_tolerance = { bf16 = { atol = 1e-2, rtol = 1e-2, matched = 1.0 } }
 -- sees, written as fp32. The units of a timed run's check (nsample > 0,
 -- 8192 of them, each up to C·R·S multiply-adds) take a thread each; all of
 -- y (nsample == 0) takes conv_ref_tiles where it applies (groups 1), the
--- same sums staged through shared memory in 64 x 64 tiles.
+-- same sums staged through shared memory in 64 x 64 tiles (make gpu-check
+-- compares the two bit for bit).
 local REFERENCE_PLAN = [[
 local DT = { f32 = 0, bf16 = 2 }
 local kernel, groups, tiled = %q, %s, %s

@@ -68,6 +68,13 @@ row("reference core: tensor cores = SIMT", r.status == "finished" and #r.result.
     r.result.cases, #r.result.differ > 0 and (" (" .. table.concat(r.result.differ, ", ") .. ")") or "",
     r.result.written) or r.error)
 
+-- 2c. The convolution reference: its tiles and its thread-per-element kernels agree bit for bit.
+r = job("conv_reference_tiles", {}, 60)
+row("conv reference: tiles = per element", r.status == "finished" and #r.result.differ == 0
+  and r.result.written == r.result.cases,
+  r.status == "finished" and string.format("%d of %d shapes differ%s; %d written", #r.result.differ, r.result.cases,
+    #r.result.differ > 0 and (" (" .. table.concat(r.result.differ, ", ") .. ")") or "", r.result.written) or r.error)
+
 -- 3. A faulting kernel: the error is sticky, the worker is replaced, the next job runs.
 local pid_before = sup:pid()
 r = job("fault")

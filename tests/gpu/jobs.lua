@@ -158,4 +158,72 @@ function M.reference_core()
   return { arch = arch, cases = cases, differ = differ, written = nonzero }
 end
 
+-- The convolution reference's two ways to compute all of y: a thread per
+-- element (conv_fwd_ref, conv_bwd_data_ref) and 64x64 tiles through shared
+-- memory (conv_ref_tiles, what a full reference runs), bit for bit, on
+-- ragged shapes of both directions, bf16 and f32.
+function M.conv_reference_tiles()
+  local judge_mod = require "klab.judge"
+  local ctx <close> = context()
+  local arch = gpu.device(0).arch
+  local jr = must(jit.compile { source = judge_mod.source(), lang = "cuda", arch = arch, name = "judge.cu" })
+  local judge = must(judge_mod.open(ctx, jr.cubin))
+  local f = must(io.open(root() .. "/tasks/conv/reference.cu"))
+  local code = f:read("a")
+  f:close()
+  local src = require("klab.eval.prepare").task_source("tasks/conv/reference.cu", code)
+  local mod = must(ctx:load(must(jit.compile { source = src, lang = "cuda", arch = arch, name = "reference.cu" }).cubin))
+  local tiles = must(mod:func("conv_ref_tiles"))
+  local unit = { [0] = must(mod:func("conv_fwd_ref")), [1] = must(mod:func("conv_bwd_data_ref")) }
+  local DT = { bf16 = { 2, 2 }, f32 = { 0, 4 } }
+  local cases, differ, written = 0, {}, 0
+  -- {transposed, dtype, N, H, W, C, K, R, S, P, U}
+  for _, c in ipairs {
+    { 0, "bf16", 2, 15, 17, 24, 40, 3, 3, 1, 2 }, { 0, "f32", 3, 9, 7, 5, 3, 5, 3, 2, 3 },
+    { 0, "bf16", 4, 20, 18, 72, 130, 3, 3, 1, 1 }, { 0, "f32", 2, 16, 16, 96, 64, 1, 1, 0, 1 },
+    { 1, "bf16", 2, 15, 17, 24, 40, 3, 3, 1, 2 }, { 1, "f32", 3, 10, 9, 5, 7, 5, 3, 2, 3 },
+    { 1, "bf16", 2, 30, 28, 80, 136, 3, 3, 1, 2 },
+  } do
+    local tr, dt, N, H, W, C, K, R, S, P, U = table.unpack(c)
+    local OH, OW = (H + 2 * P - R) // U + 1, (W + 2 * P - S) // U + 1
+    local xn = tr == 1 and N * OH * OW * K or N * H * W * C
+    local yn = tr == 1 and N * H * W * C or N * OH * OW * K
+    local pixels, outc = tr == 1 and N * H * W or N * OH * OW, tr == 1 and C or K
+    local x, w = must(ctx:alloc(DT[dt][2] * xn)), must(ctx:alloc(DT[dt][2] * K * R * S * C))
+    must(judge:fill(x:ptr(), xn, dt, "normal", 21, nil, nil, 1.0))
+    must(judge:fill(w:ptr(), K * R * S * C, dt, "normal", 22, nil, nil, 1.0))
+    local geometry = { { "u32", N }, { "u32", H }, { "u32", W }, { "u32", C }, { "u32", K }, { "u32", R }, { "u32", S },
+      { "u32", P }, { "u32", U }, { "u32", OH }, { "u32", OW } }
+    local function args(first, last)
+      local a = { table.unpack(first) }
+      for _, g in ipairs(geometry) do a[#a + 1] = g end
+      a[#a + 1] = last
+      return a
+    end
+    local sums = {}
+    for i = 1, 2 do
+      local y = must(ctx:alloc(4 * yn))
+      y:fill(0xff)
+      if i == 1 then
+        must(ctx:launch(unit[tr], { grid = { (yn + 255) // 256, 1, 1 }, block = { 256, 1, 1 },
+          args = args({ x, { "i32", DT[dt][1] }, w, { "i32", DT[dt][1] }, { "u64", 0 }, { "u64", yn }, y }, { "u32", 1 }) }))
+      else
+        must(ctx:launch(tiles, { grid = { (pixels + 63) // 64, (outc + 63) // 64, 1 }, block = { 256, 1, 1 },
+          args = args({ x, { "i32", DT[dt][1] }, w, { "i32", DT[dt][1] }, y }, { "u32", tr }) }))
+      end
+      must(ctx:sync())
+      sums[i] = must(judge:checksum(y:ptr(), 4 * yn))
+      if i == 2 and y:download(4, 4 * (yn - 1)):byte(4) ~= 0xff then written = written + 1 end
+      y:free()
+    end
+    cases = cases + 1
+    if sums[1] ~= sums[2] then
+      differ[#differ + 1] = string.format("%s %s N%d %dx%d C%d K%d", tr == 1 and "convt" or "conv", dt, N, H, W, C, K)
+    end
+    x:free()
+    w:free()
+  end
+  return { arch = arch, cases = cases, differ = differ, written = written }
+end
+
 return M
