@@ -112,15 +112,21 @@ end
 -- The GEMM references' fp64 core (klab_gemm_tile in the prelude) on the
 -- tensor cores against its SIMT loop (KLAB_GEMM_SIMT), on edge shapes and
 -- every element type of the GEMM family: the same sums, bit for bit.
-function M.reference_core()
+-- The judge module opened on ctx, and the text of the task file at path.
+local function judge_and_file(ctx, arch, path)
   local judge_mod = require "klab.judge"
-  local ctx <close> = context()
-  local arch = gpu.device(0).arch
   local jr = must(jit.compile { source = judge_mod.source(), lang = "cuda", arch = arch, name = "judge.cu" })
   local judge = must(judge_mod.open(ctx, jr.cubin))
-  local f = must(io.open(root() .. "/tasks/gemm/reference.cu"))
+  local f = must(io.open(root() .. "/" .. path))
   local code = f:read("a")
   f:close()
+  return judge, code
+end
+
+function M.reference_core()
+  local ctx <close> = context()
+  local arch = gpu.device(0).arch
+  local judge, code = judge_and_file(ctx, arch, "tasks/gemm/reference.cu")
   local function build(defines)
     local src = defines .. require("klab.eval.prepare").task_source("tasks/gemm/reference.cu", code)
     local res = must(jit.compile { source = src, lang = "cuda", arch = arch, name = "reference.cu" })
@@ -163,14 +169,9 @@ end
 -- memory (conv_ref_tiles, what a full reference runs), bit for bit, on
 -- ragged shapes of both directions, bf16 and f32.
 function M.conv_reference_tiles()
-  local judge_mod = require "klab.judge"
   local ctx <close> = context()
   local arch = gpu.device(0).arch
-  local jr = must(jit.compile { source = judge_mod.source(), lang = "cuda", arch = arch, name = "judge.cu" })
-  local judge = must(judge_mod.open(ctx, jr.cubin))
-  local f = must(io.open(root() .. "/tasks/conv/reference.cu"))
-  local code = f:read("a")
-  f:close()
+  local judge, code = judge_and_file(ctx, arch, "tasks/conv/reference.cu")
   local src = require("klab.eval.prepare").task_source("tasks/conv/reference.cu", code)
   local mod = must(ctx:load(must(jit.compile { source = src, lang = "cuda", arch = arch, name = "reference.cu" }).cubin))
   local tiles = must(mod:func("conv_ref_tiles"))
