@@ -49,6 +49,36 @@ function T.every_task_loads_and_prepares(t)
   end
 end
 
+-- The conv references: all of y in 64x64 tiles (conv_ref_tiles) for
+-- conv2d and the transposed convolution, over a grid that covers every
+-- output pixel and channel; a thread per unit for the sampled units and
+-- for the depthwise convolution.
+function T.conv_references_pick_their_kernels(t)
+  local n = 0
+  for _, x in ipairs(task.list("tasks")) do
+    if x.file:match("^tasks/conv/") then
+      n = n + 1
+      local ok, run = prepared(t, x, nil, "sm_90a")
+      t.ok(ok, x.name .. ": " .. tostring(run.result.reason))
+      if ok then
+        local d = x.dims
+        local full, sampled = run.job.reference.full.launches[1], run.job.reference.sampled.launches[1]
+        local transposed, depthwise = x.base:match("^convt") ~= nil, x.base:match("^dwconv") ~= nil
+        t.eq(sampled.kernel, transposed and "conv_bwd_data_ref" or "conv_fwd_ref", x.name .. ": sampled units")
+        t.eq(full.kernel, depthwise and "conv_fwd_ref" or "conv_ref_tiles", x.name .. ": all of y")
+        if not depthwise then
+          local OH, OW = (d.H + 2 * d.P - d.R) // d.U + 1, (d.W + 2 * d.P - d.S) // d.U + 1
+          local pixels = transposed and d.N * d.H * d.W or d.N * OH * OW
+          local outc = transposed and d.C or d.K
+          t.ok(full.grid[1] * 64 >= pixels and (full.grid[1] - 1) * 64 < pixels, x.name .. ": a tile row per 64 pixels")
+          t.ok(full.grid[2] * 64 >= outc and (full.grid[2] - 1) * 64 < outc, x.name .. ": a tile column per 64 channels")
+        end
+      end
+    end
+  end
+  t.ok(n >= 18, "the conv tasks found (" .. n .. ")")
+end
+
 -- Samples and known-bad kernels: every entry names a folder that compiles
 -- and plans on its task, a real task and a real verdict.
 function T.samples_and_bad_kernels_prepare(t)
