@@ -378,10 +378,6 @@ if not skip.study then
     if r and (r.verdict == "runtime_error" or r.verdict == "unknown") then
       line("   %-10s   %s: %s", "", r.verdict, tostring(r.reason))
     end
-    if r and r.rerun_alone then
-      line("   %-10s   ran twice (%s): the first run gave %s: %s", "", tostring(r.rerun_alone.why),
-        tostring(r.rerun_alone.verdict), tostring(r.rerun_alone.reason))
-    end
     local cp = st.correctness and st.correctness.parts
     if cp then line("   %-10s   correctness ms: %s", "", parts_ms(cp, CORRECTNESS_PARTS, 0)) end
     local ph = st.instructions and st.instructions.phase_seconds

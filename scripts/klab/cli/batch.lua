@@ -31,8 +31,8 @@ Options:
   --cpu N           CPU workers for compiles and plans (default: the cores
                     less one, at most 8)
   --budget S        timing budget per candidate in seconds (default 10)
-  --hopeless X      time a candidate only until its speedup's 95% interval
-                    lies wholly below X (at least 6 samples of each; default
+  --hopeless X      time a candidate only until its speedup is below X with
+                    95% confidence (at least 6 samples of each; default
                     0.5; 0: every candidate to the 0.5% interval); such a
                     result reads "< X" and counts as a result (docs/timing.md)
   --deadline S      kill a worker after S seconds on one candidate (default 180)

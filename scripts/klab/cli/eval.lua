@@ -29,8 +29,8 @@ Options:
   --sanitize        first run the candidate twice under compute-sanitizer
                     memcheck (when installed), reported as its own stage
   --budget S        timing budget in seconds (default 10)
-  --hopeless X      time a candidate only until its speedup's 95% interval
-                    lies wholly below X (at least 6 samples of each; default
+  --hopeless X      time a candidate only until its speedup is below X with
+                    95% confidence (at least 6 samples of each; default
                     0.5; 0: every candidate to the 0.5% interval); such a
                     result reads "< X" and counts as a result (docs/timing.md)
   --deadline S      kill the worker after S seconds (default 180)
