@@ -43,13 +43,27 @@ end
 F.bf16_tolerance = { bf16 = { atol = 1e-2, rtol = 1e-2, matched = 1.0 } }
 
 -- A fused bias and activation may round twice: the accumulator to bf16
--- before the epilogue, then the epilogue's result. cuBLASLt's GELU_BIAS
--- does (on an H200, its algorithm for the 123x457x789 variant put 3 of the
--- 56,211 outputs outside rtol = 1e-2 of the once-rounded reference, by up
--- to 0.48). Two ulps are at most 2^-6 ≈ 1.6e-2 of the value, so rtol is
--- that; a kernel that accumulates in bf16 still misses by whole units, and
--- one that drops the bias by the bias.
+-- before the epilogue, then the epilogue's result. Two ulps are at most
+-- 2^-6 ≈ 1.6e-2 of the value, so rtol is that; a kernel that accumulates
+-- in bf16 still misses by whole units, and one that drops the bias by the
+-- bias.
 F.linear_tolerance = { bf16 = { atol = 1e-2, rtol = 1.6e-2, matched = 1.0 } }
+
+-- cuBLASLt's GELU is coarser than its sums. On an H200 (CUDA 13.0) the
+-- heuristic's one algorithm with GELU_BIAS at 123x457x789 (algorithm id 16,
+-- also chosen at 123x457x64 and 1024x1024x789) gave the once-rounded
+-- reference's bf16 value for 79% of the outputs and was more than two ulps
+-- off for 6%, while the same algorithm with the bias alone matched 99.99%:
+-- the error is its GELU's. Where GELU's value lies between 0.25 and 1.2,
+-- that put outputs up to 0.0208 off (4.4% of the value), beyond atol 1e-2
+-- and rtol 1.6e-2: the baseline failed its own task's check on 23 of 140
+-- seeded input sets at 123x457x789. atol is 3e-2, the largest such error
+-- (over those sets and 46 of the two other shapes) with half as much
+-- again; no output of them was beyond it. Past |y| = 3e-2 / 1.6e-2 ≈ 1.9
+-- rtol decides, as in the linear tolerance, so a kernel that accumulates
+-- in bf16 or drops the bias still fails; GELU's erf form (4.7e-4 from the
+-- tanh form) passed before and still does.
+F.linear_gelu_tolerance = { bf16 = { atol = 3e-2, rtol = 1.6e-2, matched = 1.0 } }
 
 -- The trusted reference (reference.cu): C in fp32 from fp64 sums of the
 -- very values the kernel sees, the bias added and the activation applied in
