@@ -251,10 +251,20 @@ end
 if not skip.study then
   local list = {}
   local here = "tests/bench/study/"
+  -- "tests/bench/study/../../../tasks/x" is printed as "tasks/x" (the
+  -- folders hold no links, so dropping "dir/.." names the same file).
+  local function tidy(path)
+    local out = {}
+    for part in path:gmatch("[^/]+") do
+      if part == ".." and #out > 0 and out[#out] ~= ".." then out[#out] = nil
+      elseif part ~= "." then out[#out + 1] = part end
+    end
+    return table.concat(out, "/")
+  end
   for line in io.lines(here .. "batch.jsonl") do
     local e = cjson.decode(line)
     local c = e.candidate
-    list[#list + 1] = { task = e.task, candidate = c:sub(1, 1) == "/" and c or (here .. c), class = e.class }
+    list[#list + 1] = { task = e.task, candidate = c:sub(1, 1) == "/" and c or tidy(here .. c), class = e.class }
   end
   local cpu = require("klab.eval.pool").default_cpu()
   -- The seconds an evaluation must spend in the kernels it judges, however
