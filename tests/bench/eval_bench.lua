@@ -251,20 +251,22 @@ end
 if not skip.study then
   local list = {}
   local here = "tests/bench/study/"
-  -- "tests/bench/study/../../../tasks/x" is printed as "tasks/x" (the
-  -- folders hold no links, so dropping "dir/.." names the same file).
-  local function tidy(path)
-    local out = {}
-    for part in path:gmatch("[^/]+") do
-      if part == ".." and #out > 0 and out[#out] ~= ".." then out[#out] = nil
-      elseif part ~= "." then out[#out + 1] = part end
-    end
-    return table.concat(out, "/")
-  end
+  -- A candidate is named from the repository's root ("tasks/x", not
+  -- "tests/bench/study/../../../tasks/x"); one that is missing stops the
+  -- benchmark before any GPU time is spent, naming its line.
+  local fs = require "klab.fs"
+  local root = assert(fs.realpath("."))
+  local n = 0
   for line in io.lines(here .. "batch.jsonl") do
+    n = n + 1
     local e = cjson.decode(line)
     local c = e.candidate
-    list[#list + 1] = { task = e.task, candidate = c:sub(1, 1) == "/" and c or tidy(here .. c), class = e.class }
+    if c:sub(1, 1) ~= "/" then
+      local full, err = fs.realpath(here .. c)
+      if not full then error(("%sbatch.jsonl:%d: %s"):format(here, n, err), 0) end
+      c = full:sub(1, #root + 1) == root .. "/" and full:sub(#root + 2) or full
+    end
+    list[#list + 1] = { task = e.task, candidate = c, class = e.class }
   end
   local cpu = require("klab.eval.pool").default_cpu()
   -- The seconds an evaluation must spend in the kernels it judges, however

@@ -483,4 +483,29 @@ function T.family_folder_outside_the_repository(t)
   end
 end
 
+-- eval_bench's study batch runs only on a GPU, so a renamed task or a moved
+-- sample would first show there: every line names a task variant that loads
+-- and a candidate that exists, and the mix is the study's (30% compile or
+-- plan errors, 25% incorrect, 25% slow, 20% fast of 60).
+function T.study_batch_names_what_exists(t)
+  local cjson = require("cjson")
+  local fs = require("klab.fs")
+  local dir = t.root .. "/tests/bench/study/"
+  local r = { root = root_tasks(t) }
+  local count, n = {}, 0
+  for line in io.lines(dir .. "batch.jsonl") do
+    n = n + 1
+    local e = cjson.decode(line)
+    local where = ("batch.jsonl:%d"):format(n)
+    t.ok(pcall(task.get, e.task, r), where .. ": task " .. tostring(e.task) .. " loads")
+    t.ok(fs.type(dir .. e.candidate) ~= nil, where .. ": candidate " .. tostring(e.candidate) .. " exists")
+    count[e.class] = (count[e.class] or 0) + 1
+  end
+  t.eq(n, 60)
+  t.eq((count.compile_error or 0) + (count.plan_error or 0), 18)
+  t.eq(count.incorrect, 15)
+  t.eq(count.slow, 15)
+  t.eq(count.fast, 12)
+end
+
 return T
