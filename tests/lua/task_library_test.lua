@@ -31,6 +31,14 @@ function T.every_task_loads_and_prepares(t)
       -- every variant (the full and the sampled run, and derive).
       local ok, run = prepared(t, x, nil, arch)
       t.ok(ok, x.name .. " on " .. arch .. ": " .. tostring(run.result.reason))
+      -- The timed runs' check draws job.reference.sample units and the
+      -- sampled plan is made for as many: more than the task has would
+      -- read positions and write reference units past their buffers.
+      if ok then
+        local ref, units = run.job.reference, run.job.task.total_units
+        t.ok(ref.sample >= 1 and ref.sample <= units, string.format("%s: the timed check's %d units fit the task's %d",
+          x.name, ref.sample, units))
+      end
       if ok and not seen_ref[key] then
         seen_ref[key] = true
         t.ok(run.job.reference.full.launches[1] ~= nil, x.name .. ": the reference launches something")

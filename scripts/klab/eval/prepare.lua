@@ -332,7 +332,15 @@ function M.plan(run)
     if not cand then return nil end
   end
   r.stages.plan = r.stages.plan or {}
-  local ref = { sample = t.reference.sample, derived = task_mod.plain(t.reference.derived) }
+  local spec = M.spec(t)
+  if spec.units_error then
+    verdicts.give(r, "unknown", { message = spec.units_error })
+    return nil
+  end
+  -- A timed run's check recomputes `sample` units drawn from the task's
+  -- units: never more than the task has, since the sampled plan is made
+  -- for exactly as many positions as the timing stage draws and allocates.
+  local ref = { sample = math.min(t.reference.sample, spec.total_units), derived = task_mod.plain(t.reference.derived) }
   local err
   ref.full, err = task_plan(t, "reference", t.reference.plan, reference_view(t, 0), run.arch)
   if ref.full then ref.sampled, err = task_plan(t, "reference", t.reference.plan, reference_view(t, ref.sample), run.arch) end
@@ -341,11 +349,6 @@ function M.plan(run)
   end
   if err then
     verdicts.give(r, "unknown", { message = tostring(err) })
-    return nil
-  end
-  local spec = M.spec(t)
-  if spec.units_error then
-    verdicts.give(r, "unknown", { message = spec.units_error })
     return nil
   end
   -- A run made without klab.eval (a test's) still gets a seed of its own.

@@ -184,7 +184,8 @@ function M.run(run)
   end
   local slots, slerr = timing_slots(task, ts)
   if not slots then return device.setup_failed(res, "allocate timing inputs", slerr) end
-  local n = math.min(job.reference.sample or 8192, task.total_units)
+  -- As many units as the sampled reference plan was made for (prepare).
+  local n = job.reference.sample
   local cb, cberr = check_buffers(task, ts, n)
   if not cb then return device.setup_failed(res, "allocate check buffers", cberr) end
   local dependent = derived_inputs(job)
