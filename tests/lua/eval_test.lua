@@ -46,6 +46,11 @@ function T.a_dead_worker_or_a_neighbours_fault_runs_again_once(t)
   t.eq(eval.rerun_reason({ verdict = "timeout", worker = { status = "timeout" } }, { shared = true }, false), nil,
     "a hang is the candidate's")
   t.eq(eval.rerun_reason({ verdict = "passed" }, { shared = true }, false), nil)
+  -- klab's own step failed (its reference, a check, the flush): tried once
+  -- more alone before it stands as unknown, and never the candidate's.
+  local judge = { verdict = "unknown", judge_fault = { detail = { kind = "judge", what = "check a timed output" } } }
+  t.eq(eval.rerun_reason(judge, { shared = false }, false), "judge")
+  t.eq(eval.rerun_reason(judge, { shared = false }, true), nil, "the second run's result stands")
 end
 
 function T.compile_error_is_a_verdict(t)

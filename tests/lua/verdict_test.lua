@@ -72,7 +72,6 @@ local EXAMPLES = {
   },
   runtime_error = {
     cuda = { { message = "CUDA_ERROR_ILLEGAL_ADDRESS during correctness trial 2" }, "^CUDA_ERROR_ILLEGAL_ADDRESS during correctness trial 2$" },
-    setup = { { what = "allocate A", message = "out of memory" }, "^cannot allocate A: out of memory$" },
     profiled = { { message = "CUDA_ERROR_LAUNCH_FAILED" }, "^the kernel failed in the profiled run: CUDA_ERROR_LAUNCH_FAILED$" },
     crashed = { { signal = "SIGSEGV", stage = "correctness" }, "^the worker died with SIGSEGV while running the kernel during correctness$" },
     exited = { { code = 3 }, "^the worker exited with status 3 while running the kernel$" },
@@ -122,9 +121,12 @@ local EXAMPLES = {
   unknown = {
     message = { { message = "no profiling rights" }, "^no profiling rights$" },
     no_gpu = { { message = "no CUDA driver" }, "^GPU stages skipped: no CUDA driver$" },
-    timing = { { message = "CUPTI busy" }, "^timing failed: CUPTI busy$" },
     baseline = { { message = "cuBLASLt found no algorithm" }, "^the baseline could not run: cuBLASLt found no algorithm$" },
     worker = { { message = "lost the pipe" }, "^the evaluation itself failed: lost the pipe$" },
+    judge = { { what = "check a timed output", message = "scripts/klab/eval/stage/timing.lua:145: cuCtxSynchronize: "
+      .. "CUDA_ERROR_ILLEGAL_ADDRESS (700)\nstack traceback:\n\t[C]: in function 'error'", again = true },
+      "^klab's own step failed %(check a timed output%), not the kernel: cuCtxSynchronize: CUDA_ERROR_ILLEGAL_ADDRESS "
+      .. "%(700%); twice, the second time alone in a fresh worker$" },
     start = { { message = "no such task" }, "^the evaluation could not start: no such task$" },
     not_stored = { {}, "^the candidate is not in the store$" },
     awaiting = { {}, "^built and plan%-checked; its GPU stages wait for klab judge$" },
@@ -141,6 +143,18 @@ local EXAMPLES = {
 function T.a_second_death_says_so(t)
   t.match(verdict.reason("runtime_error", { kind = "crashed", signal = "SIGSEGV", stage = "timing", again = true }),
     "^the worker died with SIGSEGV while running the kernel during timing, twice %(the second time alone, in a fresh worker%)$")
+end
+
+-- A reason is shown to a model: what klab's own code added to a message on
+-- its way up (a traceback, the place in klab's Lua that raised) is not in
+-- it, while a user's own file and line stay.
+function T.reasons_hold_no_klab_internals(t)
+  local r = verdict.reason("runtime_error", { kind = "cuda", message = "/opt/k/scripts/klab/eval/stage/timing.lua:145: "
+    .. "cuCtxSynchronize: CUDA_ERROR_ILLEGAL_ADDRESS (700): an illegal memory access was encountered\nstack traceback:\n"
+    .. "\t[C]: in function 'error'\n\tscripts/klab/eval/stage/timing.lua:145: in upvalue 'check_sample'" })
+  t.eq(r, "cuCtxSynchronize: CUDA_ERROR_ILLEGAL_ADDRESS (700): an illegal memory access was encountered")
+  t.eq(verdict.reason("plan_error", { message = "plan.lua:3: attempt to index a nil value" }),
+    "plan.lua:3: attempt to index a nil value")
 end
 
 function T.every_reason_is_one_line(t)

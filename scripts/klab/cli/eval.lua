@@ -152,6 +152,10 @@ local function human(r)
   local ps = r.stages.instructions
   if ps and ps.text then say("profile    %s", ps.text) end
   say("verdict    %s: %s", r.verdict, r.reason or "")
+  -- Where klab's own step failed, and how it got there: for the one who
+  -- asks (--verbose), never in the reason a model is shown.
+  local jf = r.judge_fault
+  if jf and jf.trace and command.verbose() then say("klab trace %s", jf.trace) end
   if r.cached then say("(answered from the store)") end
   return table.concat(out, "\n")
 end

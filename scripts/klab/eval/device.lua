@@ -8,7 +8,8 @@
 --   device.launch_plan(funcs, plan, bind, tmaps) -> true | nil, reason, code, detail
 --   device.task_module(path, plans)   -> {mod=, funcs=} (a module a task ships, kept by the worker)
 --   device.plan_workspace(ts, key, plan) -> workspace a task plan asks for
---   device.fault(res, err, code, detail) -> res with the verdict of a failed CUDA call
+--   device.fault(res, err, code, detail) -> res with the verdict of a failed CUDA call (the candidate's)
+--   device.judge_failed(res, what, err, trace) -> res with unknown: klab's own step failed, never the candidate's
 --
 -- Buffers are poisoned with all bits set (NaN in every float type) before a
 -- run, and guarded by GUARD_BYTES of a pattern before and after.
@@ -77,10 +78,24 @@ function M.fault(res, err, code, detail)
   return verdicts.give(res, "runtime_error", { kind = "cuda", message = tostring(err) })
 end
 
+-- The failure of one of klab's own steps (its inputs, reference, checks,
+-- copies, flush, baseline): never the candidate's fault. The verdict is
+-- unknown, which is never answered from the store; the pipeline runs such
+-- an evaluation once more alone (klab.eval.rerun_reason) before it stands.
+-- The reason is one line; the traceback, when there is one, is kept in
+-- res.judge_fault.trace, which no prompt shows. A context left poisoned
+-- retires the worker.
+function M.judge_failed(res, what, err, trace)
+  local detail = { kind = "judge", what = what, message = verdicts.first_line(err) }
+  res.judge_fault = { detail = detail, trace = trace }
+  if S.ctx and S.ctx:sticky() then res.unfit = true end
+  return verdicts.give(res, "unknown", detail)
+end
+
 -- The failure of klab's own preparation for a stage (inputs that cannot be
 -- allocated, drawn or referenced): what could not be done, and why.
 function M.setup_failed(res, what, err)
-  return verdicts.give(res, "runtime_error", { kind = "setup", what = what, message = tostring(err) })
+  return M.judge_failed(res, what, err)
 end
 
 -- Tensor maps of a plan over the bound buffers.

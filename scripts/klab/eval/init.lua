@@ -179,12 +179,17 @@ end
 --                fault (a fault in one context disturbs the others);
 --   "crashed"    the worker died by a signal: a candidate is device code,
 --                whose faults are CUDA errors, so such a death is klab's,
---                the driver's or CUPTI's until it happens again.
+--                the driver's or CUPTI's until it happens again;
+--   "judge"      one of klab's own steps failed (its inputs, reference,
+--                checks, flush or baseline: the result's judge_fault), or
+--                the job raised: never the candidate's doing, so it is
+--                tried once more before it stands as unknown.
 -- What the second run gives is the candidate's own.
 function M.rerun_reason(g, h, again)
   if again then return nil end
   if h.shared and (g.unfit or (g.worker and g.worker.status == "error")) then return "neighbour" end
   if g.worker and g.worker.status == "crashed" then return "crashed" end
+  if g.judge_fault then return "judge" end
   return nil
 end
 
@@ -215,7 +220,9 @@ local function gpu_result(pool, h, deadline, died_before)
     -- A job that raised may have left its context in any state: the next
     -- job gets a new worker.
     pool:retire(h.slot)
-    verdicts.give(r, "unknown", { kind = "worker", message = tostring(rep.error) })
+    local detail = { kind = "worker", message = verdicts.first_line(rep.error) }
+    r.judge_fault = { detail = detail, trace = rep.traceback }
+    verdicts.give(r, "unknown", detail)
   end
   return r
 end
@@ -484,7 +491,15 @@ function Session:_landed(item, h)
       item.handle = self.pool:submit("gpu", h.job, { deadline = h.deadline, affinity = h.affinity, alone = h.device })
       return
     end
-    if item.alone then g.rerun_alone = item.alone end
+    if item.alone then
+      g.rerun_alone = item.alone
+      -- klab's own step failed again, alone: the reason says so.
+      local jf = g.judge_fault
+      if jf and g.verdict == "unknown" and item.alone.why == "judge" then
+        jf.detail.again = true
+        verdicts.give(g, "unknown", jf.detail)
+      end
+    end
     merge(item.run.result, g)
     if g.stage then check_contract(g.stage, item.run.result) end
     self:_finish(item)

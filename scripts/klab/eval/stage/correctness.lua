@@ -66,7 +66,7 @@ function M.run(run)
     lap("checks")
     local good, why = inputs.compare_outputs(task, set, run.outs, st, label)
     lap("compare")
-    if good == nil then return device.fault(res, why) end
+    if good == nil then return device.judge_failed(res, "compare the outputs with the reference", why) end
     st.trials[#st.trials + 1] = { label = label, passed = good }
     if not good then return verdicts.give(res, "incorrect", why) end
     if i == 1 then

@@ -33,7 +33,7 @@ function M.run(run)
   local st = { outputs = {} }
   res.stages.replay = st
   local good, why = inputs.compare_outputs(job.task, set, run.outs, st, "the last replayed run")
-  if good == nil then return device.fault(res, why) end
+  if good == nil then return device.judge_failed(res, "compare the outputs with the reference", why) end
   if good then return verdicts.give(res, "passed", { kind = "replay" }) end
   return verdicts.give(res, "incorrect", why)
 end

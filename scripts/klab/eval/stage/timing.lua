@@ -229,10 +229,18 @@ function M.run(run)
   next_sample(1)
   if base then next_sample(2) end
 
+  -- Whose work ran last, for a failure met inside the measurement: the
+  -- loop runs one target, waits for the whole context, then calls check,
+  -- so a fault seen by the run's own wait is that target's, and anything
+  -- that fails in klab's hooks (inputs, flush, checks) after a clean wait
+  -- is klab's own. "klab", "candidate" or "baseline"; `step` says which of
+  -- klab's steps was under way.
+  local last, step = "klab", "prepare the timed inputs"
   local function cand_run()
     local c = cur[1]
+    last = "candidate"
     local ok, err = device.launch_plan(run.c.funcs, run.c, c.bind, c.tmaps)
-    if not ok then error(err) end
+    if not ok then error(err, 0) end
     return #run.c.launches
   end
   local spec = {
@@ -246,11 +254,13 @@ function M.run(run)
     -- Only to measure what the reset of persisting L2 lines does (tests/gpu/check.lua).
     keep_persisting_l2 = opts.keep_persisting_l2,
     before = function(target, sample)
+      last, step = "klab", "prepare the timed inputs"
       next_sample(target, sample)
       return target == 1
     end,
     check = function(target, sample)
       if target ~= 1 then return true end
+      last, step = "klab", "check a timed output"
       local c0 = sys.now()
       local full = cur[1].full
       local label = "timed run " .. sample .. (full and " (checked in full)" or "")
@@ -262,24 +272,28 @@ function M.run(run)
     end,
   }
   if base and base.run then
-    spec.baseline = { flops = task.flops, run = function() return base.run(cur[2].io) end }
+    spec.baseline = { flops = task.flops, run = function()
+      last = "baseline"
+      return base.run(cur[2].io)
+    end }
   end
   local mok, r, err, code, partial = pcall(timing.measure, S.ctx, spec)
   local st = { seconds = sys.now() - t0, checks = checks }
   res.stages.timing = st
   if not mok then
-    -- A raise from a run or a check with the context poisoned is the
-    -- candidate's fault met at the next call (the only untrusted code that
-    -- ran); anything else is klab's own failure and goes on up.
-    if not S.ctx:sticky() then error(r, 0) end
-    return device.fault(res, r, nil, { sticky = true })
+    -- A raise while the candidate's launches ran, or met by the wait that
+    -- follows them, is the candidate's; one in klab's own steps after that
+    -- wait came back clean, or in the baseline's run, is klab's.
+    if last == "candidate" then return device.fault(res, r, nil, { sticky = S.ctx:sticky() }) end
+    return device.judge_failed(res, last == "baseline" and "the baseline's timed run" or step, r, r)
   end
   if not r then
     if code == "EREJECT" and partial and partial.unexpected then
       st.result = partial
       return verdicts.give(res, "unexpected_launches", { kind = "launches", message = tostring(partial.unexpected.why) })
     end
-    return verdicts.give(res, "unknown", { kind = "timing", message = tostring(err) })
+    if last == "candidate" and S.ctx:sticky() then return device.fault(res, err, code, { sticky = true }) end
+    return device.judge_failed(res, last == "baseline" and "the baseline's timed run" or "the timing loop", err)
   end
   st.method, st.stop_reason = r.method, r.stop_reason
   -- The L2 flush, and what kept persisting lines from outliving it.
