@@ -333,6 +333,23 @@ else
   row("task families check", false, tostring(tc):sub(1, 200))
 end
 
+-- 5c'. The false-rejection sweep: every sample that must pass on every
+-- variant of its task (--quick: the variants under 10,000 output units).
+local sweep_line
+do
+  local sw_ok, sw = pcall(dofile, "tests/gpu/sample_sweep.lua")
+  local ok, list, srows = false, sw, nil
+  if sw_ok then ok, list, srows = pcall(sw.run, { max_units = quick and sw.QUICK_UNITS or nil }) end
+  if ok then
+    for _, r in ipairs(srows) do row(r[1], r[2], r[3]) end
+    local bad
+    sweep_line, bad = sw.count_line(srows)
+    row("sample sweep", bad == 0 and #srows > 0, sweep_line)
+  else
+    row("sample sweep", false, tostring(list):sub(1, 200))
+  end
+end
+
 -- 5d. The quickstart's sweep on the GPU: a turn is stored as verified
 -- exactly when the instruction stage saw every target family of every
 -- workload execute, and the PTXBench table counts it.
@@ -427,5 +444,6 @@ print(string.format("%-34s %-5s %s", "check", "", "detail"))
 print(string.rep("-", 100))
 for _, rw in ipairs(rows) do print(string.format("%-34s %-5s %s", rw[1], rw[2], rw[3])) end
 print(string.rep("-", 100))
+if sweep_line then print(sweep_line) end
 print(string.format("%d checks, %d failed", #rows, failed))
 os.exit(failed == 0 and 0 or 1)

@@ -87,6 +87,34 @@ function T.conv_references_pick_their_kernels(t)
   t.ok(n >= 18, "the conv tasks found (" .. n .. ")")
 end
 
+-- The GPU suite's false-rejection sweep (tests/gpu/sample_sweep.lua)
+-- reaches every family but attention (whose samples attention_check runs
+-- on the shapes each supports) through at least one sample that must pass,
+-- on every variant of that sample's task; --quick keeps exactly the
+-- variants under 10,000 output units.
+function T.the_sample_sweep_reaches_every_family(t)
+  local sw = dofile(t.root .. "/tests/gpu/sample_sweep.lua")
+  local list = sw.pairs {}
+  local by_family, by_sample = {}, {}
+  for _, p in ipairs(list) do
+    by_family[p.family] = (by_family[p.family] or 0) + 1
+    local k = p.sample .. " " .. p.task.base
+    by_sample[k] = (by_sample[k] or 0) + 1
+  end
+  local fams = {}
+  for _, x in ipairs(task.list("tasks")) do fams[x.file:match("^tasks/([^/]+)/")] = true end
+  for fam in pairs(fams) do
+    if fam ~= "attention" then t.ok((by_family[fam] or 0) > 0, fam .. ": no sample the sweep can run") end
+  end
+  for k, n in pairs(by_sample) do
+    local base = k:match(" (%S+)$")
+    t.eq(n, #task.load(base).tasks, k .. ": every variant of the task")
+  end
+  local quick = sw.pairs { max_units = sw.QUICK_UNITS }
+  t.ok(#quick > 0 and #quick < #list, "the quick sweep is a part of the whole")
+  for _, p in ipairs(quick) do t.ok(p.units < sw.QUICK_UNITS, p.task.name .. ": under 10,000 units") end
+end
+
 -- Samples and known-bad kernels: every entry names a folder that compiles
 -- and plans on its task, a real task and a real verdict.
 function T.samples_and_bad_kernels_prepare(t)
