@@ -231,47 +231,14 @@ do
   end
 end
 
--- 5e. Nothing persists in L2 across samples: the ReLU that marks its lines
--- evict_last (8 MB of data, well inside L2) is timed as the same ReLU
--- without the hints; without the reset of persisting lines (measured only
--- here) the hints would pay.
+-- 5e. No L2 eviction priority survives the flush (tests/gpu/l2_check.lua).
 do
-  local eval = require "klab.eval"
-  local es <close> = eval.session { deadline = 120 }
-  local hinted = "tasks/activation/bad/relu_evict_last"
-  local plain = require("klab.fs").mkdtemp("klab-relu-plain-")
-  local src = io.open(hinted .. "/kernel.cu"):read("a")
-  local f = io.open(plain .. "/kernel.cu", "w")
-  f:write((src:gsub("#define KLAB_L2_HINTS 1", "#define KLAB_L2_HINTS 0")))
-  f:close()
-  local function median(cand, keep)
-    local r = es:evaluate("relu_f32/999x1021", cand, { timing_opts = { budget_s = 2, keep_persisting_l2 = keep } })
-    local tm = r and r.stages.timing
-    return tm and tm.candidate and tm.candidate.median, r
+  local ok, rows_or_err = pcall(function() return dofile("tests/gpu/l2_check.lua").run() end)
+  if ok then
+    for _, r in ipairs(rows_or_err) do row(r[1], r[2], r[3]) end
+  else
+    row("no L2 priority survives", false, tostring(rows_or_err):sub(1, 200))
   end
-  local m = { plain = {}, hinted = {}, plain_keep = {}, hinted_keep = {} }
-  local l2
-  for _ = 1, 2 do
-    local r
-    m.plain[#m.plain + 1] = median(plain, false)
-    m.hinted[#m.hinted + 1], r = median(hinted, false)
-    l2 = l2 or (r and r.stages.timing and r.stages.timing.l2)
-    m.plain_keep[#m.plain_keep + 1] = median(plain, true)
-    m.hinted_keep[#m.hinted_keep + 1] = median(hinted, true)
-  end
-  local function mean(v)
-    local s, n = 0, 0
-    for _, x in ipairs(v) do s, n = s + x, n + 1 end
-    return n == #v and n > 0 and s / n or nil
-  end
-  local p, h, pk, hk = mean(m.plain), mean(m.hinted), mean(m.plain_keep), mean(m.hinted_keep)
-  local ok = p and h and h >= 0.97 * p and l2 and l2.persisting_reset == true and l2.persisting_limit == 0
-  row("no line persists in L2 across samples", ok, p and h and string.format(
-    "reset: plain %.3f us, evict_last %.3f us (hints gain %+.1f%%); lines kept: plain %.3f, evict_last %.3f (%+.1f%%); "
-    .. "persisting limit %s",
-    p, h, 100 * (p / h - 1), pk or 0, hk or 0, pk and hk and 100 * (pk / hk - 1) or 0, tostring(l2 and l2.persisting_limit))
-    or "no timing")
-  require("klab.sys").remove_tree(plain)
 end
 
 -- 5a. With Nsight Compute attached to the worker, klab's own profiler
