@@ -28,7 +28,6 @@
  *   j:bitdiff(a, b, bytes)                 -> count, first_offset|nil
  *   j:gather(src, dtype, positions, n, unit, dst)  dst[i*unit+e] = src[positions[i]*unit+e]
  *   j:positions(out, n, total, seed)   out[i] (u64) uniform in [0, total), from (seed, i)
- *   j:l2_scrub(buf, nbytes, value)     no L2 line keeps an evict_last priority (devkern_l2_scrub)
  *   j:convert(src, dts, dst, dtd, n)
  *   j:free(), __close, __gc
  * Operations run on the legacy stream, in order with ctx:launch; the ones
@@ -397,20 +396,6 @@ static int j_positions(lua_State *L)
     return 1;
 }
 
-static int j_l2_scrub(lua_State *L)
-{
-    l_judge *j = check_judge(L, 1);
-    CUdeviceptr buf = check_ptr(L, 2);
-    size_t n = check_size(L, 3);
-    lua_Integer value = luaL_checkinteger(L, 4);
-    ks_status st;
-    ks_clear(&st);
-    if (devkern_l2_scrub(j->k, NULL, buf, n, (unsigned)value, &st))
-        return fail(L, &st);
-    lua_pushboolean(L, 1);
-    return 1;
-}
-
 static int j_convert(lua_State *L)
 {
     l_judge *j = check_judge(L, 1);
@@ -469,7 +454,6 @@ static const luaL_Reg methods[] = {
     {"bitdiff", j_bitdiff},
     {"gather", j_gather},
     {"positions", j_positions},
-    {"l2_scrub", j_l2_scrub},
     {"convert", j_convert},
     {"free", j_free},
     {NULL, NULL},

@@ -17,7 +17,7 @@ extern const unsigned long klab_kernel_judge_len;
 struct devkern {
     cuda_ctx *ctx;
     CUmodule mod;
-    CUfunction fill, pattern, pattern_check, checksum, compare, bitdiff, gather, positions, convert, l2_scrub;
+    CUfunction fill, pattern, pattern_check, checksum, compare, bitdiff, gather, positions, convert;
     CUdeviceptr scratch;
 };
 
@@ -90,7 +90,6 @@ int devkern_open(cuda_ctx *c, const void *cubin, size_t n, devkern **out, ks_sta
         {"k_fill", &k->fill}, {"k_pattern", &k->pattern}, {"k_pattern_check", &k->pattern_check},
         {"k_checksum", &k->checksum}, {"k_compare", &k->compare}, {"k_bitdiff", &k->bitdiff},
         {"k_gather", &k->gather}, {"k_positions", &k->positions}, {"k_convert", &k->convert},
-        {"k_l2_scrub", &k->l2_scrub},
     };
     for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) {
         rc = cuda_func_get(c, k->mod, fns[i].name, fns[i].fn, st);
@@ -288,22 +287,6 @@ int devkern_gather(devkern *k, CUstream s, CUdeviceptr src, int dt, CUdeviceptr 
     unsigned long long nn = n, uu = unit;
     void *params[] = {&src, &dt, &positions, &nn, &uu, &dst};
     return launch_1d(k, s, k->gather, n * unit, params, st);
-}
-
-int devkern_l2_scrub(devkern *k, CUstream s, CUdeviceptr buf, size_t nbytes, unsigned value, ks_status *st)
-{
-    if (nbytes % 128 || buf % 128)
-        return ks_fail(st, KS_EINVAL, 0, "l2_scrub: %zu bytes at an address that must be 128-byte aligned, "
-                       "in whole lines", nbytes);
-    unsigned long long words = nbytes / 4, lines = nbytes / 128;
-    int mode = 0;
-    void *params[] = {&buf, &words, &value, &mode};
-    int rc = launch_1d(k, s, k->l2_scrub, words, params, st);
-    if (rc != KS_OK)
-        return rc;
-    mode = 1;
-    params[1] = &lines;
-    return launch_1d(k, s, k->l2_scrub, lines, params, st);
 }
 
 int devkern_positions(devkern *k, CUstream s, CUdeviceptr out, size_t n, uint64_t total, uint64_t seed,

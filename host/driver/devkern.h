@@ -102,12 +102,6 @@ int devkern_gather(devkern *k, CUstream s, CUdeviceptr src, int dt, CUdeviceptr 
 int devkern_positions(devkern *k, CUstream s, CUdeviceptr out, size_t n, uint64_t total, uint64_t seed,
                       ks_status *st);
 
-/* The L2 scrub between timed samples (judge.cu k_l2_scrub): nbytes of buf
- * (128-byte aligned, whole lines, at least twice the L2) written with an
- * evict_last policy, then every line given normal priority again, so that
- * no line a kernel marked evict_last survives the plain flush after it. */
-int devkern_l2_scrub(devkern *k, CUstream s, CUdeviceptr buf, size_t nbytes, unsigned value, ks_status *st);
-
 /* Converts n elements from type dts at src to type dtd at dst. */
 int devkern_convert(devkern *k, CUstream s, CUdeviceptr src, int dts, CUdeviceptr dst, int dtd,
                     size_t n, ks_status *st);

@@ -4,10 +4,10 @@
 --   local rows = dofile("tests/gpu/l2_check.lua").run()   (from tests/gpu/check.lua)
 --
 -- On two memory-bound tasks whose data fit in L2 (relu_f32 and sum_last_f32
--- at 999x1021), a kernel that marks its lines evict_last is timed as the
--- same kernel without the hints (within 1%); without the scrub (measured
--- only here) the hints pay. The scrub's cost: the timing stage's wall time
--- per sample with and without it.
+-- at 999x1021), a kernel that marks its lines evict_last must be timed as
+-- the same kernel without the hints (within 1%); beside it, the same pair
+-- with persisting lines kept (keep_persisting_l2, measured only here), and
+-- the timing stage's wall time per sample.
 local M = {}
 
 function M.run()
@@ -22,8 +22,8 @@ function M.run()
     { task = "relu_f32/999x1021", hinted = "tasks/activation/bad/relu_evict_last" },
     { task = "sum_last_f32/999x1021", hinted = "tasks/reduce/bad/sum_evict_last" },
   }
-  local function measure(task_name, cand, scrub)
-    local r = es:evaluate(task_name, cand, { timing_opts = { budget_s = 2, l2_scrub = scrub } })
+  local function measure(task_name, cand, keep)
+    local r = es:evaluate(task_name, cand, { timing_opts = { budget_s = 2, keep_persisting_l2 = keep } })
     local tm = r and r.stages.timing
     local c = tm and tm.candidate
     if not (c and c.median) then return nil, nil, r end
@@ -45,7 +45,7 @@ function M.run()
     local l2, why
     for _ = 1, 3 do
       for _, k in ipairs { "plain", "hinted", "plain_off", "hinted_off" } do
-        local us, per, r = measure(c.task, k:match("^plain") and plain or c.hinted, not k:match("_off$"))
+        local us, per, r = measure(c.task, k:match("^plain") and plain or c.hinted, k:match("_off$") ~= nil)
         m[k][#m[k] + 1] = { us = us, per = per }
         if k == "hinted" then l2 = l2 or (r and r.stages.timing and r.stages.timing.l2) end
         if not us then why = why or (r and (r.verdict .. ": " .. tostring(r.reason))) end
@@ -54,10 +54,10 @@ function M.run()
     local p, h = mean(m.plain, "us"), mean(m.hinted, "us")
     local po, ho = mean(m.plain_off, "us"), mean(m.hinted_off, "us")
     local per_on, per_off = mean(m.plain, "per"), mean(m.plain_off, "per")
-    local ok = p and h and math.abs(p / h - 1) <= 0.01 and l2 and (l2.scrub_bytes or 0) > 0
+    local ok = p and h and math.abs(p / h - 1) <= 0.01 and l2 and l2.persisting_reset == true
     row("no L2 priority survives: " .. c.task:match("^[^/]+"), ok, p and h and string.format(
-      "scrubbed: plain %.3f us, evict_last %.3f us (hints gain %+.1f%%); not scrubbed: plain %.3f, evict_last %.3f "
-      .. "(%+.1f%%); stage wall per sample %.1f us scrubbed, %.1f us not", p, h, 100 * (p / h - 1), po or 0, ho or 0,
+      "reset: plain %.3f us, evict_last %.3f us (hints gain %+.1f%%); kept: plain %.3f, evict_last %.3f "
+      .. "(%+.1f%%); stage wall per sample %.1f us reset, %.1f us kept", p, h, 100 * (p / h - 1), po or 0, ho or 0,
       po and ho and 100 * (po / ho - 1) or 0, 1e6 * (per_on or 0), 1e6 * (per_off or 0)) or ("no timing: " .. tostring(why)))
     require("klab.sys").remove_tree(plain)
   end

@@ -28,7 +28,8 @@ end
 
 -- The pairs to sweep, without a GPU: {sample = path, family =, task = the
 -- variant's task, units =, expected =} for every accepted sample and every
--- variant of its task with fewer than max_units units (all when nil).
+-- variant of its task with fewer than max_units units (all when nil),
+-- but those its expected.lua entry lists as `unsupported`.
 function M.pairs(opts)
   opts = opts or {}
   local task = require "klab.task"
@@ -50,9 +51,12 @@ function M.pairs(opts)
     if exists(list) then
       for _, e in ipairs(dofile(list)) do
         if M.ACCEPTED[e.verdict] then
+          -- Variants the sample's own plan says it does not handle.
+          local unsupported = {}
+          for _, v in ipairs(e.unsupported or {}) do unsupported[e.task .. "/" .. v] = true end
           for _, t in ipairs(task.load(e.task).tasks) do
             local units = prepare.spec(t).total_units
-            if not opts.max_units or units < opts.max_units then
+            if not unsupported[t.name] and (not opts.max_units or units < opts.max_units) then
               out[#out + 1] = { sample = root .. "/" .. fam .. "/samples/" .. e.name, name = e.name, family = fam,
                 task = t, units = units, expected = e.verdict }
             end

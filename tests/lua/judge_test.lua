@@ -243,21 +243,6 @@ function T.gpu_positions_are_uniform_and_repeatable(t)
   t.ok(low > 1800 and low < 2300, "about half below the middle: " .. low)
 end
 
--- The L2 scrub writes every word of its buffer (with an evict_last
--- policy, then gives the lines normal priority) and takes whole lines only.
-function T.gpu_l2_scrub_writes_whole_lines(t)
-  local ctx, j = need(t)
-  local n = 1 << 20
-  local buf = assert(ctx:alloc(n + 128))
-  local p = ((buf:ptr() + 127) // 128) * 128
-  assert(j:l2_scrub(p, n, 7))
-  assert(ctx:sync())
-  local bytes = buf:download(n, p - buf:ptr())
-  t.eq(bytes, string.rep(string.pack("<I4", 7), n // 4), "every word written")
-  local ok, err = j:l2_scrub(p, n - 4, 8)
-  t.ok(not ok and tostring(err):find("whole lines", 1, true), "a size that is not whole lines is refused: " .. tostring(err))
-end
-
 function T.gpu_tensormap_encodes(t)
   local ctx = need(t)
   local buf = assert(ctx:alloc(2 * 256 * 256))

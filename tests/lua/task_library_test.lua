@@ -106,9 +106,19 @@ function T.the_sample_sweep_reaches_every_family(t)
   for fam in pairs(fams) do
     if fam ~= "attention" then t.ok((by_family[fam] or 0) > 0, fam .. ": no sample the sweep can run") end
   end
+  local unsupported = {}
+  for fam in pairs(fams) do
+    local f = io.open("tasks/" .. fam .. "/samples/expected.lua")
+    if f then
+      f:close()
+      for _, e in ipairs(dofile("tasks/" .. fam .. "/samples/expected.lua")) do
+        unsupported["tasks/" .. fam .. "/samples/" .. e.name .. " " .. e.task] = #(e.unsupported or {})
+      end
+    end
+  end
   for k, n in pairs(by_sample) do
     local base = k:match(" (%S+)$")
-    t.eq(n, #task.load(base).tasks, k .. ": every variant of the task")
+    t.eq(n, #task.load(base).tasks - (unsupported[k] or 0), k .. ": every variant of the task it handles")
   end
   local quick = sw.pairs { max_units = sw.QUICK_UNITS }
   t.ok(#quick > 0 and #quick < #list, "the quick sweep is a part of the whole")

@@ -191,28 +191,6 @@ extern "C" __global__ void k_positions(u64 *out, u64 n, u64 total, u64 seed)
         out[i] = mix64(seed ^ mix64(i * 4 + 3)) % total;
 }
 
-// The L2 scrub between timed samples. A line a kernel loaded or stored
-// with an L2::evict_last policy is evicted only after lines of normal
-// priority, so a flush of ordinary writes, however large, leaves it in L2
-// and the next sample reads it from there. Mode 0 writes every word of buf
-// (at least twice the L2) with an evict_last policy of its own: those
-// lines take the places of the kernel's evict_last lines. Mode 1 then
-// gives each of buf's 128-byte lines normal priority again
-// (applypriority), so the plain flush that follows evicts them like any
-// other and no line is left with a raised priority. n: words (mode 0),
-// lines (mode 1).
-extern "C" __global__ void k_l2_scrub(unsigned *buf, u64 n, unsigned value, int mode)
-{
-    unsigned long long policy;
-    asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
-    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {
-        if (mode == 0)
-            asm volatile("st.global.L2::cache_hint.b32 [%0], %1, %2;" ::"l"(buf + i), "r"(value), "l"(policy) : "memory");
-        else
-            asm volatile("applypriority.global.L2::evict_normal [%0], 128;" ::"l"(buf + 32 * i) : "memory");
-    }
-}
-
 // Gathers n units of `unit` elements each from src (units positions[i])
 // into dst (slot i): the candidate's output at the positions a timed run's
 // check drew, laid out like the sampled reference, for k_compare.

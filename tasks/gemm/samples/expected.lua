@@ -7,7 +7,10 @@ return {
   { name = "mma_sync", task = "gemm_bf16", verdict = "target_not_executed",
     why = "mma.sync (HMMA) tensor cores, not wgmma" },
   { name = "wgmma_tma", task = "gemm_bf16", verdict = "passed",
-    why = "wgmma and TMA, the Hopper targets" },
+    why = "wgmma and TMA, the Hopper targets",
+    -- TMA needs row strides in multiples of 16 bytes: its plan refuses K
+    -- that is not a multiple of 8 (plan_error), so the sweep leaves these out.
+    unsupported = { "4097x4095x4099", "123x457x789" } },
   { name = "printf_assert", task = "gemm_bf16", verdict = "target_not_executed",
     why = "an honest naive GEMM that uses device assert() and printf: compiled and judged like any other" },
   { name = "fenced_includes", task = "gemm_bf16", verdict = "target_not_executed",

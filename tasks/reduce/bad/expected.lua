@@ -7,8 +7,8 @@ return {
   { name = "max_init_zero", task = "max_last_f32", verdict = "incorrect",
     why = "the maximum starts from 0: returns 0 on the rows that are negative throughout" },
   { name = "sum_evict_last", task = "sum_last_f32", verdict = "passed",
-    why = "loads with L2::evict_last policies, so that its 4 MB input would outlive a plain L2 flush; the flush "
-      .. "leaves no line with that priority, so it is correct and timed as the kernel without the hints" },
+    why = "loads with L2::evict_last policies, so that its 4 MB input would outlive a plain L2 flush; correct, and "
+      .. "tests/gpu/l2_check.lua times it against the same kernel without the hints" },
   { name = "sum_mid_no_guard", task = "sum_mid_f32", verdict = "guard_violation",
     why = "no bounds check on the column: the spare threads of the last batch write past the end of Y (D = 129)" },
 }

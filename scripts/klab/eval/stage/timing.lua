@@ -76,17 +76,6 @@ local function timing_slots(task, ts)
   return slots
 end
 
--- The buffer of the L2 scrub (judge k_l2_scrub), twice the L2 in whole
--- lines, made once per worker.
-local function scrub_buffer()
-  if S.l2_scrub then return S.l2_scrub end
-  local bytes = ((2 * S.props.l2_bytes + 127) // 128) * 128
-  local buf, err = S.ctx:alloc(bytes + 128)
-  if not buf then return nil, err end
-  S.l2_scrub = { buf = buf, ptr = ((buf:ptr() + 127) // 128) * 128, bytes = bytes, value = 0 }
-  return S.l2_scrub
-end
-
 -- Buffers the checks of timed runs use, made once per task: positions,
 -- the sampled reference and the gathered candidate output.
 local function check_buffers(task, ts, n)
@@ -200,16 +189,6 @@ function M.run(run)
   local cb, cberr = check_buffers(task, ts, n)
   if not cb then return device.setup_failed(res, "allocate check buffers", cberr) end
   local dependent = derived_inputs(job)
-  -- No L2 line a kernel marked evict_last outlives the flush: before every
-  -- sample of either target, the scrub takes their places with lines of
-  -- its own and gives those normal priority, so the flush evicts them
-  -- (docs/timing.md). l2_scrub = false only to measure what it does.
-  local scrub
-  if opts.l2_scrub ~= false then
-    local serr
-    scrub, serr = scrub_buffer()
-    if not scrub then return device.setup_failed(res, "allocate the L2 scrub buffer", serr) end
-  end
   -- Shifts, checked positions and the fully checked runs: drawn from the
   -- evaluation's seed, like every timed input.
   local seed = assert(seed_mod.parse(job.seed))
@@ -275,13 +254,7 @@ function M.run(run)
     -- Only to measure what the reset of persisting L2 lines does (tests/gpu/check.lua).
     keep_persisting_l2 = opts.keep_persisting_l2,
     before = function(target, sample)
-      last, step = "klab", "scrub the L2"
-      if scrub then
-        scrub.value = (scrub.value + 1) & 0xFFFFFFFF
-        local ok, serr = S.judge:l2_scrub(scrub.ptr, scrub.bytes, scrub.value)
-        if not ok then error(serr, 0) end
-      end
-      step = "prepare the timed inputs"
+      last, step = "klab", "prepare the timed inputs"
       next_sample(target, sample)
       return target == 1
     end,
@@ -325,7 +298,6 @@ function M.run(run)
   st.method, st.stop_reason = r.method, r.stop_reason
   -- The L2 flush, and what kept persisting lines from outliving it.
   st.flush_bytes, st.l2 = r.flush_bytes, r.l2
-  if st.l2 then st.l2.scrub_bytes = scrub and scrub.bytes or 0 end
   st.fallback = r.fallback
   st.candidate = r.candidate
   st.candidate.samples = nil

@@ -1,9 +1,9 @@
 // Known bad: a row sum whose loads ask L2 to keep their lines
 // (createpolicy.fractional.L2::evict_last). Correct; on a task whose input
 // fits in L2 (999x1021 floats: 4 MB) such lines would outlive a plain L2
-// flush and later timed runs would read their inputs from L2. klab's flush
-// leaves no line with that priority, so it is timed as the same kernel
-// without the hints (KLAB_L2_HINTS 0; tests/gpu/check.lua times both).
+// flush and later timed runs would read their inputs from L2. It must be
+// timed as the same kernel without the hints (KLAB_L2_HINTS 0;
+// tests/gpu/l2_check.lua times both).
 #define KLAB_L2_HINTS 1
 
 extern "C" __global__ void sum_last(const float *X, float *Y, unsigned R, unsigned C)
