@@ -254,10 +254,8 @@ function M.main(args)
   local made, merr = require("klab.sys").mkdir(o.results)
   if not made then return command.fail("slurm", "cannot create " .. o.results .. ": " .. tostring(merr)) end
   local path = o.results .. "/" .. base_name(o.experiment) .. ".sbatch"
-  local sf, err = io.open(path, "w")
-  if not sf then return command.fail("slurm", err) end
-  sf:write(M.script(o))
-  sf:close()
+  local wrote, err = require("klab.fs").write(path, M.script(o))
+  if not wrote then return command.fail("slurm", err) end
   if o.dry_run then
     io.write(M.script(o))
     io.stderr:write("klab slurm: wrote ", path, " (not submitted: --dry-run)\n")
