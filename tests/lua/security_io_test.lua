@@ -1,0 +1,174 @@
+-- security_io_test.lua: what klab writes, where it connects and what it
+-- sends, tried as an attacker would (no GPU needed). A marker file must stay
+-- as it was whatever link is planted where a command writes; a marker secret
+-- must never appear in what a server receives, the store or the log.
+local fs = require "klab.fs"
+
+local T = {}
+
+local MARKER = "klab-marker: this file must stay as it was\n"
+
+local function q(s) return require("klab.command").shell_quote(s) end
+
+local function here()
+  return debug.getinfo(1, "S").source:sub(2):match("^(.*)/[^/]*$") or "."
+end
+local fixture = getmetatable(dofile(here() .. "/metrics_test.lua")).__index.fixture
+local with_and_without_landlock = getmetatable(dofile(here() .. "/security_test.lua")).__index.with_and_without_landlock
+
+-- A marker file in a folder of its own, and plant(path): a symbolic link at
+-- path to it, made again before each run (a run replaces the link).
+local function marker(t)
+  local d = t.tmpdir()
+  local m = d .. "/marker"
+  assert(fs.write(m, MARKER))
+  local function plant(path)
+    os.remove(path)
+    assert(os.execute("ln -s " .. q(m) .. " " .. q(path)))
+  end
+  local function intact(label)
+    t.eq(t.read(m), MARKER, label .. ": the link's target is unchanged")
+  end
+  return m, plant, intact
+end
+
+-- Each command's output, planted as a link to the marker beforehand: the
+-- command writes its own file in the link's place (or refuses, naming the
+-- file) and the marker does not change. With Landlock and without.
+
+function T.export_sft_replaces_a_planted_link(t)
+  local dir = t.tmpdir()
+  fixture(dir .. "/s.db"):close()
+  local _, plant, intact = marker(t)
+  local out = dir .. "/s_sft.jsonl"
+  plant(out)
+  with_and_without_landlock(t, "", "export sft " .. q(dir .. "/s.db"), function(code, _, err, label)
+    t.eq(code, 0, label .. ": " .. err)
+    intact(label)
+    t.eq(fs.type(out), "file", label .. ": the link was replaced by the export")
+    t.match(t.read(out) or "", '^{"', label)
+    plant(out)
+  end)
+  with_and_without_landlock(t, "", "export sft " .. q(dir .. "/s.db") .. " --out " .. q(dir .. "/o.jsonl"),
+    function(code, _, err, label)
+      t.eq(code, 0, label .. ": " .. err)
+      t.eq(fs.type(dir .. "/o.jsonl"), "file", label)
+    end)
+  -- the same through the library (write_jsonl)
+  plant(out)
+  assert(require("klab.report.export").write_jsonl({ { a = 1 } }, out))
+  intact("write_jsonl")
+  t.eq(t.read(out), '{"a":1}\n')
+end
+
+function T.compile_output_replaces_a_planted_link(t)
+  local v = require("klab.jit").versions()
+  if not v.ptxas.ok then t.skip("ptxas not found: " .. tostring(v.ptxas.error)) end
+  local ptx = t.root .. "/tasks/samples/vector_add.ptx"
+  local dir = t.tmpdir()
+  local _, plant, intact = marker(t)
+  local out = dir .. "/k.cubin"
+  plant(out)
+  with_and_without_landlock(t, "", "compile " .. q(ptx) .. " --arch sm_90a --no-cache --json -o " .. q(out),
+    function(code, _, err, label)
+      t.eq(code, 0, label .. ": " .. err)
+      intact(label)
+      t.eq(fs.type(out), "file", label)
+      t.eq((t.read(out) or ""):sub(1, 4), "\127ELF", label)
+      plant(out)
+    end)
+end
+
+function T.slurm_script_replaces_a_planted_link(t)
+  local dir = t.tmpdir()
+  local _, plant, intact = marker(t)
+  local results = dir .. "/results"
+  assert(require("klab.sys").mkdir(results))
+  local script = results .. "/sweep.sbatch"
+  plant(script)
+  local code, out, err = t.sh("cd " .. q(t.root) .. " && " .. q(t.klab) .. " slurm tests/slurm/sweep.lua --shards 2 "
+    .. "--results " .. q(results) .. " --dry-run")
+  t.eq(code, 0, err)
+  intact("slurm")
+  t.eq(fs.type(script), "file")
+  t.eq(t.read(script), out, "the script written is the one printed")
+end
+
+function T.report_does_not_write_through_a_planted_link(t)
+  local dir = t.tmpdir()
+  fixture(dir .. "/s.db"):close()
+  local _, plant, intact = marker(t)
+  -- --out a link to a file: refused, the file unchanged
+  plant(dir .. "/r")
+  local code, _, err = t.sh(q(t.klab) .. " report " .. q(dir .. "/s.db") .. " --out " .. q(dir .. "/r"))
+  t.eq(code, 2, err)
+  intact("report --out a link to a file")
+  -- --out a link to a folder that holds an earlier report: the report takes
+  -- the link's place; the folder it pointed to keeps its files.
+  local victim = t.tmpdir()
+  local old = '<html><meta name="generator" content="klab report">' .. MARKER
+  assert(fs.write(victim .. "/index.html", old))
+  os.remove(dir .. "/r")
+  assert(os.execute("ln -s " .. q(victim) .. " " .. q(dir .. "/r")))
+  code, _, err = t.sh(q(t.klab) .. " report " .. q(dir .. "/s.db") .. " --out " .. q(dir .. "/r"))
+  t.eq(code, 0, err)
+  t.eq(fs.type(dir .. "/r"), "dir", "a folder of its own")
+  t.eq(t.read(victim .. "/index.html"), old, "the linked folder's files are unchanged")
+end
+
+function T.merge_and_store_refuse_a_planted_link(t)
+  local dir = t.tmpdir()
+  fixture(dir .. "/a.db"):close()
+  local m, plant, intact = marker(t)
+  plant(dir .. "/out.db")
+  local code, _, err = t.sh(q(t.klab) .. " merge " .. q(dir .. "/out.db") .. " " .. q(dir .. "/a.db"))
+  t.ok(code ~= 0, "refused")
+  t.match(err, "out%.db is a symbolic link")
+  intact("merge")
+  -- A dangling link: the file it names is not made.
+  os.remove(dir .. "/out.db")
+  assert(os.execute("ln -s " .. q(dir .. "/made-through-a-link.db") .. " " .. q(dir .. "/out.db")))
+  code = t.sh(q(t.klab) .. " merge " .. q(dir .. "/out.db") .. " " .. q(dir .. "/a.db"))
+  t.ok(code ~= 0)
+  t.eq(fs.type(dir .. "/made-through-a-link.db"), nil, "nothing made through the link")
+  local db, msg = require("klab.store").open(m)
+  t.eq(db, nil)
+  t.ok(msg, "the marker is not a store")
+  plant(dir .. "/s.db")
+  db, msg = require("klab.store").open(dir .. "/s.db")
+  t.eq(db, nil)
+  t.match(msg or "", "is a symbolic link")
+  intact("store.open")
+end
+
+-- The library's own writers: a whole file, piece by piece (abort leaves the
+-- target), and an append that refuses a link.
+function T.library_writes_never_follow_links(t)
+  local dir = t.tmpdir()
+  local _, plant, intact = marker(t)
+  plant(dir .. "/f")
+  assert(fs.write(dir .. "/f", "x"))
+  intact("fs.write")
+  t.eq(fs.type(dir .. "/f"), "file")
+  plant(dir .. "/f")
+  local w = assert(fs.create(dir .. "/f"))
+  t.eq(w:write("a", 1, "b"), w)
+  w:abort()
+  t.eq(fs.type(dir .. "/f"), "link", "aborted: the link is as it was")
+  w = assert(fs.create(dir .. "/f"))
+  w:write("ab")
+  t.eq(w:close(), true)
+  t.eq(t.read(dir .. "/f"), "ab")
+  intact("fs.create")
+  plant(dir .. "/log")
+  local ok, err = fs.append(dir .. "/log", "line\n")
+  t.eq(ok, nil)
+  t.match(err, "log: is a symbolic link")
+  intact("fs.append")
+  local figures = require "klab.report.figures"
+  plant(dir .. "/fig.svg")
+  figures.write_file(dir .. "/fig.svg", "<svg/>")
+  intact("figures.write_file")
+end
+
+return T
