@@ -171,4 +171,24 @@ function T.library_writes_never_follow_links(t)
   intact("figures.write_file")
 end
 
+-- ---- where a key may go ----------------------------------------------------
+
+-- "Loopback" is where libcurl connects: 0127.0.0.1 is 87.0.0.1 to libcurl
+-- (octal), so a key may not go there over plain http, while the hex and
+-- short spellings of 127.0.0.1 and an IPv4-mapped one may.
+function T.loopback_is_where_libcurl_connects(t)
+  local http = require "klab.http"
+  if not http.client() then return t.skip("libcurl is not installed") end
+  local model = require "klab.experiment.model"
+  t.raises(function()
+    model.new { provider = "openai", model = "m", base_url = "http://0127.0.0.1:8000/v1", api_key_env = "SOME_API_KEY" }
+  end, "plain http:// to another machine")
+  for _, url in ipairs { "http://0x7f.1:8000/v1", "http://2130706433:8000/v1", "http://127.1:8000/v1",
+    "http://[::ffff:127.0.0.1]:8000/v1", "http://localhost.:8000/v1" } do
+    t.ok(model.new { provider = "openai", model = "m", base_url = url, api_key_env = "SOME_API_KEY" }, url)
+  end
+  t.eq(http.is_loopback("http://0127.0.0.1:8000/v1"), false)
+  t.eq(http.is_loopback("http://0x7f.1/"), true)
+end
+
 return T
