@@ -191,4 +191,95 @@ function T.loopback_is_where_libcurl_connects(t)
   t.eq(http.is_loopback("http://0x7f.1/"), true)
 end
 
+-- ---- secrets in what is sent and stored ---------------------------------------
+
+-- Values of secrets whose names or shapes the redaction must know: a model
+-- that quotes them all gets none of them back in its next request (where
+-- the reply travels JSON-escaped), and none lands in the store, the log or
+-- the output.
+local SECRETS = {
+  QUOTE_TOKEN = 'ab"cd\\ef"gh',
+  DATABASE_URL = "postgres://klab:db-marker-pw-5150@db.example:5432/runs",
+  SENTRY_DSN = "https://dsn-marker-7a7a@o1.ingest.sentry.io/42",
+  SLACK_WEBHOOK_URL = "https://hooks.slack.com/services/T0/B0/webhook-marker-3c3c",
+  AUTH = "auth-marker-value-1d1d",
+  NPM_AUTH = "npm-auth-marker-2e2e",
+  COOKIE = "session=cookie-marker-4f4f",
+  SSH_PRIVATE = "ssh-private-marker-5a5a",
+  GH_PAT = "ghp_marker_pat_6b6b",
+  REDIS_PASS = "redis-pass-marker-7c7c",
+  CONTROL_SECRET = "tab\there-marker-8d8d",
+}
+
+-- v URL-encoded (every byte but letters and digits, lower-case hex) and
+-- base64-encoded.
+local function pct(v) return (v:gsub("[^%w]", function(c) return ("%%%02x"):format(c:byte()) end)) end
+local function b64(v)
+  local abc = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+  return (v:gsub("..?.?", function(g)
+    local b1, b2, b3 = g:byte(1, 3)
+    local w = b1 << 16 | (b2 or 0) << 8 | (b3 or 0)
+    local out = ""
+    for i = 3, 0, -1 do out = out .. abc:sub((w >> (6 * i) & 63) + 1, (w >> (6 * i) & 63) + 1) end
+    return out:sub(1, #g + 1) .. ("="):rep(3 - #g)
+  end))
+end
+
+function T.secrets_do_not_leak_in_any_spelling(t)
+  dofile(t.root .. "/tests/server/model_server.lua").with(t, function(s)
+    local dir = t.tmpdir()
+    local quoted = {}
+    for name, v in pairs(SECRETS) do quoted[#quoted + 1] = name .. " is " .. v end
+    -- The password alone, as a model might quote it out of the URL.
+    quoted[#quoted + 1] = "the password is db-marker-pw-5150"
+    local reply = table.concat(quoted, "\n") .. "\n```cuda\n#error quoted\n" .. 'extern "C" __global__ void k() {}\n```\n'
+    s:script { { reply = reply }, { reply = "no code" }, { reply = "ok" } }
+    local env = {}
+    for name, v in pairs(SECRETS) do env[#env + 1] = name .. "=" .. q(v) end
+    local script = dir .. "/child.lua"
+    assert(fs.write(script, [[
+local experiment = require "klab.experiment"
+local exp = experiment.new {
+  name = "leak", db = arg[1] .. "/l.db", log = arg[1] .. "/l.log", progress = false,
+  models = { { name = "oa", provider = "openai", model = "m", base_url = arg[2] .. "/v1", retry = { attempts = 1 } } },
+  tasks = { "gemm_bf16/123x457x789" }, replicas = 1, turns = 2,
+}
+exp:run()
+local f = assert(io.open(arg[3], "rb"))
+assert(require("klab.http").post(arg[2] .. "/v1/chat/completions", nil, f:read("a")))
+]]))
+    -- A body that carries them as JSON escapes them, a form as URL-encoding
+    -- does, a header as base64 does: the body sent is redacted whatever the
+    -- spelling.
+    local values = {}
+    for name, v in pairs(SECRETS) do
+      values[#values + 1] = { name = name, raw = v, url = pct(v), basic = "Basic " .. b64("user:" .. v) }
+    end
+    assert(fs.write(dir .. "/body.json", require("klab.json").encode { values = values }))
+    local code, out, err = t.sh(("cd %s && %s %s %s %s %s %s"):format(q(t.root), table.concat(env, " "), q(t.klab),
+      q(script), q(dir), q(s.base), q(dir .. "/body.json")))
+    t.eq(code, 0, err)
+    local log = s:log()
+    t.eq(#log, 3, "the reply was fed back in a second request, and a body was posted")
+    local second, third = log[2] and log[2].body or "", log[3] and log[3].body or ""
+    t.match(second, "QUOTE_TOKEN is %[redacted QUOTE_TOKEN%]", "the quoted reply went back, redacted")
+    t.match(third, '"raw":"%[redacted QUOTE_TOKEN%]"', "the body carried the values, redacted")
+    t.match(third, '"basic":"Basic %w*%[redacted GH_PAT%]"', "only what encodes 'user:' is left")
+    t.match(third, '"url":"%[redacted SENTRY_DSN%]"')
+    local blobs = { second, third, out, err, t.read(dir .. "/l.log") or "" }
+    for _, suffix in ipairs { "", "-wal" } do blobs[#blobs + 1] = t.read(dir .. "/l.db" .. suffix) or "" end
+    local json = require "klab.json"
+    for name, v in pairs(SECRETS) do
+      local escaped = json.encode(v):sub(2, -2)
+      for i, b in ipairs(blobs) do
+        t.ok(not b:find(v, 1, true) and not b:find(escaped, 1, true), name .. " is absent from output " .. i)
+      end
+    end
+    for i, b in ipairs(blobs) do t.ok(not b:find("db-marker-pw-5150", 1, true), "the URL's password, output " .. i) end
+    for name, v in pairs(SECRETS) do
+      t.ok(not third:find(pct(v), 1, true) and not third:find(b64("user:" .. v), 1, true), name .. ": no encoded form")
+    end
+  end)
+end
+
 return T
