@@ -256,29 +256,37 @@ assert(require("klab.http").post(arg[2] .. "/v1/chat/completions", nil, f:read("
       values[#values + 1] = { name = name, raw = v, url = pct(v), basic = "Basic " .. b64("user:" .. v) }
     end
     assert(fs.write(dir .. "/body.json", require("klab.json").encode { values = values }))
-    local code, out, err = t.sh(("cd %s && %s %s %s %s %s %s"):format(q(t.root), table.concat(env, " "), q(t.klab),
-      q(script), q(dir), q(s.base), q(dir .. "/body.json")))
-    t.eq(code, 0, err)
-    local log = s:log()
-    t.eq(#log, 3, "the reply was fed back in a second request, and a body was posted")
-    local second, third = log[2] and log[2].body or "", log[3] and log[3].body or ""
-    t.match(second, "QUOTE_TOKEN is %[redacted QUOTE_TOKEN%]", "the quoted reply went back, redacted")
-    t.match(third, '"raw":"%[redacted QUOTE_TOKEN%]"', "the body carried the values, redacted")
-    t.match(third, '"basic":"Basic %w*%[redacted GH_PAT%]"', "only what encodes 'user:' is left")
-    t.match(third, '"url":"%[redacted SENTRY_DSN%]"')
-    local blobs = { second, third, out, err, t.read(dir .. "/l.log") or "" }
-    for _, suffix in ipairs { "", "-wal" } do blobs[#blobs + 1] = t.read(dir .. "/l.db" .. suffix) or "" end
-    local json = require "klab.json"
-    for name, v in pairs(SECRETS) do
-      local escaped = json.encode(v):sub(2, -2)
-      for i, b in ipairs(blobs) do
-        t.ok(not b:find(v, 1, true) and not b:find(escaped, 1, true), name .. " is absent from output " .. i)
+    local env_line = "cd " .. q(t.root) .. " && " .. table.concat(env, " ")
+    local args = q(script) .. " " .. q(dir) .. " " .. q(s.base) .. " " .. q(dir .. "/body.json")
+    local seen = 0
+    with_and_without_landlock(t, env_line, args, function(code, out, err, label)
+      t.eq(code, 0, label .. ": " .. err)
+      local log = s:log()
+      t.eq(#log, seen + 3, label .. ": the reply was fed back in a second request, and a body was posted")
+      local second, third = log[seen + 2] and log[seen + 2].body or "", log[seen + 3] and log[seen + 3].body or ""
+      seen = #log
+      t.match(second, "QUOTE_TOKEN is %[redacted QUOTE_TOKEN%]", label .. ": the quoted reply went back, redacted")
+      t.match(third, '"raw":"%[redacted QUOTE_TOKEN%]"', label .. ": the body carried the values, redacted")
+      t.match(third, '"basic":"Basic %w*%[redacted GH_PAT%]"', label .. ": only what encodes 'user:' is left")
+      t.match(third, '"url":"%[redacted SENTRY_DSN%]"', label)
+      local blobs = { second, third, out, err, t.read(dir .. "/l.log") or "" }
+      for _, suffix in ipairs { "", "-wal" } do blobs[#blobs + 1] = t.read(dir .. "/l.db" .. suffix) or "" end
+      local json = require "klab.json"
+      for name, v in pairs(SECRETS) do
+        local escaped = json.encode(v):sub(2, -2)
+        for i, b in ipairs(blobs) do
+          t.ok(not b:find(v, 1, true) and not b:find(escaped, 1, true), label .. ": " .. name .. " is absent from output " .. i)
+        end
+        t.ok(not third:find(pct(v), 1, true) and not third:find(b64("user:" .. v), 1, true),
+          label .. ": " .. name .. ": no encoded form")
       end
-    end
-    for i, b in ipairs(blobs) do t.ok(not b:find("db-marker-pw-5150", 1, true), "the URL's password, output " .. i) end
-    for name, v in pairs(SECRETS) do
-      t.ok(not third:find(pct(v), 1, true) and not third:find(b64("user:" .. v), 1, true), name .. ": no encoded form")
-    end
+      for i, b in ipairs(blobs) do
+        t.ok(not b:find("db-marker-pw-5150", 1, true), label .. ": the URL's password, output " .. i)
+      end
+      -- the next run starts a new study
+      for _, f in ipairs { "/l.db", "/l.db-wal", "/l.db-shm", "/l.log" } do os.remove(dir .. f) end
+      s:script { { reply = reply }, { reply = "no code" }, { reply = "ok" } }
+    end)
   end)
 end
 
