@@ -171,6 +171,23 @@ function T.library_writes_never_follow_links(t)
   intact("figures.write_file")
 end
 
+-- scripts/klab opens no file for writing by itself: every write goes
+-- through klab.fs (write, create, append), which never follows a link.
+function T.the_library_writes_only_through_klab_fs(t)
+  local found = {}
+  local p = assert(io.popen("find " .. q(t.root .. "/scripts/klab") .. " -name '*.lua'"))
+  for path in p:lines() do
+    local src = t.read(path)
+    for call in src:gmatch("io%.open(%b())") do
+      local mode = call:match(",%s*[\"']([^\"']*)[\"']%s*%)$")
+      if mode and mode:find("[wa+]") then found[#found + 1] = path:sub(#t.root + 2) .. ": io.open" .. call end
+    end
+    if src:find("io%.output%s*%(") then found[#found + 1] = path:sub(#t.root + 2) .. ": io.output" end
+  end
+  p:close()
+  t.eq(#found, 0, table.concat(found, "; "))
+end
+
 -- ---- where a key may go ----------------------------------------------------
 
 -- "Loopback" is where libcurl connects: 0127.0.0.1 is 87.0.0.1 to libcurl
