@@ -186,29 +186,22 @@ static const luaL_Reg lock_meta[] = {
 
 /* ---- writing ---- */
 
-static int l_write(lua_State *L)
+/* fs.write or fs.append (by put: fs_write or fs_append) of path and data. */
+static int put_file(lua_State *L, int (*put)(const char *, const void *, size_t, ks_status *))
 {
     const char *path = luaL_checkstring(L, 1);
     size_t n;
     const char *data = luaL_checklstring(L, 2, &n);
     ks_status st;
-    if (fs_write(path, data, n, &st) != KS_OK)
+    if (put(path, data, n, &st) != KS_OK)
         return lh_pushfail(L, &st);
     lua_pushboolean(L, 1);
     return 1;
 }
 
-static int l_append(lua_State *L)
-{
-    const char *path = luaL_checkstring(L, 1);
-    size_t n;
-    const char *data = luaL_checklstring(L, 2, &n);
-    ks_status st;
-    if (fs_append(path, data, n, &st) != KS_OK)
-        return lh_pushfail(L, &st);
-    lua_pushboolean(L, 1);
-    return 1;
-}
+static int l_write(lua_State *L) { return put_file(L, fs_write); }
+
+static int l_append(lua_State *L) { return put_file(L, fs_append); }
 
 static int l_create(lua_State *L)
 {
