@@ -94,6 +94,31 @@ function T.slurm_script_replaces_a_planted_link(t)
   t.eq(t.read(script), out, "the script written is the one printed")
 end
 
+-- The batch script itself, run as an array task outside Slurm: a link
+-- planted at the name its store is copied under goes, unfollowed; a folder
+-- someone else made under the node folder's name is refused.
+function T.slurm_task_does_not_write_through_a_planted_link(t)
+  local dir = t.tmpdir()
+  local _, plant, intact = marker(t)
+  local results, node = dir .. "/results", dir .. "/node"
+  local code, _, err = t.sh("cd " .. q(t.root) .. " && " .. q(t.klab) .. " slurm tests/slurm/sweep.lua --shards 3 "
+    .. "--results " .. q(results) .. " --local-dir " .. q(node) .. " --dry-run")
+  t.eq(code, 0, err)
+  plant(results .. "/shard-1-of-3.db.part")
+  local task = "cd " .. q(t.root) .. " && SLURM_ARRAY_JOB_ID=77 SLURM_ARRAY_TASK_ID=1 sh " .. q(results .. "/sweep.sbatch")
+  code, _, err = t.sh(task)
+  t.eq(code, 0, err)
+  intact("the saved store")
+  t.eq(fs.type(results .. "/shard-1-of-3.db"), "file")
+  t.eq(fs.type(results .. "/shard-1-of-3.db.part"), nil)
+  -- the node folder of another task, made in advance as a link to a folder
+  local elsewhere = t.tmpdir()
+  assert(os.execute("ln -s " .. q(elsewhere) .. " " .. q(node .. "/klab-77-2")))
+  code = t.sh("cd " .. q(t.root) .. " && SLURM_ARRAY_JOB_ID=77 SLURM_ARRAY_TASK_ID=2 sh " .. q(results .. "/sweep.sbatch"))
+  t.eq(code, 1, "refused")
+  t.eq(#assert(fs.list(elsewhere)), 0, "nothing was written into the linked folder")
+end
+
 function T.report_does_not_write_through_a_planted_link(t)
   local dir = t.tmpdir()
   fixture(dir .. "/s.db"):close()
