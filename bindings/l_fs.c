@@ -19,6 +19,16 @@
  *       lock:free() (also __close and __gc) or when the process ends; when
  *       another holds it: nil, msg, "EBUSY", and the note that holder wrote;
  *       with wait true, waits until the holder lets go instead
+ *   fs.write(path, data)    -> true | nil, msg, code
+ *       path's whole content; a new file beside path renamed over it, so a
+ *       symbolic link at path is replaced, never followed
+ *   fs.create(path)         -> writer | nil, msg, code
+ *       the same, a piece at a time: writer:write(s, ...) -> writer | nil,
+ *       msg, code; writer:close() -> true | nil, msg, code puts the file in
+ *       place; writer:abort() (also __close and __gc before close) leaves
+ *       path as it was
+ *   fs.append(path, data)   -> true | nil, msg, code
+ *       adds to a regular file (made when missing); a link is refused
  */
 #include <errno.h>
 #include <limits.h>
@@ -29,6 +39,7 @@
 #include "base/fs.h"
 
 #define LOCK_T "klab.fs.Lock"
+#define WRITER_T "klab.fs.Writer"
 
 static int l_list(lua_State *L)
 {
@@ -173,7 +184,87 @@ static const luaL_Reg lock_meta[] = {
     {NULL, NULL},
 };
 
+/* ---- writing ---- */
+
+/* fs.write or fs.append (by put: fs_write or fs_append) of path and data. */
+static int put_file(lua_State *L, int (*put)(const char *, const void *, size_t, ks_status *))
+{
+    const char *path = luaL_checkstring(L, 1);
+    size_t n;
+    const char *data = luaL_checklstring(L, 2, &n);
+    ks_status st;
+    if (put(path, data, n, &st) != KS_OK)
+        return lh_pushfail(L, &st);
+    lua_pushboolean(L, 1);
+    return 1;
+}
+
+static int l_write(lua_State *L) { return put_file(L, fs_write); }
+
+static int l_append(lua_State *L) { return put_file(L, fs_append); }
+
+static int l_create(lua_State *L)
+{
+    const char *path = luaL_checkstring(L, 1);
+    fs_writer *w = lua_newuserdatauv(L, sizeof *w, 0);
+    w->fd = -1;
+    w->path = w->tmp = NULL;
+    luaL_setmetatable(L, WRITER_T);
+    ks_status st;
+    if (fs_create(path, w, &st) != KS_OK)
+        return lh_pushfail(L, &st);
+    return 1;
+}
+
+/* writer:write(s, ...): like a Lua file's, strings and numbers. */
+static int writer_write(lua_State *L)
+{
+    fs_writer *w = luaL_checkudata(L, 1, WRITER_T);
+    int top = lua_gettop(L);
+    for (int i = 2; i <= top; i++) {
+        size_t n;
+        const char *s = luaL_checklstring(L, i, &n);
+        ks_status st;
+        if (fs_writer_write(w, s, n, &st) != KS_OK)
+            return lh_pushfail(L, &st);
+    }
+    lua_settop(L, 1);
+    return 1;
+}
+
+static int writer_close(lua_State *L)
+{
+    fs_writer *w = luaL_checkudata(L, 1, WRITER_T);
+    ks_status st;
+    if (fs_commit(w, &st) != KS_OK)
+        return lh_pushfail(L, &st);
+    lua_pushboolean(L, 1);
+    return 1;
+}
+
+static int writer_abort(lua_State *L)
+{
+    fs_abort(luaL_checkudata(L, 1, WRITER_T));
+    return 0;
+}
+
+static const luaL_Reg writer_methods[] = {
+    {"write", writer_write},
+    {"close", writer_close},
+    {"abort", writer_abort},
+    {NULL, NULL},
+};
+
+static const luaL_Reg writer_meta[] = {
+    {"__gc", writer_abort},
+    {"__close", writer_abort},
+    {NULL, NULL},
+};
+
 static const luaL_Reg fs_funcs[] = {
+    {"write", l_write},
+    {"create", l_create},
+    {"append", l_append},
     {"list", l_list},
     {"type", l_type},
     {"read", l_read},
@@ -187,6 +278,8 @@ static const luaL_Reg fs_funcs[] = {
 int luaopen_klab_fs(lua_State *L)
 {
     lh_newclass(L, LOCK_T, lock_methods, lock_meta);
+    lua_pop(L, 1);
+    lh_newclass(L, WRITER_T, writer_methods, writer_meta);
     lua_pop(L, 1);
     luaL_newlib(L, fs_funcs);
     return 1;

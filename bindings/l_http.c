@@ -17,7 +17,10 @@
  *       ends by its own timeouts and retries). Failure means a transport
  *       failure (code "EIO" or "ETIMEOUT"); any HTTP status is a response.
  *   http.is_secret(header_name) -> boolean
- *   http.is_loopback(url) -> boolean     localhost, 127.0.0.0/8 or [::1]
+ *   http.is_loopback(url) -> boolean     localhost, 127.0.0.0/8, [::1] or
+ *                                        [::ffff:127.x.y.z], as libcurl
+ *                                        reads the host (0127.0.0.1 is
+ *                                        87.0.0.1); see http_url_target
  *   http.curl_version() -> "7.88.1" | nil
  *
  * spec = {

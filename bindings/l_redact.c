@@ -7,9 +7,10 @@
  *       (set, and at least 8 bytes long)
  *   redact.count() -> how many values are redacted
  *
- * The set is filled when klab starts from every environment variable named
- * *_KEY or *_TOKEN; model.new adds each api_key_env, klab.http each
- * variable a header is read from.
+ * The set is filled when klab starts from every environment variable whose
+ * name looks secret or whose value is a URL with a password (see
+ * host/base/redact.h, which also lists the spellings matched); model.new
+ * adds each api_key_env, klab.http each variable a header is read from.
  */
 #include <stdlib.h>
 

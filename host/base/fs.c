@@ -12,6 +12,7 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include "base/random.h"
 #include "base/sha256.h"
 
 #define FS_READ_DEFAULT_CAP ((size_t)64 << 20)
@@ -516,4 +517,170 @@ void fs_unlock(int fd)
     /* Closing the descriptor releases the lock; the slot's note stays until
      * the next holder overwrites it, and is read only while a lock is held. */
     close(fd);
+}
+
+/* ---- writing ---- */
+
+/* The folder part of path ("." when there is none), malloc'd. */
+static char *folder_of(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        return strdup(".");
+    if (slash == path)
+        return strdup("/");
+    return strndup(path, (size_t)(slash - path));
+}
+
+int fs_create(const char *path, fs_writer *w, ks_status *st)
+{
+    w->fd = -1;
+    w->path = w->tmp = NULL;
+    if (!path || !*path)
+        return ks_fail(st, KS_EINVAL, 0, "cannot write a file with an empty name");
+    struct stat sb;
+    if (lstat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
+        return refuse(st, FS_IS_DIR, path, "is a folder, not a file: name a file to write");
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    if (!*base)
+        return refuse(st, FS_IS_DIR, path, "names a folder, not a file: name a file to write");
+    char *dir = folder_of(path);
+    size_t cap = strlen(path) + 64;
+    w->path = strdup(path);
+    w->tmp = malloc(cap);
+    if (!dir || !w->path || !w->tmp) {
+        free(dir);
+        fs_abort(w);
+        return ks_fail(st, KS_ENOMEM, 0, "out of memory writing %s", path);
+    }
+    /* A hidden name with 96 random bits: nobody can plant a file under it
+     * in advance, and O_EXCL | O_NOFOLLOW refuses one that is there anyway
+     * (a link included, dangling or not) rather than open it. The target's
+     * name is cut to keep the new name within NAME_MAX. */
+    int e = EEXIST;
+    for (int tries = 0; tries < 16 && e == EEXIST; tries++) {
+        unsigned char r[12];
+        if (random_bytes(r, sizeof r, st) != KS_OK) {
+            free(dir);
+            fs_abort(w);
+            return st->code;
+        }
+        char hex[2 * sizeof r + 1];
+        for (size_t i = 0; i < sizeof r; i++)
+            snprintf(hex + 2 * i, 3, "%02x", r[i]);
+        snprintf(w->tmp, cap, "%s/.%.180s.%s.new", dir, base, hex);
+        w->fd = open(w->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+        e = w->fd < 0 ? errno : 0;
+    }
+    free(dir);
+    if (w->fd < 0) {
+        free(w->tmp); /* nothing was made under that name: never unlink it */
+        w->tmp = NULL;
+        fs_abort(w);
+        return ks_fail(st, KS_EIO, e, "cannot write %s: %s", path, strerror(e));
+    }
+    return KS_OK;
+}
+
+int fs_writer_write(fs_writer *w, const void *p, size_t n, ks_status *st)
+{
+    if (w->fd < 0)
+        return ks_fail(st, KS_EINVAL, 0, "writing %s after it was closed", w->path ? w->path : "a file");
+    const char *c = p;
+    while (n > 0) {
+        ssize_t k = write(w->fd, c, n);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            return ks_fail(st, KS_EIO, errno, "cannot write %s: %s", w->path, strerror(k < 0 ? errno : EIO));
+        c += k;
+        n -= (size_t)k;
+    }
+    return KS_OK;
+}
+
+int fs_commit(fs_writer *w, ks_status *st)
+{
+    if (w->fd < 0) {
+        fs_abort(w);
+        return ks_fail(st, KS_EINVAL, 0, "closing a file twice");
+    }
+    /* On disk before it takes the target's name, so that a crash leaves the
+     * old file or the whole new one. */
+    int e = 0;
+    if (fsync(w->fd) != 0 && errno != EINVAL) /* EINVAL: a file system that cannot sync */
+        e = errno;
+    if (close(w->fd) != 0 && !e)
+        e = errno;
+    w->fd = -1;
+    if (!e && rename(w->tmp, w->path) != 0)
+        e = errno;
+    if (e) {
+        int rc = ks_fail(st, KS_EIO, e, "cannot write %s: %s", w->path, strerror(e));
+        fs_abort(w);
+        return rc;
+    }
+    char *dir = folder_of(w->path);
+    int dfd = dir ? open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+    if (dfd >= 0) {
+        (void)fsync(dfd); /* the rename itself; the file is whole either way */
+        close(dfd);
+    }
+    free(dir);
+    free(w->tmp);
+    w->tmp = NULL;
+    fs_abort(w);
+    return KS_OK;
+}
+
+void fs_abort(fs_writer *w)
+{
+    if (w->fd >= 0)
+        close(w->fd);
+    w->fd = -1;
+    if (w->tmp)
+        unlink(w->tmp);
+    free(w->tmp);
+    free(w->path);
+    w->tmp = w->path = NULL;
+}
+
+int fs_write(const char *path, const void *p, size_t n, ks_status *st)
+{
+    fs_writer w;
+    if (fs_create(path, &w, st) != KS_OK)
+        return st->code;
+    if (fs_writer_write(&w, p, n, st) != KS_OK) {
+        fs_abort(&w);
+        return st->code;
+    }
+    return fs_commit(&w, st);
+}
+
+int fs_append(const char *path, const void *p, size_t n, ks_status *st)
+{
+    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0666);
+    if (fd < 0 && errno == ELOOP)
+        return refuse(st, FS_IS_LINK, path, "is a symbolic link: klab does not write through links");
+    if (fd < 0)
+        return ks_fail(st, KS_EIO, errno, "cannot write %s: %s", path, strerror(errno));
+    struct stat sb;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        close(fd);
+        return refuse(st, FS_NOT_REGULAR, path, "is not a regular file: klab appends only to files");
+    }
+    fs_writer w = {fd, (char *)path, NULL};
+    int rc = fs_writer_write(&w, p, n, st);
+    if (close(fd) != 0 && rc == KS_OK)
+        rc = ks_fail(st, KS_EIO, errno, "cannot write %s: %s", path, strerror(errno));
+    return rc;
+}
+
+int fs_refuse_link(const char *path, ks_status *st)
+{
+    struct stat sb;
+    if (lstat(path, &sb) == 0 && S_ISLNK(sb.st_mode))
+        return refuse(st, FS_IS_LINK, path, "is a symbolic link: klab does not write through links");
+    return KS_OK;
 }

@@ -17,7 +17,11 @@
  *     another file system;
  *   - fs_realpath resolves a path; fs_mkdirs makes a folder and its parents;
  *   - fs_lock takes an exclusive lock on one slot of a lock file, released
- *     by the kernel when the holder exits however it exits.
+ *     by the kernel when the holder exits however it exits;
+ *   - fs_create, fs_commit and fs_write write every file klab makes: a new
+ *     file beside the target, then renamed over it, so a symbolic link at
+ *     the target is replaced, never followed; fs_append adds to a file that
+ *     is not a link.
  */
 #ifndef KLAB_HOST_FS_H
 #define KLAB_HOST_FS_H
@@ -102,5 +106,44 @@ int fs_lock(const char *path, const char *key, const char *note, int *fd, char *
  * resource, such as the exclusive stages of workers sharing a GPU). */
 int fs_lock_wait(const char *path, const char *key, const char *note, int *fd, ks_status *st);
 void fs_unlock(int fd);
+
+/* A file being written: fd is a new file beside path (same folder, a
+ * random hidden name, made with O_CREAT | O_EXCL | O_NOFOLLOW so that no
+ * link planted under that name is followed), renamed over path by
+ * fs_commit. Whatever lies at path is replaced by the rename and never
+ * opened: a symbolic link there stays pointing where it pointed, and what
+ * it points to is untouched. The file gets mode 0666 less the umask. */
+typedef struct fs_writer {
+    int fd;      /* -1 once committed or aborted */
+    char *path;  /* the target */
+    char *tmp;   /* the new file's name until it is renamed */
+} fs_writer;
+
+/* Starts writing path. KS_EINVAL when path is a folder; KS_EIO when its
+ * folder cannot hold a new file. */
+int fs_create(const char *path, fs_writer *w, ks_status *st);
+/* Appends n bytes to the new file. */
+int fs_writer_write(fs_writer *w, const void *p, size_t n, ks_status *st);
+/* Flushes the new file to disk (fsync), renames it over the target and
+ * flushes the folder; on failure the new file is removed and the target is
+ * as it was. Ends w either way. */
+int fs_commit(fs_writer *w, ks_status *st);
+/* Removes the new file and ends w (nothing at the target changes). Safe to
+ * call on an ended writer. */
+void fs_abort(fs_writer *w);
+
+/* path's whole content, written as above (fs_create, fs_writer_write,
+ * fs_commit). */
+int fs_write(const char *path, const void *p, size_t n, ks_status *st);
+
+/* Appends n bytes to path, made (mode 0666 less the umask) when missing.
+ * Refused with KS_EINVAL when path is a symbolic link or not a regular file:
+ * a log is never written through a link. */
+int fs_append(const char *path, const void *p, size_t n, ks_status *st);
+
+/* KS_OK when path is not a symbolic link (missing is fine); KS_EINVAL
+ * naming path otherwise. For files that another library creates beside
+ * klab's, such as SQLite's -wal and -shm. */
+int fs_refuse_link(const char *path, ks_status *st);
 
 #endif

@@ -3,11 +3,20 @@
  *
  * A process-wide set of (name, value) pairs: filled at start from every
  * environment variable whose name looks secret (it holds KEY, TOKEN,
- * SECRET, PASSWORD, PASSWD or CREDENTIAL, in any case), and by
- * redact_add_env for each variable an experiment names (api_key_env) and
- * each variable an HTTP header is read from. Values shorter than
- * REDACT_MIN_LEN are not kept (they would match ordinary text).
- * redact_apply replaces every occurrence of a value with "[redacted NAME]".
+ * SECRET, PASS, CREDENTIAL, AUTH, COOKIE, DSN, WEBHOOK or PRIVATE, or ends
+ * in PAT, in any case) or whose value is a URL with a password in it
+ * (scheme://user:password@host, whatever the name), and by redact_add_env
+ * for each variable an experiment names (api_key_env) and each variable an
+ * HTTP header is read from. A URL's password is kept on its own too (as
+ * written and percent-decoded), and so is user:password. Values shorter
+ * than REDACT_MIN_LEN are not kept (they would match ordinary text).
+ *
+ * redact_apply replaces every occurrence of a value with "[redacted NAME]",
+ * in each spelling the value travels in: as is, JSON-escaped (\" \\ \n
+ * \u00XX ...), URL-encoded (%XX in either case, + for a space) or a mix of
+ * these, and base64 (standard and URL-safe, alone or at any of the three
+ * alignments inside a longer encoded string, as in Basic auth), where the
+ * characters that hold any of the value's bits are replaced.
  *
  * It is a second wall, behind the rule that keys never become Lua strings:
  * what a server echoes, a compiler quotes or a kernel prints still cannot

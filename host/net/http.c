@@ -7,10 +7,12 @@
 #define CURL_DISABLE_DEPRECATION 1
 #include <curl/curl.h>
 
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +50,11 @@ static struct {
     struct curl_slist *(*slist_append)(struct curl_slist *, const char *);
     void (*slist_free_all)(struct curl_slist *);
     time_t (*getdate)(const char *, const time_t *);
+    CURLU *(*url)(void);
+    void (*url_cleanup)(CURLU *);
+    CURLUcode (*url_set)(CURLU *, CURLUPart, const char *, unsigned int);
+    CURLUcode (*url_get)(const CURLU *, CURLUPart, char **, unsigned int);
+    void (*free)(void *);
     unsigned int version_num;
     const char *version;
 } cf;
@@ -78,6 +85,11 @@ static int curl_load(ks_status *st)
         {"curl_slist_append", (void **)&cf.slist_append, 0},
         {"curl_slist_free_all", (void **)&cf.slist_free_all, 0},
         {"curl_getdate", (void **)&cf.getdate, 0},
+        {"curl_url", (void **)&cf.url, 0},
+        {"curl_url_cleanup", (void **)&cf.url_cleanup, 0},
+        {"curl_url_set", (void **)&cf.url_set, 0},
+        {"curl_url_get", (void **)&cf.url_get, 0},
+        {"curl_free", (void **)&cf.free, 0},
         {"curl_multi_poll", (void **)&cf.multi_poll, 1},
     };
     if (dynlib_bind(lib, syms, DYNLIB_COUNT(syms), st) != KS_OK)
@@ -153,54 +165,130 @@ int http_header_is_secret(const char *name, size_t n)
     return 0;
 }
 
+/* An IPv4 address written the way inet_aton reads it (and so the system
+ * resolver libcurl calls): one to four parts, each decimal, octal with a
+ * leading 0, or hex with 0x; the last part fills the bytes that are left.
+ * Nothing else: no sign, no space, no empty part, no trailing dot. */
+static int parse_ipv4(const char *s, struct in_addr *out)
+{
+    uint32_t part[4];
+    int n = 0;
+    const char *p = s;
+    for (;;) {
+        if (n == 4 || !isdigit((unsigned char)*p))
+            return 0;
+        int base = 10;
+        if (p[0] == '0' && (p[1] == 'x' || p[1] == 'X')) {
+            base = 16;
+            p += 2;
+            if (!isxdigit((unsigned char)*p))
+                return 0;
+        } else if (p[0] == '0') {
+            base = 8;
+        }
+        uint64_t v = 0;
+        for (; *p && *p != '.'; p++) {
+            int d = isdigit((unsigned char)*p) ? *p - '0'
+                    : base == 16 && isxdigit((unsigned char)*p) ? tolower((unsigned char)*p) - 'a' + 10
+                                                               : 99;
+            if (d >= base)
+                return 0;
+            v = v * (uint64_t)base + (uint64_t)d;
+            if (v > 0xffffffffu)
+                return 0;
+        }
+        part[n++] = (uint32_t)v;
+        if (!*p)
+            break;
+        p++; /* the dot: a part must follow */
+    }
+    uint32_t a;
+    switch (n) {
+    case 1: a = part[0]; break;
+    case 2:
+        if (part[0] > 255 || part[1] > 0xffffff)
+            return 0;
+        a = part[0] << 24 | part[1];
+        break;
+    case 3:
+        if (part[0] > 255 || part[1] > 255 || part[2] > 0xffff)
+            return 0;
+        a = part[0] << 24 | part[1] << 16 | part[2];
+        break;
+    default:
+        if (part[0] > 255 || part[1] > 255 || part[2] > 255 || part[3] > 255)
+            return 0;
+        a = part[0] << 24 | part[1] << 16 | part[2] << 8 | part[3];
+    }
+    out->s_addr = htonl(a);
+    return 1;
+}
+
+/* Reads t->host into t->numeric, t->addr and t->loopback. */
+static void classify_host(http_target *t)
+{
+    struct in_addr a4;
+    struct in6_addr a6;
+    if (parse_ipv4(t->host, &a4)) {
+        t->numeric = 1;
+        inet_ntop(AF_INET, &a4, t->addr, sizeof t->addr);
+        t->loopback = (ntohl(a4.s_addr) >> 24) == 127;
+    } else if (inet_pton(AF_INET6, t->host, &a6) == 1) {
+        t->numeric = 1;
+        inet_ntop(AF_INET6, &a6, t->addr, sizeof t->addr);
+        /* ::1, or an IPv4-mapped loopback (::ffff:127.x.y.z), which the
+         * kernel connects to as 127.x.y.z. */
+        static const unsigned char mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+        t->loopback = IN6_IS_ADDR_LOOPBACK(&a6) || (memcmp(a6.s6_addr, mapped, 12) == 0 && a6.s6_addr[12] == 127);
+    } else {
+        /* A name: only localhost is this machine (with or without the
+         * root's trailing dot), and a request to it is pinned to 127.0.0.1
+         * and ::1 whatever a resolver would say. */
+        t->loopback = strcasecmp(t->host, "localhost") == 0 || strcasecmp(t->host, "localhost.") == 0;
+    }
+}
+
+int http_url_target(const char *url, http_target *t, ks_status *st)
+{
+    memset(t, 0, sizeof *t);
+    if (!url || (strncasecmp(url, "http://", 7) != 0 && strncasecmp(url, "https://", 8) != 0))
+        return ks_fail(st, KS_EINVAL, 0, "the URL must start with http:// or https://");
+    if (curl_ready(st) != KS_OK)
+        return st->code;
+    CURLU *u = cf.url();
+    if (!u)
+        return ks_fail(st, KS_ENOMEM, 0, "out of memory parsing a URL");
+    char *host = NULL, *port = NULL;
+    CURLUcode rc = cf.url_set(u, CURLUPART_URL, url, 0);
+    if (rc == CURLUE_OK)
+        rc = cf.url_get(u, CURLUPART_HOST, &host, 0);
+    if (rc == CURLUE_OK)
+        rc = cf.url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT);
+    int r = KS_OK;
+    size_t hl = host ? strlen(host) : 0;
+    if (rc != CURLUE_OK || hl == 0 || hl >= sizeof t->host || !port) {
+        r = ks_fail(st, KS_EINVAL, (int)rc, "cannot read the host of the URL (libcurl URL error %d)", (int)rc);
+    } else {
+        /* An IPv6 host comes in brackets; a zone ("%25eth0") stays with it,
+         * and such an address is never loopback. */
+        if (host[0] == '[' && host[hl - 1] == ']')
+            snprintf(t->host, sizeof t->host, "%.*s", (int)(hl - 2), host + 1);
+        else
+            snprintf(t->host, sizeof t->host, "%s", host);
+        t->port = atoi(port);
+        classify_host(t);
+    }
+    cf.free(host);
+    cf.free(port);
+    cf.url_cleanup(u);
+    return r;
+}
+
 int http_url_is_loopback(const char *url)
 {
-    const char *a = NULL;
-    if (strncasecmp(url, "http://", 7) == 0)
-        a = url + 7;
-    else if (strncasecmp(url, "https://", 8) == 0)
-        a = url + 8;
-    if (!a)
-        return 0;
-    size_t n = strcspn(a, "/?#");
-    /* Anything unusual in the authority (a backslash, spaces, escapes) is
-     * not worth a guess about which host a parser would pick. */
-    for (size_t i = 0; i < n; i++)
-        if (!(isalnum((unsigned char)a[i]) || strchr(".-:[]@_~", a[i])))
-            return 0;
-    const char *at = NULL;
-    for (size_t i = 0; i < n; i++)
-        if (a[i] == '@')
-            at = a + i;
-    if (at) { /* user info: the host follows the last '@' */
-        n -= (size_t)(at + 1 - a);
-        a = at + 1;
-    }
-    char host[256];
-    size_t h;
-    if (n && a[0] == '[') {
-        const char *e = memchr(a, ']', n);
-        if (!e)
-            return 0;
-        h = (size_t)(e - a) + 1;
-    } else {
-        h = strcspn(a, ":/?#");
-        if (h > n)
-            h = n;
-    }
-    if (h == 0 || h >= sizeof host)
-        return 0;
-    memcpy(host, a, h);
-    host[h] = '\0';
-    if (strcasecmp(host, "localhost") == 0 || strcmp(host, "[::1]") == 0)
-        return 1;
-    /* 127.0.0.0/8, written as four decimal parts. */
-    unsigned p0, p1, p2, p3;
-    char extra;
-    if (sscanf(host, "%u.%u.%u.%u%c", &p0, &p1, &p2, &p3, &extra) == 4 && p0 == 127 && p1 < 256 && p2 < 256 &&
-        p3 < 256 && strspn(host, "0123456789.") == strlen(host))
-        return 1;
-    return 0;
+    http_target t;
+    ks_status st;
+    return http_url_target(url, &t, &st) == KS_OK && t.loopback;
 }
 
 /* An HTTP token character (RFC 9110), the alphabet of header names. */
@@ -252,6 +340,7 @@ typedef struct xfer {
     /* Every attempt so far. */
     http_attempt *att;
     size_t natt, capatt;
+    struct curl_slist *pin; /* CURLOPT_CONNECT_TO or CURLOPT_RESOLVE of a loopback request */
 } xfer;
 
 struct http_client {
@@ -293,6 +382,8 @@ static void xfer_free(xfer *x)
     if (x->easy)
         cf.easy_cleanup(x->easy);
     slist_wipe_free(x->hdrs);
+    if (x->pin)
+        cf.slist_free_all(x->pin);
     if (x->body) {
         explicit_bzero(x->body, x->body_len);
         free(x->body);
@@ -300,6 +391,28 @@ static void xfer_free(xfer *x)
     capture_reset(x);
     free(x->att);
     free(x);
+}
+
+/* Pins a loopback request to the address klab checked: a numeric host is
+ * connected to as that address (CURLOPT_CONNECT_TO), localhost to 127.0.0.1
+ * and ::1 (CURLOPT_RESOLVE), so that no parser or resolver can send it
+ * elsewhere. The lists are kept in x and freed with it. */
+static int pin_loopback(xfer *x, const http_target *t, ks_status *st)
+{
+    char entry[400];
+    if (t->numeric)
+        snprintf(entry, sizeof entry, "::%s%s%s:%d", strchr(t->addr, ':') ? "[" : "", t->addr,
+                 strchr(t->addr, ':') ? "]" : "", t->port);
+    else
+        snprintf(entry, sizeof entry, "%s:%d:127.0.0.1,[::1]", t->host, t->port);
+    struct curl_slist *l = cf.slist_append(NULL, entry);
+    if (!l)
+        return ks_fail(st, KS_ENOMEM, 0, "out of memory for a request");
+    x->pin = l;
+    CURLcode rc = cf.easy_setopt(x->easy, t->numeric ? CURLOPT_CONNECT_TO : CURLOPT_RESOLVE, l);
+    if (rc != CURLE_OK)
+        return ks_fail(st, KS_EIO, (int)rc, "libcurl cannot pin a loopback address: %s", cf.easy_strerror(rc));
+    return KS_OK;
 }
 
 static size_t on_body(char *ptr, size_t size, size_t nmemb, void *ud)
@@ -590,8 +703,10 @@ int http_submit(http_client *c, const http_request *req, uint64_t *id, ks_status
         if (colon && http_header_is_secret(req->headers[i], (size_t)(colon - req->headers[i])))
             has_secret = 1;
     }
-    if (has_secret && strncasecmp(req->url, "http://", 7) == 0 && !http_url_is_loopback(req->url) &&
-        !req->allow_insecure)
+    http_target target;
+    if (http_url_target(req->url, &target, st) != KS_OK)
+        return st->code;
+    if (has_secret && strncasecmp(req->url, "http://", 7) == 0 && !target.loopback && !req->allow_insecure)
         return ks_fail(st, KS_EREJECT, 0,
                        "refusing to send a key over plain http:// to a host other than this machine "
                        "(it would cross the network unencrypted): use https://, or allow_insecure_http");
@@ -655,9 +770,13 @@ int http_submit(http_client *c, const http_request *req, uint64_t *id, ks_status
         goto fail;
     /* The same loopback as the plain-http rule above (all of 127.0.0.0/8,
      * ::1, localhost): never through a proxy, which would carry a key that
-     * rule let go unencrypted off the host. */
-    if (http_url_is_loopback(req->url))
+     * rule let go unencrypted off the host, and pinned to the address that
+     * rule checked. */
+    if (target.loopback) {
         SETOPT(CURLOPT_PROXY, "");
+        if (pin_loopback(x, &target, st) != KS_OK)
+            goto fail;
+    }
     SETOPT(CURLOPT_USERAGENT, "klab/" KLAB_VERSION);
     /* Optional comforts: an older libcurl may not know them, which is fine. */
     cf.easy_setopt(x->easy, CURLOPT_ACCEPT_ENCODING, "");

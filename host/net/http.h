@@ -24,8 +24,9 @@
  * not followed; compressed replies are decoded. Proxies: by default libcurl
  * takes them from http_proxy, https_proxy (HTTPS_PROXY), all_proxy and
  * no_proxy (NO_PROXY) in the environment; a request may name its own proxy
- * or none. Loopback hosts (localhost, 127.0.0.1, ::1) are always reached
- * directly, in addition to what no_proxy lists.
+ * or none. Loopback hosts (localhost, 127.0.0.0/8, ::1; see
+ * http_url_target) are always reached directly, in addition to what
+ * no_proxy lists, at the address klab checked.
  *
  * Keys in clear: a request with a secret header over plain http:// to a
  * host that is not loopback (localhost, 127.0.0.0/8, [::1]) is refused
@@ -152,8 +153,27 @@ int http_header_is_secret(const char *name, size_t n);
 /* The libcurl version in use ("7.88.1"), or NULL when it cannot be loaded. */
 const char *http_curl_version(void);
 
-/* Whether url's host is this machine: localhost, 127.0.0.0/8 or [::1]
- * (user info skipped; an authority with unusual characters is not). */
+/* Where a URL leads, read by libcurl's own URL parser (so user info,
+ * brackets and odd spellings split as they will for the transfer), with an
+ * IPv4 host read as the resolver reads it: each part decimal, octal (a
+ * leading 0) or hex (0x), and the short forms (127.1, 2130706433), so
+ * "0127.0.0.1" is 87.0.0.1, never 127.0.0.1. */
+typedef struct http_target {
+    char host[256];  /* the URL's host as libcurl parsed it (IPv6 without brackets) */
+    int port;        /* the URL's port, or the scheme's */
+    int numeric;     /* 1 when host is an IP address */
+    char addr[64];   /* numeric: that address in canonical form ("127.0.0.1", "::1") */
+    int loopback;    /* 127.0.0.0/8, ::1, ::ffff:127.0.0.0/104, or the name localhost */
+} http_target;
+
+/* Fills t for url (http:// or https:// only). KS_EINVAL when libcurl
+ * cannot parse it (the transfer would fail too); KS_ENOLIB without libcurl. */
+int http_url_target(const char *url, http_target *t, ks_status *st);
+
+/* Whether url's host is this machine, as http_url_target reads it. A request
+ * to such a URL is pinned there: libcurl is handed the address klab checked
+ * (localhost to 127.0.0.1 and ::1), so "loopback" is always the address
+ * the connection goes to. */
 int http_url_is_loopback(const char *url);
 
 #endif

@@ -3,10 +3,12 @@
  * docs/store.md; the schema is schema.c's, klab's records records.c's. */
 #include "store/store_impl.h"
 
+#include "base/fs.h"
 #include "base/redact.h"
 #include "base/sha256.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -358,6 +360,36 @@ static int open_readonly(store *db, int busy, ks_status *st)
     return r;
 }
 
+/* The writable open: SQLite makes the file when it is missing, and would
+ * follow a symbolic link planted at path to make or write whatever it points
+ * to. The folder's links are the user's own path, so the folder is resolved
+ * first and SQLITE_OPEN_NOFOLLOW then refuses a link at the store's own name
+ * (and any link that appears in the folder's place meanwhile). SQLite opens
+ * the -wal and -shm files without following links itself. */
+static int open_writable(store *db, int busy, ks_status *st)
+{
+    if (strcmp(db->path, ":memory:") == 0)
+        return open_handle(db, db->path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, busy, st);
+    if (fs_refuse_link(db->path, st) != KS_OK)
+        return ks_fail(st, KS_EINVAL, FS_IS_LINK,
+                       "store: %s is a symbolic link: klab does not write a store through a link "
+                       "(name the file it points to)", db->path);
+    const char *slash = strrchr(db->path, '/');
+    char folder[PATH_MAX], name[PATH_MAX + NAME_MAX + 2];
+    const char *open_as = db->path;
+    if (slash != db->path) {
+        int fl = slash ? (int)(slash - db->path) : 1;
+        char given[PATH_MAX];
+        ks_status ignored;
+        if (snprintf(given, sizeof given, "%.*s", fl, slash ? db->path : ".") < (int)sizeof given &&
+            fs_realpath(given, folder, sizeof folder, &ignored) == KS_OK &&
+            snprintf(name, sizeof name, "%s/%s", folder, slash ? slash + 1 : db->path) < (int)sizeof name)
+            open_as = name;
+    }
+    return open_handle(db, open_as, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOFOLLOW, busy,
+                       st);
+}
+
 int store_open(store **out, const char *path, const store_options *opt, ks_status *st)
 {
     *out = NULL;
@@ -375,7 +407,7 @@ int store_open(store **out, const char *path, const store_options *opt, ks_statu
     if (readonly) {
         r = open_readonly(db, busy, st);
     } else {
-        r = open_handle(db, path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, busy, st);
+        r = open_writable(db, busy, st);
         if (r == KS_OK)
             r = set_wal(db, busy, st);
         if (r == KS_OK)

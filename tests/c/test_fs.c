@@ -2,7 +2,8 @@
  * test_fs.c: host/base/fs.c, file operations without a shell: listing,
  * safe reads (links, FIFOs, devices, folders and files over the cap are
  * refused, naming the path and why), temporary folders, removing a tree
- * without following its links, and slot locks.
+ * without following its links, slot locks, and writes that replace a
+ * link at their target instead of following it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -24,6 +25,103 @@ static int put(const char *path, const char *text)
     ssize_t n = write(fd, text, strlen(text));
     close(fd);
     return n == (ssize_t)strlen(text) ? 0 : -1;
+}
+
+/* The whole content of path (at most n - 1 bytes) into buf; -1 when it
+ * cannot be read. */
+static int slurp(const char *path, char *buf, size_t n)
+{
+    int fd = open(path, O_RDONLY | O_NOFOLLOW);
+    if (fd < 0)
+        return -1;
+    ssize_t k = read(fd, buf, n - 1);
+    close(fd);
+    if (k < 0)
+        return -1;
+    buf[k] = '\0';
+    return 0;
+}
+
+/* How many entries folder dir holds ("." and ".." left out). */
+static size_t count_entries(const char *dir)
+{
+    fs_entry *e;
+    size_t n = 0;
+    ks_status st;
+    if (fs_list(dir, &e, &n, &st) != KS_OK)
+        return (size_t)-1;
+    fs_list_free(e, n);
+    return n;
+}
+
+/* fs_write, fs_create and fs_append: a symbolic link planted where klab
+ * writes (to a marker file, or dangling) is replaced or refused; what it
+ * points to never changes and is never made. */
+static void writes_never_follow_links(const char *top)
+{
+    ks_status st;
+    char dir[4200], marker[4300], link[4300], missing[4300], buf[256];
+    snprintf(dir, sizeof dir, "%s/w", top);
+    CHECK(fs_mkdirs(dir, &st) == KS_OK);
+    snprintf(marker, sizeof marker, "%s/marker", top);
+    CHECK(put(marker, "marker: must stay\n") == 0);
+
+    snprintf(link, sizeof link, "%s/out.jsonl", dir);
+    CHECK(symlink(marker, link) == 0);
+    CHECKF(fs_write(link, "new\n", 4, &st) == KS_OK, "%s", st.msg);
+    CHECK(slurp(marker, buf, sizeof buf) == 0 && strcmp(buf, "marker: must stay\n") == 0);
+    fs_type t = FS_MISSING;
+    uint64_t size = 0;
+    CHECK(fs_lstat(link, &t, &size, &st) == KS_OK && t == FS_FILE && size == 4);
+    CHECK(slurp(link, buf, sizeof buf) == 0 && strcmp(buf, "new\n") == 0);
+    struct stat sb;
+    mode_t mask = umask(022);
+    umask(mask);
+    CHECK(stat(link, &sb) == 0 && (sb.st_mode & 0777) == (0666 & ~mask));
+    CHECK(count_entries(dir) == 1); /* no new file left beside it */
+
+    /* A dangling link: its target is not made. */
+    snprintf(missing, sizeof missing, "%s/made-through-a-link", top);
+    snprintf(link, sizeof link, "%s/dangling", dir);
+    CHECK(symlink(missing, link) == 0);
+    CHECK(fs_write(link, "x", 1, &st) == KS_OK);
+    CHECK(access(missing, F_OK) != 0 && errno == ENOENT);
+
+    /* Piece by piece: the target keeps its old content until the commit,
+     * and an abort leaves it and the folder as they were. */
+    snprintf(link, sizeof link, "%s/piece", dir);
+    CHECK(put(link, "old") == 0);
+    size_t before = count_entries(dir);
+    fs_writer w;
+    CHECK(fs_create(link, &w, &st) == KS_OK && w.fd >= 0);
+    CHECK(fs_writer_write(&w, "ab", 2, &st) == KS_OK && fs_writer_write(&w, "cd", 2, &st) == KS_OK);
+    CHECK(slurp(link, buf, sizeof buf) == 0 && strcmp(buf, "old") == 0);
+    CHECK(count_entries(dir) == before + 1);
+    fs_abort(&w);
+    CHECK(count_entries(dir) == before);
+    CHECK(slurp(link, buf, sizeof buf) == 0 && strcmp(buf, "old") == 0);
+    CHECK(fs_create(link, &w, &st) == KS_OK && fs_writer_write(&w, "abcd", 4, &st) == KS_OK);
+    CHECK(fs_commit(&w, &st) == KS_OK && w.fd == -1 && !w.tmp && !w.path);
+    CHECK(slurp(link, buf, sizeof buf) == 0 && strcmp(buf, "abcd") == 0);
+    CHECK(count_entries(dir) == before);
+    fs_abort(&w); /* an ended writer: nothing happens */
+
+    /* A folder is not a file; a folder that does not exist cannot hold one. */
+    CHECK(fs_write(dir, "x", 1, &st) == KS_EINVAL && strstr(st.msg, "is a folder"));
+    snprintf(link, sizeof link, "%s/no/such/folder/f", top);
+    CHECK(fs_write(link, "x", 1, &st) == KS_EIO && strstr(st.msg, link));
+
+    /* Appending: never through a link; a missing file is made. */
+    snprintf(link, sizeof link, "%s/log", dir);
+    CHECK(symlink(marker, link) == 0);
+    CHECK(fs_append(link, "x\n", 2, &st) == KS_EINVAL && st.sub == FS_IS_LINK && strstr(st.msg, link));
+    CHECK(slurp(marker, buf, sizeof buf) == 0 && strcmp(buf, "marker: must stay\n") == 0);
+    CHECK(fs_refuse_link(link, &st) == KS_EINVAL && strstr(st.msg, "symbolic link"));
+    snprintf(link, sizeof link, "%s/log2", dir);
+    CHECK(fs_refuse_link(link, &st) == KS_OK);
+    CHECK(fs_append(link, "a\n", 2, &st) == KS_OK && fs_append(link, "b\n", 2, &st) == KS_OK);
+    CHECK(slurp(link, buf, sizeof buf) == 0 && strcmp(buf, "a\nb\n") == 0);
+    CHECK(fs_refuse_link(link, &st) == KS_OK);
 }
 
 int main(void)
@@ -200,6 +298,8 @@ int main(void)
     fs_unlock(fd2);
     close(ready[0]);
     close(ready[1]);
+
+    writes_never_follow_links(dir);
     CHECK(fs_remove_tree(dir, &st) == KS_OK);
     return check_done();
 }

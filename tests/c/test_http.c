@@ -516,6 +516,112 @@ static void test_misuse_and_secrets(void)
     http_responses_free(NULL, 0);
 }
 
+/* "Loopback" is the address libcurl connects to: each spelling of a host is
+ * read as libcurl and the resolver read it (octal, hex and short IPv4
+ * forms, IPv6 and IPv4-mapped, user info, a trailing dot, names). */
+static void test_loopback_forms(void)
+{
+    static const struct {
+        const char *url;
+        int loopback;
+        const char *addr; /* "" for a name */
+    } forms[] = {
+        {"http://0127.0.0.1:8000/v1", 0, "87.0.0.1"}, /* octal: a public address */
+        {"http://0x7f.1/", 1, "127.0.0.1"},
+        {"http://0x7F.0.0.1/", 1, "127.0.0.1"},
+        {"http://127.1/", 1, "127.0.0.1"},
+        {"http://127.0.1/", 1, "127.0.0.1"},
+        {"http://2130706433/", 1, "127.0.0.1"},
+        {"http://0x7f000001/", 1, "127.0.0.1"},
+        {"http://017700000001/", 1, "127.0.0.1"},
+        {"http://127.000.000.001/", 1, "127.0.0.1"},
+        {"http://127.1.2.3:9/", 1, "127.1.2.3"},
+        {"http://0177.1/", 1, "127.0.0.1"},
+        {"http://10.0.0.1/", 0, "10.0.0.1"},
+        {"http://1.2.3.4/", 0, "1.2.3.4"},
+        {"http://[::1]:8000/x", 1, "::1"},
+        {"http://[0:0:0:0:0:0:0:1]/", 1, "::1"},
+        {"http://[::ffff:127.0.0.1]/", 1, "::ffff:127.0.0.1"},
+        {"http://[::ffff:7f00:1]/", 1, "::ffff:127.0.0.1"},
+        {"http://[::ffff:10.0.0.1]/", 0, "::ffff:10.0.0.1"},
+        {"http://[::127.0.0.1]/", 0, "::127.0.0.1"},
+        {"http://[fe80::1%25eth0]/", 0, "fe80::1"},
+        {"http://127.0.0.1./", 0, ""}, /* libcurl resolves it as a name: not this machine's address */
+        {"http://127.0.0.256/", 0, ""},
+        {"http://localhost:8000/v1", 1, ""},
+        {"http://LOCALHOST:1/", 1, ""},
+        {"http://localhost./", 1, ""},
+        {"http://%6cocalhost/", 1, ""}, /* libcurl decodes the host */
+        {"http://127.0.0.1@evil.example/", 0, ""},
+        {"http://localhost@evil.example/", 0, ""},
+        {"http://127.0.0.1.evil.example/", 0, ""},
+        {"http://localhost.evil.example/", 0, ""},
+        {"http://evil.example\\@127.0.0.1/", 1, "127.0.0.1"}, /* libcurl's host is 127.0.0.1 */
+        {"https://api.openai.com/v1", 0, ""},
+    };
+    for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
+        http_target t;
+        ks_status st;
+        int rc = http_url_target(forms[i].url, &t, &st);
+        CHECKF(rc == KS_OK, "%s: %s", forms[i].url, st.msg);
+        CHECKF(t.loopback == forms[i].loopback && http_url_is_loopback(forms[i].url) == forms[i].loopback,
+               "%s: loopback %d", forms[i].url, t.loopback);
+        CHECKF(strcmp(t.addr, forms[i].addr) == 0 && t.numeric == (forms[i].addr[0] != 0), "%s: address '%s'",
+               forms[i].url, t.addr);
+    }
+    http_target t;
+    ks_status st;
+    CHECK(http_url_target("http://[::1/", &t, &st) == KS_EINVAL);
+    CHECK(http_url_target("ftp://127.0.0.1/", &t, &st) == KS_EINVAL);
+    CHECK(!http_url_is_loopback("ftp://127.0.0.1/"));
+}
+
+/* A key over plain http goes to loopback only, as libcurl connects: the
+ * octal spelling of a public address is refused before connecting, and the
+ * other spellings of 127.0.0.1 (a name with a trailing dot included) reach
+ * this machine's server at the address klab checked. */
+static void test_loopback_connects_where_checked(void)
+{
+    const char *key[] = {"Authorization: Bearer sk-test-SECRETFFFF"};
+    http_client *c = NULL;
+    ks_status st;
+    CHECK(http_client_new(&c, &st) == KS_OK);
+    http_request q = base_request("http://0127.0.0.1:9/v1");
+    q.headers = key;
+    q.nheaders = 1;
+    uint64_t id = 0;
+    CHECK(http_submit(c, &q, &id, &st) == KS_EREJECT && strstr(st.msg, "plain http://"));
+    http_client_free(c);
+
+    static const char *const spellings[] = {"0x7f.1", "2130706433", "127.1", "localhost.", "LocalHost"};
+    for (size_t i = 0; i < sizeof spellings / sizeof spellings[0]; i++) {
+        int port = 0;
+        canned s;
+        memset(&s, 0, sizeof s);
+        const char *ok[] = {"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok"};
+        s.fd = loopback_socket(1, &port);
+        s.replies = ok;
+        s.n = 1;
+        CHECK(s.fd >= 0);
+        char url[128];
+        snprintf(url, sizeof url, "http://%s:%d/v1", spellings[i], port);
+        q.url = url;
+        pthread_t th;
+        pthread_create(&th, NULL, canned_main, &s);
+        CHECK(http_client_new(&c, &st) == KS_OK);
+        int rc = http_submit(c, &q, &id, &st);
+        CHECKF(rc == KS_OK, "%s: %s", url, st.msg);
+        http_response *r = rc == KS_OK ? wait_one(c) : NULL;
+        CHECKF(r && r->status == 200, "%s: %d %s", url, r ? r->curl_code : -1, r && r->error ? r->error : "");
+        http_responses_free(r, r ? 1 : 0);
+        http_client_free(c);
+        shutdown(s.fd, SHUT_RDWR);
+        pthread_join(th, NULL);
+        close(s.fd);
+        CHECKF(s.served == 1 && strstr(s.first, "sk-test-SECRETFFFF"), "%s reached the server with its key", url);
+    }
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -534,5 +640,7 @@ int main(int argc, char **argv)
     test_retry_after_then_success();
     test_5xx_attempts_and_budget();
     test_proxies();
+    test_loopback_forms();
+    test_loopback_connects_where_checked();
     return check_done();
 }

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -203,6 +204,52 @@ static void test_schema(void)
 
     rc = store_open(&db, "", NULL, &st);
     CHECK(rc == KS_EINVAL && db == NULL);
+}
+
+/* A symbolic link planted at a store's name (to a file of the user's, or
+ * dangling to where a file would be made) is refused by name; the file it
+ * points to is neither written nor made. A link in the folder part of the
+ * path is the user's own and works. */
+static void test_store_behind_a_link(void)
+{
+    store *db = NULL;
+    ks_status st;
+    char marker[512], link[512], missing[512], real[512], folder[512], via[600];
+    path_in(marker, sizeof marker, "marker");
+    FILE *f = fopen(marker, "w");
+    CHECK(f != NULL);
+    if (!f)
+        return;
+    fputs("marker", f);
+    fclose(f);
+    path_in(link, sizeof link, "linked.db");
+    CHECK(symlink(marker, link) == 0);
+    int rc = store_open(&db, link, NULL, &st);
+    CHECKF(rc == KS_EINVAL && db == NULL && strstr(st.msg, link) && strstr(st.msg, "symbolic link"), "%d %s", rc,
+           st.msg);
+    char buf[32] = "";
+    f = fopen(marker, "r");
+    CHECK(f && fgets(buf, sizeof buf, f) && strcmp(buf, "marker") == 0);
+    if (f)
+        fclose(f);
+    unlink(link);
+    path_in(missing, sizeof missing, "made-through-a-link.db");
+    CHECK(symlink(missing, link) == 0);
+    CHECK(store_open(&db, link, NULL, &st) == KS_EINVAL && db == NULL);
+    CHECK(access(missing, F_OK) != 0);
+    unlink(link);
+    unlink(marker);
+
+    path_in(real, sizeof real, "real");
+    path_in(folder, sizeof folder, "folder-link");
+    CHECK(mkdir(real, 0700) == 0 && symlink(real, folder) == 0);
+    snprintf(via, sizeof via, "%s/s.db", folder);
+    rc = store_open(&db, via, NULL, &st);
+    CHECKF(rc == KS_OK && db, "through a linked folder: %s", st.msg);
+    store_close(&db);
+    remove_db(via);
+    unlink(folder);
+    CHECK(rmdir(real) == 0);
 }
 
 static void test_statements(void)
@@ -751,6 +798,7 @@ int main(int argc, char **argv)
     }
     test_hash();
     test_schema();
+    test_store_behind_a_link();
     test_statements();
     test_candidates();
     test_evaluations();

@@ -458,7 +458,7 @@ function T.key_refused_over_plain_http(t)
   for url, want in pairs {
     ["http://localhost:8000/v1"] = true, ["http://127.0.0.1/"] = true, ["http://127.1.2.3:9"] = true,
     ["http://[::1]:8000/x"] = true, ["http://127.0.0.1@evil.example/"] = false, ["http://127.0.0.1.evil.example/"] = false,
-    ["http://localhost.evil.example/"] = false, ["http://10.0.0.1/"] = false, ["http://evil.example\\@127.0.0.1/"] = false,
+    ["http://localhost.evil.example/"] = false, ["http://10.0.0.1/"] = false, ["http://0127.0.0.1:8000/v1"] = false,
   } do
     t.eq(http.is_loopback(url), want, url)
   end
@@ -652,4 +652,5 @@ function T.a_task_name_is_never_a_path(t)
   t.ok(require("klab.task").is_name("softmax_bf16"))
 end
 
-return T
+-- security_io_test.lua runs its commands the same two ways.
+return setmetatable(T, { __index = { with_and_without_landlock = with_and_without_landlock } })

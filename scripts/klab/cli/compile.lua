@@ -129,11 +129,8 @@ function M.main(args)
   end
 
   if o.output then
-    local out, ferr = io.open(o.output, "wb")
-    if not out then return fail("cannot write " .. o.output .. ": " .. tostring(ferr), EXIT.usage) end
-    local ok, werr = out:write(r.cubin)
-    out:close()
-    if not ok then return fail("cannot write " .. o.output .. ": " .. tostring(werr), EXIT.usage) end
+    local ok, werr = require("klab.fs").write(o.output, r.cubin)
+    if not ok then return fail(tostring(werr), EXIT.usage) end
   end
   if o.json then
     local obj = plain(r, o.file)

@@ -67,14 +67,16 @@ function M.main(args)
   local export = require("klab.report.export")
   -- Records are written as they are made (the export does not hold them).
   local f, ferr
-  if o.out == "-" then f = io.stdout else f, ferr = io.open(o.out, "wb") end
-  if not f then return command.fail("export", ("cannot write %s: %s"):format(o.out, tostring(ferr)), EXIT.usage) end
+  if o.out == "-" then f = io.stdout else f, ferr = require("klab.fs").create(o.out) end
+  if not f then return command.fail("export", tostring(ferr), EXIT.usage) end
   local json = require("klab.json").encode
   local n, summary, code = export.sft(o.db, { kind = o.kind, verified = o.verified, min_speedup = o.min_speedup,
     cap = o.cap, experiment = o.experiment, write = function(r) f:write(json(r), "\n") end })
-  if f ~= io.stdout then f:close() else f:flush() end
+  if f == io.stdout then f:flush() elseif not n then f:abort() else
+    local ok, cerr = f:close()
+    if not ok then return command.fail("export", tostring(cerr), EXIT.failed) end
+  end
   if not n then
-    if o.out ~= "-" then os.remove(o.out) end
     -- The store or the experiment named on the command line is the problem
     -- (EEXPORT is everything else).
     return command.fail("export", (tostring(summary):gsub("^export: ", "")), code == "EEXPORT" and EXIT.failed

@@ -182,18 +182,21 @@ klab=%s
 store=%s
 dir=%s/klab-${SLURM_ARRAY_JOB_ID}-${SLURM_ARRAY_TASK_ID}
 db=$dir/shard.db
-mkdir -p "$dir" || exit 1
+# The node's folder is this task's own: a folder or link someone else made
+# under its name is refused, so nothing is written through it.
+mkdir -p -m 700 "$dir" && [ -d "$dir" ] && [ ! -L "$dir" ] && [ -O "$dir" ] || exit 1
 if [ ! -f "$db" ] && [ -f "$store" ]; then
     cp "$store" "$db" || exit 1
 fi
 
 # The store as one consistent file (no write-ahead log beside it), copied
 # under a temporary name and renamed, so the results folder never holds half
-# a store.
+# a store; whatever lay under the temporary name (a link) is removed first,
+# never written through.
 save() {
     rm -f "$dir/save.db" "$dir/save.db-wal" "$dir/save.db-shm"
     "$klab" merge "$dir/save.db" "$db" >/dev/null && [ ! -s "$dir/save.db-wal" ] &&
-        cp "$dir/save.db" "$store.part" && mv -f "$store.part" "$store"
+        rm -f "$store.part" && cp "$dir/save.db" "$store.part" && mv -f "$store.part" "$store"
 }
 
 # klab runs in the background so that a SIGTERM (scancel, preemption,
@@ -254,10 +257,8 @@ function M.main(args)
   local made, merr = require("klab.sys").mkdir(o.results)
   if not made then return command.fail("slurm", "cannot create " .. o.results .. ": " .. tostring(merr)) end
   local path = o.results .. "/" .. base_name(o.experiment) .. ".sbatch"
-  local sf, err = io.open(path, "w")
-  if not sf then return command.fail("slurm", err) end
-  sf:write(M.script(o))
-  sf:close()
+  local wrote, err = require("klab.fs").write(path, M.script(o))
+  if not wrote then return command.fail("slurm", err) end
   if o.dry_run then
     io.write(M.script(o))
     io.stderr:write("klab slurm: wrote ", path, " (not submitted: --dry-run)\n")

@@ -35,9 +35,7 @@ local CENSUS, CENSUS_N = {}, 0
 -- A compiled image as a file for the worker (it reads and loads it).
 local function write_temp(bytes)
   local path = assert(require("klab.fs").mkstemp("klab-cubin-"))
-  local f = assert(io.open(path, "wb"))
-  f:write(bytes)
-  f:close()
+  assert(require("klab.fs").write(path, bytes))
   return path
 end
 

@@ -238,8 +238,7 @@ function Exp:_log(fmt, ...)
   local l = self.spec.log
   if type(l) == "function" then l(line)
   elseif type(l) == "string" then
-    local f = io.open(l, "a")
-    if f then f:write(os.date("!%Y-%m-%dT%H:%M:%SZ "), line, "\n") f:close() end
+    require("klab.fs").append(l, os.date("!%Y-%m-%dT%H:%M:%SZ ") .. line .. "\n")
   end
 end
 

@@ -229,12 +229,14 @@ end
 -- write_jsonl(records, path) -> count | nil, msg, code. path "-" is stdout.
 function M.write_jsonl(records, path)
   local f, err
-  if path == "-" then f = io.stdout else f, err = io.open(path, "wb") end
+  if path == "-" then f = io.stdout else f, err = require("klab.fs").create(path) end
   if not f then return nil, "export: cannot write " .. tostring(path) .. ": " .. tostring(err), "EIO" end
   for _, r in ipairs(records) do
     f:write(json(r), "\n")
   end
-  if f ~= io.stdout then f:close() else f:flush() end
+  if f == io.stdout then f:flush() return #records end
+  local ok, cerr = f:close()
+  if not ok then return nil, "export: " .. tostring(cerr), "EIO" end
   return #records
 end
 

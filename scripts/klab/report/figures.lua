@@ -98,9 +98,7 @@ local function read_file(path)
 end
 
 local function write_file(path, s)
-  local f = assert(io.open(path, "wb"))
-  f:write(s)
-  f:close()
+  assert(require("klab.fs").write(path, s))
 end
 M.write_file = write_file
 
