@@ -19,6 +19,8 @@
  *   db:put_environment{...}            -> id
  *   db:cache_get(hash)                 -> response row | nil
  *   db:cache_put{hash=, request=, response=, ...} -> true
+ *   db:check_schema(name)              -> true | nil, msg, code: the attached database name
+ *                                         has the schema klab writes (store_check_schema)
  *   db:in_transaction(), db:path(), db:close() / db:free() / <close>
  *
  * Parameters: nil -> NULL, boolean -> 0/1, integer, float, string -> TEXT,
@@ -763,6 +765,17 @@ static int m_cache_put(lua_State *L)
     return 1;
 }
 
+static int m_check_schema(lua_State *L)
+{
+    lstore *s = check_store(L, 1);
+    const char *name = luaL_checkstring(L, 2);
+    ks_status st;
+    if (store_check_schema(s->db, name, &st) != KS_OK)
+        return push_fail(L, &st); /* a store someone else changed: a normal failure */
+    lua_pushboolean(L, 1);
+    return 1;
+}
+
 static int m_in_transaction(lua_State *L)
 {
     lstore *s = check_store(L, 1);
@@ -821,6 +834,7 @@ static const luaL_Reg methods[] = {
     {"put_environment", m_put_environment},
     {"cache_get", m_cache_get},
     {"cache_put", m_cache_put},
+    {"check_schema", m_check_schema},
     {"in_transaction", m_in_transaction},
     {"path", m_path},
     {"close", m_close},

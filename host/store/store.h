@@ -61,11 +61,20 @@ typedef struct store_options {
  * klab (higher schema version) is refused with KS_EUNSUPPORTED. Every store
  * is treated as possibly made or changed by someone else: trusted_schema is
  * off, SQLite's defensive mode on, values over STORE_VALUE_MAX are refused,
- * and the open fails (KS_EINVAL, naming the store and the object) when one
- * of klab's tables is missing or is not a table (a view in its place), or,
- * for a store opened for writing, when a view or trigger klab did not make
- * is there. opt may be NULL. ":memory:" opens a private in-memory database. */
+ * and the open fails (KS_EINVAL, naming the store and the object) unless the
+ * schema is the one klab writes (store_check_schema), checked before a
+ * migration writes into it. opt may be NULL. ":memory:" opens a private
+ * in-memory database. */
 int store_open(store **out, const char *path, const store_options *opt, ks_status *st);
+
+/* Compares the whole schema of the database schema ("main", or one attached
+ * under that name) with the one klab writes at the version it records:
+ * every trigger, view and index must be klab's with klab's SQL text, every
+ * table of klab's must be there as klab made it, and no table may have a
+ * generated or hidden column. A store may hold plain tables of its own
+ * besides (and SQLite's indexes of their constraints), nothing else. Names
+ * are compared whole, never as patterns. KS_EINVAL names the object. */
+int store_check_schema(store *db, const char *schema, ks_status *st);
 
 /* Closes *pdb (rolling back any open transaction) and sets *pdb to NULL.
  * Idempotent: pdb == NULL or *pdb == NULL does nothing. */

@@ -65,11 +65,11 @@ int tx_end(store *db, int rc, ks_status *st);
 
 /* The schema (schema.c): the version a database holds (0: none, KS_EINVAL
  * when it is an SQLite database but not a klab store); creating or
- * migrating it in one write transaction; and the check that klab's tables
- * are the tables klab made (and, in a store klab writes, that no view or
- * trigger but klab's own is there). */
+ * migrating it in one write transaction; and the check that the schema of
+ * the database named schema ("main", or an attached one) is the one klab
+ * writes at version (store_check_schema in store.h says what it refuses). */
 int read_version(store *db, int *version, ks_status *st);
 int migrate(store *db, ks_status *st);
-int check_objects(store *db, int writable, ks_status *st);
+int check_schema(store *db, const char *schema, int version, ks_status *st);
 
 #endif

@@ -147,16 +147,54 @@ static void test_schema(void)
     CHECKF(rc == KS_EREJECT && strstr(st.msg, "FOREIGN KEY"), "fk: %d %s", rc, st.msg);
 
     /* A version-1 store whose experiment tables the experiment library made
-     * itself (with rows in them) is migrated: the tables and rows stay, the
-     * verdicts table and its triggers are added. */
+     * itself, in its own words (with rows in them), is migrated: the tables
+     * and rows stay, the verdicts table and its triggers are added. */
     rc = store_exec(db,
                     "DROP TRIGGER turns_verdict_insert; DROP TRIGGER turns_verdict_update;"
                     " DROP TRIGGER evaluations_verdict_insert; DROP TRIGGER evaluations_verdict_update;"
-                    " DROP TABLE verdicts; DROP INDEX turns_awaiting; ALTER TABLE turns DROP COLUMN awaiting;"
-                    " DELETE FROM schema_version WHERE version >= 2;"
-                    " INSERT INTO experiments(name) VALUES ('old');",
+                    " DROP TABLE verdicts; DROP TABLE turns; DROP TABLE trajectories; DROP TABLE experiments;"
+                    " DELETE FROM schema_version WHERE version >= 2;",
                     &st);
     CHECKF(rc == KS_OK, "back to v1: %s", st.msg);
+    rc = store_exec(db,
+                    "CREATE TABLE IF NOT EXISTS experiments(\n"
+                    "  id INTEGER PRIMARY KEY,\n"
+                    "  name TEXT NOT NULL UNIQUE,\n"
+                    "  config TEXT,\n"
+                    "  created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')),\n"
+                    "  updated_at TEXT);\n"
+                    "CREATE TABLE IF NOT EXISTS trajectories(\n"
+                    "  id INTEGER PRIMARY KEY,\n"
+                    "  experiment_id INTEGER NOT NULL REFERENCES experiments(id),\n"
+                    "  key TEXT NOT NULL UNIQUE,\n"
+                    "  model TEXT NOT NULL, task TEXT NOT NULL, tag TEXT NOT NULL, replica INTEGER NOT NULL,\n"
+                    "  state TEXT NOT NULL DEFAULT 'running' CHECK (state IN ('running', 'done')),\n"
+                    "  stop_reason TEXT,\n"
+                    "  turns INTEGER NOT NULL DEFAULT 0,\n"
+                    "  best_speedup REAL, best_turn INTEGER,\n"
+                    "  selected_turn INTEGER, selected_speedup REAL, selection TEXT,\n"
+                    "  messages TEXT,\n"
+                    "  created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')),\n"
+                    "  finished_at TEXT);\n"
+                    "CREATE INDEX IF NOT EXISTS trajectories_experiment ON trajectories(experiment_id);\n"
+                    "CREATE TABLE IF NOT EXISTS turns(\n"
+                    "  id INTEGER PRIMARY KEY,\n"
+                    "  trajectory_id INTEGER NOT NULL REFERENCES trajectories(id),\n"
+                    "  turn INTEGER NOT NULL,\n"
+                    "  request_hash TEXT, source TEXT,\n"
+                    "  verdict TEXT NOT NULL, reason TEXT,\n"
+                    "  speedup REAL, verified INTEGER,\n"
+                    "  candidate TEXT, language TEXT,\n"
+                    "  reply TEXT, feedback TEXT,\n"
+                    "  input_tokens INTEGER, output_tokens INTEGER, reasoning_tokens INTEGER,\n"
+                    "  latency_ms REAL, cost_usd REAL,\n"
+                    "  workloads TEXT,\n"
+                    "  created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')),\n"
+                    "  UNIQUE(trajectory_id, turn));\n"
+                    "CREATE INDEX IF NOT EXISTS turns_verdict ON turns(verdict);\n"
+                    "INSERT INTO experiments(name) VALUES ('old');",
+                    &st);
+    CHECKF(rc == KS_OK, "the library's tables: %s", st.msg);
     store_close(&db);
     db = open_db(path);
     if (!db)
@@ -712,10 +750,58 @@ static void test_foreign_stores(void)
     store_close(&db);
     raw_exec(path, "CREATE TRIGGER mine AFTER INSERT ON candidates BEGIN DELETE FROM candidates; END;"
                    "CREATE VIEW mine_too AS SELECT 1;");
-    CHECKF(store_open(&db, path, &ro, &st) == KS_OK, "%s", st.msg); /* reading: harmless */
-    store_close(&db);
+    CHECKF(store_open(&db, path, &ro, &st) == KS_EINVAL &&
+               strstr(st.msg, "holds the trigger mine, which klab did not make"), "%s", st.msg);
     CHECKF(store_open(&db, path, NULL, &st) == KS_EINVAL &&
                strstr(st.msg, "holds the trigger mine, which klab did not make"), "%s", st.msg);
+
+    /* The whole schema is compared, never names against a pattern: each of
+     * these is refused by both opens, before any statement could run it. */
+    static const struct {
+        const char *name, *sql, *want;
+    } hostile[] = {
+        {"replaced.db",
+         "DROP TRIGGER evaluations_verdict_insert; CREATE TRIGGER evaluations_verdict_insert BEFORE INSERT ON "
+         "evaluations BEGIN SELECT (WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT "
+         "count(*) FROM c); END;",
+         "the trigger evaluations_verdict_insert is not the one klab made"},
+        {"sqlitex.db", "CREATE TRIGGER sqliteX_evil AFTER INSERT ON turns BEGIN DELETE FROM turns; END;",
+         "holds the trigger sqliteX_evil, which klab did not make"},
+        {"aview.db", "CREATE VIEW passed AS SELECT * FROM evaluations;", "holds the view passed"},
+        {"exprindex.db", "CREATE INDEX slow ON turns(length(replace(hex(zeroblob(50000)), '0', '00')));",
+         "holds the index slow"},
+        {"generated.db",
+         "ALTER TABLE turns ADD COLUMN big TEXT GENERATED ALWAYS AS "
+         "(length(replace(hex(zeroblob(50000000)), '0', '00'))) VIRTUAL;",
+         "the table turns is not the one klab made"},
+        {"mine.db", "CREATE TABLE notes(k TEXT UNIQUE, g INTEGER GENERATED ALWAYS AS (length(k)));",
+         "notes.g is a generated or hidden column"},
+        {"droppedtrigger.db", "DROP TRIGGER turns_verdict_update;", "has no trigger turns_verdict_update"},
+    };
+    for (size_t i = 0; i < sizeof hostile / sizeof hostile[0]; i++) {
+        path_in(path, sizeof path, hostile[i].name);
+        db = open_db(path);
+        store_close(&db);
+        raw_exec(path, hostile[i].sql);
+        CHECKF(store_open(&db, path, &ro, &st) == KS_EINVAL && strstr(st.msg, hostile[i].want), "%s: %s",
+               hostile[i].name, st.msg);
+        store_close(&db);
+        CHECKF(store_open(&db, path, NULL, &st) == KS_EINVAL && strstr(st.msg, hostile[i].want), "%s: %s",
+               hostile[i].name, st.msg);
+        store_close(&db);
+        remove_db(path);
+    }
+    /* A plain table of the store's own (and SQLite's index of its UNIQUE)
+     * is no threat: klab never touches it. */
+    path_in(path, sizeof path, "plain.db");
+    db = open_db(path);
+    store_close(&db);
+    raw_exec(path, "CREATE TABLE notes(k TEXT UNIQUE, v TEXT);");
+    CHECKF(store_open(&db, path, &ro, &st) == KS_OK, "%s", st.msg);
+    store_close(&db);
+    CHECKF(store_open(&db, path, NULL, &st) == KS_OK, "%s", st.msg);
+    store_close(&db);
+    remove_db(path);
 
     path_in(path, sizeof path, "missing.db");
     db = open_db(path);
