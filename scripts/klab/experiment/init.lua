@@ -97,10 +97,18 @@ function M.group(entry)
     entry = { name = entry, base = entry }
   end
   if type(entry) ~= "table" then error("experiment: a task is a name or a table", 3) end
+  -- Every workload, base and gate is a task name, resolved on the task
+  -- path as the command line's are: never a path to a file.
+  local function named(w)
+    if not task_mod.is_name(w) then error(task_mod.not_a_name(w), 4) end
+    return w
+  end
   local g = { name = entry.name, gate = entry.gate, workloads = {} }
+  if type(entry.gate) == "table" then for _, w in ipairs(entry.gate) do named(w) end end
   if entry.workloads then
-    for i, w in ipairs(entry.workloads) do g.workloads[i] = w end
+    for i, w in ipairs(entry.workloads) do g.workloads[i] = named(w) end
   elseif entry.base then
+    named(entry.base)
     local d = task_mod.load(entry.base)
     for _, t in ipairs(d.tasks) do
       local keep = not entry.tags
@@ -158,15 +166,18 @@ local function open_store(path, who)
   return db
 end
 
-function M.new(spec)
-  if type(spec) ~= "table" then error("experiment.new expects a table", 2) end
-  if type(spec.name) ~= "string" or spec.name == "" then error("experiment.new: field 'name' is required", 2) end
-  local e = setmetatable({ spec = spec, name = spec.name }, Exp)
+-- stored: for an experiment rebuilt from a store (klab.experiment.stored's
+-- facts), whose mistakes name the store, whose prompts are never read from
+-- files, and which never makes a trajectory the store does not hold.
+local function new(spec, stored)
+  if type(spec) ~= "table" then error("experiment.new expects a table", 3) end
+  if type(spec.name) ~= "string" or spec.name == "" then error("experiment.new: field 'name' is required", 3) end
+  local e = setmetatable({ spec = spec, name = spec.name, stored = stored }, Exp)
   e.groups = {}
   -- A task name that names nothing is the user's mistake: said before any
   -- request is sent, at the line of the script that made the experiment.
-  local where = ""
-  for level = 2, 6 do
+  local where = stored and (stored.where .. ": ") or ""
+  for level = 3, stored and 2 or 7 do
     local caller = debug.getinfo(level, "Sl")
     if not caller then break end
     if caller.what ~= "C" and caller.currentline and caller.currentline > 0
@@ -188,11 +199,11 @@ function M.new(spec)
     end
     e.groups[i] = g
   end
-  if #e.groups == 0 then error("experiment.new: at least one task is required", 2) end
+  if #e.groups == 0 then error("experiment.new: at least one task is required", 3) end
   -- Everything else, before the store is opened.
   local pol
-  e.models, pol = spec_mod.check(spec, where, e.groups)
-  if #e.models == 0 then error("experiment.new: at least one model is required", 2) end
+  e.models, pol = spec_mod.check(spec, where, e.groups, stored ~= nil)
+  if #e.models == 0 then error("experiment.new: at least one model is required", 3) end
   e.tags = spec.tags or { "none" }
   e.replicas = spec.replicas or 1
   e.turns = spec.turns or 1
@@ -221,10 +232,12 @@ function M.new(spec)
   else
     e.db = spec.db
   end
-  if not e.db then error("experiment.new: a store (db) is required", 2) end
+  if not e.db then error("experiment.new: a store (db) is required", 3) end
   M.ensure_schema(e.db)
   return e
 end
+
+function M.new(spec) return new(spec) end
 
 function Exp:close()
   if self.own_db and self.db then self.db:close() end
@@ -257,7 +270,18 @@ function Exp:_config()
     target_speedup = self.target, arch = self.arch, select = self.policy.name, history = self.history,
     mode = self.mode, responses_dir = self.spec.responses_dir, prompt = plain(self.prompt),
     feedback = plain(self.feedback), eval = plain(self.spec.eval), templates = self:_templates(),
+    feedback_text = self:_feedback_text(),
   }
+end
+
+-- The feedback template's text as this run sends it (stored with the
+-- config, so that judging the study elsewhere opens no file the store
+-- names); false when the study has none.
+function Exp:_feedback_text()
+  if self.stored then return self.stored.feedback_text end
+  if self.feedback.template == false then return false end
+  local ok, text = pcall(prompt.read, self.feedback.template or "feedback.md", self.prompt.root)
+  return ok and text or nil
 end
 
 -- The texts a condition's prompts are made of, by hash: the system and user
@@ -278,8 +302,11 @@ function Exp:_templates()
   return out
 end
 
--- The experiment name holds in db, rebuilt from its stored config (klab
--- judge); fields are set over it (a session, progress, a phase).
+-- The experiment name holds in db, rebuilt from its stored config as data
+-- (klab.experiment.stored): fields are set over it (a session, progress).
+-- fields.user = {models=, turns=, replicas=, mode=}, what the user gave to
+-- continue the study with: compared with the stored condition first (a
+-- difference is a mistake naming the field), then used for every request.
 function M.from_store(db, name, fields)
   local row = records.experiment(db, name)
   if not row then
@@ -287,22 +314,32 @@ function M.from_store(db, name, fields)
     errors.raise("mistake", ("%s holds no experiment named %s%s (it holds: %s)"):format(db:path() or "the store",
       tostring(name), errors.did_you_mean(name, names), #names > 0 and table.concat(names, ", ") or "none"))
   end
-  local c = records.decode(db, "experiments", "config", row.config, row.id, { integers = true }) or {}
-  local spec = { name = name, db = db }
-  for _, k in ipairs { "models", "tasks", "tags", "replicas", "turns", "target_speedup", "arch", "select", "history",
-    "prompt", "feedback", "eval", "mode", "responses_dir" } do
-    spec[k] = c[k]
+  local stored = require "klab.experiment.stored"
+  local spec, facts = stored.spec(db, name, row)
+  spec.db = db
+  fields = fields or {}
+  local user = fields.user
+  if user then
+    local models = {}
+    for i, m in ipairs(user.models or {}) do models[i] = getmetatable(m) and m or model_mod.new(m) end
+    user.models = models
+    local diff = stored.compare(facts, user)
+    if diff then
+      errors.raise("mistake", ("%s: experiment %s was run with another condition: %s; give what the study was run "
+        .. "with (it is: %s), or run the experiment's script"):format(facts.where, name, diff, stored.show(facts)))
+    end
+    spec.models, spec.mode = user.models, user.mode
   end
-  if type(spec.models) ~= "table" or #spec.models == 0 then
-    errors.raise("mistake", ("%s: experiment %s has no stored models (it was made by an older klab); run its script "
-      .. "again on this store instead"):format(db:path() or "the store", name))
-  end
-  for k, v in pairs(fields or {}) do spec[k] = v end
-  return M.new(spec)
+  for k, v in pairs(fields) do if k ~= "user" then spec[k] = v end end
+  local e = new(spec, facts)
+  e.continuable = user ~= nil
+  return e
 end
 
 function Exp:_experiment_id()
   local db = self.db
+  -- A rebuilt experiment keeps the config the study was run with.
+  if self.stored then return records.experiment(db, self.name).id end
   return records.save_experiment(db, self.name, self:_config())
 end
 
@@ -316,7 +353,11 @@ function Exp:_sweep()
   for _, m in ipairs(self.models) do
     for _, g in ipairs(self.groups) do
       for _, tag in ipairs(self.tags) do
-        for r = 1, self.replicas do list[#list + 1] = { m, g, tag, r, traj_key(self.name, m, g, tag, r) } end
+        for r = 1, self.replicas do
+          -- A signal stops a big sweep while it is listed, too.
+          if r % 4096 == 0 then self:_check_signal() end
+          list[#list + 1] = { m, g, tag, r, traj_key(self.name, m, g, tag, r) }
+        end
       end
     end
   end
@@ -328,9 +369,15 @@ function Exp:_trajectories()
   local db = self.db
   local list = {}
   for p, s in ipairs(self:_sweep()) do
-    if shard_mod.keeps(self.shard, p - 1) then
-      local m, g, tag, r, key = s[1], s[2], s[3], s[4], s[5]
-      local row = records.trajectory(db, key)
+    if p % 4096 == 0 then self:_check_signal() end
+    local m, g, tag, r, key = s[1], s[2], s[3], s[4], s[5]
+    local mine = shard_mod.keeps(self.shard, p - 1)
+    local row = mine and records.trajectory(db, key) or nil
+    -- A rebuilt experiment goes on with the trajectories the store holds,
+    -- from their first messages as they were sent: it makes none (that
+    -- would read prompt files), so those never started are left to the
+    -- experiment's script.
+    if row or (mine and not self.stored) then
       local messages
       if row then
         messages = row.state ~= "done" and (records.trajectory_messages(db, row.id) or {}) or nil
@@ -449,11 +496,18 @@ end
 
 -- The feedback the model gets after turn n.
 function Exp:_feedback(fb_turn, n)
+  local template, text = self.feedback.template, nil
+  if template == nil then template = "feedback.md" end
+  if self.stored then
+    -- The text stored with the study; a store from before texts were
+    -- stored gets this machine's own default, never a file it names.
+    text = self.stored.feedback_text
+    template = text ~= false and "feedback.md" or false
+  end
   return prompt.feedback(fb_turn, {
     turn = n, turns = self.turns, target = self.target, profile = self.feedback.profile,
     profile_after = self.feedback.profile_after, compile_log = self.feedback.compile_log,
-    log_lines = self.feedback.log_lines,
-    template = self.feedback.template == nil and "feedback.md" or self.feedback.template or nil,
+    log_lines = self.feedback.log_lines, template = template or nil, template_text = text or nil,
     root = self.prompt.root,
   })
 end
