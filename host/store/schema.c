@@ -414,8 +414,8 @@ static int hidden_column(store *db, const char *schema, char *what, size_t n, in
 /* One object of the store that is not klab's: a plain table of the
  * store's own, or SQLite's index for one of its constraints, is fine;
  * anything else is refused. */
-static int check_foreign(store *db, const reference *ref, const char *type, const char *name, const char *tbl,
-                         const char *sql, ks_status *st)
+static int check_foreign(const char *path, const reference *ref, const char *type, const char *name,
+                         const char *tbl, const char *sql, ks_status *st)
 {
     if (!strcmp(type, "table"))
         return KS_OK; /* its columns are checked with every table's */
@@ -428,12 +428,16 @@ static int check_foreign(store *db, const reference *ref, const char *type, cons
     return ks_fail(st, KS_EINVAL, 0,
                    "store: %s holds the %s %.64s, which klab did not make; klab opens only stores whose schema "
                    "is the one klab writes (with no triggers, views or indexes of someone else's)",
-                   db->path, type, name);
+                   path, type, name);
 }
 
 static int check_against(store *db, const char *schema, const reference *ref, ks_status *st)
 {
     int rc;
+    /* Messages name the file of the database checked (an attached one is
+     * not the store's own). */
+    const char *file = strcmp(schema, "main") ? sqlite3_db_filename(db->h, schema) : NULL;
+    const char *path = file && *file ? file : db->path;
     char sqlbuf[96];
     snprintf(sqlbuf, sizeof sqlbuf, "SELECT type, name, tbl_name, sql FROM \"%s\".sqlite_master", schema);
     sqlite3_stmt *s;
@@ -448,7 +452,7 @@ static int check_against(store *db, const char *schema, const reference *ref, ks
         const char *tbl = (const char *)sqlite3_column_text(s, 2);
         const char *sql = (const char *)sqlite3_column_text(s, 3);
         if (!type || !name) {
-            rc = ks_fail(st, KS_EINVAL, 0, "store: %s has a schema entry without a type or name", db->path);
+            rc = ks_fail(st, KS_EINVAL, 0, "store: %s has a schema entry without a type or name", path);
             break;
         }
         const object *k = find_known(ref, name);
@@ -457,14 +461,14 @@ static int check_against(store *db, const char *schema, const reference *ref, ks
             if (strcmp(k->type, type) != 0)
                 rc = ks_fail(st, KS_EINVAL, 0,
                              "store: %s: %s is a %s, not the %s klab made (something else changed this store)",
-                             db->path, name, type, k->type);
+                             path, name, type, k->type);
             else if (!same_text(k->tbl, tbl) || !same_text(k->sql, sql))
                 rc = ks_fail(st, KS_EINVAL, 0,
                              "store: %s: the %s %s is not the one klab made (its definition was changed: "
                              "something else changed this store)",
-                             db->path, type, name);
+                             path, type, name);
         } else {
-            rc = check_foreign(db, ref, type, name, tbl, sql, st);
+            rc = check_foreign(path, ref, type, name, tbl, sql, st);
         }
     }
     if (rc == KS_OK && r != SQLITE_DONE)
@@ -472,7 +476,7 @@ static int check_against(store *db, const char *schema, const reference *ref, ks
     sqlite3_finalize(s);
     for (int i = 0; rc == KS_OK && i < ref->n; i++)
         if (!seen[i])
-            rc = ks_fail(st, KS_EINVAL, 0, "store: %s has no %s %s (something else changed this store)", db->path,
+            rc = ks_fail(st, KS_EINVAL, 0, "store: %s has no %s %s (something else changed this store)", path,
                          ref->obj[i].type, ref->obj[i].name);
     /* The SQL text says it already, but a generated column is what made a
      * read of 90 rows take minutes: each table's columns are asked too. */
@@ -482,7 +486,7 @@ static int check_against(store *db, const char *schema, const reference *ref, ks
         rc = hidden_column(db, schema, what, sizeof what, &found, st);
         if (rc == KS_OK && found)
             rc = ks_fail(st, KS_EINVAL, 0, "store: %s: %s is a generated or hidden column, which klab did not make",
-                         db->path, what);
+                         path, what);
     }
     return rc;
 }

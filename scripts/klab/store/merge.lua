@@ -374,7 +374,7 @@ local function check_source(db, path)
   -- a view in place of a table, a trigger, a generated column or an index
   -- on an expression of someone else's is no shard of a sweep.
   local good, why = db:check_schema("src")
-  if not good then error(("%s: %s"):format(path, tostring(why):gsub("^store: [^:]*: ", "")), 0) end
+  if not good then error((tostring(why):gsub("^store: ", "")), 0) end
   local known = by_name()
   local unknown = {}
   for _, r in ipairs(rows_of(db, [[SELECT name FROM src.sqlite_master WHERE type = 'table'
