@@ -143,6 +143,10 @@ static const char schema_v2[] =
 static const char schema_v3[] = "ALTER TABLE turns ADD COLUMN awaiting INTEGER NOT NULL DEFAULT 0;"
                                 "CREATE INDEX IF NOT EXISTS turns_awaiting ON turns(awaiting) WHERE awaiting = 1;";
 
+/* Version 4: evaluations.mark, the proof that this machine's user wrote
+ * the row (mark.c); NULL in rows from elsewhere and from before. */
+static const char schema_v4[] = "ALTER TABLE evaluations ADD COLUMN mark TEXT;";
+
 static const struct migration {
     int version;
     const char *description;
@@ -151,6 +155,7 @@ static const struct migration {
     {1, "initial schema", schema_v1},
     {2, "experiment tables and the verdicts table", schema_v2},
     {3, "turns awaiting judgement", schema_v3},
+    {4, "the mark of the machine that wrote an evaluation", schema_v4},
 };
 
 #define NMIGRATIONS (sizeof migrations / sizeof migrations[0])

@@ -35,7 +35,7 @@
 #include "base/status.h"
 
 /* Version of the schema this build creates and understands. */
-#define STORE_SCHEMA_VERSION 3
+#define STORE_SCHEMA_VERSION 4
 
 /* The largest text or blob klab reads or writes: a larger value in a store
  * (someone else's) is refused, not read. */
@@ -66,6 +66,15 @@ typedef struct store_options {
  * migration writes into it. opt may be NULL. ":memory:" opens a private
  * in-memory database. */
 int store_open(store **out, const char *path, const store_options *opt, ks_status *st);
+
+/* Whether evaluation id carries the mark of this machine's user: an
+ * HMAC-SHA256 of its content (key, candidate, task, arch, verdict, reason,
+ * detail, measurements, ...) under the key in the user's klab folder
+ * ($KLAB_HOME, else ~/.klab/store.key, made on first use with mode 0600).
+ * A row someone else wrote, one changed since, or one from a machine
+ * without the key is not (*proven = 0). store_evaluation_done and an
+ * unreplaced store_begin_evaluation take only proven rows as done. */
+int store_evaluation_proven(store *db, int64_t id, int *proven, ks_status *st);
 
 /* Compares the whole schema of the database schema ("main", or one attached
  * under that name) with the one klab writes at the version it records:
@@ -233,14 +242,16 @@ int store_begin_evaluation(store *db, const store_eval *ev, int64_t *id, int *do
  * already finished); then nothing is written. */
 int store_finish_evaluation(store *db, int64_t id, const store_result *r, ks_status *st);
 
-/* Begin and finish in one transaction: if key is already finished, *done = 1
- * and nothing is written; else the evaluation and its measurements are
- * written at once. */
+/* Begin and finish in one transaction: if key is already finished (and
+ * proven, unless replaced), *done = 1 and nothing is written; else the
+ * evaluation and its measurements are written at once. A finished row is
+ * marked as this machine's (store_evaluation_proven). */
 int store_record_evaluation(store *db, const store_eval *ev, const store_result *r,
                             int64_t *id, int *done, ks_status *st);
 
 /* *id = the finished evaluation with this key, or 0 when there is none
- * (never started, or started and not finished). */
+ * (never started, started and not finished, or not proven to be this
+ * machine's user's: store_evaluation_proven). */
 int store_evaluation_done(store *db, const char *key, int64_t *id, ks_status *st);
 
 typedef struct store_env {

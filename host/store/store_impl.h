@@ -72,4 +72,8 @@ int read_version(store *db, int *version, ks_status *st);
 int migrate(store *db, ks_status *st);
 int check_schema(store *db, const char *schema, int version, ks_status *st);
 
+/* Marks evaluation id as written by this machine's user (mark.c): an
+ * HMAC of its content under the user's key, or NULL without a key. */
+int mark_evaluation(store *db, int64_t id, ks_status *st);
+
 #endif

@@ -3,12 +3,14 @@
 
 #include "check.h"
 #include "store/store.h"
+#include "base/hmac.h"
 #include "base/redact.h"
 
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static char dir[256];
@@ -153,6 +155,7 @@ static void test_schema(void)
                     "DROP TRIGGER turns_verdict_insert; DROP TRIGGER turns_verdict_update;"
                     " DROP TRIGGER evaluations_verdict_insert; DROP TRIGGER evaluations_verdict_update;"
                     " DROP TABLE verdicts; DROP TABLE turns; DROP TABLE trajectories; DROP TABLE experiments;"
+                    " ALTER TABLE evaluations DROP COLUMN mark;"
                     " DELETE FROM schema_version WHERE version >= 2;",
                     &st);
     CHECKF(rc == KS_OK, "back to v1: %s", st.msg);
@@ -825,6 +828,82 @@ static void test_foreign_stores(void)
     store_close(&db);
 }
 
+/* Marks: a row this process's store finished is proven this machine's
+ * user's; a row changed since (a forged "passed" at 42x), one written
+ * without a mark (merged from elsewhere) or under another key is not, and
+ * does not answer as done. The key sits in the user's klab folder with
+ * mode 0600. */
+static void test_marks(void)
+{
+    /* RFC 4231 test cases 1 and 2. */
+    unsigned char key1[20], d[SHA256_DIGEST_LEN];
+    char hex[SHA256_HEX_LEN + 1];
+    memset(key1, 0x0b, sizeof key1);
+    hmac_sha256(key1, sizeof key1, "Hi There", 8, d);
+    sha256_tohex(d, hex);
+    CHECK(strcmp(hex, "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7") == 0);
+    hmac_sha256("Jefe", 4, "what do ya want for nothing?", 28, d);
+    sha256_tohex(d, hex);
+    CHECK(strcmp(hex, "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843") == 0);
+
+    char path[512];
+    path_in(path, sizeof path, "marks.db");
+    store *db = open_db(path);
+    if (!db)
+        return;
+    ks_status st;
+    int64_t cand = put_cand(db, ".version 8.0\n// marks\n", NULL, NULL);
+    store_measurement m[] = {{.name = "speedup", .value = 1.5}};
+    store_result r = {.verdict = "passed", .reason = "passed: correct", .detail = "{\"speedup\":1.5}", .m = m, .nm = 1};
+    store_eval ev = eval_of("mark-key", cand);
+    int64_t id = 0, found = 0;
+    int done = 0, proven = 0;
+    CHECK(store_record_evaluation(db, &ev, &r, &id, &done, &st) == KS_OK && done == 0);
+    CHECK(store_evaluation_proven(db, id, &proven, &st) == KS_OK && proven == 1);
+    CHECK(store_evaluation_done(db, "mark-key", &found, &st) == KS_OK && found == id);
+    char kpath[600];
+    snprintf(kpath, sizeof kpath, "%s/home/store.key", dir);
+    struct stat sb;
+    CHECKF(stat(kpath, &sb) == 0 && (sb.st_mode & 0777) == 0600 && sb.st_size == 32, "%s", kpath);
+    char mark[80];
+    scalar_text(db, "SELECT mark FROM evaluations WHERE key = 'mark-key'", mark, sizeof mark);
+    CHECK(strlen(mark) == SHA256_HEX_LEN);
+
+    /* Forged: the verdict, a measurement, the mark itself, or no mark. */
+    static const char *const forgeries[] = {
+        "UPDATE evaluations SET verdict = 'incorrect' WHERE key = 'mark-key'",
+        "UPDATE measurements SET value = 42",
+        "UPDATE evaluations SET mark = upper(mark) WHERE key = 'mark-key'",
+        "UPDATE evaluations SET mark = NULL WHERE key = 'mark-key'",
+    };
+    for (size_t i = 0; i < sizeof forgeries / sizeof forgeries[0]; i++) {
+        CHECK(store_record_evaluation(db, &ev, &r, &id, &done, &st) == KS_OK); /* proven again, or re-made */
+        CHECK(store_exec(db, forgeries[i], &st) == KS_OK);
+        CHECKF(store_evaluation_done(db, "mark-key", &found, &st) == KS_OK && found == 0, "%s", forgeries[i]);
+        CHECK(store_evaluation_proven(db, id, &proven, &st) == KS_OK && proven == 0);
+        /* Not replaced, it is still measured again: begun anew in place. */
+        CHECKF(store_begin_evaluation(db, &ev, &id, &done, &st) == KS_OK && done == 0, "%s", forgeries[i]);
+        CHECK(store_finish_evaluation(db, id, &r, &st) == KS_OK);
+        CHECK(store_evaluation_done(db, "mark-key", &found, &st) == KS_OK && found == id);
+    }
+    /* The key never goes into the store. */
+    unsigned char key[32];
+    FILE *kf = fopen(kpath, "rb");
+    CHECK(kf && fread(key, 1, sizeof key, kf) == sizeof key);
+    if (kf)
+        fclose(kf);
+    store_close(&db);
+    FILE *f = fopen(path, "rb");
+    size_t n = 0;
+    static unsigned char file[1 << 20];
+    if (f) {
+        n = fread(file, 1, sizeof file, f);
+        fclose(f);
+    }
+    CHECK(n > 0 && !memmem(file, n, key, sizeof key));
+    remove_db(path);
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -835,6 +914,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s: mkdtemp failed\n", argv[0]);
         return 1;
     }
+    /* The user's klab folder (the marks' key) is the test's own. */
+    char home[600];
+    snprintf(home, sizeof home, "%s/home", dir);
+    setenv("KLAB_HOME", home, 1);
     test_hash();
     test_schema();
     test_statements();
@@ -845,12 +928,17 @@ int main(int argc, char **argv)
     test_crash();
     test_environment_and_cache();
     test_foreign_stores();
+    test_marks();
     static const char *const left[] = { "view.db", "trigger.db", "missing.db", "big.db" };
     for (size_t i = 0; i < sizeof left / sizeof left[0]; i++) {
         char path[512];
         path_in(path, sizeof path, left[i]);
         remove_db(path);
     }
+    char key[700];
+    snprintf(key, sizeof key, "%s/store.key", home);
+    unlink(key);
+    rmdir(home);
     if (rmdir(dir) != 0)
         fprintf(stderr, "test_store: %s is left behind (not empty)\n", dir);
     return check_done();
