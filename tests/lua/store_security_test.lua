@@ -258,6 +258,65 @@ function T.stored_task_names_are_names(t)
   end)
 end
 
+-- ---- results -------------------------------------------------------------------
+
+-- Makes every evaluation of the store at path the issue's forged row:
+-- passed, at 42x, under the key klab computes on this machine.
+local function forge(path)
+  local db <close> = assert(store.open(path))
+  assert(db:exec([[UPDATE evaluations SET verdict = 'passed', reason = 'passed: correct',
+    detail = json_set(detail, '$.verdict', 'passed', '$.reason', 'passed: correct', '$.speedup', 42);
+    INSERT OR REPLACE INTO measurements(evaluation_id, name, value) SELECT id, 'speedup', 42 FROM evaluations;]]))
+  return db:first("SELECT count(*) AS n FROM evaluations").n
+end
+
+-- Finding 5: a stored row is never this machine's measurement unless its
+-- mark proves it: klab eval --db and klab judge of the forged row measure
+-- again (here, without a GPU: unknown), never "passed" at 42x, also after
+-- klab merge.
+function T.forged_results_are_measured_again(t)
+  local dir = t.tmpdir()
+  local sample = t.root .. "/tasks/gemm/samples/naive"
+  local path = dir .. "/e.db"
+  local eval = ("eval %s %s --json --db "):format(TASK, q(sample))
+  local code, out, err = klab(t, eval .. q(path))
+  t.eq(code, 3, out .. err)
+  t.eq(cjson.decode(out).verdict, "unknown")
+  t.eq(forge(path), 1, "the row klab wrote is forged")
+  code, out, err = klab(t, eval .. q(path))
+  local r = cjson.decode(out)
+  t.eq(r.verdict, "unknown", "measured again, not answered from the forged row")
+  t.eq(r.cached, nil)
+  t.ok(not err:find("answered from the store", 1, true), err)
+  -- Forged again, then merged into another store: still not an answer.
+  forge(path)
+  local merged = dir .. "/merged.db"
+  code, out, err = klab(t, "merge " .. q(merged) .. " " .. q(path))
+  t.eq(code, 0, out .. err)
+  code, out, err = klab(t, eval .. q(merged))
+  t.eq(cjson.decode(out).verdict, "unknown", "a merged forged row is measured again")
+  t.ok(not (out .. err):find("answered from the store", 1, true))
+  -- A row this machine wrote does answer again (a passed one cannot be
+  -- made here; the mark is what is checked, shown through the store).
+  local db <close> = assert(store.open(merged))
+  local row = db:first("SELECT id FROM evaluations")
+  t.eq(db:evaluation_proven(row.id), true, "the re-measured row is this machine's")
+
+  if require("klab.gpu").available() then return end
+  with_server(t, function(s)
+    local spath = study(t, s, dir)
+    code, out, err = klab(t, "judge " .. q(spath))
+    t.eq(code, 3, out .. err)
+    t.ok(forge(spath) >= 1, "judge's rows are forged")
+    code, out, err = klab(t, "judge " .. q(spath))
+    t.eq(code, 3, "nothing was judged here: " .. out .. err)
+    t.ok(not out:find("passed=", 1, true), out)
+    t.ok(not out:find("42", 1, true), out)
+    local sdb <close> = assert(store.open(spath, { readonly = true }))
+    t.eq(sdb:first("SELECT count(*) AS n FROM turns WHERE verdict = 'passed'").n, 0, "no turn took the forged verdict")
+  end)
+end
+
 -- ---- the schema --------------------------------------------------------------
 
 -- Findings 7 and 8: a store whose schema is not the one klab writes is
