@@ -301,6 +301,14 @@ function T.forged_results_are_measured_again(t)
   local db <close> = assert(store.open(merged))
   local row = db:first("SELECT id FROM evaluations")
   t.eq(db:evaluation_proven(row.id), true, "the re-measured row is this machine's")
+  -- The report says which results were measured where.
+  for _, c in ipairs { { path, "0 / 1" }, { merged, "1 / 0" } } do
+    local outdir = c[1] .. "-report"
+    code, out, err = klab(t, "report " .. q(c[1]) .. " --out " .. q(outdir))
+    t.eq(code, 0, out .. err)
+    local html = t.read(outdir .. "/index.html") or ""
+    t.match(html, "Measured by this machine&#39;s user / elsewhere</t[hd]>%s*<td>" .. c[2], c[1])
+  end
 
   if require("klab.gpu").available() then return end
   with_server(t, function(s)
