@@ -170,14 +170,14 @@ end
 -- facts), whose mistakes name the store, whose prompts are never read from
 -- files, and which never makes a trajectory the store does not hold.
 local function new(spec, stored)
-  if type(spec) ~= "table" then error("experiment.new expects a table", 3) end
-  if type(spec.name) ~= "string" or spec.name == "" then error("experiment.new: field 'name' is required", 3) end
+  if type(spec) ~= "table" then error("experiment.new expects a table", 2) end
+  if type(spec.name) ~= "string" or spec.name == "" then error("experiment.new: field 'name' is required", 2) end
   local e = setmetatable({ spec = spec, name = spec.name, stored = stored }, Exp)
   e.groups = {}
   -- A task name that names nothing is the user's mistake: said before any
   -- request is sent, at the line of the script that made the experiment.
   local where = stored and (stored.where .. ": ") or ""
-  for level = 3, stored and 2 or 7 do
+  for level = 2, stored and 1 or 6 do
     local caller = debug.getinfo(level, "Sl")
     if not caller then break end
     if caller.what ~= "C" and caller.currentline and caller.currentline > 0
@@ -199,11 +199,11 @@ local function new(spec, stored)
     end
     e.groups[i] = g
   end
-  if #e.groups == 0 then error("experiment.new: at least one task is required", 3) end
+  if #e.groups == 0 then error("experiment.new: at least one task is required", 2) end
   -- Everything else, before the store is opened.
   local pol
   e.models, pol = spec_mod.check(spec, where, e.groups, stored ~= nil)
-  if #e.models == 0 then error("experiment.new: at least one model is required", 3) end
+  if #e.models == 0 then error("experiment.new: at least one model is required", 2) end
   e.tags = spec.tags or { "none" }
   e.replicas = spec.replicas or 1
   e.turns = spec.turns or 1
@@ -232,11 +232,12 @@ local function new(spec, stored)
   else
     e.db = spec.db
   end
-  if not e.db then error("experiment.new: a store (db) is required", 3) end
+  if not e.db then error("experiment.new: a store (db) is required", 2) end
   M.ensure_schema(e.db)
   return e
 end
 
+-- (A tail call: the caller of M.new is the caller new sees at level 2.)
 function M.new(spec) return new(spec) end
 
 function Exp:close()
