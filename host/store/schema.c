@@ -279,7 +279,7 @@ typedef struct reference {
 /* The experiment tables as the experiment library made them before they
  * became part of migration 2 (which creates them only where missing): a
  * store from then keeps this text. Historical: never edit. */
-static const char legacy_experiment_tables[] =
+const char legacy_experiment_tables[] =
     "CREATE TABLE IF NOT EXISTS experiments(\n"
     "  id INTEGER PRIMARY KEY,\n"
     "  name TEXT NOT NULL UNIQUE,\n"

@@ -72,6 +72,10 @@ int read_version(store *db, int *version, ks_status *st);
 int migrate(store *db, ks_status *st);
 int check_schema(store *db, const char *schema, int version, ks_status *st);
 
+/* The experiment tables as the experiment library made them before
+ * migration 2 owned them (schema.c): a store from then keeps this text. */
+extern const char legacy_experiment_tables[];
+
 /* Marks evaluation id as written by this machine's user (mark.c): an
  * HMAC of its content under the user's key, or NULL without a key. */
 int mark_evaluation(store *db, int64_t id, ks_status *st);

@@ -3,6 +3,7 @@
 
 #include "check.h"
 #include "store/store.h"
+#include "store/store_impl.h" /* legacy_experiment_tables */
 #include "base/hmac.h"
 #include "base/redact.h"
 
@@ -159,44 +160,9 @@ static void test_schema(void)
                     " DELETE FROM schema_version WHERE version >= 2;",
                     &st);
     CHECKF(rc == KS_OK, "back to v1: %s", st.msg);
-    rc = store_exec(db,
-                    "CREATE TABLE IF NOT EXISTS experiments(\n"
-                    "  id INTEGER PRIMARY KEY,\n"
-                    "  name TEXT NOT NULL UNIQUE,\n"
-                    "  config TEXT,\n"
-                    "  created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')),\n"
-                    "  updated_at TEXT);\n"
-                    "CREATE TABLE IF NOT EXISTS trajectories(\n"
-                    "  id INTEGER PRIMARY KEY,\n"
-                    "  experiment_id INTEGER NOT NULL REFERENCES experiments(id),\n"
-                    "  key TEXT NOT NULL UNIQUE,\n"
-                    "  model TEXT NOT NULL, task TEXT NOT NULL, tag TEXT NOT NULL, replica INTEGER NOT NULL,\n"
-                    "  state TEXT NOT NULL DEFAULT 'running' CHECK (state IN ('running', 'done')),\n"
-                    "  stop_reason TEXT,\n"
-                    "  turns INTEGER NOT NULL DEFAULT 0,\n"
-                    "  best_speedup REAL, best_turn INTEGER,\n"
-                    "  selected_turn INTEGER, selected_speedup REAL, selection TEXT,\n"
-                    "  messages TEXT,\n"
-                    "  created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')),\n"
-                    "  finished_at TEXT);\n"
-                    "CREATE INDEX IF NOT EXISTS trajectories_experiment ON trajectories(experiment_id);\n"
-                    "CREATE TABLE IF NOT EXISTS turns(\n"
-                    "  id INTEGER PRIMARY KEY,\n"
-                    "  trajectory_id INTEGER NOT NULL REFERENCES trajectories(id),\n"
-                    "  turn INTEGER NOT NULL,\n"
-                    "  request_hash TEXT, source TEXT,\n"
-                    "  verdict TEXT NOT NULL, reason TEXT,\n"
-                    "  speedup REAL, verified INTEGER,\n"
-                    "  candidate TEXT, language TEXT,\n"
-                    "  reply TEXT, feedback TEXT,\n"
-                    "  input_tokens INTEGER, output_tokens INTEGER, reasoning_tokens INTEGER,\n"
-                    "  latency_ms REAL, cost_usd REAL,\n"
-                    "  workloads TEXT,\n"
-                    "  created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')),\n"
-                    "  UNIQUE(trajectory_id, turn));\n"
-                    "CREATE INDEX IF NOT EXISTS turns_verdict ON turns(verdict);\n"
-                    "INSERT INTO experiments(name) VALUES ('old');",
-                    &st);
+    rc = store_exec(db, legacy_experiment_tables, &st);
+    if (rc == KS_OK)
+        rc = store_exec(db, "INSERT INTO experiments(name) VALUES ('old');", &st);
     CHECKF(rc == KS_OK, "the library's tables: %s", st.msg);
     store_close(&db);
     db = open_db(path);
@@ -732,6 +698,22 @@ static void raw_exec(const char *path, const char *sql)
     sqlite3_close(h);
 }
 
+/* Opens path read-only, then for writing: each gives want, with a message
+ * holding msg. */
+static void both_opens(const char *path, int want, const char *msg)
+{
+    store_options ro = {0, 1};
+    const store_options *how[] = {&ro, NULL};
+    for (int i = 0; i < 2; i++) {
+        store *db = NULL;
+        ks_status st = {0};
+        int rc = store_open(&db, path, how[i], &st);
+        CHECKF(rc == want && strstr(st.msg, msg), "%s (%s): %d %s", path, how[i] ? "read-only" : "writable", rc,
+               st.msg);
+        store_close(&db);
+    }
+}
+
 static void test_foreign_stores(void)
 {
     char path[512];
@@ -786,12 +768,7 @@ static void test_foreign_stores(void)
         db = open_db(path);
         store_close(&db);
         raw_exec(path, hostile[i].sql);
-        CHECKF(store_open(&db, path, &ro, &st) == KS_EINVAL && strstr(st.msg, hostile[i].want), "%s: %s",
-               hostile[i].name, st.msg);
-        store_close(&db);
-        CHECKF(store_open(&db, path, NULL, &st) == KS_EINVAL && strstr(st.msg, hostile[i].want), "%s: %s",
-               hostile[i].name, st.msg);
-        store_close(&db);
+        both_opens(path, KS_EINVAL, hostile[i].want);
         remove_db(path);
     }
     /* A plain table of the store's own (and SQLite's index of its UNIQUE)
@@ -800,10 +777,7 @@ static void test_foreign_stores(void)
     db = open_db(path);
     store_close(&db);
     raw_exec(path, "CREATE TABLE notes(k TEXT UNIQUE, v TEXT);");
-    CHECKF(store_open(&db, path, &ro, &st) == KS_OK, "%s", st.msg);
-    store_close(&db);
-    CHECKF(store_open(&db, path, NULL, &st) == KS_OK, "%s", st.msg);
-    store_close(&db);
+    both_opens(path, KS_OK, "");
     remove_db(path);
 
     path_in(path, sizeof path, "missing.db");

@@ -43,6 +43,14 @@ local function study(t, s, dir, extra)
   return spec.db
 end
 
+-- fn(server, dir, path) with a study's store at path, made through server.
+local function with_study(t, fn)
+  with_server(t, function(s)
+    local dir = t.tmpdir()
+    fn(s, dir, study(t, s, dir))
+  end)
+end
+
 -- Changes the stored config of experiment "study" with fn(config).
 local function tamper(path, fn)
   local db <close> = assert(store.open(path))
@@ -87,9 +95,7 @@ end
 -- --continue compares the store's condition with the command line's and
 -- stops, naming the field, before any request.
 function T.stored_key_variable_and_counts_are_not_obeyed(t)
-  with_server(t, function(s)
-    local dir = t.tmpdir()
-    local path = study(t, s, dir)
+  with_study(t, function(s, dir, path)
     local asked = #s:log()
     tamper(path, function(c)
       c.models[1].api_key_env = MARKER_VAR
@@ -115,9 +121,7 @@ end
 -- one line and exits 3.
 function T.continue_without_gpu_asks_nothing(t)
   if require("klab.gpu").available() then t.skip("a GPU is present: the repair turns would be asked") end
-  with_server(t, function(s)
-    local dir = t.tmpdir()
-    local path = study(t, s, dir)
+  with_study(t, function(s, dir, path)
     -- As if judged on a GPU machine: incorrect, with its feedback.
     local db = assert(store.open(path))
     assert(db:query("UPDATE turns SET awaiting = 0, verdict = 'incorrect', reason = 'incorrect: off by one', "
@@ -157,9 +161,7 @@ end
 -- feeds back the template stored as text, continuing sends the first
 -- messages as they were stored, and no trajectory is made from files.
 function T.stored_prompt_paths_and_deadlines_are_not_obeyed(t)
-  with_server(t, function(s)
-    local dir = t.tmpdir()
-    local path = study(t, s, dir)
+  with_study(t, function(s, dir, path)
     local marker = "MARKER-FILE-" .. SECRET:reverse()
     local file = dir .. "/marker.md"
     local f = assert(io.open(file, "wb"))
@@ -197,9 +199,7 @@ end
 -- Finding 6: counts from a store are checked before anything is built from
 -- them: replicas = 1e9 or 200,000 tags are one line and exit 2, at once.
 function T.stored_counts_are_limited(t)
-  with_server(t, function(s)
-    local dir = t.tmpdir()
-    local path = study(t, s, dir)
+  with_study(t, function(s, dir, path)
     for _, case in ipairs {
       { function(c) c.replicas = 1000000000 end, "replicas = 1000000000, not a whole number from 1 to 10000" },
       { function(c) c.replicas = 2.5 end, "replicas = 2%.5, not a whole number" },
@@ -224,9 +224,7 @@ end
 
 -- Finding 6: SIGTERM stops klab judge while it lists a big (allowed) sweep.
 function T.sigterm_stops_judge_while_it_builds(t)
-  with_server(t, function(s)
-    local dir = t.tmpdir()
-    local path = study(t, s, dir)
+  with_study(t, function(s, dir, path)
     tamper(path, function(c)
       c.replicas = 5000
       c.tags = {}
@@ -245,9 +243,7 @@ end
 -- Finding 9: a workload named /etc/passwd is not a task name: one line, no
 -- file read (the Lua parser's message would show it was).
 function T.stored_task_names_are_names(t)
-  with_server(t, function(s)
-    local dir = t.tmpdir()
-    local path = study(t, s, dir)
+  with_study(t, function(s, dir, path)
     tamper(path, function(c) c.tasks = { { name = "x", workloads = { "/etc/passwd" } } } end)
     local code, out, err = klab(t, "judge " .. q(path))
     t.eq(code, 2, out .. err)
@@ -330,9 +326,7 @@ end
 -- Findings 7 and 8: a store whose schema is not the one klab writes is
 -- refused, whole, by every command that opens it, before any query.
 function T.hostile_schemas_are_refused_by_every_command(t)
-  with_server(t, function(s)
-    local dir = t.tmpdir()
-    local path = study(t, s, dir)
+  with_study(t, function(s, dir, path)
     local cases = {
       { "replaced", [[DROP TRIGGER evaluations_verdict_insert; CREATE TRIGGER evaluations_verdict_insert BEFORE INSERT
           ON evaluations BEGIN SELECT (WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c)
