@@ -275,9 +275,8 @@ function Exp:_config()
   }
 end
 
--- The feedback template's text as this run sends it (stored with the
--- config, so that judging the study elsewhere opens no file the store
--- names); false when the study has none.
+-- The feedback template's text as sent (stored with the config: judging
+-- elsewhere opens no file a store names); false when there is none.
 function Exp:_feedback_text()
   if self.stored then return self.stored.feedback_text end
   if self.feedback.template == false then return false end
@@ -304,37 +303,9 @@ function Exp:_templates()
 end
 
 -- The experiment name holds in db, rebuilt from its stored config as data
--- (klab.experiment.stored): fields are set over it (a session, progress).
--- fields.user = {models=, turns=, replicas=, mode=}, what the user gave to
--- continue the study with: compared with the stored condition first (a
--- difference is a mistake naming the field), then used for every request.
+-- (klab.experiment.stored.experiment says how, and what fields may hold).
 function M.from_store(db, name, fields)
-  local row = records.experiment(db, name)
-  if not row then
-    local names = records.experiment_names(db)
-    errors.raise("mistake", ("%s holds no experiment named %s%s (it holds: %s)"):format(db:path() or "the store",
-      tostring(name), errors.did_you_mean(name, names), #names > 0 and table.concat(names, ", ") or "none"))
-  end
-  local stored = require "klab.experiment.stored"
-  local spec, facts = stored.spec(db, name, row)
-  spec.db = db
-  fields = fields or {}
-  local user = fields.user
-  if user then
-    local models = {}
-    for i, m in ipairs(user.models or {}) do models[i] = getmetatable(m) and m or model_mod.new(m) end
-    user.models = models
-    local diff = stored.compare(facts, user)
-    if diff then
-      errors.raise("mistake", ("%s: experiment %s was run with another condition: %s; give what the study was run "
-        .. "with (it is: %s), or run the experiment's script"):format(facts.where, name, diff, stored.show(facts)))
-    end
-    spec.models, spec.mode = user.models, user.mode
-  end
-  for k, v in pairs(fields) do if k ~= "user" then spec[k] = v end end
-  local e = new(spec, facts)
-  e.continuable = user ~= nil
-  return e
+  return require("klab.experiment.stored").experiment(db, name, fields, new)
 end
 
 function Exp:_experiment_id()
@@ -355,8 +326,7 @@ function Exp:_sweep()
     for _, g in ipairs(self.groups) do
       for _, tag in ipairs(self.tags) do
         for r = 1, self.replicas do
-          -- A signal stops a big sweep while it is listed, too.
-          if r % 4096 == 0 then self:_check_signal() end
+          if r % 4096 == 0 then self:_check_signal() end -- a signal stops a big listing too
           list[#list + 1] = { m, g, tag, r, traj_key(self.name, m, g, tag, r) }
         end
       end
@@ -374,10 +344,8 @@ function Exp:_trajectories()
     local m, g, tag, r, key = s[1], s[2], s[3], s[4], s[5]
     local mine = shard_mod.keeps(self.shard, p - 1)
     local row = mine and records.trajectory(db, key) or nil
-    -- A rebuilt experiment goes on with the trajectories the store holds,
-    -- from their first messages as they were sent: it makes none (that
-    -- would read prompt files), so those never started are left to the
-    -- experiment's script.
+    -- A rebuilt experiment makes no trajectory (that would read prompt
+    -- files): it goes on from the first messages the store holds.
     if row or (mine and not self.stored) then
       local messages
       if row then
@@ -497,14 +465,8 @@ end
 
 -- The feedback the model gets after turn n.
 function Exp:_feedback(fb_turn, n)
-  local template, text = self.feedback.template, nil
-  if template == nil then template = "feedback.md" end
-  if self.stored then
-    -- The text stored with the study; a store from before texts were
-    -- stored gets this machine's own default, never a file it names.
-    text = self.stored.feedback_text
-    template = text ~= false and "feedback.md" or false
-  end
+  local template, text = self.feedback.template == nil and "feedback.md" or self.feedback.template, nil
+  if self.stored then template, text = require("klab.experiment.stored").template(self.stored) end
   return prompt.feedback(fb_turn, {
     turn = n, turns = self.turns, target = self.target, profile = self.feedback.profile,
     profile_after = self.feedback.profile_after, compile_log = self.feedback.compile_log,

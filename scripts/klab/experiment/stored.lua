@@ -10,6 +10,7 @@
 -- counts and the mode come from the user: with --continue they are compared
 -- with the stored ones, and a difference stops klab before it asks anything.
 --
+--   stored.experiment(db, name, fields, new) -> the experiment rebuilt (klab.experiment.from_store)
 --   stored.spec(db, name, row) -> spec for experiment.new, facts {feedback_text=, config=, where=}
 --   stored.compare(facts, user) -> nil | "field: the store says X, you gave Y" (user: {models=, turns=, replicas=, mode=})
 --   stored.show(facts)          -> one line describing the stored condition
@@ -140,6 +141,14 @@ function M.spec(db, name, row)
   return spec, { feedback_text = text, config = c, where = where }
 end
 
+-- The feedback template of a rebuilt study: its name and its text. The
+-- text stored with the study; a store from before texts were stored gets
+-- this machine's own default, never a file the store names.
+function M.template(facts)
+  local text = facts.feedback_text
+  return text ~= false and "feedback.md" or false, text
+end
+
 -- The stored condition in one line (what klab judge shows before it asks).
 function M.show(facts)
   local c = facts.config
@@ -187,6 +196,41 @@ function M.compare(facts, user)
     return "responses_dir: the store names a folder of replies, and klab reads no folder a store names"
   end
   return nil
+end
+
+-- The experiment name holds in db, rebuilt from its stored config as data;
+-- fields are set over it (a session, progress). fields.user = {models=,
+-- turns=, replicas=, mode=}, what the user gave to continue the study with:
+-- compared with the stored condition first (a difference is a mistake
+-- naming the field), then used for every request. new is
+-- klab.experiment's constructor for a spec rebuilt from a store.
+function M.experiment(db, name, fields, new)
+  local records = require "klab.store.records"
+  local row = records.experiment(db, name)
+  if not row then
+    local names = records.experiment_names(db)
+    errors.raise("mistake", ("%s holds no experiment named %s%s (it holds: %s)"):format(db:path() or "the store",
+      tostring(name), errors.did_you_mean(name, names), #names > 0 and table.concat(names, ", ") or "none"))
+  end
+  local spec, facts = M.spec(db, name, row)
+  spec.db = db
+  fields = fields or {}
+  local user = fields.user
+  if user then
+    local models = {}
+    for i, m in ipairs(user.models or {}) do models[i] = getmetatable(m) and m or model_mod.new(m) end
+    user.models = models
+    local diff = M.compare(facts, user)
+    if diff then
+      errors.raise("mistake", ("%s: experiment %s was run with another condition: %s; give what the study was run "
+        .. "with (it is: %s), or run the experiment's script"):format(facts.where, name, diff, M.show(facts)))
+    end
+    spec.models, spec.mode = user.models, user.mode
+  end
+  for k, v in pairs(fields) do if k ~= "user" then spec[k] = v end end
+  local e = new(spec, facts)
+  e.continuable = user ~= nil
+  return e
 end
 
 return M
