@@ -12,13 +12,17 @@
  *   db:insert(table, row)              -> rowid
  *   db:transaction(fn, ...)            -> fn's results (commit), or rollback and re-raise
  *   db:put_candidate{language=, code=, plan=, source=, meta=} -> id, hash, created
- *   db:evaluation_done(key)            -> evaluation row (with .measurements) | nil
+ *   db:evaluation_done(key)            -> evaluation row (with .measurements) | nil: only a row
+ *                                         proven to be this machine's user's (store_evaluation_proven)
+ *   db:evaluation_proven(id)           -> whether evaluation id carries this machine's mark
  *   db:begin_evaluation{key=, candidate=, task=, arch=, ...}  -> id, already_done
  *   db:finish_evaluation(id, {verdict=, ..., measurements=})  -> true
  *   db:record_evaluation{key=, ..., verdict=, ..., measurements=} -> id, already_done
  *   db:put_environment{...}            -> id
  *   db:cache_get(hash)                 -> response row | nil
  *   db:cache_put{hash=, request=, response=, ...} -> true
+ *   db:check_schema(name)              -> true | nil, msg, code: the attached database name
+ *                                         has the schema klab writes (store_check_schema)
  *   db:in_transaction(), db:path(), db:close() / db:free() / <close>
  *
  * Parameters: nil -> NULL, boolean -> 0/1, integer, float, string -> TEXT,
@@ -669,8 +673,18 @@ static int m_record_evaluation(lua_State *L)
 static int m_evaluation_done(lua_State *L)
 {
     lstore *s = check_store(L, 1);
-    luaL_checkstring(L, 2);
-    int n = run_query(L, s->db, "SELECT * FROM evaluations WHERE key = ? AND state = 'done'", 2, 1, 1);
+    const char *key = luaL_checkstring(L, 2);
+    ks_status st;
+    int64_t id = 0;
+    /* Only a row this machine's user is proven to have written. */
+    if (store_evaluation_done(s->db, key, &id, &st) != KS_OK)
+        return fail(L, &st);
+    if (id == 0) {
+        lua_pushnil(L);
+        return 1;
+    }
+    lua_pushinteger(L, (lua_Integer)id);
+    int n = run_query(L, s->db, "SELECT * FROM evaluations WHERE id = ?", lua_gettop(L), 1, 1);
     if (n != 1 || lua_isnil(L, -1))
         return n;
     int row = lua_gettop(L);
@@ -763,6 +777,29 @@ static int m_cache_put(lua_State *L)
     return 1;
 }
 
+static int m_evaluation_proven(lua_State *L)
+{
+    lstore *s = check_store(L, 1);
+    lua_Integer id = luaL_checkinteger(L, 2);
+    ks_status st;
+    int proven = 0;
+    if (store_evaluation_proven(s->db, (int64_t)id, &proven, &st) != KS_OK)
+        return fail(L, &st);
+    lua_pushboolean(L, proven);
+    return 1;
+}
+
+static int m_check_schema(lua_State *L)
+{
+    lstore *s = check_store(L, 1);
+    const char *name = luaL_checkstring(L, 2);
+    ks_status st;
+    if (store_check_schema(s->db, name, &st) != KS_OK)
+        return push_fail(L, &st); /* a store someone else changed: a normal failure */
+    lua_pushboolean(L, 1);
+    return 1;
+}
+
 static int m_in_transaction(lua_State *L)
 {
     lstore *s = check_store(L, 1);
@@ -821,6 +858,8 @@ static const luaL_Reg methods[] = {
     {"put_environment", m_put_environment},
     {"cache_get", m_cache_get},
     {"cache_put", m_cache_put},
+    {"check_schema", m_check_schema},
+    {"evaluation_proven", m_evaluation_proven},
     {"in_transaction", m_in_transaction},
     {"path", m_path},
     {"close", m_close},

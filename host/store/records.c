@@ -173,10 +173,14 @@ static int begin_eval_tx(store *db, const store_eval *ev, int64_t *id, int *done
         if (rc)
             return rc;
         *id = eid;
-        if (is_done && !ev->replace) {
+        int proven = 0;
+        if (is_done && !ev->replace && (rc = store_evaluation_proven(db, eid, &proven, st)) != KS_OK)
+            return rc;
+        if (proven) {
             *done = 1;
             return KS_OK;
         }
+        /* A row nobody here can prove this machine wrote is measured again. */
         /* Interrupted earlier, or replaced: start it again in place. */
         *done = 0;
         rc = prep(db,
@@ -256,8 +260,9 @@ static int finish_eval_tx(store *db, int64_t id, const store_result *r, ks_statu
     if (sqlite3_changes(db->h) != 1)
         return ks_fail(st, KS_ENOTFOUND, 0, "store: evaluation %lld is not running (never begun, or finished)",
                        (long long)id);
+    /* The row is marked once it is whole, measurements included. */
     if (r->nm == 0)
-        return KS_OK;
+        return mark_evaluation(db, id, st);
     rc = prep(db, "INSERT INTO measurements(evaluation_id, name, value, unit) VALUES (?, ?, ?, ?)", &s, st);
     if (rc)
         return rc;
@@ -270,7 +275,7 @@ static int finish_eval_tx(store *db, int64_t id, const store_result *r, ks_statu
         rc = b ? bind_fail(db, s, b, st) : step_done(db, s, st);
     }
     sqlite3_finalize(s);
-    return rc;
+    return rc ? rc : mark_evaluation(db, id, st);
 }
 
 int store_begin_evaluation(store *db, const store_eval *ev, int64_t *id, int *done, ks_status *st)
@@ -337,11 +342,19 @@ int store_evaluation_done(store *db, const char *key, int64_t *id, ks_status *st
         return rc;
     sqlite3_bind_text(s, 1, key, -1, SQLITE_STATIC);
     int srs = sqlite3_step(s);
+    int64_t found = 0;
     if (srs == SQLITE_ROW)
-        *id = sqlite3_column_int64(s, 0);
+        found = sqlite3_column_int64(s, 0);
     else if (srs != SQLITE_DONE)
         rc = sql_fail(db->h, srs, st, "step", sqlite3_sql(s));
     sqlite3_finalize(s);
+    /* Only a row this machine's user is proven to have written answers as
+     * a measurement (mark.c). */
+    int proven = 0;
+    if (rc == KS_OK && found)
+        rc = store_evaluation_proven(db, found, &proven, st);
+    if (rc == KS_OK && proven)
+        *id = found;
     return rc;
 }
 

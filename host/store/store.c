@@ -355,7 +355,7 @@ static int open_readonly(store *db, int busy, ks_status *st)
                     "store: %s has schema version %d, this klab needs %d (open it writable once to migrate)",
                     db->path, version, STORE_SCHEMA_VERSION);
     if (r == KS_OK)
-        r = check_objects(db, 0, st);
+        r = check_schema(db, "main", version, st);
     db->version = version;
     return r;
 }
@@ -415,7 +415,7 @@ int store_open(store **out, const char *path, const store_options *opt, ks_statu
         if (r == KS_OK)
             r = migrate(db, st);
         if (r == KS_OK)
-            r = check_objects(db, 1, st);
+            r = check_schema(db, "main", db->version, st);
     }
     if (r != KS_OK) {
         store_close(&db);

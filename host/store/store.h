@@ -35,7 +35,7 @@
 #include "base/status.h"
 
 /* Version of the schema this build creates and understands. */
-#define STORE_SCHEMA_VERSION 3
+#define STORE_SCHEMA_VERSION 4
 
 /* The largest text or blob klab reads or writes: a larger value in a store
  * (someone else's) is refused, not read. */
@@ -61,11 +61,29 @@ typedef struct store_options {
  * klab (higher schema version) is refused with KS_EUNSUPPORTED. Every store
  * is treated as possibly made or changed by someone else: trusted_schema is
  * off, SQLite's defensive mode on, values over STORE_VALUE_MAX are refused,
- * and the open fails (KS_EINVAL, naming the store and the object) when one
- * of klab's tables is missing or is not a table (a view in its place), or,
- * for a store opened for writing, when a view or trigger klab did not make
- * is there. opt may be NULL. ":memory:" opens a private in-memory database. */
+ * and the open fails (KS_EINVAL, naming the store and the object) unless the
+ * schema is the one klab writes (store_check_schema), checked before a
+ * migration writes into it. opt may be NULL. ":memory:" opens a private
+ * in-memory database. */
 int store_open(store **out, const char *path, const store_options *opt, ks_status *st);
+
+/* Whether evaluation id carries the mark of this machine's user: an
+ * HMAC-SHA256 of its content (key, candidate, task, arch, verdict, reason,
+ * detail, measurements, ...) under the key in the user's klab folder
+ * ($KLAB_HOME, else ~/.klab/store.key, made on first use with mode 0600).
+ * A row someone else wrote, one changed since, or one from a machine
+ * without the key is not (*proven = 0). store_evaluation_done and an
+ * unreplaced store_begin_evaluation take only proven rows as done. */
+int store_evaluation_proven(store *db, int64_t id, int *proven, ks_status *st);
+
+/* Compares the whole schema of the database schema ("main", or one attached
+ * under that name) with the one klab writes at the version it records:
+ * every trigger, view and index must be klab's with klab's SQL text, every
+ * table of klab's must be there as klab made it, and no table may have a
+ * generated or hidden column. A store may hold plain tables of its own
+ * besides (and SQLite's indexes of their constraints), nothing else. Names
+ * are compared whole, never as patterns. KS_EINVAL names the object. */
+int store_check_schema(store *db, const char *schema, ks_status *st);
 
 /* Closes *pdb (rolling back any open transaction) and sets *pdb to NULL.
  * Idempotent: pdb == NULL or *pdb == NULL does nothing. */
@@ -224,14 +242,16 @@ int store_begin_evaluation(store *db, const store_eval *ev, int64_t *id, int *do
  * already finished); then nothing is written. */
 int store_finish_evaluation(store *db, int64_t id, const store_result *r, ks_status *st);
 
-/* Begin and finish in one transaction: if key is already finished, *done = 1
- * and nothing is written; else the evaluation and its measurements are
- * written at once. */
+/* Begin and finish in one transaction: if key is already finished (and
+ * proven, unless replaced), *done = 1 and nothing is written; else the
+ * evaluation and its measurements are written at once. A finished row is
+ * marked as this machine's (store_evaluation_proven). */
 int store_record_evaluation(store *db, const store_eval *ev, const store_result *r,
                             int64_t *id, int *done, ks_status *st);
 
 /* *id = the finished evaluation with this key, or 0 when there is none
- * (never started, or started and not finished). */
+ * (never started, started and not finished, or not proven to be this
+ * machine's user's: store_evaluation_proven). */
 int store_evaluation_done(store *db, const char *key, int64_t *id, ks_status *st);
 
 typedef struct store_env {

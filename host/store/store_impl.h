@@ -65,11 +65,19 @@ int tx_end(store *db, int rc, ks_status *st);
 
 /* The schema (schema.c): the version a database holds (0: none, KS_EINVAL
  * when it is an SQLite database but not a klab store); creating or
- * migrating it in one write transaction; and the check that klab's tables
- * are the tables klab made (and, in a store klab writes, that no view or
- * trigger but klab's own is there). */
+ * migrating it in one write transaction; and the check that the schema of
+ * the database named schema ("main", or an attached one) is the one klab
+ * writes at version (store_check_schema in store.h says what it refuses). */
 int read_version(store *db, int *version, ks_status *st);
 int migrate(store *db, ks_status *st);
-int check_objects(store *db, int writable, ks_status *st);
+int check_schema(store *db, const char *schema, int version, ks_status *st);
+
+/* The experiment tables as the experiment library made them before
+ * migration 2 owned them (schema.c): a store from then keeps this text. */
+extern const char legacy_experiment_tables[];
+
+/* Marks evaluation id as written by this machine's user (mark.c): an
+ * HMAC of its content under the user's key, or NULL without a key. */
+int mark_evaluation(store *db, int64_t id, ks_status *st);
 
 #endif

@@ -3,6 +3,8 @@
 
 #include "check.h"
 #include "store/store.h"
+#include "store/store_impl.h" /* legacy_experiment_tables */
+#include "base/hmac.h"
 #include "base/redact.h"
 
 #include <stdint.h>
@@ -10,6 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static char dir[256];
@@ -148,16 +151,20 @@ static void test_schema(void)
     CHECKF(rc == KS_EREJECT && strstr(st.msg, "FOREIGN KEY"), "fk: %d %s", rc, st.msg);
 
     /* A version-1 store whose experiment tables the experiment library made
-     * itself (with rows in them) is migrated: the tables and rows stay, the
-     * verdicts table and its triggers are added. */
+     * itself, in its own words (with rows in them), is migrated: the tables
+     * and rows stay, the verdicts table and its triggers are added. */
     rc = store_exec(db,
                     "DROP TRIGGER turns_verdict_insert; DROP TRIGGER turns_verdict_update;"
                     " DROP TRIGGER evaluations_verdict_insert; DROP TRIGGER evaluations_verdict_update;"
-                    " DROP TABLE verdicts; DROP INDEX turns_awaiting; ALTER TABLE turns DROP COLUMN awaiting;"
-                    " DELETE FROM schema_version WHERE version >= 2;"
-                    " INSERT INTO experiments(name) VALUES ('old');",
+                    " DROP TABLE verdicts; DROP TABLE turns; DROP TABLE trajectories; DROP TABLE experiments;"
+                    " ALTER TABLE evaluations DROP COLUMN mark;"
+                    " DELETE FROM schema_version WHERE version >= 2;",
                     &st);
     CHECKF(rc == KS_OK, "back to v1: %s", st.msg);
+    rc = store_exec(db, legacy_experiment_tables, &st);
+    if (rc == KS_OK)
+        rc = store_exec(db, "INSERT INTO experiments(name) VALUES ('old');", &st);
+    CHECKF(rc == KS_OK, "the library's tables: %s", st.msg);
     store_close(&db);
     db = open_db(path);
     if (!db)
@@ -738,6 +745,22 @@ static void raw_exec(const char *path, const char *sql)
     sqlite3_close(h);
 }
 
+/* Opens path read-only, then for writing: each gives want, with a message
+ * holding msg. */
+static void both_opens(const char *path, int want, const char *msg)
+{
+    store_options ro = {0, 1};
+    const store_options *how[] = {&ro, NULL};
+    for (int i = 0; i < 2; i++) {
+        store *db = NULL;
+        ks_status st = {0};
+        int rc = store_open(&db, path, how[i], &st);
+        CHECKF(rc == want && strstr(st.msg, msg), "%s (%s): %d %s", path, how[i] ? "read-only" : "writable", rc,
+               st.msg);
+        store_close(&db);
+    }
+}
+
 static void test_foreign_stores(void)
 {
     char path[512];
@@ -759,10 +782,50 @@ static void test_foreign_stores(void)
     store_close(&db);
     raw_exec(path, "CREATE TRIGGER mine AFTER INSERT ON candidates BEGIN DELETE FROM candidates; END;"
                    "CREATE VIEW mine_too AS SELECT 1;");
-    CHECKF(store_open(&db, path, &ro, &st) == KS_OK, "%s", st.msg); /* reading: harmless */
-    store_close(&db);
+    CHECKF(store_open(&db, path, &ro, &st) == KS_EINVAL &&
+               strstr(st.msg, "holds the trigger mine, which klab did not make"), "%s", st.msg);
     CHECKF(store_open(&db, path, NULL, &st) == KS_EINVAL &&
                strstr(st.msg, "holds the trigger mine, which klab did not make"), "%s", st.msg);
+
+    /* The whole schema is compared, never names against a pattern: each of
+     * these is refused by both opens, before any statement could run it. */
+    static const struct {
+        const char *name, *sql, *want;
+    } hostile[] = {
+        {"replaced.db",
+         "DROP TRIGGER evaluations_verdict_insert; CREATE TRIGGER evaluations_verdict_insert BEFORE INSERT ON "
+         "evaluations BEGIN SELECT (WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT "
+         "count(*) FROM c); END;",
+         "the trigger evaluations_verdict_insert is not the one klab made"},
+        {"sqlitex.db", "CREATE TRIGGER sqliteX_evil AFTER INSERT ON turns BEGIN DELETE FROM turns; END;",
+         "holds the trigger sqliteX_evil, which klab did not make"},
+        {"aview.db", "CREATE VIEW passed AS SELECT * FROM evaluations;", "holds the view passed"},
+        {"exprindex.db", "CREATE INDEX slow ON turns(length(replace(hex(zeroblob(50000)), '0', '00')));",
+         "holds the index slow"},
+        {"generated.db",
+         "ALTER TABLE turns ADD COLUMN big TEXT GENERATED ALWAYS AS "
+         "(length(replace(hex(zeroblob(50000000)), '0', '00'))) VIRTUAL;",
+         "the table turns is not the one klab made"},
+        {"mine.db", "CREATE TABLE notes(k TEXT UNIQUE, g INTEGER GENERATED ALWAYS AS (length(k)));",
+         "notes.g is a generated or hidden column"},
+        {"droppedtrigger.db", "DROP TRIGGER turns_verdict_update;", "has no trigger turns_verdict_update"},
+    };
+    for (size_t i = 0; i < sizeof hostile / sizeof hostile[0]; i++) {
+        path_in(path, sizeof path, hostile[i].name);
+        db = open_db(path);
+        store_close(&db);
+        raw_exec(path, hostile[i].sql);
+        both_opens(path, KS_EINVAL, hostile[i].want);
+        remove_db(path);
+    }
+    /* A plain table of the store's own (and SQLite's index of its UNIQUE)
+     * is no threat: klab never touches it. */
+    path_in(path, sizeof path, "plain.db");
+    db = open_db(path);
+    store_close(&db);
+    raw_exec(path, "CREATE TABLE notes(k TEXT UNIQUE, v TEXT);");
+    both_opens(path, KS_OK, "");
+    remove_db(path);
 
     path_in(path, sizeof path, "missing.db");
     db = open_db(path);
@@ -786,6 +849,82 @@ static void test_foreign_stores(void)
     store_close(&db);
 }
 
+/* Marks: a row this process's store finished is proven this machine's
+ * user's; a row changed since (a forged "passed" at 42x), one written
+ * without a mark (merged from elsewhere) or under another key is not, and
+ * does not answer as done. The key sits in the user's klab folder with
+ * mode 0600. */
+static void test_marks(void)
+{
+    /* RFC 4231 test cases 1 and 2. */
+    unsigned char key1[20], d[SHA256_DIGEST_LEN];
+    char hex[SHA256_HEX_LEN + 1];
+    memset(key1, 0x0b, sizeof key1);
+    hmac_sha256(key1, sizeof key1, "Hi There", 8, d);
+    sha256_tohex(d, hex);
+    CHECK(strcmp(hex, "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7") == 0);
+    hmac_sha256("Jefe", 4, "what do ya want for nothing?", 28, d);
+    sha256_tohex(d, hex);
+    CHECK(strcmp(hex, "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843") == 0);
+
+    char path[512];
+    path_in(path, sizeof path, "marks.db");
+    store *db = open_db(path);
+    if (!db)
+        return;
+    ks_status st;
+    int64_t cand = put_cand(db, ".version 8.0\n// marks\n", NULL, NULL);
+    store_measurement m[] = {{.name = "speedup", .value = 1.5}};
+    store_result r = {.verdict = "passed", .reason = "passed: correct", .detail = "{\"speedup\":1.5}", .m = m, .nm = 1};
+    store_eval ev = eval_of("mark-key", cand);
+    int64_t id = 0, found = 0;
+    int done = 0, proven = 0;
+    CHECK(store_record_evaluation(db, &ev, &r, &id, &done, &st) == KS_OK && done == 0);
+    CHECK(store_evaluation_proven(db, id, &proven, &st) == KS_OK && proven == 1);
+    CHECK(store_evaluation_done(db, "mark-key", &found, &st) == KS_OK && found == id);
+    char kpath[600];
+    snprintf(kpath, sizeof kpath, "%s/home/store.key", dir);
+    struct stat sb;
+    CHECKF(stat(kpath, &sb) == 0 && (sb.st_mode & 0777) == 0600 && sb.st_size == 32, "%s", kpath);
+    char mark[80];
+    scalar_text(db, "SELECT mark FROM evaluations WHERE key = 'mark-key'", mark, sizeof mark);
+    CHECK(strlen(mark) == SHA256_HEX_LEN);
+
+    /* Forged: the verdict, a measurement, the mark itself, or no mark. */
+    static const char *const forgeries[] = {
+        "UPDATE evaluations SET verdict = 'incorrect' WHERE key = 'mark-key'",
+        "UPDATE measurements SET value = 42",
+        "UPDATE evaluations SET mark = upper(mark) WHERE key = 'mark-key'",
+        "UPDATE evaluations SET mark = NULL WHERE key = 'mark-key'",
+    };
+    for (size_t i = 0; i < sizeof forgeries / sizeof forgeries[0]; i++) {
+        CHECK(store_record_evaluation(db, &ev, &r, &id, &done, &st) == KS_OK); /* proven again, or re-made */
+        CHECK(store_exec(db, forgeries[i], &st) == KS_OK);
+        CHECKF(store_evaluation_done(db, "mark-key", &found, &st) == KS_OK && found == 0, "%s", forgeries[i]);
+        CHECK(store_evaluation_proven(db, id, &proven, &st) == KS_OK && proven == 0);
+        /* Not replaced, it is still measured again: begun anew in place. */
+        CHECKF(store_begin_evaluation(db, &ev, &id, &done, &st) == KS_OK && done == 0, "%s", forgeries[i]);
+        CHECK(store_finish_evaluation(db, id, &r, &st) == KS_OK);
+        CHECK(store_evaluation_done(db, "mark-key", &found, &st) == KS_OK && found == id);
+    }
+    /* The key never goes into the store. */
+    unsigned char key[32];
+    FILE *kf = fopen(kpath, "rb");
+    CHECK(kf && fread(key, 1, sizeof key, kf) == sizeof key);
+    if (kf)
+        fclose(kf);
+    store_close(&db);
+    FILE *f = fopen(path, "rb");
+    size_t n = 0;
+    static unsigned char file[1 << 20];
+    if (f) {
+        n = fread(file, 1, sizeof file, f);
+        fclose(f);
+    }
+    CHECK(n > 0 && !memmem(file, n, key, sizeof key));
+    remove_db(path);
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -796,6 +935,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s: mkdtemp failed\n", argv[0]);
         return 1;
     }
+    /* The user's klab folder (the marks' key) is the test's own. */
+    char home[600];
+    snprintf(home, sizeof home, "%s/home", dir);
+    setenv("KLAB_HOME", home, 1);
     test_hash();
     test_schema();
     test_store_behind_a_link();
@@ -807,12 +950,17 @@ int main(int argc, char **argv)
     test_crash();
     test_environment_and_cache();
     test_foreign_stores();
+    test_marks();
     static const char *const left[] = { "view.db", "trigger.db", "missing.db", "big.db" };
     for (size_t i = 0; i < sizeof left / sizeof left[0]; i++) {
         char path[512];
         path_in(path, sizeof path, left[i]);
         remove_db(path);
     }
+    char key[700];
+    snprintf(key, sizeof key, "%s/store.key", home);
+    unlink(key);
+    rmdir(home);
     if (rmdir(dir) != 0)
         fprintf(stderr, "test_store: %s is left behind (not empty)\n", dir);
     return check_done();

@@ -516,8 +516,17 @@ T.two_phases_generate_then_judge_then_continue = function(t)
     t.eq(turns[3].state, "done", "1.5x met the target")
     t.eq(#s:log(), 3, "judging asks no model")
 
-    -- --continue: the repair turns, after the judged feedback.
-    local cont <close> = experiment.from_store(db, "two", { session = fake_session(calls), progress = false })
+    -- --continue: the repair turns, after the judged feedback, with the
+    -- models, counts and mode the user gives (compared with the store's).
+    local plain <close> = experiment.from_store(db, "two", { session = fake_session(calls), progress = false })
+    t.raises(function() plain:judge { continue = true } end, "needs the models, turns, replicas and mode from the command line")
+    local user = { models = { oa_model(s, { concurrency = 1 }) }, turns = 3, replicas = 2, mode = "record-missing" }
+    local other = { models = { oa_model(s, { concurrency = 1, base_url = "https://elsewhere.example/v1" }) }, turns = 3,
+      replicas = 2, mode = "record-missing" }
+    t.raises(function() experiment.from_store(db, "two", { session = fake_session(calls), progress = false, user = other }) end,
+      "model oa: base_url: the store says \"http://127%.0%.0%.1:%d+/v1\", the command line \"https://elsewhere%.example/v1\"")
+    t.eq(#s:log(), 3, "nothing was asked")
+    local cont <close> = experiment.from_store(db, "two", { session = fake_session(calls), progress = false, user = user })
     local c = cont:judge { continue = true }
     t.eq(c.judged, 0)
     t.eq(c.run.new_turns, 1)

@@ -350,7 +350,7 @@ function T.damaged_stores_are_one_line_mistakes(t)
           tag TEXT, replica INTEGER, state TEXT, stop_reason TEXT, turns INTEGER, best_speedup REAL, best_turn INTEGER,
           selected_turn INTEGER, selected_speedup REAL, selection TEXT, messages TEXT, created_at TEXT, finished_at TEXT);
         INSERT INTO trajectories SELECT * FROM t_old; UPDATE trajectories SET task = NULL; DROP TABLE t_old;]]),
-      "whose task is NULL" },
+      "is not the one klab made" },
     { damaged("badjson", [[UPDATE experiments SET config = '{not json']]), "malformed JSON" },
   }
   for _, c in ipairs(cases) do

@@ -1,12 +1,13 @@
 -- klab judge: the second phase of a study, on the machine with the GPUs.
 --
---   klab judge DB [--experiment NAME]... [--continue] [--again] [options]
+--   klab judge DB [--experiment NAME]... [--continue key=value...] [--again] [options]
 local M = {}
 
 M.summary = "judge the stored candidates of a study's generate phase on this machine's GPUs"
 
 local USAGE = [[
 usage: klab judge DB [options]
+       klab judge DB --continue models=NAME [base_url=URL api_key_env=VAR ...] turns=N replicas=N [options]
 
 A sweep run where no GPU is visible (or with phase=generate) asks each
 trajectory's first turn, builds and plan-checks its candidate, and stores
@@ -20,8 +21,13 @@ Options:
   --experiment NAME judge this experiment of DB (repeatable; default: every
                     experiment DB holds)
   --continue        then go on with the repair turns, with the models, as the
-                    experiment's script would (the models' API keys come from
-                    the environment, as the experiment's config names them)
+                    experiment's script would. The models and where they are
+                    (models=, provider=, base_url=, api_key_env=, sampling),
+                    turns=, replicas= and mode= come from this command line,
+                    never from the store: klab compares them with the study's
+                    stored condition and stops (exit 2), naming the field,
+                    when they differ. Where the GPU stages cannot run, no
+                    model is asked (exit 3)
   --again           also judge every turn judged before; a turn judged on
                     another GPU model or driver gets a new evaluation, and the
                     store keeps both (an evaluation this machine already made
@@ -35,8 +41,13 @@ Options:
   --json            print each experiment's summary as one JSON object
   -h, --help        print this help
 
+A store's config is data: its deadlines, budgets, paths and endpoints are
+never used (--deadline and the options above are), its counts are checked
+against klab's limits, and its task names are resolved as task names.
+
 Exit status 0 when every turn that awaited judgement was judged (or none
-did), 3 when turns await judgement and none could be measured here (no GPU).
+did), 3 when turns await judgement and none could be measured here (no GPU),
+or when --continue could not go on because the GPU stages cannot run here.
 ]]
 
 local command = require "klab.command"
@@ -53,13 +64,35 @@ local OPTIONS = {
 
 local function fail(msg, code) return command.fail("judge", msg, code) end
 
+-- The settings of --continue besides the model options (klab.experiment.options).
+local CONTINUE_OPTIONS = {
+  { "turns", 0, "the study's turns per trajectory (required: compared with the store's)" },
+  { "replicas", 0, "the study's replicas (required: compared with the store's)" },
+  { "mode", "record-missing", "live, record-missing or replay" },
+}
+
 function M.main(args)
   local o, code = command.parsed("judge", USAGE, command.options(args, OPTIONS))
   if not o then return code end
+  local settings = {}
+  for i = #o.positional, 2, -1 do
+    if o.positional[i]:find("=", 1, true) then table.insert(settings, 1, table.remove(o.positional, i)) end
+  end
   if #o.positional ~= 1 then return command.usage_error("judge", "expected one store, DB") end
+  if #settings > 0 and not o.continue then
+    return command.usage_error("judge", ("%s: model settings go with --continue"):format(settings[1]))
+  end
   require("klab.task").use_path(o.tasks)
   local records = require "klab.store.records"
   local experiment = require "klab.experiment"
+  -- What the study is continued with: the user's, compared with the store's.
+  local user
+  if o.continue then
+    local options_mod = require "klab.experiment.options"
+    local v = options_mod.options(options_mod.with_model_options(CONTINUE_OPTIONS), settings, "judge")
+    user = { models = options_mod.models_from(v, "judge"), turns = v.turns > 0 and v.turns or nil,
+      replicas = v.replicas > 0 and v.replicas or nil, mode = v.mode }
+  end
   local fs = require "klab.fs"
   local path = o.positional[1]
   if fs.type(path) ~= "file" then return fail(("no store at %s"):format(path), command.EXIT.usage) end
@@ -72,11 +105,13 @@ function M.main(args)
   end
   local session = require("klab.eval").session { db = db, deadline = o.deadline, gpus = o.gpus or "all",
     per_gpu = o.per_gpu, cpu = o.cpu or require("klab.eval.pool").default_cpu() }
-  local judged, unjudged, why = 0, 0, nil
+  local judged, unjudged, why, not_continued = 0, 0, nil, nil
   local ok, err = pcall(function()
     for _, name in ipairs(names) do
-      local exp = experiment.from_store(db, name, { session = session, progress = o.json and false or nil })
+      local exp = experiment.from_store(db, name, { session = session, progress = o.json and false or nil,
+        user = user })
       local r = exp:judge { again = o.again, continue = o.continue }
+      not_continued = not_continued or r.not_continued
       judged, unjudged = judged + r.judged, unjudged + r.unjudged
       why = why or r.why
       if o.json then
@@ -98,6 +133,9 @@ function M.main(args)
   session:close()
   db:close()
   if not ok then error(err, 0) end
+  if not_continued then
+    return fail(("no repair turn was asked of any model: %s"):format(not_continued), command.EXIT.could_not_run)
+  end
   if judged == 0 and unjudged > 0 then
     return fail(("nothing could be judged here: %s"):format(tostring(why)), command.EXIT.could_not_run)
   end

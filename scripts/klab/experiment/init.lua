@@ -97,10 +97,18 @@ function M.group(entry)
     entry = { name = entry, base = entry }
   end
   if type(entry) ~= "table" then error("experiment: a task is a name or a table", 3) end
+  -- Every workload, base and gate is a task name, resolved on the task
+  -- path as the command line's are: never a path to a file.
+  local function named(w)
+    if not task_mod.is_name(w) then error(task_mod.not_a_name(w), 4) end
+    return w
+  end
   local g = { name = entry.name, gate = entry.gate, workloads = {} }
+  if type(entry.gate) == "table" then for _, w in ipairs(entry.gate) do named(w) end end
   if entry.workloads then
-    for i, w in ipairs(entry.workloads) do g.workloads[i] = w end
+    for i, w in ipairs(entry.workloads) do g.workloads[i] = named(w) end
   elseif entry.base then
+    named(entry.base)
     local d = task_mod.load(entry.base)
     for _, t in ipairs(d.tasks) do
       local keep = not entry.tags
@@ -158,15 +166,18 @@ local function open_store(path, who)
   return db
 end
 
-function M.new(spec)
+-- stored: for an experiment rebuilt from a store (klab.experiment.stored's
+-- facts), whose mistakes name the store, whose prompts are never read from
+-- files, and which never makes a trajectory the store does not hold.
+local function new(spec, stored)
   if type(spec) ~= "table" then error("experiment.new expects a table", 2) end
   if type(spec.name) ~= "string" or spec.name == "" then error("experiment.new: field 'name' is required", 2) end
-  local e = setmetatable({ spec = spec, name = spec.name }, Exp)
+  local e = setmetatable({ spec = spec, name = spec.name, stored = stored }, Exp)
   e.groups = {}
   -- A task name that names nothing is the user's mistake: said before any
   -- request is sent, at the line of the script that made the experiment.
-  local where = ""
-  for level = 2, 6 do
+  local where = stored and (stored.where .. ": ") or ""
+  for level = 2, stored and 1 or 6 do
     local caller = debug.getinfo(level, "Sl")
     if not caller then break end
     if caller.what ~= "C" and caller.currentline and caller.currentline > 0
@@ -191,7 +202,7 @@ function M.new(spec)
   if #e.groups == 0 then error("experiment.new: at least one task is required", 2) end
   -- Everything else, before the store is opened.
   local pol
-  e.models, pol = spec_mod.check(spec, where, e.groups)
+  e.models, pol = spec_mod.check(spec, where, e.groups, stored ~= nil)
   if #e.models == 0 then error("experiment.new: at least one model is required", 2) end
   e.tags = spec.tags or { "none" }
   e.replicas = spec.replicas or 1
@@ -226,6 +237,9 @@ function M.new(spec)
   return e
 end
 
+-- (A tail call: the caller of M.new is the caller new sees at level 2.)
+function M.new(spec) return new(spec) end
+
 function Exp:close()
   if self.own_db and self.db then self.db:close() end
   self.db = nil
@@ -256,7 +270,17 @@ function Exp:_config()
     target_speedup = self.target, arch = self.arch, select = self.policy.name, history = self.history,
     mode = self.mode, responses_dir = self.spec.responses_dir, prompt = plain(self.prompt),
     feedback = plain(self.feedback), eval = plain(self.spec.eval), templates = self:_templates(),
+    feedback_text = self:_feedback_text(),
   }
+end
+
+-- The feedback template's text as sent (stored with the config: judging
+-- elsewhere opens no file a store names); false when there is none.
+function Exp:_feedback_text()
+  if self.stored then return self.stored.feedback_text end
+  if self.feedback.template == false then return false end
+  local ok, text = pcall(prompt.read, self.feedback.template or "feedback.md", self.prompt.root)
+  return ok and text or nil
 end
 
 -- The texts a condition's prompts are made of, by hash: the system and user
@@ -277,31 +301,16 @@ function Exp:_templates()
   return out
 end
 
--- The experiment name holds in db, rebuilt from its stored config (klab
--- judge); fields are set over it (a session, progress, a phase).
+-- The experiment name holds in db, rebuilt from its stored config as data
+-- (klab.experiment.stored.experiment says how, and what fields may hold).
 function M.from_store(db, name, fields)
-  local row = records.experiment(db, name)
-  if not row then
-    local names = records.experiment_names(db)
-    errors.raise("mistake", ("%s holds no experiment named %s%s (it holds: %s)"):format(db:path() or "the store",
-      tostring(name), errors.did_you_mean(name, names), #names > 0 and table.concat(names, ", ") or "none"))
-  end
-  local c = records.decode(db, "experiments", "config", row.config, row.id, { integers = true }) or {}
-  local spec = { name = name, db = db }
-  for _, k in ipairs { "models", "tasks", "tags", "replicas", "turns", "target_speedup", "arch", "select", "history",
-    "prompt", "feedback", "eval", "mode", "responses_dir" } do
-    spec[k] = c[k]
-  end
-  if type(spec.models) ~= "table" or #spec.models == 0 then
-    errors.raise("mistake", ("%s: experiment %s has no stored models (it was made by an older klab); run its script "
-      .. "again on this store instead"):format(db:path() or "the store", name))
-  end
-  for k, v in pairs(fields or {}) do spec[k] = v end
-  return M.new(spec)
+  return require("klab.experiment.stored").experiment(db, name, fields, new)
 end
 
 function Exp:_experiment_id()
   local db = self.db
+  -- A rebuilt experiment keeps the config the study was run with.
+  if self.stored then return records.experiment(db, self.name).id end
   return records.save_experiment(db, self.name, self:_config())
 end
 
@@ -315,7 +324,10 @@ function Exp:_sweep()
   for _, m in ipairs(self.models) do
     for _, g in ipairs(self.groups) do
       for _, tag in ipairs(self.tags) do
-        for r = 1, self.replicas do list[#list + 1] = { m, g, tag, r, traj_key(self.name, m, g, tag, r) } end
+        for r = 1, self.replicas do
+          if r % 4096 == 0 then self:_check_signal() end -- a signal stops a big listing too
+          list[#list + 1] = { m, g, tag, r, traj_key(self.name, m, g, tag, r) }
+        end
       end
     end
   end
@@ -327,9 +339,13 @@ function Exp:_trajectories()
   local db = self.db
   local list = {}
   for p, s in ipairs(self:_sweep()) do
-    if shard_mod.keeps(self.shard, p - 1) then
-      local m, g, tag, r, key = s[1], s[2], s[3], s[4], s[5]
-      local row = records.trajectory(db, key)
+    if p % 4096 == 0 then self:_check_signal() end
+    local m, g, tag, r, key = s[1], s[2], s[3], s[4], s[5]
+    local mine = shard_mod.keeps(self.shard, p - 1)
+    local row = mine and records.trajectory(db, key) or nil
+    -- A rebuilt experiment makes no trajectory (that would read prompt
+    -- files): it goes on from the first messages the store holds.
+    if row or (mine and not self.stored) then
       local messages
       if row then
         messages = row.state ~= "done" and (records.trajectory_messages(db, row.id) or {}) or nil
@@ -448,11 +464,12 @@ end
 
 -- The feedback the model gets after turn n.
 function Exp:_feedback(fb_turn, n)
+  local template, text = self.feedback.template == nil and "feedback.md" or self.feedback.template, nil
+  if self.stored then template, text = require("klab.experiment.stored").template(self.stored) end
   return prompt.feedback(fb_turn, {
     turn = n, turns = self.turns, target = self.target, profile = self.feedback.profile,
     profile_after = self.feedback.profile_after, compile_log = self.feedback.compile_log,
-    log_lines = self.feedback.log_lines,
-    template = self.feedback.template == nil and "feedback.md" or self.feedback.template or nil,
+    log_lines = self.feedback.log_lines, template = template or nil, template_text = text or nil,
     root = self.prompt.root,
   })
 end

@@ -71,12 +71,31 @@ function M.turns(self, trajs, again, bar)
   return judged, unjudged, why
 end
 
+-- Why the repair turns cannot go on here (nil when they can): no GPU
+-- stage runs on this machine, or a turn could not be measured; a repair
+-- turn after either would feed the model "not evaluated".
+local function cannot_continue(self, unjudged, why)
+  local m = self.session.machine and self.session:machine()
+  if m and m.none then
+    return ("the GPU stages cannot run here (%s)"):format(tostring(m.none))
+  end
+  if unjudged > 0 then return ("%d turn%s could not be judged here (%s)"):format(unjudged, unjudged == 1 and "" or "s",
+    tostring(why)) end
+  return nil
+end
+
 -- klab judge: the GPU stages of every turn of this experiment (its shard)
 -- that awaits them; opts = {again = true: every stored candidate again,
 -- continue = true: then the repair turns, with the models (run)}. Returns
--- {judged=, counts=, awaiting=} (and run's summary as .run with continue).
+-- {judged=, counts=, awaiting=} (and run's summary as .run with continue;
+-- .not_continued, why no model was asked, where the GPU stages cannot run).
 function M.judge(self, opts)
   opts = opts or {}
+  if opts.continue and not self.continuable then
+    errors.raise("mistake", ("experiment %s: continuing a stored study needs the models, turns, replicas and mode "
+      .. "from the command line, not from the store (klab judge DB --continue models=... turns=... replicas=...)")
+      :format(self.name))
+  end
   local lock = self:_lock()
   local sys = require "klab.sys"
   sys.trap("INT", "TERM")
@@ -101,17 +120,18 @@ function M.judge(self, opts)
       spec.progress }
     local judged, unjudged, why = M.turns(self, trajs, opts.again, bar)
     bar:finish()
+    local stop = opts.continue and cannot_continue(self, unjudged, why) or nil
     if own then self.session:close() end
     self.session = nil
     local left = 0
     for _, t in ipairs(trajs) do if awaiting(t) then left = left + 1 end end
     return { judged = judged, unjudged = unjudged, why = why, counts = self:_counts(), awaiting = left,
-             trajectories = #trajs }
+             trajectories = #trajs, not_continued = stop }
   end)
   sys.untrap()
   if lock then lock:free() end
   if not ok then error(res, 0) end
-  if opts.continue then
+  if opts.continue and not res.not_continued then
     self.phase = "full"
     res.run = self:run()
   end

@@ -2,8 +2,9 @@
 -- model options every script takes, and its --help, generated from the
 -- declarations.
 --
---   options.options(decl, args) -> values     options.help(decl [, name]) -> text
---   options.with_model_options(decl) -> decl  options.models_from(o) -> {model, ...}
+--   options.options(decl, args [, name]) -> values     options.help(decl [, name]) -> text
+--   options.with_model_options(decl) -> decl  options.models_from(o [, name]) -> {model, ...}
+-- (name: who the messages name, "judge" for klab judge; default the script)
 --   options.MODEL_OPTION_LIST, options.MODEL_OPTIONS
 --
 -- A mistake (an unknown key, a bad value, no model) raises a klab.errors
@@ -113,10 +114,10 @@ local function take_phase(args)
   return rest
 end
 
-function M.options(decl, args)
+function M.options(decl, args, name)
   args = take_phase(shard_mod.take(args))
   decl = declared(decl)
-  local name = script_name()
+  name = name or script_name()
   local defaults, keys = {}, {}
   for _, d in ipairs(decl) do
     if not d.section then
@@ -208,7 +209,8 @@ function M.with_model_options(decl)
   return list
 end
 
-function M.models_from(o)
+function M.models_from(o, name)
+  local script_name = name and function() return name end or script_name
   local list = {}
   for _, name in ipairs(o.models) do
     if name == "" then

@@ -171,7 +171,8 @@ local INSTRUCTION_WARNING = "INSTRUCTION WARNING: the kernel might not be fully 
 
 -- turn: {verdict=, reason=, workloads={{name=, axes=, verdict=, reason=, speedup=, time_ms=, baseline_ms=,
 --         max_abs=, max_rel=, instructions=, profile=}}, compile_log=, targets={...}}
--- opts: {turn=, turns=, target=, profile=true|false, profile_after=n, compile_log=true, template=}
+-- opts: {turn=, turns=, target=, profile=true|false, profile_after=n, compile_log=true, template=,
+--        template_text= (the template's text itself, as a study stored it: no file is read)}
 function M.feedback(turn, opts)
   opts = opts or {}
   local out = {}
@@ -229,7 +230,7 @@ function M.feedback(turn, opts)
       target_line = opts.target and ("\nTarget: a speedup of at least %sx on every workload.\n"):format(fmt(opts.target, 2))
         or "",
     }
-    body = M.render(M.read(opts.template, opts.root), vars, opts.template)
+    body = M.render(opts.template_text or M.read(opts.template, opts.root), vars, opts.template)
   end
   return body
 end

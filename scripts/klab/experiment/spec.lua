@@ -5,7 +5,7 @@
 -- a mistake is one line naming the user's script and what is wrong, with
 -- exit status 2, and no store is made.
 --
---   spec.check(s, where) -> models (model.new results), policy (raises klab.errors mistakes)
+--   spec.check(s, where, groups [, stored]) -> models (model.new results), policy (raises klab.errors mistakes)
 --   spec.FIELDS          the field names a spec may have
 
 local errors = require "klab.errors"
@@ -45,7 +45,9 @@ local function count(v, name, fail)
   end
 end
 
-function M.check(s, where, groups)
+-- stored: s was rebuilt from a store (klab.experiment.stored): its prompts
+-- are the texts stored with it, so no template or pack file is read.
+function M.check(s, where, groups, stored)
   local function fail(msg)
     errors.raise("mistake", ("%sexperiment %s: %s"):format(where or "", tostring(s.name), msg))
   end
@@ -94,6 +96,7 @@ function M.check(s, where, groups)
   end
   -- The prompt of every task group and tag, rendered now: a missing
   -- template, pack or variable is said before the first request.
+  if stored then return models, pol end
   local p = type(s.prompt) == "table" and s.prompt or {}
   local tags = s.tags or { "none" }
   for _, tag in ipairs(tags) do

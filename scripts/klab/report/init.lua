@@ -216,6 +216,7 @@ function M.provenance(db, trajs, opts)
   for _, tr in ipairs(trajs) do turns = turns + #tr.turns end
   p.counts.turns = turns
   p.counts.evaluations = records.count(db, "evaluations")
+  p.counts.measured_here, p.counts.measured_elsewhere = records.measured_where(db)
   p.counts.candidates = records.count(db, "candidates")
   if has(db, "turns") then p.dates.first_turn, p.dates.last_turn = records.turn_dates(db, ids) end
   p.dates.first_evaluation, p.dates.last_evaluation = records.evaluation_dates(db)
@@ -356,6 +357,8 @@ local function index_html(ctx)
     { "klab (this report)", ctx.klab_version },
     { "Trajectories / turns", ("%d / %d"):format(p.counts.trajectories, p.counts.turns) },
     { "Evaluations / candidates", ("%d / %d"):format(p.counts.evaluations, p.counts.candidates) },
+    { "Measured by this machine's user / elsewhere", ("%d / %d (a result is this machine's only when its mark "
+      .. "proves it)"):format(p.counts.measured_here, p.counts.measured_elsewhere) },
     { "Turns from / to", ("%s / %s"):format(p.dates.first_turn or "-", p.dates.last_turn or "-") },
     { "Evaluations from / to", ("%s / %s"):format(p.dates.first_evaluation or "-", p.dates.last_evaluation or "-") },
     { "Intervals", ("%g%%: Wilson for rates; percentile bootstrap, %d resamples, seed %d, over tasks for speedups "
@@ -363,7 +366,7 @@ local function index_html(ctx)
   }
   -- The Conditions row is there only with --by.
   local packed = {}
-  for i = 1, 16 do if glance[i] then packed[#packed + 1] = glance[i] end end
+  for i = 1, 17 do if glance[i] then packed[#packed + 1] = glance[i] end end
   glance = packed
   add('<h2 id="provenance-at-a-glance">At a glance</h2>')
   add(kv_table(glance, "glance"))

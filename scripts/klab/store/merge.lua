@@ -370,18 +370,15 @@ local function check_source(db, path)
   if v > store.SCHEMA_VERSION then
     error(("%s has schema version %d, newer than this klab's %d"):format(path, v, store.SCHEMA_VERSION), 0)
   end
+  -- The whole schema, as klab writes it (the store's owner compares it):
+  -- a view in place of a table, a trigger, a generated column or an index
+  -- on an expression of someone else's is no shard of a sweep.
+  local good, why = db:check_schema("src")
+  if not good then error((tostring(why):gsub("^store: ", "")), 0) end
   local known = by_name()
-  -- klab's tables must be tables: a view in their place (an endless
-  -- recursive one, or one that makes gigabytes) is no shard of a sweep.
-  for _, r in ipairs(rows_of(db, "SELECT type, name FROM src.sqlite_master WHERE name NOT LIKE 'sqlite%'")) do
-    if (known[r.name] or M.OWN[r.name]) and r.type ~= "table" then
-      error(("%s: %s is a %s, not the table klab made (something else changed this store)"):format(path, r.name,
-        r.type), 0)
-    end
-  end
   local unknown = {}
   for _, r in ipairs(rows_of(db, [[SELECT name FROM src.sqlite_master WHERE type = 'table'
-      AND name NOT LIKE 'sqlite%' ORDER BY name]])) do
+      AND substr(name, 1, 7) <> 'sqlite_' ORDER BY name]])) do
     if not known[r.name] and not M.OWN[r.name] then unknown[#unknown + 1] = r.name end
   end
   if #unknown > 0 then

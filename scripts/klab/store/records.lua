@@ -81,6 +81,17 @@ end
 local function count(db, tbl) return first(db, "SELECT count(*) AS n FROM " .. tbl).n or 0 end
 M.count = count
 
+-- Where the finished evaluations were measured: how many carry this
+-- machine's user's mark (host/store/mark.c), and how many do not (merged
+-- from elsewhere, written before marks, or changed since).
+function M.measured_where(db)
+  local here, elsewhere = 0, 0
+  for _, r in ipairs(query(db, "SELECT id FROM evaluations WHERE state = 'done'")) do
+    if db:evaluation_proven(r.id) then here = here + 1 else elsewhere = elsewhere + 1 end
+  end
+  return here, elsewhere
+end
+
 -- ---- the verdict list -----------------------------------------------------
 
 function M.verdict_rows(db) return query(db, "SELECT name, rank, short, stage, class, means FROM verdicts") end
