@@ -499,6 +499,17 @@ function tests.conditions_side_by_side_and_two_stores(t)
   t.eq(bad, nil)
   t.eq(code, "EINVAL")
   t.match(msg, "no condition variable 'modle'")
+  -- A list of the config (the same for every turn) is no condition: refused
+  -- with the per-turn name it was mistaken for, exit 2 on the command line.
+  for list, one in pairs { tags = "tag", models = "model", tasks = "task", templates = "template" } do
+    bad, msg, code = report.write(path, dir .. "/bad", { by = { list } })
+    t.eq(bad, nil, list)
+    t.eq(code, "EINVAL", list)
+    t.match(msg, "did you mean '" .. one .. "'%?", list)
+  end
+  local rc, _, err = t.sh(("%s report %s --by tags --out %s"):format(sq(t.klab), sq(path), sq(dir .. "/bad")))
+  t.eq(rc, 2)
+  t.match(err, "'tags' is a list in the experiment's config")
 
   -- A second store: the same study under other names.
   local p2 = dir .. "/other.db"
