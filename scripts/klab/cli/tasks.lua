@@ -166,8 +166,8 @@ function M.main(args)
       if not seen[want] then
         table.sort(known)
         for _, e in ipairs(errs) do io.stderr:write("klab tasks: ", e, "\n") end
-        return command.fail("tasks", ("no task has %s '%s' (known: %s)"):format(f[1], want, table.concat(known, ", ")),
-          EXIT.usage)
+        return command.fail("tasks", ("no task has %s '%s'%s (known: %s)"):format(f[1], want,
+          require("klab.errors").did_you_mean(want, known), table.concat(known, ", ")), EXIT.usage)
       end
     end
   end
