@@ -320,6 +320,36 @@ function tests.unfinished_trajectories_are_not_failures(t)
     .. "and 1 unfinished; they are not failures%.")
 end
 
+-- Figures that do not pretend: nothing timed draws no "best speedup so
+-- far" or Fast@k (each is listed among the figures not drawn, with the
+-- reason); a task with no result is named under the correct/verified
+-- bars; a condition with one task has no interval (not "[100.0, 100.0]").
+function tests.figures_and_intervals_of_nothing_are_not_drawn(t)
+  local path, dir = nogpu_store(t)
+  do
+    local db <close> = assert(store.open(path))
+    local e = db:first("SELECT id FROM experiments WHERE name = 'cut'").id
+    local id = db:insert("trajectories", { experiment_id = e, key = "cut/attn/1", model = "m", task = "attn",
+      tag = "none", replica = 1, state = "done", turns = 1 })
+    db:insert("turns", { trajectory_id = id, turn = 1, verdict = "unknown", reason = SKIPPED, language = "ptx",
+      reply = "r", feedback = "f" })
+  end
+  local _, warnings = assert(report.write(path, dir .. "/r", { B = 50, experiment = "cut" }))
+  local text = table.concat(warnings, "\n")
+  t.match(text, "figure best_by_turn_sm_90a not drawn: no correct timed candidate on sm_90a")
+  t.match(text, "figure at_k_sm_90a not drawn: no correct timed candidate on sm_90a")
+  local h = t.read(dir .. "/r/index.html") or ""
+  t.match(h, "Not measured %(no bar%): attn%.")
+  -- One task: no interval.
+  local fx = make_store(t)
+  assert(report.write(fx, dir .. "/fx", { B = 50 }))
+  local mix = t.read(dir .. "/fx/e2/tables/failure_mix.md") or ""
+  t.match(mix, "| sm_100a | mA | passed | 1 / 1 | 100%.0%% |")
+  local ak = t.read(dir .. "/fx/e2/tables/at_k.md") or ""
+  t.match(ak, "| sm_100a | mA | 1 | 1 | 0%.0%% | 0%.900 |")
+  t.ok(not (mix .. ak):find("%[(%d+%.%d+), %1%]"), "no zero-width interval")
+end
+
 function tests.default_report_has_a_section_per_experiment(t)
   local path, dir = nogpu_store(t)
   local files = assert(report.write(path, dir .. "/r", { B = 20 }))
