@@ -461,7 +461,7 @@ function tests.sft_export_says_why_it_has_no_records(t)
   t.eq(export.summary_text(s), "0 records: experiment nogpu has 6 turns, none passed (5 were not measured)")
   local code, out = t.sh(sq(t.klab) .. " export sft " .. sq(path) .. " --experiment cut --out " .. sq(dir .. "/x.jsonl"))
   t.eq(code, 1, "nothing passed: the candidates failed")
-  t.match(out, "^0 records: experiment cut has 4 turns, none passed\nwrote 0 records to ")
+  t.match(out, "^0 records: experiment cut has 4 turns, none passed\nnothing exported: no file written\n$")
   t.ok(not out:find("task%s+generation"), "no empty header")
   -- A store where nothing was measured: status 3.
   local db = assert(store.open(path))
@@ -537,6 +537,12 @@ function tests.conditions_side_by_side_and_two_stores(t)
     t.eq(code, "EINVAL", list)
     t.match(msg, "did you mean '" .. one .. "'%?", list)
   end
+  -- A template given by its absolute path is named by its file name.
+  t.eq(require("klab.report.conditions").relabel({ { experiment = "x", model = "m", task = "t" } }, { "template" },
+    { x = { prompt = { user = "/home/me/prompts/mine.md" } } }), "Condition (template)")
+  local trs = { { experiment = "x", model = "m", task = "t" } }
+  require("klab.report.conditions").relabel(trs, { "template" }, { x = { prompt = { user = "/home/me/p/mine.md" } } })
+  t.eq(trs[1].model, "mine.md")
   local rc, _, err = t.sh(("%s report %s --by tags --out %s"):format(sq(t.klab), sq(path), sq(dir .. "/bad")))
   t.eq(rc, 2)
   t.match(err, "'tags' is a list in the experiment's config")

@@ -43,8 +43,10 @@ local function value(tr, var, configs)
   elseif var == "turns" then
     return tostring(tr.max_turns or "?")
   elseif var == "template" then
+    -- Named by its file name: a template given by its absolute path is
+    -- still "mine.md" in the tables.
     local p = config_of(configs, tr).prompt
-    return tostring(type(p) == "table" and p.user or "task.md")
+    return (tostring(type(p) == "table" and p.user or "task.md"):match("([^/]*)$"))
   end
   local v = config_of(configs, tr)[var]
   if type(v) == "table" then return json.encode(v) end
