@@ -238,9 +238,9 @@ int main(int argc, char **argv)
         goto done;
     }
     if (unknown_command(argv[i])) {
-        fprintf(stderr, "%s: '%s' is neither a command nor a script file; '%s --help' lists the commands\n",
-                progname, argv[i], progname);
-        rc = EXIT_USAGE;
+        /* Said by klab.cli.help, which knows the commands' names (a near
+         * one is suggested); exit 2. */
+        rc = run_module_main(L, "klab.cli.help", "unknown_command", argc, argv, i);
         goto done;
     }
     create_arg_table(L, argv, argc, i);

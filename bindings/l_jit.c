@@ -20,7 +20,9 @@
  *
  * A result: {ok=true, cubin=, ptx=, log=, kernels={{name=, registers=,
  * spill_stores=, spill_loads=, shared_static=, shared_cubin=, local_bytes=,
- * sass_instructions=, param_bytes=, tcgen05=, setmaxnreg=, mbarriers=}...},
+ * sass_instructions=, param_bytes=, params={{offset=, size=}...} (each
+ * parameter in order, where the cubin says them all), tcgen05=, setmaxnreg=,
+ * mbarriers=}...},
  * entries={names...}, census={...}, hash=, cubin_hash=, compile_ms=,
  * cached=, arch=, lang=, compiler=, confinement=, cache_note=}. A figure
  * that is unknown is nil.
@@ -93,6 +95,18 @@ static void push_kernel(lua_State *L, const jit_kernel *k)
     lua_setfield(L, -2, "sass_instructions");
     push_known(L, k->param_bytes);
     lua_setfield(L, -2, "param_bytes");
+    if (k->params) {
+        lua_createtable(L, k->nparams, 0);
+        for (int i = 0; i < k->nparams; i++) {
+            lua_createtable(L, 0, 2);
+            lua_pushinteger(L, (lua_Integer)k->params[i].offset);
+            lua_setfield(L, -2, "offset");
+            lua_pushinteger(L, (lua_Integer)k->params[i].size);
+            lua_setfield(L, -2, "size");
+            lua_rawseti(L, -2, i + 1);
+        }
+        lua_setfield(L, -2, "params");
+    }
     lua_pushinteger(L, k->tcgen05);
     lua_setfield(L, -2, "tcgen05");
     lua_pushboolean(L, k->setmaxnreg);

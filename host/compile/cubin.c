@@ -69,8 +69,10 @@ void cubin_free(cubin_info *ci)
 {
     if (!ci)
         return;
-    for (int i = 0; i < ci->nkernels; i++)
+    for (int i = 0; i < ci->nkernels; i++) {
         free(ci->kernels[i].name);
+        free(ci->kernels[i].params);
+    }
     for (int i = 0; i < ci->nsymbols; i++)
         free(ci->symbols[i].name);
     for (int i = 0; i < ci->nglobals; i++)
@@ -136,7 +138,20 @@ static int walk_info(const unsigned char *p, size_t n, cubin_info *ci, cubin_ker
                     k->param_bytes = rd16(val);
                 break;
             case EIATTR_KPARAM_INFO:
-                k->nparams++;
+                /* {u32 index, u16 ordinal, u16 offset, u32 flags}; the
+                 * parameter's size is the flags' bits 18..31. */
+                if (fmt == 4 && len >= 12) {
+                    cubin_param *grown = realloc(k->params, sizeof *grown * (size_t)(k->nparams + 1));
+                    if (!grown)
+                        return ks_fail(st, KS_ENOMEM, 0, "cubin: out of memory");
+                    k->params = grown;
+                    grown[k->nparams].ordinal = rd16(pay + 4);
+                    grown[k->nparams].offset = rd16(pay + 6);
+                    grown[k->nparams].size = rd32(pay + 8) >> 18;
+                    k->nparams++;
+                } else {
+                    k->params_unread = 1;
+                }
                 break;
             case EIATTR_MAXREG_COUNT:
                 if (fmt == 3)

@@ -19,6 +19,14 @@
 #define CUBIN_EM_CUDA 190
 #define CUBIN_STO_ENTRY 0x10        /* st_other bit of a kernel entry symbol */
 
+/* One kernel parameter as EIATTR_KPARAM_INFO gives it: its place in the
+ * parameter list and its bytes in the parameter space. */
+typedef struct cubin_param {
+    int ordinal;                    /* 0 for the first parameter */
+    long offset;                    /* bytes from the start of the parameters */
+    long size;                      /* bytes */
+} cubin_param;
+
 typedef struct cubin_kernel {
     char *name;
     int sym;                        /* index in .symtab */
@@ -29,7 +37,9 @@ typedef struct cubin_kernel {
                                        this includes the 1 KiB the system reserves */
     long text_bytes;                /* size of .text.<name> */
     long param_bytes;               /* EIATTR_CBANK_PARAM_SIZE; -1 when absent */
-    int nparams;                    /* number of EIATTR_KPARAM_INFO records */
+    int nparams;                    /* number of EIATTR_KPARAM_INFO records read */
+    cubin_param *params;            /* those records, in the cubin's order */
+    int params_unread;              /* a record of a form this reader does not know */
     int max_reg_count;              /* EIATTR_MAXREG_COUNT; -1 when absent */
     int tcgen05;                    /* 0, 1 (EIATTR_TCGEN05_1CTA_USED) or 2 (_2CTA_USED) */
     int reg_reconfig;               /* EIATTR_REG_RECONFIG present (setmaxnreg) */

@@ -142,8 +142,10 @@ void jit_result_free(jit_result *r)
 {
     if (!r)
         return;
-    for (int i = 0; i < r->nkernels; i++)
+    for (int i = 0; i < r->nkernels; i++) {
         free(r->kernels[i].name);
+        free(r->kernels[i].params);
+    }
     free(r->kernels);
     free(r->cubin);
     free(r->ptx);
@@ -171,6 +173,36 @@ void jit_set_log(jit_result *r, char *log, size_t len)
     free(r->log);
     r->log = log;
     r->log_size = len;
+}
+
+/* k->params from the cubin's EIATTR_KPARAM_INFO records, by ordinal; left
+ * NULL unless every ordinal 0..n-1 is there exactly once (a layout with a
+ * hole would be checked wrongly, so none is better). KS_ENOMEM or KS_OK. */
+static int kernel_params(const cubin_kernel *ck, jit_kernel *k)
+{
+    int n = ck->nparams;
+    if (ck->params_unread || n <= 0)
+        return KS_OK;
+    jit_param *p = malloc(sizeof *p * (size_t)n);
+    if (!p)
+        return KS_ENOMEM;
+    for (int i = 0; i < n; i++)
+        p[i].size = -1;
+    for (int i = 0; i < n; i++) {
+        const cubin_param *cp = &ck->params[i];
+        /* The size field has 14 bits: a parameter that seems to end past
+         * the parameter space was not read right. */
+        if (cp->ordinal < 0 || cp->ordinal >= n || p[cp->ordinal].size >= 0 ||
+            (ck->param_bytes >= 0 && cp->offset + cp->size > ck->param_bytes)) {
+            free(p);
+            return KS_OK;
+        }
+        p[cp->ordinal].offset = cp->offset;
+        p[cp->ordinal].size = cp->size;
+    }
+    k->params = p;
+    k->nparams = n;
+    return KS_OK;
 }
 
 /* Fills kernels, census and cubin hash from r->cubin, r->ptx and r->log,
@@ -220,6 +252,10 @@ int jit_finish_result(jit_result *r, ks_status *st)
             k->shared_static = ck->shared_section;
         k->sass_instructions = ck->text_bytes / 16;
         k->param_bytes = ck->param_bytes;
+        if (kernel_params(ck, k) != KS_OK) {
+            rc = ks_fail(st, KS_ENOMEM, 0, "out of memory");
+            break;
+        }
         k->tcgen05 = ck->tcgen05;
         k->setmaxnreg = ck->reg_reconfig;
         k->mbarriers = ck->mbarriers;

@@ -74,6 +74,12 @@ typedef struct jit_request {
     int trusted;
 } jit_request;
 
+/* A kernel parameter's place in the parameter space, from the cubin. */
+typedef struct jit_param {
+    long offset;                /* bytes */
+    long size;                  /* bytes */
+} jit_param;
+
 typedef struct jit_kernel {
     char *name;
     int registers;              /* per thread; -1 unknown */
@@ -85,6 +91,9 @@ typedef struct jit_kernel {
     long local_bytes;           /* stack frame per thread (local memory) */
     long sass_instructions;     /* .text size / 16 */
     long param_bytes;           /* kernel parameter bytes; -1 unknown */
+    jit_param *params;          /* each parameter, in order; NULL when the
+                                   cubin does not say them all */
+    int nparams;                /* entries of params */
     int tcgen05;                /* EIATTR: 0, 1 (1-CTA) or 2 (2-CTA) tcgen05 use */
     int setmaxnreg;             /* EIATTR_REG_RECONFIG present */
     int mbarriers;              /* EIATTR_NUM_MBARRIERS */

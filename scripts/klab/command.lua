@@ -155,7 +155,12 @@ function M.options(args, spec)
       flag = flag or a
       local kind = spec[flag]
       if type(kind) == "string" and kind:sub(1, 1) == "-" then flag, kind = kind, spec[kind] end
-      if kind == nil then return nil, "unknown option " .. a end
+      if kind == nil then
+        local flags = { "--help" }
+        for f in pairs(spec) do if f:sub(1, 2) == "--" then flags[#flags + 1] = f end end
+        table.sort(flags)
+        return nil, "unknown option " .. a .. errors.did_you_mean(flag, flags)
+      end
       local key = flag:gsub("^%-+", ""):gsub("%-", "_")
       if kind == "flag" then
         if inline then return nil, "option " .. flag .. " takes no value" end

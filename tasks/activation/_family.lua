@@ -53,7 +53,7 @@ local OPS = {
 }
 
 local DT = { f32 = 0, bf16 = 2 }
-local CTYPE = { f32 = "float", bf16 = "bf16" }
+local CTYPE = { f32 = "float", bf16 = "__nv_bfloat16" }
 local WORDS = {
   f32 = "fp32; compute as accurately as fp32 allows (no narrower intermediate)",
   bf16 = "bf16 (__nv_bfloat16 bit patterns); compute in fp32 and round once to\nbf16 (round to nearest even)",

@@ -201,8 +201,8 @@ S=${S}, D=${D}. For each (batch, head) and query row i:
 
 Write O as bf16 [B, H, S, D] (round to nearest even) and LSE as fp32 [B, H, S].
 With the default launch plan the kernel is
-  extern "C" __global__ void attention_fwd(const bf16 *Q, const bf16 *K,
-      const bf16 *V, bf16 *O, float *LSE, unsigned BH, unsigned S,
+  extern "C" __global__ void attention_fwd(const __nv_bfloat16 *Q, const __nv_bfloat16 *K,
+      const __nv_bfloat16 *V, __nv_bfloat16 *O, float *LSE, unsigned BH, unsigned S,
       unsigned D, float scale, unsigned causal)
 launched with a grid of (ceil(S/64), B*H, 1) blocks of 128 threads and no
 dynamic shared memory: block (x, y) owns query rows 64*x.. of (batch, head) y.
@@ -223,12 +223,12 @@ Compute dV = P^T dO, dP = dO V^T, dS = P * (dP - rowsum(dO * O)),
 dQ = dS K / sqrt(D), dK = dS^T Q / sqrt(D), written as bf16 [B, H, S, D].
 Scratch buffers you may use (their contents are garbage on entry): Dsum, fp32
 [B, H, S], and dQacc, fp32 [B, H, S, D]. With the default launch plan
-  extern "C" __global__ void attention_bwd_prep(const bf16 *O, const bf16 *dO,
+  extern "C" __global__ void attention_bwd_prep(const __nv_bfloat16 *O, const __nv_bfloat16 *dO,
       float *Dsum, float *dQacc, unsigned BH, unsigned S, unsigned D)
 runs first with a grid of (ceil(S/64), B*H, 1) blocks of 128 threads, then
-  extern "C" __global__ void attention_bwd(const bf16 *Q, const bf16 *K,
-      const bf16 *V, const bf16 *O, const bf16 *dO, const float *LSE,
-      bf16 *dQ, bf16 *dK, bf16 *dV, float *Dsum, float *dQacc, unsigned BH,
+  extern "C" __global__ void attention_bwd(const __nv_bfloat16 *Q, const __nv_bfloat16 *K,
+      const __nv_bfloat16 *V, const __nv_bfloat16 *O, const __nv_bfloat16 *dO, const float *LSE,
+      __nv_bfloat16 *dQ, __nv_bfloat16 *dK, __nv_bfloat16 *dV, float *Dsum, float *dQacc, unsigned BH,
       unsigned S, unsigned D, float scale, unsigned causal)
 with the same grid. Send your own plan to change any of this (dims.causal is
 1 for causal tasks).]]

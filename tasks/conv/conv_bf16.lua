@@ -6,7 +6,7 @@ name = "conv2d_bf16"
 family = "conv"
 kernel = "conv2d"
 tags = { "conv", "bf16" }
-description = cv.conv_description(cv.BF16_TEXT, "bf16")
+description = cv.conv_description(cv.BF16_TEXT, "__nv_bfloat16")
 
 dims = cv.dims
 -- ResNet-like 3x3 convolutions at 56x56 with 128 and 256 channels (59 and

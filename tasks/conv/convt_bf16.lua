@@ -7,7 +7,7 @@ name = "convt2d_bf16"
 family = "conv"
 kernel = "conv_transpose2d"
 tags = { "conv", "transposed", "bf16" }
-description = cv.convt_description(cv.BF16_TEXT, "bf16")
+description = cv.convt_description(cv.BF16_TEXT, "__nv_bfloat16")
 
 dims = cv.dims
 -- 2x upsampling decoder layers (3x3, stride 2, padding 1: 56x56 to

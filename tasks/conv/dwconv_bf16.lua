@@ -7,7 +7,7 @@ name = "dwconv2d_bf16"
 family = "conv"
 kernel = "dwconv2d"
 tags = { "conv", "depthwise", "bf16", "memory-bound" }
-description = cv.dw_description(cv.BF16_TEXT, "bf16")
+description = cv.dw_description(cv.BF16_TEXT, "__nv_bfloat16")
 
 dims = cv.dw_dims
 -- MobileNet/EfficientNet-style depthwise layers: 3x3 over 512 channels and

@@ -4,7 +4,7 @@ local gemm = include "_family.lua"
 
 -- Inputs are drawn in fp32 and rounded to bf16; the reference sees exactly
 -- the rounded values.
-gemm.define(_ENV, { name = "gemm_bf16", dtype = "bf16", ctype = "bf16",
+gemm.define(_ENV, { name = "gemm_bf16", dtype = "bf16", ctype = "__nv_bfloat16",
   words = "in bf16 (__nv_bfloat16 bit patterns), accumulating in fp32\n" ..
     "and writing C[M,N] in bf16 (round to nearest even)" })
 

@@ -15,7 +15,7 @@ byte each), with per-tensor scales scale_a and scale_b (one float each, in
 device memory), accumulating in fp32 and writing C[M,N] in bf16 (round to
 nearest even). Here M=${M}, N=${N}, K=${K}.
 With the default launch plan the kernel is
-  extern "C" __global__ void gemm(const uint8_t *A, const uint8_t *B, bf16 *C,
+  extern "C" __global__ void gemm(const unsigned char *A, const unsigned char *B, __nv_bfloat16 *C,
                                   const float *scale_a, const float *scale_b,
                                   unsigned M, unsigned N, unsigned K)
 launched with a grid of (ceil(N/128), ceil(M/128), 1) blocks of 256 threads

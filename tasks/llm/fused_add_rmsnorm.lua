@@ -24,8 +24,8 @@ patterns), row-major. For each token row t, with s = X[t,:] + residual[t,:]
 with eps = 1e-6, fp32 statistics, round to nearest even. (Normalizing the
 bf16-rounded s is fine.) Do not modify X or residual. Here T=${T}, H=${H}.
 With the default launch plan the kernel is
-  extern "C" __global__ void fused_add_rmsnorm(const bf16 *X,
-      const bf16 *residual, const bf16 *weight, bf16 *Y, bf16 *residual_out,
+  extern "C" __global__ void fused_add_rmsnorm(const __nv_bfloat16 *X,
+      const __nv_bfloat16 *residual, const __nv_bfloat16 *weight, __nv_bfloat16 *Y, __nv_bfloat16 *residual_out,
       unsigned T, unsigned H, float eps)
 launched with one block of 256 threads per token (grid (T, 1, 1)), no
 dynamic shared memory and eps as the last argument. Send your own plan to

@@ -25,8 +25,8 @@ written to Qo [T, Hq, D] and Ko [T, Hk, D] (bf16, round to nearest even), fp32
 arithmetic. Q and K must not be modified. Here T=${T}, Hq=${Hq}, Hk=${Hk},
 D=${D}, P=${P}.
 With the default launch plan the kernel is
-  extern "C" __global__ void rope(const int *pos, const bf16 *Q,
-      const bf16 *K, const float *cos_sin, bf16 *Qo, bf16 *Ko, unsigned T,
+  extern "C" __global__ void rope(const int *pos, const __nv_bfloat16 *Q,
+      const __nv_bfloat16 *K, const float *cos_sin, __nv_bfloat16 *Qo, __nv_bfloat16 *Ko, unsigned T,
       unsigned Hq, unsigned Hk, unsigned D)
 launched with one block of 128 threads per token (grid (T, 1, 1)) and no
 dynamic shared memory. Send your own plan to change any of this.]]

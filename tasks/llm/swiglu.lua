@@ -18,7 +18,7 @@ j < D. Compute
 in fp32 and write Y as bf16 [T, D] (round to nearest even). Here T=${T},
 D=${D}.
 With the default launch plan the kernel is
-  extern "C" __global__ void swiglu(const bf16 *X, bf16 *Y, unsigned T,
+  extern "C" __global__ void swiglu(const __nv_bfloat16 *X, __nv_bfloat16 *Y, unsigned T,
                                     unsigned D)
 launched with one thread per element of Y (grid (ceil(T*D/256), 1, 1),
 blocks of 256 threads) and no dynamic shared memory. Send your own plan to

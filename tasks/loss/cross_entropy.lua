@@ -20,7 +20,7 @@ written as fp32 L[R], with fp32 arithmetic. Rows may be shifted far from
 zero or spread wider than exp's range in fp32: go through the row maximum,
 and do not form log(exp(...)). Here R=${R}, C=${C}.
 With the default launch plan the kernel is
-  extern "C" __global__ void cross_entropy(const bf16 *X, const int *T, float *L,
+  extern "C" __global__ void cross_entropy(const __nv_bfloat16 *X, const int *T, float *L,
                                            unsigned R, unsigned C)
 launched with one block of 256 threads per row (grid (R, 1, 1)) and no
 dynamic shared memory. Send your own plan to change any of this.]=]

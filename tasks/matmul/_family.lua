@@ -211,8 +211,8 @@ bit patterns), accumulating in fp32, adding the bias and applying the
 activation in fp32, and writing C[M,N] in bf16 (round to nearest even).
 Here M=${M}, N=${N}, K=${K}.
 With the default launch plan the kernel is
-  extern "C" __global__ void %s(const bf16 *A, const bf16 *B,
-      const bf16 *bias, bf16 *C, unsigned M, unsigned N, unsigned K)
+  extern "C" __global__ void %s(const __nv_bfloat16 *A, const __nv_bfloat16 *B,
+      const __nv_bfloat16 *bias, __nv_bfloat16 *C, unsigned M, unsigned N, unsigned K)
 launched with a grid of (ceil(N/128), ceil(M/128), 1) blocks of 256 threads
 and no dynamic shared memory: block (x, y) owns the 128x128 tile of C at rows
 128*y and columns 128*x.

@@ -15,7 +15,7 @@ of B at b*N*K, of C at b*M*N), in bf16 (__nv_bfloat16 bit patterns),
 accumulating in fp32 and writing C in bf16 (round to nearest even).
 Here BATCH=${BATCH}, M=${M}, N=${N}, K=${K}.
 With the default launch plan the kernel is
-  extern "C" __global__ void bmm(const bf16 *A, const bf16 *B, bf16 *C,
+  extern "C" __global__ void bmm(const __nv_bfloat16 *A, const __nv_bfloat16 *B, __nv_bfloat16 *C,
       unsigned BATCH, unsigned M, unsigned N, unsigned K)
 launched with a grid of (ceil(N/128), ceil(M/128), BATCH) blocks of 256
 threads and no dynamic shared memory: block (x, y, z) owns the 128x128 tile of

@@ -8,7 +8,7 @@ family = "matmul"
 kernel = "gemv"
 tags = { "matmul", "gemv", "bf16", "memory-bound" }
 description = mm.gemv_description("in bf16 (__nv_bfloat16 bit patterns), accumulating in\n" ..
-  "fp32 and writing y in bf16 (round to nearest even)", "bf16")
+  "fp32 and writing y in bf16 (round to nearest even)", "__nv_bfloat16")
 
 dims = mm.gemv_dims
 

@@ -18,8 +18,8 @@ as __nv_bfloat16 bit patterns) with the running statistics given:
 with eps = 1e-5; mean, var, weight and bias are fp32 [C]; Y is bf16 [N, H, W, C]
 (round to nearest even). Here N=${N}, H=${H}, W=${W}, C=${C}.
 With the default launch plan the kernel is
-  extern "C" __global__ void batchnorm(const bf16 *X, const float *mean,
-      const float *var, const float *weight, const float *bias, bf16 *Y,
+  extern "C" __global__ void batchnorm(const __nv_bfloat16 *X, const float *mean,
+      const float *var, const float *weight, const float *bias, __nv_bfloat16 *Y,
       unsigned long long P, unsigned C, float eps)
 with P = N*H*W pixels, launched with one thread per element of X (grid
 (ceil(P*C/256), 1, 1), blocks of 256 threads) and no dynamic shared memory.

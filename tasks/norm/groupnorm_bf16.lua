@@ -21,8 +21,8 @@ better, and Y bf16 [N, C, H, W] (round to nearest even). The elements of one
 (n, g) are contiguous: (C/G)*H*W of them from (n*G + g)*(C/G)*H*W. Here
 N=${N}, C=${C}, H=${H}, W=${W}, G=${G}.
 With the default launch plan the kernel is
-  extern "C" __global__ void groupnorm(const bf16 *X, const bf16 *weight,
-      const bf16 *bias, bf16 *Y, unsigned N, unsigned C, unsigned HW,
+  extern "C" __global__ void groupnorm(const __nv_bfloat16 *X, const __nv_bfloat16 *weight,
+      const __nv_bfloat16 *bias, __nv_bfloat16 *Y, unsigned N, unsigned C, unsigned HW,
       unsigned G, float eps)
 with HW = H*W, launched with one block of 256 threads per (n, g) (grid
 (N*G, 1, 1), block g of sample n at n*G + g) and no dynamic shared memory.

@@ -20,7 +20,7 @@ with eps = 1e-5 (no weight, no bias), statistics in fp32 or better, and Y
 bf16 [N, C, H, W] (round to nearest even). The H*W elements of one (n, c)
 are contiguous from (n*C + c)*H*W. Here N=${N}, C=${C}, H=${H}, W=${W}.
 With the default launch plan the kernel is
-  extern "C" __global__ void instancenorm(const bf16 *X, bf16 *Y,
+  extern "C" __global__ void instancenorm(const __nv_bfloat16 *X, __nv_bfloat16 *Y,
       unsigned N, unsigned C, unsigned HW, float eps)
 with HW = H*W, launched with one block of 256 threads per (n, c) (grid
 (N*C, 1, 1)) and no dynamic shared memory. Send your own plan to change

@@ -17,8 +17,8 @@ description = F.row_description {
 with weight[C] and bias[C] in bf16 and eps = 1e-5.]],
   out_words = "bf16 (round to nearest even)",
   signature = [[
-  extern "C" __global__ void layernorm(const bf16 *X, const bf16 *weight,
-      const bf16 *bias, bf16 *Y, unsigned R, unsigned C, float eps)]],
+  extern "C" __global__ void layernorm(const __nv_bfloat16 *X, const __nv_bfloat16 *weight,
+      const __nv_bfloat16 *bias, __nv_bfloat16 *Y, unsigned R, unsigned C, float eps)]],
 }
 
 dims = F.row_dims

@@ -16,7 +16,7 @@ description = F.row_description {
 with weight[C] in bf16 and eps = 1e-6 (no bias, no mean subtracted).]],
   out_words = "bf16 (round to nearest even)",
   signature = [[
-  extern "C" __global__ void rmsnorm(const bf16 *X, const bf16 *weight, bf16 *Y,
+  extern "C" __global__ void rmsnorm(const __nv_bfloat16 *X, const __nv_bfloat16 *weight, __nv_bfloat16 *Y,
       unsigned R, unsigned C, float eps)]],
 }
 

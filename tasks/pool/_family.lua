@@ -174,7 +174,7 @@ end
 local TYPES = {
   f32 = { max = "fp32 in and out", avg = "fp32 in and out", ctype = "float" },
   bf16 = { max = "bf16 in and out (__nv_bfloat16 bit patterns)",
-    avg = "bf16 in and out (__nv_bfloat16 bit patterns), summing in fp32", ctype = "bf16" },
+    avg = "bf16 in and out (__nv_bfloat16 bit patterns), summing in fp32", ctype = "__nv_bfloat16" },
 }
 local MODES = { max = "MAXPOOL", avg = "AVGPOOL_INCLUDE_PADDING" }
 function F.define(env, t)

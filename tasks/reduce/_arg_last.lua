@@ -39,7 +39,7 @@ I[R]. When several elements equal the %s, I[r] is the lowest of their
 columns (as torch.arg%s and numpy.arg%s); ties are common, since bf16
 holds few distinct values. Inputs are finite. Here R=${R}, C=${C}.
 With the default launch plan the kernel is
-  extern "C" __global__ void %s(const bf16 *X, int *I, unsigned R, unsigned C)
+  extern "C" __global__ void %s(const __nv_bfloat16 *X, int *I, unsigned R, unsigned C)
 launched with one block of 256 threads per row (grid (R, 1, 1)) and no
 dynamic shared memory. Send your own plan to change any of this.]]):format(fn,
     which == "max" and "largest" or "smallest", extreme, extreme, which, which, fn)

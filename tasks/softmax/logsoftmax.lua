@@ -13,7 +13,7 @@ X[r, c] - m_r - log(sum_j exp(X[r, j] - m_r)), with m_r the row's maximum,
 written as bf16 (round to nearest even). Rows may spread far wider than
 exp's range in fp32: do not form log(exp(...)). Here R=${R}, C=${C}.
 With the default launch plan the kernel is
-  extern "C" __global__ void logsoftmax(const bf16 *X, bf16 *Y, unsigned R, unsigned C)
+  extern "C" __global__ void logsoftmax(const __nv_bfloat16 *X, __nv_bfloat16 *Y, unsigned R, unsigned C)
 launched with one block of 256 threads per row (grid (R, 1, 1)) and no
 dynamic shared memory. Send your own plan to change any of this.]]
 

@@ -13,7 +13,7 @@ X[R, C] (row-major, bf16 as __nv_bfloat16 bit patterns): Y[r, c] =
 exp(X[r, c] - m_r) / sum_j exp(X[r, j] - m_r), with m_r the row's maximum,
 written as bf16 (round to nearest even). Here R=${R}, C=${C}.
 With the default launch plan the kernel is
-  extern "C" __global__ void softmax(const bf16 *X, bf16 *Y, unsigned R, unsigned C)
+  extern "C" __global__ void softmax(const __nv_bfloat16 *X, __nv_bfloat16 *Y, unsigned R, unsigned C)
 launched with one block of 256 threads per row (grid (R, 1, 1)) and no
 dynamic shared memory. Send your own plan to change any of this.]]
 

@@ -374,6 +374,14 @@ static void test_ptxas(void)
             CHECK(k->spill_stores == 0 && k->spill_loads == 0);
             CHECK(k->shared_static == 0 && k->local_bytes == 0);
             CHECK(k->param_bytes == 28);    /* 3 pointers + 1 u32 */
+            /* Each parameter's place, in order, from EIATTR_KPARAM_INFO. */
+            CHECKF(k->nparams == 4 && k->params, "nparams %d", k->nparams);
+            if (k->params && k->nparams == 4) {
+                static const long off[] = {0, 8, 16, 24}, size[] = {8, 8, 8, 4};
+                for (int i = 0; i < 4; i++)
+                    CHECKF(k->params[i].offset == off[i] && k->params[i].size == size[i],
+                           "parameter %d at %ld, %ld bytes", i, k->params[i].offset, k->params[i].size);
+            }
             CHECK(k->sass_instructions > 4);
             /* The log says the same number of registers as the cubin. */
             char want[64];

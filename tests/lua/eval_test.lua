@@ -89,6 +89,66 @@ function T.plan_errors(t)
   t.match(r.reason, "cluster")
 end
 
+-- A kernel whose parameters are not the plan's arguments is a plan_error
+-- before any GPU: the cubin gives each parameter's size (and their total),
+-- so the turn gets its reason at once, not "GPU stages skipped".
+function T.parameters_that_do_not_fit_are_a_plan_error_offline(t)
+  local d = candidate(t, [[
+extern "C" __global__ void relu(const float *X, float *Y, unsigned n) {
+  unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) Y[i] = X[i] > 0.f ? X[i] : 0.f;
+}
+]])
+  local r = assert(eval.evaluate("relu_f32/999x1021", d, { timing = false }))
+  t.eq(r.verdict, "plan_error")
+  t.eq(r.reason, "launch 1: kernel relu takes 20 bytes of parameters, the plan's arguments pack into 24 (argument 3 "
+    .. "(u64 1019979) is 8 bytes, but kernel parameter 3 is 4 bytes)")
+  -- With only the total known (a cubin without each parameter's record).
+  local plan = require "klab.eval.plan"
+  local launch = { kernel = "relu", args = { { kind = "buffer", name = "X" }, { kind = "buffer", name = "Y" },
+    { kind = "scalar", type = "u64", value = 1 } } }
+  local detail = plan.check_compiled(launch, { name = "relu", param_bytes = 20 })
+  t.eq(detail.expected, 20)
+  t.eq(detail.packed, 24)
+  t.eq(plan.check_compiled(launch, { name = "relu", param_bytes = 24 }), nil)
+  -- A u32 after a u64 packs at 8-byte alignment: 8 + 8 + 4, then a u64 at 24.
+  launch.args[3] = { kind = "scalar", type = "u32", value = 1 }
+  launch.args[4] = { kind = "scalar", type = "u64", value = 1 }
+  t.eq(plan.check_compiled(launch, { name = "relu", param_bytes = 32 }), nil)
+  t.eq(plan.check_compiled(launch, { name = "relu", param_bytes = 28 }).packed, 32)
+  -- A tensor map: the cubin counts offsets from another base than the
+  -- driver (48 here is 64-byte aligned on the device), so only sizes count
+  -- offline, and no packed total is claimed.
+  local tm = { kernel = "g", args = { { kind = "tensormap", buffer = "A" }, { kind = "scalar", type = "u32", value = 1 } } }
+  t.eq(plan.check_compiled(tm, { name = "g", param_bytes = 180, params = { { offset = 48, size = 128 },
+    { offset = 176, size = 4 } } }), nil)
+  local miss = plan.check_compiled(tm, { name = "g", param_bytes = 184, params = { { offset = 48, size = 128 },
+    { offset = 176, size = 8 } } })
+  t.eq(require("klab.eval.verdict").reason("plan_error", miss), "launch 1: kernel g takes 184 bytes of parameters "
+    .. "(argument 2 (u32 1) is 4 bytes, but kernel parameter 2 is 8 bytes)")
+end
+
+-- The task lint finds a reference plan that passes an argument its kernel
+-- does not take (klab tasks --check, no GPU).
+function T.a_reference_plan_that_does_not_fit_its_kernel_is_a_task_mistake(t)
+  local q = require("klab.command").shell_quote
+  local dir = t.tmpdir()
+  t.eq((t.sh(("cp -r %s %s"):format(q(t.root .. "/tasks/activation"), q(dir .. "/activation")))), 0)
+  local path = dir .. "/activation/_family.lua"
+  local s = assert(t.read(path))
+  local n
+  s, n = s:gsub('f64%(%%%.17g%) }', 'f64(%%.17g), i32(0) }', 1)
+  t.eq(n, 1)
+  local f = assert(io.open(path, "w"))
+  f:write(s)
+  f:close()
+  local code, out, err = t.sh(("%s tasks --check %s"):format(q(t.klab), q(dir .. "/activation")))
+  t.eq(code, 2, out .. err)
+  t.match(out, "activation/[%w_]+%.lua: reference: [%w_]+/[%dx]+ on sm_90a: the task's reference plan failed: "
+    .. "launch 1: kernel act_ref takes %d+ bytes of parameters, the plan.s arguments pack into %d+ %(kernel act_ref "
+    .. "takes 7 parameters, the plan passes 8 arguments%)")
+end
+
 function T.bad_input(t)
   local r, err = eval.evaluate("no_such_task/1x1", "tasks/gemm/samples/naive")
   t.eq(r, nil)

@@ -168,6 +168,11 @@ function tests.cli(t)
   end
   t.eq(n, 3, "verified: gemm 5 capped at 2, attn 1")
   t.match(err, "wrote 3 records to standard output")
+  -- Nothing passes the filter: no empty file is left behind, and the line says so.
+  code, out = t.sh(sq(t.klab) .. " export sft " .. sq(path) .. " --min-speedup 1000 --out " .. sq(dir .. "/none.jsonl"))
+  t.eq(code, 1)
+  t.match(out, "nothing exported: no file written")
+  t.eq(t.read(dir .. "/none.jsonl"), nil, "no empty file")
   code, out = t.sh(sq(t.klab) .. " export --help")
   t.eq(code, 0)
   t.match(out, "usage: klab export sft DB")

@@ -320,6 +320,36 @@ function tests.unfinished_trajectories_are_not_failures(t)
     .. "and 1 unfinished; they are not failures%.")
 end
 
+-- Figures that do not pretend: nothing timed draws no "best speedup so
+-- far" or Fast@k (each is listed among the figures not drawn, with the
+-- reason); a task with no result is named under the correct/verified
+-- bars; a condition with one task has no interval (not "[100.0, 100.0]").
+function tests.figures_and_intervals_of_nothing_are_not_drawn(t)
+  local path, dir = nogpu_store(t)
+  do
+    local db <close> = assert(store.open(path))
+    local e = db:first("SELECT id FROM experiments WHERE name = 'cut'").id
+    local id = db:insert("trajectories", { experiment_id = e, key = "cut/attn/1", model = "m", task = "attn",
+      tag = "none", replica = 1, state = "done", turns = 1 })
+    db:insert("turns", { trajectory_id = id, turn = 1, verdict = "unknown", reason = SKIPPED, language = "ptx",
+      reply = "r", feedback = "f" })
+  end
+  local _, warnings = assert(report.write(path, dir .. "/r", { B = 50, experiment = "cut" }))
+  local text = table.concat(warnings, "\n")
+  t.match(text, "figure best_by_turn_sm_90a not drawn: no correct timed candidate on sm_90a")
+  t.match(text, "figure at_k_sm_90a not drawn: no correct timed candidate on sm_90a")
+  local h = t.read(dir .. "/r/index.html") or ""
+  t.match(h, "Not measured %(no bar%): attn%.")
+  -- One task: no interval.
+  local fx = make_store(t)
+  assert(report.write(fx, dir .. "/fx", { B = 50 }))
+  local mix = t.read(dir .. "/fx/e2/tables/failure_mix.md") or ""
+  t.match(mix, "| sm_100a | mA | passed | 1 / 1 | 100%.0%% |")
+  local ak = t.read(dir .. "/fx/e2/tables/at_k.md") or ""
+  t.match(ak, "| sm_100a | mA | 1 | 1 | 0%.0%% | 0%.900 |")
+  t.ok(not (mix .. ak):find("%[(%d+%.%d+), %1%]"), "no zero-width interval")
+end
+
 function tests.default_report_has_a_section_per_experiment(t)
   local path, dir = nogpu_store(t)
   local files = assert(report.write(path, dir .. "/r", { B = 20 }))
@@ -431,7 +461,7 @@ function tests.sft_export_says_why_it_has_no_records(t)
   t.eq(export.summary_text(s), "0 records: experiment nogpu has 6 turns, none passed (5 were not measured)")
   local code, out = t.sh(sq(t.klab) .. " export sft " .. sq(path) .. " --experiment cut --out " .. sq(dir .. "/x.jsonl"))
   t.eq(code, 1, "nothing passed: the candidates failed")
-  t.match(out, "^0 records: experiment cut has 4 turns, none passed\nwrote 0 records to ")
+  t.match(out, "^0 records: experiment cut has 4 turns, none passed\nnothing exported: no file written\n$")
   t.ok(not out:find("task%s+generation"), "no empty header")
   -- A store where nothing was measured: status 3.
   local db = assert(store.open(path))
@@ -499,6 +529,23 @@ function tests.conditions_side_by_side_and_two_stores(t)
   t.eq(bad, nil)
   t.eq(code, "EINVAL")
   t.match(msg, "no condition variable 'modle'")
+  -- A list of the config (the same for every turn) is no condition: refused
+  -- with the per-turn name it was mistaken for, exit 2 on the command line.
+  for list, one in pairs { tags = "tag", models = "model", tasks = "task", templates = "template" } do
+    bad, msg, code = report.write(path, dir .. "/bad", { by = { list } })
+    t.eq(bad, nil, list)
+    t.eq(code, "EINVAL", list)
+    t.match(msg, "did you mean '" .. one .. "'%?", list)
+  end
+  -- A template given by its absolute path is named by its file name.
+  t.eq(require("klab.report.conditions").relabel({ { experiment = "x", model = "m", task = "t" } }, { "template" },
+    { x = { prompt = { user = "/home/me/prompts/mine.md" } } }), "Condition (template)")
+  local trs = { { experiment = "x", model = "m", task = "t" } }
+  require("klab.report.conditions").relabel(trs, { "template" }, { x = { prompt = { user = "/home/me/p/mine.md" } } })
+  t.eq(trs[1].model, "mine.md")
+  local rc, _, err = t.sh(("%s report %s --by tags --out %s"):format(sq(t.klab), sq(path), sq(dir .. "/bad")))
+  t.eq(rc, 2)
+  t.match(err, "'tags' is a list in the experiment's config")
 
   -- A second store: the same study under other names.
   local p2 = dir .. "/other.db"

@@ -65,6 +65,8 @@ local EXAMPLES = {
     undefined_kernel = { { kernel = "gemm2", defined = { "gemm", "fill" } },
       "^the plan launches kernel 'gemm2', but the code defines only gemm, fill$" },
     module_lacks = { { kernel = "k", message = "CUDA_ERROR_NOT_FOUND" }, "^the plan launches kernel 'k', which the module lacks: CUDA_ERROR_NOT_FOUND$" },
+    param_bytes = { { index = 1, kernel = "k", expected = 20, packed = 24 },
+      "^launch 1: kernel k takes 20 bytes of parameters, the plan's arguments pack into 24$" },
     threads = { { kernel = "k", threads = 1024, max = 512, registers = 128 },
       "^kernel k launched with 1024 threads per block, but it can take at most 512 %(registers: 128%)$" },
     shared = { { kernel = "k", dynamic = 300000, static = 16, limit = 232448 },

@@ -84,7 +84,10 @@ function M.main(args)
   end
   local out = o.out == "-" and io.stderr or io.stdout
   out:write(export.summary_text(summary), "\n")
-  out:write(("wrote %d records to %s\n"):format(n, o.out == "-" and "standard output" or o.out))
+  -- No record: no empty file left behind to be mistaken for a data set.
+  if n == 0 and o.out ~= "-" then os.remove(o.out) end
+  out:write(n == 0 and "nothing exported: no file written\n"
+    or ("wrote %d records to %s\n"):format(n, o.out == "-" and "standard output" or o.out))
   if n > 0 then return EXIT.ok end
   return summary.turns > 0 and summary.passed == 0 and summary.not_result == summary.turns and EXIT.could_not_run
     or EXIT.failed

@@ -1,13 +1,19 @@
 -- klab --help: what the binary does, its options and its commands.
 local M = {}
 
-local function commands()
+-- The commands' names, sorted.
+local function names()
   local list = {}
   for name in pairs(package.preload) do
     local cmd = name:match("^klab%.cli%.([%w_]+)$")
     if cmd and cmd ~= "help" and cmd ~= "version" then list[#list + 1] = cmd end
   end
   table.sort(list)
+  return list
+end
+
+local function commands()
+  local list = names()
   local out = {}
   for _, cmd in ipairs(list) do
     local ok, mod = pcall(require, "klab.cli." .. cmd)
@@ -15,6 +21,15 @@ local function commands()
     out[#out + 1] = string.format("  %-10s %s", cmd, summary)
   end
   return table.concat(out, "\n")
+end
+
+-- `klab WORD` where WORD is neither a command nor a file: one line, with
+-- the command it is near (klab taks: did you mean 'tasks'?); exit 2.
+function M.unknown_command(args)
+  local word = tostring(args and args[1])
+  io.stderr:write(("klab: '%s' is neither a command nor a script file%s; 'klab --help' lists the commands\n"):format(
+    word, require("klab.errors").did_you_mean(word, names())))
+  return require("klab.command").EXIT.usage
 end
 
 function M.main()

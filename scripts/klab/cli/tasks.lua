@@ -19,7 +19,9 @@ with its name, family, dimensions, buffer dtypes (inputs -> outputs),
 GFLOP per run and target instruction families per architecture.
 
 Options:
-  --json        print a JSON array, one object per task
+  --json        print a JSON array, one object per task (with its
+                description and default plan; 'klab prompt TASK' prints
+                the whole message a model is sent)
   --family F    only tasks of family F
   --tag T       only tasks carrying tag T (e.g. ptxbench, odd, small)
   --tasks DIR   look for tasks in DIR first (repeatable); then in the
@@ -114,6 +116,9 @@ local function record(t)
     tags = task.plain(t.tags), baseline = task.plain(t.baseline), tolerance = task.plain(t.tolerance),
     -- A composed task's chain (klab.task.compose): ops, tolerance, baseline.
     compose = t.compose and task.plain(t.compose) or nil,
+    -- What a model reads of the task (klab prompt shows the whole message)
+    -- and the default launch plan it may rely on.
+    description = t.description, plan = t.plan,
   }
 end
 
@@ -161,8 +166,8 @@ function M.main(args)
       if not seen[want] then
         table.sort(known)
         for _, e in ipairs(errs) do io.stderr:write("klab tasks: ", e, "\n") end
-        return command.fail("tasks", ("no task has %s '%s' (known: %s)"):format(f[1], want, table.concat(known, ", ")),
-          EXIT.usage)
+        return command.fail("tasks", ("no task has %s '%s'%s (known: %s)"):format(f[1], want,
+          require("klab.errors").did_you_mean(want, known), table.concat(known, ", ")), EXIT.usage)
       end
     end
   end

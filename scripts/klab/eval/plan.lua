@@ -19,6 +19,8 @@
 --       The byte layout of the argument buffer; with resolve(arg) (a device
 --       address for buffers and workspace, 128 bytes for a tensor map) it
 --       also builds the bytes.
+--   plan.check_compiled(launch, kernel)  -> nil | a plan_error detail: the
+--       arguments against the cubin's parameters, before any GPU
 --
 -- What a plan sees: `dims` (name -> integer), each dimension as a global
 -- (M, N, K), `buffers` (name -> {role, dtype, shape, numel, bytes}), `arch`
@@ -488,27 +490,65 @@ local function check_layout(layout)
   return true
 end
 
-function M.check_params(launch, layout)
-  local ok, err = check_layout(layout)
-  if not ok then error("plan.check_params: " .. err, 2) end
+-- The first difference of the launch's arguments from the layout, or nil.
+-- sizes_only: the layout is the cubin's, whose offsets count from another
+-- base than the driver's, so a tensor map's alignment is left to the run.
+local function param_mismatch(launch, layout, sizes_only)
   local args = launch.args
-  local who = ("launch %d (%s)"):format(launch.index or 1, launch.kernel)
   if #args ~= #layout then
-    return nil, ("%s: kernel %s takes %d parameter%s, the plan passes %d argument%s"):format(who, launch.kernel,
+    return ("kernel %s takes %d parameter%s, the plan passes %d argument%s"):format(launch.kernel,
       #layout, #layout == 1 and "" or "s", #args, #args == 1 and "" or "s")
   end
   for i, a in ipairs(args) do
     local want, prm = arg_size(a), layout[i]
     if prm.size ~= want then
-      return nil, ("%s: argument %d (%s) is %d bytes, but kernel parameter %d is %d bytes"):format(who, i,
+      return ("argument %d (%s) is %d bytes, but kernel parameter %d is %d bytes"):format(i,
         describe_arg(a), want, i, prm.size)
     end
-    if a.kind == "tensormap" and prm.offset % 64 ~= 0 then
-      return nil, ("%s: argument %d (%s) needs a 64-byte aligned parameter (a const __grid_constant__ CUtensorMap), " ..
-        "kernel parameter %d is at offset %d"):format(who, i, describe_arg(a), i, prm.offset)
+    if a.kind == "tensormap" and not sizes_only and prm.offset % 64 ~= 0 then
+      return ("argument %d (%s) needs a 64-byte aligned parameter (a const __grid_constant__ CUtensorMap), " ..
+        "kernel parameter %d is at offset %d"):format(i, describe_arg(a), i, prm.offset)
     end
   end
+end
+
+function M.check_params(launch, layout)
+  local ok, err = check_layout(layout)
+  if not ok then error("plan.check_params: " .. err, 2) end
+  local why = param_mismatch(launch, layout)
+  if why then return nil, ("launch %d (%s): %s"):format(launch.index or 1, launch.kernel, why) end
   return true
+end
+
+-- The bytes the launch's arguments take packed in order, each at its
+-- natural alignment, as the compiler lays out parameters: the end of the
+-- last. nil with a tensor map, whose 64-byte alignment counts from where
+-- the parameter space starts, which only the kernel's layout says.
+local function packed_bytes(args)
+  local pos = 0
+  for _, a in ipairs(args) do
+    if a.kind == "tensormap" then return nil end
+    local size = arg_size(a)
+    pos = (pos + size - 1) // size * size + size
+  end
+  return pos
+end
+
+-- The launch against what the cubin says of its kernel (a klab.jit kernel
+-- record: params, each parameter's offset and size where the cubin gives
+-- them all; param_bytes, their total), without a GPU: nil when they agree
+-- or nothing is known, else the detail of a plan_error {kind =
+-- "param_bytes", index =, kernel =, expected = the kernel's bytes, packed =
+-- the arguments' bytes, why = the first parameter that differs}.
+function M.check_compiled(launch, kernel)
+  if type(kernel) ~= "table" then return nil end
+  local detail = { kind = "param_bytes", index = launch.index or 1, kernel = launch.kernel,
+    expected = kernel.param_bytes, packed = packed_bytes(launch.args) }
+  if kernel.params then
+    detail.why = param_mismatch(launch, kernel.params, true)
+    return detail.why and detail or nil
+  end
+  if detail.expected and detail.packed and detail.expected ~= detail.packed then return detail end
 end
 
 function M.check_kernel(launch, info)

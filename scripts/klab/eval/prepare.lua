@@ -230,7 +230,7 @@ function M.build(run)
     verdicts.give(r, "unknown", { message = tostring(rerr) })
     return nil
   end
-  run.ref_cubin = ref.cubin
+  run.ref_cubin, run.ref_kernels = ref.cubin, ref.kernels
   if t.baseline.kind == "shipped" then
     local base, berr = compile_task_kernel("baseline kernel", t.baseline.path, t.baseline.code, run.arch)
     if not base then
@@ -239,14 +239,14 @@ function M.build(run)
       run.baseline_error = berr
       r.baseline_error = tostring(berr)
     else
-      run.base_cubin = base.cubin
+      run.base_cubin, run.base_kernels = base.cubin, base.kernels
     end
   elseif t.baseline.shipped then
     -- A kernel beside the library's: one that does not build is the
     -- task's mistake, said as such; the library's baseline still stands.
     local sh = t.baseline.shipped
     local alt, aerr = compile_task_kernel("shipped baseline kernel", sh.path, sh.code, run.arch)
-    if alt then run.shipped_cubin = alt.cubin else
+    if alt then run.shipped_cubin, run.shipped_kernels = alt.cubin, alt.kernels else
       run.shipped_error = aerr
       r.shipped_baseline_error = tostring(aerr)
     end
@@ -286,11 +286,27 @@ local function plain_plan(p)
     tensormaps = next(p.tensormaps or {}) and p.tensormaps or nil }
 end
 
--- Runs one of the task's own plans; a failure is the task's, not the
--- candidate's.
-local function task_plan(t, what, source, view, arch)
+-- The first launch of plan whose arguments differ from the parameters the
+-- cubin gives its kernel (kernels: klab.jit's records), as the detail of a
+-- plan_error; nil when none does. No GPU is needed: a candidate gets its
+-- plan_error at once, and a task's lint (klab tasks --check) finds a
+-- reference or baseline plan that does not fit its kernel.
+function M.misfit(plan, kernels)
+  local by_name = {}
+  for _, k in ipairs(kernels or {}) do by_name[k.name] = k end
+  for _, l in ipairs(plan.launches) do
+    local d = plan_mod.check_compiled(l, by_name[l.kernel])
+    if d then return d end
+  end
+end
+
+-- Runs one of the task's own plans for its compiled kernels; a failure is
+-- the task's, not the candidate's.
+local function task_plan(t, what, source, view, arch, kernels)
   local p, err = plan_mod.run(view, source, { arch = arch })
-  if not p then return nil, string.format("the task's %s plan failed: %s", what, tostring(err)) end
+  local d = p and M.misfit(p, kernels)
+  if d then err = verdicts.reason("plan_error", d) end
+  if not p or d then return nil, string.format("the task's %s plan failed: %s", what, tostring(err)) end
   return plain_plan(p)
 end
 
@@ -313,6 +329,11 @@ local function plan_candidate(run)
       verdicts.give(r, "plan_error", { kind = "undefined_kernel", kernel = l.kernel, defined = names })
       return nil
     end
+  end
+  local misfit = M.misfit(plan, run.kernels)
+  if misfit then
+    verdicts.give(r, "plan_error", misfit)
+    return nil
   end
   local globals = jit.globals(run.cubin)
   return { cubin_path = write_temp(run.cubin), launches = plan.launches,
@@ -340,10 +361,12 @@ function M.plan(run)
   -- for exactly as many positions as the timing stage draws and allocates.
   local ref = { sample = math.min(t.reference.sample, spec.total_units), derived = task_mod.plain(t.reference.derived) }
   local err
-  ref.full, err = task_plan(t, "reference", t.reference.plan, reference_view(t, 0), run.arch)
-  if ref.full then ref.sampled, err = task_plan(t, "reference", t.reference.plan, reference_view(t, ref.sample), run.arch) end
+  ref.full, err = task_plan(t, "reference", t.reference.plan, reference_view(t, 0), run.arch, run.ref_kernels)
+  if ref.full then ref.sampled, err = task_plan(t, "reference", t.reference.plan, reference_view(t, ref.sample), run.arch,
+    run.ref_kernels) end
   if ref.sampled and t.reference.derive then
-    ref.derive, err = task_plan(t, "reference derive", t.reference.derive, reference_view(t, 0), run.arch)
+    ref.derive, err = task_plan(t, "reference derive", t.reference.derive, reference_view(t, 0), run.arch,
+      run.ref_kernels)
   end
   if err then
     verdicts.give(r, "unknown", { message = tostring(err) })
@@ -359,7 +382,7 @@ function M.plan(run)
   ref.cubin_path = write_temp(run.ref_cubin)
   job.reference = ref
   if run.base_cubin then
-    local bp, berr = task_plan(t, "baseline", t.baseline.plan, t, run.arch)
+    local bp, berr = task_plan(t, "baseline", t.baseline.plan, t, run.arch, run.base_kernels)
     if bp then
       bp.cubin_path = write_temp(run.base_cubin)
       job.task.baseline.kernel = bp
@@ -370,7 +393,7 @@ function M.plan(run)
   end
   job.task.baseline.error = run.baseline_error
   if run.shipped_cubin then
-    local sp, serr = task_plan(t, "shipped baseline", t.baseline.shipped.plan, t, run.arch)
+    local sp, serr = task_plan(t, "shipped baseline", t.baseline.shipped.plan, t, run.arch, run.shipped_kernels)
     if sp then
       sp.cubin_path = write_temp(run.shipped_cubin)
       job.task.baseline.shipped.kernel = sp

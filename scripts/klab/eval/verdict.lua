@@ -228,6 +228,11 @@ local R = {
     undefined_kernel = function(d)
       return ("the plan launches kernel '%s', but the code defines only %s"):format(d.kernel, table.concat(d.defined, ", "))
     end,
+    param_bytes = function(d)
+      local s = ("launch %d: kernel %s takes %s bytes of parameters"):format(d.index, d.kernel, d.expected or "?")
+      if d.packed then s = s .. (", the plan's arguments pack into %d"):format(d.packed) end
+      return d.why and (s .. " (" .. d.why .. ")") or s
+    end,
     module_lacks = function(d)
       return ("the plan launches kernel '%s', which the module lacks: %s"):format(d.kernel, line(d.message))
     end,

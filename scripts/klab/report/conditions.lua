@@ -9,7 +9,9 @@
 -- family (the task's family in the library, else its name up to the first
 -- "/" or "_"), arch, experiment, turns (the experiment's turn limit),
 -- template (the prompt's user template), or any field of the experiment's
--- spec (its stored config; a table is shown as JSON). relabel writes the
+-- spec that is one value per experiment (its stored config: mode, select,
+-- feedback, ...; a table is shown as JSON; a list such as tags or models
+-- is refused, as it names every condition at once). relabel writes the
 -- label into each trajectory's `model` (every table and figure groups by
 -- it) and puts every trajectory into one section, so the conditions are
 -- side by side whatever experiment or store they came from.
@@ -41,31 +43,45 @@ local function value(tr, var, configs)
   elseif var == "turns" then
     return tostring(tr.max_turns or "?")
   elseif var == "template" then
+    -- Named by its file name: a template given by its absolute path is
+    -- still "mine.md" in the tables.
     local p = config_of(configs, tr).prompt
-    return tostring(type(p) == "table" and p.user or "task.md")
+    return (tostring(type(p) == "table" and p.user or "task.md"):match("([^/]*)$"))
   end
   local v = config_of(configs, tr)[var]
   if type(v) == "table" then return json.encode(v) end
   return tostring(v)
 end
 
--- nil, or the mistake in vars (a name no experiment's spec has).
+-- A field of a stored config that holds a list (models, tasks, tags): the
+-- same for every turn of an experiment, so grouping by it would pool the
+-- conditions it lists into one.
+local function is_list(v) return type(v) == "table" and v[1] ~= nil end
+
+-- nil, or the mistake in vars (a name no experiment's spec has, or a field
+-- that lists the values of a condition instead of being one).
 function M.check(vars, configs)
   if #vars == 0 then return "--by needs at least one name" end
+  local names, lists = {}, {}
+  for _, v in ipairs(M.BUILTIN) do names[#names + 1] = v end
+  local fields = {}
+  for _, c in pairs(configs) do
+    for k, v in pairs(c) do
+      if is_list(v) then lists[k] = true else fields[k] = true end
+    end
+  end
+  for k in pairs(fields) do
+    if not BUILTIN[k] and not lists[k] then names[#names + 1] = k end
+  end
+  table.sort(names)
+  local dym = require("klab.errors").did_you_mean
   for _, var in ipairs(vars) do
-    if not BUILTIN[var] then
-      local known = false
-      for _, c in pairs(configs) do if c[var] ~= nil then known = true end end
-      if not known then
-        local names = {}
-        for _, v in ipairs(M.BUILTIN) do names[#names + 1] = v end
-        local fields = {}
-        for _, c in pairs(configs) do for k in pairs(c) do fields[k] = true end end
-        for k in pairs(fields) do if not BUILTIN[k] then names[#names + 1] = k end end
-        table.sort(names)
-        return ("--by: no condition variable '%s'%s (known: %s)"):format(var,
-          require("klab.errors").did_you_mean(var, names), table.concat(names, ", "))
-      end
+    if not BUILTIN[var] and lists[var] then
+      return ("--by: '%s' is a list in the experiment's config, the same for every turn, not a condition "
+        .. "variable%s (known: %s)"):format(var, dym(var, names), table.concat(names, ", "))
+    elseif not BUILTIN[var] and not fields[var] then
+      return ("--by: no condition variable '%s'%s (known: %s)"):format(var, dym(var, names),
+        table.concat(names, ", "))
     end
   end
 end

@@ -68,9 +68,18 @@ function M.draw(dir, d)
       local k = r.model .. "\0" .. r.task
       if r.arch == a and r.limit <= L and r.n > 0 and (not cell[k] or cell[k].limit < r.limit) then cell[k] = r end
     end
+    -- A task none of whose trajectories has a result has no bar: named, so
+    -- that an empty place is not read as 0%.
+    local unmeasured = {}
+    for _, t in ipairs(tasks) do
+      local any = false
+      for _, m in ipairs(models) do any = any or cell[m .. "\0" .. t] ~= nil end
+      if not any then unmeasured[#unmeasured + 1] = t end
+    end
     fig("correct_" .. sa, ("Correct and verified on %s"):format(a), ("Trajectories with a correct turn (solid) and a "
       .. "correct turn with verified target instructions (hatched) per task on %s, turn limit %d; error bars: 95%% "
-      .. "Wilson intervals."):format(a, L), none, function()
+      .. "Wilson intervals.%s"):format(a, L, #unmeasured > 0 and (" Not measured (no bar): %s."):format(
+        table.concat(unmeasured, ", ")) or ""), none, function()
         return figures.bars(dir, "correct_" .. sa, { title = ("Correct and verified on %s, turn limit %d"):format(a, L),
           models = models, tasks = tasks, cell = function(m, t)
             local r = cell[m .. "\0" .. t]
@@ -91,7 +100,7 @@ function M.draw(dir, d)
     end
     fig("best_by_turn_" .. sa, ("Best speedup so far on %s"):format(a), ("Mean best speedup within the first n turns "
       .. "on %s, over the trajectories that have a correct timed turn by then (the number beside each point); error "
-      .. "bars: 95%% bootstrap intervals over tasks; dashed: the library."):format(a), none, function()
+      .. "bars: 95%% bootstrap intervals over tasks; dashed: the library."):format(a), none or untimed, function()
         return figures.best_by_turn(dir, "best_by_turn_" .. sa, { title = ("Best speedup so far on %s"):format(a),
           rows = by_arch(d.best_by_turn, a) })
       end)
@@ -118,7 +127,7 @@ function M.draw(dir, d)
       .. "trajectories of a task is correct and faster than the library (Fast@k, the unbiased pass@k estimator on "
       .. "fast_1), right: the expected best speedup of k trajectories (none correct: 0), the mean over tasks on %s, "
       .. "turn limit %d; bands: 95%% bootstrap intervals over tasks."):format(a, L),
-      none or (kmax < 2 and ("every task on %s has one trajectory: k = 1 only (see fast_p and the KBV table)"):format(a))
+      none or untimed or (kmax < 2 and ("every task on %s has one trajectory: k = 1 only (see fast_p and the KBV table)"):format(a))
         or nil, function()
         return figures.at_k(dir, "at_k_" .. sa, { title = ("Fast@k and best-of-k on %s, turn limit %d"):format(a, L),
           rows = ak })

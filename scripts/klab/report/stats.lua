@@ -129,9 +129,13 @@ end
 -- resamples where an entry is undefined are left out of its interval). Returns a list of
 -- {lo, hi} (one per entry of stat's result; for a number, the list has
 -- one entry). Options: B, seed (an integer), key (a string mixed into the
--- seed), level, strata (true: items is a list of strata).
+-- seed), level, strata (true: items is a list of strata). One item (a
+-- condition with one task) gives no interval (an empty list): every
+-- resample is that item, and a zero-width interval would claim a certainty
+-- that one task cannot give.
 function M.bootstrap(items, stat, opts)
   opts = opts or {}
+  if not opts.strata and #items < 2 then return {} end
   local B = opts.B or M.DEFAULT_B
   local level = opts.level or M.DEFAULT_LEVEL
   local rng = M.rng((opts.seed or M.DEFAULT_SEED) ~ fnv(opts.key or ""))

@@ -171,8 +171,8 @@ function M.run(path, opts)
   local dims_list = type(out.fields.dims) == "table" and out.fields.dims or {}
   for k, v in pairs(out.fields) do
     if not FIELDS[k] then
-      fail(path, nil, ("unknown field '%s' (task fields: %s; use local for helpers)"):format(
-        tostring(k), table.concat(sorted_keys(FIELDS), ", ")))
+      fail(path, nil, ("unknown field '%s'%s (task fields: %s; use local for helpers)"):format(
+        tostring(k), require("klab.errors").did_you_mean(k, sorted_keys(FIELDS)), table.concat(sorted_keys(FIELDS), ", ")))
     end
     fields[k] = restore(v, path, out.computed, dims_list)
   end

@@ -212,14 +212,17 @@ function M.load(spec, opts)
   if not d then
     -- a broken file may hold it: report load errors rather than "not found"
     local extra = #errs > 0 and ("; files that failed to load: " .. table.concat(errs, "; ")) or ""
-    error(("task.load: no task named '%s' under %s%s"):format(base, table.concat(roots, ":"), extra), 2)
+    local names = {}
+    for _, t in ipairs((M.list(roots))) do names[#names + 1] = t.base end
+    error(("task.load: no task named '%s' under %s%s%s"):format(base, table.concat(roots, ":"),
+      require("klab.errors").did_you_mean(base, names), extra), 2)
   end
   if not variant then return d end
   for _, t in ipairs(d.tasks) do
     if t.variant == variant then return t end
   end
-  error(("task.load: task '%s' has no variant '%s' (variants: %s)"):format(base, variant,
-    table.concat(M.plain(d.variants), ", ")), 2)
+  error(("task.load: task '%s' has no variant '%s'%s (variants: %s)"):format(base, variant,
+    require("klab.errors").did_you_mean(variant, M.plain(d.variants)), table.concat(M.plain(d.variants), ", ")), 2)
 end
 
 function M.get(name, opts)

@@ -96,7 +96,8 @@ local function check_keys(file, path, t, allowed)
   for k in pairs(t) do
     if not allowed[k] then
       local names = sorted_keys(allowed)
-      fail(file, path, ("unknown key '%s' (allowed: %s)"):format(tostring(k), table.concat(names, ", ")))
+      fail(file, path, ("unknown key '%s'%s (allowed: %s)"):format(tostring(k),
+        require("klab.errors").did_you_mean(k, names), table.concat(names, ", ")))
     end
   end
 end
