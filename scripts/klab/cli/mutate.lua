@@ -149,7 +149,8 @@ function M.main(args)
     io.stderr:write(table.concat(summary, "\n"), "\n")
     return EXIT.ok
   end
-  local seed = o.seed or require("klab.eval.seed").format(require("klab.eval.seed").new())
+  local seeds = require "klab.eval.seed"
+  local seed = seeds.format(o.seed and assert(seeds.parse(o.seed)) or seeds.new())
   local ok, werr = mutate.write(out, tname, c, made, { arch = arch, seed = seed, max = o.max })
   if not ok then return fail(werr, EXIT.failed) end
   print(table.concat(summary, "\n"))

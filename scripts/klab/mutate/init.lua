@@ -6,7 +6,8 @@
 --   mutate.families_of(lang)             those that have operators for a language
 --   mutate.make(cand, opts)              -> {mutants=, dropped=, original_cubin=} | nil, why
 --       opts: families (list, default all), max (per family), arch,
---       compile (function(cand) -> cubin_hash | nil, why; default klab.jit)
+--       compile (function(cand) -> cubin_hash | nil, why; default klab.jit,
+--       in cache_dir when given)
 --   mutate.write(dir, task_name, cand, made, opts) -> true | nil, why
 --   mutate.check_out(dir)                -> true | nil, why  (may klab write its mutants there?)
 --
@@ -109,12 +110,12 @@ function M.check_families(names)
   return true
 end
 
-local function jit_compile(arch)
+local function jit_compile(arch, cache_dir)
   return function(c)
     -- Without line information, a change that only moves code compiles to
     -- the same binary, and is seen as such.
     local r, err = require("klab.jit").compile { source = c.code, lang = c.lang, arch = arch, name = c.file or c.name,
-      lineinfo = false }
+      lineinfo = false, cache_dir = cache_dir }
     if not r then return nil, err end
     return r.cubin_hash
   end
@@ -128,7 +129,7 @@ function M.make(c, opts)
   for _, f in ipairs(opts.families or M.FAMILIES) do
     if offered[f] then families[#families + 1] = f end
   end
-  local compile = opts.compile or jit_compile(opts.arch or "sm_90a")
+  local compile = opts.compile or jit_compile(opts.arch or "sm_90a", opts.cache_dir)
   local base, berr = compile(c)
   if not base then
     return nil, ("%s does not compile for %s, and only a passing candidate can be mutated: %s"):format(

@@ -29,7 +29,7 @@ function M.load(dir, results_file)
   local mfile = dir .. "/mutants.json"
   local text, err = fs.read(mfile, MAX_BYTES)
   if not text then return nil, err .. " (is " .. dir .. " a folder klab mutate wrote?)" end
-  local ok, doc = pcall(json.decode, text)
+  local ok, doc = pcall(json.decode, text, { integers = true })
   if not ok or type(doc) ~= "table" or doc.tool ~= require("klab.mutate").TOOL or type(doc.original) ~= "table" then
     return nil, mfile .. ": not a mutants.json written by klab mutate"
   end
