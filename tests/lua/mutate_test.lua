@@ -233,6 +233,11 @@ function T.score_counts_caught_equivalent_and_survivors(t)
   local none, why = score.table { run }
   t.eq(none, nil)
   t.match(why, "original's verdict is incorrect")
+  -- nor one that could not be judged (no GPU): that is said, not scored as a failure
+  rs[1].verdict, rs[1].reason = "unknown", "GPU stages skipped: no GPU"
+  local _, uwhy, kind = score.table { run }
+  t.match(uwhy, "original could not be judged %(unknown: GPU stages skipped")
+  t.eq(kind, "unjudged")
 end
 
 function T.score_without_results_says_how_to_get_them(t)

@@ -62,8 +62,9 @@ Options:
   --list            print the mutants; write nothing
   --tasks DIR       also look for tasks in DIR (repeatable)
   --score DIR...    print the score of judged mutant folders
-  --results FILE    the results of `klab batch --json` (default:
-                    DIR/results.jsonl; with one DIR only)
+  --results FILE    the results of `klab batch --json` for every DIR (one
+                    batch may judge several folders; default: each DIR's
+                    results.jsonl)
   -h, --help        print this help
 ]]
 
@@ -82,9 +83,6 @@ local function parse(args) return command.options(args, OPTIONS) end
 
 local function score(o)
   if #o.positional == 0 then return command.usage_error("mutate", "--score needs a folder of mutants (klab mutate --score DIR)") end
-  if o.results and #o.positional > 1 then
-    return command.usage_error("mutate", "--results goes with one folder, not " .. #o.positional)
-  end
   local sc = require "klab.mutate.score"
   local runs = {}
   for _, dir in ipairs(o.positional) do
@@ -92,8 +90,8 @@ local function score(o)
     if not run then return fail(err, EXIT.usage) end
     runs[#runs + 1] = run
   end
-  local tab, err = sc.table(runs)
-  if not tab then return fail(err, EXIT.failed) end
+  local tab, err, why = sc.table(runs)
+  if not tab then return fail(err, why == "unjudged" and EXIT.could_not_run or EXIT.failed) end
   io.write(sc.format(tab))
   return EXIT.ok
 end

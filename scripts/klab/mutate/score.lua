@@ -3,7 +3,7 @@
 --
 --   score.load(dir [, results_file]) -> run | nil, why
 --       run: {dir=, doc= (mutants.json), results = {candidate hash -> result}}
---   score.table(runs)   -> tab | nil, why
+--   score.table(runs)   -> tab | nil, why [, "unjudged" (the original could not be judged)]
 --       tab: {families = {name -> counts}, tasks = {family -> counts},
 --             all = counts, survivors = {{id=, dir=, family=, operator=, file=, line=, task=}...},
 --             unjudged = {...the same...}}
@@ -102,6 +102,10 @@ function M.table(runs)
     if not orig then
       return nil, ("%s: no result for the original (line 1 of %s/batch.jsonl) in %s"):format(run.dir, run.dir,
         run.results_file)
+    end
+    if not verdicts.measured(orig.verdict) then
+      return nil, ("%s: the original could not be judged (%s: %s); there is nothing to score"):format(run.dir,
+        tostring(orig.verdict), tostring(orig.reason or ""):match("^[^\n]*")), "unjudged"
     end
     if not verdicts.correct(orig.verdict) then
       return nil, ("%s: the original's verdict is %s, not passed: only the mutants of a passing candidate score the judge")
