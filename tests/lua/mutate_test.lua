@@ -294,4 +294,28 @@ function T.own_earlier_output_is_replaced(t)
   t.eq(require("klab.fs").type(lout), nil, "--list writes no folder")
 end
 
+-- On a GPU: the correctness stage's output checksums tell an equivalent
+-- mutant (the same bits under one seed) from one that survives or is caught.
+function T.gpu_output_checksums_tell_equivalent_mutants(t)
+  t.need_gpu()
+  local task = "sum_last_f32/999x1021"
+  local c = assert(candidate.load(t.root .. "/tasks/reduce/samples/naive_sum_last"))
+  local s <close> = require("klab.eval").session {}
+  local o = { timing = false, seed = "0x00000000000000b2" }
+  local r1 = assert(s:evaluate(task, c, o))
+  local r2 = assert(s:evaluate(task, c, o))
+  t.eq(r1.verdict, "passed", r1.reason)
+  local sums = r1.stages.correctness.trials[1].outputs
+  t.match(sums and sums.Y, "^%x+$", "a checksum of output Y")
+  t.eq(score.classify(r1, r2), "equivalent", "the same candidate and seed: the same bits")
+  -- the input rounded to bf16: still within tolerance, other bits
+  local made = assert(mutate.make(c, { families = { "precision" }, arch = "sm_90a", cache_dir = t.tmpdir() }))
+  local rounded
+  for _, m in ipairs(made.mutants) do
+    if m.operator == "input rounded to bf16" then rounded = m end
+  end
+  local r3 = assert(s:evaluate(task, candidate.new { lang = "cuda", code = rounded.code, plan = c.plan }, o))
+  t.ok(score.classify(r1, r3) ~= "equivalent", "a mutant with other outputs is not equivalent: " .. r3.verdict)
+end
+
 return T
