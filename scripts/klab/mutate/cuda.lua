@@ -10,10 +10,16 @@
 -- the first function of the file, on the same line, so that line numbers
 -- stay those of the original. Which expressions are floating point, which
 -- parameters are dimensions and which loops are reduction trees is read
--- from the declarations; where that reading is wrong, the mutant does not
--- compile (and is dropped) or compiles to the original's binary (and is
--- dropped as equivalent): a wrong guess never reaches the score as a fault.
+-- from the declarations (klab.mutate.source); it is a reading, not a
+-- compiler's: where it is wrong, the mutant mostly does not compile or
+-- compiles to the original's binary (both dropped by klab.mutate), and one
+-- that compiles to another binary is still a fault, judged like any other.
 local tokens = require "klab.mutate.tokens"
+local source = require "klab.mutate.source"
+
+local is, BASE, KEYWORDS = source.is, source.BASE, source.KEYWORDS
+local stmt_end, stmt_start, loop_of = source.stmt_end, source.stmt_start, source.loop_of
+local operand_before, operand_after, float_literal = source.operand_before, source.operand_after, source.float_literal
 
 local M = {}
 
@@ -36,13 +42,6 @@ local FAST = {
   tanhf = "klab_mutant_tanh",
 }
 
--- Type words: what a declaration of each declares.
-local BASE = {
-  float = "float", double = "float",
-  int = "int", unsigned = "int", long = "int", short = "int", char = "int", size_t = "int",
-  int32_t = "int", uint32_t = "int", int64_t = "int", uint64_t = "int",
-  __half = "narrow", __nv_bfloat16 = "narrow", half = "narrow",
-}
 -- Calls that give a float (besides functions the file declares as float).
 local FLOAT_CALLS = {
   __bfloat162float = true, __half2float = true, __low2float = true, __high2float = true, fmaxf = true,
@@ -51,10 +50,6 @@ local FLOAT_CALLS = {
 }
 -- Calls that widen a stored narrow value (an input read as bf16 or f16).
 local WIDEN = { __bfloat162float = true, __half2float = true, __low2float = true, __high2float = true }
-local KEYWORDS = {
-  ["return"] = true, ["if"] = true, ["for"] = true, ["while"] = true, ["switch"] = true, ["sizeof"] = true,
-  ["else"] = true, ["do"] = true, ["case"] = true,
-}
 local ASSIGN = {
   ["="] = true, ["+="] = true, ["-="] = true, ["*="] = true, ["/="] = true, ["%="] = true, ["&="] = true,
   ["|="] = true, ["^="] = true, ["<<="] = true, [">>="] = true,
@@ -66,259 +61,11 @@ local RHS_END = {
   ["]"] = true, ["}"] = true,
 }
 
--- ---- reading the source -------------------------------------------------
-
-local function is(tk, text) return tk ~= nil and tk.k == "op" and tk.t == text end
-
--- Marks the angle brackets of templates and casts (wgmma_wait<1>(),
--- reinterpret_cast<T *>(p)) so that they are never taken for comparisons.
-local TEMPLATE_INNER = { ["*"] = true, ["::"] = true, [","] = true, ["&"] = true }
-local function templates(tk)
-  local marked = {}
-  for i, t in ipairs(tk) do
-    if is(t, "<") and tk[i - 1] and tk[i - 1].k == "id" then
-      local depth, j = 1, i + 1
-      while tk[j] and j <= i + 12 do
-        local u = tk[j]
-        if is(u, "<") then
-          depth = depth + 1
-        elseif is(u, ">") then
-          depth = depth - 1
-          if depth == 0 then break end
-        elseif not (u.k == "id" or u.k == "num" or (u.k == "op" and TEMPLATE_INNER[u.t])) then
-          j = nil
-          break
-        end
-        j = j + 1
-      end
-      local after = j and tk[j + 1]
-      if j and tk[j] and (tk[i - 1].t == "template" or is(after, "(") or is(after, "::") or is(after, "{")) then
-        marked[i], marked[j] = true, true
-      end
-    end
-  end
-  return marked
-end
-
--- What each name is declared as: {base=, ptr=, const=}; and functions'
--- return types.
-local function declarations(tk)
-  local vars, fns = {}, {}
-  for i, t in ipairs(tk) do
-    local base = t.k == "id" and BASE[t.t]
-    if base then
-      local j, ptr = i + 1, false
-      while tk[j] and ((tk[j].k == "id" and (BASE[tk[j].t] == "int" and base == "int" or tk[j].t == "const"
-          or tk[j].t == "__restrict__" or tk[j].t == "__restrict")) or is(tk[j], "*") or is(tk[j], "&")) do
-        if is(tk[j], "*") then ptr = true end
-        j = j + 1
-      end
-      local name = tk[j]
-      if name and name.k == "id" and not BASE[name.t] and not KEYWORDS[name.t] then
-        if is(tk[j + 1], "(") then
-          if not ptr then fns[name.t] = fns[name.t] or base end
-        elseif not vars[name.t] then
-          local const = (tk[i - 1] and tk[i - 1].t == "const") or (tk[i - 2] and tk[i - 2].t == "const")
-          vars[name.t] = { base = base, ptr = ptr, const = const and true or false }
-        end
-      end
-    end
-  end
-  return vars, fns
-end
-
--- The scalar integer parameters of the file's kernels, in order: the
--- dimensions a stride can be confused with.
-local function dimensions(tk, match)
-  local dims, seen = {}, {}
-  for i, t in ipairs(tk) do
-    if t.t == "__global__" then
-      local j = i + 1
-      while tk[j] and not (tk[j].k == "id" and tk[j].t ~= "__launch_bounds__" and is(tk[j + 1], "(")) do
-        j = j + 1
-      end
-      local close = tk[j] and match[j + 1]
-      if close then
-        local k, first = j + 2, j + 2
-        while k <= close do
-          if is(tk[k], "(") or is(tk[k], "[") then k = match[k] or k end
-          if k == close or is(tk[k], ",") then
-            local base, ptr, name
-            for q = first, k - 1 do
-              if is(tk[q], "*") or is(tk[q], "[") then ptr = true end
-              if tk[q].k == "id" then
-                base = base or BASE[tk[q].t]
-                name = tk[q].t
-              end
-            end
-            if base == "int" and not ptr and name and not seen[name] then
-              seen[name] = true
-              dims[#dims + 1] = name
-            end
-            first = k + 1
-          end
-          k = k + 1
-        end
-      end
-    end
-  end
-  return dims, seen
-end
-
--- The index of the last token of the statement that starts at token i.
-local function stmt_end(tk, match, i)
-  local t = tk[i]
-  if not t then return #tk end
-  if is(t, "{") then return match[i] or #tk end
-  if t.k == "id" and (t.t == "if" or t.t == "for" or t.t == "while") and is(tk[i + 1], "(") then
-    local close = match[i + 1]
-    if not close then return #tk end
-    local e = stmt_end(tk, match, close + 1)
-    if t.t == "if" and tk[e + 1] and tk[e + 1].t == "else" then e = stmt_end(tk, match, e + 2) end
-    return e
-  end
-  if t.k == "id" and t.t == "do" then
-    local e = stmt_end(tk, match, i + 1)
-    local close = tk[e + 2] and match[e + 2]
-    return close and close + 1 or #tk
-  end
-  local k = i
-  while tk[k] do
-    if is(tk[k], "(") or is(tk[k], "[") or is(tk[k], "{") then
-      k = match[k] or k
-    elseif is(tk[k], ";") then
-      return k
-    end
-    k = k + 1
-  end
-  return #tk
-end
-
--- Whether token i starts a statement.
-local function stmt_start(tk, match, i)
-  local p = tk[i - 1]
-  if not p or p.k == "pp" then return true end
-  if is(p, ";") or is(p, "{") or is(p, "}") or (p.k == "id" and p.t == "else") then return true end
-  if is(p, ")") then
-    local open = match[i - 1]
-    local kw = open and tk[open - 1]
-    return kw ~= nil and kw.k == "id" and (kw.t == "if" or kw.t == "for" or kw.t == "while")
-  end
-  return false
-end
-
--- The for loops: {at=, var=, init={a,b}, cond={a,b}, step={a,b}, body={a,b},
--- tree="down"|"up"|nil, unrolled=}. Ranges are token indices (b < a: empty).
-local function loops(tk, match)
-  local out = {}
-  for i, t in ipairs(tk) do
-    if t.k == "id" and t.t == "for" and is(tk[i + 1], "(") and match[i + 1] then
-      local open, close = i + 1, match[i + 1]
-      local semis, k = {}, open + 1
-      while k < close do
-        if is(tk[k], "(") or is(tk[k], "[") then k = match[k] or k end
-        if is(tk[k], ";") then semis[#semis + 1] = k end
-        k = k + 1
-      end
-      if #semis == 2 then
-        local L = { at = i, init = { open + 1, semis[1] - 1 }, cond = { semis[1] + 1, semis[2] - 1 },
-          step = { semis[2] + 1, close - 1 } }
-        for q = L.init[1], L.init[2] do
-          if is(tk[q], "=") and tk[q - 1] and tk[q - 1].k == "id" then
-            L.var, L.assign = tk[q - 1].t, q
-            break
-          end
-        end
-        local s1, s2, s3 = tk[L.step[1]], tk[L.step[1] + 1], tk[L.step[1] + 2]
-        if s1 and s1.k == "id" and s1.t == L.var and L.step[2] == L.step[1] + 2 and s3 and s3.k == "num" then
-          if (s2.t == ">>=" and s3.t == "1") or (s2.t == "/=" and s3.t == "2") then L.tree = "down" end
-          if (s2.t == "<<=" and s3.t == "1") or (s2.t == "*=" and s3.t == "2") then L.tree = "up" end
-        end
-        local p = tk[i - 1]
-        L.unrolled = p ~= nil and p.k == "pp" and p.t:match("^#%s*pragma%s+unroll") ~= nil
-        L.body = { close + 1, stmt_end(tk, match, close + 1) }
-        out[#out + 1] = L
-      end
-    end
-  end
-  return out
-end
-
--- The innermost loop whose body holds token i.
-local function loop_of(ls, i)
-  local best
-  for _, L in ipairs(ls) do
-    if i >= L.body[1] and i <= L.body[2] and (not best or L.body[1] >= best.body[1]) then best = L end
-  end
-  return best
-end
-
--- The first token of the operand that ends at token i - 1 (an identifier,
--- a number, a call, a subscript, a member, or a parenthesised group), or nil.
-local function operand_before(tk, match, i)
-  local k = i - 1
-  while true do
-    local t = tk[k]
-    if not t then return nil end
-    local first
-    if is(t, ")") or is(t, "]") then
-      first = match[k]
-    elseif (t.k == "id" and not KEYWORDS[t.t]) or t.k == "num" then
-      first = k
-    end
-    if not first then return nil end
-    local p, f = tk[first - 1], tk[first]
-    if is(p, ".") or is(p, "->") then
-      k = first - 2
-    elseif (is(f, "(") or is(f, "[")) and p and p.k == "id" and not KEYWORDS[p.t] then
-      k = first - 1
-    elseif is(f, "[") and (is(p, "]") or is(p, ")")) then
-      k = first - 1
-    else
-      return first
-    end
-  end
-end
-
--- The last token of the operand that starts at token i, or nil (a cast or a
--- unary operator there is not taken apart).
-local function operand_after(tk, match, i)
-  local t = tk[i]
-  if not t then return nil end
-  local e
-  if is(t, "(") then
-    e = match[i]
-    local n = e and tk[e + 1]
-    if n and (n.k == "id" or n.k == "num" or is(n, "(")) then return nil end
-  elseif (t.k == "id" and not KEYWORDS[t.t]) or t.k == "num" then
-    e = i
-  end
-  while e do
-    local n = tk[e + 1]
-    if is(n, "(") or is(n, "[") then
-      e = match[e + 1]
-    elseif (is(n, ".") or is(n, "->")) and tk[e + 2] and tk[e + 2].k == "id" then
-      e = e + 2
-    else
-      break
-    end
-  end
-  return e
-end
-
-local function float_literal(t)
-  if t.k ~= "num" or t.t:match("^0[xX]") then return false end
-  return t.t:match("[%.eE]") ~= nil or t.t:match("[fF]$") ~= nil
-end
-
 -- The M.sites of one source.
 function M.sites(text)
-  local tk = tokens.cuda(text)
-  local match = tokens.pairs(tk)
-  local vars, fns = declarations(tk)
-  local dims, is_dim = dimensions(tk, match)
-  local ls = loops(tk, match)
-  local tmpl = templates(tk)
+  local r = source.read(text)
+  local tk, match, vars, fns, dims, is_dim = r.tk, r.match, r.vars, r.fns, r.dims, r.is_dim
+  local ls, tmpl = r.loops, r.templates
   local out = {}
   local function src(a, b) return text:sub(tk[a].s, tk[b].e) end
   local function add(family, operator, at, edits, helper)
