@@ -13,7 +13,8 @@ usage: klab batch TASK DIR [options]
 Evaluates every candidate in DIR on TASK (each entry of DIR that is a
 candidate folder, or a .cu or .ptx file), or every line of LIST.jsonl, a
 JSON object {"task": NAME, "candidate": PATH} per line (a relative PATH
-is taken from the file's folder). The candidates go through the same
+is taken from the file's folder; an optional "seed": "0x..." gives that
+evaluation's seed, as `klab eval --seed`). The candidates go through the same
 pipeline as `klab eval`, several at once: one GPU worker per visible GPU,
 compiles and plans on CPU workers meanwhile, so no GPU waits for a build.
 Prints a header and one line per candidate, in the order given (one that
@@ -76,8 +77,12 @@ local function work_list(o)
         if not ok or type(e) ~= "table" or type(e.task) ~= "string" or type(e.candidate) ~= "string" then
           return nil, string.format("%s:%d: expected {\"task\": NAME, \"candidate\": PATH}", pos[1], n)
         end
+        -- "seed": the evaluation's seed, so that several lines see the same inputs (klab mutate)
+        if e.seed ~= nil and not require("klab.eval.seed").parse(e.seed) then
+          return nil, string.format("%s:%d: \"seed\" must be 0x and hex digits, not %s", pos[1], n, tostring(e.seed))
+        end
         local path = e.candidate:sub(1, 1) == "/" and e.candidate or (dir .. "/" .. e.candidate)
-        list[#list + 1] = { task = e.task, candidate = path, label = e.candidate, line = n }
+        list[#list + 1] = { task = e.task, candidate = path, label = e.candidate, line = n, seed = e.seed }
       end
     end
     return list
@@ -137,7 +142,7 @@ function M.main(args)
   local tickets, results, counts = {}, {}, {}
   for i, w in ipairs(list) do
     local ticket, err = s:submit(w.task, w.candidate, { timing = not o.no_timing, timing_opts = { budget_s = o.budget, hopeless = o.hopeless },
-      deadline = o.deadline })
+      deadline = o.deadline, seed = w.seed })
     if ticket then
       tickets[ticket] = i
     else

@@ -69,6 +69,18 @@ function M.run(run)
     if good == nil then return device.judge_failed(res, "compare the outputs with the reference", why) end
     st.trials[#st.trials + 1] = { label = label, passed = good }
     if not good then return verdicts.give(res, "incorrect", why) end
+    -- A checksum of each output, so that two evaluations with one seed tell
+    -- whether their outputs are bit-identical (klab mutate --score: an
+    -- equivalent mutant).
+    local sums = {}
+    for name, g in pairs(run.outs) do
+      if task.buffer_by_name[name].role == "output" then
+        local sum, serr = S.judge:checksum(g.ptr, g.bytes)
+        if not sum then return device.fault(res, serr) end
+        sums[name] = ("%016x"):format(sum)
+      end
+    end
+    st.trials[#st.trials].outputs = sums
     if i == 1 then
       -- The same inputs again must give the same bits.
       local keep = {}
