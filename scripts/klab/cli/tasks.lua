@@ -138,8 +138,8 @@ function M.main(args)
   local o, code = command.parsed("tasks", USAGE, parse(args or {}))
   if not o then return code end
   local task = require("klab.task")
-  if o.check then return M.check(o.positional) end
   task.use_path(o.tasks)
+  if o.check then return M.check(o.positional) end
   local roots = o.root and { o.root } or task.path()
   for _, root in ipairs(roots) do
     if not task.is_dir(root) then
