@@ -12,7 +12,7 @@ M.summary = "list tasks: name, family, shape, dtypes, FLOPs, targets"
 
 local USAGE = [[
 usage: klab tasks [--json] [--family F] [--tag T] [--tasks DIR]...
-       klab tasks --check DIR...
+       klab tasks --check DIR... [--tasks DIR]...
 
 Lists every task on the task search path: one line per variant
 with its name, family, dimensions, buffer dtypes (inputs -> outputs),
@@ -32,8 +32,10 @@ Options:
                 sm_100a) the reference and a shipped baseline compile and
                 their plans run; a cuDNN graph baseline describes; every
                 samples/ and bad/ expected.lua names real tasks, verdicts
-                and candidates that build and plan. Each mistake is one line
-                FILE: FIELD: what is wrong; any mistake is exit 2
+                and candidates that build and plan (an entry's task is
+                looked up in DIR first, then on the search path). Each
+                mistake is one line FILE: FIELD: what is wrong; any
+                mistake is exit 2
   -h, --help    print this help
 
 Here 1 means a task file failed to load (reported on stderr, the rest
