@@ -46,6 +46,8 @@ ones named.
 
 local command = require "klab.command"
 local EXIT = command.EXIT
+-- Names from task folders reach the terminal escaped.
+local term = require("klab.report.escape").terminal
 USAGE = USAGE .. command.EXIT_TEXT
 
 local OPTIONS = { ["--json"] = "flag", ["--family"] = "value", ["--root"] = "value", ["--tag"] = "value",
@@ -126,10 +128,10 @@ function M.check(dirs)
     if not task.is_dir(d) then return command.fail("tasks", "--check: no folder " .. d, EXIT.usage) end
   end
   local problems, n = require("klab.eval.task_check").run(dirs)
-  for _, p in ipairs(problems) do io.stdout:write(("%s: %s: %s\n"):format(p.file, p.field, p.message)) end
+  for _, p in ipairs(problems) do io.stdout:write(term(("%s: %s: %s"):format(p.file, p.field, p.message)), "\n") end
   io.stderr:write(("klab tasks: checked %d task file%s (%d tasks, %d variants, %d samples and known-bad kernels) "
     .. "in %s: %s\n"):format(n.files, n.files == 1 and "" or "s", n.tasks, n.variants, n.candidates,
-    table.concat(dirs, ", "), #problems == 0 and "no mistakes" or (#problems .. " mistake" .. (#problems == 1 and "" or "s"))))
+    term(table.concat(dirs, ", ")), #problems == 0 and "no mistakes" or (#problems .. " mistake" .. (#problems == 1 and "" or "s"))))
   if n.files == 0 then
     return command.fail("tasks", "--check: no task files in " .. table.concat(dirs, ", "), EXIT.usage)
   end
@@ -162,7 +164,7 @@ function M.main(args)
       end
       if not seen[want] then
         table.sort(known)
-        for _, e in ipairs(errs) do io.stderr:write("klab tasks: ", e, "\n") end
+        for _, e in ipairs(errs) do io.stderr:write("klab tasks: ", term(e), "\n") end
         return command.fail("tasks", ("no task has %s '%s' (known: %s)"):format(f[1], want, table.concat(known, ", ")),
           EXIT.usage)
       end
@@ -182,8 +184,8 @@ function M.main(args)
     local rows = { { "NAME", "FAMILY", "SHAPE", "DTYPES", "GFLOP", "TARGETS" } }
     for _, t in ipairs(shown) do
       local ins, outs = dtypes(t)
-      rows[#rows + 1] = { t.name, t.family, shape_text(t), ins .. "->" .. outs, ("%.3f"):format(t.flops / 1e9),
-                          targets_text(t) }
+      rows[#rows + 1] = { term(t.name), term(t.family), term(shape_text(t)), term(ins .. "->" .. outs),
+                          ("%.3f"):format(t.flops / 1e9), term(targets_text(t)) }
     end
     local widths = {}
     for _, r in ipairs(rows) do
@@ -198,7 +200,7 @@ function M.main(args)
     end
     io.write(("%d task%s\n"):format(#shown, #shown == 1 and "" or "s"))
   end
-  for _, e in ipairs(errs) do io.stderr:write("klab tasks: ", e, "\n") end
+  for _, e in ipairs(errs) do io.stderr:write("klab tasks: ", term(e), "\n") end
   return #errs == 0 and EXIT.ok or EXIT.failed
 end
 
