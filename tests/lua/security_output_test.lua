@@ -85,6 +85,15 @@ function T.experiment_table_prints_names_escaped(t)
   t.match(text, "m\\x1b%]0;")
 end
 
+-- The progress line of `klab judge` names the store's experiment.
+function T.progress_line_shows_names_escaped(t)
+  local bar = require("klab.progress").new { total = 2, label = "e" .. CLEAR .. ": judged", mode = "off" }
+  bar:update { done = 1, note = "m" .. TITLE }
+  local line = bar:line()
+  no_controls(t, line, "progress")
+  t.match(line, "^e\\x1b%[2J")
+end
+
 -- klab batch's table of a list whose candidate names hold escape sequences.
 function T.batch_table_prints_names_escaped(t)
   local d = t.tmpdir()

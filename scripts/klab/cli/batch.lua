@@ -39,7 +39,8 @@ Options:
   --arch sm_XY      compile target (default: sm_90a)
   --no-timing       stop after correctness
   --tasks DIR       also look for tasks in DIR (repeatable)
-  --json            one JSON result per line instead of the table
+  --json            one JSON result per line instead of the table (a
+                    candidate refused before it starts has its line too)
   -h, --help        print this help
 ]]
 USAGE = USAGE .. require("klab.command").EXIT_TEXT
