@@ -15,11 +15,7 @@ local TITLE, CLEAR = "\27]0;" .. SECRET .. "\7", "\27[2J\27[H"
 
 local function q(s) return require("klab.command").shell_quote(s) end
 
-local function write(path, text)
-  local f = assert(io.open(path, "wb"))
-  f:write(text)
-  f:close()
-end
+local function write(path, text) local f = assert(io.open(path, "wb")) assert(f:write(text)) assert(f:close()) end
 
 -- What reaches a terminal holds no control character but line ends.
 local function no_controls(t, text, what)
@@ -83,6 +79,20 @@ function T.experiment_table_prints_names_escaped(t)
   no_controls(t, text, "summary table")
   t.match(text, "gemm\\x1b%[2J")
   t.match(text, "m\\x1b%]0;")
+end
+
+-- An error that reaches klab's top level (a script's, or a command's that
+-- quotes a name) is printed with its control characters escaped, its line
+-- breaks kept; a secret in it is still redacted.
+function T.uncaught_errors_are_shown_escaped(t)
+  local text = [["name \27]0;title\7 cleared \27[2J\nsecond line " .. os.getenv("KLAB_TEST_TOKEN")]]
+  for _, chunk in ipairs { "error(" .. text .. ")", "error({ message = " .. text .. ", exit = 2 })" } do
+    local code, out, err = t.sh(("KLAB_TEST_TOKEN=%s %s -e %s"):format(SECRET, q(t.klab), q(chunk)))
+    t.ok(code ~= 0, chunk)
+    no_controls(t, out .. err, chunk)
+    t.match(err, "name \\x1b%]0;title\\x07 cleared \\x1b%[2J\n", chunk)
+    t.ok(not err:find(SECRET, 1, true), chunk .. ": the secret is redacted")
+  end
 end
 
 -- The progress line of `klab judge` names the store's experiment.

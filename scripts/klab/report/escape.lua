@@ -8,10 +8,11 @@
 --   escape.markdown(s)   one line of a Markdown table cell or paragraph
 --   escape.latex(s)      LaTeX text
 --   escape.html(s)       HTML text or attribute value
---   escape.terminal(s)   a name as a terminal shows it: control characters
---                        (C0, DEL, C1) and bytes that are not UTF-8 written
---                        as \n, \t, \r or \xNN, so that a name can set no
---                        title, clear no screen and start no line
+--   escape.terminal(s [, lines]) a name as a terminal shows it: control
+--                        characters (C0, DEL, C1) and bytes that are not
+--                        UTF-8 written as \n, \t, \r or \xNN, so that a name
+--                        can set no title, clear no screen and start no line;
+--                        with lines, line breaks are kept (a whole message)
 --
 -- Every one drops NUL and the other control characters (a NUL ends a
 -- gnuplot script's line, and none means anything in a name) and, but for
@@ -70,13 +71,15 @@ end
 -- U+009F: U+009B starts a sequence as ESC [ does).
 local SHOWN = { ["\n"] = "\\n", ["\t"] = "\\t", ["\r"] = "\\r" }
 local function shown_byte(b) return SHOWN[string.char(b)] or ("\\x%02x"):format(b) end
-function M.terminal(s)
+function M.terminal(s, lines)
   s = tostring(s)
   if not s:find("[%z\1-\31\127-\255]") then return s end
   local out, i, n = {}, 1, #s
   while i <= n do
     local b = s:byte(i)
-    if b < 32 or b == 127 then
+    if lines and b == 10 then
+      out[#out + 1], i = "\n", i + 1
+    elseif b < 32 or b == 127 then
       out[#out + 1], i = shown_byte(b), i + 1
     elseif b < 128 then
       out[#out + 1], i = string.char(b), i + 1
