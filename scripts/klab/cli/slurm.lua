@@ -144,8 +144,9 @@ function M.parse(args)
   -- lines (a file name may hold spaces and quotes).
   local name = base_name(o.experiment):gsub("[^%w_%.%-]", "_")
   o.results = o.results or ("results/" .. name)
-  if o.results:find("[%s%%]") then
-    return nil, "the results folder must not contain spaces or '%' (it names the tasks' logs on an #SBATCH line)"
+  if o.results:find("[%s%%\"'\\]") then
+    return nil, "the results folder must not contain spaces, quotes, backslashes or '%' (it names the tasks' logs on an "
+      .. "#SBATCH line)"
   end
   o.job_name = o.job_name or ("klab-" .. name) .. (o.phase and o.phase ~= "full" and ("-" .. o.phase) or "")
   o.phase = o.phase or "full"
