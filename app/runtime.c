@@ -83,16 +83,40 @@ static int has_position(const char *msg)
     return *p == ':';
 }
 
+/* Pushes msg as a terminal shows it, its control characters but line
+ * breaks escaped (klab.report.escape.terminal, the one place that decides
+ * how): a message may quote a name from a store or a task folder. Pushes
+ * msg itself when that cannot run. */
+static const char *push_shown(lua_State *L, const char *msg)
+{
+    int top = lua_gettop(L);
+    lua_getglobal(L, "require");
+    lua_pushstring(L, "klab.report.escape");
+    if (lua_pcall(L, 1, 1, 0) == LUA_OK && lua_type(L, -1) == LUA_TTABLE &&
+        lua_getfield(L, -1, "terminal") == LUA_TFUNCTION) {
+        lua_pushstring(L, msg);
+        lua_pushboolean(L, 1);
+        if (lua_pcall(L, 2, 1, 0) == LUA_OK && lua_type(L, -1) == LUA_TSTRING) {
+            lua_remove(L, -2);
+            return lua_tostring(L, -1);
+        }
+    }
+    lua_settop(L, top);
+    lua_pushstring(L, msg);
+    return lua_tostring(L, -1);
+}
+
 /* Prints prefix, msg and a newline (unless msg ends in one) to out, with
  * the values of secrets replaced (base/redact.h): an error may quote what
- * a server or a compiler said. */
-static void print_redacted(FILE *out, const char *prefix, const char *msg)
+ * a server or a compiler said; then shown escaped (push_shown). */
+static void print_redacted(lua_State *L, FILE *out, const char *prefix, const char *msg)
 {
     size_t rl = 0;
     char *r = redact_apply(msg, strlen(msg), &rl);
-    const char *m = r ? r : msg;
+    const char *m = push_shown(L, r ? r : msg);
     size_t n = strlen(m);
     fprintf(out, "%s%s%s", prefix, m, n && m[n - 1] == '\n' ? "" : "\n");
+    lua_pop(L, 1);
     free(r);
 }
 
@@ -110,7 +134,7 @@ int rt_exit_status(lua_State *L, int status)
         const char *msg = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
         FILE *out = code == 0 ? stdout : stderr;
         if (msg && *msg)
-            print_redacted(out, "", msg);
+            print_redacted(L, out, "", msg);
         else if (!msg && code != 0)
             fprintf(stderr, "klab: (error object is a table without a message)\n");
         lua_pop(L, 1);
@@ -124,7 +148,7 @@ int rt_exit_status(lua_State *L, int status)
     const char *msg = lua_tostring(L, -1);
     if (!msg)
         msg = "(error object is not a string)";
-    print_redacted(stderr, "klab: ", msg);
+    print_redacted(L, stderr, "klab: ", msg);
     if (!rt_verbose() && has_position(msg))
         fprintf(stderr, "klab: (run with --verbose or KLAB_DEBUG=1 for the traceback)\n");
     fflush(stderr);

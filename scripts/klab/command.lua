@@ -44,6 +44,9 @@ function M.raise(message, exit) error(M.error_object(message, exit), 0) end
 M.verbose = errors.verbose
 M.is_error = errors.is
 
+-- A text as a terminal shows it (klab.report.escape.terminal).
+local function shown(s) return require("klab.report.escape").terminal(s) end
+
 -- o, err as a command's parser returns them. A bad command line prints
 -- one line, "klab NAME: err; 'klab NAME --help' shows the options", on
 -- stderr and gives nil, 2; --help (o.help) prints the usage on stdout and
@@ -59,14 +62,15 @@ end
 
 -- The one line of a bad command line (as parsed prints it); returns 2.
 function M.usage_error(name, err)
-  io.stderr:write("klab ", name, ": ", tostring(err), "; 'klab ", name, " --help' shows the options\n")
+  io.stderr:write("klab ", name, ": ", shown(err), "; 'klab ", name, " --help' shows the options\n")
   return M.EXIT.usage
 end
 
--- Prints "klab NAME: msg" on stderr; returns code (default 1), the exit
--- status.
+-- Prints "klab NAME: msg" on stderr, as one line whose control characters
+-- are shown escaped (a name in it may come from a store or a task folder);
+-- returns code (default 1), the exit status.
 function M.fail(name, msg, code)
-  io.stderr:write("klab ", name, ": ", tostring(msg), "\n")
+  io.stderr:write("klab ", name, ": ", shown(msg), "\n")
   return code or M.EXIT.failed
 end
 

@@ -66,8 +66,9 @@ function P:line()
   local eta = self:eta()
   local tail = ("  elapsed %s"):format(fmt_time(sys.now() - self.t0))
   if self.done < self.total then tail = tail .. ", left ~" .. fmt_time(eta) end
-  return head .. (#parts > 0 and ("  " .. table.concat(parts, " ")) or "") .. (self.note and ("  " .. self.note) or "")
-    .. tail
+  -- The label and the note may name an experiment of a store: shown escaped.
+  return require("klab.report.escape").terminal(head .. (#parts > 0 and ("  " .. table.concat(parts, " ")) or "")
+    .. (self.note and ("  " .. self.note) or "") .. tail)
 end
 
 function P:update(u)

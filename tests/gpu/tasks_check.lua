@@ -107,7 +107,8 @@ function M.run(opts)
     for _, kind in ipairs((opts.baselines_only or {})[fam] and {} or { "samples", "bad" }) do
       local list_path = root .. "/" .. fam .. "/" .. kind .. "/expected.lua"
       if exists(list_path) then
-        for _, e in ipairs(dofile(list_path)) do
+        -- A folder named with --tasks is data: its lists run in the task sandbox.
+        for _, e in ipairs(task.returned(list_path) or {}) do
           local tf = f.files[e.task]
           if not tf then
             check(kind .. " " .. fam .. "/" .. e.name, false, "names task " .. tostring(e.task) .. ", not in this family")

@@ -11,6 +11,16 @@ local function here()
 end
 local fixture = getmetatable(dofile(here() .. "/metrics_test.lua")).__index.fixture
 
+-- A Markdown file's text as a reader sees it: the escaper's backslashes
+-- (before every character Markdown gives meaning to) taken out.
+local function md_text(path)
+  local f = io.open(path, "rb")
+  if not f then return nil end
+  local s = f:read("a")
+  f:close()
+  return (s:gsub("\\(%p)", "%1"))
+end
+
 local sq = require("klab.command").shell_quote
 
 local function make_store(t)
@@ -90,15 +100,15 @@ end
 function tests.tables_have_the_hand_computed_cells(t)
   local path, dir = make_store(t)
   assert(report.write(path, dir .. "/r", { B = 50 }))
-  local md = t.read(dir .. "/r/e1/tables/ptxbench_sm_90a.md")
+  local md = md_text(dir .. "/r/e1/tables/ptxbench_sm_90a.md")
   t.match(md, "turn limit 1 %(n = 2 trajectories per cell; a cell with another n says it%)")
   t.match(md, "| mA | 0 / 0 / %- | 1 / 1 / 0%.800 |", "limit 1")
   t.match(md, "| mA | 1 / 0 / 0%.300 | 2 / 2 / 1%.200 |", "limit 8")
   t.match(md, "| mB | 1 / 1 / %- | 2 / 2 / 2%.000 |", "limit 8")
-  local md100 = t.read(dir .. "/r/e2/tables/ptxbench_sm_100a.md")
+  local md100 = md_text(dir .. "/r/e2/tables/ptxbench_sm_100a.md")
   t.match(md100, "| mA | 1 / 1 / 0%.900 |")
   t.ok(not md100:find("turn limit 4", 1, true), "e2 has one turn: only limit 1")
-  local kbv = t.read(dir .. "/r/e1/tables/kbv.md")
+  local kbv = md_text(dir .. "/r/e1/tables/kbv.md")
   t.match(kbv, "| sm_90a | mA | 2 | 0%.600 %[[%d.]+, [%d.]+%] | 100%.0%% %[[%d.]+, [%d.]+%] | 50%.0%% ")
   t.match(kbv, "| MemEff | MemEff%% |")
   t.match(kbv, "| 2%.000 | 100%.0%% |")
@@ -106,11 +116,11 @@ function tests.tables_have_the_hand_computed_cells(t)
   t.match(tex, "\\begin{tabular}{llrrrrrr}", "tabular")
   t.match(tex, "sm\\_90a & mA & 2 & 0%.600")
   t.match(tex, "MemEff\\%%")
-  local mix = t.read(dir .. "/r/e1/tables/failure_mix.md")
+  local mix = md_text(dir .. "/r/e1/tables/failure_mix.md")
   t.match(mix, "| sm_90a | mA | incorrect | 4 / 11 | 36%.4%% ")
-  local pd = t.read(dir .. "/r/e1/tables/pdetect.md")
+  local pd = md_text(dir .. "/r/e1/tables/pdetect.md")
   t.match(pd, "| 0%.1 | 0%.100 | 0%.271 | 0%.410 | 0%.651 |", "1 - 0.9^n for n = 1, 3, 5, 10")
-  local fp = t.read(dir .. "/r/e1/tables/fast_p.md")
+  local fp = md_text(dir .. "/r/e1/tables/fast_p.md")
   t.match(fp, "| sm_90a | mA | any | 4 | 75%.0%% ")
   t.match(fp, "| sm_90a | mA | verified | 4 | 50%.0%% ")
 end
@@ -284,16 +294,16 @@ function tests.a_store_without_gpu_results_says_so(t)
   t.match(h, "fast_p on sm_90a: no trajectory on sm_90a has a result")
   -- The failure mix draws the one real result and leaves unknown out.
   if figures.probe().gnuplot then t.ok(contains(files, dir .. "/r/figures/failure_mix_sm_90a_m.png")) end
-  local mix = t.read(dir .. "/r/tables/failure_mix.md")
+  local mix = md_text(dir .. "/r/tables/failure_mix.md")
   t.match(mix, "| sm_90a | m | compile_error | 1 / 1 | 100%.0%% ")
   t.match(mix, "| sm_90a | m | unknown %(no result%) | 5 | not counted |")
   t.ok(not mix:find("unknown | 5 /", 1, true), "unknown is no share of the results")
   -- Rates count decided trajectories only; the others are named, not failed.
-  local succ = t.read(dir .. "/r/tables/success.md")
+  local succ = md_text(dir .. "/r/tables/success.md")
   t.match(succ, "| sm_90a | m | gemm | 3 | 0 | %- | %- | %- | %- | 2 not measured |", "no rate from nothing")
   t.match(succ, "| sm_90a | m | gemm | 1 | 1 | 0%.0%% [^|]*| 0%.0%% [^|]*| %- | %- | 1 not measured |",
     "at turn limit 1, T2's first turn is a result")
-  t.match(t.read(dir .. "/r/tables/ptxbench_sm_90a.md"), "| m | not measured |")
+  t.match(md_text(dir .. "/r/tables/ptxbench_sm_90a.md"), "| m | not measured |")
   local m = require("cjson").decode(t.read(dir .. "/r/metrics.json"))
   t.eq(m.not_measured.unknown, 5)
   t.eq(m.left_out.not_measured, 2)
@@ -311,11 +321,11 @@ function tests.unfinished_trajectories_are_not_failures(t)
   for _, w in ipairs(warnings) do if w:find("1 of 2 trajectories are unfinished", 1, true) then found = true end end
   t.ok(found, "a warning names the unfinished trajectory")
   t.match(t.read(dir .. "/r/index.html"), "1 of 2 trajectories are unfinished")
-  local succ = t.read(dir .. "/r/tables/success.md")
+  local succ = md_text(dir .. "/r/tables/success.md")
   t.match(succ, "| sm_90a | m | gemm | 3 | 1 | 0%.0%% [^|]*| 0%.0%% [^|]*| %- | %- | 1 unfinished |",
     "n = 1: the finished failure only")
   t.match(succ, "| sm_90a | m | gemm | 1 | 2 |", "both count at turn limit 1")
-  local pb = t.read(dir .. "/r/tables/ptxbench_sm_90a.md")
+  local pb = md_text(dir .. "/r/tables/ptxbench_sm_90a.md")
   t.match(pb, "Left out of n: 0 trajectories with no result %(a turn's verdict unknown or request_error, none passed%) "
     .. "and 1 unfinished; they are not failures%.")
 end
@@ -506,7 +516,7 @@ function tests.hostile_names_survive_the_report(t)
     for _, f in ipairs(files) do if f:match("%.png$") then pngs = pngs + 1 end end
     t.ok(pngs >= 4, "figures drawn: " .. pngs)
   end
-  local md = t.read(dir .. "/r/e1/tables/ptxbench_sm_90a.md") or ""
+  local md = md_text(dir .. "/r/e1/tables/ptxbench_sm_90a.md") or ""
   t.ok(md:find("&lt;script&gt;", 1, true), "the model's name is shown as text")
 end
 
@@ -519,10 +529,10 @@ function tests.conditions_side_by_side_and_two_stores(t)
   local b = assert(report.write(path, dir .. "/by2", { B = 50, by = { "model", "experiment" } }))
   t.eq(#a, #b)
   for i = 1, #a do t.ok(t.read(a[i]) == t.read(b[i]), a[i] .. " is the same twice") end
-  local md = t.read(dir .. "/by1/tables/ptxbench_sm_90a.md") or ""
+  local md = md_text(dir .. "/by1/tables/ptxbench_sm_90a.md") or ""
   t.match(md, "| Condition %(model, experiment%) |")
   t.match(md, "| mA / e1 |")
-  local cmp = t.read(dir .. "/by1/tables/compare.md") or ""
+  local cmp = md_text(dir .. "/by1/tables/compare.md") or ""
   -- sm_90a: mA / e1 against mB / e1 on the two tasks both ran.
   t.match(cmp, "| sm_90a | mA / e1 | mB / e1 | 2 |")
   local bad, msg, code = report.write(path, dir .. "/bad", { by = { "modle" } })
@@ -564,7 +574,7 @@ function tests.conditions_side_by_side_and_two_stores(t)
   t.match(t.read(dir .. "/two1/index.html") or "", "fx%.db %+ other%.db")
   -- By experiment across the two stores: e1 against e1_b, which hold the same results.
   assert(report.write({ path, p2 }, dir .. "/two_by", { B = 50, by = { "experiment" } }))
-  t.match(t.read(dir .. "/two_by/tables/compare.md") or "", "| sm_90a | e1 | e1_b | 2 | [%d.]+%% %(n=%d+%) | [%d.]+%% %(n=%d+%) | %+0%.0 pts")
+  t.match(md_text(dir .. "/two_by/tables/compare.md") or "", "| sm_90a | e1 | e1_b | 2 | [%d.]+%% %(n=%d+%) | [%d.]+%% %(n=%d+%) | %+0%.0 pts")
 end
 
 -- --format picks the table files (LaTeX only here; the page links what
@@ -607,7 +617,7 @@ function tests.cost_per_condition(t)
       latency_ms = 100 * turn WHERE trajectory_id IN (SELECT id FROM trajectories WHERE model = 'mA')]])
   end
   assert(report.write(path, dir .. "/r", { B = 20 }))
-  local md = t.read(dir .. "/r/e1/tables/cost.md") or ""
+  local md = md_text(dir .. "/r/e1/tables/cost.md") or ""
   -- e1, mA on sm_90a: 11 turns over 4 trajectories, 3 of them with a correct
   -- turn (gemm r1 and r2, attn r1), 2 with a verified one (gemm r1, r2);
   -- latency: median 200 ms, mean 2500 / 11 ms.
@@ -627,7 +637,7 @@ function tests.speed_of_light_fraction(t)
     db:query("INSERT INTO measurements(evaluation_id, name, value, unit) SELECT id, 'median_us', 100, 'us' FROM evaluations")
   end
   assert(report.write(path, dir .. "/r", { B = 20 }))
-  local md = t.read(dir .. "/r/e1/tables/kbv.md") or ""
+  local md = md_text(dir .. "/r/e1/tables/kbv.md") or ""
   t.match(md, "| SOL |")
   t.match(md, "| sm_90a | mA | 2 | [^|]+| [^|]+| [^|]+| 0%.400 |")
   -- The figure: every correct timed candidate at 0.4, the floor at 1 (its
@@ -651,7 +661,7 @@ end
 function tests.fast_at_k_table_and_figure(t)
   local path, dir = make_store(t)
   assert(report.write(path, dir .. "/r", { B = 20 }))
-  local md = t.read(dir .. "/r/e1/tables/at_k.md") or ""
+  local md = md_text(dir .. "/r/e1/tables/at_k.md") or ""
   t.match(md, "| sm_90a | mA | 2 | 1 | 25%.0%% %[[%d%.]+, [%d%.]+%] | 0%.575 %[")
   t.match(md, "| sm_90a | mB | 2 | 2 | 50%.0%% %[[%d%.]+, [%d%.]+%] | 1%.000 %[")
   t.ok(t.read(dir .. "/r/e1/figures/src/at_k_sm_90a.gp"), "the figure's source")

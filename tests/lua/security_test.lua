@@ -342,6 +342,56 @@ return { launches = t }]], { name = "DIR/plan.lua" })
   t.eq(c, "EMEMORY", msg)
 end
 
+-- ---- task folders ----------------------------------------------------------------
+
+-- A task folder is something one downloads: its expected.lua lists are run
+-- like its task files, in the task sandbox. One that runs a command,
+-- writes a file or reads a secret (spelled backwards, past redaction) does
+-- none of it: `klab tasks --check` names the file and what it refused, in
+-- one line, exit 2, with Landlock and without; a sample named by a path is
+-- refused before anything reads it.
+function T.task_folder_lua_runs_only_sandboxed(t)
+  local d = t.tmpdir()
+  local marker = d .. "/marker-" .. ("%08x"):format(math.random(0, 0x7fffffff))
+  t.eq((t.sh(("mkdir -p %s/lib && cp -r %s %s/lib/act"):format(q(d), q(t.root .. "/tasks/activation"), q(d)))), 0)
+  local hostile = {
+    -- Straight out: the first call stops the file.
+    plain = ('os.execute("touch %s.exec")\nreturn {}\n'):format(marker),
+    -- Each attempt wrapped in pcall, so the file returns a list anyway,
+    -- with the secret reversed in it.
+    wrapped = ('pcall(function() os.execute("touch %s.exec") end)\n'
+      .. 'pcall(function() local f = io.open("%s.io", "w") f:write("x") f:close() end)\n'
+      .. 'local _, s = pcall(function() return string.reverse(os.getenv("KLAB_TEST_TOKEN")) end)\n'
+      .. 'return { { name = "naive_gelu_tanh", task = "gelu_tanh_bf16", verdict = "passed", why = tostring(s) } }\n')
+      :format(marker, marker),
+    loader = 'local f = load("return 1")\nreturn {}\n',
+  }
+  local refused = { plain = "os", wrapped = "os, io", loader = "load" }
+  for what, src in pairs(hostile) do
+    write(d .. "/lib/act/samples/expected.lua", src)
+    with_and_without_landlock(t, "KLAB_TEST_TOKEN=" .. SECRET, "tasks --check " .. q(d .. "/lib"),
+      function(code, out, err, label)
+        local where = what .. ", " .. label
+        t.eq(code, 2, where .. ": " .. out .. err)
+        t.eq(select(2, out:gsub("\n", "")), 1, where .. ": one line: " .. out)
+        t.match(out, "^" .. d:gsub("%p", "%%%0") .. "/lib/act/samples/expected%.lua: load: refused: it reads "
+          .. refused[what]:gsub("%p", "%%%0") .. ", which a task folder's Lua does not have", where)
+        for _, s in ipairs { SECRET, SECRET:reverse() } do
+          t.ok(not (out .. err):find(s, 1, true), where .. ": the secret appears nowhere")
+        end
+      end)
+    for _, suffix in ipairs { ".exec", ".io" } do
+      t.eq(require("klab.fs").type(marker .. suffix), nil, what .. ": no file " .. suffix .. " appears")
+    end
+  end
+  -- A sample's name is a folder beside the list, never a path out of it.
+  write(d .. "/lib/act/samples/expected.lua",
+    'return { { name = "../../../../../../etc", task = "gelu_tanh_bf16", verdict = "passed" } }\n')
+  local code, out, err = t.sh(q(t.klab) .. " tasks --check " .. q(d .. "/lib"))
+  t.eq(code, 2, out .. err)
+  t.match(out, "samples/expected%.lua: name: entry 1 %(%.%./.-%): a sample is a folder beside the list")
+end
+
 -- Task files: task_test.lua (task_files_run_sandboxed, task_search_path).
 
 -- ---- model servers ---------------------------------------------------------------

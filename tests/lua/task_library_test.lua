@@ -136,7 +136,7 @@ function T.samples_and_bad_kernels_prepare(t)
     for _, kind in ipairs { "samples", "bad" } do
       local list = "tasks/" .. fam .. "/" .. kind .. "/expected.lua"
       if exists(list) then
-        for _, e in ipairs(dofile(list)) do
+        for _, e in ipairs(require("klab.task").returned(list)) do
           n = n + 1
           t.ok(verdict.valid(e.verdict), list .. ": " .. e.name .. " expects a real verdict")
           local base = e.task
@@ -277,6 +277,57 @@ function T.tasks_check_finds_every_mistake(t)
     q(dir .. "/r1"), sample))
   t.eq(code, 2, out .. err)
   t.match(out, "verdict    unknown: the task's reference %(.*r1/reduce/reference%.cu%) does not compile")
+end
+
+-- klab tasks --check DIR checks DIR's own tasks: an expected.lua entry names
+-- a task of the folder being checked before any of the search path. A
+-- family outside tasks/ with a task of a new name, and a copy of a library
+-- family whose entries name a variant only the copy has, both pass (run
+-- from elsewhere, as docs/tasks.md step 6 types it); --tasks is honoured.
+function T.tasks_check_resolves_in_the_checked_folder(t)
+  local q = require("klab.command").shell_quote
+  local dir = t.tmpdir()
+  t.eq((t.sh(("mkdir -p %s/mytasks %s/copy && cp -r %s %s/mytasks/act && cp -r %s %s/copy/activation"):format(
+    q(dir), q(dir), q(t.root .. "/tasks/activation"), q(dir), q(t.root .. "/tasks/activation"), q(dir)))), 0)
+  local function edit(path, from, to)
+    local s = assert(t.read(path))
+    local n
+    s, n = s:gsub(from, to)
+    t.ok(n >= 1, path .. ": " .. from)
+    local f = assert(io.open(path, "w"))
+    f:write(s)
+    f:close()
+  end
+  -- A new name for every task of the family outside tasks/.
+  edit(dir .. "/mytasks/act/_family.lua", "env%.name, env%.family, env%.kernel = t%.name",
+    'env.name, env.family, env.kernel = "my_" .. t.name')
+  for _, kind in ipairs { "samples", "bad" } do
+    edit(dir .. "/mytasks/act/" .. kind .. "/expected.lua", 'task = "', 'task = "my_')
+  end
+  -- The copy's small variant is a shape the library does not have.
+  edit(dir .. "/copy/activation/_family.lua", "R = 999, C = 1021", "R = 998, C = 1021")
+  edit(dir .. "/copy/activation/bad/expected.lua", 'task = "relu_f32", verdict = "guard_violation",',
+    'task = "relu_f32", variant = "998x1021", verdict = "guard_violation",')
+  local function check(args, want, pattern)
+    local code, out, err = t.sh(("cd %s && %s %s"):format(q(dir), q(t.klab), args))
+    t.eq(code, want, args .. ": " .. out .. err)
+    t.match(want == 0 and err or out, pattern, args)
+  end
+  for _, args in ipairs { "tasks --check mytasks", "tasks --check mytasks/act", "tasks --check copy",
+    "tasks --check copy/activation", "tasks --tasks copy --check copy" } do
+    check(args, 0, "no mistakes")
+  end
+  -- An entry naming a task of another folder is found through --tasks.
+  edit(dir .. "/mytasks/act/bad/expected.lua", "\nreturn {", '\nreturn {\n  { name = "relu_vec4_no_tail", '
+    .. 'task = "relu_f32", variant = "998x1021", verdict = "guard_violation" },')
+  check("tasks --tasks copy --check mytasks", 0, "no mistakes")
+  check("tasks --check mytasks", 2, "mytasks/act/bad/expected%.lua: task: entry 1 %(relu_vec4_no_tail%): no task "
+    .. "'relu_f32/998x1021'")
+  -- The copy's entry names its own variant: checked against the library's
+  -- task of that name it is a mistake.
+  edit(dir .. "/copy/activation/_family.lua", "R = 998, C = 1021", "R = 999, C = 1021")
+  check("tasks --check copy", 2, "copy/activation/bad/expected%.lua: task: entry %d+ %(relu_vec4_no_tail%): no task "
+    .. "'relu_f32/998x1021'")
 end
 
 -- docs/kernelbench.md: one row per KernelBench problem of Levels 1 and 2,

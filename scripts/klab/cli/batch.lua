@@ -40,7 +40,8 @@ Options:
   --arch sm_XY      compile target (default: sm_90a)
   --no-timing       stop after correctness
   --tasks DIR       also look for tasks in DIR (repeatable)
-  --json            one JSON result per line instead of the table
+  --json            one JSON result per line instead of the table (a
+                    candidate refused before it starts has its line too)
   -h, --help        print this help
 ]]
 USAGE = USAGE .. require("klab.command").EXIT_TEXT
@@ -146,8 +147,12 @@ function M.main(args)
     if ticket then
       tickets[ticket] = i
     else
-      results[i] = verdicts.make("unknown", { kind = "start", message = err })
+      -- Refused before it started: still one line of --json, naming it.
+      local r = verdicts.make("unknown", { kind = "start", message = err })
+      r.task, r.name = w.task, w.label
+      results[i] = r
       counts.unknown = (counts.unknown or 0) + 1
+      if o.json then print(require("klab.json").encode(r, { nonfinite = true })) end
     end
   end
   local bar = progress.new { total = #list, label = "batch", mode = o.json and "off" or "auto" }
@@ -169,6 +174,7 @@ function M.main(args)
   if db then db:close() end
   if not o.json then
     local stages = require "klab.eval.stages"
+    local term = require("klab.report.escape").terminal
     print(string.format("%-32s %-28s %-20s %-12s %-9s %s", "candidate", "task", "verdict", "median", "speedup", "reason"))
     for i, w in ipairs(list) do
       local r = results[i]
@@ -178,8 +184,9 @@ function M.main(args)
       local v = verdicts.measured(r.verdict) and r.verdict or ("not evaluated (" .. r.verdict .. ")")
       local reason = r.reason or ""
       if #reason > 100 then reason = reason:sub(1, 97) .. "..." end
-      print(string.format("%-32s %-28s %-20s %-12s %-9s %s", w.label, w.task, v, time, stages.speedup_text(tm) or "-",
-        reason))
+      -- Names from the list, shown with their control characters escaped.
+      print(string.format("%-32s %-28s %-20s %-12s %-9s %s", term(w.label), term(w.task), v, time,
+        stages.speedup_text(tm) or "-", term(reason)))
     end
   end
   local parts = {}

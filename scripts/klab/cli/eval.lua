@@ -100,7 +100,8 @@ local function fmt_us(v) return v and string.format("%.2f us", v) or "-" end
 -- The result as `klab eval` prints it.
 local function human(r)
   local out = {}
-  local function say(...) out[#out + 1] = string.format(...) end
+  -- Each line is one line: the names and reasons in it are shown escaped.
+  local function say(...) out[#out + 1] = require("klab.report.escape").terminal(string.format(...)) end
   say("task       %s", r.task)
   say("candidate  %s  (%s)", r.name or "?", (r.candidate or ""):sub(1, 16))
   say("arch       %s%s", r.arch, r.device and ("  on " .. r.device.name) or "")

@@ -122,10 +122,11 @@ function M.main(args)
         for _, v in ipairs(require("klab.eval.verdict").NAMES) do
           if r.counts[v] then parts[#parts + 1] = v .. "=" .. r.counts[v] end
         end
-        print(("%s: judged %d turn%s%s; %d trajector%s await%s judgement (%s)"):format(name, r.judged,
+        local shown = require("klab.report.escape").terminal
+        print(shown(("%s: judged %d turn%s%s; %d trajector%s await%s judgement (%s)"):format(name, r.judged,
           r.judged == 1 and "" or "s", r.unjudged > 0 and (", %d could not be: %s"):format(r.unjudged, r.why) or "",
-          r.awaiting, r.awaiting == 1 and "y" or "ies", r.awaiting == 1 and "s" or "", table.concat(parts, " ")))
-        if r.run then print(("%s: %d new turn%s"):format(name, r.run.new_turns, r.run.new_turns == 1 and "" or "s")) end
+          r.awaiting, r.awaiting == 1 and "y" or "ies", r.awaiting == 1 and "s" or "", table.concat(parts, " "))))
+        if r.run then print(shown(("%s: %d new turn%s"):format(name, r.run.new_turns, r.run.new_turns == 1 and "" or "s"))) end
         print(exp:table())
       end
     end

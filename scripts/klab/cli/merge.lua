@@ -50,8 +50,9 @@ function M.main(args)
   for _, path in ipairs(o.sources) do
     local ok, report = pcall(merge.merge, db, path)
     if ok then
-      print(merge.summary(report))
-      for _, c in ipairs(report.conflicts) do io.stderr:write("klab merge: conflict in ", path, ": ", c, "\n") end
+      local term = require("klab.report.escape").terminal
+      print(term(merge.summary(report)))
+      for _, c in ipairs(report.conflicts) do io.stderr:write(term("klab merge: conflict in " .. path .. ": " .. c), "\n") end
       conflicts = conflicts + #report.conflicts
     else
       failed = failed + 1
@@ -59,7 +60,8 @@ function M.main(args)
     end
   end
   local merged = #o.sources - failed
-  print(("%s: %d of %d stores merged, %d conflicts"):format(o.out, merged, #o.sources, conflicts))
+  print(require("klab.report.escape").terminal(("%s: %d of %d stores merged, %d conflicts"):format(o.out, merged,
+    #o.sources, conflicts)))
   return (failed > 0 or conflicts > 0) and 1 or 0
 end
 

@@ -66,8 +66,8 @@ function M.main(args)
   if o.json then
     print(require("klab.json").encode(r, { nonfinite = true }))
   else
-    print(string.format("%s on %s: %s: %s%s", r.name, r.task, r.verdict, r.reason or "",
-      r.run_seconds and string.format(" (%d runs in %.3f s)", r.runs, r.run_seconds) or ""))
+    print(require("klab.report.escape").terminal(string.format("%s on %s: %s: %s%s", r.name, r.task, r.verdict,
+      r.reason or "", r.run_seconds and string.format(" (%d runs in %.3f s)", r.runs, r.run_seconds) or "")))
   end
   return require("klab.cli.eval").status(r)
 end

@@ -110,7 +110,7 @@ function M.main(args)
   if not files then
     return command.fail("report", (tostring(msg):gsub("^report: ", "")), USER[code] and EXIT.usage or EXIT.failed)
   end
-  for _, w in ipairs(msg or {}) do io.stderr:write("klab report: ", w, "\n") end
+  for _, w in ipairs(msg or {}) do io.stderr:write("klab report: ", require("klab.report.escape").terminal(w), "\n") end
   print(("klab report: %d files in %s/; open %s/index.html"):format(#files, (o.out:gsub("/+$", "")),
     (o.out:gsub("/+$", ""))))
   return 0

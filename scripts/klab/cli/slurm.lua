@@ -70,11 +70,20 @@ local function one_line(store)
 end
 
 -- An #SBATCH value is one word: sbatch reads "--partition=gpu --output=x"
--- on one #SBATCH line as two options.
+-- on one #SBATCH line as two options, a quote as the start of a longer
+-- word, and a leading '-' as an option of its own.
+local function sbatch_word(v, flag)
+  if v == "" then return ("option %s needs a value"):format(flag) end
+  if v:find("[%s%c\"'\\]") then
+    return ("option %s takes one word, without spaces, quotes or backslashes, got '%s'"):format(flag, v)
+  end
+  if v:sub(1, 1) == "-" then return ("option %s takes a value, not an option, got '%s'"):format(flag, v) end
+end
+
 local function one_word(store)
   return one_line(function(v, o, key, flag)
-    if v:find("%s") then return ("option %s takes one word, without spaces, got '%s'"):format(flag, v) end
-    if v == "" then return ("option %s needs a value"):format(flag) end
+    local bad = sbatch_word(flag == "--sbatch-arg" and (v:match("^%-%-?[%w][%w%-]*=(.*)$") or "x") or v, flag)
+    if bad then return bad end
     return store(v, o, key, flag)
   end)
 end
@@ -83,7 +92,7 @@ local OPTIONS = {
   ["--dry-run"] = "flag", ["--shards"] = "count", ["--max-running"] = "count",
   ["--results"] = one_line(function(v, o) o.results = v end),
   ["--local-dir"] = one_line(function(v, o) o.local_dir = v end),
-  ["--job-name"] = one_line(function(v, o) o.job_name = v end),
+  ["--job-name"] = one_word(function(v, o) o.job_name = v end),
   ["--sbatch-arg"] = one_word(function(v, o)
     if not v:match("^%-%-?[%w]") then return ("--sbatch-arg takes one sbatch option (--NAME or --NAME=VALUE), got '%s'"):format(v) end
     o.extra = o.extra or {}
@@ -131,10 +140,13 @@ function M.parse(args)
     end
     if p:find("[%c]") then return nil, "an experiment option must be on one line" end
   end
-  local name = base_name(o.experiment)
+  -- The script's name made one word for the defaults that go on #SBATCH
+  -- lines (a file name may hold spaces and quotes).
+  local name = base_name(o.experiment):gsub("[^%w_%.%-]", "_")
   o.results = o.results or ("results/" .. name)
-  if o.results:find("[%s%%]") then
-    return nil, "the results folder must not contain spaces or '%' (it names the tasks' logs on an #SBATCH line)"
+  if o.results:find("[%s%%\"'\\]") then
+    return nil, "the results folder must not contain spaces, quotes, backslashes or '%' (it names the tasks' logs on an "
+      .. "#SBATCH line)"
   end
   o.job_name = o.job_name or ("klab-" .. name) .. (o.phase and o.phase ~= "full" and ("-" .. o.phase) or "")
   o.phase = o.phase or "full"

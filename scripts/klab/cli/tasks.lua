@@ -12,7 +12,7 @@ M.summary = "list tasks: name, family, shape, dtypes, FLOPs, targets"
 
 local USAGE = [[
 usage: klab tasks [--json] [--family F] [--tag T] [--tasks DIR]...
-       klab tasks --check DIR...
+       klab tasks --check DIR... [--tasks DIR]...
 
 Lists every task on the task search path: one line per variant
 with its name, family, dimensions, buffer dtypes (inputs -> outputs),
@@ -34,8 +34,10 @@ Options:
                 sm_100a) the reference and a shipped baseline compile and
                 their plans run; a cuDNN graph baseline describes; every
                 samples/ and bad/ expected.lua names real tasks, verdicts
-                and candidates that build and plan. Each mistake is one line
-                FILE: FIELD: what is wrong; any mistake is exit 2
+                and candidates that build and plan (an entry's task is
+                looked up in DIR first, then on the search path). Each
+                mistake is one line FILE: FIELD: what is wrong; any
+                mistake is exit 2
   -h, --help    print this help
 
 Here 1 means a task file failed to load (reported on stderr, the rest
@@ -46,6 +48,8 @@ ones named.
 
 local command = require "klab.command"
 local EXIT = command.EXIT
+-- Names from task folders reach the terminal escaped.
+local term = require("klab.report.escape").terminal
 USAGE = USAGE .. command.EXIT_TEXT
 
 local OPTIONS = { ["--json"] = "flag", ["--family"] = "value", ["--root"] = "value", ["--tag"] = "value",
@@ -129,10 +133,10 @@ function M.check(dirs)
     if not task.is_dir(d) then return command.fail("tasks", "--check: no folder " .. d, EXIT.usage) end
   end
   local problems, n = require("klab.eval.task_check").run(dirs)
-  for _, p in ipairs(problems) do io.stdout:write(("%s: %s: %s\n"):format(p.file, p.field, p.message)) end
+  for _, p in ipairs(problems) do io.stdout:write(term(("%s: %s: %s"):format(p.file, p.field, p.message)), "\n") end
   io.stderr:write(("klab tasks: checked %d task file%s (%d tasks, %d variants, %d samples and known-bad kernels) "
     .. "in %s: %s\n"):format(n.files, n.files == 1 and "" or "s", n.tasks, n.variants, n.candidates,
-    table.concat(dirs, ", "), #problems == 0 and "no mistakes" or (#problems .. " mistake" .. (#problems == 1 and "" or "s"))))
+    term(table.concat(dirs, ", ")), #problems == 0 and "no mistakes" or (#problems .. " mistake" .. (#problems == 1 and "" or "s"))))
   if n.files == 0 then
     return command.fail("tasks", "--check: no task files in " .. table.concat(dirs, ", "), EXIT.usage)
   end
@@ -143,8 +147,8 @@ function M.main(args)
   local o, code = command.parsed("tasks", USAGE, parse(args or {}))
   if not o then return code end
   local task = require("klab.task")
-  if o.check then return M.check(o.positional) end
   task.use_path(o.tasks)
+  if o.check then return M.check(o.positional) end
   local roots = o.root and { o.root } or task.path()
   for _, root in ipairs(roots) do
     if not task.is_dir(root) then
@@ -165,7 +169,7 @@ function M.main(args)
       end
       if not seen[want] then
         table.sort(known)
-        for _, e in ipairs(errs) do io.stderr:write("klab tasks: ", e, "\n") end
+        for _, e in ipairs(errs) do io.stderr:write("klab tasks: ", term(e), "\n") end
         return command.fail("tasks", ("no task has %s '%s'%s (known: %s)"):format(f[1], want,
           require("klab.errors").did_you_mean(want, known), table.concat(known, ", ")), EXIT.usage)
       end
@@ -185,8 +189,8 @@ function M.main(args)
     local rows = { { "NAME", "FAMILY", "SHAPE", "DTYPES", "GFLOP", "TARGETS" } }
     for _, t in ipairs(shown) do
       local ins, outs = dtypes(t)
-      rows[#rows + 1] = { t.name, t.family, shape_text(t), ins .. "->" .. outs, ("%.3f"):format(t.flops / 1e9),
-                          targets_text(t) }
+      rows[#rows + 1] = { term(t.name), term(t.family), term(shape_text(t)), term(ins .. "->" .. outs),
+                          ("%.3f"):format(t.flops / 1e9), term(targets_text(t)) }
     end
     local widths = {}
     for _, r in ipairs(rows) do
@@ -201,7 +205,7 @@ function M.main(args)
     end
     io.write(("%d task%s\n"):format(#shown, #shown == 1 and "" or "s"))
   end
-  for _, e in ipairs(errs) do io.stderr:write("klab tasks: ", e, "\n") end
+  for _, e in ipairs(errs) do io.stderr:write("klab tasks: ", term(e), "\n") end
   return #errs == 0 and EXIT.ok or EXIT.failed
 end
 

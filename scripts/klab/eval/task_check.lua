@@ -66,6 +66,41 @@ local function expected_lists(dir)
   return out
 end
 
+-- What an entry of expected.lua may hold: a folder's name beside the list
+-- (never a path), a task's name, a variant's name, a verdict, why, and for
+-- the GPU checks the text its reason holds and the speedup it stays below.
+local ENTRY_NAMES = { "name", "task", "variant", "verdict", "why", "reason", "max_speedup" }
+local ENTRY_FIELDS = {}
+for _, k in ipairs(ENTRY_NAMES) do ENTRY_FIELDS[k] = true end
+local function plain_name(s) return type(s) == "string" and s:match("^[%w_][%w_%.%-]*$") ~= nil and not s:find("..", 1, true) end
+
+-- The first thing wrong with an entry's form, as {field =, message =}, or nil.
+local function entry_problem(e)
+  if type(e) ~= "table" then return { field = "entry", message = "is not a table {name =, task =, verdict =}" } end
+  for k in pairs(e) do
+    if not ENTRY_FIELDS[k] then
+      return { field = tostring(k), message = ("unknown field '%s' (fields: %s)%s"):format(tostring(k),
+        table.concat(ENTRY_NAMES, ", "), require("klab.errors").did_you_mean(k, ENTRY_NAMES)) }
+    end
+  end
+  if not plain_name(e.name) then
+    return { field = "name", message = "a sample is a folder beside the list, named without '/' or '..'" }
+  end
+  if not (type(e.task) == "string" and task.is_name(e.task) and not e.task:find("/", 1, true)) then
+    return { field = "task", message = task.not_a_name(e.task) }
+  end
+  if e.variant ~= nil and not plain_name(e.variant) then
+    return { field = "variant", message = ("'%s' is not a variant's name"):format(tostring(e.variant)) }
+  end
+  for _, k in ipairs { "why", "reason" } do
+    if e[k] ~= nil and type(e[k]) ~= "string" then return { field = k, message = "is text" } end
+  end
+  if e.max_speedup ~= nil and type(e.max_speedup) ~= "number" then
+    return { field = "max_speedup", message = "is a number" }
+  end
+  return nil
+end
+
 function M.run(dirs, opts)
   opts = opts or {}
   local archs = opts.archs or M.ARCHS
@@ -138,21 +173,31 @@ function M.run(dirs, opts)
       end
       if not (x.flops > 0 and x.bytes > 0) then problem(x.file, "flops", x.name .. ": counts no FLOPs or no bytes") end
     end
+    -- An entry names a task of the folder being checked first, then of the
+    -- search path (--tasks, $KLAB_TASKS, the repository's tasks/).
+    local lookup = { path = { root, table.unpack(task.path()) } }
     for _, list in ipairs(expected_lists(dir)) do
       local folder = list:match("^(.*)/expected%.lua$")
-      local ok, entries = pcall(dofile, list)
+      -- Run like a task file, in the task sandbox: its problem names the file.
+      local ok, entries = pcall(task.returned, list)
       if not ok or type(entries) ~= "table" then
-        problem(list, "load", ok and "does not return a list" or entries)
+        problem(list, "load", ok and "does not return a list" or (tostring(entries):gsub("^" .. list:gsub("%p", "%%%0")
+          .. ": ", "")))
       else
         for i, e in ipairs(entries) do
           counts.candidates = counts.candidates + 1
-          local where = ("entry %d (%s)"):format(i, tostring(e.name))
+          local where = ("entry %d (%s)"):format(i, type(e) == "table" and tostring(e.name) or "?")
+          local bad = entry_problem(e)
+          if bad then
+            problem(list, bad.field, where .. ": " .. bad.message)
+            goto next_entry
+          end
           if not verdict.valid(e.verdict) then
             problem(list, "verdict", ("%s: '%s' is not a verdict%s"):format(where, tostring(e.verdict),
               require("klab.errors").did_you_mean(e.verdict, verdict.NAMES)))
           end
-          local tok, tf = pcall(task.load, e.task or "")
-          local x = tok and (e.variant and select(2, pcall(task.get, e.task .. "/" .. e.variant)) or tf.tasks[1])
+          local tok, tf = pcall(task.load, e.task, lookup)
+          local x = tok and (e.variant and select(2, pcall(task.get, e.task .. "/" .. e.variant, lookup)) or tf.tasks[1])
           if type(x) ~= "table" then
             problem(list, "task", ("%s: no task '%s%s'"):format(where, tostring(e.task), e.variant and "/" .. e.variant or ""))
           elseif not exists(folder .. "/" .. tostring(e.name)) then
@@ -169,6 +214,7 @@ function M.run(dirs, opts)
               end
             end
           end
+          ::next_entry::
         end
       end
     end

@@ -64,6 +64,8 @@ local errors = require "klab.errors"
 local records = require "klab.store.records"
 local workloads_mod = require "klab.experiment.workloads"
 local summary_table = require "klab.experiment.summary_table"
+-- A line for the terminal, its names (from specs and stores) shown escaped.
+local term = require("klab.report.escape").terminal
 local judge_mod = require "klab.experiment.judge"
 local spec_mod = require "klab.experiment.spec"
 local results_mod = require "klab.experiment.results"
@@ -729,8 +731,8 @@ function Exp:_run()
   local waiting_n = 0
   for _, t in ipairs(trajs) do if awaiting(t) then waiting_n = waiting_n + 1 end end
   if waiting_n > 0 then
-    io.stderr:write(("%s: %d turn%s await%s judgement on a GPU machine: klab judge %s --experiment %s\n"):format(
-      self.name, waiting_n, waiting_n == 1 and "" or "s", waiting_n == 1 and "s" or "", db:path() or "DB", self.name))
+    io.stderr:write(term(("%s: %d turn%s await%s judgement on a GPU machine: klab judge %s --experiment %s"):format(
+      self.name, waiting_n, waiting_n == 1 and "" or "s", waiting_n == 1 and "s" or "", db:path() or "DB", self.name)), "\n")
   end
   return { trajectories = #trajs, turns = dn, new_turns = stored, counts = self:_counts(), requests = stats,
            outcome = outcome, status = errors.KINDS[outcome], why = why, shard = self.shard, phase = phase,
@@ -775,13 +777,13 @@ function Exp:_outcome(ran)
     lines[#lines + 1] = ("%s: %d request%s to model %s (%s) failed: %s"):format(self.name, f.n, f.n == 1 and "" or "s",
       f.model.name, f.model.base_url or f.model.provider or "?", f.why)
   end
-  for _, l in ipairs(lines) do io.stderr:write(l, "\n") end
+  for _, l in ipairs(lines) do io.stderr:write(term(l), "\n") end
   if #ran == 0 or measured > 0 then return "done" end
   if #lines > 0 then
     return "unavailable", ("nothing was evaluated: %s"):format(lines[1]:gsub("^[^:]*: ", ""))
   end
   local why = "nothing was measured: every turn's verdict is unknown (" .. tostring(ran[1].reason) .. ")"
-  io.stderr:write(self.name, ": ", why, "\n")
+  io.stderr:write(term(self.name .. ": " .. why), "\n")
   return "unavailable", why
 end
 

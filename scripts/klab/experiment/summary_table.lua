@@ -5,6 +5,7 @@
 --   summary_table.SHORT        verdict name -> short code
 
 local verdicts = require "klab.eval.verdict"
+local term = require("klab.report.escape").terminal
 
 local M = {}
 
@@ -24,9 +25,10 @@ function M.format(rows)
       vs[i] = M.SHORT[v] or v
       used[v] = true
     end
-    lines[#lines + 1] = { r.task, r.model, r.tag, tostring(r.replica), tostring(#r.verdicts), table.concat(vs, " "),
+    -- Names come from a store: shown with their control characters escaped.
+    lines[#lines + 1] = { term(r.task), term(r.model), term(r.tag), tostring(r.replica), tostring(#r.verdicts), table.concat(vs, " "),
       speed(r.best_speedup), r.selected_turn and ("t" .. r.selected_turn .. " " .. speed(r.selected_speedup)) or "-",
-      r.state == "done" and (r.stop_reason or "done") or "running" }
+      term(r.state == "done" and (r.stop_reason or "done") or "running") }
   end
   local width = {}
   for i, h in ipairs(head) do width[i] = #h end

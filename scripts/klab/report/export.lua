@@ -245,7 +245,7 @@ end
 function M.summary_text(s)
   local lines = {}
   if s.total == 0 then
-    lines[1] = ("0 records: %s"):format(s.why or "nothing to export")
+    lines[1] = ("0 records: %s"):format(require("klab.report.escape").terminal(s.why or "nothing to export"))
     local d = s.dropped
     if d.verified + d.min_speedup + d.cap > 0 then
       lines[2] = ("dropped: %d not verified, %d at or below the minimum speedup, %d over the per-task cap"):format(
@@ -254,13 +254,17 @@ function M.summary_text(s)
     return table.concat(lines, "\n")
   end
   lines[#lines + 1] = ("%d records: %d generation, %d repair"):format(s.total, s.by_kind.generation, s.by_kind.repair)
+  -- Task names come from the store: any length (padded here, as string.format
+  -- takes no width past 99), shown with their control characters escaped.
+  local term = require("klab.report.escape").terminal
   local w = 4
-  for _, t in ipairs(s.tasks) do w = math.max(w, #t) end
-  lines[#lines + 1] = ("  %-" .. w .. "s  %10s  %6s  %6s"):format("task", "generation", "repair", "share")
+  for _, t in ipairs(s.tasks) do w = math.max(w, #term(t)) end
+  local function pad(x) return x .. (" "):rep(w - #x) end
+  lines[#lines + 1] = ("  %s  %10s  %6s  %6s"):format(pad("task"), "generation", "repair", "share")
   for _, t in ipairs(s.tasks) do
     local c = s.by_task[t]
     local n = c.generation + c.repair
-    lines[#lines + 1] = ("  %-" .. w .. "s  %10d  %6d  %5.1f%%"):format(t, c.generation, c.repair,
+    lines[#lines + 1] = ("  %s  %10d  %6d  %5.1f%%"):format(pad(term(t)), c.generation, c.repair,
       s.total > 0 and n / s.total * 100 or 0)
   end
   local fk = {}

@@ -287,6 +287,32 @@ local function owned_rows(spec)
     q(spec.owner), spec.refs[spec.owner])
 end
 
+-- A source row the output refuses (a constraint, a trigger), as one line
+-- naming the table, the row and its key, and SQLite's reason without the
+-- statement.
+local function refused_row(db, spec, rowid, err)
+  local cols = {}
+  for i, c in ipairs(type(spec.key) == "table" and spec.key or {}) do cols[i] = "s." .. q(c) end
+  local r = #cols > 0 and db:query(("SELECT %s FROM src.%s s WHERE s.rowid = ?"):format(table.concat(cols, ", "),
+    q(spec.name)), rowid)
+  local key = {}
+  for i, c in ipairs(#cols > 0 and spec.key or {}) do
+    local v = tostring(r and r[1] and r[1][c])
+    key[i] = c .. " " .. (#v > 40 and v:sub(1, 40) .. "..." or v)
+  end
+  local why = tostring(err):gsub("^store: %w+: ", ""):gsub(" %(SQLITE_[%w_]+%) in: .*$", "")
+  return ("%s row %d%s is refused by the output store: %s"):format(spec.name, rowid,
+    #key > 0 and " (" .. table.concat(key, ", ") .. ")" or "", why)
+end
+
+-- Inserts the source rows (ids) one by one; a refused one raises its line.
+local function insert_rows(db, spec, insert, ids)
+  for _, id in ipairs(ids) do
+    local ok, err = db:query(insert .. " WHERE s.rowid = ?", id)
+    if not ok then error(refused_row(db, spec, id, err), 0) end
+  end
+end
+
 -- Copies the source rows the decisions call for into the output. owned:
 -- the tables owned by spec's (their rows go when an owner is replaced).
 local function apply(db, spec, common, keys, owned)
@@ -303,7 +329,13 @@ local function apply(db, spec, common, keys, owned)
   local select = ("SELECT %s FROM src.%s s"):format(table.concat(exprs, ", "), q(spec.name))
   local insert = ("INSERT INTO main.%s (%s) "):format(q(spec.name), table.concat(cols, ", ")) .. select
   if spec.owner then
-    rows_of(db, insert .. " WHERE " .. owned_rows(spec) .. " ORDER BY s.rowid")
+    if not db:query(insert .. " WHERE " .. owned_rows(spec) .. " ORDER BY s.rowid") then
+      -- One at a time, to name the row the output refuses.
+      local ids = {}
+      for i, r in ipairs(rows_of(db, ("SELECT s.rowid AS id FROM src.%s s WHERE %s ORDER BY s.rowid"):format(
+          q(spec.name), owned_rows(spec)))) do ids[i] = r.id end
+      insert_rows(db, spec, insert, ids)
+    end
     return
   end
   local upd_cols, upd_exprs = {}, {}
@@ -313,7 +345,7 @@ local function apply(db, spec, common, keys, owned)
   for _, r in ipairs(rows_of(db, [[SELECT old, new, state FROM temp.merge_map WHERE tbl = ? AND state IN ('new', 'newer')
       ORDER BY old]], spec.name)) do
     if r.state == "new" then
-      rows_of(db, insert .. " WHERE s.rowid = ?", r.old)
+      insert_rows(db, spec, insert, { r.old })
       rows_of(db, "UPDATE temp.merge_map SET new = last_insert_rowid() WHERE tbl = ? AND old = ?", spec.name, r.old)
     else
       for _, child in ipairs(owned) do

@@ -5,6 +5,7 @@
 -- files a task ships beside its task file.
 --
 --   file.run(path, {limits =, max_bytes =}) -> raw fields (unchecked, but only known names)
+--   file.returned(path, {limits =, max_bytes =}) -> the plain value a data file returns
 --   file.read_beside(path, name, field, max_bytes) -> text, full path
 -- Problems raise schema.LoadError values naming the file.
 
@@ -40,7 +41,19 @@ local next, type, tostring, pcall, error, ipairs, setmetatable = next, type, tos
 local tointeger, concat = math.tointeger, table.concat
 local BASE = {}
 for _, k in ipairs(job.base) do BASE[k] = _G[k] end
-local function env_of() return setmetatable({}, { __index = BASE }) end
+-- A name of the host's libraries is noted when read (even under pcall), so
+-- that the refusal names it.
+local refused, noted = {}, {}
+local HOST = job.host
+local function miss(_, k)
+  local v = BASE[k]
+  if v == nil and HOST[k] and not noted[k] then
+    noted[k] = true
+    refused[#refused + 1] = k
+  end
+  return v
+end
+local function env_of() return setmetatable({}, { __index = miss }) end
 local running = {}
 -- The constructors of a composed task's operations (klab.task.compose).
 BASE.ops = load_text(job.ops, "=ops", "t", { setmetatable = setmetatable, type = type, next = next })()
@@ -65,7 +78,10 @@ local env = env_of()
 local chunk, cerr = load_text(job.src, "@" .. job.path, "t", env)
 if not chunk then return { error = cerr, stage = "load" } end
 local ok, rerr = pcall(chunk)
+if refused[1] then return { refused = refused } end
 if not ok then return { error = tostring(rerr), stage = "run" } end
+-- A list of samples (expected.lua) is the value the file returns.
+if job.returns then return { value = rerr } end
 -- Each variant's dimensions, and the key they are kept by.
 local points = {}
 local dims, variants = env.dims, env.variants
@@ -106,6 +122,7 @@ plain = function(v, path, depth, call)
 end
 local fields = {}
 for k, v in next, env do fields[k] = plain(v, tostring(k), 0, true) end
+if refused[1] then return { refused = refused } end
 return { fields = fields, computed = computed }
 ]==]
 
@@ -141,8 +158,13 @@ end
 -- A task's files are its folder's own, not second names (hard links) of host files.
 local ONE_NAME = { one_name = true }
 
--- Runs the file in the sandbox; returns its raw fields.
-function M.run(path, opts)
+-- The host's libraries, which a task folder's Lua does not have: a file
+-- that reads one of these names is refused, naming them.
+local HOST_NAMES = { io = true, os = true, require = true, load = true, loadfile = true, dofile = true, debug = true,
+  package = true, collectgarbage = true }
+
+-- Runs the file in the sandbox; returns what the runner handed back.
+local function sandboxed(path, opts, returns)
   local src, err = fs.read(path, opts.max_bytes, ONE_NAME)
   if not src then fail(path, nil, "cannot read: " .. tostring(err)) end
   local dir = path:match("^(.*)/[^/]*$") or "."
@@ -157,16 +179,26 @@ function M.run(path, opts)
   for k, v in pairs(opts.limits) do limits[k] = v end
   local out, msg, code = require("klab.sandbox").run(RUNNER, path, {
     __klab_task = { src = src, path = path, dir = dir, files = files, unreadable = unreadable, base = BASE_NAMES,
-                    ops = require("klab.task.compose").SANDBOX },
+                    ops = require("klab.task.compose").SANDBOX, host = HOST_NAMES, returns = returns },
   }, limits)
   if not out then
     if code == "EMEMORY" or code == "ELIMIT" then load_error(msg, path) end
     fail(path, nil, "error while running: " .. tostring(msg))
   end
+  if out.refused then
+    fail(path, nil, ("refused: it reads %s, which a task folder's Lua does not have (it runs in the task sandbox: "
+      .. "no io, os, require, load or debug)"):format(table.concat(out.refused, ", ")))
+  end
   if out.error then
     if out.stage == "load" then fail(path, nil, out.error) end
     fail(path, nil, "error while running: " .. out.error)
   end
+  return out
+end
+
+-- Runs the file in the sandbox; returns its raw fields.
+function M.run(path, opts)
+  local out = sandboxed(path, opts, false)
   local fields = {}
   local dims_list = type(out.fields.dims) == "table" and out.fields.dims or {}
   for k, v in pairs(out.fields) do
@@ -177,6 +209,13 @@ function M.run(path, opts)
     fields[k] = restore(v, path, out.computed, dims_list)
   end
   return fields
+end
+
+-- Runs a file of a task folder that returns plain data (a samples/ or bad/
+-- folder's expected.lua) in the same sandbox, under the same limits; returns
+-- its value (nil when it returns nothing).
+function M.returned(path, opts)
+  return sandboxed(path, opts, true).value
 end
 
 -- The text of a file the task ships beside its task file: a regular file

@@ -16,6 +16,8 @@
 --       root: a folder, a list of folders, or nil for the search path
 --   task.plain(descriptor)           -> a deep, mutable copy (for JSON, printing)
 --   task.describe(t)                 -> the text that describes the task to a model
+--   task.returned(path)              -> the plain value a task folder's data file (expected.lua)
+--                                       returns, run in the task sandbox like a task file
 --   task.path([opts])                -> the search path: --tasks folders (task.use_path),
 --                                       then $KLAB_TASKS (dir1:dir2), then the repository's tasks/
 --   task.use_path(dirs)              -> sets the --tasks folders
@@ -149,6 +151,15 @@ local function load_file(path)
   end
   cache[path] = desc
   return desc
+end
+
+-- The value a data file of a task folder returns (a samples/ or bad/
+-- folder's expected.lua), run in the task sandbox under the task limits;
+-- a problem raises one line naming the file.
+function M.returned(path)
+  local ok, v = pcall(file.returned, path, { limits = M.LIMITS, max_bytes = M.MAX_FILE_BYTES })
+  if not ok then error(tostring(v), 0) end
+  return v
 end
 
 function M.list(root)
