@@ -91,7 +91,7 @@ for file in p:lines() do
   local family = file:match("^tasks/([^/]+)/")
   if next(opts.families) == nil or opts.families[family] then
     local taken = false
-    for _, e in ipairs(dofile(file)) do
+    for _, e in ipairs(require("klab.task").returned(file) or {}) do
       if (e.verdict == "passed" or e.verdict == "target_not_executed") and (opts.all or not taken) then
         taken = true
         local task = e.variant and (e.task .. "/" .. e.variant) or variant(e.task)

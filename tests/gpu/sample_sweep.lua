@@ -49,7 +49,7 @@ function M.pairs(opts)
   for _, fam in ipairs(order) do
     local list = root .. "/" .. fam .. "/samples/expected.lua"
     if exists(list) then
-      for _, e in ipairs(dofile(list)) do
+      for _, e in ipairs(task.returned(list) or {}) do
         if M.ACCEPTED[e.verdict] then
           -- Variants the sample's own plan says it does not handle.
           local unsupported = {}

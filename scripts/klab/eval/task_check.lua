@@ -69,7 +69,7 @@ end
 -- What an entry of expected.lua may hold: a folder's name beside the list
 -- (never a path), a task's name, a variant's name, a verdict, why, and for
 -- the GPU checks the text its reason holds and the speedup it stays below.
-local ENTRY_NAMES = { "name", "task", "variant", "verdict", "why", "reason", "max_speedup" }
+local ENTRY_NAMES = { "name", "task", "variant", "verdict", "why", "reason", "max_speedup", "unsupported" }
 local ENTRY_FIELDS = {}
 for _, k in ipairs(ENTRY_NAMES) do ENTRY_FIELDS[k] = true end
 local function plain_name(s) return type(s) == "string" and s:match("^[%w_][%w_%.%-]*$") ~= nil and not s:find("..", 1, true) end
@@ -97,6 +97,16 @@ local function entry_problem(e)
   end
   if e.max_speedup ~= nil and type(e.max_speedup) ~= "number" then
     return { field = "max_speedup", message = "is a number" }
+  end
+  -- Variants the sample's own plan refuses by design (the GPU suite's
+  -- sweep leaves them out): a list of variants' names.
+  if e.unsupported ~= nil then
+    if type(e.unsupported) ~= "table" then return { field = "unsupported", message = "is a list of variants' names" } end
+    for _, v in ipairs(e.unsupported) do
+      if not plain_name(v) then
+        return { field = "unsupported", message = ("'%s' is not a variant's name"):format(tostring(v)) }
+      end
+    end
   end
   return nil
 end
