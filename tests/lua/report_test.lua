@@ -353,9 +353,9 @@ function tests.figures_and_intervals_of_nothing_are_not_drawn(t)
   -- One task: no interval.
   local fx = make_store(t)
   assert(report.write(fx, dir .. "/fx", { B = 50 }))
-  local mix = t.read(dir .. "/fx/e2/tables/failure_mix.md") or ""
+  local mix = md_text(dir .. "/fx/e2/tables/failure_mix.md")
   t.match(mix, "| sm_100a | mA | passed | 1 / 1 | 100%.0%% |")
-  local ak = t.read(dir .. "/fx/e2/tables/at_k.md") or ""
+  local ak = md_text(dir .. "/fx/e2/tables/at_k.md")
   t.match(ak, "| sm_100a | mA | 1 | 1 | 0%.0%% | 0%.900 |")
   t.ok(not (mix .. ak):find("%[(%d+%.%d+), %1%]"), "no zero-width interval")
 end

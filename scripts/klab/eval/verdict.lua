@@ -352,11 +352,7 @@ local AUDIT = os.getenv("KLAB_REASON_AUDIT")
 if AUDIT == "" then AUDIT = nil end
 local function audit(name, text)
   if not (text:find("stack traceback", 1, true) or text:find("scripts/klab/", 1, true)) then return end
-  local f = io.open(AUDIT, "a")
-  if f then
-    f:write(name, ": ", (text:gsub("\n", "\\n")), "\n")
-    f:close()
-  end
+  require("klab.fs").append(AUDIT, name .. ": " .. text:gsub("\n", "\\n") .. "\n")
 end
 
 function M.reason(name, detail)

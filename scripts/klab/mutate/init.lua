@@ -197,11 +197,8 @@ function M.check_out(dir)
 end
 
 local function write_file(path, text)
-  local f, err = io.open(path, "wb")
-  if not f then return nil, "cannot write " .. path .. ": " .. tostring(err) end
-  local ok, werr = f:write(text)
-  f:close()
-  if not ok then return nil, "cannot write " .. path .. ": " .. tostring(werr) end
+  local ok, err = require("klab.fs").write(path, text)
+  if not ok then return nil, "cannot write " .. path .. ": " .. tostring(err) end
   return true
 end
 
