@@ -86,13 +86,32 @@ T.the_phases_as_arrays = function(t)
   local s = slurm.script(o)
   t.match(s, [["%$klab" 'exp%.lua' 'models=a' phase=generate "shard=%${SLURM_ARRAY_TASK_ID}/2" "db=%$db" &]])
   t.eq(o.job_name, "klab-exp-generate")
-  local j = assert(slurm.parse { "exp.lua", "--shards", "2", "--phase", "judge", "--after", "4242", "--continue" })
+  local j = assert(slurm.parse { "exp.lua", "--shards", "2", "--phase", "judge", "--after", "4242", "--continue",
+    "models=a", "base_url=http://127.0.0.1:9/v1", "turns=3", "replicas=2" })
   j.klab = "/k"
   local js = slurm.script(j)
   t.match(js, "\n#SBATCH %-%-dependency=afterok:4242\n")
-  t.match(js, [["%$klab" judge "%$db" %-%-continue &]])
+  t.match(js, [["%$klab" judge "%$db" %-%-continue 'models=a' 'base_url=http://127%.0%.0%.1:9/v1' 'turns=3' 'replicas=2' &]],
+    "the judge array continues with the models and counts given")
   t.match(js, "store='results/exp/shard%-'%${SLURM_ARRAY_TASK_ID}'%-of%-2%.db'", "the generate array's shard store")
   t.eq(j.job_name, "klab-exp-judge")
+end
+
+-- klab judge --continue needs the models and the study's counts on its
+-- command line: a judge array without them is refused before it is
+-- submitted, not on every node.
+T.a_judge_array_that_continues_names_its_models = function(t)
+  local function refused(args, pattern)
+    local o, err = slurm.parse(args)
+    t.eq(o, nil, table.concat(args, " "))
+    t.match(tostring(err), pattern)
+  end
+  refused({ "exp.lua", "--shards", "2", "--phase", "judge", "--continue" }, "set the model: models=")
+  refused({ "exp.lua", "--shards", "2", "--phase", "judge", "--continue", "models=a", "base_url=http://127.0.0.1:9/v1",
+    "turns=3" }, "replicas=N is missing")
+  refused({ "exp.lua", "--shards", "2", "--phase", "judge", "--continue", "models=a", "turnz=3" },
+    "unknown option 'turnz' %(did you mean 'turns'%?%)")
+  refused({ "exp.lua", "--shards", "2", "--phase", "judge", "models=a" }, "key=value options go with %-%-continue")
 end
 
 -- The experiment's options are checked before anything is written or

@@ -71,6 +71,22 @@ local CONTINUE_OPTIONS = {
   { "mode", "record-missing", "live, record-missing or replay" },
 }
 
+-- The models and counts --continue goes on with, from key=value settings;
+-- a mistake is raised (klab.errors "mistake"). klab slurm checks a judge
+-- array's settings with it before submitting.
+function M.continue_settings(settings)
+  local options_mod = require "klab.experiment.options"
+  local v = options_mod.options(options_mod.with_model_options(CONTINUE_OPTIONS), settings, "judge")
+  local models = options_mod.models_from(v, "judge")
+  for _, k in ipairs { "turns", "replicas" } do
+    if v[k] <= 0 then
+      require("klab.errors").raise("mistake", ("judge: %s=N is missing: --continue compares the study's %s with the store's")
+        :format(k, k))
+    end
+  end
+  return { models = models, turns = v.turns, replicas = v.replicas, mode = v.mode }
+end
+
 function M.main(args)
   local o, code = command.parsed("judge", USAGE, command.options(args, OPTIONS))
   if not o then return code end
@@ -86,13 +102,7 @@ function M.main(args)
   local records = require "klab.store.records"
   local experiment = require "klab.experiment"
   -- What the study is continued with: the user's, compared with the store's.
-  local user
-  if o.continue then
-    local options_mod = require "klab.experiment.options"
-    local v = options_mod.options(options_mod.with_model_options(CONTINUE_OPTIONS), settings, "judge")
-    user = { models = options_mod.models_from(v, "judge"), turns = v.turns > 0 and v.turns or nil,
-      replicas = v.replicas > 0 and v.replicas or nil, mode = v.mode }
-  end
+  local user = o.continue and M.continue_settings(settings) or nil
   local fs = require "klab.fs"
   local path = o.positional[1]
   if fs.type(path) ~= "file" then return fail(("no store at %s"):format(path), command.EXIT.usage) end

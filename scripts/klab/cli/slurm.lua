@@ -42,11 +42,13 @@ Options:
                       (--dependency=afterok:JOB), e.g. a judge array after
                       its generate array
   --continue          with --phase judge: then the repair turns (klab judge
-                      --continue)
+                      --continue, given the key=value options: models=,
+                      turns=, replicas=, checked before submitting)
   --dry-run           write the batch script and print it; submit nothing
 
 The key=value arguments go to the experiment script (klab's experiment
-options); db= and shard= are set per task. docs/slurm.md has the plain
+options), or with --phase judge --continue to klab judge --continue; db=
+and shard= are set per task. docs/slurm.md has the plain
 sbatch form and how requeue and merge work.
 
 Before anything is written or submitted, the experiment's options are
@@ -151,6 +153,19 @@ function M.parse(args)
   o.job_name = o.job_name or ("klab-" .. name) .. (o.phase and o.phase ~= "full" and ("-" .. o.phase) or "")
   o.phase = o.phase or "full"
   if o.continue and o.phase ~= "judge" then return nil, "--continue goes with --phase judge" end
+  -- A judge array's key=value options are klab judge --continue's (the
+  -- models, turns=, replicas=): checked here, so a mistake is not found on
+  -- every node.
+  if o.phase == "judge" and #o.pass > 0 and not o.continue then
+    return nil, ("%s: with --phase judge, key=value options go with --continue"):format(o.pass[1])
+  end
+  if o.continue then
+    local ok, e = pcall(require("klab.cli.judge").continue_settings, o.pass)
+    if not ok then
+      if not require("klab.errors").is(e, "mistake") then error(e, 0) end
+      return nil, (e.message:gsub("^judge: ", "klab judge --continue: "))
+    end
+  end
   return o
 end
 
@@ -176,7 +191,10 @@ function M.script(o)
   local cmd
   if o.phase == "judge" then
     cmd = { '"$klab"', "judge", '"$db"' }
-    if o.continue then cmd[#cmd + 1] = "--continue" end
+    if o.continue then
+      cmd[#cmd + 1] = "--continue"
+      for _, p in ipairs(o.pass) do cmd[#cmd + 1] = sq(p) end
+    end
   else
     cmd = { '"$klab"', sq(o.experiment) }
     for _, p in ipairs(o.pass) do cmd[#cmd + 1] = sq(p) end
