@@ -52,7 +52,9 @@ inputs = {
 
 -- KernelBench-Verified's scaled logits (x3, x0.01, x-1) and PTXBench's
 -- spiky mix; logits shifted to about 100, where exp(x) without the maximum
--- subtracted overflows fp32 (Inf); and wide logits, N(0, 20²), where
+-- subtracted overflows fp32 (Inf); rows with a lone peak of hundreds
+-- (spikes of std 300, about one a row at C = 1000), where a maximum that
+-- misses the peak overflows the same way; and wide logits, N(0, 20²), where
 -- exp(x - max) underflows to 0 for the smallest classes, so that a loss
 -- taken as -log(softmax) of such a target is Inf. The losses' rounding
 -- error does not grow with the logits' scale beyond fp32's relative one:
@@ -65,6 +67,7 @@ distributions = {
   { name = "neg", scale = -1 },
   { name = "spiky", inputs = { X = { dist = "spiky", std = 1, spike_std = 10, p = 0.001 } } },
   { name = "shifted", inputs = { X = { dist = "normal", mean = 100, std = 1 } } },
+  { name = "peaked", inputs = { X = { dist = "spiky", std = 1, spike_std = 300, p = 0.001 } } },
   { name = "wide", inputs = { X = { dist = "normal", mean = 0, std = 20 } } },
 }
 

@@ -25,10 +25,13 @@ F.inputs = { X = { dist = "normal", mean = 0, std = 1 } }
 F.trials = 2
 
 -- KernelBench-Verified's scaled inputs (x3, x0.01, x-1), PTXBench's spiky
--- mix, and rows shifted to about 100, where exp(x) without the row maximum
--- subtracted overflows fp32 (Inf, then NaN); then what a task adds. No
--- tol_scale: the error of either output does not grow with the input's
--- scale.
+-- mix, rows shifted to about 100, where exp(x) without the row maximum
+-- subtracted overflows fp32 (Inf, then NaN), and rows with a lone peak of
+-- hundreds (spikes of std 300, about one a row at C = 1000): a maximum
+-- that misses the peak (an element skipped, a step of the reduction lost)
+-- is not the row's, and exp(peak - that maximum) overflows too. The
+-- maximum is not only a stabiliser. Then what a task adds. No tol_scale:
+-- the error of either output does not grow with the input's scale.
 function F.distributions(extra)
   local list = {
     { name = "randn" },
@@ -37,6 +40,7 @@ function F.distributions(extra)
     { name = "neg", scale = -1 },
     { name = "spiky", inputs = { X = { dist = "spiky", std = 1, spike_std = 10, p = 0.001 } } },
     { name = "shifted", inputs = { X = { dist = "normal", mean = 100, std = 1 } } },
+    { name = "peaked", inputs = { X = { dist = "spiky", std = 1, spike_std = 300, p = 0.001 } } },
   }
   for _, d in ipairs(extra or {}) do list[#list + 1] = d end
   return list
