@@ -794,6 +794,7 @@ M.format_table = summary_table.format
 function Exp:rows() return results_mod.rows(self) end
 function Exp:table() return M.format_table(self:rows()) end
 function Exp:cells() return results_mod.cells(self) end
+function Exp:cells_table() return summary_table.cells(self:cells()) end
 function Exp:select(pol, by) return results_mod.select(self, pol, by) end
 function Exp:_group(name) return M.group(name) end
 

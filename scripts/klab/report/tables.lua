@@ -36,6 +36,27 @@ function M.left_out_note(not_measured, unfinished)
     .. "%d unfinished; they are not failures."):format(not_measured, not_measured == 1 and "y" or "ies", unfinished)
 end
 
+-- ptxbench_cell(success_row, common) -> PTXBench's cell for one model and
+-- task at one turn limit: "not measured" when no trajectory counts (none
+-- has a result within the limit, or none finished), "correct / verified /
+-- best" when the row's n is `common`, else "correct/n / verified/n / best".
+-- The report's tables and the console's (klab.experiment.summary_table) both
+-- say it this way.
+function M.ptxbench_cell(r, common)
+  if r.n == 0 then return "not measured" end
+  if r.n == common then return ("%d / %d / %s"):format(r.correct, r.verified, speed(r.best)) end
+  return ("%d/%d / %d/%d / %s"):format(r.correct, r.n, r.verified, r.n, speed(r.best))
+end
+
+-- left_out(success_row) -> "2 not measured, 1 unfinished", or "-" when no
+-- trajectory of the row was left out of its n.
+function M.left_out(r)
+  local left = {}
+  if (r.not_measured or 0) > 0 then left[#left + 1] = r.not_measured .. " not measured" end
+  if (r.unfinished or 0) > 0 then left[#left + 1] = r.unfinished .. " unfinished" end
+  return #left > 0 and table.concat(left, ", ") or "-"
+end
+
 -- ptxbench(success_rows, arch) -> list of tables, one per turn limit: a row
 -- per model, a column per task, cells "correct / verified / best" (counts of
 -- trajectories; best speedup of a correct turn, "-" when none). A cell whose
@@ -91,13 +112,7 @@ function M.ptxbench(rows, arch)
       local line = { m }
       for _, task in ipairs(ts) do
         local r = cell[L .. "\0" .. m .. "\0" .. task]
-        if not r then line[#line + 1] = ""
-        elseif r.n == 0 then line[#line + 1] = "not measured"
-        elseif r.n == common then
-          line[#line + 1] = ("%d / %d / %s"):format(r.correct, r.verified, speed(r.best))
-        else
-          line[#line + 1] = ("%d/%d / %d/%d / %s"):format(r.correct, r.n, r.verified, r.n, speed(r.best))
-        end
+        line[#line + 1] = r and M.ptxbench_cell(r, common) or ""
       end
       t.rows[#t.rows + 1] = line
     end
@@ -162,12 +177,9 @@ function M.success(rows)
       .. "or unfinished, which are not failures." },
   }
   for _, r in ipairs(rows) do
-    local left = {}
-    if (r.not_measured or 0) > 0 then left[#left + 1] = r.not_measured .. " not measured" end
-    if (r.unfinished or 0) > 0 then left[#left + 1] = r.unfinished .. " unfinished" end
     t.rows[#t.rows + 1] = { r.arch, r.model, r.task, tostring(r.limit), tostring(r.n),
       with_ci(r.correct_rate, r.correct_ci), with_ci(r.verified_rate, r.verified_ci), speed(r.best), speed(r.best_verified),
-      #left > 0 and table.concat(left, ", ") or "-" }
+      M.left_out(r) }
   end
   return t
 end
