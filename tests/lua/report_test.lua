@@ -692,4 +692,47 @@ function tests.wide_figures_are_paged(t)
   end
 end
 
+-- The quickstart's report, provenance that does not pretend: the klab that
+-- made the turns is named though no GPU ran (no environment row), the
+-- base_url of a model whose replies all came from files is said to be never
+-- contacted, and no latency is made of replies that took no server time.
+function tests.quickstart_provenance_names_what_is_known(t)
+  local dir = t.tmpdir()
+  local code, out, err = t.sh("cd " .. sq(t.root) .. " && KLAB_CACHE_DIR=" .. sq(dir .. "/cache") .. " " .. sq(t.klab)
+    .. " experiments/quickstart.lua arch=sm_90a files=tasks/samples/vector_add.ptx out=" .. sq(dir .. "/qs"))
+  t.eq(code, 0, out .. err)
+  local h = t.read(dir .. "/qs/report/index.html") or ""
+  local b = require("klab.build")
+  local this = b.version .. " (" .. b.gitrev .. ")"
+  t.match(this, "^%d+%.%d+%.%d+")
+  t.ok(h:find("<td>klab (runs)</td><td>" .. this .. "</td>", 1, true), "the klab that made the turns: " .. this)
+  t.ok(h:find("<td>klab (turns made by)</td><td>" .. this .. "</td>", 1, true), "in the experiment's provenance")
+  t.match(h, "base_url=http://127%.0%.0%.1:9/v1 %(never contacted: no reply in this store came from it%)")
+  local cost = md_text(dir .. "/qs/report/tables/cost.md")
+  t.match(cost, "| sm_90a | klab%-sample | 8 | 0 | 0 | 0 | %- | %- | %- | %- | %- |", "no latency of 0 requests")
+end
+
+-- A study resumed by another klab build names both builds.
+function tests.a_resumed_study_names_every_klab_build(t)
+  local dir = t.tmpdir()
+  local db = dir .. "/s.db"
+  local run = "cd " .. sq(t.root) .. " && " .. sq(t.klab) .. " experiments/ptxbench_sweep.lua models=m "
+    .. "base_url=http://127.0.0.1:9/v1 tags=none replicas=1 turns=2 tasks=gemm_bf16/128x4096x4096 db=" .. sq(db)
+  t.eq((t.sh(run)), 3, "nothing could be measured")
+  do
+    local s <close> = assert(store.open(db))
+    s:query([[UPDATE experiments SET config = json_set(config, '$.klab', json('["0.0.1 (0123456789ab)"]'))]])
+  end
+  local code, _, err = t.sh(run)
+  t.ok(code == 0 or code == 3, "the resumed run: " .. err)
+  local b = require("klab.build")
+  local this = b.version .. " (" .. b.gitrev .. ")"
+  assert(report.write(db, dir .. "/r", { B = 20 }))
+  local h = t.read(dir .. "/r/index.html") or ""
+  t.ok(h:find("<td>klab (turns made by)</td><td>0.0.1 (0123456789ab), " .. this .. "</td>", 1, true), "both builds")
+  t.ok(h:find("<td>klab (runs)</td><td>0.0.1 (0123456789ab), " .. this .. "</td>", 1, true), "both at a glance")
+  -- A server was asked (and failed): its address is no placeholder.
+  t.match(h, "base_url=http://127%.0%.0%.1:9/v1</td>")
+end
+
 return tests

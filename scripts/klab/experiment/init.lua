@@ -258,7 +258,7 @@ function Exp:_log(fmt, ...)
   end
 end
 
-function Exp:_config()
+function Exp:_config(builds)
   local models = {}
   for i, m in ipairs(self.models) do
     local c = {}
@@ -272,8 +272,24 @@ function Exp:_config()
     target_speedup = self.target, arch = self.arch, select = self.policy.name, history = self.history,
     mode = self.mode, responses_dir = self.spec.responses_dir, prompt = plain(self.prompt),
     feedback = plain(self.feedback), eval = plain(self.spec.eval), templates = self:_templates(),
-    feedback_text = self:_feedback_text(),
+    feedback_text = self:_feedback_text(), klab = builds,
   }
+end
+
+-- The klab builds that have made this experiment's turns (the report's
+-- provenance shows them): those the stored config names, then this one.
+-- A turn awaiting judgement has no evaluation and no environment yet, so
+-- the config is where the build that asked the model is kept.
+function Exp:_builds()
+  local this = require("klab.cli.version").this()
+  local row = records.experiment(self.db, self.name)
+  local ok, c = pcall(records.decode, self.db, "experiments", "config", row and row.config, row and row.id)
+  local out, seen = {}, {}
+  for _, b in ipairs(ok and type(c) == "table" and type(c.klab) == "table" and c.klab or {}) do
+    if type(b) == "string" and not seen[b] then seen[b] = true out[#out + 1] = b end
+  end
+  if not seen[this] then out[#out + 1] = this end
+  return out
 end
 
 -- The feedback template's text as sent (stored with the config: judging
@@ -313,7 +329,7 @@ function Exp:_experiment_id()
   local db = self.db
   -- A rebuilt experiment keeps the config the study was run with.
   if self.stored then return records.experiment(db, self.name).id end
-  return records.save_experiment(db, self.name, self:_config())
+  return records.save_experiment(db, self.name, self:_config(self:_builds()))
 end
 
 local function traj_key(exp, m, g, tag, r)

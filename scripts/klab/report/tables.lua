@@ -289,7 +289,8 @@ function M.cost(rows)
     align = { "l", "l", "r", "r", "r", "r", "r", "r", "r", "r", "r" }, rows = {},
     notes = { "Requests: turns that asked the model (answered by the server, the response cache or reply files); "
       .. "Sent: those the server answered in this store's runs; USD from the spec's prices (- when no price was "
-      .. "given); latency in ms over the turns that have one; per correct / verified: USD over the trajectories "
+      .. "given); latency in ms over the turns a server answered (now or, through the response cache, before; - when "
+      .. "none was: replies read from files take no server time); per correct / verified: USD over the trajectories "
       .. "with a correct (verified) turn within the largest turn limit." },
   }
   local function usd(v) return v and ("%.4f"):format(v) or "-" end
@@ -386,7 +387,11 @@ local html = escape.html
 M.html_escape = html
 
 function M.html(t)
-  local out = { ('<table id="%s">'):format(html(t.id)), "<caption>" .. html(t.caption) .. "</caption>", "<thead><tr>" }
+  -- The caption is a paragraph above the table, as wide as the page (a
+  -- <caption> is as narrow as its table); the table scrolls in its own box
+  -- when it is wider than the page, so its numbers need not wrap.
+  local out = { ('<p class="caption" id="%s-caption">%s</p>'):format(html(t.id), html(t.caption)),
+    ('<div class="scroll"><table id="%s" aria-labelledby="%s-caption">'):format(html(t.id), html(t.id)), "<thead><tr>" }
   for i, h in ipairs(t.head) do
     out[#out + 1] = ('<th class="%s">%s</th>'):format(t.align[i] == "r" and "r" or "l", html(h))
   end
@@ -398,7 +403,7 @@ function M.html(t)
     out[#out + 1] = "<tr>" .. table.concat(cells) .. "</tr>"
   end
   if #t.rows == 0 then out[#out + 1] = ('<tr><td colspan="%d">(no data)</td></tr>'):format(#t.head) end
-  out[#out + 1] = "</tbody></table>"
+  out[#out + 1] = "</tbody></table></div>"
   for _, n in ipairs(t.notes or {}) do out[#out + 1] = '<p class="note">' .. html(n) .. "</p>" end
   return table.concat(out, "\n") .. "\n"
 end
