@@ -356,4 +356,45 @@ function T.kernelbench_table_matches_the_library(t)
     mapped[2]))
 end
 
+-- docs/tasks.md is a reference for the fields of a task's `reference` and
+-- of an expected.lua entry, not only an example: every field klab accepts
+-- (as its own refusal of an unknown one lists them) is a row of the table
+-- that follows "The fields of `reference`:" and of the one under expected.lua.
+function T.docs_tasks_lists_every_reference_and_expected_field(t)
+  local q = require("klab.command").shell_quote
+  local dir = t.tmpdir()
+  t.eq((t.sh(("mkdir -p %s && cp -r %s %s"):format(q(dir .. "/x"), q(t.root .. "/tasks/reduce"), q(dir .. "/x/reduce")))), 0)
+  local function edit(path, from, to)
+    local s = assert(t.read(path))
+    local n
+    s, n = s:gsub(from, to, 1)
+    t.eq(n, 1, path .. ": " .. from)
+    local f = assert(io.open(path, "w"))
+    f:write(s)
+    f:close()
+  end
+  edit(dir .. "/x/reduce/_family.lua", 'return { source = "reference%.cu"', 'return { zzz = 1, source = "reference.cu"')
+  edit(dir .. "/x/reduce/samples/expected.lua", '{ name = "naive_sum_last",', '{ zzz = 1, name = "naive_sum_last",')
+  local code, out, err = t.sh(q(t.klab) .. " tasks --check " .. q(dir .. "/x/reduce"))
+  err = out .. err
+  t.eq(code, 2, err)
+  local ref = err:match("field 'reference': unknown key 'zzz' %(allowed: ([^)]*)%)")
+  local entry = err:match("unknown field 'zzz' %(fields: ([^)]*)%)")
+  if not (t.ok(ref, "the reference's fields: " .. err) and t.ok(entry, "an entry's fields: " .. err)) then return end
+  local doc = assert(t.read(t.root .. "/docs/tasks.md"))
+  -- The rows of the first table after `marker`.
+  local function rows(marker)
+    local at = doc:find(marker, 1, true)
+    if not t.ok(at, "docs/tasks.md says " .. marker) then return {} end
+    local tbl = doc:match("\n(|[^\n]*|\n|[-|]+|\n.-)\n\n", at)
+    local out = {}
+    for name in (tbl or ""):gmatch("\n| `([%w_]+)` |") do out[name] = true end
+    return out
+  end
+  local have = rows("The fields of `reference`:")
+  for name in ref:gmatch("[%w_]+") do t.ok(have[name], "docs/tasks.md's reference table has " .. name) end
+  have = rows("`expected.lua` runs in the task sandbox")
+  for name in entry:gmatch("[%w_]+") do t.ok(have[name], "docs/tasks.md's expected.lua table has " .. name) end
+end
+
 return T
