@@ -735,4 +735,18 @@ function tests.a_resumed_study_names_every_klab_build(t)
   t.match(h, "base_url=http://127%.0%.0%.1:9/v1</td>")
 end
 
+-- A store whose awaiting turns a judge run without a GPU could not judge:
+-- the notice says the stages were skipped and that the turns still await
+-- 'klab judge' on a GPU machine.
+function tests.awaiting_turns_stay_in_the_notice_after_a_judge_without_gpu(t)
+  local path, dir = nogpu_store(t)
+  do
+    local db <close> = assert(store.open(path))
+    db:query("UPDATE turns SET awaiting = 1 WHERE verdict = 'unknown'")
+  end
+  local _, warnings = assert(report.write(path, dir .. "/r", { B = 20, experiment = "nogpu" }))
+  t.match(warnings[1], "^GPU stages skipped: 5 of 10 evaluations in this store have no GPU results")
+  t.match(warnings[1], " 5 turns still await 'klab judge' on a GPU machine%.$")
+end
+
 return tests

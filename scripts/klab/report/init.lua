@@ -322,8 +322,12 @@ local function notice_text(nm)
     end
     parts[#parts + 1] = (#nm.reasons > 1 and ("%d: "):format(r.n) or "") .. (r.reason:gsub("^GPU stages skipped: ", ""))
   end
+  -- A judge run where no GPU was leaves the turns awaiting: say so, with
+  -- the way on, rather than let the skipped stages hide it.
+  local still = nm.awaiting > 0 and (" %d turn%s still await%s 'klab judge' on a GPU machine."):format(nm.awaiting,
+    nm.awaiting == 1 and "" or "s", nm.awaiting == 1 and "s" or "") or ""
   return head, ("%d of %d evaluations in this store have no GPU results (verdict unknown): %s. Their turns are "
-    .. "not counted as results in the rates below."):format(nm.unknown, nm.total, table.concat(parts, "; "))
+    .. "not counted as results in the rates below.%s"):format(nm.unknown, nm.total, table.concat(parts, "; "), still)
 end
 
 local function index_html(ctx)
