@@ -49,7 +49,7 @@ local exp <close> = experiment.new {
 local summary = exp:run()
 print(exp:table())
 print()
-print(exp:cells_table())
+print(experiment.format_cells(exp:cells()))
 -- The exit status (klab --help): 3 when nothing could be evaluated (model server
 -- unreachable, no GPU), else 0.
 return summary.status

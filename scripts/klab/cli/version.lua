@@ -7,23 +7,10 @@ local function probe(modname, fn)
   return fn(mod)
 end
 
--- A klab build as text: "0.1.0 (82e7fe1cd662)", the version alone when the
--- commit is not known. Stores record it (environments, experiment configs)
--- and reports show it.
-function M.text(version, gitrev)
-  return tostring(version or "?") .. ((gitrev and gitrev ~= "") and (" (" .. gitrev .. ")") or "")
-end
-
--- This klab's build as text (M.text).
-function M.this()
-  local build = require("klab.build")
-  return M.text(build.version, build.gitrev)
-end
-
 function M.info()
   local build = require("klab.build")
   local info = {
-    klab = M.this(),
+    klab = require("klab.build_text").this(),
     lua = _VERSION,
     cuda_toolkit = build.cuda_toolkit,
     libraries = {},

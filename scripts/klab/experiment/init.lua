@@ -88,7 +88,6 @@ M.MODEL_OPTION_LIST, M.MODEL_OPTIONS = options_mod.MODEL_OPTION_LIST, options_mo
 
 -- ---- task groups ---------------------------------------------------------
 
-
 -- A task entry: "base/variant" (one workload), "base" (every variant), or
 -- {name=, workloads={...}} | {name=, base=, tags={...}} (the variants of
 -- base that carry one of the tags), with an optional gate={...} (or a count).
@@ -258,7 +257,7 @@ function Exp:_log(fmt, ...)
   end
 end
 
-function Exp:_config(builds)
+function Exp:_config()
   local models = {}
   for i, m in ipairs(self.models) do
     local c = {}
@@ -272,24 +271,9 @@ function Exp:_config(builds)
     target_speedup = self.target, arch = self.arch, select = self.policy.name, history = self.history,
     mode = self.mode, responses_dir = self.spec.responses_dir, prompt = plain(self.prompt),
     feedback = plain(self.feedback), eval = plain(self.spec.eval), templates = self:_templates(),
-    feedback_text = self:_feedback_text(), klab = builds,
+    feedback_text = self:_feedback_text(),
+    klab = require("klab.build_text").with_this((records.experiment(self.db, self.name) or {}).config),
   }
-end
-
--- The klab builds that have made this experiment's turns (the report's
--- provenance shows them): those the stored config names, then this one.
--- A turn awaiting judgement has no evaluation and no environment yet, so
--- the config is where the build that asked the model is kept.
-function Exp:_builds()
-  local this = require("klab.cli.version").this()
-  local row = records.experiment(self.db, self.name)
-  local ok, c = pcall(records.decode, self.db, "experiments", "config", row and row.config, row and row.id)
-  local out, seen = {}, {}
-  for _, b in ipairs(ok and type(c) == "table" and type(c.klab) == "table" and c.klab or {}) do
-    if type(b) == "string" and not seen[b] then seen[b] = true out[#out + 1] = b end
-  end
-  if not seen[this] then out[#out + 1] = this end
-  return out
 end
 
 -- The feedback template's text as sent (stored with the config: judging
@@ -329,7 +313,7 @@ function Exp:_experiment_id()
   local db = self.db
   -- A rebuilt experiment keeps the config the study was run with.
   if self.stored then return records.experiment(db, self.name).id end
-  return records.save_experiment(db, self.name, self:_config(self:_builds()))
+  return records.save_experiment(db, self.name, self:_config())
 end
 
 local function traj_key(exp, m, g, tag, r)
@@ -806,11 +790,10 @@ end
 -- ---- reading results (klab.experiment.results) ----------------------------------
 
 M.SHORT = summary_table.SHORT
-M.format_table = summary_table.format
+M.format_table, M.format_cells = summary_table.format, summary_table.cells
 function Exp:rows() return results_mod.rows(self) end
 function Exp:table() return M.format_table(self:rows()) end
 function Exp:cells() return results_mod.cells(self) end
-function Exp:cells_table() return summary_table.cells(self:cells()) end
 function Exp:select(pol, by) return results_mod.select(self, pol, by) end
 function Exp:_group(name) return M.group(name) end
 

@@ -46,7 +46,7 @@ local html = tables.html_escape
 
 local json = require("klab.json").encode
 
-local version = require "klab.cli.version"
+local version = require "klab.build_text"
 
 -- Several stores (a study's shards, or two studies) are read as one: merged
 -- into a temporary store (klab.store.merge: rows matched by their keys), which
