@@ -54,13 +54,19 @@ local function run_probe(t, chromium, rdir, index, probe, w, h, profile)
     flags
 end
 
+-- A probe: a script that, once the page and its images loaded, runs body
+-- (JavaScript that fills an object `out`) and writes `out` as JSON into
+-- <pre id="klab-probe">, where run_probe reads it.
+local function probe_script(body)
+  return '<script>\nwindow.addEventListener("load", function () {\n' .. body .. '  var pre = document.createElement("pre");\n'
+    .. '  pre.id = "klab-probe";\n  pre.textContent = JSON.stringify(out);\n  document.body.appendChild(pre);\n});\n</script>\n'
+end
+
 -- Reports, after the page and its images loaded, what the test checks: the
 -- viewport, each image's decoded size, and the boxes of the notice and of
 -- the provenance table. The checked page is a copy of index.html beside it
 -- (the report itself has no scripts).
-local PROBE = [[
-<script>
-window.addEventListener("load", function () {
+local PROBE = probe_script [[
   function box(sel) {
     var e = document.querySelector(sel);
     if (!e) return null;
@@ -72,12 +78,6 @@ window.addEventListener("load", function () {
   document.querySelectorAll("img").forEach(function (i) {
     out.imgs.push({ src: i.getAttribute("src"), complete: i.complete, w: i.naturalWidth, h: i.naturalHeight });
   });
-  var pre = document.createElement("pre");
-  pre.id = "klab-probe";
-  pre.textContent = JSON.stringify(out);
-  document.body.appendChild(pre);
-});
-</script>
 ]]
 
 function T.quickstart_report_in_a_browser(t)
@@ -141,9 +141,7 @@ end
 -- A report of known results grouped by prompt tag, at 1400 px: every
 -- figure loads, the by-tag comparison shows both tags, and no text runs out
 -- of its box (nor the page out of the window).
-local WIDE_PROBE = [[
-<script>
-window.addEventListener("load", function () {
+local WIDE_PROBE = probe_script [[
   var out = { vw: window.innerWidth, page: document.documentElement.scrollWidth, imgs: [], over: [], compare: "",
               heads: [] };
   document.querySelectorAll("img").forEach(function (i) {
@@ -165,12 +163,6 @@ window.addEventListener("load", function () {
   out.widest = widest + " ends at " + Math.round(right) + " px";
   var c = document.getElementById("compare");
   if (c) c.querySelectorAll("td").forEach(function (x) { out.compare += "|" + x.textContent; });
-  var pre = document.createElement("pre");
-  pre.id = "klab-probe";
-  pre.textContent = JSON.stringify(out);
-  document.body.appendChild(pre);
-});
-</script>
 ]]
 
 function T.report_by_tag_at_1400_px(t)
@@ -203,9 +195,7 @@ end
 -- Tables as a reader wants them at 1280 px: each caption is as wide as the
 -- page (not squeezed to its table's width), and no number of the fast_p
 -- table wraps (the table scrolls in its own box instead, which fits).
-local TABLE_PROBE = [[
-<script>
-window.addEventListener("load", function () {
+local TABLE_PROBE = probe_script [[
   var body = document.body.getBoundingClientRect().width;
   var out = { body: body, narrow: [], wrapped: [], cells: 0, over: [] };
   document.querySelectorAll("table[id]").forEach(function (t) {
@@ -223,12 +213,6 @@ window.addEventListener("load", function () {
   document.querySelectorAll("div.scroll").forEach(function (e) {
     if (e.getBoundingClientRect().right > window.innerWidth + 1) out.over.push(e.firstElementChild.id);
   });
-  var pre = document.createElement("pre");
-  pre.id = "klab-probe";
-  pre.textContent = JSON.stringify(out);
-  document.body.appendChild(pre);
-});
-</script>
 ]]
 
 function T.captions_span_the_page_and_fast_p_does_not_wrap(t)
