@@ -49,11 +49,7 @@ local exp <close> = experiment.new {
 local summary = exp:run()
 print(exp:table())
 print()
-print(string.format("%-24s %-28s %5s %8s %9s %8s", "model", "task", "n", "correct", "verified", "best"))
-for _, c in ipairs(exp:cells()) do
-  print(string.format("%-24s %-28s %5d %8d %9d %8s", c.model, c.task, c.n, c.correct, c.verified,
-    c.best and string.format("%.3fx", c.best) or "-"))
-end
+print(experiment.format_cells(exp:cells()))
 -- The exit status (klab --help): 3 when nothing could be evaluated (model server
 -- unreachable, no GPU), else 0.
 return summary.status

@@ -54,13 +54,19 @@ local function run_probe(t, chromium, rdir, index, probe, w, h, profile)
     flags
 end
 
+-- A probe: a script that, once the page and its images loaded, runs body
+-- (JavaScript that fills an object `out`) and writes `out` as JSON into
+-- <pre id="klab-probe">, where run_probe reads it.
+local function probe_script(body)
+  return '<script>\nwindow.addEventListener("load", function () {\n' .. body .. '  var pre = document.createElement("pre");\n'
+    .. '  pre.id = "klab-probe";\n  pre.textContent = JSON.stringify(out);\n  document.body.appendChild(pre);\n});\n</script>\n'
+end
+
 -- Reports, after the page and its images loaded, what the test checks: the
 -- viewport, each image's decoded size, and the boxes of the notice and of
 -- the provenance table. The checked page is a copy of index.html beside it
 -- (the report itself has no scripts).
-local PROBE = [[
-<script>
-window.addEventListener("load", function () {
+local PROBE = probe_script [[
   function box(sel) {
     var e = document.querySelector(sel);
     if (!e) return null;
@@ -72,12 +78,6 @@ window.addEventListener("load", function () {
   document.querySelectorAll("img").forEach(function (i) {
     out.imgs.push({ src: i.getAttribute("src"), complete: i.complete, w: i.naturalWidth, h: i.naturalHeight });
   });
-  var pre = document.createElement("pre");
-  pre.id = "klab-probe";
-  pre.textContent = JSON.stringify(out);
-  document.body.appendChild(pre);
-});
-</script>
 ]]
 
 function T.quickstart_report_in_a_browser(t)
@@ -141,18 +141,17 @@ end
 -- A report of known results grouped by prompt tag, at 1400 px: every
 -- figure loads, the by-tag comparison shows both tags, and no text runs out
 -- of its box (nor the page out of the window).
-local WIDE_PROBE = [[
-<script>
-window.addEventListener("load", function () {
+local WIDE_PROBE = probe_script [[
   var out = { vw: window.innerWidth, page: document.documentElement.scrollWidth, imgs: [], over: [], compare: "",
               heads: [] };
   document.querySelectorAll("img").forEach(function (i) {
     out.imgs.push({ src: i.getAttribute("src"), complete: i.complete, w: i.naturalWidth, h: i.naturalHeight });
   });
-  document.querySelectorAll("td, th, caption, figcaption, summary, h1, h2, h3, p, li").forEach(function (e) {
+  document.querySelectorAll("td, th, figcaption, summary, h1, h2, h3, p, li").forEach(function (e) {
     if (e.scrollWidth > e.clientWidth + 1) out.over.push(e.tagName + ": " + e.textContent.slice(0, 80));
   });
-  document.querySelectorAll("table, figure, img").forEach(function (e) {
+  // A table wider than the page scrolls in its own box (div.scroll): that box must fit.
+  document.querySelectorAll("div.scroll, figure, img").forEach(function (e) {
     var r = e.getBoundingClientRect();
     if (r.right > window.innerWidth + 1) out.over.push(e.tagName + " ends at " + Math.round(r.right) + " px");
   });
@@ -164,12 +163,6 @@ window.addEventListener("load", function () {
   out.widest = widest + " ends at " + Math.round(right) + " px";
   var c = document.getElementById("compare");
   if (c) c.querySelectorAll("td").forEach(function (x) { out.compare += "|" + x.textContent; });
-  var pre = document.createElement("pre");
-  pre.id = "klab-probe";
-  pre.textContent = JSON.stringify(out);
-  document.body.appendChild(pre);
-});
-</script>
 ]]
 
 function T.report_by_tag_at_1400_px(t)
@@ -197,6 +190,46 @@ function T.report_by_tag_at_1400_px(t)
   t.match(p.compare, "^|sm_90a|hint%-h+|t|", "both tags side by side")
   t.ok(p.page <= p.vw + 1, "the page fits the window: " .. p.page .. " px; " .. tostring(p.widest))
   t.eq(#p.over, 0, "text that runs out of its box: " .. table.concat(p.over, "; "))
+end
+
+-- Tables as a reader wants them at 1280 px: each caption is as wide as the
+-- page (not squeezed to its table's width), and no number of the fast_p
+-- table wraps (the table scrolls in its own box instead, which fits).
+local TABLE_PROBE = probe_script [[
+  var body = document.body.getBoundingClientRect().width;
+  var out = { body: body, narrow: [], wrapped: [], cells: 0, over: [] };
+  document.querySelectorAll("table[id]").forEach(function (t) {
+    // The caption: the table's own <caption>, or the paragraph that labels it.
+    var cap = t.caption || document.getElementById(t.getAttribute("aria-labelledby"));
+    var w = cap ? cap.getBoundingClientRect().width : 0;
+    if (w < body - 1) out.narrow.push(t.id + ": " + Math.round(w) + " px");
+  });
+  document.querySelectorAll("table[id^=fast_p] td.r, table[id^=fast_p] th").forEach(function (c) {
+    var r = document.createRange();
+    r.selectNodeContents(c);
+    out.cells += 1;
+    if (r.getClientRects().length > 1) out.wrapped.push(c.textContent);
+  });
+  document.querySelectorAll("div.scroll").forEach(function (e) {
+    if (e.getBoundingClientRect().right > window.innerWidth + 1) out.over.push(e.firstElementChild.id);
+  });
+]]
+
+function T.captions_span_the_page_and_fast_p_does_not_wrap(t)
+  local chromium = need_chromium(t)
+  local d = t.tmpdir()
+  local fixture = getmetatable(dofile(t.root .. "/tests/lua/metrics_test.lua")).__index.fixture
+  fixture(d .. "/s.db"):close()
+  local code, out, err = t.sh(("%s report %s --out %s"):format(sq(t.klab), sq(d .. "/s.db"), sq(d .. "/r")))
+  t.eq(code, 0, out .. err)
+  local index = t.read(d .. "/r/index.html")
+  if not t.ok(index, "the report was written") then return end
+  local p = run_probe(t, chromium, d .. "/r", index, TABLE_PROBE, WIDTH, HEIGHT, d .. "/profile")
+  if not p then return end
+  t.eq(#p.narrow, 0, "captions narrower than the page (" .. p.body .. " px): " .. table.concat(p.narrow, "; "))
+  t.ok(p.cells >= 40, "the fast_p tables' numbers and heads were looked at: " .. p.cells)
+  t.eq(#p.wrapped, 0, "fast_p cells on more than one line: " .. table.concat(p.wrapped, "; "))
+  t.eq(#p.over, 0, "table boxes past the window: " .. table.concat(p.over, "; "))
 end
 
 return T

@@ -296,6 +296,23 @@ function T.replay_miss_is_one_line(t)
   t.ok(not err:find("traceback", 1, true) and not err:find("%.lua:%d+:"), "no traceback, no internal position")
 end
 
+-- Trajectories with no result: the console's PTXBench cells say "not
+-- measured" as the report's table does, not "n 2, correct 0, verified 0".
+function T.console_cells_say_not_measured_as_the_report_does(t)
+  local d = t.tmpdir()
+  local db = d .. "/s.db"
+  local code, out, err = script(t, "ptxbench_sweep", "models=m base_url=http://127.0.0.1:9/v1 tags=none replicas=2 "
+    .. "turns=1 tasks=gemm_bf16/128x4096x4096 db=" .. sq(db))
+  t.eq(code, 3, err)
+  local l = lines(out)
+  t.match(l[#l - 2], "^model +task +correct / verified / best +left out$")
+  t.match(l[#l], "^m +gemm_bf16/128x4096x4096 +not measured +2 not measured$")
+  t.ok(not out:find("0 / 0", 1, true) and not out:find(" 0 +0 ", 1), "no count of 0 for what was not measured")
+  code, _, err = t.sh(sq(t.klab) .. " report " .. sq(db) .. " --out " .. sq(d .. "/r"))
+  t.eq(code, 0, err)
+  t.match(t.read(d .. "/r/tables/ptxbench_sm_90a.md"), "| m | not measured |")
+end
+
 -- A model server nobody can reach: the reason on the console, status 3.
 function T.unreachable_server_is_reported_and_exits_3(t)
   local d = t.tmpdir()

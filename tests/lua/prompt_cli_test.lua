@@ -43,6 +43,24 @@ function T.prompt_prints_what_an_experiment_sends(t)
   code, _, err = t.sh(("cd %s && %s prompt softmax_bf16/1000x1023 --template nope.md"):format(q(t.root), q(t.klab)))
   t.eq(code, 2)
   t.match(err, "^klab prompt: .*no template nope%.md")
+  -- A template written in one's own folder, named as docs/experiments.md's step 2 would: the
+  -- message says where names are read and the way out, and the absolute path works.
+  local d = t.tmpdir()
+  local f = assert(io.open(d .. "/mine.md", "w"))
+  f:write("MINE ${task_name}\n")
+  f:close()
+  code, _, err = t.sh(("cd %s && %s prompt softmax_bf16/1000x1023 --template mine.md"):format(q(d), q(t.klab)))
+  t.eq(code, 2)
+  t.match(err, "^klab prompt: no template mine%.md %(looked in [^;]*/prompts; a template's name is read in the "
+    .. "prompts folder: put it there, set prompt%.root %(klab prompt %-%-root DIR%) to a copy of that folder that "
+    .. "holds it, or give its absolute path%)\n$")
+  code, out = t.sh(("cd %s && %s prompt softmax_bf16/1000x1023 --template %s"):format(q(d), q(t.klab), q(d .. "/mine.md")))
+  t.eq(code, 0)
+  t.match(out, "\n=== user ===\nMINE softmax_bf16/1000x1023\n$")
+  -- A base name with several variants, as a user types it: the line names no library function.
+  code, _, err = t.sh(("cd %s && %s eval softmax_bf16 %s"):format(q(d), q(t.klab), q(t.root .. "/tasks/softmax/samples/naive")))
+  t.eq(code, 2)
+  t.match(err, "^klab eval: 'softmax_bf16' has %d+ variants; name one %(e%.g%. 'softmax_bf16/[%dx]+'%)\n$")
   code, _, err = t.sh(("cd %s && %s prompt nosuch_task"):format(q(t.root), q(t.klab)))
   t.eq(code, 2)
   t.match(err, "no task named 'nosuch_task'")

@@ -692,4 +692,61 @@ function tests.wide_figures_are_paged(t)
   end
 end
 
+-- The quickstart's report, provenance that does not pretend: the klab that
+-- made the turns is named though no GPU ran (no environment row), the
+-- base_url of a model whose replies all came from files is said to be never
+-- contacted, and no latency is made of replies that took no server time.
+function tests.quickstart_provenance_names_what_is_known(t)
+  local dir = t.tmpdir()
+  local code, out, err = t.sh("cd " .. sq(t.root) .. " && KLAB_CACHE_DIR=" .. sq(dir .. "/cache") .. " " .. sq(t.klab)
+    .. " experiments/quickstart.lua arch=sm_90a files=tasks/samples/vector_add.ptx out=" .. sq(dir .. "/qs"))
+  t.eq(code, 0, out .. err)
+  local h = t.read(dir .. "/qs/report/index.html") or ""
+  local b = require("klab.build")
+  local this = b.version .. " (" .. b.gitrev .. ")"
+  t.match(this, "^%d+%.%d+%.%d+")
+  t.ok(h:find("<td>klab (runs)</td><td>" .. this .. "</td>", 1, true), "the klab that made the turns: " .. this)
+  t.ok(h:find("<td>klab (turns made by)</td><td>" .. this .. "</td>", 1, true), "in the experiment's provenance")
+  t.match(h, "base_url=http://127%.0%.0%.1:9/v1 %(never contacted: no reply in this store came from it%)")
+  local cost = md_text(dir .. "/qs/report/tables/cost.md")
+  t.match(cost, "| sm_90a | klab%-sample | 8 | 0 | 0 | 0 | %- | %- | %- | %- | %- |", "no latency of 0 requests")
+end
+
+-- A study resumed by another klab build names both builds.
+function tests.a_resumed_study_names_every_klab_build(t)
+  local dir = t.tmpdir()
+  local db = dir .. "/s.db"
+  local run = "cd " .. sq(t.root) .. " && " .. sq(t.klab) .. " experiments/ptxbench_sweep.lua models=m "
+    .. "base_url=http://127.0.0.1:9/v1 tags=none replicas=1 turns=2 tasks=gemm_bf16/128x4096x4096 db=" .. sq(db)
+  t.eq((t.sh(run)), 3, "nothing could be measured")
+  do
+    local s <close> = assert(store.open(db))
+    s:query([[UPDATE experiments SET config = json_set(config, '$.klab', json('["0.0.1 (0123456789ab)"]'))]])
+  end
+  local code, _, err = t.sh(run)
+  t.ok(code == 0 or code == 3, "the resumed run: " .. err)
+  local b = require("klab.build")
+  local this = b.version .. " (" .. b.gitrev .. ")"
+  assert(report.write(db, dir .. "/r", { B = 20 }))
+  local h = t.read(dir .. "/r/index.html") or ""
+  t.ok(h:find("<td>klab (turns made by)</td><td>0.0.1 (0123456789ab), " .. this .. "</td>", 1, true), "both builds")
+  t.ok(h:find("<td>klab (runs)</td><td>0.0.1 (0123456789ab), " .. this .. "</td>", 1, true), "both at a glance")
+  -- A server was asked (and failed): its address is no placeholder.
+  t.match(h, "base_url=http://127%.0%.0%.1:9/v1</td>")
+end
+
+-- A store whose awaiting turns a judge run without a GPU could not judge:
+-- the notice says the stages were skipped and that the turns still await
+-- 'klab judge' on a GPU machine.
+function tests.awaiting_turns_stay_in_the_notice_after_a_judge_without_gpu(t)
+  local path, dir = nogpu_store(t)
+  do
+    local db <close> = assert(store.open(path))
+    db:query("UPDATE turns SET awaiting = 1 WHERE verdict = 'unknown'")
+  end
+  local _, warnings = assert(report.write(path, dir .. "/r", { B = 20, experiment = "nogpu" }))
+  t.match(warnings[1], "^GPU stages skipped: 5 of 10 evaluations in this store have no GPU results")
+  t.match(warnings[1], " 5 turns still await 'klab judge' on a GPU machine%.$")
+end
+
 return tests

@@ -206,6 +206,24 @@ function T.library_table_in_the_docs(t)
   for name in pairs(rows) do t.ok(seen[name], "docs/tasks.md lists " .. name .. ", a task that exists") end
 end
 
+-- A copy of the library's family fam in the folder dir (made), as dir/fam.
+local function copy_family(t, fam, dir)
+  local q = require("klab.command").shell_quote
+  t.eq((t.sh(("mkdir -p %s && cp -r %s %s"):format(q(dir), q(t.root .. "/tasks/" .. fam), q(dir .. "/" .. fam)))), 0)
+  return dir .. "/" .. fam
+end
+
+-- The file at path with the first match of the pattern `from` replaced (one there must be).
+local function edit_once(t, path, from, to)
+  local s = assert(t.read(path))
+  local n
+  s, n = s:gsub(from, to, 1)
+  t.eq(n, 1, path .. ": " .. from)
+  local f = assert(io.open(path, "w"))
+  f:write(s)
+  f:close()
+end
+
 -- klab tasks --check on folders anywhere: the library passes; copies with
 -- a broken reference, a broken shipped baseline, a baseline plan past the
 -- block limit (the task's baseline, and a kernel shipped beside a library's), a cuDNN graph with a mode that does not exist, a cuBLASLt
@@ -219,20 +237,8 @@ function T.tasks_check_finds_every_mistake(t)
   local dir = t.tmpdir()
   -- Each copy in a folder of its own (a task name is taken from the first
   -- folder that has it).
-  local function copy(fam, to)
-    t.eq((t.sh(("mkdir -p %s && cp -r %s %s"):format(q(dir .. "/" .. to), q(t.root .. "/tasks/" .. fam),
-      q(dir .. "/" .. to .. "/" .. fam)))), 0)
-    return dir .. "/" .. to .. "/" .. fam
-  end
-  local function edit(path, from, to)
-    local s = assert(t.read(path))
-    local n
-    s, n = s:gsub(from, to, 1)
-    t.eq(n, 1, path .. ": " .. from)
-    local f = assert(io.open(path, "w"))
-    f:write(s)
-    f:close()
-  end
+  local function copy(fam, to) return copy_family(t, fam, dir .. "/" .. to) end
+  local function edit(path, from, to) edit_once(t, path, from, to) end
   local r = copy("reduce", "r1")
   edit(r .. "/reference.cu", "extern \"C\"", "extern \"C\" this does not compile")
   local b = copy("reduce", "r2")
@@ -354,6 +360,37 @@ function T.kernelbench_table_matches_the_library(t)
   end
   t.match(doc, ("Mapped: %%*%%*%d of 100%%*%%* Level 1 problems and %%*%%*%d of 100%%*%%* Level 2"):format(mapped[1],
     mapped[2]))
+end
+
+-- docs/tasks.md is a reference for the fields of a task's `reference` and
+-- of an expected.lua entry, not only an example: every field klab accepts
+-- (as its own refusal of an unknown one lists them) is a row of the table
+-- that follows "The fields of `reference`:" and of the one under expected.lua.
+function T.docs_tasks_lists_every_reference_and_expected_field(t)
+  local q = require("klab.command").shell_quote
+  local fam = copy_family(t, "reduce", t.tmpdir() .. "/x")
+  edit_once(t, fam .. "/_family.lua", 'return { source = "reference%.cu"', 'return { zzz = 1, source = "reference.cu"')
+  edit_once(t, fam .. "/samples/expected.lua", '{ name = "naive_sum_last",', '{ zzz = 1, name = "naive_sum_last",')
+  local code, out, err = t.sh(q(t.klab) .. " tasks --check " .. q(fam))
+  err = out .. err
+  t.eq(code, 2, err)
+  local ref = err:match("field 'reference': unknown key 'zzz' %(allowed: ([^)]*)%)")
+  local entry = err:match("unknown field 'zzz' %(fields: ([^)]*)%)")
+  if not (t.ok(ref, "the reference's fields: " .. err) and t.ok(entry, "an entry's fields: " .. err)) then return end
+  local doc = assert(t.read(t.root .. "/docs/tasks.md"))
+  -- The rows of the first table after `marker`.
+  local function rows(marker)
+    local at = doc:find(marker, 1, true)
+    if not t.ok(at, "docs/tasks.md says " .. marker) then return {} end
+    local tbl = doc:match("\n(|[^\n]*|\n|[-|]+|\n.-)\n\n", at)
+    local out = {}
+    for name in (tbl or ""):gmatch("\n| `([%w_]+)` |") do out[name] = true end
+    return out
+  end
+  local have = rows("The fields of `reference`:")
+  for name in ref:gmatch("[%w_]+") do t.ok(have[name], "docs/tasks.md's reference table has " .. name) end
+  have = rows("`expected.lua` runs in the task sandbox")
+  for name in entry:gmatch("[%w_]+") do t.ok(have[name], "docs/tasks.md's expected.lua table has " .. name) end
 end
 
 return T

@@ -74,7 +74,7 @@ function M.main(args)
   if not gok then return command.fail("prompt", task.hint(clean(group)), EXIT.usage) end
   local ok, msgs = pcall(require("klab.experiment.prompt").messages, { group = group, tag = o.tag or "none",
     arch = o.arch, system = o.system, user = o.template, root = o.root })
-  if not ok then return command.fail("prompt", clean(msgs), EXIT.usage) end
+  if not ok then return command.fail("prompt", (clean(msgs):gsub("^prompt: ", "")), EXIT.usage) end
   if o.json then
     io.write(require("klab.json").encode(msgs), "\n")
   else

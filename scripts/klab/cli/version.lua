@@ -10,7 +10,7 @@ end
 function M.info()
   local build = require("klab.build")
   local info = {
-    klab = build.version .. " (" .. build.gitrev .. ")",
+    klab = require("klab.build_text").this(),
     lua = _VERSION,
     cuda_toolkit = build.cuda_toolkit,
     libraries = {},

@@ -88,7 +88,6 @@ M.MODEL_OPTION_LIST, M.MODEL_OPTIONS = options_mod.MODEL_OPTION_LIST, options_mo
 
 -- ---- task groups ---------------------------------------------------------
 
-
 -- A task entry: "base/variant" (one workload), "base" (every variant), or
 -- {name=, workloads={...}} | {name=, base=, tags={...}} (the variants of
 -- base that carry one of the tags), with an optional gate={...} (or a count).
@@ -273,6 +272,7 @@ function Exp:_config()
     mode = self.mode, responses_dir = self.spec.responses_dir, prompt = plain(self.prompt),
     feedback = plain(self.feedback), eval = plain(self.spec.eval), templates = self:_templates(),
     feedback_text = self:_feedback_text(),
+    klab = require("klab.build_text").with_this((records.experiment(self.db, self.name) or {}).config),
   }
 end
 
@@ -790,7 +790,7 @@ end
 -- ---- reading results (klab.experiment.results) ----------------------------------
 
 M.SHORT = summary_table.SHORT
-M.format_table = summary_table.format
+M.format_table, M.format_cells = summary_table.format, summary_table.cells
 function Exp:rows() return results_mod.rows(self) end
 function Exp:table() return M.format_table(self:rows()) end
 function Exp:cells() return results_mod.cells(self) end

@@ -39,7 +39,13 @@ function M.read(name, root)
   root = root or M.root()
   local path = name:sub(1, 1) == "/" and name or (root .. "/" .. name)
   local f = io.open(path, "rb")
-  if not f then error(("prompt: no template %s (looked in %s)"):format(name, root), 2) end
+  -- A name is read in the prompts folder, not beside the caller: say so
+  -- and how to read one from elsewhere.
+  if not f then
+    error(("prompt: no template %s (looked in %s; a template's name is read in the prompts folder: put it there, "
+      .. "set prompt.root (klab prompt --root DIR) to a copy of that folder that holds it, or give its absolute path)")
+      :format(name, root), 2)
+  end
   local s = f:read("a")
   f:close()
   return s

@@ -49,14 +49,18 @@ function M.rows(self)
   return rows
 end
 
--- PTXBench's cells, per model and task: trajectories, those with a correct
--- turn, those with a correct turn whose target instructions were verified,
--- and the best speedup over correct turns. Rows {model=, task=, n=,
--- correct=, verified=, best=}, in sweep order.
+-- PTXBench's cells, per model and task, counted as the report counts them
+-- (klab.report.metrics.success at the experiment's whole turn limit): n,
+-- the trajectories that count (those with a result or finished), those
+-- with a correct turn, those with a correct turn whose target instructions
+-- were verified, the best speedup over correct turns, and the trajectories
+-- left out (not_measured, unfinished). Rows {arch=, model=, task=, limit=,
+-- n=, correct=, verified=, best=, not_measured=, unfinished=, ...}, sorted
+-- by arch, model and task. A cell with n = 0 was not measured, not failed.
 function M.cells(self)
-  local exp = records.experiment(self.db, self.name)
-  if not exp then return {} end
-  return records.cells(self.db, exp.id)
+  if not records.experiment(self.db, self.name) then return {} end
+  local metrics = require "klab.report.metrics"
+  return metrics.success(metrics.load(self.db, { experiment = self.name }), { limits = {} })
 end
 
 -- Best-of-N and other selections across trajectories: the turns of each

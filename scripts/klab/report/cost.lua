@@ -6,7 +6,8 @@
 --   network, the cache or files), network (those that went to the server),
 --   input_tokens, output_tokens, cost_usd (nil when no turn has a price),
 --   priced (turns with a cost), latency_median_ms, latency_mean_ms (of the
---   turns with one), correct, verified (trajectories with a correct /
+--   turns a server answered, nil when none did: replies read from files
+--   have no latency), correct, verified (trajectories with a correct /
 --   verified turn within the limit), per_correct, per_verified (cost_usd
 --   divided by those; nil when either is missing)}.
 
@@ -33,7 +34,9 @@ function M.table_rows(trajs, opts)
         r.input_tokens = r.input_tokens + (tu.input_tokens or 0)
         r.output_tokens = r.output_tokens + (tu.output_tokens or 0)
         if tu.cost_usd then cost, r.priced = cost + tu.cost_usd, r.priced + 1 end
-        if tu.latency_ms then lat[#lat + 1] = tu.latency_ms end
+        -- A reply read from a file took no server time: its stored 0 is no
+        -- latency (the response cache keeps the server's time, and counts).
+        if tu.latency_ms and tu.source ~= "files" then lat[#lat + 1] = tu.latency_ms end
       end
     end
     table.sort(lat)

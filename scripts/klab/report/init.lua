@@ -46,17 +46,7 @@ local html = tables.html_escape
 
 local json = require("klab.json").encode
 
-local function klab_version()
-  local ok, b = pcall(require, "klab.build")
-  if ok and type(b) == "table" and b.version then return b.version .. (b.gitrev and (" (" .. b.gitrev .. ")") or "") end
-  local f = io.open("VERSION")
-  if f then
-    local s = f:read("l")
-    f:close()
-    if s then return s end
-  end
-  return "unknown"
-end
+local version = require "klab.build_text"
 
 -- Several stores (a study's shards, or two studies) are read as one: merged
 -- into a temporary store (klab.store.merge: rows matched by their keys), which
@@ -132,6 +122,15 @@ M.scalar_text = scalar_text
 function M.provenance(db, trajs, opts)
   local p = { experiments = {}, environments = {}, prompts = {}, counts = {}, dates = {} }
   local has = records.has_table
+  -- The models a server answered (now, or before through the response
+  -- cache): the base_url of any other, whose replies all came from reply
+  -- files, was never contacted and is no address the results came from.
+  local asked = {}
+  for _, tr in ipairs(trajs) do
+    for _, tu in ipairs(tr.turns) do
+      if tu.source == "network" or tu.source == "cache" then asked[tostring(tr.experiment) .. "\0" .. tostring(tr.model_name or tr.model)] = true end
+    end
+  end
   if has(db, "experiments") then
     for _, e in ipairs(records.experiments(db)) do
       if not opts.experiment or e.name == opts.experiment then
@@ -143,7 +142,16 @@ function M.provenance(db, trajs, opts)
             "thinking_budget", "seed", "base_url" } do
             if m[k] ~= nil and m[k] ~= require("klab.json").null then parts[#parts + 1] = k .. "=" .. scalar_text(m[k]) end
           end
-          models[#models + 1] = { name = tostring(m.name or m.model), settings = table.concat(parts, ", ") }
+          local name = tostring(m.name or m.model)
+          if m.base_url ~= nil and not asked[e.name .. "\0" .. name] then
+            parts[#parts] = parts[#parts] .. " (never contacted: no reply in this store came from it)"
+          end
+          models[#models + 1] = { name = name, settings = table.concat(parts, ", ") }
+        end
+        -- The klab builds that made its turns (klab.experiment records them).
+        local builds = {}
+        for _, b in ipairs(type(c.klab) == "table" and c.klab or {}) do
+          if type(b) == "string" then builds[#builds + 1] = b end
         end
         local tasks = {}
         for _, t in ipairs(type(c.tasks) == "table" and c.tasks or {}) do
@@ -153,6 +161,7 @@ function M.provenance(db, trajs, opts)
           name = e.name, created_at = e.created_at, updated_at = e.updated_at, models = models, tasks = tasks,
           tags = table.concat(type(c.tags) == "table" and c.tags or {}, ", "), replicas = c.replicas, turns = c.turns,
           arch = c.arch, select = c.select, history = c.history, target_speedup = c.target_speedup,
+          klab = builds,
         }
       end
     end
@@ -192,7 +201,7 @@ function M.provenance(db, trajs, opts)
     local row = {
       gpu = e.gpu_name or "(none)", arch = e.arch or "", driver = e.driver_version or "", cuda = e.cuda_version or "",
       clocks = (e.sm_clock_mhz and (e.sm_clock_mhz .. " / " .. (e.mem_clock_mhz or "?") .. " MHz")) or "",
-      host = e.host or "", klab = (e.klab_version or "?") .. (e.klab_gitrev and (" (" .. e.klab_gitrev .. ")") or ""),
+      host = e.host or "", klab = version.text(e.klab_version, e.klab_gitrev),
       libs = table.concat(lparts, ", "),
     }
     -- Rows that differ only by process (one per worker) are shown once.
@@ -222,7 +231,12 @@ function M.provenance(db, trajs, opts)
   p.dates.first_evaluation, p.dates.last_evaluation = records.evaluation_dates(db)
   p.schema_version = records.schema_version(db)
   p.klab_versions = {}
+  -- The builds that made the turns (each experiment's config names them)
+  -- and those that ran the GPU stages (the environments).
   local vs = {}
+  for _, e in ipairs(p.experiments) do
+    for _, b in ipairs(e.klab) do vs[#vs + 1] = b end
+  end
   for _, e in ipairs(p.environments) do vs[#vs + 1] = e.klab end
   p.klab_versions = sorted_set(vs)
   return p
@@ -234,13 +248,16 @@ local CSS = [[
 body { font-family: "DejaVu Sans", Helvetica, Arial, sans-serif; margin: 2em auto; max-width: 1200px; color: #222; }
 h1 { font-size: 1.6em; } h2 { margin-top: 2em; border-bottom: 1px solid #ccc; } h3 { margin-top: 1.5em; }
 table { border-collapse: collapse; margin: 0.8em 0; font-size: 0.9em; }
-caption { text-align: left; font-weight: bold; padding: 0.3em 0; }
+p.caption { font-weight: bold; margin: 0.8em 0 0.3em; }
+p.caption + .scroll table { margin-top: 0; }
+.scroll { overflow-x: auto; max-width: 100%; }
 th, td { border-bottom: 1px solid #ddd; padding: 0.25em 0.6em; vertical-align: top; }
-th { background: #f4f4f4; } td.r, th.r { text-align: right; } td.l, th.l { text-align: left; }
+th { background: #f4f4f4; white-space: nowrap; } td.r, th.r { text-align: right; white-space: nowrap; } td.l, th.l { text-align: left; }
+td.l { min-width: 5em; }
 p.note { font-size: 0.85em; color: #555; max-width: 60em; }
 figure { margin: 1em 0; } figure img { max-width: 100%; border: 1px solid #eee; }
 figcaption { font-size: 0.9em; color: #444; }
-td, th, caption, figcaption, summary, p, li, h1, h2, h3 { overflow-wrap: anywhere; }
+td, th, figcaption, summary, p, li, h1, h2, h3 { overflow-wrap: anywhere; }
 pre { white-space: pre-wrap; background: #f8f8f8; padding: 0.6em; font-size: 0.85em; max-height: 30em; overflow: auto; }
 .glance td:first-child { font-weight: bold; white-space: nowrap; }
 .warn { color: #a00; }
@@ -305,8 +322,12 @@ local function notice_text(nm)
     end
     parts[#parts + 1] = (#nm.reasons > 1 and ("%d: "):format(r.n) or "") .. (r.reason:gsub("^GPU stages skipped: ", ""))
   end
+  -- A judge run where no GPU was leaves the turns awaiting: say so, with
+  -- the way on, rather than let the skipped stages hide it.
+  local still = nm.awaiting > 0 and (" %d turn%s still await%s 'klab judge' on a GPU machine."):format(nm.awaiting,
+    nm.awaiting == 1 and "" or "s", nm.awaiting == 1 and "s" or "") or ""
   return head, ("%d of %d evaluations in this store have no GPU results (verdict unknown): %s. Their turns are "
-    .. "not counted as results in the rates below."):format(nm.unknown, nm.total, table.concat(parts, "; "))
+    .. "not counted as results in the rates below.%s"):format(nm.unknown, nm.total, table.concat(parts, "; "), still)
 end
 
 local function index_html(ctx)
@@ -432,6 +453,7 @@ local function index_html(ctx)
       { "architecture", or_dash(e.arch) }, { "prompt tags", or_dash(e.tags) }, { "replicas", or_dash(e.replicas) },
       { "turns", or_dash(e.turns) }, { "target speedup", or_dash(e.target_speedup) },
       { "selection", or_dash(e.select) }, { "history", or_dash(e.history) },
+      { "klab (turns made by)", #e.klab > 0 and table.concat(e.klab, ", ") or "not recorded" },
     }, "glance"))
     local mrows = {}
     for _, m in ipairs(e.models) do mrows[#mrows + 1] = { m.name, m.settings } end
@@ -666,7 +688,7 @@ local function build(db, out_dir, opts, store_name)
   figures.write_file(out_dir .. "/index.html", index_html {
     title = title, store_name = store_name, trajs = trajs, prov = prov, sections = sections,
     warnings = pr.why and { pr.why } or {}, notice = head and { head, text } or nil, B = B, seed = seed, level = level,
-    klab_version = klab_version(),
+    klab_version = version.this(),
   })
   written[#written + 1] = "index.html"
   table.sort(written)

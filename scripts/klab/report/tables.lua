@@ -36,6 +36,27 @@ function M.left_out_note(not_measured, unfinished)
     .. "%d unfinished; they are not failures."):format(not_measured, not_measured == 1 and "y" or "ies", unfinished)
 end
 
+-- ptxbench_cell(success_row, common) -> PTXBench's cell for one model and
+-- task at one turn limit: "not measured" when no trajectory counts (none
+-- has a result within the limit, or none finished), "correct / verified /
+-- best" when the row's n is `common`, else "correct/n / verified/n / best".
+-- The report's tables and the console's (klab.experiment.summary_table) both
+-- say it this way.
+function M.ptxbench_cell(r, common)
+  if r.n == 0 then return "not measured" end
+  if r.n == common then return ("%d / %d / %s"):format(r.correct, r.verified, speed(r.best)) end
+  return ("%d/%d / %d/%d / %s"):format(r.correct, r.n, r.verified, r.n, speed(r.best))
+end
+
+-- left_out(success_row) -> "2 not measured, 1 unfinished", or "-" when no
+-- trajectory of the row was left out of its n.
+function M.left_out(r)
+  local left = {}
+  if (r.not_measured or 0) > 0 then left[#left + 1] = r.not_measured .. " not measured" end
+  if (r.unfinished or 0) > 0 then left[#left + 1] = r.unfinished .. " unfinished" end
+  return #left > 0 and table.concat(left, ", ") or "-"
+end
+
 -- ptxbench(success_rows, arch) -> list of tables, one per turn limit: a row
 -- per model, a column per task, cells "correct / verified / best" (counts of
 -- trajectories; best speedup of a correct turn, "-" when none). A cell whose
@@ -91,13 +112,7 @@ function M.ptxbench(rows, arch)
       local line = { m }
       for _, task in ipairs(ts) do
         local r = cell[L .. "\0" .. m .. "\0" .. task]
-        if not r then line[#line + 1] = ""
-        elseif r.n == 0 then line[#line + 1] = "not measured"
-        elseif r.n == common then
-          line[#line + 1] = ("%d / %d / %s"):format(r.correct, r.verified, speed(r.best))
-        else
-          line[#line + 1] = ("%d/%d / %d/%d / %s"):format(r.correct, r.n, r.verified, r.n, speed(r.best))
-        end
+        line[#line + 1] = r and M.ptxbench_cell(r, common) or ""
       end
       t.rows[#t.rows + 1] = line
     end
@@ -162,12 +177,9 @@ function M.success(rows)
       .. "or unfinished, which are not failures." },
   }
   for _, r in ipairs(rows) do
-    local left = {}
-    if (r.not_measured or 0) > 0 then left[#left + 1] = r.not_measured .. " not measured" end
-    if (r.unfinished or 0) > 0 then left[#left + 1] = r.unfinished .. " unfinished" end
     t.rows[#t.rows + 1] = { r.arch, r.model, r.task, tostring(r.limit), tostring(r.n),
       with_ci(r.correct_rate, r.correct_ci), with_ci(r.verified_rate, r.verified_ci), speed(r.best), speed(r.best_verified),
-      #left > 0 and table.concat(left, ", ") or "-" }
+      M.left_out(r) }
   end
   return t
 end
@@ -277,7 +289,8 @@ function M.cost(rows)
     align = { "l", "l", "r", "r", "r", "r", "r", "r", "r", "r", "r" }, rows = {},
     notes = { "Requests: turns that asked the model (answered by the server, the response cache or reply files); "
       .. "Sent: those the server answered in this store's runs; USD from the spec's prices (- when no price was "
-      .. "given); latency in ms over the turns that have one; per correct / verified: USD over the trajectories "
+      .. "given); latency in ms over the turns a server answered (now or, through the response cache, before; - when "
+      .. "none was: replies read from files take no server time); per correct / verified: USD over the trajectories "
       .. "with a correct (verified) turn within the largest turn limit." },
   }
   local function usd(v) return v and ("%.4f"):format(v) or "-" end
@@ -374,7 +387,11 @@ local html = escape.html
 M.html_escape = html
 
 function M.html(t)
-  local out = { ('<table id="%s">'):format(html(t.id)), "<caption>" .. html(t.caption) .. "</caption>", "<thead><tr>" }
+  -- The caption is a paragraph above the table, as wide as the page (a
+  -- <caption> is as narrow as its table); the table scrolls in its own box
+  -- when it is wider than the page, so its numbers need not wrap.
+  local out = { ('<p class="caption" id="%s-caption">%s</p>'):format(html(t.id), html(t.caption)),
+    ('<div class="scroll"><table id="%s" aria-labelledby="%s-caption">'):format(html(t.id), html(t.id)), "<thead><tr>" }
   for i, h in ipairs(t.head) do
     out[#out + 1] = ('<th class="%s">%s</th>'):format(t.align[i] == "r" and "r" or "l", html(h))
   end
@@ -386,7 +403,7 @@ function M.html(t)
     out[#out + 1] = "<tr>" .. table.concat(cells) .. "</tr>"
   end
   if #t.rows == 0 then out[#out + 1] = ('<tr><td colspan="%d">(no data)</td></tr>'):format(#t.head) end
-  out[#out + 1] = "</tbody></table>"
+  out[#out + 1] = "</tbody></table></div>"
   for _, n in ipairs(t.notes or {}) do out[#out + 1] = '<p class="note">' .. html(n) .. "</p>" end
   return table.concat(out, "\n") .. "\n"
 end

@@ -247,23 +247,6 @@ function M.turn_costs(db, trajectory_id)
       input_tokens = "integer?", output_tokens = "integer?", cost_usd = "number?" })
 end
 
--- PTXBench's cells: per model and task, trajectories, those with a correct
--- turn, those verified as well, the best speedup; in sweep order.
-function M.cells(db, experiment_id)
-  local correct = {}
-  for _, v in ipairs(require("klab.eval.verdict").LIST) do
-    if v.class == "correct" then correct[#correct + 1] = "'" .. v.name .. "'" end
-  end
-  local is_correct = "u.verdict IN (" .. table.concat(correct, ", ") .. ")"
-  return query(db, [[
-    SELECT model, task, count(*) AS n,
-      sum(EXISTS (SELECT 1 FROM turns u WHERE u.trajectory_id = t.id AND ]] .. is_correct .. [[)) AS correct,
-      sum(EXISTS (SELECT 1 FROM turns u WHERE u.trajectory_id = t.id AND ]] .. is_correct .. [[ AND u.verified = 1))
-        AS verified,
-      max(best_speedup) AS best, min(id) AS first
-    FROM trajectories t WHERE experiment_id = ? GROUP BY model, task ORDER BY first]], experiment_id)
-end
-
 -- Every turn of the experiment with its trajectory's model, task, tag and replica.
 function M.experiment_turns(db, experiment_id)
   return checked(db, "turns", query(db, [[SELECT turns.*, t.model, t.task, t.tag, t.replica FROM turns

@@ -99,7 +99,7 @@ end
 -- A task or candidate lookup's message as a line for the user: without the
 -- library's function name, and with the way out for an unknown task.
 function M.hint(msg)
-  msg = tostring(msg):gsub("^task%.load: ", "")
+  msg = tostring(msg):gsub("^task%.[%a_]+: ", "")
   if msg:find("no task named", 1, true) then msg = msg .. " ('klab tasks' lists the tasks)" end
   return msg
 end
