@@ -221,6 +221,24 @@ T.an_experiment_with_another_config_refuses_the_source = function(t)
   t.eq(out:first("SELECT count(*) AS n FROM candidates WHERE code LIKE '%k_c%'").n, 0)
 end
 
+-- Shards whose turns two klab builds made (a requeued task after an
+-- upgrade): the builds are not the experiment's identity; the output names
+-- both, the first store's first.
+T.shards_of_two_klab_builds_merge_and_name_both = function(t)
+  local dir = t.tmpdir()
+  shard(dir .. "/a.db", "a", { config = '{"replicas":2,"turns":2,"klab":["0.1.0 (aaa)"]}' }):close()
+  shard(dir .. "/b.db", "b", { config = '{"replicas":2,"turns":2,"klab":["0.1.0 (bbb)","0.1.0 (aaa)"]}' }):close()
+  local out <close> = assert(store.open(dir .. "/out.db"))
+  merge.merge(out, dir .. "/a.db")
+  merge.merge(out, dir .. "/b.db")
+  local c = require("klab.json").decode(out:first("SELECT config FROM experiments WHERE name = 'sweep'").config)
+  t.eq(table.concat(c.klab, ", "), "0.1.0 (aaa), 0.1.0 (bbb)")
+  t.eq(c.replicas, 2, "the rest of the config is the experiment's")
+  -- Anything else that differs still refuses the source.
+  shard(dir .. "/c.db", "c", { config = '{"replicas":3,"turns":2,"klab":["0.1.0 (aaa)"]}' }):close()
+  t.raises(function() merge.merge(out, dir .. "/c.db") end, "config %(replicas: 2 vs 3")
+end
+
 T.a_copy_that_went_further_replaces_the_older_one = function(t)
   local dir = t.tmpdir()
   -- older: a trajectory after one turn, an evaluation begun but not finished,

@@ -53,7 +53,10 @@ M.TABLES = {
     owner = "evaluation_id" },
   { name = "responses", key = { "hash" }, identity = { "request" }, progress = "($.response IS NOT NULL)",
     settled = { "response" } },
-  { name = "experiments", key = { "name" }, identity = { "config" }, strict = true },
+  -- The klab builds that made an experiment's turns ($.klab) are not its
+  -- identity: shards run by two builds merge, and the output lists both.
+  { name = "experiments", key = { "name" }, identity = { "config" }, strict = true,
+    compare = { config = "json_remove(%s, '$.klab')" }, after = "union_builds" },
   { name = "trajectories", key = { "key" }, refs = { experiment_id = "experiments" },
     identity = { "experiment_id", "model", "task", "tag", "replica", "messages" },
     progress = "($.state = 'done') * 1000000000 + $.turns" },
@@ -146,7 +149,10 @@ end
 local function all_same(spec, list, common)
   local parts = {}
   for _, c in ipairs(list or {}) do
-    if common[c] then parts[#parts + 1] = ("m.%s IS %s"):format(q(c), src_expr(spec, c, "s")) end
+    if common[c] then
+      local f = spec.compare and spec.compare[c] or "%s"
+      parts[#parts + 1] = (f .. " IS " .. f):format("m." .. q(c), src_expr(spec, c, "s"))
+    end
   end
   return #parts > 0 and table.concat(parts, " AND ") or "1"
 end
@@ -189,7 +195,8 @@ local function differences(db, spec, common, old, new)
   end
   local sel = {}
   for i, c in ipairs(cols) do
-    sel[#sel + 1] = ("m.%s AS m%d, %s AS s%d"):format(q(c), i, src_expr(spec, c, "s"), i)
+    local f = spec.compare and spec.compare[c] or "%s"
+    sel[#sel + 1] = (f .. " AS m%d, " .. f .. " AS s%d"):format("m." .. q(c), i, src_expr(spec, c, "s"), i)
   end
   if #sel == 0 then return "" end
   local row = first(db, ("SELECT %s FROM src.%s s, main.%s m WHERE s.rowid = ? AND m.rowid = ?"):format(
@@ -372,6 +379,26 @@ local function common_columns(scols, mcols)
 end
 
 -- Merges one table of the attached source; adds its counts to report.
+-- What a table needs once its rows are merged (spec.after names one).
+local AFTER = {
+  -- An experiment both stores hold: the output's builds, then the source's
+  -- it lacks, in their order.
+  union_builds = function(db)
+    exec(db, [[UPDATE main.experiments AS m SET config = json_set(m.config, '$.klab', json((
+        SELECT json_group_array(value) FROM (
+          SELECT value, 0 AS o, CAST(key AS INTEGER) AS k FROM json_each(m.config, '$.klab')
+          UNION ALL
+          SELECT value, 1, CAST(key AS INTEGER) FROM json_each(s.config, '$.klab')
+          WHERE value NOT IN (SELECT value FROM json_each(m.config, '$.klab'))
+          ORDER BY o, k))))
+      FROM src.experiments AS s
+      WHERE s.name = m.name AND json_valid(m.config) AND json_valid(s.config)
+        AND json_type(s.config, '$.klab') = 'array'
+        AND EXISTS (SELECT 1 FROM json_each(s.config, '$.klab')
+                    WHERE value NOT IN (SELECT value FROM json_each(m.config, '$.klab')))]])
+  end,
+}
+
 local function merge_table(db, spec, report)
   local scols = columns(db, "src", spec.name)
   if not scols then return end
@@ -387,6 +414,7 @@ local function merge_table(db, spec, report)
     end
   end
   apply(db, spec, common, keys, owned)
+  if spec.after then AFTER[spec.after](db) end
   if spec.owner then
     st.new = first(db, ("SELECT count(*) AS n FROM src.%s s WHERE %s"):format(q(spec.name), owned_rows(spec))).n
     st.same = first(db, ("SELECT count(*) AS n FROM src.%s"):format(q(spec.name))).n - st.new
