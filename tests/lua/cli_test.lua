@@ -88,9 +88,9 @@ function T.batch_lists_and_errors(t)
     " batch softmax_bf16/1000x1023 tasks/softmax/bad --cpu 1")
   local rows = {}
   for l in out:gmatch("[^\n]+") do rows[#rows + 1] = l:match("^(%S+)") end
-  t.eq(table.concat(rows, ","), "candidate,log_of_softmax,modifies_input,no_max_shift,writes_past_end",
+  t.eq(table.concat(rows, ","), "candidate,log_of_softmax,max_misses_half,modifies_input,no_max_shift,writes_past_end",
     "a header, then one line per candidate")
-  t.match(err, "4 candidates in [%d.]+ s")
+  t.match(err, "5 candidates in [%d.]+ s")
   t.eq(code, 0, "candidates judged (plan errors) is a batch that ran")
   -- A .cu file is a candidate too; without a GPU nothing is measured.
   local only = dir .. "/only"
