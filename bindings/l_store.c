@@ -374,52 +374,40 @@ static int m_insert(lua_State *L)
         lua_pushvalue(L, -1);
         lua_rawseti(L, cols, ++ncol);
     }
-    lj_buf *b = lj_buf_new(L);
-    lj_buf_adds(L, b, "INSERT INTO \"");
-    lj_buf_adds(L, b, table);
-    lj_buf_adds(L, b, "\"");
+    const char **names = lua_newuserdatauv(L, (size_t)(ncol ? ncol : 1) * sizeof *names, 0);
+    for (lua_Integer i = 1; i <= ncol; i++) {
+        lua_rawgeti(L, cols, i);
+        names[i - 1] = lua_tostring(L, -1); /* alive: held by cols */
+        lua_pop(L, 1);
+    }
+    for (lua_Integer i = 1; i < ncol; i++) /* insertion sort: rows are small */
+        for (lua_Integer j = i; j > 0 && strcmp(names[j - 1], names[j]) > 0; j--) {
+            const char *t = names[j];
+            names[j] = names[j - 1];
+            names[j - 1] = t;
+        }
+    ks_status st;
+    char *text;
+    if (store_insert_text(table, names, (size_t)ncol, &text, &st) != KS_OK)
+        return fail(L, &st);
+    lua_pushstring(L, text);
+    free(text);
+    const char *sql = lua_tostring(L, -1);
     if (ncol == 0) {
-        lj_buf_adds(L, b, " DEFAULT VALUES");
+        if (store_exec(s->db, sql, &st) != KS_OK)
+            return fail(L, &st);
     } else {
-        const char **names = lua_newuserdatauv(L, (size_t)ncol * sizeof *names, 0);
-        for (lua_Integer i = 1; i <= ncol; i++) {
-            lua_rawgeti(L, cols, i);
-            names[i - 1] = lua_tostring(L, -1); /* alive: held by cols */
-            lua_pop(L, 1);
-        }
-        for (lua_Integer i = 1; i < ncol; i++) /* insertion sort: rows are small */
-            for (lua_Integer j = i; j > 0 && strcmp(names[j - 1], names[j]) > 0; j--) {
-                const char *t = names[j];
-                names[j] = names[j - 1];
-                names[j - 1] = t;
-            }
-        lj_buf_adds(L, b, " (");
-        for (lua_Integer i = 0; i < ncol; i++) {
-            lj_buf_adds(L, b, i ? ", \"" : "\"");
-            lj_buf_adds(L, b, names[i]);
-            lj_buf_adds(L, b, "\"");
-        }
-        lj_buf_adds(L, b, ") VALUES (");
-        for (lua_Integer i = 0; i < ncol; i++)
-            lj_buf_adds(L, b, i ? ", ?" : "?");
-        lj_buf_adds(L, b, ")");
         /* Values in the same order, pushed as parameters. */
         luaL_checkstack(L, (int)ncol + 4, "insert: too many columns");
         int first = lua_gettop(L) + 1;
         for (lua_Integer i = 0; i < ncol; i++)
             lua_getfield(L, 3, names[i]);
-        ks_status st;
-        store_stmt *stmt = prepare_bound(L, s->db, b->p, first, (int)ncol);
+        store_stmt *stmt = prepare_bound(L, s->db, sql, first, (int)ncol);
         if (!stmt)
             return 3;
         if (store_step(stmt, &st) != KS_OK)
             return fail(L, &st);
-        lua_pushinteger(L, (lua_Integer)store_last_rowid(s->db));
-        return 1;
     }
-    ks_status st;
-    if (store_exec(s->db, b->p, &st) != KS_OK)
-        return fail(L, &st);
     lua_pushinteger(L, (lua_Integer)store_last_rowid(s->db));
     return 1;
 }
@@ -684,14 +672,13 @@ static int m_evaluation_done(lua_State *L)
         return 1;
     }
     lua_pushinteger(L, (lua_Integer)id);
-    int n = run_query(L, s->db, "SELECT * FROM evaluations WHERE id = ?", lua_gettop(L), 1, 1);
+    int n = run_query(L, s->db, STORE_SQL_EVALUATION_BY_ID, lua_gettop(L), 1, 1);
     if (n != 1 || lua_isnil(L, -1))
         return n;
     int row = lua_gettop(L);
     lua_getfield(L, row, "id");
     int idarg = lua_gettop(L);
-    n = run_query(L, s->db, "SELECT name, value FROM measurements WHERE evaluation_id = ? ORDER BY name",
-                  idarg, 1, 0);
+    n = run_query(L, s->db, STORE_SQL_MEASUREMENTS_OF, idarg, 1, 0);
     if (n != 1)
         return n;
     lua_newtable(L);
@@ -745,7 +732,7 @@ static int m_cache_get(lua_State *L)
 {
     lstore *s = check_store(L, 1);
     luaL_checkstring(L, 2);
-    return run_query(L, s->db, "SELECT * FROM responses WHERE hash = ?", 2, 1, 1);
+    return run_query(L, s->db, STORE_SQL_RESPONSE_BY_HASH, 2, 1, 1);
 }
 
 static int m_cache_put(lua_State *L)

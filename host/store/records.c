@@ -12,6 +12,11 @@
 #include <strings.h>
 #include <unistd.h>
 
+const char STORE_SQL_EVALUATION_BY_ID[] = "SELECT * FROM evaluations WHERE id = ?";
+const char STORE_SQL_MEASUREMENTS_OF[] =
+    "SELECT name, value FROM measurements WHERE evaluation_id = ? ORDER BY name";
+const char STORE_SQL_RESPONSE_BY_HASH[] = "SELECT * FROM responses WHERE hash = ?";
+
 /* ------------------------------------------------------------------ */
 /* Candidates                                                           */
 

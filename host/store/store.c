@@ -687,3 +687,42 @@ void store_finalize(store_stmt *s)
     free(s);
 }
 
+
+int store_is_identifier(const char *p)
+{
+    if (!p || !(*p == '_' || (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z')))
+        return 0;
+    for (p++; *p; p++)
+        if (!(*p == '_' || (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9')))
+            return 0;
+    return 1;
+}
+
+int store_insert_text(const char *table, const char *const *cols, size_t ncol, char **out, ks_status *st)
+{
+    *out = NULL;
+    if (!store_is_identifier(table))
+        return ks_fail(st, KS_EINVAL, 0, "store: a table name must be an identifier");
+    size_t n = strlen(table) + 64;
+    for (size_t i = 0; i < ncol; i++) {
+        if (!store_is_identifier(cols[i]))
+            return ks_fail(st, KS_EINVAL, 0, "store: column names must be identifiers");
+        n += strlen(cols[i]) + 8;
+    }
+    char *t = malloc(n);
+    if (!t)
+        return ks_fail(st, KS_ENOMEM, 0, "store: out of memory");
+    size_t k = (size_t)snprintf(t, n, "INSERT INTO \"%s\"", table);
+    if (ncol == 0) {
+        snprintf(t + k, n - k, " DEFAULT VALUES");
+    } else {
+        for (size_t i = 0; i < ncol; i++)
+            k += (size_t)snprintf(t + k, n - k, "%s\"%s\"", i ? ", " : " (", cols[i]);
+        k += (size_t)snprintf(t + k, n - k, ") VALUES (");
+        for (size_t i = 0; i < ncol; i++)
+            k += (size_t)snprintf(t + k, n - k, i ? ", ?" : "?");
+        snprintf(t + k, n - k, ")");
+    }
+    *out = t;
+    return KS_OK;
+}

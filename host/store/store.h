@@ -167,6 +167,22 @@ int64_t store_changes(const store *db);
 /* Frees a statement; NULL is allowed. */
 void store_finalize(store_stmt *s);
 
+/* 1 when p is an SQL identifier klab writes unquoted-safe: a letter or
+ * '_', then letters, digits and '_'. */
+int store_is_identifier(const char *p);
+
+/* The text of an INSERT of one row into table with these columns (in this
+ * order, one "?" each; none: DEFAULT VALUES). table and every column must
+ * be identifiers (KS_EINVAL otherwise). *out is malloc'ed; the caller
+ * frees it. */
+int store_insert_text(const char *table, const char *const *cols, size_t ncol, char **out, ks_status *st);
+
+/* Reads whose rows the Lua binding hands over whole, one field a column;
+ * each takes one parameter. */
+extern const char STORE_SQL_EVALUATION_BY_ID[];  /* ?: evaluations.id */
+extern const char STORE_SQL_MEASUREMENTS_OF[];   /* ?: evaluation_id; name, value by name */
+extern const char STORE_SQL_RESPONSE_BY_HASH[];  /* ?: responses.hash */
+
 /* ---- hashing ----
  * SHA-256 in lower-case hex over parts, each framed as its 8-byte
  * little-endian length then its bytes; a NULL part (p[i] == NULL) is framed

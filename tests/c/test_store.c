@@ -113,6 +113,25 @@ static void test_hash(void)
     CHECK(strcmp(out, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855") == 0);
 }
 
+/* The INSERT text the Lua binding's db:insert runs: quoted identifiers,
+ * one parameter a column, and nothing else let through. */
+static void test_insert_text(void)
+{
+    ks_status st;
+    char *t = NULL;
+    const char *cols[] = {"name", "config"};
+    CHECK(store_insert_text("experiments", cols, 2, &t, &st) == KS_OK);
+    CHECK(t && strcmp(t, "INSERT INTO \"experiments\" (\"name\", \"config\") VALUES (?, ?)") == 0);
+    free(t);
+    CHECK(store_insert_text("t", NULL, 0, &t, &st) == KS_OK);
+    CHECK(t && strcmp(t, "INSERT INTO \"t\" DEFAULT VALUES") == 0);
+    free(t);
+    const char *bad[] = {"name", "x\" ) ; DROP TABLE t; --"};
+    CHECK(store_insert_text("t", bad, 2, &t, &st) == KS_EINVAL && t == NULL);
+    CHECK(store_insert_text("t; DROP", cols, 2, &t, &st) == KS_EINVAL && t == NULL);
+    CHECK(!store_is_identifier("1x") && !store_is_identifier("") && store_is_identifier("_a1"));
+}
+
 static void test_schema(void)
 {
     char path[512];
@@ -940,6 +959,7 @@ int main(int argc, char **argv)
     snprintf(home, sizeof home, "%s/home", dir);
     setenv("KLAB_HOME", home, 1);
     test_hash();
+    test_insert_text();
     test_schema();
     test_store_behind_a_link();
     test_statements();
