@@ -92,12 +92,6 @@ function M.judge_failed(res, what, err, trace)
   return verdicts.give(res, "unknown", detail)
 end
 
--- The failure of klab's own preparation for a stage (inputs that cannot be
--- allocated, drawn or referenced): what could not be done, and why.
-function M.setup_failed(res, what, err)
-  return M.judge_failed(res, what, err)
-end
-
 -- Tensor maps of a plan over the bound buffers.
 function M.encode_tmaps(spec, bind)
   local out = {}

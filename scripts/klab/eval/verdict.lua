@@ -151,11 +151,10 @@ local function num(x)
   return (("%.4g"):format(x))
 end
 
--- Text from elsewhere, on one line and bounded.
--- A message as one line fit for a reason: what klab's own code adds to an
--- error on its way up (a traceback, the position of the Lua line that
--- raised it) is dropped, since a model is shown the reason and klab's
--- internals are neither its business nor its fault.
+-- Text from elsewhere as one line fit for a reason, bounded. What klab's
+-- own code adds to an error on its way up (a traceback, the position of
+-- the Lua line that raised it) is dropped: a model is shown the reason,
+-- and klab's internals are neither its business nor its fault.
 local function line(s)
   s = tostring(s == nil and "" or s)
   s = s:gsub("\n?%s*stack traceback:.*$", "")

@@ -31,7 +31,7 @@ function M.run(run)
   for i, trial in ipairs(job.trials) do
     local label = trial.label or ("trial " .. i)
     local set, serr, made = inputs.input_set(task, ts, trial)
-    if not set then return device.setup_failed(res, "prepare inputs", serr) end
+    if not set then return device.judge_failed(res, "prepare inputs", serr) end
     set.trial = trial
     if i == 1 then run.first_set = set end
     lap("inputs")

@@ -15,7 +15,7 @@ local M = {}
 function M.run(run)
   local res, job = run.res, run.job
   local set, serr = inputs.first_set(run)
-  if not set then return device.setup_failed(res, "prepare inputs", serr) end
+  if not set then return device.judge_failed(res, "prepare inputs", serr) end
   local all = loaded.written(run)
   local opts = job.opts or {}
   local ps = profiler.stage(S.ctx, function() return loaded.run(run, set) end, job.task, S.props.arch, {

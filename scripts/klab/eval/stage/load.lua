@@ -69,9 +69,9 @@ function M.run(run)
     end
   end
   local outs, oerr = inputs.outputs(task, run.ts, "candidate")
-  if not outs then return device.setup_failed(res, "allocate outputs", oerr) end
+  if not outs then return device.judge_failed(res, "allocate outputs", oerr) end
   local ws, werr = inputs.workspace(c)
-  if not ws then return device.setup_failed(res, "allocate workspace", werr) end
+  if not ws then return device.judge_failed(res, "allocate workspace", werr) end
   run.outs, run.ws = outs, ws
   local gok, gdetail = loaded.snapshot_globals(c, job.candidate.globals)
   if not gok then return verdicts.give(res, "load_error", gdetail) end

@@ -19,7 +19,7 @@ local M = {}
 function M.run(run)
   local res, job = run.res, run.job
   local set, serr = inputs.first_set(run)
-  if not set then return device.setup_failed(res, "prepare inputs", serr) end
+  if not set then return device.judge_failed(res, "prepare inputs", serr) end
   local all = loaded.written(run)
   local t0 = sys.now()
   local runs = (job.opts or {}).runs or 1

@@ -179,15 +179,15 @@ function M.run(run)
   local sets = {}
   for i = 1, math.min(3, #job.trials) do
     local set, serr = inputs.input_set(task, ts, job.trials[i])
-    if not set then return device.setup_failed(res, "prepare inputs", serr) end
+    if not set then return device.judge_failed(res, "prepare inputs", serr) end
     sets[i] = set
   end
   local slots, slerr = timing_slots(task, ts)
-  if not slots then return device.setup_failed(res, "allocate timing inputs", slerr) end
+  if not slots then return device.judge_failed(res, "allocate timing inputs", slerr) end
   -- As many units as the sampled reference plan was made for (prepare).
   local n = job.reference.sample
   local cb, cberr = check_buffers(task, ts, n)
-  if not cb then return device.setup_failed(res, "allocate check buffers", cberr) end
+  if not cb then return device.judge_failed(res, "allocate check buffers", cberr) end
   local dependent = derived_inputs(job)
   -- Shifts, checked positions and the fully checked runs: drawn from the
   -- evaluation's seed, like every timed input.
