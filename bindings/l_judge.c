@@ -58,6 +58,11 @@ static l_judge *check_judge(lua_State *L, int idx)
     return j;
 }
 
+devkern *lgpu_judge_kernels(lua_State *L, int idx)
+{
+    return check_judge(L, idx)->k;
+}
+
 static int judge_release(l_judge *j)
 {
     if (!j->k)
@@ -285,6 +290,19 @@ static int j_pattern(lua_State *L)
     return 1;
 }
 
+static int j_l2_read(lua_State *L)
+{
+    l_judge *j = check_judge(L, 1);
+    CUdeviceptr p = check_ptr(L, 2);
+    size_t n = check_size(L, 3);
+    ks_status st;
+    ks_clear(&st);
+    if (devkern_l2_read(j->k, NULL, p, n, &st))
+        return fail(L, &st);
+    lua_pushboolean(L, 1);
+    return 1;
+}
+
 static int j_pattern_check(lua_State *L)
 {
     l_judge *j = check_judge(L, 1);
@@ -449,6 +467,7 @@ static const luaL_Reg methods[] = {
     {"fill", j_fill},
     {"pattern", j_pattern},
     {"pattern_check", j_pattern_check},
+    {"l2_read", j_l2_read},
     {"checksum", j_checksum},
     {"compare", j_compare},
     {"bitdiff", j_bitdiff},

@@ -29,13 +29,15 @@
  *         baseline = {runs=... | run=..., flops=},  -- optional: timed interleaved
  *         before = function(target, sample) return check end,  -- target 1|2, sample 1..
  *         check = function(target, sample) return ok end,
+ *         judge = klab.judge handle (optional: after each flush's memset, a clean buffer of
+ *                  flush_bytes is read through L2 with its kernels; kept open by the caller),
  *         flush_bytes=, no_flush=, keep_persisting_l2=false, warmup=3, warmup_s=0.05, min_samples=10, max_samples=1000,
  *         budget_s=10, target_ci=0.005, confidence=0.95, method="auto"|"cupti"|"events",
  *         peak_tflops=, hopeless=0 (with a baseline: stop once the speedup's interval
  *         lies wholly below it, after 6 samples or more of each; stop_reason "hopeless"),
  *       }
  *       result = {method=, fallback=, stop_reason=, wall_s=, warmup=, flush_bytes=,
- *                 l2={persisting_limit=0, persisting_reset=true} (with a flush),
+ *                 l2={persisting_limit=0, persisting_reset=true, read_bytes=} (with a flush),
  *                 launch_checked=, stream_id=, dropped=, speedup=,
  *                 speedup_ci={lo, hi} (both medians' 97.5% intervals; absent when undefined),
  *                 speedup_upper (one-sided upper bound at the confidence, what the hopeless
@@ -394,6 +396,8 @@ static void push_result(lua_State *L, const timing_result *r)
             lh_setint(L, "persisting_limit", (lua_Integer)r->l2_persisting_limit);
         lua_pushboolean(L, r->l2_reset);
         lua_setfield(L, -2, "persisting_reset");
+        if (r->l2_read_bytes)
+            lh_setint(L, "read_bytes", (lua_Integer)r->l2_read_bytes);
         lua_setfield(L, -2, "l2");
     }
     lh_setbool(L, "launch_checked", r->launch_checked);
@@ -480,6 +484,9 @@ static int l_measure(lua_State *L)
         return luaL_error(L, "flush_bytes must be >= 0");
     o.flush_bytes = (size_t)fb;
     o.no_flush = lh_optboolfield(L, 2, "no_flush", 0);
+    if (lua_getfield(L, 2, "judge") != LUA_TNIL)
+        o.l2_read = lgpu_judge_kernels(L, -1);
+    lua_pop(L, 1);
     o.warmup = (int)opt_count(L, 2, "warmup", 3, 100000);
     o.warmup_s = lh_optnumfield(L, 2, "warmup_s", 0.05);
     o.min_samples = opt_count(L, 2, "min_samples", 10, 10000000);

@@ -60,6 +60,11 @@ typedef struct l_buf {
     size_t size;
 } l_buf;
 
+/* The judge's kernels of the klab.judge handle at idx (raises when it is
+ * not one, or freed). klab.timing borrows them for the L2 flush's read: the
+ * caller keeps the handle alive and open for the measurement. */
+struct devkern *lgpu_judge_kernels(lua_State *L, int idx);
+
 /* The context a node hangs under (itself for a context). */
 l_ctx *lgpu_ctx_of(gnode *n);
 

@@ -17,7 +17,7 @@ extern const unsigned long klab_kernel_judge_len;
 struct devkern {
     cuda_ctx *ctx;
     CUmodule mod;
-    CUfunction fill, pattern, pattern_check, checksum, compare, bitdiff, gather, positions, convert;
+    CUfunction fill, pattern, pattern_check, checksum, compare, bitdiff, gather, positions, convert, l2_read;
     CUdeviceptr scratch;
 };
 
@@ -89,7 +89,7 @@ int devkern_open(cuda_ctx *c, const void *cubin, size_t n, devkern **out, ks_sta
     } fns[] = {
         {"k_fill", &k->fill}, {"k_pattern", &k->pattern}, {"k_pattern_check", &k->pattern_check},
         {"k_checksum", &k->checksum}, {"k_compare", &k->compare}, {"k_bitdiff", &k->bitdiff},
-        {"k_gather", &k->gather}, {"k_positions", &k->positions}, {"k_convert", &k->convert},
+        {"k_gather", &k->gather}, {"k_positions", &k->positions}, {"k_convert", &k->convert}, {"k_l2_read", &k->l2_read},
     };
     for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) {
         rc = cuda_func_get(c, k->mod, fns[i].name, fns[i].fn, st);
@@ -184,6 +184,14 @@ int devkern_pattern(devkern *k, CUstream s, CUdeviceptr p, size_t nbytes, uint32
     unsigned pat = pattern;
     void *params[] = {&p, &nb, &pat};
     return launch_1d(k, s, k->pattern, nbytes, params, st);
+}
+
+int devkern_l2_read(devkern *k, CUstream s, CUdeviceptr p, size_t nbytes, ks_status *st)
+{
+    unsigned long long n = nbytes / 4;
+    CUdeviceptr sink = k->scratch;
+    void *params[] = {&p, &n, &sink};
+    return launch_1d(k, s, k->l2_read, n, params, st);
 }
 
 int devkern_pattern_check(devkern *k, CUstream s, CUdeviceptr p, size_t nbytes, uint32_t pattern,

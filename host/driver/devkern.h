@@ -62,6 +62,10 @@ int devkern_fill(devkern *k, CUstream s, CUdeviceptr p, size_t n, int dt, int di
 int devkern_pattern(devkern *k, CUstream s, CUdeviceptr p, size_t nbytes, uint32_t pattern,
                     ks_status *st);
 
+/* Reads the nbytes at p through L2 (the second half of the timing flush);
+ * enqueued only. */
+int devkern_l2_read(devkern *k, CUstream s, CUdeviceptr p, size_t nbytes, ks_status *st);
+
 /* Counts the bytes that differ from the pattern and the first such offset
  * (UINT64_MAX when none). */
 int devkern_pattern_check(devkern *k, CUstream s, CUdeviceptr p, size_t nbytes, uint32_t pattern,

@@ -13,6 +13,7 @@
 
 #include <cudaTypedefs.h>
 
+#include "driver/devkern.h"
 #include "driver/dynlib.h"
 
 /* ---- names and defaults ---- */
@@ -304,12 +305,18 @@ typedef struct run_state {
     PFN_cuMemsetD32Async_v3020 memset_async;
     PFN_cuCtxResetPersistingL2Cache_v11000 reset_l2; /* NULL: not reset (no flush, or no such call) */
     unsigned flush_value;
+    CUdeviceptr clean;       /* read through L2 after each flush; 0: no read */
     int cupti;               /* 1 when CUPTI records are used */
     uint32_t ctx_id, stream_id;
     cupti_act_list recs;
     double *sorted[2];       /* sorted copies of samples for the stop rule */
 } run_state;
 
+static int after_hooks(run_state *s, ks_status *st);
+
+/* The flush before a run. With a clean buffer, the read that follows the
+ * memset is waited for and its records discarded like klab's hooks, so the
+ * run's records hold only the run's own work. */
 static int flush_l2(run_state *s, ks_status *st)
 {
     if (!s->flush_bytes)
@@ -318,10 +325,19 @@ static int flush_l2(run_state *s, ks_status *st)
     CUresult cr = s->memset_async(s->flush, ++s->flush_value, s->flush_bytes / 4, s->stream);
     if (cr != CUDA_SUCCESS)
         return cuda_fail(st, (int)cr, "cuMemsetD32Async (L2 flush)");
-    return KS_OK;
+    if (!s->clean)
+        return KS_OK;
+    if (devkern_l2_read(s->o->l2_read, s->stream, s->clean, s->flush_bytes, st))
+        return st->code;
+    return after_hooks(s, st);
 }
 
-static int after_hooks(run_state *s, ks_status *st);
+/* The flush size the run's records may show: none once the flush was
+ * waited for before the run. */
+static size_t flush_in_records(const run_state *s)
+{
+    return s->clean ? 0 : s->flush_bytes;
+}
 
 /* Before every run: lines a kernel marked as persisting (an access policy
  * window, createpolicy with L2::evict_last) go back to normal, so that the
@@ -395,14 +411,14 @@ static int one_run(run_state *s, size_t i, long sample, double *us, double *ev_u
     r->dropped += s->recs.dropped;
     for (size_t k = 0, flushed = 0; k < s->recs.n; k++) {
         const cupti_act_rec *rec = &s->recs.v[k];
-        if (!flushed && is_flush(rec, s->stream_id, s->ctx_id, s->flush_bytes)) {
+        if (!flushed && is_flush(rec, s->stream_id, s->ctx_id, flush_in_records(s))) {
             flushed = 1;
             continue;
         }
         seen_add(r->seen, &r->nseen, &r->seen_overflow, rec, s->stream_id);
     }
     char why[KS_MSG_MAX - 32];
-    rc = timing_check_records(&s->recs, planned, s->stream_id, s->ctx_id, s->flush_bytes, us,
+    rc = timing_check_records(&s->recs, planned, s->stream_id, s->ctx_id, flush_in_records(s), us,
                               why, sizeof why, st);
     if (rc == KS_EREJECT) {
         r->unexpected = 1;
@@ -581,6 +597,16 @@ static int measure_n(cuda_ctx *c, const timing_target *const *tg, size_t nt,
             own_flush = 1;
         }
         r->flush_bytes = s.flush_bytes;
+        if (o->l2_read) {
+            /* Filled once and never written again: its lines are clean, so
+             * reading them evicts without write-backs. */
+            if ((rc = cuda_mem_alloc(c, s.flush_bytes, &s.clean, st)) != KS_OK)
+                goto out;
+            if ((rc = devkern_pattern(o->l2_read, s.stream, s.clean, s.flush_bytes, 0x01010101u, st)) != KS_OK ||
+                (rc = cuda_ctx_sync(c, st)) != KS_OK)
+                goto out;
+            r->l2_read_bytes = s.flush_bytes;
+        }
     }
 
     for (size_t i = 0; i < nt; i++) {
@@ -752,10 +778,12 @@ out:
             cuda_event_destroy(c, s.e0, &ignore);
         if (events >= 3)
             cuda_event_destroy(c, s.e1, &ignore);
-        if (own_flush) {
+        if (own_flush || s.clean)
             cuda_ctx_sync(c, &ignore);
+        if (own_flush)
             cuda_mem_free(c, s.flush, &ignore);
-        }
+        if (s.clean)
+            cuda_mem_free(c, s.clean, &ignore);
     }
     cupti_act_list_free(&s.recs);
     return rc;

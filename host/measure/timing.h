@@ -88,6 +88,9 @@ typedef struct timing_opts {
     size_t flush_bytes;     /* 0: 2 x the device's L2; must be >= 2 x L2 */
     int no_flush;           /* 1: skip the L2 flush (warm-cache timing; recorded) */
     int keep_persisting_l2; /* 1: leave persisting L2 lines alone (to measure what resetting them does) */
+    struct devkern *l2_read; /* the judge's kernels: after the flush's memset, a clean buffer of
+                               flush_bytes is read through L2, which evicts the lines a kernel
+                               kept with L2::evict_last (a memset does not); NULL: memset only */
     int warmup;             /* runs per target before sampling (default 3) */
     double warmup_s;        /* a target's warm-up ends once its runs took this long,
                                after one run at least (default 0.05; <= 0: all runs) */
@@ -151,6 +154,7 @@ typedef struct timing_result {
     size_t flush_bytes;     /* 0 when not flushed */
     long long l2_persisting_limit; /* the context's persisting-L2 limit timing set (0); -1 not set */
     int l2_reset;           /* 1 when persisting L2 lines were reset before every run */
+    size_t l2_read_bytes;   /* bytes read through L2 after every flush; 0 when not read */
     int launch_checked;     /* 1 when every run's launches were checked (CUPTI) */
     uint32_t stream_id;     /* CUPTI's id of klab's stream (CUPTI only) */
     uint64_t dropped;       /* CUPTI records lost (then the run fails) */

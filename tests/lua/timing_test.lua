@@ -202,6 +202,27 @@ return {
     t.eq(v, expected_sum(2000))
   end,
 
+  -- With the judge's kernels the flush is a memset and a read of a clean
+  -- buffer of the same size; the read's records are not the run's (no
+  -- unexpected launch, only the planned kernel seen).
+  gpu_flush_reads_l2_with_the_judge = function(t)
+    local ctx <close>, fn, out = busy_setup(t)
+    local jr = assert(require("klab.jit").compile { source = require("klab.judge").source(), lang = "cuda",
+      arch = assert(gpu.device(0)).arch, name = "judge.cu" })
+    local j <close> = assert(require("klab.judge").open(ctx, jr.cubin))
+    local spec = { runs = { launch(fn, out, 100) }, min_samples = 10, max_samples = 20, judge = j }
+    local r, msg = timing.measure(ctx, spec)
+    t.ok(r, tostring(msg))
+    t.ok(r.flush_bytes >= 2 * assert(gpu.device(0)).l2_bytes)
+    t.eq(r.l2.read_bytes, r.flush_bytes)
+    for _, s in ipairs(r.seen) do
+      t.eq(s.name, "klab_busy", "only the planned kernel is in the runs' records")
+    end
+    spec.judge = nil
+    local r2 = assert(timing.measure(ctx, spec))
+    t.eq(r2.l2.read_bytes, nil, "without the judge the flush is the memset alone")
+  end,
+
   gpu_unplanned_launch = function(t)
     local ctx <close>, fn, out = busy_setup(t)
     local spec = {

@@ -73,6 +73,23 @@ extern "C" __global__ void k_pattern(unsigned char *p, u64 nbytes, u32 pattern)
         p[i] = (unsigned char)(pattern >> (8 * (i & 3)));
 }
 
+// Reads n words through L2 (ld.global.cg), after the timing flush's memset:
+// a memset does not displace the lines a kernel marked L2::evict_last,
+// loads of a buffer twice the L2 do (docs/timing.md). `sink` is written
+// only when the words' xor equals a value no pattern of equal words gives,
+// so that the loads cannot be dropped.
+extern "C" __global__ void k_l2_read(const u32 *p, u64 n, u32 *sink)
+{
+    u32 acc = 0;
+    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {
+        u32 v;
+        asm volatile("ld.global.cg.u32 %0, [%1];" : "=r"(v) : "l"(p + i));
+        acc ^= v;
+    }
+    if (acc == 0x12345678u)
+        *sink = acc;
+}
+
 // Counts bytes that differ from the pattern; out[0] count, out[1] first offset.
 extern "C" __global__ void k_pattern_check(const unsigned char *p, u64 nbytes, u32 pattern, u64 *out)
 {

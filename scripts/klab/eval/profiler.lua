@@ -21,36 +21,16 @@ local M = {}
 -- Worker-lifetime state: one profiler per context and metric set (a
 -- failure to create one is kept, not retried), and one L2-flush function
 -- per context.
---
--- A kernel that reads a buffer of twice the L2 size (and writes nothing
--- unless a value no fill produces turns up, so the compiler keeps the loads).
-local L2_READ = [[
-extern "C" __global__ void l2_read(const unsigned long long *p, unsigned long long n, unsigned long long *sink)
-{
-    unsigned long long acc = 0;
-    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
-         i += (unsigned long long)gridDim.x * blockDim.x)
-        acc ^= p[i];
-    if (acc == 0x5bd1e9955bd1e995ULL) *sink = acc;
-}
-]]
 
--- A flush function for ctx: reads 2 x L2 through l2_read, then waits. (fn
--- holds its module alive.)
-local function l2_reader(ctx, props)
-  local res = require("klab.jit").compile { source = L2_READ, lang = "cuda", arch = props.arch, name = "l2_read.cu" }
-  if not res then return nil end
-  local mod = ctx:load(res.cubin)
-  local fn = mod and mod:func("l2_read")
+-- A flush function for ctx: the judge's kernels read a buffer of twice the
+-- L2 through it, then wait. (fn holds its buffer alive.)
+local function l2_reader(ctx, judge, props)
   local bytes = 2 * props.l2_bytes
-  local buf = fn and ctx:alloc(bytes)
-  local sink = buf and ctx:alloc(8)
-  if not sink then return nil end
+  local buf = ctx:alloc(bytes)
+  if not buf then return nil end
   buf:fill(0)
-  local n = bytes // 8
-  local spec = { grid = { 4 * props.sm_count }, block = { 512 }, args = { buf, { "u64", n }, sink } }
   return function()
-    local ok, err, code = ctx:launch(fn, spec)
+    local ok, err, code = judge:l2_read(buf, bytes)
     if not ok then return nil, err, code end
     return ctx:sync()
   end
@@ -266,10 +246,10 @@ local function stage_body(ctx, run, task, arch, opts, stage)
   -- leave L2 full of dirty lines that the profiled kernel then writes back,
   -- counted as its DRAM traffic and its time.
   local flush
-  if opts.flush_l2 ~= false and opts.device and opts.device.l2_bytes and opts.device.l2_bytes > 0 then
+  if opts.flush_l2 ~= false and opts.judge and opts.device and opts.device.l2_bytes and opts.device.l2_bytes > 0 then
     flush = flushers[ctx]
     if flush == nil then
-      flush = l2_reader(ctx, opts.device) or false
+      flush = l2_reader(ctx, opts.judge, opts.device) or false
       flushers[ctx] = flush
     end
   end
@@ -382,7 +362,9 @@ end
 --   launches, kernels (name -> fn:attributes()), funcs (name -> Function),
 --   device (klab.gpu props: sm_count, l2_bytes, regs_per_sm), cubin (bytes,
 --   for the static SASS census), sass_executed (bool: SASS-metrics pass,
---   off by default), flush_l2 (default true), duration_us, profiler,
+--   off by default), judge (the klab.judge handle whose kernels read L2
+--   away before each pass; without it no flush), flush_l2 (default true),
+--   duration_us, profiler,
 --   metrics, min_path_fraction, persistent (default false; true: keep the
 --   range profiler enabled after the measurement; stage.profiler_reused
 --   says whether this one found it enabled).

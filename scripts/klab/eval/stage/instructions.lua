@@ -21,6 +21,7 @@ function M.run(run)
   local ps = profiler.stage(S.ctx, function() return loaded.run(run, set) end, job.task, S.props.arch, {
     prepare = function() loaded.fresh(run, all); return true end,
     launches = run.c.launches, kernels = res.stages.load.kernels, funcs = run.c.funcs, device = S.props,
+    judge = S.judge,
     -- The supervisor takes the static census while this runs; the listing
     -- is needed here only to join executed counts to opcodes.
     cubin = opts.sass_executed and run.c.cubin or nil, sass_executed = opts.sass_executed,

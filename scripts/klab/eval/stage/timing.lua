@@ -253,6 +253,10 @@ function M.run(run)
     hopeless = opts.hopeless or M.HOPELESS,
     -- Only to measure what the reset of persisting L2 lines does (tests/gpu/check.lua).
     keep_persisting_l2 = opts.keep_persisting_l2,
+    -- After each flush's memset, a clean buffer read through L2 evicts the
+    -- lines an L2::evict_last hint kept (docs/timing.md); l2_read = false
+    -- only to measure what that read does (tests/gpu/l2_check.lua).
+    judge = opts.l2_read ~= false and S.judge or nil,
     before = function(target, sample)
       last, step = "klab", "prepare the timed inputs"
       next_sample(target, sample)
