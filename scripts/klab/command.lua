@@ -143,6 +143,12 @@ function M.seed_option(v, o)
   o.seed = v
 end
 
+-- An option kind for --proof P: how much output the distributions' trials compare.
+function M.proof_option(v, o)
+  if v ~= "sampled" and v ~= "full" then return "--proof needs 'sampled' or 'full', not '" .. v .. "'" end
+  o.proof = v
+end
+
 function M.options(args, spec)
   local o = { positional = {} }
   local i, rest = 1, false

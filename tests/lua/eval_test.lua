@@ -334,6 +334,35 @@ function T.stage_deadlines_are_checked(t)
   t.ok(code == 0 or code == 1 or code == 3, "accepted")
 end
 
+-- The plain trials compare every element; a distribution's trial compares
+-- sampled units unless the evaluation asks for the full proof; a caller's
+-- own trials are compared in full.
+function T.distribution_trials_are_sampled_unless_the_proof_is_full(t)
+  local def = assert(require("klab.task").get("softmax_bf16/1000x1023"))
+  local trials = prepare.trials(def)
+  local plain, dists = 0, 0
+  for _, tr in ipairs(prepare.seeded(trials, "7")) do
+    if tr.distribution then
+      dists = dists + 1
+      t.eq(tr.sampled, true, tr.label)
+    else
+      plain = plain + 1
+      t.eq(tr.sampled, nil, tr.label)
+    end
+  end
+  t.ok(plain >= 1 and dists >= 6, plain .. " plain trials, " .. dists .. " distributions")
+  for _, tr in ipairs(prepare.seeded(trials, "7", "full")) do t.eq(tr.sampled, nil, tr.label) end
+  for _, tr in ipairs(prepare.seeded({ { label = "mine", scale = 4 } }, "7")) do t.eq(tr.sampled, nil) end
+  t.raises(function() eval.evaluate(TASK, "tasks/gemm/samples/naive", { proof = "most" }) end,
+    'proof must be "sampled" or "full"')
+  local code, _, err = t.sh(t.klab .. " eval " .. TASK .. " tasks/gemm/samples/naive --proof most")
+  t.eq(code, 2)
+  t.match(err, "--proof needs 'sampled' or 'full'")
+  code, _, err = t.sh(t.klab .. " batch /dev/null --proof most")
+  t.eq(code, 2)
+  t.match(err, "--proof needs 'sampled' or 'full'")
+end
+
 -- ---- on a GPU ----
 
 -- A kernel that never ends is stopped by the limit of the stage it hangs
@@ -368,6 +397,33 @@ function T.gpu_sample_passes_and_is_stored(t)
   t.ok(db2:first("SELECT count(*) AS n FROM environments").n >= 1)
   local m = db2:first("SELECT value FROM measurements WHERE name = 'median_us'")
   t.ok(m and m.value > 0)
+end
+
+-- The same kernel passes under either proof; the result says which trials
+-- were sampled and how many units, and the range faults the distributions
+-- exist for are still found on sampled units.
+function T.gpu_sampled_distributions_keep_the_verdicts(t)
+  t.need_gpu()
+  local s <close> = eval.session {}
+  local task = "softmax_bf16/1000x1023"
+  local r = assert(s:evaluate(task, "tasks/softmax/samples/naive", { timing = false }))
+  local f = assert(s:evaluate(task, "tasks/softmax/samples/naive", { timing = false, proof = "full" }))
+  t.eq(r.verdict, f.verdict)
+  t.eq(r.proof, "sampled")
+  t.eq(f.proof, "full")
+  local sampled = 0
+  for _, tr in ipairs(r.stages.correctness.trials) do
+    if tr.label:match("^distribution") then
+      t.ok(tr.sampled and tr.sampled > 0, tr.label)
+      sampled = sampled + 1
+    else
+      t.eq(tr.sampled, nil, tr.label)
+    end
+  end
+  t.ok(sampled > 0)
+  for _, tr in ipairs(f.stages.correctness.trials) do t.eq(tr.sampled, nil, tr.label) end
+  local bad = assert(s:evaluate(task, "tasks/softmax/bad/max_misses_half", { timing = false }))
+  t.eq(bad.verdict, "incorrect")
 end
 
 -- One seed per evaluation: drawn from the operating system, shown with the

@@ -36,6 +36,10 @@ Options:
                     95% confidence (at least 6 samples of each; default
                     0.5; 0: every candidate to the 0.5% interval); such a
                     result reads "< X" and counts as a result (docs/timing.md)
+  --proof P         how much output the distributions' trials compare:
+                    "sampled" (default: 8,192 units drawn after the run,
+                    their reference computed for them alone) or "full"
+                    (every element; docs/timing.md)
   --deadline S      kill a worker after S seconds on one candidate (default 180)
   --arch sm_XY      compile target (default: sm_90a)
   --no-timing       stop after correctness
@@ -51,6 +55,7 @@ local command = require "klab.command"
 local function fail(msg, code) return command.fail("batch", msg, code) end
 
 local OPTIONS = {
+  ["--proof"] = command.proof_option,
   ["--json"] = "flag", ["--no-timing"] = "flag", ["--db"] = "value", ["--arch"] = "value", ["--tasks"] = "list",
   ["--per-gpu"] = "count", ["--cpu"] = "count0", ["--budget"] = "seconds", ["--hopeless"] = "ratio", ["--deadline"] = "seconds",
   ["--gpus"] = function(v, o)
@@ -143,7 +148,7 @@ function M.main(args)
   local tickets, results, counts = {}, {}, {}
   for i, w in ipairs(list) do
     local ticket, err = s:submit(w.task, w.candidate, { timing = not o.no_timing, timing_opts = { budget_s = o.budget, hopeless = o.hopeless },
-      deadline = o.deadline, seed = w.seed })
+      deadline = o.deadline, seed = w.seed, proof = o.proof })
     if ticket then
       tickets[ticket] = i
     else

@@ -33,6 +33,10 @@ Options:
                     95% confidence (at least 6 samples of each; default
                     0.5; 0: every candidate to the 0.5% interval); such a
                     result reads "< X" and counts as a result (docs/timing.md)
+  --proof P         how much output the distributions' trials compare:
+                    "sampled" (default: 8,192 units drawn after the run,
+                    their reference computed for them alone) or "full"
+                    (every element; docs/timing.md)
   --deadline S      kill the worker after S seconds (default 180)
   --stage-deadline STAGE=S
                     a stage's own limit, within the deadline (repeatable;
@@ -75,6 +79,7 @@ USAGE = USAGE .. "Stages, in order:\n" .. require("klab.eval.stages").text() .. 
 local function fail(msg, code) return command.fail("eval", msg, code) end
 
 local OPTIONS = {
+  ["--proof"] = command.proof_option,
   ["--json"] = "flag", ["--no-timing"] = "flag", ["--force"] = "flag", ["--sanitize"] = "flag",
   ["--tasks"] = "list", ["--arch"] = "value", ["--db"] = "value", ["--budget"] = "seconds", ["--hopeless"] = "ratio", ["--deadline"] = "seconds",
   ["--seed"] = command.seed_option,
@@ -193,7 +198,7 @@ function M.main(args)
   local s = eval.session { db = db, deadline = o.deadline }
   local r, rerr = s:evaluate(o.positional[1], o.positional[2], {
     arch = o.arch, timing = not o.no_timing, force = o.force, timing_opts = { budget_s = o.budget, hopeless = o.hopeless },
-    sanitize = o.sanitize, seed = o.seed,
+    sanitize = o.sanitize, seed = o.seed, proof = o.proof,
     deadline = o.deadline, stage_deadlines = o.stage_deadlines,
   })
   s:close()

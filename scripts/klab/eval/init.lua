@@ -126,8 +126,11 @@ local function key_of(t, c, arch, opts, machine)
   local where = machine.gpu_name and (machine.gpu_name .. " / driver " .. tostring(machine.driver_version)) or "no GPU"
   -- A seed asked for is a replay of that evaluation, not any result.
   local seed = opts.seed ~= nil and seed_mod.format(assert(seed_mod.parse(opts.seed))) or nil
+  -- The full proof is more than the default: a full result answers a
+  -- default request, not the other way round.
+  local proof = opts.proof == "full" and "proof=full" or nil
   return require("klab.store").hash("klab.eval.2", c.hash, t.name, arch, tostring(opts.timing ~= false),
-    tostring(opts.replica or 0), trials, where, KLAB_VERSION, seed)
+    tostring(opts.replica or 0), trials, where, KLAB_VERSION, seed, proof)
 end
 
 -- The options of one evaluation, with its seed: the one asked for, else a
@@ -158,6 +161,14 @@ local function check_stage_deadlines(sd)
     end
   end
   return sd
+end
+
+-- How much of the output the distributions' trials compare (docs/timing.md).
+local PROOFS = { sampled = true, full = true }
+local function check_proof(p)
+  if p ~= nil and not PROOFS[p] then
+    error(string.format("proof must be \"sampled\" or \"full\", got %s", tostring(p)), 3)
+  end
 end
 
 -- A stage that gave a verdict its contract does not list is a bug in klab.
@@ -321,7 +332,7 @@ end
 local function new_run(t, c, arch, opts)
   return { task = t, cand = c, arch = arch, opts = opts, seed = opts.seed,
     result = { task = t.name, candidate = c.hash, name = c.name, arch = arch, seed = opts.seed, stages = {},
-               klab_version = KLAB_VERSION } }
+               klab_version = KLAB_VERSION, proof = opts.proof or "sampled" } }
 end
 
 -- build and plan; true when the worker's stages should run.
@@ -361,6 +372,7 @@ function Session:submit(t, c, opts)
   self.next_ticket = self.next_ticket + 1
   self.items[item.ticket] = item
   item.stage_deadlines = check_stage_deadlines(opts.stage_deadlines or self.opts.stage_deadlines)
+  check_proof(opts.proof)
   item.run = new_run(t, c, arch, opts)
   item.state = "build"
   -- The store key names the machine: asked for now, answered while the

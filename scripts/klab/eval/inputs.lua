@@ -14,8 +14,12 @@
 --   inputs.fill(g, b, trial)             draws input b of a trial into g
 --   inputs.compare_outputs(task, set, outs, rec, where) -> true | false, incorrect detail | nil, why
 --   inputs.locate(task, outname, idx)    -> "row r, col c, tile (i,j) of 128x128", row, col
+--   inputs.check_buffers(task, ts, n)    -> the buffers of a sampled check of n units (made once per task)
+--   inputs.compare_sampled(run, set, cb, draw, rec, where) -> as compare_outputs, on cb.n units drawn
+--                                           after the run, their reference computed from set's inputs alone
 
 local json = require "klab.json"
+local judge_mod = require "klab.judge"
 local seed_mod = require "klab.eval.seed"
 local device = require "klab.eval.device"
 local sys = require "klab.sys"
@@ -181,6 +185,13 @@ function M.input_set(task, ts, trial)
     end
   end
   for name, g in pairs(set.bufs) do set.sums[name] = S.judge:checksum(g.ptr, g.bytes) end
+  -- A sampled trial's reference is computed after the run, for the units
+  -- its check draws (compare_sampled).
+  if trial.sampled then
+    set.refs, set.ref_sums = {}, {}
+    ts.inputs[key] = set
+    return set, nil, { reference = 0 }
+  end
   local t0 = sys.now()
   local refs, rerr = reference_full(task, ts, set)
   if not refs then
@@ -298,6 +309,73 @@ function M.compare_outputs(task, set, outs, rec, where)
         return false, { kind = "compare", buffer = b.name, failed = cmp.failed, total = cmp.total, nan = cmp.nan,
           inf = cmp.inf, max_abs = cmp.max_abs, location = location, where = where, matched = matched,
           required = tol.matched or 1.0, atol = atol, rtol = tol.rtol,
+          never_written = cmp.nan + cmp.inf == cmp.total }
+      end
+    end
+  end
+  return true
+end
+
+-- Buffers a sampled check uses, made once per task: positions, the
+-- sampled reference and the gathered candidate output.
+function M.check_buffers(task, ts, n)
+  if ts.checkbufs and ts.checkbufs.n == n then return ts.checkbufs end
+  local cb = { n = n, ref = {}, got = {} }
+  local err
+  cb.positions, err = S.ctx:alloc(8 * n)
+  if not cb.positions then return nil, err end
+  for _, b in ipairs(task.buffers) do
+    if b.role == "output" then
+      local unit = task.units[b.name]
+      local size = judge_mod.dtype_size(b.dtype) or 4
+      cb.ref[b.name], err = S.ctx:alloc(4 * n * unit)
+      if not cb.ref[b.name] then return nil, err end
+      cb.got[b.name], err = S.ctx:alloc(size * n * unit)
+      if not cb.got[b.name] then return nil, err end
+    end
+  end
+  ts.checkbufs = cb
+  return cb
+end
+
+-- The sampled check: cb.n units drawn on the device after the run (draw:
+-- the evaluation's generator), their reference computed from the inputs of
+-- set alone, the candidate's units gathered and compared. A fault that
+-- touches a fraction f of the outputs escapes with probability (1 - f)^n
+-- (docs/timing.md). Results and failures as compare_outputs; rec.outputs
+-- gets each comparison, marked sampled.
+function M.compare_sampled(run, set, cb, draw, rec, where)
+  local task, ts = run.job.task, run.ts
+  local n = cb.n
+  local ok, err = S.judge:positions(cb.positions, n, task.total_units, draw(1 << 62))
+  if ok then ok, err = M.run_reference(ts, "sampled", set, cb.ref, cb.positions) end
+  if ok then ok, err = S.ctx:sync() end
+  if not ok then return nil, err end
+  local tol_scale = set.trial and set.trial.tol_scale or 1
+  for _, b in ipairs(task.buffers) do
+    if b.role == "output" then
+      local unit = task.units[b.name]
+      local tol = task.tolerance[b.name]
+      local atol = tol.atol * tol_scale
+      ok, err = S.judge:gather(run.outs[b.name].ptr, b.dtype, cb.positions, n, unit, cb.got[b.name])
+      if not ok then return nil, err end
+      local cmp, cerr = S.judge:compare(cb.got[b.name], b.dtype, cb.ref[b.name], n * unit, atol, tol.rtol)
+      if not cmp then return nil, cerr end
+      local matched = (cmp.total - cmp.failed) / cmp.total
+      local at = cmp.max_abs_at
+      if at then
+        local slot, e = at // unit, at % unit
+        local p = string.unpack("<I8", cb.positions:download(8, 8 * slot))
+        at = p * unit + e
+      end
+      local location, row, col = M.locate(task, b.name, at)
+      cmp.matched, cmp.sampled = matched, true
+      cmp.where, cmp.row, cmp.col = location, row, col
+      if rec then rec.outputs[b.name] = cmp end
+      if matched < (tol.matched or 1.0) then
+        return false, { kind = "compare", sampled = true, where = where, buffer = b.name, failed = cmp.failed,
+          total = cmp.total, nan = cmp.nan, inf = cmp.inf, max_abs = cmp.max_abs, location = location,
+          matched = matched, required = tol.matched or 1.0, atol = atol, rtol = tol.rtol,
           never_written = cmp.nan + cmp.inf == cmp.total }
       end
     end

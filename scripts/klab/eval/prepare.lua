@@ -112,7 +112,7 @@ function M.trials(t)
   local out = {}
   for i = 1, t.trials or 3 do out[#out + 1] = { label = "trial " .. i } end
   for i, d in ipairs(t.distributions or {}) do
-    local tr = { scale = d.scale, tol_scale = d.tol_scale, label = "distribution " .. (d.name or i) }
+    local tr = { scale = d.scale, tol_scale = d.tol_scale, label = "distribution " .. (d.name or i), distribution = true }
     if d.inputs then
       tr.inputs = {}
       for name, init in pairs(d.inputs) do tr.inputs[name] = law(init) end
@@ -123,14 +123,18 @@ function M.trials(t)
 end
 
 -- The trials of an evaluation with seed s (text): each trial's seed derives
--- from it and the trial's place, whatever seed a caller's trial named.
-function M.seeded(trials, s)
+-- from it and the trial's place, whatever seed a caller's trial named. With
+-- proof "sampled" (the default), a distribution's trial is compared on
+-- sampled units (docs/timing.md); "full" compares every element of every
+-- trial.
+function M.seeded(trials, s, proof)
   local n = seed_mod.parse(s)
   local out = {}
   for i, tr in ipairs(trials) do
     local c = {}
     for k, v in pairs(tr) do c[k] = v end
     c.seed = seed_mod.format(seed_mod.derive(n, "trial", i))
+    c.sampled = (c.distribution and proof ~= "full") or nil
     out[i] = c
   end
   return out
@@ -377,7 +381,9 @@ function M.plan(run)
     run.seed = seed_mod.format(seed_mod.new())
     r.seed = run.seed
   end
-  local job = { task = spec, seed = run.seed, trials = M.seeded(run.opts.trials or M.trials(t), run.seed),
+  local job = { task = spec, seed = run.seed, trials = M.seeded(run.opts.trials or M.trials(t), run.seed,
+    -- An output of no more units than a sampled check draws is compared whole.
+    ref.sample < spec.total_units and run.opts.proof or "full"),
     timing = run.opts.timing ~= false, opts = {}, candidate = cand }
   ref.cubin_path = write_temp(run.ref_cubin)
   job.reference = ref
@@ -429,7 +435,7 @@ end
 -- The evaluation options a CPU worker needs (plain data: no functions).
 function M.remote_opts(opts)
   local o = {}
-  for _, k in ipairs { "trials", "timing", "timing_opts", "cache", "profile", "profiler_persistent", "seed" } do
+  for _, k in ipairs { "trials", "timing", "timing_opts", "cache", "profile", "profiler_persistent", "seed", "proof" } do
     if type(opts[k]) ~= "function" then o[k] = opts[k] end
   end
   return o

@@ -1,12 +1,14 @@
 -- The correctness stage (klab.eval.stages): fresh inputs per trial (drawn
 -- from the evaluation's seed), outputs poisoned, guards, input checksums,
--- the comparison with the reference, and the first trial's inputs run
--- twice for determinism.
+-- the comparison with the reference (every element on the plain trials;
+-- on the distributions, units drawn after the run unless the proof is
+-- "full"), and the first trial's inputs run twice for determinism.
 
 local verdicts = require "klab.eval.verdict"
 local device = require "klab.eval.device"
 local inputs = require "klab.eval.inputs"
 local loaded = require "klab.eval.loaded"
+local seed_mod = require "klab.eval.seed"
 local sys = require "klab.sys"
 
 local S = require("klab.eval.worker_state").S
@@ -64,10 +66,20 @@ function M.run(run)
       end
     end
     lap("checks")
-    local good, why = inputs.compare_outputs(task, set, run.outs, st, label)
+    local good, why
+    if trial.sampled then
+      -- A range fault (overflow, a sign, an outlier) touches every output:
+      -- the units drawn after the run find it (docs/timing.md).
+      local cb, cberr = inputs.check_buffers(task, ts, job.reference.sample)
+      if not cb then return device.judge_failed(res, "allocate check buffers", cberr) end
+      local draw = seed_mod.rng(seed_mod.derive(assert(seed_mod.parse(job.seed)), "sampled trial", i))
+      good, why = inputs.compare_sampled(run, set, cb, draw, st, label)
+    else
+      good, why = inputs.compare_outputs(task, set, run.outs, st, label)
+    end
     lap("compare")
     if good == nil then return device.judge_failed(res, "compare the outputs with the reference", why) end
-    st.trials[#st.trials + 1] = { label = label, passed = good }
+    st.trials[#st.trials + 1] = { label = label, passed = good, sampled = trial.sampled and job.reference.sample or nil }
     if not good then return verdicts.give(res, "incorrect", why) end
     -- A checksum of each output, so that two evaluations with one seed tell
     -- whether their outputs are bit-identical (klab mutate --score: an

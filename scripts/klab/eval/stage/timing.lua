@@ -12,7 +12,6 @@ local loaded = require "klab.eval.loaded"
 local baseline = require "klab.eval.stage.baseline"
 local peaks = require "klab.eval.peaks"
 local seed_mod = require "klab.eval.seed"
-local judge_mod = require "klab.judge"
 local timing = require "klab.timing"
 local sys = require "klab.sys"
 
@@ -76,28 +75,6 @@ local function timing_slots(task, ts)
   return slots
 end
 
--- Buffers the checks of timed runs use, made once per task: positions,
--- the sampled reference and the gathered candidate output.
-local function check_buffers(task, ts, n)
-  if ts.checkbufs and ts.checkbufs.n == n then return ts.checkbufs end
-  local cb = { n = n, ref = {}, got = {} }
-  local err
-  cb.positions, err = S.ctx:alloc(8 * n)
-  if not cb.positions then return nil, err end
-  for _, b in ipairs(task.buffers) do
-    if b.role == "output" then
-      local unit = task.units[b.name]
-      local size = judge_mod.dtype_size(b.dtype) or 4
-      cb.ref[b.name], err = S.ctx:alloc(4 * n * unit)
-      if not cb.ref[b.name] then return nil, err end
-      cb.got[b.name], err = S.ctx:alloc(size * n * unit)
-      if not cb.got[b.name] then return nil, err end
-    end
-  end
-  ts.checkbufs = cb
-  return cb
-end
-
 -- The sample's inputs: target 1 (the candidate) or 2 (the baseline), at
 -- counter k (both targets count together). whole: every input copied from
 -- the prepared set (a sample checked in full).
@@ -125,48 +102,19 @@ local function fresh_inputs(task, ts, sets, dependent, k, draw, whole, seed)
 end
 
 -- Compares the candidate's outputs of one timed sample with the reference:
--- `n` units drawn after the run and recomputed from that sample's own
--- inputs, or, for a sample run on a whole prepared set (full), every
--- element against that set's reference. nil, reason when an output is
--- wrong; error() when the check itself cannot run.
+-- units drawn after the run and recomputed from that sample's own inputs
+-- (inputs.compare_sampled), or, for a sample run on a whole prepared set
+-- (full), every element against that set's reference. nil, reason when an
+-- output is wrong; error() when the check itself cannot run.
 local function check_sample(run, io, cb, full, draw, label)
-  local task, ts = run.job.task, run.ts
-  local view = { bufs = io }
-  local n = cb.n
+  local good, why
   if full then
-    local good, why = inputs.compare_outputs(task, full, run.outs, nil, label)
-    if good == nil then error(why) end
-    return good, why
+    good, why = inputs.compare_outputs(run.job.task, full, run.outs, nil, label)
   else
-    -- Drawn on the device, after the run.
-    local ok, err = S.judge:positions(cb.positions, n, task.total_units, draw(1 << 62))
-    if ok then ok, err = inputs.run_reference(ts, "sampled", view, cb.ref, cb.positions) end
-    if ok then ok, err = S.ctx:sync() end
-    if not ok then error(err) end
+    good, why = inputs.compare_sampled(run, { bufs = io }, cb, draw, nil, label)
   end
-  for _, b in ipairs(task.buffers) do
-    if b.role == "output" then
-      local unit = task.units[b.name]
-      local tol = task.tolerance[b.name]
-      assert(S.judge:gather(run.outs[b.name].ptr, b.dtype, cb.positions, n, unit, cb.got[b.name]))
-      local got, want, count = cb.got[b.name], cb.ref[b.name], n * unit
-      local cmp, err = S.judge:compare(got, b.dtype, want, count, tol.atol, tol.rtol)
-      if not cmp then error(err) end
-      local matched = (cmp.total - cmp.failed) / cmp.total
-      if matched < (tol.matched or 1.0) then
-        local at = cmp.max_abs_at
-        if at then
-          local slot, e = at // unit, at % unit
-          local p = string.unpack("<I8", cb.positions:download(8, 8 * slot))
-          at = p * unit + e
-        end
-        return false, { kind = "compare", sampled = true, where = label, buffer = b.name, failed = cmp.failed,
-          total = cmp.total, nan = cmp.nan, inf = cmp.inf, max_abs = cmp.max_abs, location = inputs.locate(task, b.name, at),
-          atol = tol.atol, rtol = tol.rtol }
-      end
-    end
-  end
-  return true
+  if good == nil then error(why) end
+  return good, why
 end
 
 function M.run(run)
@@ -177,16 +125,20 @@ function M.run(run)
   -- The prepared input sets (correctness made them): derived inputs rotate
   -- among them.
   local sets = {}
-  for i = 1, math.min(3, #job.trials) do
-    local set, serr = inputs.input_set(task, ts, job.trials[i])
-    if not set then return device.judge_failed(res, "prepare inputs", serr) end
-    sets[i] = set
+  for _, trial in ipairs(job.trials) do
+    if #sets == 3 then break end
+    -- A sampled trial's set has no full reference to check against.
+    if not trial.sampled then
+      local set, serr = inputs.input_set(task, ts, trial)
+      if not set then return device.judge_failed(res, "prepare inputs", serr) end
+      sets[#sets + 1] = set
+    end
   end
   local slots, slerr = timing_slots(task, ts)
   if not slots then return device.judge_failed(res, "allocate timing inputs", slerr) end
   -- As many units as the sampled reference plan was made for (prepare).
   local n = job.reference.sample
-  local cb, cberr = check_buffers(task, ts, n)
+  local cb, cberr = inputs.check_buffers(task, ts, n)
   if not cb then return device.judge_failed(res, "allocate check buffers", cberr) end
   local dependent = derived_inputs(job)
   -- Shifts, checked positions and the fully checked runs: drawn from the
