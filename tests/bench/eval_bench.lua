@@ -284,13 +284,16 @@ if not skip.study then
     return (runs * cm + (tm.baseline and tm.baseline.n or 0) * (bm or 0)) / 1e6
   end
   -- The range profiler enabled for every candidate (profiler_persistent =
-  -- false), then kept enabled in the worker (the default); the pool on one
-  -- GPU, and on every GPU where the machine has more than one. {label,
-  -- session options, profiler_persistent, GPUs}.
+  -- false), then kept enabled in the worker (the default), with the full
+  -- proof beside the default one (docs/timing.md); the pool on one GPU, and
+  -- on every GPU where the machine has more than one. {label, session
+  -- options, profiler_persistent, GPUs, proof}.
   local gpus = GPUS
   local ways = { { "one worker, profiler per candidate", { gpus = 1, cpu = 0 }, false, 1 },
     { "one worker, profiler kept", { gpus = 1, cpu = 0 }, nil, 1 },
+    { "one worker, profiler kept, full proof", { gpus = 1, cpu = 0 }, nil, 1, "full" },
     { "pool, 1 GPU, " .. cpu .. " CPU workers", { gpus = 1, cpu = cpu }, nil, 1 } }
+  local KEPT, FULL, POOL = 2, 3, 4
   if gpus >= 2 then
     ways[#ways + 1] = { ("pool, %d GPUs, %d CPU workers"):format(gpus, cpu), { gpus = "all", cpu = cpu }, nil, gpus }
   end
@@ -312,7 +315,7 @@ if not skip.study then
     local t0 = sys.now()
     local tickets, res = {}, {}
     for i, e in ipairs(list) do
-      tickets[assert(s:submit(e.task, e.candidate, { force = true, profiler_persistent = w[3] }))] = i
+      tickets[assert(s:submit(e.task, e.candidate, { force = true, profiler_persistent = w[3], proof = w[5] }))] = i
     end
     while s:pending() > 0 do
       for _, d in ipairs(s:poll(0.5)) do res[tickets[d.ticket]] = d.result end
@@ -341,8 +344,32 @@ if not skip.study then
     got[wi] = { res = res, by_class = by_class, wall = wall }
     io.stdout:flush()
   end
-  if #ways >= 4 then
-    line("   %d GPUs against one (the pool rows): %.2fx the evaluations per hour", gpus, got[3].wall / got[4].wall)
+  if #ways > POOL then
+    line("   %d GPUs against one (the pool rows): %.2fx the evaluations per hour", gpus, got[POOL].wall / got[POOL + 1].wall)
+  end
+  -- The default proof against the full one: the same verdicts, and every
+  -- speedup above 0.5x inside the other's interval.
+  do
+    local same, differ, within, outside = 0, 0, 0, 0
+    for i, e in ipairs(list) do
+      local a, b = got[KEPT].res[i], got[FULL].res[i]
+      if a.verdict == b.verdict then same = same + 1 else
+        differ = differ + 1
+        line("   proofs differ for %s on %s: %s (sampled) vs %s (full): %s", e.candidate, e.task, a.verdict, b.verdict,
+          tostring(a.reason or b.reason))
+      end
+      local ta, tb = a.stages and a.stages.timing, b.stages and b.stages.timing
+      if ta and tb and ta.speedup and tb.speedup and (ta.speedup > 0.5 or tb.speedup > 0.5) then
+        local ca, cb = ta.speedup_ci, tb.speedup_ci
+        if ca and cb and ca[1] <= cb[2] and cb[1] <= ca[2] then within = within + 1 else
+          outside = outside + 1
+          line("   speedups differ for %s on %s: %.3f (sampled) vs %.3f (full)", e.candidate, e.task, ta.speedup,
+            tb.speedup)
+        end
+      end
+    end
+    line("   proof sampled vs full: %d verdicts equal, %d differ; speedups above 0.5x: %d overlap, %d do not",
+      same, differ, within, outside)
   end
   line("   GPU seconds per class: stages load, correctness, instructions, timing (profiler per candidate / kept)")
   for _, c in ipairs { "compile_error", "plan_error", "incorrect", "slow", "fast" } do
@@ -367,8 +394,9 @@ if not skip.study then
   do
     local own, all = 0, 0
     for _, c in pairs(got[1].by_class) do own, all = own + c.own, all + c.s end
-    line("   all classes: GPU stages %.2f s, the judged kernels' own runs %.2f s: a judge that cost nothing else "
-      .. "would give %.0f evals/GPU-h", all, own, own > 0 and #list / own * 3600 or 0)
+    line("   all classes: GPU stages %.2f s, the judged kernels' own runs %.2f s (GPU time / required runs: %.2fx); "
+      .. "a judge that cost nothing else would give %.0f evals/GPU-h", all, own, own > 0 and all / own or 0,
+      own > 0 and #list / own * 3600 or 0)
   end
   -- Per candidate (first way): where its GPU seconds went, the kernel's
   -- own time, the profiler's passes and how its timing ended.
