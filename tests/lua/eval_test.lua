@@ -390,7 +390,7 @@ function T.one_seed_per_evaluation(t)
   local function job(s)
     local run = { task = require("klab.task").get(TASK), cand = assert(require("klab.eval.candidate").load(
       "tasks/gemm/samples/naive")), arch = "sm_90a", opts = { seed = s }, seed = s, result = { stages = {} } }
-    assert(prepare.build(run) and prepare.plan(run), tostring(run.result.reason))
+    assert(require("klab.eval.stages").run_caller(run), tostring(run.result.reason))
     prepare.cleanup(run)
     return run.job
   end
