@@ -24,6 +24,7 @@
 --   stages.allows(name, verdict)-> true when the stage may give that verdict
 --   stages.unknown(name)        -> nil, or why name is not a stage with a limit of its own
 --   stages.measurement(name)    -> the declaration of a measurement name {name=, unit=, means=, stage=}, or nil
+--   stages.declared(name)       -> name, when a stage declares it (a reader's names); raises when none does
 --   stages.measurements()       -> every declaration, in the rows' order
 --   stages.text()               -> the stages as --help lists them
 --   stages.markdown()           -> the measurements as a Markdown table (docs/store.md holds it)
@@ -236,6 +237,15 @@ function M.measurement(name)
     if #name > #f.prefix and name:sub(1, #f.prefix) == f.prefix then return f.decl end
   end
   return nil
+end
+
+-- A measurement name a reader of the store names (the report): the name
+-- itself when a stage declares it; an error when none does.
+function M.declared(name)
+  if not M.measurement(name) then
+    error("klab.eval.stages: no stage declares the measurement " .. tostring(name), 2)
+  end
+  return name
 end
 
 function M.measurements()
