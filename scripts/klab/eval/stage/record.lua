@@ -5,7 +5,7 @@
 -- declaration gives.
 --
 --   record.run(run)           run.store = {db=, key=, envs=} (nil: nothing is written)
---   record.measurements(result) -> {name = {value=, unit=}}
+--   record.rows(result)       -> the measurement rows {name = {value=, unit=}}
 
 local json = require "klab.json"
 local stages = require "klab.eval.stages"
@@ -28,7 +28,7 @@ local function put_for(stage, meas)
   end
 end
 
-function M.measurements(result)
+function M.rows(result)
   local meas = {}
   for _, s in ipairs(stages.LIST) do
     local st = result.stages[s.name]
@@ -63,7 +63,7 @@ local function write(store, run)
   db:record_evaluation {
     key = store.key, candidate = cand, task = run.task.name, arch = run.arch, verdict = result.verdict,
     reason = result.reason, env = env, timing_method = tm and tm.method, detail = detail,
-    measurements = M.measurements(result), replace = true,
+    measurements = M.rows(result), replace = true,
   }
 end
 
