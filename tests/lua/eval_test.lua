@@ -301,6 +301,16 @@ function T.static_sass_census_is_recorded_with_every_evaluation(t)
   local s <close> = assert(store.open(db))
   t.eq(s:first("SELECT value FROM measurements WHERE name = 'sass_static_wgmma'").value, 1)
   t.eq(s:first("SELECT value FROM measurements WHERE name = 'ptx_wgmma'").value, 0, "the PTX census says none")
+  -- Every row the offline pipeline stores is a measurement the stage
+  -- registry declares, with the declaration's unit.
+  local stages = require "klab.eval.stages"
+  local rows = s:query("SELECT name, unit FROM measurements")
+  t.ok(#rows > 3, "the build's measurements")
+  for _, m in ipairs(rows) do
+    local decl = stages.measurement(m.name)
+    t.ok(decl ~= nil, m.name .. " is declared")
+    t.eq(m.unit, decl and decl.unit, m.name .. "'s unit")
+  end
   -- Without either tool (each variable names nothing): not available, with
   -- the reason; the evaluation goes on.
   _, out = t.sh("KLAB_NVDISASM=/nonexistent KLAB_CUOBJDUMP=/nonexistent " .. t.klab .. " eval " .. TASK .. " tasks/gemm/samples/naive " ..

@@ -7,14 +7,6 @@ local record = require "klab.eval.stage.record"
 
 local T = {}
 
-local TASK = "gemm_bf16/123x457x789"
-
-local function write(path, text)
-  local f = assert(io.open(path, "w"))
-  f:write(text)
-  f:close()
-end
-
 -- The Lua files under a folder of the repository, comments removed.
 local function sources(root, dir)
   local out = {}
@@ -195,38 +187,6 @@ function T.every_name_the_code_writes_is_declared(t)
   t.ok(names >= 30, "found the stages' puts (" .. names .. ")")
   table.sort(bad)
   t.eq(table.concat(bad, "; "), "")
-end
-
--- The offline pipeline (no GPU: build and plan, the sanitizer, record):
--- every measurement row it stores is declared, with its unit. A stand-in
--- for nvdisasm gives the static census something to count.
-function T.an_offline_evaluation_stores_declared_measurements(t)
-  local d = t.tmpdir()
-  write(d .. "/listing.txt", table.concat({
-    "\t.section\t.text.gemm,\"ax\",@progbits",
-    ".text.gemm:",
-    "        /*0000*/                   HGMMA.64x8x16.F32.BF16 R24, gdesc[UR4], RZ, !UPT ;",
-    "        /*0010*/                   EXIT ;",
-  }, "\n") .. "\n")
-  write(d .. "/nvdisasm", "#!/bin/sh\ncat '" .. d .. "/listing.txt'\n")
-  write(d .. "/fake-sanitizer", "#!/bin/sh\nshift 6\n\"$@\"\necho '========= ERROR SUMMARY: 0 errors'\n")
-  os.execute("chmod +x '" .. d .. "/nvdisasm' '" .. d .. "/fake-sanitizer'")
-  local db = d .. "/r.db"
-  local code, _, err = t.sh("KLAB_NVDISASM='" .. d .. "/nvdisasm' KLAB_SANITIZER='" .. d .. "/fake-sanitizer' " .. t.klab ..
-    " eval " .. TASK .. " tasks/gemm/samples/naive --sanitize --no-timing --json --db '" .. db .. "'")
-  -- Passed on a GPU, unknown (could not run) without one.
-  t.ok(code == 0 or code == 3, err)
-  local store = require "klab.store"
-  local s <close> = assert(store.open(db))
-  local rows = s:query("SELECT name, value, unit FROM measurements")
-  t.ok(#rows >= 3, "the build's measurements are stored (" .. #rows .. ")")
-  for _, r in ipairs(rows) do
-    local decl = stages.measurement(r.name)
-    t.ok(decl ~= nil, r.name .. " is declared")
-    t.eq(r.unit, decl and decl.unit, r.name .. "'s unit")
-  end
-  local ev = s:first("SELECT detail FROM evaluations")
-  t.ok(ev and ev.detail:find('"sanitizer"', 1, true), "the sanitizer stage ran")
 end
 
 -- docs/store.md holds the measurements' table the registry makes: a name
