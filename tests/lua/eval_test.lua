@@ -301,6 +301,16 @@ function T.static_sass_census_is_recorded_with_every_evaluation(t)
   local s <close> = assert(store.open(db))
   t.eq(s:first("SELECT value FROM measurements WHERE name = 'sass_static_wgmma'").value, 1)
   t.eq(s:first("SELECT value FROM measurements WHERE name = 'ptx_wgmma'").value, 0, "the PTX census says none")
+  -- Every row the offline pipeline stores is a measurement the stage
+  -- registry declares, with the declaration's unit.
+  local stages = require "klab.eval.stages"
+  local rows = s:query("SELECT name, unit FROM measurements")
+  t.ok(#rows > 3, "the build's measurements")
+  for _, m in ipairs(rows) do
+    local decl = stages.measurement(m.name)
+    t.ok(decl ~= nil, m.name .. " is declared")
+    t.eq(m.unit, decl and decl.unit, m.name .. "'s unit")
+  end
   -- Without either tool (each variable names nothing): not available, with
   -- the reason; the evaluation goes on.
   _, out = t.sh("KLAB_NVDISASM=/nonexistent KLAB_CUOBJDUMP=/nonexistent " .. t.klab .. " eval " .. TASK .. " tasks/gemm/samples/naive " ..
@@ -353,6 +363,24 @@ function T.distribution_trials_are_sampled_unless_the_proof_is_full(t)
   t.ok(plain >= 1 and dists >= 6, plain .. " plain trials, " .. dists .. " distributions")
   for _, tr in ipairs(prepare.seeded(trials, "7", "full")) do t.eq(tr.sampled, nil, tr.label) end
   for _, tr in ipairs(prepare.seeded({ { label = "mine", scale = 4 } }, "7")) do t.eq(tr.sampled, nil) end
+  -- The job the caller's stages make: sampled distributions by default,
+  -- none with the full proof, none where the output has no more units than
+  -- a sampled check draws.
+  local function job_trials(task, opts)
+    local run = { task = require("klab.task").get(task), cand = assert(require("klab.eval.candidate").load(
+      "tasks/softmax/samples/naive")), arch = "sm_90a", opts = opts, seed = "0x3", result = { stages = {} } }
+    assert(require("klab.eval.stages").run_caller(run), tostring(run.result.reason))
+    prepare.cleanup(run)
+    local n = 0
+    for _, tr in ipairs(run.job.trials) do if tr.sampled then n = n + 1 end end
+    return n, #run.job.trials
+  end
+  local n, all = job_trials("softmax_bf16/1000x1023", {})
+  t.eq(n, 0, "1,000 rows: fewer units than a sampled check draws")
+  n, all = job_trials("softmax_bf16/16384x16384", {})
+  t.eq(n, dists)
+  t.eq(all, plain + dists)
+  t.eq(job_trials("softmax_bf16/16384x16384", { proof = "full" }), 0)
   t.raises(function() eval.evaluate(TASK, "tasks/gemm/samples/naive", { proof = "most" }) end,
     'proof must be "sampled" or "full"')
   local code, _, err = t.sh(t.klab .. " eval " .. TASK .. " tasks/gemm/samples/naive --proof most")
@@ -405,7 +433,8 @@ end
 function T.gpu_sampled_distributions_keep_the_verdicts(t)
   t.need_gpu()
   local s <close> = eval.session {}
-  local task = "softmax_bf16/1000x1023"
+  -- More rows (units) than a sampled check draws.
+  local task = "softmax_bf16/16384x16384"
   local r = assert(s:evaluate(task, "tasks/softmax/samples/naive", { timing = false }))
   local f = assert(s:evaluate(task, "tasks/softmax/samples/naive", { timing = false, proof = "full" }))
   t.eq(r.verdict, f.verdict)
@@ -446,7 +475,7 @@ function T.one_seed_per_evaluation(t)
   local function job(s)
     local run = { task = require("klab.task").get(TASK), cand = assert(require("klab.eval.candidate").load(
       "tasks/gemm/samples/naive")), arch = "sm_90a", opts = { seed = s }, seed = s, result = { stages = {} } }
-    assert(prepare.build(run) and prepare.plan(run), tostring(run.result.reason))
+    assert(require("klab.eval.stages").run_caller(run), tostring(run.result.reason))
     prepare.cleanup(run)
     return run.job
   end

@@ -108,7 +108,7 @@ function T.job_carries_globals_and_work(t)
   local task = require("klab.task").get("gemm_bf16/1000x1000x1000")
   local cand = assert(require("klab.eval.candidate").load("tasks/gemm/bad/bank_by_pointer"))
   local run = { task = task, cand = cand, arch = "sm_90a", opts = {}, result = { stages = {} } }
-  t.ok(prepare.build(run) and prepare.plan(run), tostring(run.result.reason))
+  t.ok(require("klab.eval.stages").run_caller(run), tostring(run.result.reason))
   local names = {}
   for _, g in ipairs(run.job.candidate.globals or {}) do names[g.name] = true end
   t.ok(names.g_bank and names.g_key and names.g_valid, "the bank's globals are listed")

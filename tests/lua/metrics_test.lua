@@ -17,8 +17,6 @@ local metrics = require "klab.report.metrics"
 --   T8 mB attn r2: extraction_error (reply, no code) | passed (not timed) v=1
 -- Experiment "e2" (config without arch, 1 turn): mA gemm r1: passed 0.9
 -- v=1, whose candidate's evaluation says sm_100a.
--- Memory: T2's kernel peaks at 200 bytes against the library's 100
--- (efficiency 0.5); T1 turn 3's evaluation records mem_efficiency = 2.
 local function build(path)
   os.remove(path)
   os.remove(path .. "-wal")
@@ -50,7 +48,6 @@ local function build(path)
         rec.candidate, rec.language = hash, "ptx"
         local meas = {}
         if tu[2] then meas.speedup = tu[2] end
-        for k, v in pairs(tu.mem or {}) do meas[k] = v end
         db:record_evaluation { key = "k" .. n, candidate = cid, task = task .. "/1", arch = arch, env = envid,
           verdict = tu[1] == "extraction_error" and "unknown" or tu[1], reason = "r", measurements = meas }
       end
@@ -58,8 +55,8 @@ local function build(path)
     end
     return id
   end
-  traj(e1, "mA", "gemm", 1, { { "compile_error" }, { "passed", 0.5, 1 }, { "passed", 1.2, 0, mem = { mem_efficiency = 2 } } }, "sm_90a", env)
-  traj(e1, "mA", "gemm", 2, { { "passed", 0.8, 1, mem = { peak_mem_bytes = 200, baseline_peak_mem_bytes = 100 } } }, "sm_90a", env)
+  traj(e1, "mA", "gemm", 1, { { "compile_error" }, { "passed", 0.5, 1 }, { "passed", 1.2, 0 } }, "sm_90a", env)
+  traj(e1, "mA", "gemm", 2, { { "passed", 0.8, 1 } }, "sm_90a", env)
   traj(e1, "mA", "attn", 1, { { "incorrect" }, { "incorrect" }, { "timeout" }, { "incorrect" }, { "passed", 0.3 } }, "sm_90a", env)
   traj(e1, "mA", "attn", 2, { { "compile_error" }, { "incorrect" } }, "sm_90a", env)
   traj(e1, "mB", "gemm", 1, { { "passed", 1.5, 1 } }, "sm_90a", env)
@@ -239,7 +236,7 @@ function tests.fast_at_k_and_best_of_k(t)
   end
 end
 
-function tests.kbv_geomean_correctness_fast1_memory(t)
+function tests.kbv_geomean_correctness_fast1(t)
   local db <close> = build(tmpdb(t))
   local trajs = metrics.load(db, { experiment = "e1" })
   local rows = metrics.kbv(trajs, { limit = 8, B = 200 })
@@ -251,14 +248,10 @@ function tests.kbv_geomean_correctness_fast1_memory(t)
   t.near(a.correctness, 1.0, 1e-12)
   t.near(a.speedup, math.sqrt(1.2 * 0.3), 1e-12, "geomean of 1.2 and 0.3 = 0.6")
   t.near(a.fast1, 0.5, 1e-12)
-  t.near(a.mem_eff, 2.0, 1e-12, "best gemm turn has mem_efficiency 2")
-  t.near(a.mem_less, 1.0, 1e-12)
-  t.eq(a.mem_n, 1)
   t.eq(b.model, "mB")
   t.near(b.correctness, 1.0, 1e-12, "attn is correct without a speedup")
   t.near(b.speedup, 2.0, 1e-12, "geomean over the timed correct problems only")
   t.near(b.fast1, 0.5, 1e-12)
-  t.eq(b.mem_eff, nil, "no memory measured")
   -- Two problems, one of them timed: a bootstrap over one speedup is a
   -- point, so there is no interval.
   t.eq(b.timed, 1)
@@ -268,8 +261,6 @@ function tests.kbv_geomean_correctness_fast1_memory(t)
   t.near(l1[1].correctness, 0.5, 1e-12)
   t.near(l1[1].speedup, 0.8, 1e-12)
   t.near(l1[1].fast1, 0.0, 1e-12)
-  t.near(l1[1].mem_eff, 0.5, 1e-12, "100 / 200 bytes")
-  t.near(l1[1].mem_less, 0.0, 1e-12)
   t.near(l1[2].speedup, 2.0, 1e-12)
   t.near(metrics.geomean { 2, 8 }, 4, 1e-12)
   t.eq(metrics.geomean {}, nil)

@@ -4,8 +4,8 @@
 --
 --   gpu.run(job)       -> result: runs job.stages (load, correctness,
 --                         instructions, timing; or load, replay; or
---                         baseline) in order, each the body the stage
---                         registry names (klab.eval.stages)
+--                         baseline) in order, each through the stage
+--                         registry (klab.eval.stages)
 --   gpu.describe()     -> {gpu_name=, driver_version=, arch=} | {none = why}
 --
 -- The job (klab.eval.prepare builds it): {task = spec, seed =, trials = {...},
@@ -49,14 +49,16 @@ function M.run(job)
   -- Image paths name modules within one job only (device.task_module).
   state.S.module_paths = {}
   local opts = job.opts or {}
-  for _, name in ipairs(job.stages or stages.worker()) do
+  local list = job.stages or stages.worker()
+  -- A name the registry does not hold, or a stage before one it needs,
+  -- never runs.
+  stages.check_order(list)
+  for _, name in ipairs(list) do
     if name == "timing" and job.timing == false then break end
-    local body = stages.body(name)
-    if not body then error("klab.eval.gpu: no stage " .. tostring(name)) end
     local lock <close> = device_lock(name)
     serve.stage(name, stages.limit(name, opts) or 0)
     local s0 = sys.now()
-    body.run(run)
+    stages.run(name, "worker", run)
     -- Every stage that ran says how long it took, one that ended in a
     -- verdict too (a stage's own figure, where it keeps one, stands).
     local st = res.stages[name]

@@ -13,11 +13,12 @@
 --
 -- task is a name ("gemm_bf16/8192x7168x5120") or a descriptor from
 -- klab.task; candidate a path (folder or file) or a table from
--- klab.eval.candidate. The stages and their contracts are klab.eval.stages:
--- build and plan run here (klab.eval.prepare), the GPU stages in a worker
--- process (klab.eval.gpu) that this session keeps alive across evaluations
--- and replaces when it hangs, crashes or is left unfit by a sticky CUDA
--- error, and record here. The supervisor never calls CUDA.
+-- klab.eval.candidate. The stages and their contracts are klab.eval.stages,
+-- and every stage runs through it: build and plan here (or on a CPU worker,
+-- klab.eval.prepare.remote), the sanitizer here when asked, the GPU stages
+-- in a worker process (klab.eval.gpu) that this session keeps alive across
+-- evaluations and replaces when it hangs, crashes or is left unfit by a
+-- sticky CUDA error, and record here. The supervisor never calls CUDA.
 --
 -- The result: {task=, candidate=<hash>, name=, arch=, verdict=, reason=,
 -- stages={build=, plan=, load=, correctness=, instructions=, timing=},
@@ -57,7 +58,8 @@ Session.__index = Session
 -- caller's stages in parallel; 0: in this process).
 function M.session(opts)
   opts = opts or {}
-  local s = setmetatable({ opts = opts, deadline = opts.deadline or 180, items = {}, next_ticket = 1 }, Session)
+  local s = setmetatable({ opts = opts, deadline = opts.deadline or 180, items = {}, next_ticket = 1, envs = {} },
+    Session)
   s.pool = pool_mod.new { gpus = opts.gpus, per_gpu = opts.per_gpu, cpu = opts.cpu, deadline = s.deadline,
     env = opts.env }
   if opts.db then
@@ -171,14 +173,6 @@ local function check_proof(p)
   end
 end
 
--- A stage that gave a verdict its contract does not list is a bug in klab.
-local function check_contract(stage, r)
-  if r.verdict and not stages.allows(stage, r.verdict) then
-    error(string.format("klab.eval: the %s stage gave verdict %s, which its contract does not list", stage,
-      tostring(r.verdict)), 2)
-  end
-end
-
 -- ---- the worker's stages, through the pool --------------------------------
 
 -- Why an evaluation's GPU stages run once more, alone on their device with
@@ -238,88 +232,6 @@ local function gpu_result(pool, h, deadline, died_before)
   return r
 end
 
--- ---- record ------------------------------------------------------------------
-
-local function finite(v) return type(v) == "number" and v == v and math.abs(v) ~= math.huge end
-
--- The measurements of a result, as store rows {name = {value=, unit=}}.
-local function measurements(result)
-  local meas = {}
-  local function put(name, value, unit)
-    if finite(value) then meas[name] = { value = value, unit = unit } end
-  end
-  local tm = result.stages.timing
-  if tm and tm.candidate then
-    local c = tm.candidate
-    put("median_us", c.median, "us"); put("mean_us", c.mean, "us"); put("min_us", c.min, "us")
-    put("p10_us", c.p10, "us"); put("p90_us", c.p90, "us")
-    put("ci_low_us", c.ci_low, "us"); put("ci_high_us", c.ci_high, "us")
-    put("samples", c.n, "count"); put("tflops", c.tflops, "TFLOP/s")
-    if tm.baseline then
-      put("baseline_median_us", tm.baseline.median, "us")
-      put("speedup", tm.speedup, "x")
-    end
-    put("speedup_tf32", tm.speedup_tf32, "x")
-    -- The physical floor, for the speed-of-light fraction (floor / median).
-    if tm.floor and (tm.floor.us or 0) > 0 then put("floor_us", tm.floor.us, "us") end
-  end
-  local ps = result.stages.instructions
-  if ps and ps.status == "ok" then
-    local fl, p = ps.flops or {}, ps.profile or {}
-    put("flops_hgmma", fl.hgmma, "FLOP"); put("flops_hmma", fl.hmma, "FLOP"); put("flops_utc", fl.utc, "FLOP")
-    put("flops_other", fl.other, "FLOP"); put("tensor_flop_frac", fl.frac and fl.frac.tensor, "fraction")
-    for name, f in pairs(ps.families or {}) do put("inst_" .. (name:gsub("%.", "_")), f.count, "count") end
-    put("verified_instructions", ps.verified and 1 or 0, "bool")
-    put("sm_pct", p.sm_pct, "%"); put("mem_pct", p.mem_pct, "%"); put("dram_pct", p.dram_pct, "%")
-    put("occupancy_pct", p.occupancy_pct, "%"); put("tensor_pipe_pct", p.tensor_pct, "%")
-    put("dram_bytes", p.dram_bytes, "B"); put("dram_ratio", p.dram_ratio, "x"); put("waves", p.waves, "count")
-  end
-  -- The PTX census ("present in source") and the static SASS census
-  -- ("present in machine code") travel with every evaluation.
-  local b = result.stages.build
-  for name, n in pairs(b and b.sass and b.sass.families or {}) do
-    put("sass_static_" .. (name:gsub("%.", "_")), n, "count")
-  end
-  for fam, n in pairs(b and b.census or {}) do
-    if fam ~= "instructions" then put("ptx_" .. (fam:gsub("[%.:]", "_")), n, "count") end
-  end
-  if b and b.kernels and b.kernels[1] then put("registers", b.kernels[1].registers, "count") end
-  local mem = result.stages.load and result.stages.load.memory
-  if mem then put("device_memory_bytes", mem.total, "B") end
-  return meas
-end
-
--- The record stage: the candidate (stored once, here) and one evaluation row.
-function Session:_record(run, key)
-  local db, result, c = self.db, run.result, run.cand
-  if not db then return end
-  local cand = db:put_candidate { language = c.lang, code = c.code, plan = c.plan, source = c.source }
-  local env
-  if result.env then
-    -- One environment row per worker: the device and libraries it ran with.
-    self.envs = self.envs or {}
-    local pid = result.worker_pid or 0
-    env = self.envs[pid]
-    if not env then
-      local e = {}
-      for k, v in pairs(result.env) do e[k] = v end
-      e.extra = { worker_pid = pid }
-      env = db:put_environment(e)
-      self.envs[pid] = env
-    end
-  end
-  local tm = result.stages.timing
-  -- A result the canonical encoder refuses is a bug in klab; it is kept
-  -- visible in the row rather than stopping a sweep.
-  local ok, detail = pcall(json.encode, result, { nonfinite = true })
-  if not ok then detail = json.encode { verdict = result.verdict, reason = result.reason, detail_error = detail } end
-  db:record_evaluation {
-    key = key, candidate = cand, task = run.task.name, arch = run.arch, verdict = result.verdict,
-    reason = result.reason, env = env, timing_method = tm and tm.method, detail = detail,
-    measurements = measurements(result), replace = true,
-  }
-end
-
 -- A stored result answers again when it is a measurement (not unknown) of
 -- the same thing on the same kind of machine (the key says so).
 local function reusable(prev)
@@ -333,16 +245,6 @@ local function new_run(t, c, arch, opts)
   return { task = t, cand = c, arch = arch, opts = opts, seed = opts.seed,
     result = { task = t.name, candidate = c.hash, name = c.name, arch = arch, seed = opts.seed, stages = {},
                klab_version = KLAB_VERSION, proof = opts.proof or "sampled" } }
-end
-
--- build and plan; true when the worker's stages should run.
-local function caller_stages(run)
-  for _, name in ipairs { "build", "plan" } do
-    local ok = prepare[name](run)
-    check_contract(name, run.result)
-    if not ok then return false end
-  end
-  return true
 end
 
 local function merge(result, g)
@@ -429,27 +331,34 @@ function Session:_build(item)
     item.state = "building"
     return
   end
-  if caller_stages(run) then
+  if stages.run_caller(run) then
     item.state = "ready"
   else
     self:_finish(item)
   end
 end
 
--- The worker's stages: sanitizer first when asked, then a GPU worker
--- (preferring one that already holds the task's inputs and references).
+-- The caller's stages the evaluation asked for (the sanitizer), then the
+-- worker's on a GPU worker (preferring one that already holds the task's
+-- inputs and references).
 function Session:_dispatch(item)
   local run = item.run
   run.job.opts.stage_deadlines = item.stage_deadlines
   run.job.stages = stages.worker()
-  if item.opts.sanitize and not self:_sanitize(run) then return self:_finish(item) end
+  run.env = self.opts.env
+  for _, name in ipairs(stages.asked(item.opts)) do
+    local ok = stages.run(name, "caller", run)
+    stages.check(name, run.result)
+    if not ok then return self:_finish(item) end
+  end
   item.handle = self.pool:submit("gpu", { module = "klab.eval.gpu", fn = "run", args = run.job },
     { deadline = item.opts.deadline or self.deadline, affinity = run.task.name })
   item.state = "running"
 end
 
--- The record stage: the verdict when nothing else was found, the census, the
--- row in the store.
+-- The end of an evaluation: its files removed, the static SASS census
+-- collected, then the record stage (the verdict when nothing else was
+-- found, the row in the store).
 function Session:_finish(item)
   -- The store may answer instead (its key waited for the machine).
   self:_key(item, true)
@@ -458,10 +367,9 @@ function Session:_finish(item)
   local result = run.result
   prepare.cleanup(run)
   prepare.finish(run)
-  if result.verdict == nil then verdicts.give(result, "passed", { kind = "evaluated" }) end
   result.seconds = sys.now() - item.t0
-  -- What waits for a GPU is not a result: nothing to record.
-  if item.key and not result.awaiting then self:_record(run, item.key) end
+  run.store = item.key and self.db and { db = self.db, key = item.key, envs = self.envs } or nil
+  stages.run("record", "caller", run)
   item.result, item.state, item.run = result, "done", nil
 end
 
@@ -513,7 +421,7 @@ function Session:_landed(item, h)
       end
     end
     merge(item.run.result, g)
-    if g.stage then check_contract(g.stage, item.run.result) end
+    if g.stage then stages.check(g.stage, item.run.result) end
     self:_finish(item)
   end
 end
@@ -611,19 +519,6 @@ function Session:evaluate(t, c, opts)
   return self:wait(ticket)
 end
 
--- compute-sanitizer memcheck, twice, as PTXBench does before timing
--- (klab.eval.sanitizer). False stops the evaluation.
-function Session:_sanitize(run)
-  local san = require("klab.eval.sanitizer").run(run.job, self.opts.env)
-  run.result.stages.sanitizer = san
-  if san.status == "ok" and (san.errors or 0) > 0 then
-    verdicts.give(run.result, "runtime_error", { kind = "sanitizer", errors = san.errors,
-      first = (san.first or {})[1] })
-    return false
-  end
-  return true
-end
-
 -- Chosen worker stages in this process: the caller's stages, then
 -- klab.eval.gpu.run with opts.stages (default: the worker's stages) and
 -- opts.runs. Calls CUDA here, so never from a supervisor that will fork
@@ -651,7 +546,7 @@ function M.run_local(t, c, opts)
   run.cand = c
   local result = run.result
   local t0 = sys.now()
-  if caller_stages(run) then
+  if stages.run_caller(run) then
     run.job.stages = opts.stages or stages.worker()
     run.job.opts.runs = opts.runs
     run.job.opts.sass_executed = opts.sass_executed
@@ -684,7 +579,7 @@ function Session:check_baseline(t, opts)
   if not opts then return nil, serr end
   local run = new_run(t, { name = "baseline" }, arch, opts)
   run.cand = nil
-  if caller_stages(run) then
+  if stages.run_caller(run) then
     run.job.stages = { "baseline" }
     run.job.opts.budget_s = opts.budget_s or 0
     local h = self.pool:submit("gpu", { module = "klab.eval.gpu", fn = "run", args = run.job },

@@ -1,54 +1,37 @@
--- klab.eval.prepare: the stages of an evaluation that run in the calling
--- process (build and plan), and the job they prepare for the worker.
+-- klab.eval.prepare: what the caller's stages (klab.eval.stage.build and
+-- .plan) share with the rest of klab.eval: the job they prepare for the
+-- worker, the static SASS census the build starts, and those stages run on
+-- a CPU worker.
 --
---   prepare.build(run)  -> true | nil (run.result's verdict set)
---   prepare.plan(run)   -> true | nil (run.result's verdict set)
---   prepare.finish(run) collects the static SASS census the build started
 --   prepare.spec(task)  -> the plain description of a task the worker gets
 --   prepare.trials(task)-> the correctness trials (seeds, distributions)
---   prepare.cleanup(run) removes the temporary cubin files of the job
+--   prepare.seeded(trials, seed, proof) -> the trials with their seeds (distributions sampled unless proof is "full")
 --   prepare.task_source(path, code) -> the source klab compiles for a kernel a task ships
+--   prepare.census_start(run [, cubin]) starts the static SASS census of the candidate's machine code
+--   prepare.finish(run) collects the static SASS census the build started
+--   prepare.remote(args), prepare.remote_opts(opts): build and plan on a CPU worker
+--   prepare.cleanup(run) removes the temporary cubin files of the job
 --
 -- run = {task = klab.task descriptor, cand = klab.eval.candidate, arch =,
 -- opts = evaluation options, result = {stages = {}}}; the stages fill
 -- run.job (what klab.eval.gpu.run takes) and run.census.
 --
 -- Nothing here names a task family: a task brings its reference (kernels
--- and plans, compiled and planned here like a candidate's) and its baseline
--- (a library operation the worker's klab.eval.baselines.<lib> runs, or a
--- kernel the task ships, compiled and planned here too).
+-- and plans, compiled and planned like a candidate's) and its baseline (a
+-- library operation the worker's klab.eval.baselines.<lib> runs, or a
+-- kernel the task ships, compiled and planned too).
 
-local jit = require "klab.jit"
-local plan_mod = require "klab.eval.plan"
 local sass = require "klab.eval.sass"
 local task_mod = require "klab.task"
 local sys = require "klab.sys"
 local seed_mod = require "klab.eval.seed"
-local verdicts = require "klab.eval.verdict"
+local stages = require "klab.eval.stages"
 
 local M = {}
 
 -- Static SASS censuses by machine code (cubin hash and target families):
 -- one nvdisasm run per cubin per process, whatever evaluates it again.
 local CENSUS, CENSUS_N = {}, 0
-
--- A compiled image as a file for the worker (it reads and loads it).
-local function write_temp(bytes)
-  local path = assert(require("klab.fs").mkstemp("klab-cubin-"))
-  assert(require("klab.fs").write(path, bytes))
-  return path
-end
-
--- The first line that says what went wrong: one with "error" or "fatal",
--- past ptxas's closing summary (the cause is above it).
-local function first_error_line(log)
-  for line in (log or ""):gmatch("[^\n]+") do
-    if (line:find("error") or line:find("fatal")) and not line:find("Ptx assembly aborted due to errors", 1, true) then
-      return line
-    end
-  end
-  return (log or ""):match("[^\n]+")
-end
 
 -- ---- the task as the worker sees it -------------------------------------
 
@@ -140,23 +123,13 @@ function M.seeded(trials, s, proof)
   return out
 end
 
--- ---- build ----------------------------------------------------------------
+-- ---- the build's helpers ----------------------------------------------------
 
 -- A kernel the task ships (its reference, a shipped baseline): compiled
 -- after klab's prelude, named by its file so that a compile error points
 -- at it. Cached by content like every compile.
 function M.task_source(path, code)
   return require("klab.judge").prelude() .. "\n#line 1 \"" .. path .. "\"\n" .. code
-end
-
-local function compile_task_kernel(what, path, code, arch)
-  local src = M.task_source(path, code)
-  local res, err, code_, partial = jit.compile { source = src, lang = "cuda", arch = arch, name = path }
-  if not res then
-    local line = first_error_line(partial and partial.log) or err
-    return nil, string.format("the task's %s (%s) does not compile for %s: %s", what, path, arch, tostring(line))
-  end
-  return res
 end
 
 -- "Present in machine code", for every evaluation that compiled, whatever
@@ -185,237 +158,6 @@ function M.census_start(run, cubin)
     end
     return sass
   end
-end
-
--- The candidate's code (when the run has one).
-local function build_candidate(run)
-  local t, c, r = run.task, run.cand, run.result
-  local res, err, code, partial = jit.compile { source = c.code, lang = c.lang, arch = run.arch, name = c.file or c.name,
-    cache = run.opts.cache }
-  if not res then
-    r.stages.build = { ok = false, log = partial and partial.log or err, code = code }
-    if code == "EUNSUPPORTED" then
-      -- The machine, not the candidate: its compiler cannot be confined here.
-      verdicts.give(r, "unknown", { message = tostring(err) })
-    elseif code == "EREJECT" then
-      verdicts.give(r, "compile_error", { kind = "rejected", message = tostring(err) })
-    elseif tostring(err):find(" is not allowed: ", 1, true) then
-      -- klab's rule, already one line naming the user's file.
-      verdicts.give(r, "compile_error", { kind = "compiler", message = tostring(err) })
-    else
-      verdicts.give(r, "compile_error", { kind = "compiler",
-        message = tostring(first_error_line(partial and partial.log) or err) })
-    end
-    return nil
-  end
-  r.stages.build = {
-    ok = true, kernels = res.kernels, census = res.census, compile_ms = res.compile_ms, cached = res.cached,
-    hash = res.hash, cubin_hash = res.cubin_hash, log = res.log, compiler = res.compiler,
-    confinement = res.confinement,
-  }
-  -- A CPU worker leaves the census to the process that schedules the GPU
-  -- stages, so that it runs while they do rather than before them.
-  if not run.opts.census_later then M.census_start(run, res.cubin) end
-  run.cubin = res.cubin
-  run.kernels = res.kernels
-  return true
-end
-
-function M.build(run)
-  local t, r = run.task, run.result
-  local b0 = sys.now()
-  if run.cand and not build_candidate(run) then return nil end
-  r.stages.build = r.stages.build or { ok = true }
-  -- The task's own kernels: a task that cannot build them cannot judge.
-  local ref, rerr = compile_task_kernel("reference", t.reference.path, t.reference.code, run.arch)
-  if not ref then
-    -- A mistake in the task's inputs, not a failure to run: said as such.
-    r.task_error = tostring(rerr)
-    verdicts.give(r, "unknown", { message = tostring(rerr) })
-    return nil
-  end
-  run.ref_cubin, run.ref_kernels = ref.cubin, ref.kernels
-  if t.baseline.kind == "shipped" then
-    local base, berr = compile_task_kernel("baseline kernel", t.baseline.path, t.baseline.code, run.arch)
-    if not base then
-      -- No baseline is no speedup, not a wrong candidate; the result says
-      -- the task's baseline is broken.
-      run.baseline_error = berr
-      r.baseline_error = tostring(berr)
-    else
-      run.base_cubin, run.base_kernels = base.cubin, base.kernels
-    end
-  elseif t.baseline.shipped then
-    -- A kernel beside the library's: one that does not build is the
-    -- task's mistake, said as such; the library's baseline still stands.
-    local sh = t.baseline.shipped
-    local alt, aerr = compile_task_kernel("shipped baseline kernel", sh.path, sh.code, run.arch)
-    if alt then run.shipped_cubin, run.shipped_kernels = alt.cubin, alt.kernels else
-      run.shipped_error = aerr
-      r.shipped_baseline_error = tostring(aerr)
-    end
-  end
-  r.stages.build.seconds = sys.now() - b0
-  return true
-end
-
--- ---- plan -----------------------------------------------------------------
-
--- The task as a reference plan sees it: every output in fp32, shaped as
--- units (all of them, or nsample in a sampled run), a "positions" buffer
--- (u64, one per unit checked) and nsample among the dimensions.
-local function reference_view(t, nsample)
-  local view = { dims = {}, buffers = {}, buffer_order = {}, plan = t.plan }
-  for k, v in pairs(t.dims) do view.dims[k] = v end
-  view.dims.nsample = nsample
-  for _, name in ipairs(t.buffer_order) do
-    local b = t.buffers[name]
-    local v = { name = name, role = b.role, dtype = b.dtype, shape = task_mod.plain(b.shape), numel = b.numel,
-      bytes = b.bytes, layout = b.layout }
-    if b.role == "output" then
-      local n = nsample > 0 and nsample * t.units[name] or b.numel
-      v.dtype, v.shape, v.numel, v.bytes = "f32", { n }, n, 4 * n
-    end
-    view.buffers[name] = v
-    view.buffer_order[#view.buffer_order + 1] = name
-  end
-  local n = math.max(nsample, 1)
-  view.buffers.positions = { name = "positions", role = "input", dtype = "u64", shape = { n }, numel = n, bytes = 8 * n }
-  view.buffer_order[#view.buffer_order + 1] = "positions"
-  return view
-end
-
-local function plain_plan(p)
-  return { launches = p.launches, workspace = next(p.workspace or {}) and p.workspace or nil,
-    tensormaps = next(p.tensormaps or {}) and p.tensormaps or nil }
-end
-
--- The first launch of plan whose arguments differ from the parameters the
--- cubin gives its kernel (kernels: klab.jit's records), as the detail of a
--- plan_error; nil when none does. No GPU is needed: a candidate gets its
--- plan_error at once, and a task's lint (klab tasks --check) finds a
--- reference or baseline plan that does not fit its kernel.
-function M.misfit(plan, kernels)
-  local by_name = {}
-  for _, k in ipairs(kernels or {}) do by_name[k.name] = k end
-  for _, l in ipairs(plan.launches) do
-    local d = plan_mod.check_compiled(l, by_name[l.kernel])
-    if d then return d end
-  end
-end
-
--- Runs one of the task's own plans for its compiled kernels; a failure is
--- the task's, not the candidate's.
-local function task_plan(t, what, source, view, arch, kernels)
-  local p, err = plan_mod.run(view, source, { arch = arch })
-  local d = p and M.misfit(p, kernels)
-  if d then err = verdicts.reason("plan_error", d) end
-  if not p or d then return nil, string.format("the task's %s plan failed: %s", what, tostring(err)) end
-  return plain_plan(p)
-end
-
--- The candidate's plan, checked against the kernels its code defines.
-local function plan_candidate(run)
-  local c, r = run.cand, run.result
-  local plan, perr = plan_mod.run(run.task, c.plan, { arch = run.arch, name = c.plan_file })
-  if not plan then
-    verdicts.give(r, "plan_error", { message = tostring(perr) })
-    return nil
-  end
-  r.stages.plan = { launches = #plan.launches }
-  local entries = {}
-  for _, k in ipairs(run.kernels) do entries[k.name] = true end
-  for _, l in ipairs(plan.launches) do
-    if not entries[l.kernel] then
-      local names = {}
-      for n in pairs(entries) do names[#names + 1] = n end
-      table.sort(names)
-      verdicts.give(r, "plan_error", { kind = "undefined_kernel", kernel = l.kernel, defined = names })
-      return nil
-    end
-  end
-  local misfit = M.misfit(plan, run.kernels)
-  if misfit then
-    verdicts.give(r, "plan_error", misfit)
-    return nil
-  end
-  local globals = jit.globals(run.cubin)
-  return { cubin_path = write_temp(run.cubin), launches = plan.launches,
-    tensormaps = next(plan.tensormaps or {}) and plan.tensormaps or nil,
-    workspace = next(plan.workspace or {}) and plan.workspace or nil,
-    globals = globals and next(globals) and globals or nil }
-end
-
-function M.plan(run)
-  local t, r = run.task, run.result
-  local p0 = sys.now()
-  local cand
-  if run.cand then
-    cand = plan_candidate(run)
-    if not cand then return nil end
-  end
-  r.stages.plan = r.stages.plan or {}
-  local spec = M.spec(t)
-  if spec.units_error then
-    verdicts.give(r, "unknown", { message = spec.units_error })
-    return nil
-  end
-  -- A timed run's check recomputes `sample` units drawn from the task's
-  -- units: never more than the task has, since the sampled plan is made
-  -- for exactly as many positions as the timing stage draws and allocates.
-  local ref = { sample = math.min(t.reference.sample, spec.total_units), derived = task_mod.plain(t.reference.derived) }
-  local err
-  ref.full, err = task_plan(t, "reference", t.reference.plan, reference_view(t, 0), run.arch, run.ref_kernels)
-  if ref.full then ref.sampled, err = task_plan(t, "reference", t.reference.plan, reference_view(t, ref.sample), run.arch,
-    run.ref_kernels) end
-  if ref.sampled and t.reference.derive then
-    ref.derive, err = task_plan(t, "reference derive", t.reference.derive, reference_view(t, 0), run.arch,
-      run.ref_kernels)
-  end
-  if err then
-    verdicts.give(r, "unknown", { message = tostring(err) })
-    return nil
-  end
-  -- A run made without klab.eval (a test's) still gets a seed of its own.
-  if not run.seed then
-    run.seed = seed_mod.format(seed_mod.new())
-    r.seed = run.seed
-  end
-  local job = { task = spec, seed = run.seed, trials = M.seeded(run.opts.trials or M.trials(t), run.seed,
-    -- An output of no more units than a sampled check draws is compared whole.
-    ref.sample < spec.total_units and run.opts.proof or "full"),
-    timing = run.opts.timing ~= false, opts = {}, candidate = cand }
-  ref.cubin_path = write_temp(run.ref_cubin)
-  job.reference = ref
-  if run.base_cubin then
-    local bp, berr = task_plan(t, "baseline", t.baseline.plan, t, run.arch, run.base_kernels)
-    if bp then
-      bp.cubin_path = write_temp(run.base_cubin)
-      job.task.baseline.kernel = bp
-    else
-      run.baseline_error = berr
-      run.result.baseline_error = tostring(berr)
-    end
-  end
-  job.task.baseline.error = run.baseline_error
-  if run.shipped_cubin then
-    local sp, serr = task_plan(t, "shipped baseline", t.baseline.shipped.plan, t, run.arch, run.shipped_kernels)
-    if sp then
-      sp.cubin_path = write_temp(run.shipped_cubin)
-      job.task.baseline.shipped.kernel = sp
-    else
-      run.shipped_error = serr
-      run.result.shipped_baseline_error = tostring(serr)
-    end
-  end
-  if job.task.baseline.shipped then job.task.baseline.shipped.error = run.shipped_error and tostring(run.shipped_error) end
-  for k, v in pairs(run.opts.timing_opts or {}) do job.opts[k] = v end
-  -- The full feedback profile only when asked for: the verdicts need few counters.
-  job.opts.profile = run.opts.profile and true or nil
-  job.opts.profiler_persistent = run.opts.profiler_persistent
-  r.stages.plan.seconds = sys.now() - p0
-  run.job = job
-  return true
 end
 
 -- Collects the static SASS census the build started into the build stage;
@@ -461,7 +203,7 @@ function M.remote(args)
   local run = { task = t, cand = c, arch = args.arch, opts = opts, seed = opts.seed,
     result = { task = t.name, candidate = c.hash, name = c.name, arch = args.arch, seed = opts.seed, stages = {},
                klab_version = require("klab.build").version } }
-  local ok = M.build(run) and M.plan(run)
+  local ok = stages.run_caller(run)
   return { result = run.result, job = ok and run.job or nil }
 end
 

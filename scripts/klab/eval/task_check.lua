@@ -14,6 +14,7 @@
 
 local task = require "klab.task"
 local prepare = require "klab.eval.prepare"
+local stages = require "klab.eval.stages"
 local candidate = require "klab.eval.candidate"
 local verdict = require "klab.eval.verdict"
 
@@ -30,7 +31,7 @@ end
 -- The caller's stages (build and plan) of an evaluation, without a GPU.
 local function prepared(t, cand, arch)
   local run = { task = t, cand = cand, arch = arch, opts = {}, result = { stages = {} } }
-  local ok = prepare.build(run) and prepare.plan(run)
+  local ok = stages.run_caller(run)
   prepare.cleanup(run)
   prepare.finish(run)
   return ok, run

@@ -16,7 +16,7 @@
 -- A trajectory (as load returns it):
 --   {id, experiment, model, task, tag, replica, arch, state, max_turns,
 --    turns = {{turn, verdict, reason, speedup, verified = true|false|nil,
---              candidate, mem_eff}, ...}}        (turns sorted by turn)
+--              candidate, sol}, ...}}            (turns sorted by turn)
 -- A turn is *correct* when its verdict counts as correct in the verdict list
 -- (passed, and target_not_executed: correct code whose target instructions
 -- did not run); *verified* when it is correct and its target instructions
@@ -44,10 +44,6 @@ M.DEFAULT_SEED = require("klab.report.stats").DEFAULT_SEED
 M.DEFAULT_B = require("klab.report.stats").DEFAULT_B
 M.DEFAULT_LEVEL = require("klab.report.stats").DEFAULT_LEVEL
 
--- Measurement names read for memory efficiency (KernelBench-Verified's
--- "peak device allocation"): either the ratio itself or both peaks.
-M.MEM = { ratio = "mem_efficiency", kernel = "peak_mem_bytes", baseline = "baseline_peak_mem_bytes" }
-
 -- The statistics (klab.report.stats), under the names they always had here.
 local stats = require "klab.report.stats"
 for _, k in ipairs { "rng", "fnv1a", "geomean", "mean", "normal_quantile", "wilson", "bootstrap" } do M[k] = stats[k] end
@@ -70,24 +66,20 @@ local function per_evaluation(db, candidate, arch, names)
   return out
 end
 
--- A passed turn's memory efficiency (baseline / kernel peak device
--- memory) and speed-of-light fraction (the physical floor the timing rules
--- use, the task's FLOPs at the peak of the path it ran or its bytes at DRAM
--- bandwidth, over its median): each the geometric mean over its
--- evaluations, from one read of their measurements.
-local TURN_MEASURES = { M.MEM.ratio, M.MEM.kernel, M.MEM.baseline, "floor_us", "median_us" }
-local function measures_of_turn(db, candidate, arch)
-  if not candidate then return nil, nil end
-  local ratios, fr = {}, {}
-  for _, p in ipairs(per_evaluation(db, candidate, arch, TURN_MEASURES)) do
-    local ratio = p[M.MEM.ratio]
-    if not ratio and p[M.MEM.kernel] and p[M.MEM.baseline] and p[M.MEM.kernel] > 0 then
-      ratio = p[M.MEM.baseline] / p[M.MEM.kernel]
-    end
-    if ratio then ratios[#ratios + 1] = ratio end
-    if p.floor_us and p.median_us and p.median_us > 0 then fr[#fr + 1] = p.floor_us / p.median_us end
+-- A passed turn's speed-of-light fraction: the physical floor the timing
+-- rules use (the task's FLOPs at the peak of the path it ran or its bytes
+-- at DRAM bandwidth) over its median, the geometric mean over its
+-- evaluations. The measurements are the timing stage's, named as the stage
+-- registry declares them (klab.eval.stages raises for a name it does not).
+local stages = require "klab.eval.stages"
+local FLOOR, MEDIAN = stages.declared("floor_us"), stages.declared("median_us")
+local function sol_of_turn(db, candidate, arch)
+  if not candidate then return nil end
+  local fr = {}
+  for _, p in ipairs(per_evaluation(db, candidate, arch, { FLOOR, MEDIAN })) do
+    if p[FLOOR] and p[MEDIAN] and p[MEDIAN] > 0 then fr[#fr + 1] = p[FLOOR] / p[MEDIAN] end
   end
-  return M.geomean(ratios), M.geomean(fr)
+  return M.geomean(fr)
 end
 
 -- A trajectory's architecture (a report_trajectories row): its
@@ -130,7 +122,7 @@ function M.load(db, opts)
     for _, tu in ipairs(r.turns) do
       if tu.verdict == "passed" then
         local a = r.arch ~= "unknown" and r.arch or nil
-        tu.mem_eff, tu.sol = measures_of_turn(db, tu.candidate, a)
+        tu.sol = sol_of_turn(db, tu.candidate, a)
       end
     end
   end
@@ -402,7 +394,7 @@ end
 -- has a correct turn within the limit; its speedup is the best over them.
 local function kbv_stat(strata, limit, verified, cache)
   local problems, correct, fast1 = #strata, 0, 0
-  local speeds, mems, mem_less, sols = {}, {}, 0, {}
+  local speeds, sols = {}, {}
   for _, st in ipairs(strata) do
     local ok, best, bturn = false, nil, nil
     for _, tr in ipairs(st) do
@@ -420,16 +412,11 @@ local function kbv_stat(strata, limit, verified, cache)
       speeds[#speeds + 1] = best
       if best > 1 then fast1 = fast1 + 1 end
       if bturn.sol then sols[#sols + 1] = bturn.sol end
-      if bturn.mem_eff then
-        mems[#mems + 1] = bturn.mem_eff
-        if bturn.mem_eff > 1 then mem_less = mem_less + 1 end
-      end
     end
   end
   return {
     problems = problems, correct = correct, correctness = problems > 0 and correct / problems or nil,
     speedup = M.geomean(speeds), fast1 = problems > 0 and fast1 / problems or nil, timed = #speeds,
-    mem_eff = M.geomean(mems), mem_less = #mems > 0 and mem_less / #mems or nil, mem_n = #mems,
     sol = M.geomean(sols), sol_n = #sols,
   }
 end
@@ -439,10 +426,8 @@ end
 -- correct, correctness (correct / problems), speedup (geometric mean of the
 -- best speedup over the correct problems that have one), fast1 (share of
 -- all problems whose best speedup is above 1), timed (problems with a
--- speedup), mem_eff (geometric mean of baseline / kernel peak device memory
--- over the timed problems where it was measured; nil if nowhere), mem_less
--- (share of those using strictly less memory than the baseline), mem_n,
--- and speedup_ci (a bootstrap that resamples the tasks, each with its
+-- speedup), sol (geometric mean of the best turns' speed-of-light
+-- fractions where they have one; nil if nowhere), sol_n, and speedup_ci (a bootstrap that resamples the tasks, each with its
 -- trajectories; nil with fewer than two tasks that have a speedup), correctness_ci, fast1_ci
 -- (Wilson intervals over the problems)}.
 function M.kbv(trajs, opts)

@@ -123,10 +123,8 @@ end
 
 -- kbv(kbv_rows) -> table: a row per arch x model: problems, geometric mean
 -- speedup over correct problems [CI], correctness [CI], Fast@1 [CI], and
--- the memory columns when any problem has memory measured.
+-- the speed-of-light column when any problem has a physical floor.
 function M.kbv(rows)
-  local mem = false
-  for _, r in ipairs(rows) do if (r.mem_n or 0) > 0 then mem = true end end
   local t = {
     id = "kbv",
     caption = "Speedup / correctness / Fast@1 (best of the trajectories of each task; 95% intervals: bootstrap over tasks for the speedup, Wilson for the rates)",
@@ -144,22 +142,12 @@ function M.kbv(rows)
       .. "the physical floor the timing rules use (FLOPs at the peak of the path it ran, bytes at DRAM bandwidth) "
       .. "over its median time (1 = at the floor)."
   end
-  if mem then
-    t.head[#t.head + 1], t.head[#t.head + 2] = "MemEff", "MemEff%"
-    t.align[#t.align + 1], t.align[#t.align + 2] = "r", "r"
-    t.notes[#t.notes + 1] = "MemEff: geometric mean of baseline / kernel peak device memory where measured; "
-      .. "MemEff%: share of those using strictly less memory than the baseline."
-  end
   for _, r in ipairs(rows) do
     local line = { r.arch, r.model, tostring(r.problems),
       r.speedup and (speed(r.speedup) .. " " .. (r.speedup_ci and ci_speed(r.speedup_ci)
         or r.timed == 1 and "(one task: no interval)" or "")):gsub("%s+$", "") or "-",
       with_ci(r.correctness, r.correctness_ci), with_ci(r.fast1, r.fast1_ci) }
     if sol then line[#line + 1] = r.sol and speed(r.sol) or "-" end
-    if mem then
-      line[#line + 1] = r.mem_eff and speed(r.mem_eff) or "-"
-      line[#line + 1] = r.mem_less and pct(r.mem_less) or "-"
-    end
     t.rows[#t.rows + 1] = line
   end
   return t

@@ -44,4 +44,19 @@ function M.run(run)
   end
 end
 
+-- The instruction stage's measurements (klab.eval.stages declares them),
+-- when the profiled run measured: the FLOPs by path, the target families
+-- that executed, and the profile's throughputs.
+function M.measurements(ps, put)
+  if ps.status ~= "ok" then return end
+  local fl, p = ps.flops or {}, ps.profile or {}
+  put("flops_hgmma", fl.hgmma); put("flops_hmma", fl.hmma); put("flops_utc", fl.utc)
+  put("flops_other", fl.other); put("tensor_flop_frac", fl.frac and fl.frac.tensor)
+  for name, f in pairs(ps.families or {}) do put("inst_" .. (name:gsub("%.", "_")), f.count) end
+  put("verified_instructions", ps.verified and 1 or 0)
+  put("sm_pct", p.sm_pct); put("mem_pct", p.mem_pct); put("dram_pct", p.dram_pct)
+  put("occupancy_pct", p.occupancy_pct); put("tensor_pipe_pct", p.tensor_pct)
+  put("dram_bytes", p.dram_bytes); put("dram_ratio", p.dram_ratio); put("waves", p.waves)
+end
+
 return M

@@ -88,4 +88,10 @@ function M.run(run)
   st.seconds = sys.now() - t0
 end
 
+-- The load stage's measurement (klab.eval.stages declares it): the
+-- candidate's own device memory.
+function M.measurements(st, put)
+  if st.memory then put("device_memory_bytes", st.memory.total) end
+end
+
 return M

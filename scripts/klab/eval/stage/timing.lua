@@ -302,5 +302,22 @@ function M.run(run)
   end
 end
 
+-- The timing stage's measurements (klab.eval.stages declares them), when
+-- the candidate was timed.
+function M.measurements(st, put)
+  local c = st.candidate
+  if not c then return end
+  put("median_us", c.median); put("mean_us", c.mean); put("min_us", c.min)
+  put("p10_us", c.p10); put("p90_us", c.p90)
+  put("ci_low_us", c.ci_low); put("ci_high_us", c.ci_high)
+  put("samples", c.n); put("tflops", c.tflops)
+  if st.baseline then
+    put("baseline_median_us", st.baseline.median)
+    put("speedup", st.speedup)
+  end
+  put("speedup_tf32", st.speedup_tf32)
+  -- The physical floor, for the speed-of-light fraction (floor / median).
+  if st.floor and (st.floor.us or 0) > 0 then put("floor_us", st.floor.us) end
+end
 
 return M
