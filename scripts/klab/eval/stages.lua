@@ -73,7 +73,8 @@ M.LIST = {
   { name = "correctness", where = "worker", code = "klab.eval.stage.correctness", needs = { "load" }, limit = 60,
     does = "runs the candidate on fresh inputs from every distribution of the task (drawn from the evaluation's "
       .. "seed), outputs poisoned and guarded, inputs checksummed, the first set twice for determinism; compares "
-      .. "with the reference",
+      .. "with the reference: every element of the plain trials, sampled units of the distributions unless the "
+      .. "proof is full",
     verdicts = { "guard_violation", "input_modified", "incorrect", "nondeterministic" } },
   { name = "instructions", where = "worker", code = "klab.eval.stage.instructions", needs = { "load" }, limit = 120,
     exclusive = true,
