@@ -289,6 +289,20 @@ function M.locate(task, outname, idx)
   return "element " .. tostring(idx)
 end
 
+-- One output's comparison cmp, judged against its tolerance: recorded in
+-- rec.outputs, and nil when it holds, else the detail of an incorrect
+-- verdict.
+local function judged(cmp, name, tol, atol, location, row, col, where, rec)
+  local matched = (cmp.total - cmp.failed) / cmp.total
+  cmp.matched = matched
+  cmp.where, cmp.row, cmp.col = location, row, col
+  if rec then rec.outputs[name] = cmp end
+  if matched >= (tol.matched or 1.0) then return nil end
+  return { kind = "compare", buffer = name, failed = cmp.failed, total = cmp.total, nan = cmp.nan, inf = cmp.inf,
+    max_abs = cmp.max_abs, location = location, where = where, matched = matched, required = tol.matched or 1.0,
+    atol = atol, rtol = tol.rtol, never_written = cmp.nan + cmp.inf == cmp.total }
+end
+
 -- Compares every output with the set's reference: true; false, the detail
 -- of an incorrect verdict (where: the run's name, "trial 1"); nil, why when
 -- the comparison itself failed. rec.outputs gets each comparison.
@@ -300,17 +314,9 @@ function M.compare_outputs(task, set, outs, rec, where)
       local atol = tol.atol * (set.trial.tol_scale or 1)
       local cmp, err = S.judge:compare(outs[b.name].ptr, b.dtype, set.refs[b.name], b.count, atol, tol.rtol)
       if not cmp then return nil, err end
-      local matched = (cmp.total - cmp.failed) / cmp.total
       local location, row, col = M.locate(task, b.name, cmp.max_abs_at)
-      cmp.matched = matched
-      cmp.where, cmp.row, cmp.col = location, row, col
-      if rec then rec.outputs[b.name] = cmp end
-      if matched < (tol.matched or 1.0) then
-        return false, { kind = "compare", buffer = b.name, failed = cmp.failed, total = cmp.total, nan = cmp.nan,
-          inf = cmp.inf, max_abs = cmp.max_abs, location = location, where = where, matched = matched,
-          required = tol.matched or 1.0, atol = atol, rtol = tol.rtol,
-          never_written = cmp.nan + cmp.inf == cmp.total }
-      end
+      local bad = judged(cmp, b.name, tol, atol, location, row, col, where, rec)
+      if bad then return false, bad end
     end
   end
   return true
@@ -361,7 +367,6 @@ function M.compare_sampled(run, set, cb, draw, rec, where)
       if not ok then return nil, err end
       local cmp, cerr = S.judge:compare(cb.got[b.name], b.dtype, cb.ref[b.name], n * unit, atol, tol.rtol)
       if not cmp then return nil, cerr end
-      local matched = (cmp.total - cmp.failed) / cmp.total
       local at = cmp.max_abs_at
       if at then
         local slot, e = at // unit, at % unit
@@ -369,14 +374,11 @@ function M.compare_sampled(run, set, cb, draw, rec, where)
         at = p * unit + e
       end
       local location, row, col = M.locate(task, b.name, at)
-      cmp.matched, cmp.sampled = matched, true
-      cmp.where, cmp.row, cmp.col = location, row, col
-      if rec then rec.outputs[b.name] = cmp end
-      if matched < (tol.matched or 1.0) then
-        return false, { kind = "compare", sampled = true, where = where, buffer = b.name, failed = cmp.failed,
-          total = cmp.total, nan = cmp.nan, inf = cmp.inf, max_abs = cmp.max_abs, location = location,
-          matched = matched, required = tol.matched or 1.0, atol = atol, rtol = tol.rtol,
-          never_written = cmp.nan + cmp.inf == cmp.total }
+      cmp.sampled = true
+      local bad = judged(cmp, b.name, tol, atol, location, row, col, where, rec)
+      if bad then
+        bad.sampled = true
+        return false, bad
       end
     end
   end
