@@ -166,4 +166,79 @@ function T.verdicts_come_from_the_authority(t)
   t.ok(gives >= 10, "the pipeline gives its verdicts through the authority (" .. gives .. " calls)")
 end
 
+-- ---- extension points asked through their owner; functions kept short --------
+
+-- src with every comment and string blanked to spaces, its newlines kept, so
+-- that a keyword or a name inside text is not read as code and line numbers
+-- hold.
+local function code_only(src)
+  local out, i, n = {}, 1, #src
+  local function blank(s) return (s:gsub("[^\n]", " ")) end
+  while i <= n do
+    local c = src:sub(i, i)
+    local long = src:match("^%-%-%[(=*)%[", i) or src:match("^%[(=*)%[", i)
+    if long and (c == "[" or src:sub(i, i + 1) == "--") then
+      local open = (c == "[" and "" or "--") .. "[" .. long .. "["
+      local close = "]" .. long .. "]"
+      local j = src:find(close, i + #open, true) or n
+      local body = src:sub(i, j + #close - 1)
+      -- A long string stays a string (one placeholder word), a comment goes.
+      out[#out + 1] = (c == "[" and '""' or "") .. blank(body):sub(c == "[" and 3 or 1)
+      i = j + #close
+    elseif src:sub(i, i + 1) == "--" then
+      local j = src:find("\n", i, true) or n + 1
+      out[#out + 1] = blank(src:sub(i, j - 1))
+      i = j
+    elseif c == '"' or c == "'" then
+      local j = i + 1
+      while j <= n do
+        local d = src:sub(j, j)
+        if d == "\\" then j = j + 2
+        elseif d == c or d == "\n" then break
+        else j = j + 1 end
+      end
+      out[#out + 1] = src:sub(i, j)
+      i = j + 1
+    else
+      out[#out + 1] = c
+      i = i + 1
+    end
+  end
+  return table.concat(out)
+end
+
+-- A verdict is asked about through klab.eval.verdict (verdict.passed,
+-- .correct, .measured, .undecided, ...): no other module compares a value
+-- with a verdict's name. A status or an architecture that shares a word with
+-- a verdict ("timeout", "unknown") is not a verdict.
+local NOT_A_VERDICT = { status = true, arch = true }
+local function verdict_comparisons(code, verdicts)
+  local found = {}
+  local function check(lhs, v, at)
+    if verdicts.valid(v) and not NOT_A_VERDICT[lhs:match("([%w_]+)$") or ""] then found[#found + 1] = at end
+  end
+  for lhs, op, v in code:gmatch("([%w_.%]%[]+)%s*([=~]=)%s*\"([%w_]+)\"") do check(lhs, v, lhs .. " " .. op .. ' "' .. v .. '"') end
+  for v, op, rhs in code:gmatch("\"([%w_]+)\"%s*([=~]=)%s*([%w_.]+)") do check(rhs, v, '"' .. v .. '" ' .. op .. " " .. rhs) end
+  return found
+end
+
+function T.verdicts_are_asked_not_compared(t)
+  local verdicts = require "klab.eval.verdict"
+  local bad = {}
+  for name, m in pairs(modules(t.root)) do
+    if name ~= "klab.eval.verdict" then
+      for _, at in ipairs(verdict_comparisons(code_only(read(t.root .. "/" .. m.path)), verdicts)) do
+        bad[#bad + 1] = name .. ": " .. at
+      end
+    end
+  end
+  table.sort(bad)
+  t.eq(table.concat(bad, ", "), "")
+  -- What the rule finds, and what it lets pass.
+  t.eq(#verdict_comparisons('if r.verdict == "passed" then', verdicts), 1)
+  t.eq(#verdict_comparisons('if "incorrect" ~= v then', verdicts), 1)
+  t.eq(#verdict_comparisons('if rep.status == "timeout" or r.arch ~= "unknown" then', verdicts), 0)
+  t.eq(#verdict_comparisons('if verdicts.passed(r.verdict) then', verdicts), 0)
+end
+
 return T

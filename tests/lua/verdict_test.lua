@@ -42,6 +42,30 @@ function T.classes_say_what_counts(t)
   t.ok(not verdict.verified("passed", { status = "unavailable", families = { wgmma = { status = "executed" } } }))
 end
 
+-- The questions other modules ask, each answered for every verdict: the
+-- set of verdicts that say yes, written out.
+function T.questions_name_their_verdicts(t)
+  local want = {
+    passed = { "passed" },
+    undecided = { "unknown" },
+    request_failed = { "request_error" },
+    no_candidate = { "request_error", "extraction_error" },
+    target_missing = { "target_not_executed" },
+    not_loaded = { "compile_error", "load_error" },
+    before_gpu = { "compile_error", "plan_error" },
+  }
+  for q, names in pairs(want) do
+    local yes = {}
+    for _, n in ipairs(verdict.NAMES) do
+      if verdict[q](n) then yes[#yes + 1] = n end
+    end
+    table.sort(yes)
+    table.sort(names)
+    t.eq(table.concat(yes, ","), table.concat(names, ","), q)
+    t.ok(not verdict[q](nil), q .. "(nil)")
+  end
+end
+
 -- One example of every situation of every verdict, and a pattern its
 -- reason must match: a new situation without an example fails here.
 local EXAMPLES = {

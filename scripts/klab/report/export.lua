@@ -34,6 +34,7 @@
 -- feedback (the text the model got after the failed attempt).
 
 local metrics = require "klab.report.metrics"
+local verdicts = require "klab.eval.verdict"
 
 local records = require "klab.store.records"
 local M = {}
@@ -98,8 +99,8 @@ function M.sft(db_or_path, opts)
       for _, tu in ipairs(turns) do
         nturns = nturns + 1
         if metrics.NOT_RESULT[tu.verdict] then nnot = nnot + 1 end
-        if tu.verdict == "passed" and tu.reply then npassed = npassed + 1 end
-        if tu.verdict == "passed" and tu.reply then
+        if verdicts.passed(tu.verdict) and tu.reply then npassed = npassed + 1 end
+        if verdicts.passed(tu.verdict) and tu.reply then
           local keep = true
           if opts.verified and tu.verified ~= 1 then keep = false dropped.verified = dropped.verified + 1 end
           if keep and opts.min_speedup and not (tu.speedup and tu.speedup > opts.min_speedup) then
@@ -112,7 +113,7 @@ function M.sft(db_or_path, opts)
                 tag = tr.tag, replica = tr.replica, experiment = tr.experiment }
             end
             if kind ~= "repair" then table.insert(pending.generation, entry("generation")) end
-            if kind ~= "generation" and prev and prev.turn == tu.turn - 1 and prev.verdict ~= "passed"
+            if kind ~= "generation" and prev and prev.turn == tu.turn - 1 and not verdicts.passed(prev.verdict)
                 and prev.reply and prev.feedback then
               local e = entry("repair")
               e.failed_verdict = prev.verdict

@@ -128,7 +128,7 @@ function M.load(db, opts)
     r.arch = M.arch_of(db, r)
     r.max_turns = math.tointeger(r.max_turns) or r.max_turns
     for _, tu in ipairs(r.turns) do
-      if tu.verdict == "passed" then
+      if verdicts.passed(tu.verdict) then
         local a = r.arch ~= "unknown" and r.arch or nil
         tu.mem_eff, tu.sol = measures_of_turn(db, tu.candidate, a)
       end
@@ -670,7 +670,7 @@ function M.candidates(trajs, limit)
   local out = {}
   for _, tr in ipairs(trajs) do
     for _, tu in ipairs(tr.turns) do
-      if tu.verdict == "passed" and tu.speedup and (not limit or tu.turn <= limit) then
+      if verdicts.passed(tu.verdict) and tu.speedup and (not limit or tu.turn <= limit) then
         out[#out + 1] = { arch = tr.arch, model = tr.model, task = tr.task, tag = tr.tag, replica = tr.replica,
           turn = tu.turn, speedup = tu.speedup, sol = tu.sol, verified = tu.verified, candidate = tu.candidate }
       end
