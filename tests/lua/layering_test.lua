@@ -241,4 +241,23 @@ function T.verdicts_are_asked_not_compared(t)
   t.eq(#verdict_comparisons('if verdicts.passed(r.verdict) then', verdicts), 0)
 end
 
+
+-- A model provider is one file of scripts/klab/experiment/providers/,
+-- registered in klab.experiment.providers: no other module names one.
+function T.providers_are_named_only_by_their_registry(t)
+  local names = require("klab.experiment.providers").NAMES
+  local bad = {}
+  for name, m in pairs(modules(t.root)) do
+    if not m.path:match("^scripts/klab/experiment/providers/") then
+      local code = code_only(read(t.root .. "/" .. m.path))
+      for _, p in ipairs(names) do
+        if code:find('"' .. p .. '"', 1, true) or code:find("'" .. p .. "'", 1, true) then bad[#bad + 1] = name .. " (" .. p .. ")" end
+      end
+    end
+  end
+  table.sort(bad)
+  t.ok(#names >= 2, "read the registry")
+  t.eq(table.concat(bad, ", "), "")
+end
+
 return T
