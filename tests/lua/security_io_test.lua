@@ -190,10 +190,10 @@ function T.library_writes_never_follow_links(t)
   t.eq(ok, nil)
   t.match(err, "log: is a symbolic link")
   intact("fs.append")
-  local figures = require "klab.report.figures"
+  local gnuplot = require "klab.report.gnuplot"
   plant(dir .. "/fig.svg")
-  figures.write_file(dir .. "/fig.svg", "<svg/>")
-  intact("figures.write_file")
+  gnuplot.write_file(dir .. "/fig.svg", "<svg/>")
+  intact("gnuplot.write_file")
 end
 
 -- scripts/klab opens no file for writing by itself: every write goes

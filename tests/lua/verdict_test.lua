@@ -274,11 +274,11 @@ end
 -- The report takes each verdict's colour and the verdicts that are not a
 -- result from the one list: a new verdict gets its own colour.
 function T.report_reads_the_list(t)
-  local figures = require "klab.report.figures"
+  local gnuplot = require "klab.report.gnuplot"
   local metrics = require "klab.report.metrics"
   local seen = {}
   for _, v in ipairs(verdict.LIST) do
-    local c = figures.VERDICT_COLORS[v.name]
+    local c = gnuplot.VERDICT_COLORS[v.name]
     t.ok(type(c) == "string" and c:match("^#%x%x%x%x%x%x$"), v.name .. " has a colour")
     t.ok(c == nil or not seen[c], v.name .. "'s colour is its own")
     if c then seen[c] = true end

@@ -33,7 +33,7 @@ local metrics = require "klab.report.metrics"
 local figures = require "klab.report.figures"
 local tables = require "klab.report.tables"
 local at_k = require "klab.report.at_k"
-local section_figures = require "klab.report.section_figures"
+local gnuplot = require "klab.report.gnuplot"
 
 local records = require "klab.store.records"
 local M = {}
@@ -564,7 +564,7 @@ local function write_section(dir, prefix, trajs, opts, written)
 
   -- Figures, per architecture.
   local fast_k = at_k.curves(counted, with { limit = L })
-  local figs, omitted = section_figures.draw(dir, {
+  local figs, omitted = figures.draw(dir, {
     trajs = trajs, counted = counted, limit = L, fast_p = fp_plain, fast_p_verified = fp_ver, success = success,
     failure_mix = mix, best_by_turn = bbt, candidates = cands, at_k = fast_k, note = note,
   })
@@ -585,12 +585,12 @@ local function write_section(dir, prefix, trajs, opts, written)
     local formats = opts.formats or M.FORMATS
     for _, f in ipairs { { "md", md }, { "tex", tex } } do
       if formats[f[1]] then
-        figures.write_file(dir .. "/tables/" .. file .. "." .. f[1], table.concat(f[2], "\n"))
+        gnuplot.write_file(dir .. "/tables/" .. file .. "." .. f[1], table.concat(f[2], "\n"))
         written[#written + 1] = prefix .. "tables/" .. file .. "." .. f[1]
       end
     end
   end
-  for _, a in ipairs(archs) do tab("ptxbench_" .. figures.slug(a), tables.ptxbench(success, a)) end
+  for _, a in ipairs(archs) do tab("ptxbench_" .. gnuplot.slug(a), tables.ptxbench(success, a)) end
   tab("kbv", { tables.kbv(kbv) })
   tab("success", { tables.success(success) })
   tab("fast_p", { tables.fast_p(fpt_plain, fpt_ver) })
@@ -636,7 +636,7 @@ local function build(db, out_dir, opts, store_name)
     opts.condition = require("klab.report.conditions").relabel(trajs, opts.by, opts.configs)
   end
   local written, warnings = {}, {}
-  local pr = figures.probe()
+  local pr = gnuplot.probe()
   if pr.why then warnings[#warnings + 1] = pr.why end
   -- One section per experiment, unless one was asked for or there is one.
   local groups = metrics.group(trajs, { "experiment" })
@@ -645,7 +645,7 @@ local function build(db, out_dir, opts, store_name)
   for _, g in ipairs(groups) do
     local sec = { name = g.experiment }
     if #groups > 1 then
-      local slug = figures.slug(g.experiment)
+      local slug = gnuplot.slug(g.experiment)
       while used[slug] do slug = slug .. "_" end
       used[slug] = true
       sec.prefix, sec.anchor = slug .. "/", "experiment-" .. slug
@@ -678,14 +678,14 @@ local function build(db, out_dir, opts, store_name)
     for _, w in ipairs(sec.warnings) do warnings[#warnings + 1] = tag .. w end
     for _, f in ipairs(sec.omitted) do warnings[#warnings + 1] = tag .. ("figure %s not drawn: %s"):format(f.name, f.why) end
   end
-  figures.write_file(out_dir .. "/metrics.json", json(all) .. "\n")
+  gnuplot.write_file(out_dir .. "/metrics.json", json(all) .. "\n")
   written[#written + 1] = "metrics.json"
   local title = #prov.experiments > 0 and (function()
     local n = {}
     for _, e in ipairs(prov.experiments) do n[#n + 1] = e.name end
     return table.concat(n, ", ")
   end)() or store_name
-  figures.write_file(out_dir .. "/index.html", index_html {
+  gnuplot.write_file(out_dir .. "/index.html", index_html {
     title = title, store_name = store_name, trajs = trajs, prov = prov, sections = sections,
     warnings = pr.why and { pr.why } or {}, notice = head and { head, text } or nil, B = B, seed = seed, level = level,
     klab_version = version.this(),
