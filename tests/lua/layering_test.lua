@@ -207,6 +207,54 @@ local function code_only(src)
   return table.concat(out)
 end
 
+-- The functions of src longer than max lines: {"name (N lines, line L)"}.
+-- Blocks are counted from the keywords that open one (function, if, do,
+-- repeat) to the end (or until) that closes it.
+local function long_functions(src, max)
+  local code = code_only(src):gsub('"[^"\n]*"', '""'):gsub("'[^'\n]*'", "''")
+  local stack, found, line = {}, {}, 1
+  local pos = 1
+  while true do
+    local s, e, word = code:find("%f[%w_]([%a_][%w_]*)", pos)
+    if not s then break end
+    line = line + select(2, code:sub(pos, s - 1):gsub("\n", ""))
+    pos = e + 1
+    if word == "function" then
+      local name = code:match("^%s*([%w_.:]*)", pos)
+      stack[#stack + 1] = { fn = name ~= "" and name or "function", line = line }
+    elseif word == "if" or word == "do" or word == "repeat" then
+      stack[#stack + 1] = { line = line }
+    elseif word == "end" or word == "until" then
+      local b = table.remove(stack)
+      if b and b.fn and line - b.line + 1 > max then
+        found[#found + 1] = ("%s (%d lines, line %d)"):format(b.fn, line - b.line + 1, b.line)
+      end
+    end
+  end
+  return found
+end
+
+-- Where a new concern grows a function, it gets one of its own: no function
+-- of the library is longer than 150 lines.
+function T.no_function_past_150_lines(t)
+  local over, n = {}, 0
+  for _, m in pairs(modules(t.root)) do
+    n = n + 1
+    for _, f in ipairs(long_functions(read(t.root .. "/" .. m.path), 150)) do over[#over + 1] = m.path .. ": " .. f end
+  end
+  table.sort(over)
+  t.ok(n > 40, "read the library")
+  t.eq(table.concat(over, ", "), "")
+  -- The counter counts: a function of 151 lines is found, one of 150 is not,
+  -- and keywords in strings and comments do not open blocks.
+  local function fn(lines) return "local function f()\n" .. ("x = 1\n"):rep(lines - 2) .. "end\n" end
+  t.eq(#long_functions(fn(151), 150), 1)
+  t.eq(#long_functions(fn(150), 150), 0)
+  t.eq(#long_functions("local s = 'if do' -- function\n" .. fn(151) .. "--[[ end end ]]", 150), 1)
+  t.eq(long_functions("function M.g()\n  if a then\n    for i = 1, 2 do\n    end\n  end\n" .. ("x = 1\n"):rep(150)
+    .. "end\n", 150)[1], "M.g (156 lines, line 1)")
+end
+
 -- A verdict is asked about through klab.eval.verdict (verdict.passed,
 -- .correct, .measured, .undecided, ...): no other module compares a value
 -- with a verdict's name. A status or an architecture that shares a word with

@@ -330,20 +330,9 @@ local function notice_text(nm)
     .. "not counted as results in the rates below.%s"):format(nm.unknown, nm.total, table.concat(parts, "; "), still)
 end
 
-local function index_html(ctx)
+-- The rows of the "At a glance" table.
+local function glance_rows(ctx)
   local p = ctx.prov
-  local o = {}
-  local function add(s) o[#o + 1] = s end
-  add("<!DOCTYPE html>")
-  add('<html lang="en"><head><meta charset="utf-8">')
-  add('<meta name="generator" content="klab report">')
-  add("<title>" .. html("klab report: " .. ctx.title) .. "</title>")
-  add("<style>" .. CSS .. "</style></head><body>")
-  add("<h1>" .. html("klab report: " .. ctx.title) .. "</h1>")
-  if ctx.notice then
-    add(('<div class="notice" id="not-measured"><b>%s</b>: %s</div>'):format(html(ctx.notice[1]), html(ctx.notice[2])))
-  end
-  -- At a glance.
   local models, tasks, archs, gpus, drivers = {}, {}, {}, {}, {}
   local conds = {}
   for _, tr in ipairs(ctx.trajs) do
@@ -388,11 +377,12 @@ local function index_html(ctx)
   -- The Conditions row is there only with --by.
   local packed = {}
   for i = 1, 17 do if glance[i] then packed[#packed + 1] = glance[i] end end
-  glance = packed
-  add('<h2 id="provenance-at-a-glance">At a glance</h2>')
-  add(kv_table(glance, "glance"))
-  for _, w in ipairs(ctx.warnings) do add('<p class="warn">' .. html(w) .. "</p>") end
-  if #ctx.trajs == 0 then add('<p class="warn">This store holds no experiment trajectories: there is nothing to plot.</p>') end
+  return packed
+end
+
+-- Per section: its figures (every page of a paged one), the figures left
+-- out and why, its tables.
+local function sections_html(add, ctx)
   local several = #ctx.sections > 1
   if several then
     local links = {}
@@ -443,7 +433,10 @@ local function index_html(ctx)
       if #also > 0 then add('<p class="note">Also as ' .. table.concat(also, " and ") .. ".</p>") end
     end
   end
-  -- Provenance in detail.
+end
+
+-- Provenance in detail: per experiment, the environments, the prompts.
+local function provenance_html(add, p)
   add("<h2>Provenance</h2>")
   local function or_dash(v) if v == nil or v == "" then return "-" end return scalar_text(v) end
   for _, e in ipairs(p.experiments) do
@@ -486,6 +479,27 @@ local function index_html(ctx)
   add("<h3>Files</h3>")
   add('<p class="note">metrics.json holds every number above; figures/src/*.gp redraw the figures '
     .. "(gnuplot, in the folder that holds figures/). Schema version " .. html(tostring(p.schema_version or "?")) .. ".</p>")
+end
+
+local function index_html(ctx)
+  local p = ctx.prov
+  local o = {}
+  local function add(s) o[#o + 1] = s end
+  add("<!DOCTYPE html>")
+  add('<html lang="en"><head><meta charset="utf-8">')
+  add('<meta name="generator" content="klab report">')
+  add("<title>" .. html("klab report: " .. ctx.title) .. "</title>")
+  add("<style>" .. CSS .. "</style></head><body>")
+  add("<h1>" .. html("klab report: " .. ctx.title) .. "</h1>")
+  if ctx.notice then
+    add(('<div class="notice" id="not-measured"><b>%s</b>: %s</div>'):format(html(ctx.notice[1]), html(ctx.notice[2])))
+  end
+  add('<h2 id="provenance-at-a-glance">At a glance</h2>')
+  add(kv_table(glance_rows(ctx), "glance"))
+  for _, w in ipairs(ctx.warnings) do add('<p class="warn">' .. html(w) .. "</p>") end
+  if #ctx.trajs == 0 then add('<p class="warn">This store holds no experiment trajectories: there is nothing to plot.</p>') end
+  sections_html(add, ctx)
+  provenance_html(add, p)
   add("</body></html>")
   return table.concat(o, "\n") .. "\n"
 end
