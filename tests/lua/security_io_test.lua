@@ -54,11 +54,6 @@ function T.export_sft_replaces_a_planted_link(t)
       t.eq(code, 0, label .. ": " .. err)
       t.eq(fs.type(dir .. "/o.jsonl"), "file", label)
     end)
-  -- the same through the library (write_jsonl)
-  plant(out)
-  assert(require("klab.report.export").write_jsonl({ { a = 1 } }, out))
-  intact("write_jsonl")
-  t.eq(t.read(out), '{"a":1}\n')
 end
 
 function T.compile_output_replaces_a_planted_link(t)

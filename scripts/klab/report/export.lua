@@ -4,7 +4,6 @@
 --   local records, summary = export.sft(db_or_path, {kind = "both", verified = false,
 --                                                    min_speedup = nil, cap = nil, experiment = nil})
 --   local n, summary = export.sft(db_or_path, {..., write = function(record) end})  -- streamed, in order
---   export.write_jsonl(records, path)        -- one JSON object per line ("-": stdout)
 --   print(export.summary_text(summary))
 --
 -- Two record kinds, as PTXBench's SFT data:
@@ -40,8 +39,6 @@ local records = require "klab.store.records"
 local M = {}
 
 M.KINDS = { generation = true, repair = true, both = true }
-
-local json = require("klab.json").encode
 
 local function decode(s)
   if type(s) ~= "string" then return nil end
@@ -225,20 +222,6 @@ function M.why_none(s, opts)
       :format(scope, s.passed)
   end
   return ("%s has %d correct turns, none usable"):format(scope, s.passed)
-end
-
--- write_jsonl(records, path) -> count | nil, msg, code. path "-" is stdout.
-function M.write_jsonl(records, path)
-  local f, err
-  if path == "-" then f = io.stdout else f, err = require("klab.fs").create(path) end
-  if not f then return nil, "export: cannot write " .. tostring(path) .. ": " .. tostring(err), "EIO" end
-  for _, r in ipairs(records) do
-    f:write(json(r), "\n")
-  end
-  if f == io.stdout then f:flush() return #records end
-  local ok, cerr = f:close()
-  if not ok then return nil, "export: " .. tostring(cerr), "EIO" end
-  return #records
 end
 
 -- summary_text(summary) -> lines: records per task and kind, the failure
