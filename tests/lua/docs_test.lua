@@ -10,17 +10,11 @@
 
 local T = {}
 
-local function read(path)
-  local f = assert(io.open(path, "rb"))
-  local s = f:read("a")
-  f:close()
-  return s
-end
-
+-- A file or a folder.
 local function exists(path)
   local f = io.open(path, "rb")
-  if f then f:close() return true end
-  return false
+  if f then f:close() end
+  return f ~= nil
 end
 
 -- ---- what the code has -----------------------------------------------------
@@ -103,10 +97,10 @@ end
 -- ---- what the pages say ------------------------------------------------------
 
 -- Every page of docs/, with its text.
-local function pages(root)
+local function pages(t)
   local out = {}
-  local p = assert(io.popen("cd '" .. root .. "' && ls docs/*.md"))
-  for path in p:lines() do out[#out + 1] = { path = path, text = read(root .. "/" .. path) } end
+  local p = assert(io.popen("cd '" .. t.root .. "' && ls docs/*.md"))
+  for path in p:lines() do out[#out + 1] = { path = path, text = t.read(t.root .. "/" .. path) } end
   p:close()
   return out
 end
@@ -203,9 +197,10 @@ end
 -- ---- checked --------------------------------------------------------------
 
 -- Each problem of one page's text: "LINE: what".
-local function problems(root, text)
+local function problems(t, text)
+  local root = t.root
   local all, by_last = module_names()
-  local main_c = read(root .. "/app/main.c")
+  local main_c = t.read(root .. "/app/main.c")
   local specs = {}
   local out, seen = {}, {}
   local function bad(r, why)
@@ -259,9 +254,9 @@ end
 
 function T.every_reference_exists(t)
   local list, n = {}, 0
-  for _, page in ipairs(pages(t.root)) do
+  for _, page in ipairs(pages(t)) do
     n = n + 1
-    for _, p in ipairs(problems(t.root, page.text)) do list[#list + 1] = page.path .. ":" .. p end
+    for _, p in ipairs(problems(t, page.text)) do list[#list + 1] = page.path .. ":" .. p end
   end
   t.ok(n >= 15, "read the pages (" .. n .. ")")
   t.eq(table.concat(list, "\n"), "")
@@ -278,7 +273,7 @@ function T.a_broken_reference_is_found(t)
     "klab --verbose tasks",
     "```",
   }, "\n")
-  t.eq(table.concat(problems(t.root, good), "\n"), "")
+  t.eq(table.concat(problems(t, good), "\n"), "")
   local kinds = {}
   for _, r in ipairs(references(good)) do kinds[r.kind] = (kinds[r.kind] or 0) + 1 end
   t.eq(kinds.module, 2) t.eq(kinds["function"], 1) t.eq(kinds.file, 2) t.eq(kinds.option, 2) t.eq(kinds.global, 1)
@@ -294,12 +289,12 @@ function T.a_broken_reference_is_found(t)
     { "```lua\nlocal v = require \"klab.eval.verdict\"\nprint(v.nope(1))\n```", "v.nope: klab.eval.verdict has no nope" },
   }
   for _, b in ipairs(broken) do
-    local found = problems(t.root, b[1])
+    local found = problems(t, b[1])
     t.eq(#found, 1, b[1])
     t.match(found[1] or "", b[2], b[1])
   end
   -- Placeholders name no one file.
-  t.eq(#problems(t.root, "tasks/<family>/ and tests/gpu/NAME.lua and `klab.report.figures.*`"), 0)
+  t.eq(#problems(t, "tasks/<family>/ and tests/gpu/NAME.lua and `klab.report.figures.*`"), 0)
 end
 
 return T

@@ -119,7 +119,7 @@ function tests.a_figure_is_one_file(t)
   package.preload[name] = function()
     return { instances = function(s)
       return { { name = "task_count_" .. s.sa, title = "Tasks", caption = ("Tasks on %s: %d."):format(s.a, #s.tasks),
-        draw = function(d, fname) return gnuplot.render(d, fname, { body = gnuplot.empty_body("Tasks", "n") }) end } }
+        draw = function(d, fname) return gnuplot.render_empty(d, fname, "Tasks", "n") end } }
     end }
   end
   figures.NAMES[#figures.NAMES + 1] = "task_count"

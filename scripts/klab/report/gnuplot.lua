@@ -5,6 +5,7 @@
 --   local gnuplot = require "klab.report.gnuplot"
 --   gnuplot.probe()                      -> {gnuplot = path|nil, formats = {"png", "svg", "pdf"}, missing = {...}, why}
 --   gnuplot.render(dir, name, {data=, body=, w=, h=}) -> files written (relative to dir), or nil, why
+--   gnuplot.render_empty(dir, name, title, message)  a figure with nothing to draw
 --   gnuplot.start(), gnuplot.finish()    draw the figures rendered in between together
 --   gnuplot.paged(dir, name, spec, per_task_in, fixed_in, draw) -> a wide figure as pages of tasks
 --   gnuplot.COMMON, gnuplot.empty_body(title, message), gnuplot.datablock(name, rows),
@@ -93,14 +94,6 @@ function M.probe()
   return r
 end
 
-local function read_file(path)
-  local f = io.open(path, "rb")
-  if not f then return nil end
-  local s = f:read("a")
-  f:close()
-  return s
-end
-
 local function write_file(path, s)
   assert(require("klab.fs").write(path, s))
 end
@@ -109,7 +102,7 @@ M.write_file = write_file
 -- Overwrites the creation and modification dates of a PDF with a fixed
 -- date of the same length.
 function M.fix_pdf_dates(path)
-  local s = read_file(path)
+  local s = require("klab.fs").read(path)
   if not s then return false end
   local fixed = s:gsub("(/CreationDate%s*%(D:)(%d+)", function(a, d) return a .. ("2000010100000000000000"):sub(1, #d) end)
   fixed = fixed:gsub("(/ModDate%s*%(D:)(%d+)", function(a, d) return a .. ("2000010100000000000000"):sub(1, #d) end)
@@ -235,6 +228,9 @@ function M.empty_body(title, message)
     "plot 2 notitle",
   }, "\n")
 end
+
+-- render() of a figure with nothing to draw.
+function M.render_empty(dir, name, title, message) return M.render(dir, name, { body = M.empty_body(title, message) }) end
 
 -- A gnuplot data block $name of rows (lists of fields).
 function M.datablock(name, rows)

@@ -12,7 +12,7 @@ local M = {}
 -- one line per model with its bootstrap band over tasks.
 local function draw(dir, name, spec)
   local rows = spec.rows or {}
-  if #rows == 0 then return gnuplot.render(dir, name, { body = gnuplot.empty_body(spec.title, "no trajectories") }) end
+  if #rows == 0 then return gnuplot.render_empty(dir, name, spec.title, "no trajectories") end
   local data, plots = {}, { {}, {} }
   local kmax, top = 1, 1
   for i, row in ipairs(rows) do

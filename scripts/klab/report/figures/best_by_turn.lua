@@ -11,7 +11,7 @@ local M = {}
 -- the number of trajectories it averages.
 local function draw(dir, name, spec)
   local rows = spec.rows or {}
-  if #rows == 0 then return gnuplot.render(dir, name, { body = gnuplot.empty_body(spec.title, "no trajectories") }) end
+  if #rows == 0 then return gnuplot.render_empty(dir, name, spec.title, "no trajectories") end
   local data, plots = {}, {}
   local limit, top = 1, 1
   for i, row in ipairs(rows) do

@@ -13,7 +13,7 @@ local M = {}
 -- in percent, with Wilson error bars.
 local function bars_page(dir, name, spec)
   local models, tasks = spec.models, spec.tasks
-  if #models == 0 or #tasks == 0 then return gnuplot.render(dir, name, { body = gnuplot.empty_body(spec.title, "no trajectories") }) end
+  if #models == 0 or #tasks == 0 then return gnuplot.render_empty(dir, name, spec.title, "no trajectories") end
   local rows, any = {}, false
   for ti, task in ipairs(tasks) do
     local r = { tostring(ti - 1) }
@@ -34,7 +34,7 @@ local function bars_page(dir, name, spec)
     end
     rows[#rows + 1] = r
   end
-  if not any then return gnuplot.render(dir, name, { body = gnuplot.empty_body(spec.title, "no trajectories") }) end
+  if not any then return gnuplot.render_empty(dir, name, spec.title, "no trajectories") end
   local tics = {}
   for ti, task in ipairs(tasks) do tics[#tics + 1] = tic(task) .. " " .. (ti - 1) end
   local plots = {}

@@ -11,7 +11,7 @@ local M = {}
 -- stacked bar of verdict shares (percent), with the number of turns above.
 local function draw(dir, name, spec)
   local row = spec.row
-  if not row or #row.verdicts == 0 then return gnuplot.render(dir, name, { body = gnuplot.empty_body(spec.title, "no turns") }) end
+  if not row or #row.verdicts == 0 then return gnuplot.render_empty(dir, name, spec.title, "no turns") end
   local rows, tics, labels = {}, {}, {}
   for n, cell in ipairs(row.turns) do
     local r = { tostring(n) }

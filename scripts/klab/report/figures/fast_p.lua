@@ -11,7 +11,7 @@ local M = {}
 -- verified), one line per model with its Wilson band.
 local function draw(dir, name, spec)
   local plain, ver = spec.plain or {}, spec.verified or {}
-  if #plain == 0 then return gnuplot.render(dir, name, { body = gnuplot.empty_body(spec.title, "no trajectories") }) end
+  if #plain == 0 then return gnuplot.render_empty(dir, name, spec.title, "no trajectories") end
   local data, plots = {}, { {}, {} }
   local pmax = 0
   for k, set in ipairs { plain, ver } do

@@ -17,7 +17,7 @@ function M.page(dir, name, spec)
   local field = spec.sol and "sol" or "speedup"
   local pts = {}
   for _, p in ipairs(spec.points or {}) do if p[field] then pts[#pts + 1] = p end end
-  if #pts == 0 then return gnuplot.render(dir, name, { body = gnuplot.empty_body(spec.title, "no correct timed candidates") }) end
+  if #pts == 0 then return gnuplot.render_empty(dir, name, spec.title, "no correct timed candidates") end
   local metrics = require("klab.report.metrics")
   local rng = metrics.rng(metrics.DEFAULT_SEED ~ metrics.fnv1a("speedups\0" .. name))
   local tidx, midx = {}, {}
