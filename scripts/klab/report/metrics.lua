@@ -37,8 +37,8 @@ M.DEFAULT_LIMITS = { 1, 4, 8 }
 
 -- Turn verdicts that are not a result: nothing was measured.
 M.NOT_RESULT = {}
-for _, v in ipairs(require("klab.eval.verdict").LIST) do
-  if v.class == "not_measured" then M.NOT_RESULT[v.name] = true end
+for _, name in ipairs(verdicts.NAMES) do
+  if not verdicts.measured(name) then M.NOT_RESULT[name] = true end
 end
 M.DEFAULT_SEED = require("klab.report.stats").DEFAULT_SEED
 M.DEFAULT_B = require("klab.report.stats").DEFAULT_B
