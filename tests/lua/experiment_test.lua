@@ -159,6 +159,16 @@ T.feedback_in_ptxbench_style = function(t)
     { template = "feedback.md", turn = 1, turns = 8, target = 1.2 })
   t.match(x, "EXTRACTION_ERROR — no fenced code block")
   t.match(x, "turn 1 of 8") t.match(x, "at least 1%.20x")
+  -- The warning follows the statuses the workload summary gives
+  -- (klab.experiment.workloads: executed, not_executed, unknown) and no other.
+  local function warns(status)
+    local fb = prompt.feedback({ verdict = "passed", targets = { "wgmma" }, workloads = { { verdict = "passed",
+      speedup = 1, time_ms = 1, baseline_ms = 1, instructions = { status = status, missing = { "wgmma" } } } } },
+      { compile_log = false })
+    return fb:find("INSTRUCTION WARNING", 1, true) ~= nil
+  end
+  t.ok(warns("not_executed"), "not_executed warns")
+  for _, s in ipairs { "executed", "unknown", "absent" } do t.ok(not warns(s), s .. " does not warn") end
 end
 
 -- ---- policies, options, progress ------------------------------------------------------

@@ -128,9 +128,11 @@ end
 
 function tests.jsonl_is_valid_and_deterministic(t)
   local path, dir = make_store(t)
-  local recs = assert(export.sft(path))
-  t.eq(export.write_jsonl(recs, dir .. "/a.jsonl"), 12)
-  t.eq(export.write_jsonl(assert(export.sft(path)), dir .. "/b.jsonl"), 12)
+  for _, f in ipairs { "a", "b" } do
+    local code, out, err = t.sh(sq(t.klab) .. " export sft " .. sq(path) .. " --out " .. sq(dir .. "/" .. f .. ".jsonl"))
+    t.eq(code, 0, err)
+    t.match(out, "wrote 12 records")
+  end
   local a, b = lines(dir .. "/a.jsonl"), lines(dir .. "/b.jsonl")
   t.eq(#a, 12)
   for i, l in ipairs(a) do

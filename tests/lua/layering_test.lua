@@ -166,4 +166,146 @@ function T.verdicts_come_from_the_authority(t)
   t.ok(gives >= 10, "the pipeline gives its verdicts through the authority (" .. gives .. " calls)")
 end
 
+-- ---- extension points asked through their owner; functions kept short --------
+
+-- src with every comment and string blanked to spaces, its newlines kept, so
+-- that a keyword or a name inside text is not read as code and line numbers
+-- hold.
+local function code_only(src)
+  local out, i, n = {}, 1, #src
+  local function blank(s) return (s:gsub("[^\n]", " ")) end
+  while i <= n do
+    local c = src:sub(i, i)
+    local long = src:match("^%-%-%[(=*)%[", i) or src:match("^%[(=*)%[", i)
+    if long and (c == "[" or src:sub(i, i + 1) == "--") then
+      local open = (c == "[" and "" or "--") .. "[" .. long .. "["
+      local close = "]" .. long .. "]"
+      local j = src:find(close, i + #open, true) or n
+      local body = src:sub(i, j + #close - 1)
+      -- A long string stays a string (one placeholder word), a comment goes.
+      out[#out + 1] = (c == "[" and '""' or "") .. blank(body):sub(c == "[" and 3 or 1)
+      i = j + #close
+    elseif src:sub(i, i + 1) == "--" then
+      local j = src:find("\n", i, true) or n + 1
+      out[#out + 1] = blank(src:sub(i, j - 1))
+      i = j
+    elseif c == '"' or c == "'" then
+      local j = i + 1
+      while j <= n do
+        local d = src:sub(j, j)
+        if d == "\\" then j = j + 2
+        elseif d == c or d == "\n" then break
+        else j = j + 1 end
+      end
+      out[#out + 1] = src:sub(i, j)
+      i = j + 1
+    else
+      out[#out + 1] = c
+      i = i + 1
+    end
+  end
+  return table.concat(out)
+end
+
+-- The functions of src longer than max lines: {"name (N lines, line L)"}.
+-- Blocks are counted from the keywords that open one (function, if, do,
+-- repeat) to the end (or until) that closes it.
+local function long_functions(src, max)
+  local code = code_only(src):gsub('"[^"\n]*"', '""'):gsub("'[^'\n]*'", "''")
+  local stack, found, line = {}, {}, 1
+  local pos = 1
+  while true do
+    local s, e, word = code:find("%f[%w_]([%a_][%w_]*)", pos)
+    if not s then break end
+    line = line + select(2, code:sub(pos, s - 1):gsub("\n", ""))
+    pos = e + 1
+    if word == "function" then
+      local name = code:match("^%s*([%w_.:]*)", pos)
+      stack[#stack + 1] = { fn = name ~= "" and name or "function", line = line }
+    elseif word == "if" or word == "do" or word == "repeat" then
+      stack[#stack + 1] = { line = line }
+    elseif word == "end" or word == "until" then
+      local b = table.remove(stack)
+      if b and b.fn and line - b.line + 1 > max then
+        found[#found + 1] = ("%s (%d lines, line %d)"):format(b.fn, line - b.line + 1, b.line)
+      end
+    end
+  end
+  return found
+end
+
+-- Where a new concern grows a function, it gets one of its own: no function
+-- of the library is longer than 150 lines.
+function T.no_function_past_150_lines(t)
+  local over, n = {}, 0
+  for _, m in pairs(modules(t.root)) do
+    n = n + 1
+    for _, f in ipairs(long_functions(read(t.root .. "/" .. m.path), 150)) do over[#over + 1] = m.path .. ": " .. f end
+  end
+  table.sort(over)
+  t.ok(n > 40, "read the library")
+  t.eq(table.concat(over, ", "), "")
+  -- The counter counts: a function of 151 lines is found, one of 150 is not,
+  -- and keywords in strings and comments do not open blocks.
+  local function fn(lines) return "local function f()\n" .. ("x = 1\n"):rep(lines - 2) .. "end\n" end
+  t.eq(#long_functions(fn(151), 150), 1)
+  t.eq(#long_functions(fn(150), 150), 0)
+  t.eq(#long_functions("local s = 'if do' -- function\n" .. fn(151) .. "--[[ end end ]]", 150), 1)
+  t.eq(long_functions("function M.g()\n  if a then\n    for i = 1, 2 do\n    end\n  end\n" .. ("x = 1\n"):rep(150)
+    .. "end\n", 150)[1], "M.g (156 lines, line 1)")
+end
+
+-- A verdict is asked about through klab.eval.verdict (verdict.passed,
+-- .correct, .measured, .undecided, ...): no other module compares a value
+-- with a verdict's name. A status or an architecture that shares a word with
+-- a verdict ("timeout", "unknown") is not a verdict.
+local NOT_A_VERDICT = { status = true, arch = true }
+local function verdict_comparisons(code, verdicts)
+  local found = {}
+  local function check(lhs, v, at)
+    if verdicts.valid(v) and not NOT_A_VERDICT[lhs:match("([%w_]+)$") or ""] then found[#found + 1] = at end
+  end
+  for lhs, op, v in code:gmatch("([%w_.%]%[]+)%s*([=~]=)%s*\"([%w_]+)\"") do check(lhs, v, lhs .. " " .. op .. ' "' .. v .. '"') end
+  for v, op, rhs in code:gmatch("\"([%w_]+)\"%s*([=~]=)%s*([%w_.]+)") do check(rhs, v, '"' .. v .. '" ' .. op .. " " .. rhs) end
+  return found
+end
+
+function T.verdicts_are_asked_not_compared(t)
+  local verdicts = require "klab.eval.verdict"
+  local bad = {}
+  for name, m in pairs(modules(t.root)) do
+    if name ~= "klab.eval.verdict" then
+      for _, at in ipairs(verdict_comparisons(code_only(read(t.root .. "/" .. m.path)), verdicts)) do
+        bad[#bad + 1] = name .. ": " .. at
+      end
+    end
+  end
+  table.sort(bad)
+  t.eq(table.concat(bad, ", "), "")
+  -- What the rule finds, and what it lets pass.
+  t.eq(#verdict_comparisons('if r.verdict == "passed" then', verdicts), 1)
+  t.eq(#verdict_comparisons('if "incorrect" ~= v then', verdicts), 1)
+  t.eq(#verdict_comparisons('if rep.status == "timeout" or r.arch ~= "unknown" then', verdicts), 0)
+  t.eq(#verdict_comparisons('if verdicts.passed(r.verdict) then', verdicts), 0)
+end
+
+
+-- A model provider is one file of scripts/klab/experiment/providers/,
+-- registered in klab.experiment.providers: no other module names one.
+function T.providers_are_named_only_by_their_registry(t)
+  local names = require("klab.experiment.providers").NAMES
+  local bad = {}
+  for name, m in pairs(modules(t.root)) do
+    if not m.path:match("^scripts/klab/experiment/providers/") then
+      local code = code_only(read(t.root .. "/" .. m.path))
+      for _, p in ipairs(names) do
+        if code:find('"' .. p .. '"', 1, true) or code:find("'" .. p .. "'", 1, true) then bad[#bad + 1] = name .. " (" .. p .. ")" end
+      end
+    end
+  end
+  table.sort(bad)
+  t.ok(#names >= 2, "read the registry")
+  t.eq(table.concat(bad, ", "), "")
+end
+
 return T

@@ -62,6 +62,32 @@ T.model_spec_is_checked = function(t)
   t.raises(function() model.new { provider = "openai", model = "x", api_key_env = "sk-abc def" } end, "environment variable")
 end
 
+-- Every provider is one file of klab.experiment.providers, and what the
+-- model, the spec check and the model options know of providers comes from
+-- that registry.
+T.providers_come_from_their_registry = function(t)
+  local providers = require "klab.experiment.providers"
+  t.ok(#providers.NAMES >= 2, "the providers are registered")
+  for _, name in ipairs(providers.NAMES) do
+    local p = providers.get(name)
+    for _, f in ipairs { "url", "headers", "body", "parse" } do t.eq(type(p[f]), "function", name .. "." .. f) end
+    t.eq(type(p.about), "string", name .. ".about")
+    t.eq(model.new { provider = name, model = "x" }.base_url, p.base_url, name .. "'s default base_url")
+    t.match(providers.describe(), name .. " %(" .. p.about:gsub("%p", "%%%0") .. "%)")
+    for k, ty in pairs(p.fields or {}) do t.eq(model.FIELDS[k], ty, name .. "'s field " .. k) end
+  end
+  t.eq(providers.get("nope"), nil)
+  t.eq(providers.unknown("openai"), nil)
+  t.eq(providers.unknown("nope"), "provider must be 'openai' or 'anthropic', got nope")
+  t.raises(function() model.new { provider = "nope", model = "x" } end, "provider must be 'openai' or 'anthropic', got nope")
+  local options = require "klab.experiment.options"
+  local line
+  for _, d in ipairs(options.MODEL_OPTION_LIST) do if d[1] == "provider" then line = d end end
+  t.eq(line[3], providers.describe())
+  t.eq(line[2], providers.NAMES[1])
+  t.ok(require("klab.experiment.stored").MODEL_COMPARED[15] == "anthropic_version", "a provider's field is compared")
+end
+
 T.openai_body_and_parse = function(t)
   local oai = require "klab.experiment.providers.openai"
   local m = model.new { provider = "openai", model = "gpt", temperature = 0.7, top_p = 0.9, max_tokens = 100,

@@ -334,8 +334,25 @@ function T.check_params_and_pack(t)
     ok, why = plan.check_params(wl, tl)
     t.match(why or "", "tensor map over B%) is 128 bytes, but kernel parameter 2 is 8 bytes")
   end
-  ok, why = plan.check_kernel(l, { params = layout, max_threads = 128, static_shared = 0, max_shared = 232448 })
-  t.match(why or "", "block of 256 threads, but the compiled kernel allows at most 128")
+end
+
+-- The load stage checks every launch against its compiled kernel's limits
+-- and the device's shared memory, and its plan_error says which.
+function T.launches_fit_their_kernels(t)
+  local load = require "klab.eval.stage.load"
+  local verdict = require "klab.eval.verdict"
+  local l = assert(plan.run(gemm(t), nil)).launches[1]
+  t.eq(l.block[1] * (l.block[2] or 1) * (l.block[3] or 1), 256)
+  local attrs = { max_threads = 128, registers = 96, static_smem = 1024 }
+  local over = load.threads_over(l, attrs)
+  t.match(verdict.reason("plan_error", over), "^kernel gemm launched with 256 threads per block, but it can take at "
+    .. "most 128 %(registers: 96%)$")
+  t.eq(load.threads_over(l, { max_threads = 256 }), nil)
+  local big = { kernel = "gemm", block = l.block, shared = 232448 }
+  t.match(verdict.reason("plan_error", load.shared_over(big, attrs, 232448)),
+    "^kernel gemm asks for 232448 bytes of dynamic shared memory; with its 1024 static bytes that exceeds the device's 232448$")
+  t.eq(load.shared_over(big, { static_smem = 0 }, 232448), nil)
+  t.eq(load.shared_over({ kernel = "gemm", block = l.block }, {}, 0), nil, "no dynamic shared memory fits")
 end
 
 return T

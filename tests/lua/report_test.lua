@@ -2,7 +2,7 @@
 -- metrics_test.lua (answers computed by hand there).
 
 local report = require "klab.report"
-local figures = require "klab.report.figures"
+local gnuplot = require "klab.report.gnuplot"
 local tables = require "klab.report.tables"
 local store = require "klab.store"
 
@@ -68,7 +68,7 @@ function tests.two_reports_are_byte_identical(t)
 end
 
 function tests.figures_in_three_formats(t)
-  local pr = figures.probe()
+  local pr = gnuplot.probe()
   if not pr.gnuplot then t.skip(pr.why) end
   local path, dir = make_store(t)
   local files = assert(report.write(path, dir .. "/r", { B = 50 }))
@@ -95,6 +95,41 @@ function tests.figures_in_three_formats(t)
   local code = t.sh("cd " .. sq(dir .. "/r/e1") .. " && rm figures/fast_p_sm_90a.png && gnuplot figures/src/fast_p_sm_90a.gp")
   t.eq(code, 0)
   t.ok(t.read(dir .. "/r/e1/figures/fast_p_sm_90a.png") ~= nil, "redrawn")
+end
+
+-- A figure is one file of scripts/klab/report/figures/ and one name in
+-- klab.report.figures.NAMES: every file there is registered, and a figure
+-- added that way is drawn, captioned and listed like the shipped ones.
+function tests.a_figure_is_one_file(t)
+  local figures = require "klab.report.figures"
+  local listed = {}
+  for _, n in ipairs(figures.NAMES) do
+    listed[n] = true
+    t.eq(type(require("klab.report.figures." .. n).instances), "function", n)
+  end
+  local p = assert(io.popen("ls " .. sq(t.root .. "/scripts/klab/report/figures")))
+  local n = 0
+  for f in p:lines() do
+    n = n + 1
+    if f ~= "init.lua" then t.ok(listed[f:gsub("%.lua$", "")], f .. " is registered") end
+  end
+  p:close()
+  t.eq(n, #figures.NAMES + 1, "one file per figure and the registry")
+  local name = "klab.report.figures.task_count"
+  package.preload[name] = function()
+    return { instances = function(s)
+      return { { name = "task_count_" .. s.sa, title = "Tasks", caption = ("Tasks on %s: %d."):format(s.a, #s.tasks),
+        draw = function(d, fname) return gnuplot.render_empty(d, fname, "Tasks", "n") end } }
+    end }
+  end
+  figures.NAMES[#figures.NAMES + 1] = "task_count"
+  local path, dir = make_store(t)
+  local ok, files = pcall(report.write, path, dir .. "/r", { B = 50 })
+  figures.NAMES[#figures.NAMES] = nil
+  package.preload[name], package.loaded[name] = nil, nil
+  t.ok(ok and files, tostring(files))
+  t.ok(contains(files, dir .. "/r/e1/figures/src/task_count_sm_90a.gp"), "its script is written")
+  t.match(t.read(dir .. "/r/index.html"), "Tasks on sm_90a: 2%.")
 end
 
 function tests.tables_have_the_hand_computed_cells(t)
@@ -134,7 +169,7 @@ function tests.index_shows_provenance(t)
     -- Settings read back from JSON print as integers.
     "<td>replicas</td><td>2</td>", "<td>turns</td><td>8</td>" }
   -- Figures are linked only where gnuplot could draw them.
-  if figures.probe().gnuplot then
+  if gnuplot.probe().gnuplot then
     wants[#wants + 1] = 'src="e1/figures/fast_p_sm_90a.png"'
     wants[#wants + 1] = 'href="e1/figures/fast_p_sm_90a.pdf"'
   end
@@ -182,8 +217,8 @@ function tests.table_renderers_escape(t)
   t.match(tables.markdown(tb), "| &lt;t&gt; | 1\\|2 |")
   t.match(tables.latex(tb), "a \\& b\\_c | 50\\%%")
   t.match(tables.html(tb), "<td class=\"l\">&lt;t&gt;</td>")
-  t.eq(figures.slug("GPT 5.5 (high)/x"), "gpt-5.5-high-x")
-  t.eq(figures.quote("it's"), "'it''s'")
+  t.eq(gnuplot.slug("GPT 5.5 (high)/x"), "gpt-5.5-high-x")
+  t.eq(gnuplot.quote("it's"), "'it''s'")
   local escape = require "klab.report.escape"
   t.eq(escape.gnuplot("a\0b\nc'd"), "'ab c''d'")
   t.eq(escape.gnuplot_tic("50% of %s"), "'50%% of %%s'")
@@ -196,8 +231,8 @@ function tests.pdf_dates_are_fixed(t)
   local dir = t.tmpdir()
   local p = dir .. "/a.pdf"
   local body = "%PDF-1.5\n<< /Producer (cairo) /CreationDate (D:20261129181825Z) >>\n"
-  figures.write_file(p, body)
-  figures.fix_pdf_dates(p)
+  gnuplot.write_file(p, body)
+  gnuplot.fix_pdf_dates(p)
   local s = t.read(p)
   t.eq(#s, #body, "same length: offsets stay valid")
   t.match(s, "/CreationDate %(D:20000101000000Z%)")
@@ -290,7 +325,7 @@ function tests.a_store_without_gpu_results_says_so(t)
   t.match(h, "Not drawn, having nothing to show:")
   t.match(h, "fast_p on sm_90a: no trajectory on sm_90a has a result")
   -- The failure mix draws the one real result and leaves unknown out.
-  if figures.probe().gnuplot then t.ok(contains(files, dir .. "/r/figures/failure_mix_sm_90a_m.png")) end
+  if gnuplot.probe().gnuplot then t.ok(contains(files, dir .. "/r/figures/failure_mix_sm_90a_m.png")) end
   local mix = md_text(dir .. "/r/tables/failure_mix.md")
   t.match(mix, "| sm_90a | m | compile_error | 1 / 1 | 100%.0%% ")
   t.match(mix, "| sm_90a | m | unknown %(no result%) | 5 | not counted |")
@@ -508,7 +543,7 @@ function tests.hostile_names_survive_the_report(t)
     end
     if not f:match("%.png$") and not f:match("%.pdf$") then t.ok(not body:find("\0", 1, true), f .. ": no NUL byte") end
   end
-  if figures.probe().gnuplot then
+  if gnuplot.probe().gnuplot then
     local pngs = 0
     for _, f in ipairs(files) do if f:match("%.png$") then pngs = pngs + 1 end end
     t.ok(pngs >= 4, "figures drawn: " .. pngs)
@@ -639,7 +674,7 @@ function tests.speed_of_light_fraction(t)
   t.match(md, "| sm_90a | mA | 2 | [^|]+| [^|]+| [^|]+| 0%.400 |")
   -- The figure: every correct timed candidate at 0.4, the floor at 1 (its
   -- source is written whole without gnuplot too).
-  if figures.probe().gnuplot then
+  if gnuplot.probe().gnuplot then
     for _, ext in ipairs { "png", "svg", "pdf" } do
       t.ok(t.read(dir .. "/r/e1/figures/sol_sm_90a." .. ext), "sol_sm_90a." .. ext)
     end
@@ -662,7 +697,7 @@ function tests.fast_at_k_table_and_figure(t)
   t.match(md, "| sm_90a | mA | 2 | 1 | 25%.0%% %[[%d%.]+, [%d%.]+%] | 0%.575 %[")
   t.match(md, "| sm_90a | mB | 2 | 2 | 50%.0%% %[[%d%.]+, [%d%.]+%] | 1%.000 %[")
   t.ok(t.read(dir .. "/r/e1/figures/src/at_k_sm_90a.gp"), "the figure's source")
-  if figures.probe().gnuplot then t.ok(t.read(dir .. "/r/e1/figures/at_k_sm_90a.png"), "the figure") end
+  if gnuplot.probe().gnuplot then t.ok(t.read(dir .. "/r/e1/figures/at_k_sm_90a.png"), "the figure") end
   t.ok(t.read(dir .. "/r/e1/tables/at_k.tex"), "the LaTeX table")
   -- e2 has one trajectory per task: left out, with the reason.
   local html = t.read(dir .. "/r/index.html") or ""
@@ -673,17 +708,17 @@ end
 -- the renderer's limit (here forced with a narrow limit on two tasks).
 function tests.wide_figures_are_paged(t)
   local path, dir = make_store(t)
-  local keep = figures.MAX_WIDTH_IN
-  figures.MAX_WIDTH_IN = 4.2
+  local keep = gnuplot.MAX_WIDTH_IN
+  gnuplot.MAX_WIDTH_IN = 4.2
   local ok, files = pcall(report.write, path, dir .. "/r", { B = 20 })
-  figures.MAX_WIDTH_IN = keep
+  gnuplot.MAX_WIDTH_IN = keep
   t.ok(ok and files, tostring(files))
   if not (ok and files) then return end
   t.ok(contains(files, dir .. "/r/e1/figures/src/correct_sm_90a_p1.gp"), "page 1")
   t.ok(contains(files, dir .. "/r/e1/figures/src/correct_sm_90a_p2.gp"), "page 2")
   t.ok(not contains(files, dir .. "/r/e1/figures/src/correct_sm_90a.gp"), "no unpaged figure")
   t.match(t.read(dir .. "/r/e1/figures/src/correct_sm_90a_p2.gp") or "", "tasks 2 to 2 of 2")
-  if figures.probe().gnuplot then
+  if gnuplot.probe().gnuplot then
     t.ok(contains(files, dir .. "/r/e1/figures/correct_sm_90a_p2.png"), "page 2 drawn")
     t.match(t.read(dir .. "/r/index.html") or "", "correct_sm_90a_p2%.png")
   end

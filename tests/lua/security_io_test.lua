@@ -54,11 +54,6 @@ function T.export_sft_replaces_a_planted_link(t)
       t.eq(code, 0, label .. ": " .. err)
       t.eq(fs.type(dir .. "/o.jsonl"), "file", label)
     end)
-  -- the same through the library (write_jsonl)
-  plant(out)
-  assert(require("klab.report.export").write_jsonl({ { a = 1 } }, out))
-  intact("write_jsonl")
-  t.eq(t.read(out), '{"a":1}\n')
 end
 
 function T.compile_output_replaces_a_planted_link(t)
@@ -190,10 +185,10 @@ function T.library_writes_never_follow_links(t)
   t.eq(ok, nil)
   t.match(err, "log: is a symbolic link")
   intact("fs.append")
-  local figures = require "klab.report.figures"
+  local gnuplot = require "klab.report.gnuplot"
   plant(dir .. "/fig.svg")
-  figures.write_file(dir .. "/fig.svg", "<svg/>")
-  intact("figures.write_file")
+  gnuplot.write_file(dir .. "/fig.svg", "<svg/>")
+  intact("gnuplot.write_file")
 end
 
 -- scripts/klab opens no file for writing by itself: every write goes

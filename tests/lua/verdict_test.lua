@@ -42,6 +42,30 @@ function T.classes_say_what_counts(t)
   t.ok(not verdict.verified("passed", { status = "unavailable", families = { wgmma = { status = "executed" } } }))
 end
 
+-- The questions other modules ask, each answered for every verdict: the
+-- set of verdicts that say yes, written out.
+function T.questions_name_their_verdicts(t)
+  local want = {
+    passed = { "passed" },
+    undecided = { "unknown" },
+    request_failed = { "request_error" },
+    no_candidate = { "request_error", "extraction_error" },
+    target_missing = { "target_not_executed" },
+    not_loaded = { "compile_error", "load_error" },
+    before_gpu = { "compile_error", "plan_error" },
+  }
+  for q, names in pairs(want) do
+    local yes = {}
+    for _, n in ipairs(verdict.NAMES) do
+      if verdict[q](n) then yes[#yes + 1] = n end
+    end
+    table.sort(yes)
+    table.sort(names)
+    t.eq(table.concat(yes, ","), table.concat(names, ","), q)
+    t.ok(not verdict[q](nil), q .. "(nil)")
+  end
+end
+
 -- One example of every situation of every verdict, and a pattern its
 -- reason must match: a new situation without an example fails here.
 local EXAMPLES = {
@@ -250,11 +274,11 @@ end
 -- The report takes each verdict's colour and the verdicts that are not a
 -- result from the one list: a new verdict gets its own colour.
 function T.report_reads_the_list(t)
-  local figures = require "klab.report.figures"
+  local gnuplot = require "klab.report.gnuplot"
   local metrics = require "klab.report.metrics"
   local seen = {}
   for _, v in ipairs(verdict.LIST) do
-    local c = figures.VERDICT_COLORS[v.name]
+    local c = gnuplot.VERDICT_COLORS[v.name]
     t.ok(type(c) == "string" and c:match("^#%x%x%x%x%x%x$"), v.name .. " has a colour")
     t.ok(c == nil or not seen[c], v.name .. "'s colour is its own")
     if c then seen[c] = true end

@@ -75,7 +75,7 @@ function M.run(job)
   -- A CUDA error that poisons the context (an illegal address seen by any
   -- call, not only a launch) leaves this worker unfit for the next job.
   local S = state.S
-  if S.ctx and res.verdict and res.verdict ~= "passed" then
+  if S.ctx and res.verdict and not verdicts.passed(res.verdict) then
     local sticky = S.ctx:sticky()
     if sticky then res.unfit = true end
   end

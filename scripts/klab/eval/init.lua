@@ -235,8 +235,8 @@ end
 -- A stored result answers again when it is a measurement (not unknown) of
 -- the same thing on the same kind of machine (the key says so).
 local function reusable(prev)
-  return type(prev) == "table" and prev.verdict ~= nil and prev.verdict ~= "unknown" and
-    verdicts.valid(prev.verdict)
+  return type(prev) == "table" and verdicts.valid(prev.verdict) and
+    not verdicts.undecided(prev.verdict)
 end
 
 -- ---- the pipeline ----------------------------------------------------------------
@@ -415,7 +415,7 @@ function Session:_landed(item, h)
       g.rerun_alone = item.alone
       -- klab's own step failed again, alone: the reason says so.
       local jf = g.judge_fault
-      if jf and g.verdict == "unknown" and item.alone.why == "judge" then
+      if jf and verdicts.undecided(g.verdict) and item.alone.why == "judge" then
         jf.detail.again = true
         verdicts.give(g, "unknown", jf.detail)
       end

@@ -12,7 +12,6 @@
 --   plan.check_params(launch, layout) -> true, or nil, reason
 --       layout: the kernel's parameters {{offset=, size=}, ...} in order
 --       (cuKernelGetParamInfo at run time).
---   plan.check_kernel(launch, info)  -> true, or nil, reason
 --       info: {params = layout, static_shared = bytes, max_threads = n,
 --              max_shared = opt-in limit per block}
 --   plan.pack(launch, layout [, resolve]) -> {size=, items=, bytes=}, or nil, reason
@@ -549,24 +548,6 @@ function M.check_compiled(launch, kernel)
     return detail.why and detail or nil
   end
   if detail.expected and detail.packed and detail.expected ~= detail.packed then return detail end
-end
-
-function M.check_kernel(launch, info)
-  local ok, err = M.check_params(launch, info.params or {})
-  if not ok then return nil, err end
-  local who = ("launch %d (%s)"):format(launch.index or 1, launch.kernel)
-  if info.max_threads and launch.threads > info.max_threads then
-    return nil, ("%s: block of %d threads, but the compiled kernel allows at most %d (registers or __launch_bounds__)")
-        :format(who, launch.threads, info.max_threads)
-  end
-  if info.max_shared then
-    local total = launch.shared + (info.static_shared or 0)
-    if total > info.max_shared then
-      return nil, ("%s: %d bytes of dynamic plus %d of static shared memory exceed the device limit of %d bytes")
-          :format(who, launch.shared, info.static_shared or 0, info.max_shared)
-    end
-  end
-  return true
 end
 
 function M.pack(launch, layout, resolve)

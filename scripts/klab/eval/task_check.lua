@@ -219,7 +219,7 @@ function M.run(dirs, opts)
               problem(list, "name", ("%s: %s"):format(where, tostring(err)))
             else
               local pok, run = prepared(x, c, archs[1])
-              local refused = e.verdict == "compile_error" or e.verdict == "plan_error"
+              local refused = verdict.before_gpu(e.verdict)
               if not pok and not refused then
                 problem(list, "name", ("%s on %s: %s"):format(where, x.name, tostring(run.result.reason)))
               end

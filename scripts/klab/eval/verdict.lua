@@ -14,6 +14,13 @@
 --   verdict.correct(name)         -> true for passed and target_not_executed
 --   verdict.verified(name, instructions) -> passed, with every target family seen executing
 --   verdict.measured(name)        -> false for the verdicts that say nothing was measured
+--   verdict.passed(name)          -> correct with nothing against it: what a selection, a target, an export takes
+--   verdict.undecided(name)       -> a stage could not run (unknown): nothing decided, never reused
+--   verdict.request_failed(name)  -> the request to the model failed
+--   verdict.no_candidate(name)    -> the model gave nothing to judge (the request failed, or no code came out)
+--   verdict.target_missing(name)  -> correct, but the task's target instructions did not run
+--   verdict.not_loaded(name)      -> the code did not build or load: it fails alike on every workload
+--   verdict.before_gpu(name)      -> given by the stages that run without a GPU (build, plan)
 --   verdict.worst(a, b, ...)      -> the name that wins among verdict names or {verdict=} records
 --   verdict.situations(name)      -> the kinds of detail its reasons are built from
 --   verdict.markdown()            -> the list as a Markdown table (docs/verdicts.md is checked against it)
@@ -120,10 +127,21 @@ end
 
 function M.measured(name) return BY[name] ~= nil and BY[name].class ~= "not_measured" end
 
+-- The questions the rest of klab asks of a verdict, answered here from the
+-- list, so that no other module compares a verdict's name.
+local function stage_in(name, stages) return BY[name] ~= nil and stages[BY[name].stage] == true end
+function M.passed(name) return name == "passed" end
+function M.undecided(name) return name == "unknown" end
+function M.request_failed(name) return stage_in(name, { model = true }) end
+function M.no_candidate(name) return stage_in(name, { model = true, extract = true }) end
+function M.target_missing(name) return stage_in(name, { instructions = true }) and BY[name].class == "correct" end
+function M.not_loaded(name) return stage_in(name, { build = true, load = true }) end
+function M.before_gpu(name) return stage_in(name, { build = true, plan = true }) end
+
 -- instructions: the instruction stage's record of the result ({status=,
 -- families = {name = {status=}}}), or nil when it did not run.
 function M.verified(name, instructions)
-  if name ~= "passed" then return false end
+  if not M.passed(name) then return false end
   local fams = instructions and instructions.status == "ok" and instructions.families
   if not fams or next(fams) == nil then return false end
   for _, f in pairs(fams) do

@@ -502,7 +502,7 @@ function Exp:_finish_trajectory(t, reason)
   local sel, why = self.policy.select(entries, self:_ctx(t.group))
   local best, best_turn
   for _, tr in ipairs(t.turns) do
-    if tr.verdict == "passed" and tr.speedup and (not best or tr.speedup > best) then best, best_turn = tr.speedup, tr.turn end
+    if verdicts.passed(tr.verdict) and tr.speedup and (not best or tr.speedup > best) then best, best_turn = tr.speedup, tr.turn end
   end
   records.finish_trajectory(self.db, t.id, { stop_reason = reason, best_speedup = best, best_turn = best_turn,
     selected_turn = sel and sel.turn or nil, selected_speedup = sel and sel.speedup or nil,
@@ -516,7 +516,7 @@ local awaiting = judge_mod.awaiting
 function Exp:_stop_reason(t)
   local last = t.turns[#t.turns]
   if last and last.awaiting == 1 then return nil end
-  if last and self.target and last.verdict == "passed"
+  if last and self.target and verdicts.passed(last.verdict)
       and (self.target <= 0 or (last.speedup and last.speedup >= self.target)) then
     return "target_met"
   end
@@ -690,7 +690,7 @@ function Exp:_run()
           ran[#ran + 1] = { model = t.model, verdict = rec.verdict, reason = rec.reason, awaiting = rec.awaiting == 1 }
           self:_log("turn %s %s %s r%d t%d: %s", t.model.name, t.group.name, t.tag, t.replica, n, rec.reason or rec.verdict)
           -- A failing server shows its reason while the sweep runs, not only in the store.
-          local note = rec.verdict == "request_error" and (t.model.name .. ": " .. request_problem(rec.reason)) or nil
+          local note = verdicts.request_failed(rec.verdict) and (t.model.name .. ": " .. request_problem(rec.reason)) or nil
           bar:update { total = total, done = done, counts = self:_counts(), note = note }
           if spec.on_turn then spec.on_turn(entry_of(t, t.turns[#t.turns]), t) end
         end
@@ -760,14 +760,14 @@ function Exp:_outcome(ran)
   local fails, order = {}, {}
   local measured = 0
   for _, r in ipairs(ran) do
-    if r.verdict == "request_error" then
+    if verdicts.request_failed(r.verdict) then
       local k = r.model.name .. "\0" .. request_problem(r.reason)
       if not fails[k] then
         fails[k] = { model = r.model, why = request_problem(r.reason), n = 0 }
         order[#order + 1] = k
       end
       fails[k].n = fails[k].n + 1
-    elseif r.verdict ~= "unknown" or r.awaiting then
+    elseif not verdicts.undecided(r.verdict) or r.awaiting then
       measured = measured + 1
     end
   end

@@ -9,7 +9,7 @@
 --   for _, o in ipairs(c:poll(0.5)) do ... o.ticket, o.ok, o.text, o.usage ... end
 --   local o = c:call(m, messages, meta)          -- submit and wait for that one
 --
--- A model: {name=, provider="openai"|"anthropic", base_url=, model=, api_key_env=, temperature=,
+-- A model: {name=, provider= (a name of klab.experiment.providers), base_url=, model=, api_key_env=, temperature=,
 -- top_p=, max_tokens=, max_tokens_field=, reasoning_effort=, thinking_budget=, seed=, stop=,
 -- extra=, prices={input=, output=} (USD per million tokens), concurrency= (default 4),
 -- timeout= (s per attempt, default 600), connect_timeout= (default 30),
@@ -59,7 +59,7 @@ local json = require "klab.json"
 local M = {}
 
 M.MODES = { live = true, ["record-missing"] = true, replay = true }
-M.PROVIDERS = { openai = "klab.experiment.providers.openai", anthropic = "klab.experiment.providers.anthropic" }
+local providers = require "klab.experiment.providers"
 
 -- Canonical JSON (klab.json): equal tables give equal text, so equal
 -- requests hash alike.
@@ -72,8 +72,10 @@ local FIELDS = {
   temperature = "number", top_p = "number", max_tokens = "number", max_tokens_field = "string",
   reasoning_effort = "string", thinking_budget = "number", seed = "number", stop = "table", extra = "table",
   prices = "table", concurrency = "number", timeout = "number", connect_timeout = "number", retry = "table",
-  anthropic_version = "string", allow_insecure_http = "boolean", max_reply_bytes = "number",
+  allow_insecure_http = "boolean", max_reply_bytes = "number",
 }
+-- A provider's own fields (anthropic_version, ...) come with it.
+for k, v in pairs(providers.FIELDS) do FIELDS[k] = v end
 
 M.FIELDS = FIELDS
 
@@ -88,12 +90,11 @@ function M.new(spec)
     if type(v) ~= want and not (k == "stop" and type(v) == "string") then error(("model.new: field '%s' must be a %s, got %s"):format(k, want, type(v)), 2) end
     m[k] = v
   end
-  if not M.PROVIDERS[m.provider or ""] then
-    error("model.new: provider must be 'openai' or 'anthropic', got " .. tostring(m.provider), 2)
-  end
+  local unknown = providers.unknown(m.provider)
+  if unknown then error("model.new: " .. unknown, 2) end
   if not m.model or m.model == "" then error("model.new: field 'model' is required", 2) end
   if not m.base_url then
-    m.base_url = m.provider == "anthropic" and "https://api.anthropic.com" or "https://api.openai.com/v1"
+    m.base_url = providers.get(m.provider).base_url
   end
   if m.api_key_env and not m.api_key_env:match("^[%a_][%w_]*$") then
     error("model.new: api_key_env must name an environment variable", 2)
@@ -130,7 +131,7 @@ function M.for_replica(m, r)
   return setmetatable(c, getmetatable(m))
 end
 
-local function provider(m) return require(M.PROVIDERS[m.provider]) end
+local function provider(m) return providers.get(m.provider) end
 
 -- The request for messages: {canonical=, hash=, url=, headers=, body=}.
 function M.request(m, messages, key)
@@ -418,7 +419,7 @@ function Caller:_finish(q, r)
     o.ok, o.error = false, ("transport error after %d attempt%s: %s"):format(#o.attempts,
       #o.attempts == 1 and "" or "s", r.error)
   else
-    local pok, parsed, perr = pcall(require(M.PROVIDERS[m.provider]).parse, r.status, r.body)
+    local pok, parsed, perr = pcall(provider(m).parse, r.status, r.body)
     if not pok then parsed, perr = nil, "the reply could not be read: " .. tostring(parsed) end
     if parsed then
       o.ok, o.text, o.reasoning, o.finish, o.usage = true, parsed.text, parsed.reasoning, parsed.finish, parsed.usage

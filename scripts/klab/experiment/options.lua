@@ -14,6 +14,7 @@
 local errors = require "klab.errors"
 local shard_mod = require "klab.experiment.shard"
 local model_mod = require "klab.experiment.model"
+local providers = require "klab.experiment.providers"
 
 local M = {}
 
@@ -172,7 +173,7 @@ end
 M.MODEL_OPTION_LIST = {
   { section = "Model options (models_from):" },
   { "models", { "" }, "model names, comma-separated; each gets the settings below (required)" },
-  { "provider", "openai", "openai (chat completions: vLLM, SGLang, llama.cpp, gateways) or anthropic" },
+  { "provider", providers.NAMES[1], providers.describe() },
   { "base_url", "", "the server's URL, e.g. https://HOST/v1 (default: the provider's)" },
   { "api_key_env", "", "the environment variable that holds the API key (never the key itself)" },
   { "temperature", -1.0, "sampling temperature (negative: the server's default)" },
@@ -231,7 +232,7 @@ function M.models_from(o, name)
     local ok, m = pcall(model_mod.new, spec)
     if not ok then
       local msg = tostring(m):gsub("^[^:\n]+%.lua:%d+: ", "")
-      if not model_mod.PROVIDERS[spec.provider or ""] then msg = msg .. errors.did_you_mean(spec.provider, { "openai", "anthropic" }) end
+      if providers.unknown(spec.provider) then msg = msg .. errors.did_you_mean(spec.provider, providers.NAMES) end
       errors.raise("mistake", ("%s: model %s: %s; 'klab %s --help' describes the options"):format(script_name(), name,
         msg, script_name()))
     end

@@ -22,9 +22,11 @@
 -- Policies are used per trajectory (over its turns) and per group of
 -- trajectories (best-of-N over replicas; experiment:select).
 
+local verdicts = require "klab.eval.verdict"
+
 local M = {}
 
-local function passed(e) return e.verdict == "passed" end
+local function passed(e) return verdicts.passed(e.verdict) end
 
 function M.first_correct(entries)
   for _, e in ipairs(entries) do
@@ -91,7 +93,7 @@ function M.paired_gate(opts)
     for i = 1, math.min(top, #survivors) do
       local e = survivors[i]
       local full = ctx.evaluate(e, "full")
-      if full.verdict == "passed" then
+      if verdicts.passed(full.verdict) then
         local out = {}
         for k, v in pairs(e) do out[k] = v end
         out.gate_speedup, out.speedup, out.full = e.speedup, full.speedup, full

@@ -15,6 +15,8 @@
 -- (the way PTXBench's prompt tags attach architecture notes and one
 -- pattern); the parts "none" and "no-hint" attach nothing.
 
+local verdicts = require "klab.eval.verdict"
+
 local M = {}
 
 local function exists(path)
@@ -182,13 +184,13 @@ local INSTRUCTION_WARNING = "INSTRUCTION WARNING: the kernel might not be fully 
 function M.feedback(turn, opts)
   opts = opts or {}
   local out = {}
-  if turn.verdict == "extraction_error" or turn.verdict == "request_error" then
+  if verdicts.no_candidate(turn.verdict) then
     out[#out + 1] = M.status(turn.verdict) .. " — " .. strip_name(turn.reason, turn.verdict)
   else
     local warn_families
     for _, w in ipairs(turn.workloads or {}) do
       local head = w.axes and ("[" .. w.axes .. "] ") or ""
-      if w.verdict == "passed" then
+      if verdicts.passed(w.verdict) then
         out[#out + 1] = head .. ("PASSED — speedup: %sx (kernel: %s ms, ref: %s ms)"):format(fmt(w.speedup),
           fmt(w.time_ms, 4), fmt(w.baseline_ms, 4))
       else
@@ -201,9 +203,9 @@ function M.feedback(turn, opts)
         if w.max_abs then out[#out + 1] = "    " .. strip_name(w.reason, w.verdict) end
       end
       local ins = w.instructions
-      if ins and (w.verdict == "target_not_executed" or ins.status == "not_executed" or ins.status == "absent") then
+      if ins and (verdicts.target_missing(w.verdict) or ins.status == "not_executed") then
         warn_families = ins.missing or ins.required or turn.targets
-      elseif w.verdict == "target_not_executed" then
+      elseif verdicts.target_missing(w.verdict) then
         warn_families = turn.targets
       end
     end

@@ -11,6 +11,7 @@
 local errors = require "klab.errors"
 local model_mod = require "klab.experiment.model"
 local policy = require "klab.experiment.policy"
+local providers = require "klab.experiment.providers"
 local prompt = require "klab.experiment.prompt"
 
 local M = {}
@@ -75,8 +76,8 @@ function M.check(s, where, groups, stored)
       local ok, mm = pcall(model_mod.new, m)
       if not ok then
         local msg = clean(mm)
-        if type(m) == "table" and m.provider and not model_mod.PROVIDERS[m.provider] then
-          msg = msg .. errors.did_you_mean(m.provider, { "openai", "anthropic" })
+        if type(m) == "table" and m.provider and providers.unknown(m.provider) then
+          msg = msg .. errors.did_you_mean(m.provider, providers.NAMES)
         end
         local field = msg:match("unknown field '([^']+)'")
         if field then

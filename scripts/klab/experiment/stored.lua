@@ -36,10 +36,16 @@ local EVAL_CONDITIONS = { timing = "boolean", profile = "boolean", sanitize = "b
 local EVAL_FROM_USER = { deadline = true, stage_deadlines = true, budget_s = true, seed = true }
 
 -- The model fields that make a condition and say where a request goes:
--- compared with what the user gave before anything is asked.
+-- compared with what the user gave before anything is asked; a provider's
+-- own fields (klab.experiment.providers) are compared too.
 M.MODEL_COMPARED = { "provider", "model", "base_url", "api_key_env", "allow_insecure_http", "temperature", "top_p",
-  "max_tokens", "max_tokens_field", "reasoning_effort", "thinking_budget", "seed", "stop", "extra",
-  "anthropic_version" }
+  "max_tokens", "max_tokens_field", "reasoning_effort", "thinking_budget", "seed", "stop", "extra" }
+do
+  local own = {}
+  for k in pairs(require("klab.experiment.providers").FIELDS) do own[#own + 1] = k end
+  table.sort(own)
+  table.move(own, 1, #own, #M.MODEL_COMPARED + 1, M.MODEL_COMPARED)
+end
 
 local function count_ok(v, most) return math.type(v) == "integer" and v >= 1 and v <= most end
 

@@ -56,7 +56,7 @@ local function summarize(name, r, speedup_field)
     table.sort(missing)
     local status = "unknown"
     if ins.verified == true then status = "executed"
-    elseif ins.verdict == "target_not_executed" or #missing > 0 then status = "not_executed" end
+    elseif verdicts.target_missing(ins.verdict) or #missing > 0 then status = "not_executed" end
     w.instructions = { status = status, families = names, missing = #missing > 0 and missing or nil }
   end
   if type(ins) == "table" and type(ins.text) == "string" then w.profile = ins.text end
@@ -108,7 +108,7 @@ function M.finish(self, job)
     ws[i] = summarize(name, results[i], self.spec.speedup_field)
     -- Code that does not build or load fails the same way on every
     -- workload: it is reported once.
-    if results[i].verdict == "compile_error" or results[i].verdict == "load_error" then
+    if verdicts.not_loaded(results[i].verdict) then
       ws[i].axes = nil
       for j = #results, i + 1, -1 do results[j] = nil end
       break
@@ -116,7 +116,7 @@ function M.finish(self, job)
   end
   local v = verdicts.worst(table.unpack(ws))
   local speedup, verified = nil, nil
-  if v == "passed" then
+  if verdicts.passed(v) then
     for _, w in ipairs(ws) do
       if w.speedup then speedup = math.min(speedup or math.huge, w.speedup) else speedup = nil break end
     end
@@ -126,7 +126,7 @@ function M.finish(self, job)
   local all_executed = #ws > 0
   for _, w in ipairs(ws) do
     local s = w.instructions and w.instructions.status
-    if s == "not_executed" or w.verdict == "target_not_executed" then verified = false break end
+    if s == "not_executed" or verdicts.target_missing(w.verdict) then verified = false break end
     if s ~= "executed" then all_executed = false end
   end
   if verified == nil and all_executed then verified = true end
@@ -134,14 +134,14 @@ function M.finish(self, job)
   for _, w in ipairs(ws) do
     if w.verdict == v then reason = w.reason break end
   end
-  if #ws > 1 and v ~= "passed" then
+  if #ws > 1 and not verdicts.passed(v) then
     for _, w in ipairs(ws) do
       if w.verdict == v then reason = w.axes and ("[%s] %s"):format(w.axes, w.reason) or w.reason break end
     end
   end
   local compile_log = results[1] and results[1].stages and results[1].stages.build and results[1].stages.build.log
   -- Awaiting judgement: nothing found here, every workload's GPU stages to come.
-  local awaiting = v == "unknown" and #ws > 0
+  local awaiting = verdicts.undecided(v) and #ws > 0
   for _, w in ipairs(ws) do awaiting = awaiting and w.awaiting == true end
   return { verdict = v, reason = reason, speedup = speedup, verified = verified, workloads = ws,
            compile_log = compile_log, awaiting = awaiting or nil }

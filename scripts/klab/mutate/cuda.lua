@@ -61,8 +61,10 @@ local RHS_END = {
   ["]"] = true, ["}"] = true,
 }
 
--- The M.sites of one source.
-function M.sites(text)
+-- What the operators below share for one source: its reading
+-- (klab.mutate.source: tokens, matching brackets, declarations, loops), the
+-- sites found so far (out) and the helpers that read and edit tokens.
+local function reader(text)
   local r = source.read(text)
   local tk, match, vars, fns, dims, is_dim = r.tk, r.match, r.vars, r.fns, r.dims, r.is_dim
   local ls, tmpl = r.loops, r.templates
@@ -171,200 +173,232 @@ function M.sites(text)
     end
   end
 
-  for i, t in ipairs(tk) do
-    local L = loop_of(ls, i)
-    -- precision: a fast-math intrinsic for the exact call
-    if t.k == "id" and FAST[t.t] and is(tk[i + 1], "(") and not is(tk[i - 1], ".") and not is(tk[i - 1], "::")
-        and not (tk[i - 1] and BASE[tk[i - 1].t]) then
-      add("precision", "fast-math intrinsic", i, { edit(i, i, FAST[t.t]) }, t.t == "tanhf" and "tanh" or nil)
-    end
-    -- precision: x / y -> __fdividef(x, y) where the division is in floating point
-    if is(t, "/") then
-      local a, b = operand_before(tk, match, i), operand_after(tk, match, i + 1)
-      if a and b and (floatish(a, i - 1) or floatish(i + 1, b)) then
-        add("precision", "fast-math intrinsic", i,
-          { edit(a, b, "__fdividef(" .. src(a, i - 1) .. ", " .. src(i + 1, b) .. ")") })
-      end
-    end
-    -- precision: an accumulator narrowed (ID += E; or ID = E(ID); in a loop)
-    if L and t.k == "id" and vars[t.t] and vars[t.t].base == "float" and not vars[t.t].ptr
-        and stmt_start(tk, match, i) and (is(tk[i + 1], "+=") or is(tk[i + 1], "=")) then
-      local e = stmt_end(tk, match, i)
-      local uses = false
-      for q = i + 2, e - 1 do
-        if tk[q].k == "id" and tk[q].t == t.t then uses = true end
-      end
-      if is(tk[e], ";") and e > i + 2 and (uses or is(tk[i + 1], "+=")) then
-        local rhs = src(i + 2, e - 1)
-        local value = is(tk[i + 1], "+=") and (t.t .. " + (" .. rhs .. ")") or rhs
-        for _, n in ipairs { { 7, "bf16" }, { 10, "f16" } } do
-          add("precision", "accumulator narrowed to " .. n[2], i,
-            { edit(i, e, ("%s = klab_mutant_round(%s, %d);"):format(t.t, value, n[1])) }, "round")
-        end
-      end
-    end
-    -- precision: an input rounded to a narrower type
-    if t.k == "id" and vars[t.t] and vars[t.t].ptr and vars[t.t].const and vars[t.t].base == "float"
-        and is(tk[i + 1], "[") and not is(tk[i - 1], "&") and not is(tk[i - 1], ".") then
-      local e = operand_after(tk, match, i)
-      local n = e and tk[e + 1]
-      if e and not (n and n.k == "op" and (ASSIGN[n.t] or n.t == "++" or n.t == "--")) then
-        add("precision", "input rounded to bf16", i, { edit(i, e, "klab_mutant_round(" .. src(i, e) .. ", 7)") },
-          "round")
-      end
-    end
-    if t.k == "id" and is(tk[i + 1], "(") and match[i + 1] and not (tk[i - 1] and BASE[tk[i - 1].t])
-        and (WIDEN[t.t] or (fns[t.t] == "float" and (t.t:match("bf16") or t.t:match("half")))) then
-      local e = match[i + 1]
-      add("precision", "input rounded to fp8 precision", i,
-        { edit(i, e, "klab_mutant_round(" .. src(i, e) .. ", 3)") }, "round")
-    end
+  return { tk = tk, match = match, vars = vars, fns = fns, dims = dims, is_dim = is_dim, ls = ls, tmpl = tmpl,
+    out = out, src = src, add = add, edit = edit, insert = insert, floatish = floatish, in_range = in_range,
+    index_expression = index_expression }
+end
 
-    -- bounds: a comparison off by one, the last row or iteration skipped
-    if t.k == "op" and CMP[t.t] and not tmpl[i] then
-      local k = i + 1
-      while tk[k] and not (tk[k].k == "op" and RHS_END[tk[k].t]) do
-        if is(tk[k], "(") or is(tk[k], "[") then k = match[k] or k end
-        k = k + 1
-      end
-      local rhs_zero = k == i + 2 and tk[i + 1].t == "0"
-      local in_loop = false
-      for _, lp in ipairs(ls) do
-        if in_range(i, lp.cond) then in_loop = true end
-      end
-      if k > i + 1 and not (rhs_zero and t.t == ">") then
-        add("bounds", in_loop and "loop bound off by one" or "guard off by one", i, { edit(i, i, CMP[t.t]) })
-      end
-      if k > i + 1 and not rhs_zero and (t.t == "<" or t.t == ">=") then
-        add("bounds", in_loop and "last iteration skipped" or "last row skipped", i,
-          { edit(i + 1, k - 1, "(" .. src(i + 1, k - 1) .. ") - 1") })
+-- The operators at token i (t, in loop L or nil), family by family.
+local function precision_at(h, i, t, L)
+  local tk, match, vars, fns = h.tk, h.match, h.vars, h.fns
+  local src, add, edit, floatish = h.src, h.add, h.edit, h.floatish
+  -- precision: a fast-math intrinsic for the exact call
+  if t.k == "id" and FAST[t.t] and is(tk[i + 1], "(") and not is(tk[i - 1], ".") and not is(tk[i - 1], "::")
+      and not (tk[i - 1] and BASE[tk[i - 1].t]) then
+    add("precision", "fast-math intrinsic", i, { edit(i, i, FAST[t.t]) }, t.t == "tanhf" and "tanh" or nil)
+  end
+  -- precision: x / y -> __fdividef(x, y) where the division is in floating point
+  if is(t, "/") then
+    local a, b = operand_before(tk, match, i), operand_after(tk, match, i + 1)
+    if a and b and (floatish(a, i - 1) or floatish(i + 1, b)) then
+      add("precision", "fast-math intrinsic", i,
+        { edit(a, b, "__fdividef(" .. src(a, i - 1) .. ", " .. src(i + 1, b) .. ")") })
+    end
+  end
+  -- precision: an accumulator narrowed (ID += E; or ID = E(ID); in a loop)
+  if L and t.k == "id" and vars[t.t] and vars[t.t].base == "float" and not vars[t.t].ptr
+      and stmt_start(tk, match, i) and (is(tk[i + 1], "+=") or is(tk[i + 1], "=")) then
+    local e = stmt_end(tk, match, i)
+    local uses = false
+    for q = i + 2, e - 1 do
+      if tk[q].k == "id" and tk[q].t == t.t then uses = true end
+    end
+    if is(tk[e], ";") and e > i + 2 and (uses or is(tk[i + 1], "+=")) then
+      local rhs = src(i + 2, e - 1)
+      local value = is(tk[i + 1], "+=") and (t.t .. " + (" .. rhs .. ")") or rhs
+      for _, n in ipairs { { 7, "bf16" }, { 10, "f16" } } do
+        add("precision", "accumulator narrowed to " .. n[2], i,
+          { edit(i, e, ("%s = klab_mutant_round(%s, %d);"):format(t.t, value, n[1])) }, "round")
       end
     end
+  end
+  -- precision: an input rounded to a narrower type
+  if t.k == "id" and vars[t.t] and vars[t.t].ptr and vars[t.t].const and vars[t.t].base == "float"
+      and is(tk[i + 1], "[") and not is(tk[i - 1], "&") and not is(tk[i - 1], ".") then
+    local e = operand_after(tk, match, i)
+    local n = e and tk[e + 1]
+    if e and not (n and n.k == "op" and (ASSIGN[n.t] or n.t == "++" or n.t == "--")) then
+      add("precision", "input rounded to bf16", i, { edit(i, e, "klab_mutant_round(" .. src(i, e) .. ", 7)") },
+        "round")
+    end
+  end
+  if t.k == "id" and is(tk[i + 1], "(") and match[i + 1] and not (tk[i - 1] and BASE[tk[i - 1].t])
+      and (WIDEN[t.t] or (fns[t.t] == "float" and (t.t:match("bf16") or t.t:match("half")))) then
+    local e = match[i + 1]
+    add("precision", "input rounded to fp8 precision", i,
+      { edit(i, e, "klab_mutant_round(" .. src(i, e) .. ", 3)") }, "round")
+  end
+end
 
-    -- indexing: in a subscript (not an array's declaration)
-    if is(t, "[") and match[i] and match[i] > i + 1 and tk[i - 1]
-        and (tk[i - 1].k == "id" or is(tk[i - 1], "]") or is(tk[i - 1], ")"))
-        and not (tk[i - 2] and (BASE[tk[i - 2].t] or is(tk[i - 2], "*"))) and not (tk[i - 1].k == "id" and BASE[tk[i - 1].t]) then
-      local close = match[i]
-      index_expression(i + 1, close - 1, i)
-      -- a[x][y] -> a[y][x]
-      local n2 = close + 1
-      if is(tk[n2], "[") and match[n2] == n2 + 2 and close == i + 2 and not is(tk[i - 1], "]")
-          and tk[i + 1].t ~= tk[n2 + 1].t then
-        add("indexing", "two indices swapped", i,
-          { edit(i + 1, i + 1, tk[n2 + 1].t), edit(n2 + 1, n2 + 1, tk[i + 1].t) })
-      end
+local function bounds_at(h, i, t)
+  local tk, match, ls, tmpl = h.tk, h.match, h.ls, h.tmpl
+  local src, add, edit, in_range = h.src, h.add, h.edit, h.in_range
+  -- bounds: a comparison off by one, the last row or iteration skipped
+  if t.k == "op" and CMP[t.t] and not tmpl[i] then
+    local k = i + 1
+    while tk[k] and not (tk[k].k == "op" and RHS_END[tk[k].t]) do
+      if is(tk[k], "(") or is(tk[k], "[") then k = match[k] or k end
+      k = k + 1
     end
-    -- indexing: a pointer declared as a base plus offsets
-    if t.k == "id" and vars[t.t] and vars[t.t].ptr and is(tk[i - 1], "*") and is(tk[i + 1], "=") then
-      local e = stmt_end(tk, match, i)
-      local base = tk[i + 2]
-      if base and base.k == "id" and is(tk[i + 3], "+") and is(tk[e], ";") then
-        add("indexing", "row offset dropped", i + 2, { edit(i + 3, e - 1, "") })
-        index_expression(i + 4, e - 1, i + 2)
-      end
+    local rhs_zero = k == i + 2 and tk[i + 1].t == "0"
+    local in_loop = false
+    for _, lp in ipairs(ls) do
+      if in_range(i, lp.cond) then in_loop = true end
     end
+    if k > i + 1 and not (rhs_zero and t.t == ">") then
+      add("bounds", in_loop and "loop bound off by one" or "guard off by one", i, { edit(i, i, CMP[t.t]) })
+    end
+    if k > i + 1 and not rhs_zero and (t.t == "<" or t.t == ">=") then
+      add("bounds", in_loop and "last iteration skipped" or "last row skipped", i,
+        { edit(i + 1, k - 1, "(" .. src(i + 1, k - 1) .. ") - 1") })
+    end
+  end
+end
 
-    -- constants: a scale or an epsilon, a shift count
-    if float_literal(t) then
-      local body, suffix = t.t:match("^(.-)([fFlL]?)$")
-      local v = tonumber(body)
-      if v and v ~= 0 then
-        local eps = math.abs(v) < 1e-3
-        local s = ("%.9g"):format(eps and v * 100 or v * 1.05)
-        if not s:match("[%.eEn]") then s = s .. ".0" end
-        add("constants", eps and "epsilon changed" or "scale changed", i, { edit(i, i, s .. suffix) })
-      end
+local function indexing_at(h, i, t)
+  local tk, match, vars = h.tk, h.match, h.vars
+  local add, edit, index_expression = h.add, h.edit, h.index_expression
+  -- indexing: in a subscript (not an array's declaration)
+  if is(t, "[") and match[i] and match[i] > i + 1 and tk[i - 1]
+      and (tk[i - 1].k == "id" or is(tk[i - 1], "]") or is(tk[i - 1], ")"))
+      and not (tk[i - 2] and (BASE[tk[i - 2].t] or is(tk[i - 2], "*"))) and not (tk[i - 1].k == "id" and BASE[tk[i - 1].t]) then
+    local close = match[i]
+    index_expression(i + 1, close - 1, i)
+    -- a[x][y] -> a[y][x]
+    local n2 = close + 1
+    if is(tk[n2], "[") and match[n2] == n2 + 2 and close == i + 2 and not is(tk[i - 1], "]")
+        and tk[i + 1].t ~= tk[n2 + 1].t then
+      add("indexing", "two indices swapped", i,
+        { edit(i + 1, i + 1, tk[n2 + 1].t), edit(n2 + 1, n2 + 1, tk[i + 1].t) })
     end
-    if t.k == "op" and (t.t == "<<" or t.t == ">>" or t.t == "<<=" or t.t == ">>=") and tk[i + 1]
-        and tk[i + 1].k == "num" and tk[i + 1].t:match("^%d+[uU]?$") then
-      local n, u = tk[i + 1].t:match("^(%d+)([uU]?)$")
-      local tree = false
-      for _, lp in ipairs(ls) do
-        if lp.tree and in_range(i, lp.step) then tree = true end
-      end
-      if tree then
-        -- a tree that halves twice per step skips every other step
-        add("reductions", "tree steps skipped", i + 1, { edit(i + 1, i + 1, (n + 1) .. u) })
-      elseif tonumber(n) < 31 then
-        add("constants", "shift count changed", i + 1, { edit(i + 1, i + 1, (n + 1) .. u) })
-      end
+  end
+  -- indexing: a pointer declared as a base plus offsets
+  if t.k == "id" and vars[t.t] and vars[t.t].ptr and is(tk[i - 1], "*") and is(tk[i + 1], "=") then
+    local e = stmt_end(tk, match, i)
+    local base = tk[i + 2]
+    if base and base.k == "id" and is(tk[i + 3], "+") and is(tk[e], ";") then
+      add("indexing", "row offset dropped", i + 2, { edit(i + 3, e - 1, "") })
+      index_expression(i + 4, e - 1, i + 2)
     end
+  end
+end
 
-    -- reductions: a shuffle step's partial sum dropped
-    if stmt_start(tk, match, i) and t.k == "id" and not BASE[t.t] and not KEYWORDS[t.t] then
-      local e = stmt_end(tk, match, i)
-      local shfl, assigns = false, false
-      for q = i, e do
-        if tk[q].k == "id" and tk[q].t:match("^__shfl") then shfl = true end
-        if tk[q].k == "op" and ASSIGN[tk[q].t] then assigns = true end
-      end
-      if shfl and assigns and is(tk[e], ";") then
-        add("reductions", "shuffle partial sum dropped", i, { edit(i, e - 1, "") })
-      end
+local function constants_at(h, i, t)
+  local tk, match, ls = h.tk, h.match, h.ls
+  local add, edit, in_range = h.add, h.edit, h.in_range
+  -- constants: a scale or an epsilon, a shift count
+  if float_literal(t) then
+    local body, suffix = t.t:match("^(.-)([fFlL]?)$")
+    local v = tonumber(body)
+    if v and v ~= 0 then
+      local eps = math.abs(v) < 1e-3
+      local s = ("%.9g"):format(eps and v * 100 or v * 1.05)
+      if not s:match("[%.eEn]") then s = s .. ".0" end
+      add("constants", eps and "epsilon changed" or "scale changed", i, { edit(i, i, s .. suffix) })
     end
+  end
+  if t.k == "op" and (t.t == "<<" or t.t == ">>" or t.t == "<<=" or t.t == ">>=") and tk[i + 1]
+      and tk[i + 1].k == "num" and tk[i + 1].t:match("^%d+[uU]?$") then
+    local n, u = tk[i + 1].t:match("^(%d+)([uU]?)$")
+    local tree = false
+    for _, lp in ipairs(ls) do
+      if lp.tree and in_range(i, lp.step) then tree = true end
+    end
+    if tree then
+      -- a tree that halves twice per step skips every other step
+      add("reductions", "tree steps skipped", i + 1, { edit(i + 1, i + 1, (n + 1) .. u) })
+    elseif tonumber(n) < 31 then
+      add("constants", "shift count changed", i + 1, { edit(i + 1, i + 1, (n + 1) .. u) })
+    end
+  end
+end
 
-    -- synchronisation: a barrier, fence or wait call removed
-    if t.k == "id" and stmt_start(tk, match, i) and not KEYWORDS[t.t] then
-      local name = t.t:lower()
-      local open = i + 1
-      if is(tk[open], "<") and tmpl[open] then
-        open = open + 1
-        while tk[open] and not (is(tk[open], ">") and tmpl[open]) do open = open + 1 end
-        open = open + 1
-      end
-      local close = is(tk[open], "(") and match[open]
-      if close and is(tk[close + 1], ";") and not name:match("^__shfl") then
-        local kind = name:match("fence") and "fence removed" or name:match("wait") and "wait removed"
-          or name:match("arrive") and "arrive removed"
-          or (name:match("sync") or name:match("barrier")) and "barrier removed"
-        if kind then add("synchronisation", kind, i, { edit(i, close, "") }) end
-      end
-      if (t.t == "asm" or t.t == "__asm__") then
-        local open2 = i + 1
-        if tk[open2] and (tk[open2].t == "volatile" or tk[open2].t == "__volatile__") then open2 = open2 + 1 end
-        local close2 = is(tk[open2], "(") and match[open2]
-        if close2 and is(tk[close2 + 1], ";") then
-          local code, outputs, colon = {}, false, false
-          for q = open2 + 1, close2 - 1 do
-            if is(tk[q], ":") then colon = true end
-            if tk[q].k == "str" then
-              if colon then
-                if tk[q].t:match('^"[=+]') then outputs = true end
-              else
-                code[#code + 1] = tk[q].t
-              end
+local function reductions_at(h, i, t)
+  local tk, match = h.tk, h.match
+  local add, edit = h.add, h.edit
+  -- reductions: a shuffle step's partial sum dropped
+  if stmt_start(tk, match, i) and t.k == "id" and not BASE[t.t] and not KEYWORDS[t.t] then
+    local e = stmt_end(tk, match, i)
+    local shfl, assigns = false, false
+    for q = i, e do
+      if tk[q].k == "id" and tk[q].t:match("^__shfl") then shfl = true end
+      if tk[q].k == "op" and ASSIGN[tk[q].t] then assigns = true end
+    end
+    if shfl and assigns and is(tk[e], ";") then
+      add("reductions", "shuffle partial sum dropped", i, { edit(i, e - 1, "") })
+    end
+  end
+end
+
+-- synchronisation removed, and the work a load stage does skipped.
+local function synchronisation_at(h, i, t, L)
+  local tk, match, tmpl = h.tk, h.match, h.tmpl
+  local add, edit, insert = h.add, h.edit, h.insert
+  -- synchronisation: a barrier, fence or wait call removed
+  if t.k == "id" and stmt_start(tk, match, i) and not KEYWORDS[t.t] then
+    local name = t.t:lower()
+    local open = i + 1
+    if is(tk[open], "<") and tmpl[open] then
+      open = open + 1
+      while tk[open] and not (is(tk[open], ">") and tmpl[open]) do open = open + 1 end
+      open = open + 1
+    end
+    local close = is(tk[open], "(") and match[open]
+    if close and is(tk[close + 1], ";") and not name:match("^__shfl") then
+      local kind = name:match("fence") and "fence removed" or name:match("wait") and "wait removed"
+        or name:match("arrive") and "arrive removed"
+        or (name:match("sync") or name:match("barrier")) and "barrier removed"
+      if kind then add("synchronisation", kind, i, { edit(i, close, "") }) end
+    end
+    if (t.t == "asm" or t.t == "__asm__") then
+      local open2 = i + 1
+      if tk[open2] and (tk[open2].t == "volatile" or tk[open2].t == "__volatile__") then open2 = open2 + 1 end
+      local close2 = is(tk[open2], "(") and match[open2]
+      if close2 and is(tk[close2 + 1], ";") then
+        local code, outputs, colon = {}, false, false
+        for q = open2 + 1, close2 - 1 do
+          if is(tk[q], ":") then colon = true end
+          if tk[q].k == "str" then
+            if colon then
+              if tk[q].t:match('^"[=+]') then outputs = true end
+            else
+              code[#code + 1] = tk[q].t
             end
           end
-          local s = table.concat(code)
-          local kind = (s:match("fence") or s:match("membar")) and "fence removed"
-            or s:match("wait_group") and "wait removed"
-            or s:match("mbarrier%.arrive") and "arrive removed"
-            or (s:match("%f[%w]bar%.sync") or s:match("%f[%w]barrier%.")) and "barrier removed"
-          if kind and not outputs then add("synchronisation", kind, i, { edit(i, close2, "") }) end
-          if L and L.var and s:match("cp%.async") and not s:match("wait") then
-            add("work", "load stage skipped on odd iterations", i, { insert(i, ("if ((%s) %% 2 == 0) "):format(L.var)) })
-          end
         end
-      end
-      -- work: a load stage skipped on some iterations
-      if L and L.var and close and is(tk[close + 1], ";") and (name:match("load") or name:match("copy")
-          or name:match("cp_async") or name:match("tma")) and not name:match("wait") then
-        add("work", "load stage skipped on odd iterations", i, { insert(i, ("if ((%s) %% 2 == 0) "):format(L.var)) })
-      end
-      local eq = is(tk[i + 1], "=") and i + 1
-        or (is(tk[i + 1], "[") and match[i + 1] and is(tk[match[i + 1] + 1], "=") and match[i + 1] + 1)
-      if L and L.var and eq then
-        local f = tk[eq + 1]
-        local fe = f and f.k == "id" and is(tk[eq + 2], "(") and match[eq + 2]
-        local fname = f and f.t:lower() or ""
-        if fe and is(tk[fe + 1], ";") and (fname:match("load") or fname:match("ldg")) then
+        local s = table.concat(code)
+        local kind = (s:match("fence") or s:match("membar")) and "fence removed"
+          or s:match("wait_group") and "wait removed"
+          or s:match("mbarrier%.arrive") and "arrive removed"
+          or (s:match("%f[%w]bar%.sync") or s:match("%f[%w]barrier%.")) and "barrier removed"
+        if kind and not outputs then add("synchronisation", kind, i, { edit(i, close2, "") }) end
+        if L and L.var and s:match("cp%.async") and not s:match("wait") then
           add("work", "load stage skipped on odd iterations", i, { insert(i, ("if ((%s) %% 2 == 0) "):format(L.var)) })
         end
       end
     end
+    -- work: a load stage skipped on some iterations
+    if L and L.var and close and is(tk[close + 1], ";") and (name:match("load") or name:match("copy")
+        or name:match("cp_async") or name:match("tma")) and not name:match("wait") then
+      add("work", "load stage skipped on odd iterations", i, { insert(i, ("if ((%s) %% 2 == 0) "):format(L.var)) })
+    end
+    local eq = is(tk[i + 1], "=") and i + 1
+      or (is(tk[i + 1], "[") and match[i + 1] and is(tk[match[i + 1] + 1], "=") and match[i + 1] + 1)
+    if L and L.var and eq then
+      local f = tk[eq + 1]
+      local fe = f and f.k == "id" and is(tk[eq + 2], "(") and match[eq + 2]
+      local fname = f and f.t:lower() or ""
+      if fe and is(tk[fe + 1], ";") and (fname:match("load") or fname:match("ldg")) then
+        add("work", "load stage skipped on odd iterations", i, { insert(i, ("if ((%s) %% 2 == 0) "):format(L.var)) })
+      end
+    end
   end
+end
 
+-- The operators on loops: reduction trees' steps, odd iterations skipped.
+local function loop_sites(h)
+  local tk, match, ls = h.tk, h.match, h.ls
+  local src, add, edit, insert = h.src, h.add, h.edit, h.insert
   for _, lp in ipairs(ls) do
     local body1 = tk[lp.body[1]]
     if lp.tree and lp.assign and lp.assign < lp.init[2] + 1 then
@@ -401,8 +435,13 @@ function M.sites(text)
       end
     end
   end
-  -- precision: an accumulator array (float acc[..][..]) narrowed to bf16 at
-  -- the end of every step of the main loop that accumulates into it
+end
+
+-- precision: an accumulator array (float acc[..][..]) narrowed to bf16 at
+-- the end of every step of the main loop that accumulates into it.
+local function accumulator_array_sites(h)
+  local tk, match, ls = h.tk, h.match, h.ls
+  local src, add = h.src, h.add
   for i, t in ipairs(tk) do
     local name = tk[i + 1]
     if t.t == "float" and name and name.k == "id" and is(tk[i + 2], "[") then
@@ -436,7 +475,23 @@ function M.sites(text)
       end
     end
   end
-  return out
+end
+
+-- The M.sites of one source.
+function M.sites(text)
+  local h = reader(text)
+  for i, t in ipairs(h.tk) do
+    local L = loop_of(h.ls, i)
+    precision_at(h, i, t, L)
+    bounds_at(h, i, t)
+    indexing_at(h, i, t)
+    constants_at(h, i, t)
+    reductions_at(h, i, t)
+    synchronisation_at(h, i, t, L)
+  end
+  loop_sites(h)
+  accumulator_array_sites(h)
+  return h.out
 end
 
 -- Where the helpers go: before the first declaration at file scope that

@@ -4,7 +4,6 @@
 --   local records, summary = export.sft(db_or_path, {kind = "both", verified = false,
 --                                                    min_speedup = nil, cap = nil, experiment = nil})
 --   local n, summary = export.sft(db_or_path, {..., write = function(record) end})  -- streamed, in order
---   export.write_jsonl(records, path)        -- one JSON object per line ("-": stdout)
 --   print(export.summary_text(summary))
 --
 -- Two record kinds, as PTXBench's SFT data:
@@ -34,13 +33,12 @@
 -- feedback (the text the model got after the failed attempt).
 
 local metrics = require "klab.report.metrics"
+local verdicts = require "klab.eval.verdict"
 
 local records = require "klab.store.records"
 local M = {}
 
 M.KINDS = { generation = true, repair = true, both = true }
-
-local json = require("klab.json").encode
 
 local function decode(s)
   if type(s) ~= "string" then return nil end
@@ -98,8 +96,8 @@ function M.sft(db_or_path, opts)
       for _, tu in ipairs(turns) do
         nturns = nturns + 1
         if metrics.NOT_RESULT[tu.verdict] then nnot = nnot + 1 end
-        if tu.verdict == "passed" and tu.reply then npassed = npassed + 1 end
-        if tu.verdict == "passed" and tu.reply then
+        if verdicts.passed(tu.verdict) and tu.reply then npassed = npassed + 1 end
+        if verdicts.passed(tu.verdict) and tu.reply then
           local keep = true
           if opts.verified and tu.verified ~= 1 then keep = false dropped.verified = dropped.verified + 1 end
           if keep and opts.min_speedup and not (tu.speedup and tu.speedup > opts.min_speedup) then
@@ -112,7 +110,7 @@ function M.sft(db_or_path, opts)
                 tag = tr.tag, replica = tr.replica, experiment = tr.experiment }
             end
             if kind ~= "repair" then table.insert(pending.generation, entry("generation")) end
-            if kind ~= "generation" and prev and prev.turn == tu.turn - 1 and prev.verdict ~= "passed"
+            if kind ~= "generation" and prev and prev.turn == tu.turn - 1 and not verdicts.passed(prev.verdict)
                 and prev.reply and prev.feedback then
               local e = entry("repair")
               e.failed_verdict = prev.verdict
@@ -224,20 +222,6 @@ function M.why_none(s, opts)
       :format(scope, s.passed)
   end
   return ("%s has %d correct turns, none usable"):format(scope, s.passed)
-end
-
--- write_jsonl(records, path) -> count | nil, msg, code. path "-" is stdout.
-function M.write_jsonl(records, path)
-  local f, err
-  if path == "-" then f = io.stdout else f, err = require("klab.fs").create(path) end
-  if not f then return nil, "export: cannot write " .. tostring(path) .. ": " .. tostring(err), "EIO" end
-  for _, r in ipairs(records) do
-    f:write(json(r), "\n")
-  end
-  if f == io.stdout then f:flush() return #records end
-  local ok, cerr = f:close()
-  if not ok then return nil, "export: " .. tostring(cerr), "EIO" end
-  return #records
 end
 
 -- summary_text(summary) -> lines: records per task and kind, the failure

@@ -33,7 +33,7 @@ local metrics = require "klab.report.metrics"
 local figures = require "klab.report.figures"
 local tables = require "klab.report.tables"
 local at_k = require "klab.report.at_k"
-local section_figures = require "klab.report.section_figures"
+local gnuplot = require "klab.report.gnuplot"
 
 local records = require "klab.store.records"
 local M = {}
@@ -330,20 +330,9 @@ local function notice_text(nm)
     .. "not counted as results in the rates below.%s"):format(nm.unknown, nm.total, table.concat(parts, "; "), still)
 end
 
-local function index_html(ctx)
+-- The rows of the "At a glance" table.
+local function glance_rows(ctx)
   local p = ctx.prov
-  local o = {}
-  local function add(s) o[#o + 1] = s end
-  add("<!DOCTYPE html>")
-  add('<html lang="en"><head><meta charset="utf-8">')
-  add('<meta name="generator" content="klab report">')
-  add("<title>" .. html("klab report: " .. ctx.title) .. "</title>")
-  add("<style>" .. CSS .. "</style></head><body>")
-  add("<h1>" .. html("klab report: " .. ctx.title) .. "</h1>")
-  if ctx.notice then
-    add(('<div class="notice" id="not-measured"><b>%s</b>: %s</div>'):format(html(ctx.notice[1]), html(ctx.notice[2])))
-  end
-  -- At a glance.
   local models, tasks, archs, gpus, drivers = {}, {}, {}, {}, {}
   local conds = {}
   for _, tr in ipairs(ctx.trajs) do
@@ -388,11 +377,12 @@ local function index_html(ctx)
   -- The Conditions row is there only with --by.
   local packed = {}
   for i = 1, 17 do if glance[i] then packed[#packed + 1] = glance[i] end end
-  glance = packed
-  add('<h2 id="provenance-at-a-glance">At a glance</h2>')
-  add(kv_table(glance, "glance"))
-  for _, w in ipairs(ctx.warnings) do add('<p class="warn">' .. html(w) .. "</p>") end
-  if #ctx.trajs == 0 then add('<p class="warn">This store holds no experiment trajectories: there is nothing to plot.</p>') end
+  return packed
+end
+
+-- Per section: its figures (every page of a paged one), the figures left
+-- out and why, its tables.
+local function sections_html(add, ctx)
   local several = #ctx.sections > 1
   if several then
     local links = {}
@@ -443,7 +433,10 @@ local function index_html(ctx)
       if #also > 0 then add('<p class="note">Also as ' .. table.concat(also, " and ") .. ".</p>") end
     end
   end
-  -- Provenance in detail.
+end
+
+-- Provenance in detail: per experiment, the environments, the prompts.
+local function provenance_html(add, p)
   add("<h2>Provenance</h2>")
   local function or_dash(v) if v == nil or v == "" then return "-" end return scalar_text(v) end
   for _, e in ipairs(p.experiments) do
@@ -486,6 +479,27 @@ local function index_html(ctx)
   add("<h3>Files</h3>")
   add('<p class="note">metrics.json holds every number above; figures/src/*.gp redraw the figures '
     .. "(gnuplot, in the folder that holds figures/). Schema version " .. html(tostring(p.schema_version or "?")) .. ".</p>")
+end
+
+local function index_html(ctx)
+  local p = ctx.prov
+  local o = {}
+  local function add(s) o[#o + 1] = s end
+  add("<!DOCTYPE html>")
+  add('<html lang="en"><head><meta charset="utf-8">')
+  add('<meta name="generator" content="klab report">')
+  add("<title>" .. html("klab report: " .. ctx.title) .. "</title>")
+  add("<style>" .. CSS .. "</style></head><body>")
+  add("<h1>" .. html("klab report: " .. ctx.title) .. "</h1>")
+  if ctx.notice then
+    add(('<div class="notice" id="not-measured"><b>%s</b>: %s</div>'):format(html(ctx.notice[1]), html(ctx.notice[2])))
+  end
+  add('<h2 id="provenance-at-a-glance">At a glance</h2>')
+  add(kv_table(glance_rows(ctx), "glance"))
+  for _, w in ipairs(ctx.warnings) do add('<p class="warn">' .. html(w) .. "</p>") end
+  if #ctx.trajs == 0 then add('<p class="warn">This store holds no experiment trajectories: there is nothing to plot.</p>') end
+  sections_html(add, ctx)
+  provenance_html(add, p)
   add("</body></html>")
   return table.concat(o, "\n") .. "\n"
 end
@@ -564,7 +578,7 @@ local function write_section(dir, prefix, trajs, opts, written)
 
   -- Figures, per architecture.
   local fast_k = at_k.curves(counted, with { limit = L })
-  local figs, omitted = section_figures.draw(dir, {
+  local figs, omitted = figures.draw(dir, {
     trajs = trajs, counted = counted, limit = L, fast_p = fp_plain, fast_p_verified = fp_ver, success = success,
     failure_mix = mix, best_by_turn = bbt, candidates = cands, at_k = fast_k, note = note,
   })
@@ -585,12 +599,12 @@ local function write_section(dir, prefix, trajs, opts, written)
     local formats = opts.formats or M.FORMATS
     for _, f in ipairs { { "md", md }, { "tex", tex } } do
       if formats[f[1]] then
-        figures.write_file(dir .. "/tables/" .. file .. "." .. f[1], table.concat(f[2], "\n"))
+        gnuplot.write_file(dir .. "/tables/" .. file .. "." .. f[1], table.concat(f[2], "\n"))
         written[#written + 1] = prefix .. "tables/" .. file .. "." .. f[1]
       end
     end
   end
-  for _, a in ipairs(archs) do tab("ptxbench_" .. figures.slug(a), tables.ptxbench(success, a)) end
+  for _, a in ipairs(archs) do tab("ptxbench_" .. gnuplot.slug(a), tables.ptxbench(success, a)) end
   tab("kbv", { tables.kbv(kbv) })
   tab("success", { tables.success(success) })
   tab("fast_p", { tables.fast_p(fpt_plain, fpt_ver) })
@@ -636,7 +650,7 @@ local function build(db, out_dir, opts, store_name)
     opts.condition = require("klab.report.conditions").relabel(trajs, opts.by, opts.configs)
   end
   local written, warnings = {}, {}
-  local pr = figures.probe()
+  local pr = gnuplot.probe()
   if pr.why then warnings[#warnings + 1] = pr.why end
   -- One section per experiment, unless one was asked for or there is one.
   local groups = metrics.group(trajs, { "experiment" })
@@ -645,7 +659,7 @@ local function build(db, out_dir, opts, store_name)
   for _, g in ipairs(groups) do
     local sec = { name = g.experiment }
     if #groups > 1 then
-      local slug = figures.slug(g.experiment)
+      local slug = gnuplot.slug(g.experiment)
       while used[slug] do slug = slug .. "_" end
       used[slug] = true
       sec.prefix, sec.anchor = slug .. "/", "experiment-" .. slug
@@ -678,14 +692,14 @@ local function build(db, out_dir, opts, store_name)
     for _, w in ipairs(sec.warnings) do warnings[#warnings + 1] = tag .. w end
     for _, f in ipairs(sec.omitted) do warnings[#warnings + 1] = tag .. ("figure %s not drawn: %s"):format(f.name, f.why) end
   end
-  figures.write_file(out_dir .. "/metrics.json", json(all) .. "\n")
+  gnuplot.write_file(out_dir .. "/metrics.json", json(all) .. "\n")
   written[#written + 1] = "metrics.json"
   local title = #prov.experiments > 0 and (function()
     local n = {}
     for _, e in ipairs(prov.experiments) do n[#n + 1] = e.name end
     return table.concat(n, ", ")
   end)() or store_name
-  figures.write_file(out_dir .. "/index.html", index_html {
+  gnuplot.write_file(out_dir .. "/index.html", index_html {
     title = title, store_name = store_name, trajs = trajs, prov = prov, sections = sections,
     warnings = pr.why and { pr.why } or {}, notice = head and { head, text } or nil, B = B, seed = seed, level = level,
     klab_version = version.this(),

@@ -37,8 +37,8 @@ M.DEFAULT_LIMITS = { 1, 4, 8 }
 
 -- Turn verdicts that are not a result: nothing was measured.
 M.NOT_RESULT = {}
-for _, v in ipairs(require("klab.eval.verdict").LIST) do
-  if v.class == "not_measured" then M.NOT_RESULT[v.name] = true end
+for _, name in ipairs(verdicts.NAMES) do
+  if not verdicts.measured(name) then M.NOT_RESULT[name] = true end
 end
 M.DEFAULT_SEED = require("klab.report.stats").DEFAULT_SEED
 M.DEFAULT_B = require("klab.report.stats").DEFAULT_B
@@ -120,7 +120,7 @@ function M.load(db, opts)
     r.arch = M.arch_of(db, r)
     r.max_turns = math.tointeger(r.max_turns) or r.max_turns
     for _, tu in ipairs(r.turns) do
-      if tu.verdict == "passed" then
+      if verdicts.passed(tu.verdict) then
         local a = r.arch ~= "unknown" and r.arch or nil
         tu.sol = sol_of_turn(db, tu.candidate, a)
       end
@@ -655,7 +655,7 @@ function M.candidates(trajs, limit)
   local out = {}
   for _, tr in ipairs(trajs) do
     for _, tu in ipairs(tr.turns) do
-      if tu.verdict == "passed" and tu.speedup and (not limit or tu.turn <= limit) then
+      if verdicts.passed(tu.verdict) and tu.speedup and (not limit or tu.turn <= limit) then
         out[#out + 1] = { arch = tr.arch, model = tr.model, task = tr.task, tag = tr.tag, replica = tr.replica,
           turn = tu.turn, speedup = tu.speedup, sol = tu.sol, verified = tu.verified, candidate = tu.candidate }
       end

@@ -173,12 +173,15 @@ local function expand_text(file, text, dims, extra)
   end))
 end
 
--- Checks the fields shared by every variant; returns a normalized table.
-function M.check(file, f)
+-- The parts of a task file's check, in the order they are checked (the
+-- first problem found is the one said): each reads the raw fields f and
+-- fills the normalized table c.
+
+-- name, family, description, kernel, after the required fields.
+local function check_identity(file, f, c)
   for _, k in ipairs(REQUIRED) do
     if f[k] == nil then fail(file, k, "is missing (required)") end
   end
-  local c = {}
   if not is_name(f.name) or f.name:find("/") then
     fail(file, "name", "must be a string of letters, digits, '_', '.' or '-'")
   end
@@ -192,8 +195,10 @@ function M.check(file, f)
   if f.kernel ~= nil and not (type(f.kernel) == "string" and f.kernel:match("^[%w_$]+$")) then
     fail(file, "kernel", "must be a kernel entry name")
   end
+end
 
-  -- dims: ordered list of names
+-- dims: the ordered list of dimension names; returns them as a set.
+local function check_dims(file, f, c)
   local nd = check_list(file, "dims", f.dims)
   if nd == 0 then fail(file, "dims", "needs at least one dimension name") end
   local seen = {}
@@ -204,15 +209,19 @@ function M.check(file, f)
     seen[d] = true
   end
   c.dim_order = f.dims
+  return seen
+end
 
-  -- tags
+local function check_tags(file, f, c)
   c.tags = {}
   if f.tags ~= nil then
     check_list(file, "tags", f.tags, function(p, t) if not is_name(t) then fail(file, p, "must be a tag string") end end)
     c.tags = f.tags
   end
+end
 
-  -- variants
+-- variants: each a value for every dimension, a name, tags.
+local function check_variants(file, f, c)
   local nv = check_list(file, "variants", f.variants)
   if nv == 0 then fail(file, "variants", "needs at least one variant") end
   c.variants = {}
@@ -259,8 +268,11 @@ function M.check(file, f)
     end
     c.variants[i] = { name = vname, dims = dv, tags = vt }
   end
+end
 
-  -- buffers
+-- buffers: role, dtype, a shape over the dimensions (dims: their set),
+-- layout; and the order buffers are passed in.
+local function check_buffers(file, f, c, dims)
   check_type(file, "buffers", f.buffers, "table")
   c.buffers, c.buffer_order = {}, {}
   local nout = 0
@@ -280,7 +292,7 @@ function M.check(file, f)
     local list = (type(b.shape) == "table") and b.shape or { b.shape }
     for i, e in ipairs(list) do
       for _, nm in ipairs(shape.names(e)) do
-        if not seen[nm] then
+        if not dims[nm] then
           fail(file, p .. ".shape", ("[%d]: unknown dimension '%s' in '%s'"):format(i, nm, tostring(e)))
         end
       end
@@ -295,10 +307,13 @@ function M.check(file, f)
     if ra ~= rb then return ra < rb end
     return a < b
   end)
+end
 
-  -- scales (fp8): data buffer -> {buffer = scale buffer, value = v}: the
-  -- per-tensor scale a kernel must apply, written into the scale buffer (an
-  -- f32 input of one element) before every run.
+-- scales (fp8): data buffer -> {buffer = scale buffer, value = v}: the
+-- per-tensor scale a kernel must apply, written into the scale buffer (an
+-- f32 input of one element) before every run.
+-- Returns the set of scale buffers.
+local function check_scales(file, f, c)
   c.scales = {}
   local scale_bufs = {}
   if f.scales ~= nil then
@@ -323,8 +338,11 @@ function M.check(file, f)
       scale_bufs[s.buffer] = true
     end
   end
+  return scale_bufs
+end
 
-  -- inputs: one distribution per input buffer that is not a scale
+-- inputs: one distribution per input buffer that is not a scale.
+local function check_inputs(file, f, c, scale_bufs)
   check_type(file, "inputs", f.inputs, "table")
   c.inputs = {}
   for _, bname in ipairs(sorted_keys(f.inputs)) do
@@ -341,9 +359,12 @@ function M.check(file, f)
       fail(file, "inputs." .. bname, "is missing: every input buffer needs a distribution")
     end
   end
+end
 
-  -- reference: kernels the task ships, run by klab in the worker like its
-  -- own ({source=, plan=, units=, derive=, derived=, sample=}).
+-- reference: kernels the task ships, run by klab in the worker like its
+-- own ({source=, plan=, units=, derive=, derived=, sample=}); units are
+-- expressions over the dimensions (dims: their set).
+local function check_reference(file, f, c, dims)
   check_type(file, "reference", f.reference, "table")
   local r = f.reference
   check_keys(file, "reference", r, { source = true, plan = true, units = true, derive = true, derived = true,
@@ -359,7 +380,7 @@ function M.check(file, f)
     if b.role == "output" then
       if u == nil then u = 1 end
       for _, nm in ipairs(shape.names(u)) do
-        if not seen[nm] then fail(file, "reference.units." .. bname, ("unknown dimension '%s'"):format(nm)) end
+        if not dims[nm] then fail(file, "reference.units." .. bname, ("unknown dimension '%s'"):format(nm)) end
       end
       c.reference.units[bname] = u
     elseif u ~= nil then
@@ -384,9 +405,11 @@ function M.check(file, f)
   if math.type(c.reference.sample) ~= "integer" or c.reference.sample < 1 then
     fail(file, "reference.sample", "must be a positive integer (units checked per timed run)")
   end
+end
 
-  -- baseline: a library operation ({lib=, op=, ...}, read by klab.eval.baselines.<lib>)
-  -- or a kernel the task ships ({source=, plan=, name=}).
+-- baseline: a library operation ({lib=, op=, ...}, read by klab.eval.baselines.<lib>)
+-- or a kernel the task ships ({source=, plan=, name=}).
+local function check_baseline(file, f, c)
   check_type(file, "baseline", f.baseline, "table")
   -- floor_note: why the baseline stays far from the physical floor on
   -- the H200 (docs/tasks.md gives each baseline's fraction of it).
@@ -423,7 +446,10 @@ function M.check(file, f)
       if sh.note ~= nil then check_type(file, "baseline.shipped.note", sh.note, "string") end
     end
   end
+end
 
+-- work and precision: what bounds the task's FLOPs.
+local function check_work(file, f, c, scale_bufs)
   -- work: the fraction of the task's FLOPs a kernel must execute (tensor
   -- cores and SIMT pipes counted in the instruction stage); nil: not checked.
   if f.work ~= nil then
@@ -440,8 +466,10 @@ function M.check(file, f)
       if c.buffers[bname].role == "input" and not scale_bufs[bname] then c.precision = c.buffers[bname].dtype break end
     end
   end
+end
 
-  -- tolerance: output dtype -> {atol, rtol, matched}
+-- tolerance: output dtype -> {atol, rtol, matched}, one for every output's dtype.
+local function check_tolerance(file, f, c)
   check_type(file, "tolerance", f.tolerance, "table")
   c.tolerance = {}
   for _, dt in ipairs(sorted_keys(f.tolerance)) do
@@ -463,8 +491,11 @@ function M.check(file, f)
       fail(file, "tolerance." .. b.dtype, "is missing for output '" .. bname .. "'")
     end
   end
+end
 
-  -- counts
+-- flops and bytes, targets (arch -> instruction families) and the tensor
+-- cores' operand type.
+local function check_targets(file, f, c)
   check_type(file, "flops", f.flops, "function")
   if f.bytes ~= nil then check_type(file, "bytes", f.bytes, "function") end
 
@@ -492,8 +523,11 @@ function M.check(file, f)
     end
     c.tensor_type = f.tensor_type
   end
+end
 
-  -- plan: Lua source, compiled here (not run) to catch syntax errors early
+-- plan (Lua source, compiled here, not run, to catch syntax errors early),
+-- trials and input distributions.
+local function check_runs(file, f, c)
   c.plan = check_plan_text(file, "plan", f.plan)
 
   -- trials and distributions
@@ -528,6 +562,24 @@ function M.check(file, f)
     end
     c.distributions[i] = nd2
   end
+end
+
+-- Checks the fields shared by every variant; returns a normalized table.
+function M.check(file, f)
+  local c = {}
+  check_identity(file, f, c)
+  local dims = check_dims(file, f, c)
+  check_tags(file, f, c)
+  check_variants(file, f, c)
+  check_buffers(file, f, c, dims)
+  local scale_bufs = check_scales(file, f, c)
+  check_inputs(file, f, c, scale_bufs)
+  check_reference(file, f, c, dims)
+  check_baseline(file, f, c)
+  check_work(file, f, c, scale_bufs)
+  check_tolerance(file, f, c)
+  check_targets(file, f, c)
+  check_runs(file, f, c)
   return c
 end
 

@@ -27,6 +27,24 @@ function M.attach(run)
   return true
 end
 
+-- A launch l against what its compiled kernel takes (attrs: the function's
+-- attributes): nil, or the detail of a plan_error.
+function M.threads_over(l, attrs)
+  local threads = l.block[1] * (l.block[2] or 1) * (l.block[3] or 1)
+  if threads > attrs.max_threads then
+    return { kind = "threads", kernel = l.kernel, threads = threads, max = attrs.max_threads, registers = attrs.registers }
+  end
+end
+
+-- l's dynamic shared memory with its kernel's static (attrs) against the
+-- device's opt-in limit per block: nil, or the detail of a plan_error.
+function M.shared_over(l, attrs, limit)
+  local static = attrs.static_smem or 0
+  if (l.shared or 0) + static > limit then
+    return { kind = "shared", kernel = l.kernel, dynamic = l.shared, static = static, limit = limit }
+  end
+end
+
 function M.run(run)
   local res, job = run.res, run.job
   if not M.attach(run) then return end
@@ -56,17 +74,11 @@ function M.run(run)
       c.funcs[l.kernel] = fn
       local attrs = fn:attributes()
       st.kernels[l.kernel] = attrs
-      local threads = l.block[1] * (l.block[2] or 1) * (l.block[3] or 1)
-      if threads > attrs.max_threads then
-        return verdicts.give(res, "plan_error", { kind = "threads", kernel = l.kernel, threads = threads,
-          max = attrs.max_threads, registers = attrs.registers })
-      end
+      local over = M.threads_over(l, attrs)
+      if over then return verdicts.give(res, "plan_error", over) end
     end
-    local static = st.kernels[l.kernel].static_smem or 0
-    if (l.shared or 0) + static > S.props.smem_per_block_optin then
-      return verdicts.give(res, "plan_error", { kind = "shared", kernel = l.kernel, dynamic = l.shared, static = static,
-        limit = S.props.smem_per_block_optin })
-    end
+    local over = M.shared_over(l, st.kernels[l.kernel], S.props.smem_per_block_optin)
+    if over then return verdicts.give(res, "plan_error", over) end
   end
   local outs, oerr = inputs.outputs(task, run.ts, "candidate")
   if not outs then return device.judge_failed(res, "allocate outputs", oerr) end

@@ -117,6 +117,52 @@ local function check_sample(run, io, cb, full, draw, label)
   return good, why
 end
 
+-- The baseline's side of the timing record (st): its times, the speedup,
+-- the other modes' times; or why the baseline did not run (berr).
+local function record_baseline(st, r, base, berr, hopeless)
+  if r.baseline then
+    st.baseline = r.baseline
+    st.baseline.samples = nil
+    st.speedup = r.speedup
+    st.speedup_ci = r.speedup_ci
+    st.speedup_upper = r.speedup_upper
+    st.hopeless = r.stop_reason == "hopeless" and hopeless or nil
+    st.baseline_info = base.info
+    st.baseline_mode = base.mode
+    st.baseline_check = base.check
+    st.baseline_choice = base.choice
+    -- Other modes (TF32 for fp32 tasks), from their own timing.
+    st.baseline_modes = {}
+    for mode, m in pairs(base.modes or {}) do
+      st.baseline_modes[mode] = { median_us = m.median_us, algo = m.algo,
+        speedup = m.median_us and m.median_us / r.candidate.median }
+    end
+    if base.modes and base.modes.tf32 then
+      st.baseline_tf32_median = base.modes.tf32.median_us
+      st.speedup_tf32 = base.modes.tf32.median_us / r.candidate.median
+    end
+  else
+    st.baseline_error = berr
+  end
+end
+
+-- The physical floor (klab.eval.peaks), recorded in st: a median below it
+-- is not a speedup (below_floor).
+local function check_floor(res, st, task, r)
+  local ps = res.stages.instructions
+  local path = ps and ps.status == "ok" and ps.flops and ps.flops.frac and
+    ((ps.flops.frac.tensor or 0) >= 0.5 and "tensor" or "simt") or nil
+  local floor = peaks.floor(task, S.props, path)
+  local tflops, bw = floor.tflops, floor.dram_bytes_per_s
+  st.floor = floor
+  -- A margin for clocks above the datasheet's: 10%.
+  if floor.us > 0 and r.candidate.median < 0.9 * floor.us then
+    return verdicts.give(res, "below_floor", { kind = "floor", median_us = r.candidate.median, floor_us = floor.us,
+      path = floor.path, flops = task.flops, tflops = tflops, compute_us = floor.compute_us, bytes = task.bytes,
+      gbs = (bw or 0) / 1e9, memory_us = floor.memory_us })
+  end
+end
+
 function M.run(run)
   local res, job, task, ts = run.res, run.job, run.job.task, run.ts
   local opts = job.opts or {}
@@ -262,44 +308,8 @@ function M.run(run)
     return verdicts.give(res, "incorrect", { kind = "timed", check = checks.failure,
       sample = r.candidate.first_failed_sample })
   end
-  if r.baseline then
-    st.baseline = r.baseline
-    st.baseline.samples = nil
-    st.speedup = r.speedup
-    st.speedup_ci = r.speedup_ci
-    st.speedup_upper = r.speedup_upper
-    st.hopeless = r.stop_reason == "hopeless" and spec.hopeless or nil
-    st.baseline_info = base.info
-    st.baseline_mode = base.mode
-    st.baseline_check = base.check
-    st.baseline_choice = base.choice
-    -- Other modes (TF32 for fp32 tasks), from their own timing.
-    st.baseline_modes = {}
-    for mode, m in pairs(base.modes or {}) do
-      st.baseline_modes[mode] = { median_us = m.median_us, algo = m.algo,
-        speedup = m.median_us and m.median_us / r.candidate.median }
-    end
-    if base.modes and base.modes.tf32 then
-      st.baseline_tf32_median = base.modes.tf32.median_us
-      st.speedup_tf32 = base.modes.tf32.median_us / r.candidate.median
-    end
-  else
-    st.baseline_error = berr
-  end
-  -- The physical floor (klab.eval.peaks): below it, the time is not a
-  -- speedup.
-  local ps = res.stages.instructions
-  local path = ps and ps.status == "ok" and ps.flops and ps.flops.frac and
-    ((ps.flops.frac.tensor or 0) >= 0.5 and "tensor" or "simt") or nil
-  local floor = peaks.floor(task, S.props, path)
-  local tflops, bw = floor.tflops, floor.dram_bytes_per_s
-  st.floor = floor
-  -- A margin for clocks above the datasheet's: 10%.
-  if floor.us > 0 and r.candidate.median < 0.9 * floor.us then
-    return verdicts.give(res, "below_floor", { kind = "floor", median_us = r.candidate.median, floor_us = floor.us,
-      path = floor.path, flops = task.flops, tflops = tflops, compute_us = floor.compute_us, bytes = task.bytes,
-      gbs = (bw or 0) / 1e9, memory_us = floor.memory_us })
-  end
+  record_baseline(st, r, base, berr, spec.hopeless)
+  return check_floor(res, st, task, r)
 end
 
 -- The timing stage's measurements (klab.eval.stages declares them), when

@@ -19,6 +19,10 @@ local openai = require "klab.experiment.providers.openai"
 local M = {}
 
 M.VERSION = "2023-06-01"
+M.about = "the messages API"
+M.base_url = "https://api.anthropic.com"
+-- The API version a model may pin (the anthropic-version header).
+M.fields = { anthropic_version = "string" }
 local BUDGET = { low = 2048, medium = 8192, high = 24576 }
 
 function M.url(m)

@@ -17,6 +17,9 @@ local json = require "klab.json"
 
 local M = {}
 
+M.about = "chat completions: vLLM, SGLang, llama.cpp, gateways"
+M.base_url = "https://api.openai.com/v1"
+
 function M.url(m)
   return (m.base_url:gsub("/+$", "")) .. "/chat/completions"
 end
