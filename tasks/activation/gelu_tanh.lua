@@ -9,3 +9,6 @@ A.define(_ENV, { name = "gelu_tanh_bf16", op = "gelu_tanh", dtype = "bf16" })
 tolerance = {
   bf16 = A.BF16_TOLERANCE,
 }
+
+-- The KernelBench problem this task poses (docs/kernelbench.md).
+kernelbench = { level = 1, problem = 88, exact = true, note = "bf16" }

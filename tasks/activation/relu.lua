@@ -11,3 +11,6 @@ A.define(_ENV, { name = "relu_f32", op = "relu", dtype = "f32" })
 tolerance = {
   f32 = { atol = 0, rtol = 0, matched = 1.0 },
 }
+
+-- The KernelBench problem this task poses (docs/kernelbench.md).
+kernelbench = { level = 1, problem = 19, exact = true }

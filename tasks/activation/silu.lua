@@ -9,3 +9,6 @@ A.define(_ENV, { name = "silu_bf16", op = "silu", dtype = "bf16" })
 tolerance = {
   bf16 = A.BF16_TOLERANCE,
 }
+
+-- The KernelBench problem this task poses (docs/kernelbench.md).
+kernelbench = { level = 1, problem = 25, exact = true, note = "bf16" }

@@ -11,3 +11,6 @@ variants = {
   { M = 123, N = 457, K = 789, tags = { "odd", "small" } },
 }
 tags = { "kernelbench-l2" }
+
+-- The KernelBench problem this task poses (docs/kernelbench.md).
+kernelbench = { level = 2, problem = 64, exact = true }

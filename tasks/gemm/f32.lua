@@ -23,3 +23,14 @@ gemm.define(_ENV, {
 tolerance = {
   f32 = { atol = 1e-3, rtol = 1e-3, matched = 1.0 },
 }
+
+-- The KernelBench problems this task poses (docs/kernelbench.md).
+kernelbench = {
+  { level = 1, problem = 6, differs = "A·Bᵀ; KernelBench's is A·B" },
+  { level = 1, problem = 7, differs = "A·Bᵀ; KernelBench's is A·B" },
+  { level = 1, problem = 8, differs = "A·Bᵀ; KernelBench's is A·B" },
+  { level = 1, problem = 10, differs = "A·Bᵀ; KernelBench's is A·B" },
+  { level = 1, problem = 11, differs = "A·Bᵀ; KernelBench's is A·B" },
+  { level = 1, problem = 13, differs = "A·Bᵀ; KernelBench's is A·B" },
+  { level = 1, problem = 17, exact = true },
+}

@@ -123,3 +123,6 @@ return { launches = { { kernel = "cross_entropy", grid = { R, 1, 1 }, block = { 
 -- Why the baseline stays short of the physical floor (docs/tasks.md gives
 -- its fraction on an H200).
 baseline.floor_note = "a block per row reads the logits twice (the row's maximum and sum, then the target's term) where a row of 32768 bf16 does not stay in L1: 63% of the DRAM floor on the 8192x32768 shape on an H200, 74% on the other"
+
+-- The KernelBench problem this task poses (docs/kernelbench.md).
+kernelbench = { level = 1, problem = 95, differs = "per-row losses of bf16 logits; KernelBench's returns their mean" }

@@ -26,3 +26,6 @@ distributions = {
 tolerance = {
   f32 = { atol = 1e-6, rtol = 1e-4, matched = 1.0 },
 }
+
+-- The KernelBench problem this task poses (docs/kernelbench.md).
+kernelbench = { level = 1, problem = 96, exact = true }

@@ -116,3 +116,6 @@ return { workspace = { part = { bytes = 4 * g } }, launches = {
   { kernel = "mse_final", grid = { 1, 1, 1 }, block = { 256, 1, 1 }, shared = 0,
     args = { workspace("part"), buffer("L"), u64(n) } } } }
 ]]
+
+-- The KernelBench problem this task poses (docs/kernelbench.md).
+kernelbench = { level = 1, problem = 94, exact = true }

@@ -111,3 +111,6 @@ return { workspace = { part = { bytes = 4 * B } }, launches = {
   { kernel = "triplet_final", grid = { 1, 1, 1 }, block = { 256, 1, 1 }, shared = 0,
     args = { workspace("part"), buffer("L"), u32(B) } } } }
 ]]
+
+-- The KernelBench problem this task poses (docs/kernelbench.md).
+kernelbench = { level = 1, problem = 99, exact = true }

@@ -52,3 +52,6 @@ work = mm.work
 targets = mm.targets
 plan = mm.tile_plan("bmm", "BATCH",
   'buffer("A"), buffer("B"), buffer("C"), u32(BATCH), u32(M), u32(N), u32(K)')
+
+-- The KernelBench problem this task poses (docs/kernelbench.md).
+kernelbench = { level = 1, problem = 3, differs = "A·Bᵀ (both operands K-major) in bf16; KernelBench's is A·B in fp32" }

@@ -12,3 +12,9 @@ mm.define_layout(_ENV, { layout = "nn" })
 tolerance = {
   f32 = { atol = 1e-3, rtol = 1e-3, matched = 1.0 },
 }
+
+-- The KernelBench problems this task poses (docs/kernelbench.md).
+kernelbench = {
+  { level = 1, problem = 1, exact = true },
+  { level = 1, problem = 2, exact = true },
+}

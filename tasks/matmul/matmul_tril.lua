@@ -11,3 +11,6 @@ mm.define_triangular(_ENV, { upper = false })
 tolerance = {
   f32 = { atol = 1e-3, rtol = 1e-3, matched = 1.0 },
 }
+
+-- The KernelBench problem this task poses (docs/kernelbench.md).
+kernelbench = { level = 1, problem = 15, exact = true }

@@ -49,3 +49,6 @@ flops = mm.flops
 work = mm.work
 targets = mm.targets
 plan = mm.tile_plan("gemm", "1", 'buffer("A"), buffer("B"), buffer("C"), u32(M), u32(N), u32(K)')
+
+-- The KernelBench problem this task poses (docs/kernelbench.md).
+kernelbench = { level = 1, problem = 9, differs = "A·Bᵀ in bf16; KernelBench's is A·B in fp32" }

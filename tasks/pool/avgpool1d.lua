@@ -10,3 +10,6 @@ tolerance = F.TOLERANCE.avg
 -- Why the baseline stays short of the physical floor (docs/tasks.md gives
 -- its fraction on an H200).
 baseline.floor_note = "a thread per output, no vector loads and no reuse of the overlapping windows: about a quarter of the DRAM floor on an H200; a tiled kernel is owed"
+
+-- The KernelBench problem this task poses (docs/kernelbench.md).
+kernelbench = { level = 1, problem = 44, differs = "window 4, stride 2, padding 1; KernelBench's is kernel 8, stride 1, padding 4" }

@@ -7,3 +7,6 @@ F.define(_ENV, { name = "max_mid_f32", op = "max", axis = "mid" })
 tolerance = {
   f32 = F.TOLERANCE.max,
 }
+
+-- The KernelBench problem this task poses (docs/kernelbench.md).
+kernelbench = { level = 1, problem = 49, exact = true }

@@ -8,3 +8,6 @@ F.define(_ENV, { name = "min_mid_f32", op = "min", axis = "mid" })
 tolerance = {
   f32 = F.TOLERANCE.min,
 }
+
+-- The KernelBench problem this task poses (docs/kernelbench.md).
+kernelbench = { level = 1, problem = 53, exact = true }

@@ -6,3 +6,6 @@ F.define(_ENV, { name = "cumprod_f32", op = "cumprod" })
 
 -- fp32 products in any sensible order pass: see PRODUCT_TOLERANCE in _family.lua.
 tolerance = F.PRODUCT_TOLERANCE
+
+-- The KernelBench problem this task poses (docs/kernelbench.md).
+kernelbench = { level = 1, problem = 90, exact = true, note = "factors drawn on [0.9, 1.1]: KernelBench's U(0, 1) factors underflow to 0" }

@@ -17,7 +17,7 @@ local FIELDS = {
   inputs = true, scales = true, reference = true, baseline = true, tolerance = true,
   flops = true, bytes = true, targets = true, plan = true, trials = true, distributions = true,
   tags = true, kernel = true, precision = true, work = true, tensor_type = true, zero_dims = true,
-  compose = true,
+  compose = true, kernelbench = true,
 }
 local REQUIRED = { "name", "family", "description", "dims", "variants", "buffers", "inputs",
                    "reference", "baseline", "tolerance", "flops", "targets", "plan" }
@@ -528,6 +528,8 @@ function M.check(file, f)
     end
     c.distributions[i] = nd2
   end
+  -- The KernelBench problems the file poses (klab.task.kernelbench).
+  c.kernelbench = require("klab.task.kernelbench").claims(f.kernelbench, function(path, msg) fail(file, path, msg) end)
   return c
 end
 
@@ -539,7 +541,7 @@ function M.variant(file, c, f, v)
     kernel = c.kernel, inputs = c.inputs, scales = c.scales, reference = c.reference,
     baseline = c.baseline, tolerance = c.tolerance, targets = c.targets, plan = c.plan,
     trials = c.trials, distributions = c.distributions, buffer_order = c.buffer_order,
-    precision = c.precision, work = c.work, tensor_type = c.tensor_type,
+    precision = c.precision, work = c.work, tensor_type = c.tensor_type, kernelbench = c.kernelbench,
   }
   -- A library baseline described per variant (a cuDNN graph, a cuBLASLt
   -- matmul with its shape): spec(dims) gives the plain description.
