@@ -102,7 +102,7 @@ groupnorm_baseline(const __nv_bfloat16 *X, const __nv_bfloat16 *weight, const __
 // The row scalings' shipped baseline (_rowscale.lua; cuDNN's norm_fwd has
 // no L1 or L2 mode): a block of 512 per row, each thread's share of the
 // norm in fp32, a warp then block sum, and a second pass that divides
-// (the row is read again, from L2). mode 0: L2 norm, 1: L1 norm.
+// (the row is read again, from L2). mode 0: L2 norm, 1: mean of |x|.
 extern "C" __global__ void __launch_bounds__(512)
 rowscale_baseline(const float *X, float *Y, u32 C, int mode)
 {
@@ -124,7 +124,7 @@ rowscale_baseline(const float *X, float *Y, u32 C, int mode)
         for (int off = 16; off > 0; off >>= 1)
             t += __shfl_xor_sync(0xffffffffu, t, off);
         if (threadIdx.x == 0)
-            red[0] = mode == 0 ? sqrtf(t) : t;
+            red[0] = mode == 0 ? sqrtf(t) : t / (float)C;
     }
     __syncthreads();
     const float inv = 1.0f / red[0];

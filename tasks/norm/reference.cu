@@ -115,7 +115,7 @@ groupnorm_ref(const void *X, int dtx, const void *W, int dtw, const void *B, int
 }
 
 // Row scalings of X[R, C] in fp32 (_rowscale.lua), a block per row unit:
-//   mode 0, L2: Y = x / sqrt(sum x^2)     mode 1, L1: Y = x / sum |x|
+//   mode 0, L2: Y = x / sqrt(sum x^2)     mode 1, L1: Y = x / mean |x|
 // the norm in fp64.
 extern "C" __global__ void __launch_bounds__(RB)
 rowscale_ref(const float *X, const u64 *positions, float *Y, u32 C, int mode)
@@ -129,7 +129,7 @@ rowscale_ref(const float *X, const u64 *positions, float *Y, u32 C, int mode)
         const double v = x[c];
         s += mode == 0 ? v * v : fabs(v);
     }
-    const double norm = mode == 0 ? sqrt(block_sum(s, red)) : block_sum(s, red);
+    const double norm = mode == 0 ? sqrt(block_sum(s, red)) : block_sum(s, red) / C;
     for (u32 c = threadIdx.x; c < C; c += blockDim.x)
         y[c] = (float)((double)x[c] / norm);
 }

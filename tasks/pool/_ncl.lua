@@ -16,17 +16,17 @@ end
 
 local DIMS = { [1] = { "N", "C", "L" }, [3] = { "N", "C", "D", "H", "W" } }
 
--- 1-D: 64 x 64 channels of 65536 (1 GiB read), KernelBench's 16 x 64 x 128
--- and an odd one; 3-D: 16 x 32 channels of 64^3 (KernelBench's own shape,
--- 512 MiB read) and an odd one.
+-- 1-D: 64 x 64 channels of 65536 (1 GiB read) and an odd one; 3-D: 16 x 32
+-- channels of 64^3 (512 MiB read) and an odd one. Each task adds
+-- KernelBench's current shape of its problem (t.kernelbench), tagged
+-- kernelbench.
 local VARIANTS = {
   [1] = {
     { N = 64, C = 64, L = 65536, tags = { "main" } },
-    { N = 16, C = 64, L = 128, tags = { "kernelbench" } },
     { N = 3, C = 5, L = 1021, tags = { "odd", "small" } },
   },
   [3] = {
-    { N = 16, C = 32, D = 64, H = 64, W = 64, tags = { "main", "kernelbench" } },
+    { N = 16, C = 32, D = 64, H = 64, W = 64, tags = { "main" } },
     { N = 2, C = 3, D = 9, H = 11, W = 13, tags = { "odd", "small" } },
   },
 }
@@ -66,7 +66,8 @@ local function sizes(nd, w)
 end
 
 -- Sets every field of the task in env but its tolerance. t = {kind = "max"
--- | "avg", nd = 1 | 3, window = {K =, S =, P =, DL =}}.
+-- | "avg", nd = 1 | 3, window = {K =, S =, P =, DL =}, kernelbench = the
+-- dimensions of KernelBench's current shape}.
 function F.define(env, t)
   local w, nd, kind = t.window, t.nd, t.kind
   local kernel = ("%spool%dd"):format(kind, nd)
@@ -92,7 +93,9 @@ change any of this.]]):format(kernel, kind == "max" and "max" or "average", shap
     nd == 1 and "OL" or "OD, OH, OW", 2 * w.P, w.DL * (w.K - 1) + 1, w.S,
     nd == 1 and "N=${N}, C=${C}, L=${L}" or "N=${N}, C=${C}, D=${D}, H=${H}, W=${W}", kernel,
     nd == 1 and "unsigned N, unsigned C, unsigned L" or "unsigned N, unsigned C,\n      unsigned D, unsigned H, unsigned W")
-  env.dims, env.variants = DIMS[nd], VARIANTS[nd]
+  local kb = { tags = { "kernelbench" } }
+  for k, v in pairs(t.kernelbench) do kb[k] = v end
+  env.dims, env.variants = DIMS[nd], { VARIANTS[nd][1], kb, VARIANTS[nd][2] }
   env.buffers = {
     x = { role = "input", dtype = "f32", shape = DIMS[nd] },
     y = { role = "output", dtype = "f32", shape = outs },

@@ -336,32 +336,6 @@ function T.tasks_check_resolves_in_the_checked_folder(t)
     .. "'relu_f32/998x1021'")
 end
 
--- docs/kernelbench.md: one row per KernelBench problem of Levels 1 and 2,
--- each naming a task `klab tasks` lists (or "—" with the reason), and the
--- counts it states are the table's.
-function T.kernelbench_table_matches_the_library(t)
-  local doc = assert(t.read(t.root .. "/docs/kernelbench.md"))
-  local names = {}
-  for _, tk in ipairs(require("klab.task").list(t.root .. "/tasks")) do names[tk.name:match("^[^/]+")] = true end
-  local seen, mapped = { {}, {} }, { 0, 0 }
-  for level, num, problem, task, notes in doc:gmatch("\n| ([12]) | (%d+) ([^|]-) | ([^|]-) | ([^|\n]-) |") do
-    level, num = tonumber(level), tonumber(num)
-    t.ok(not seen[level][num], ("level %d problem %d appears once"):format(level, num))
-    seen[level][num] = true
-    t.ok(problem ~= "", "a problem name")
-    t.ok(notes ~= "", ("level %d problem %d has a note"):format(level, num))
-    if task ~= "—" then
-      t.ok(names[task], ("level %d problem %d: '%s' is a task klab tasks lists"):format(level, num, task))
-      mapped[level] = mapped[level] + 1
-    end
-  end
-  for level = 1, 2 do
-    for num = 1, 100 do t.ok(seen[level][num], ("level %d problem %d has a row"):format(level, num)) end
-  end
-  t.match(doc, ("Mapped: %%*%%*%d of 100%%*%%* Level 1 problems and %%*%%*%d of 100%%*%%* Level 2"):format(mapped[1],
-    mapped[2]))
-end
-
 -- docs/tasks.md is a reference for the fields of a task's `reference` and
 -- of an expected.lua entry, not only an example: every field klab accepts
 -- (as its own refusal of an unknown one lists them) is a row of the table

@@ -215,7 +215,7 @@ function M.markdown(cov)
         n = e.variant and ("KernelBench's shape is variant " .. e.variant) or "KernelBench's shape is not a variant"
         if c.note then n = c.note .. "; " .. n end
       else
-        n = "differs: " .. c.differs
+        n = c.differs
       end
       notes[#notes + 1] = #r.claims > 1 and (e.task .. ": " .. n) or n
     end
