@@ -16,3 +16,7 @@ tolerance = {
 
 -- The KernelBench problem this task poses (docs/kernelbench.md).
 kernelbench = { level = 1, problem = 27, exact = true }
+
+-- KernelBench's semantics as one PyTorch expression (klab.task.oracle;
+-- tests/gpu/oracle_check.lua compares it with the reference).
+oracle = "F.selu(X)"

@@ -16,3 +16,7 @@ baseline.floor_note = "cuDNN's SOFTPLUS_FWD reaches 67% of the DRAM floor on an 
 
 -- The KernelBench problem this task poses (docs/kernelbench.md).
 kernelbench = { level = 1, problem = 29, exact = true, note = "bf16" }
+
+-- KernelBench's semantics as one PyTorch expression (klab.task.oracle;
+-- tests/gpu/oracle_check.lua compares it with the reference).
+oracle = "F.softplus(X)"

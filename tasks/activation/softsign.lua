@@ -15,3 +15,7 @@ tolerance = {
 
 -- The KernelBench problem this task poses (docs/kernelbench.md).
 kernelbench = { level = 1, problem = 30, exact = true }
+
+-- KernelBench's semantics as one PyTorch expression (klab.task.oracle;
+-- tests/gpu/oracle_check.lua compares it with the reference).
+oracle = "X / (1 + torch.abs(X))"

@@ -13,3 +13,7 @@ tags = { "kernelbench-l2" }
 
 -- The KernelBench problem this task poses (docs/kernelbench.md).
 kernelbench = { level = 2, problem = 76, exact = true }
+
+-- KernelBench's semantics as one PyTorch expression (klab.task.oracle;
+-- tests/gpu/oracle_check.lua compares it with the reference).
+oracle = "torch.relu(X @ W.T + bias)"

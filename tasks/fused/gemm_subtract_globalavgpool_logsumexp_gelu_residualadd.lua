@@ -15,3 +15,7 @@ tags = { "kernelbench-l2" }
 
 -- The KernelBench problem this task poses (docs/kernelbench.md).
 kernelbench = { level = 2, problem = 51, exact = true }
+
+-- KernelBench's semantics as one PyTorch expression (klab.task.oracle;
+-- tests/gpu/oracle_check.lua compares it with the reference).
+oracle = "F.gelu(torch.logsumexp(torch.mean(F.linear(X, W, bias) - subtract, dim=1, keepdim=True), dim=1, keepdim=True)) + X"

@@ -12,3 +12,7 @@ tags = { "kernelbench-l2" }
 
 -- The KernelBench problem this task poses (docs/kernelbench.md).
 kernelbench = { level = 2, problem = 68, exact = true }
+
+-- KernelBench's semantics as one PyTorch expression (klab.task.oracle;
+-- tests/gpu/oracle_check.lua compares it with the reference).
+oracle = "torch.clamp(F.linear(X, W, bias), max=2.0) - 2.0"

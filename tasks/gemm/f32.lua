@@ -27,3 +27,7 @@ tolerance = {
 -- The KernelBench problem this task poses (docs/kernelbench.md): A·Bᵀ with
 -- B stored [N, K], problem 17. (Its A·B problems are matmul_nn_f32's.)
 kernelbench = { level = 1, problem = 17, exact = true }
+
+-- KernelBench's semantics as one PyTorch expression (klab.task.oracle;
+-- tests/gpu/oracle_check.lua compares it with the reference).
+oracle = "A @ B.T"

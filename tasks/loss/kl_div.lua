@@ -40,3 +40,7 @@ baseline.floor_note = "two passes of block partial sums with a log per element: 
 
 -- The KernelBench problem this task poses (docs/kernelbench.md).
 kernelbench = { level = 1, problem = 98, exact = true }
+
+-- KernelBench's semantics as one PyTorch expression (klab.task.oracle;
+-- tests/gpu/oracle_check.lua compares it with the reference).
+oracle = "torch.sum(T * (torch.log(T) - torch.log(P))) / R"

@@ -119,3 +119,7 @@ return { workspace = { part = { bytes = 4 * g } }, launches = {
 
 -- The KernelBench problem this task poses (docs/kernelbench.md).
 kernelbench = { level = 1, problem = 94, exact = true }
+
+-- KernelBench's semantics as one PyTorch expression (klab.task.oracle;
+-- tests/gpu/oracle_check.lua compares it with the reference).
+oracle = "torch.mean((P - T) ** 2)"

@@ -114,3 +114,7 @@ return { workspace = { part = { bytes = 4 * B } }, launches = {
 
 -- The KernelBench problem this task poses (docs/kernelbench.md).
 kernelbench = { level = 1, problem = 99, exact = true }
+
+-- KernelBench's semantics as one PyTorch expression (klab.task.oracle;
+-- tests/gpu/oracle_check.lua compares it with the reference).
+oracle = "F.triplet_margin_loss(A, P, N, margin=1.0)"

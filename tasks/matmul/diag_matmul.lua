@@ -97,3 +97,7 @@ baseline.floor_note = "a thread per element without vector loads: about 60% of t
 
 -- The KernelBench problem this task poses (docs/kernelbench.md).
 kernelbench = { level = 1, problem = 12, exact = true }
+
+-- KernelBench's semantics as one PyTorch expression (klab.task.oracle;
+-- tests/gpu/oracle_check.lua compares it with the reference).
+oracle = "torch.diag(a) @ B"

@@ -43,3 +43,7 @@ kernelbench = {
   { level = 1, problem = 11, exact = true, note = "A's 8 x 256 x 512 rows as M (einsum bijl,lk->bijk)" },
   { level = 1, problem = 13, exact = true, note = "the symmetry is not used" },
 }
+
+-- KernelBench's semantics as one PyTorch expression (klab.task.oracle;
+-- tests/gpu/oracle_check.lua compares it with the reference).
+oracle = "A @ B"

@@ -108,3 +108,7 @@ baseline.floor_note = "the whole tensor's norm must be known before any output: 
 
 -- The KernelBench problem this task poses (docs/kernelbench.md).
 kernelbench = { level = 1, problem = 37, exact = true, note = "X as a 2-D tensor" }
+
+-- KernelBench's semantics as one PyTorch expression (klab.task.oracle;
+-- tests/gpu/oracle_check.lua compares it with the reference).
+oracle = "X / torch.linalg.vector_norm(X)"

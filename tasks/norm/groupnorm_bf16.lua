@@ -108,3 +108,7 @@ baseline.floor_note = "a group's statistics come before its outputs: a block per
 
 -- The KernelBench problem this task poses (docs/kernelbench.md).
 kernelbench = { level = 1, problem = 35, exact = true, note = "bf16" }
+
+-- KernelBench's semantics as one PyTorch expression (klab.task.oracle;
+-- tests/gpu/oracle_check.lua compares it with the reference).
+oracle = "F.group_norm(X, G, weight, bias, 1e-5)"

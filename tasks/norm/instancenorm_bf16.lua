@@ -99,3 +99,7 @@ baseline.floor_note = "a channel's statistics come before its outputs: the Group
 
 -- The KernelBench problem this task poses (docs/kernelbench.md).
 kernelbench = { level = 1, problem = 34, exact = true, note = "bf16" }
+
+-- KernelBench's semantics as one PyTorch expression (klab.task.oracle;
+-- tests/gpu/oracle_check.lua compares it with the reference).
+oracle = "F.instance_norm(X, eps=1e-5)"

@@ -19,3 +19,7 @@ baseline.floor_note = "the row's norm comes before its outputs: a block per row 
 
 -- The KernelBench problem this task poses (docs/kernelbench.md).
 kernelbench = { level = 1, problem = 39, exact = true }
+
+-- KernelBench's semantics as one PyTorch expression (klab.task.oracle;
+-- tests/gpu/oracle_check.lua compares it with the reference).
+oracle = "X / torch.linalg.vector_norm(X, dim=1, keepdim=True)"

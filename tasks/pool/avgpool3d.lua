@@ -14,3 +14,7 @@ baseline.floor_note = "a thread per output, no vector loads and no reuse of the 
 
 -- The KernelBench problem this task poses (docs/kernelbench.md).
 kernelbench = { level = 1, problem = 46, exact = true }
+
+-- KernelBench's semantics as one PyTorch expression (klab.task.oracle;
+-- tests/gpu/oracle_check.lua compares it with the reference).
+oracle = "F.avg_pool3d(x, 3, stride=2, padding=1)"

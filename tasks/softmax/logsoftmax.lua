@@ -53,3 +53,7 @@ baseline.floor_note = "a block per row reads the row twice (statistics, then out
 
 -- The KernelBench problem this task poses (docs/kernelbench.md).
 kernelbench = { level = 1, problem = 24, exact = true, note = "bf16" }
+
+-- KernelBench's semantics as one PyTorch expression (klab.task.oracle;
+-- tests/gpu/oracle_check.lua compares it with the reference).
+oracle = "torch.log_softmax(X, dim=1)"

@@ -77,8 +77,9 @@ local PROBLEMS = {
 }
 PROBLEMS.by = { { [1] = PROBLEMS.list[1], [2] = PROBLEMS.list[2] }, {}, {} }
 
-local function fake(base, claims, shape, tags)
+local function fake(base, claims, shape, tags, oracle)
   return { base = base, file = base .. ".lua", variant = table.concat(shape, "x"), kernelbench = claims,
+    oracle = oracle == nil and { Y = "X" } or oracle or nil,
     tags = tags or {}, buffer_order = { "X", "Y" },
     buffers = { X = { role = "input", shape = shape }, Y = { role = "output", shape = shape } } }
 end
@@ -109,6 +110,10 @@ function T.coverage_counts_and_finds_mistakes(t)
     fake("c", { { level = 2, problem = 7, exact = true } }, { 3, 3 }) }, PROBLEMS)
   t.eq(#cov.mistakes, 1)
   t.match(cov.mistakes[1] or "", "^c%.lua: kernelbench: level 2 problem 7 is not in problems%.lua")
+  -- An exact claim without an oracle.
+  cov = kb.coverage({ fake("a", exact1, { 64, 32 }, {}, false) }, PROBLEMS)
+  t.eq(#cov.mistakes, 1)
+  t.match(cov.mistakes[1] or "", "^a%.lua: kernelbench: an exact claim needs the task's oracle")
 end
 
 -- A malformed claim is a load error naming the file and the field.

@@ -5,7 +5,8 @@
 -- (the dtype and the shapes may differ), or { level =, problem =, differs =
 -- "how" } when it is a near relative. tasks/kernelbench_problems.lua holds
 -- KernelBench's problems as data (names, current input shapes, constants).
--- coverage() joins the two into the table docs/kernelbench.md holds.
+-- coverage() joins the two into the table docs/kernelbench.md holds. A
+-- task that claims a problem exactly carries its `oracle` (klab.task.oracle).
 --
 --   kernelbench.claims(file, v, fail)   -> the claims, normalized (schema)
 --   kernelbench.problems([path])        -> the problems: list, and by[level][problem]
@@ -142,6 +143,10 @@ function M.coverage(tasks, problems)
         at[#at + 1] = { task = base, file = f.file, claim = c, variant = nil }
         if c.exact then exact[#exact + 1] = { p = p, entry = at[#at] } end
       end
+    end
+    -- An exact claim is measured: the task carries its oracle.
+    if #exact > 0 and not f.oracle then
+      mistake(f.file, "an exact claim needs the task's oracle (one PyTorch expression of KernelBench's semantics)")
     end
     -- A variant tagged kernelbench poses KernelBench's current shape of
     -- one of the problems the file claims exactly.

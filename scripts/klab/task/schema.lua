@@ -17,7 +17,7 @@ local FIELDS = {
   inputs = true, scales = true, reference = true, baseline = true, tolerance = true,
   flops = true, bytes = true, targets = true, plan = true, trials = true, distributions = true,
   tags = true, kernel = true, precision = true, work = true, tensor_type = true, zero_dims = true,
-  compose = true, kernelbench = true,
+  compose = true, kernelbench = true, oracle = true,
 }
 local REQUIRED = { "name", "family", "description", "dims", "variants", "buffers", "inputs",
                    "reference", "baseline", "tolerance", "flops", "targets", "plan" }
@@ -529,7 +529,10 @@ function M.check(file, f)
     c.distributions[i] = nd2
   end
   -- The KernelBench problems the file poses (klab.task.kernelbench).
-  c.kernelbench = require("klab.task.kernelbench").claims(f.kernelbench, function(path, msg) fail(file, path, msg) end)
+  local function fail_here(path, msg) fail(file, path, msg) end
+  c.kernelbench = require("klab.task.kernelbench").claims(f.kernelbench, fail_here)
+  -- Its semantics as one PyTorch expression (klab.task.oracle).
+  c.oracle = require("klab.task.oracle").check(f.oracle, c, fail_here)
   return c
 end
 
@@ -542,6 +545,7 @@ function M.variant(file, c, f, v)
     baseline = c.baseline, tolerance = c.tolerance, targets = c.targets, plan = c.plan,
     trials = c.trials, distributions = c.distributions, buffer_order = c.buffer_order,
     precision = c.precision, work = c.work, tensor_type = c.tensor_type, kernelbench = c.kernelbench,
+    oracle = c.oracle,
   }
   -- A library baseline described per variant (a cuDNN graph, a cuBLASLt
   -- matmul with its shape): spec(dims) gives the plain description.
