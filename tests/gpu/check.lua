@@ -250,8 +250,8 @@ do
   if ok then rok, rows_or_err = pcall(oc.run, { max_bytes = quick and 0 or nil }) end
   if rok then
     for _, r in ipairs(rows_or_err) do row(r[1], r[2], r[3]) end
-    local line, bad = oc.count_line(rows_or_err)
-    row("oracles agree", bad == 0 and nil or false, line)
+    local line, bad, good = oc.count_line(rows_or_err)
+    row("oracles agree", bad > 0 and false or (good > 0 or nil), line)
   else
     row("oracles agree", false, tostring(rows_or_err):sub(1, 200))
   end

@@ -181,7 +181,8 @@ function M.run(opts)
   return rows
 end
 
--- The count line: "oracles: N agree, N disagree or could not run, N skipped".
+-- The count line ("oracles: N agree ..., N disagree or could not run, N
+-- skipped"), the disagreements and the agreements.
 function M.count_line(rows)
   local n = { pass = 0, fail = 0, skip = 0 }
   for _, r in ipairs(rows) do
@@ -189,7 +190,7 @@ function M.count_line(rows)
     n[k] = n[k] + 1
   end
   return ("oracles: %d agree with their references, %d disagree or could not run, %d skipped"):format(n.pass,
-    n.fail, n.skip), n.fail
+    n.fail, n.skip), n.fail, n.pass
 end
 
 local script = arg and arg[0] or ""
