@@ -42,7 +42,7 @@ Options:
                 mistake is exit 2
   --kernelbench print the table of KernelBench's problems (Levels 1 to 3)
                 and the tasks that pose them, from the tasks' kernelbench
-                claims and tasks/kernelbench_problems.lua: the counts per
+                claims and docs/kernelbench_problems.lua: the counts per
                 level (exact, differs, missing), then one row per problem,
                 as docs/kernelbench.md holds it. A claim that names no
                 problem, a problem claimed as exact by two tasks, or a
@@ -157,7 +157,7 @@ end
 -- klab tasks --kernelbench: the coverage table of docs/kernelbench.md.
 function M.kernelbench(all, errs)
   local kb = require("klab.task.kernelbench")
-  local ok, problems = pcall(kb.problems)
+  local ok, problems = pcall(kb.problems, require("klab.task").returned)
   if not ok then return command.fail("tasks", "--kernelbench: " .. tostring(problems), EXIT.could_not_run) end
   local cov = kb.coverage(all, problems)
   io.write(kb.markdown(cov))

@@ -3,13 +3,14 @@
 -- list): { level =, problem =, exact = true } when it computes KernelBench's
 -- operation with its layouts, transposes, axes, constants and reductions
 -- (the dtype and the shapes may differ), or { level =, problem =, differs =
--- "how" } when it is a near relative. tasks/kernelbench_problems.lua holds
+-- "how" } when it is a near relative. docs/kernelbench_problems.lua holds
 -- KernelBench's problems as data (names, current input shapes, constants).
 -- coverage() joins the two into the table docs/kernelbench.md holds. A
 -- task that claims a problem exactly carries its `oracle` (klab.task.oracle).
 --
 --   kernelbench.claims(file, v, fail)   -> the claims, normalized (schema)
---   kernelbench.problems([path])        -> the problems: list, and by[level][problem]
+--   kernelbench.problems(load [, path]) -> the problems: list, and by[level][problem]
+--                                         (load: klab.task.returned, the sandboxed data loader)
 --   kernelbench.shape_matches(kb, task) -> whether a task's extents are KernelBench's, merged
 --   kernelbench.coverage(tasks, problems) -> { rows, counts, mistakes }
 --   kernelbench.markdown(cov)           -> the generated part of docs/kernelbench.md
@@ -17,7 +18,9 @@ local M = {}
 
 -- The problems per level (KernelBench's Levels 1 to 3).
 M.LEVELS = { 100, 100, 50 }
-M.DATA = "kernelbench_problems.lua"
+-- Beside docs/kernelbench.md: a .lua file directly in tasks/ would make
+-- tasks/ look like one family's folder to `klab tasks --check`.
+M.DATA = "docs/kernelbench_problems.lua"
 local CLAIM_KEYS = { level = true, problem = true, exact = true, differs = true, note = true }
 
 -- Checks a task file's `kernelbench` field; fail(path, message) raises.
@@ -56,10 +59,13 @@ function M.claims(v, fail)
   return out
 end
 
--- KernelBench's problems (tasks/kernelbench_problems.lua unless path).
-function M.problems(path)
-  path = path or (require("klab.task.search").default_root() .. "/" .. M.DATA)
-  local list = require("klab.task").returned(path)
+-- KernelBench's problems (docs/kernelbench_problems.lua of the repository
+-- whose tasks/ klab uses, unless path), read by load (klab.task.returned:
+-- the task sandbox, as a task folder's data).
+function M.problems(load, path)
+  path = path or (require("klab.task.search").default_root() .. "/../" .. M.DATA)
+  local list = load(path)
+  if type(list) ~= "table" then error(path .. ": must return the list of problems", 0) end
   local by = { {}, {}, {} }
   for i, p in ipairs(list) do
     if type(p) ~= "table" or not M.LEVELS[p.level] or math.type(p.problem) ~= "integer"
