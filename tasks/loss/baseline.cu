@@ -134,14 +134,15 @@ mse_final_baseline(const float *part, u32 nparts, u64 n, float *L)
 // each block sums the loss over a grid-strided slice in fp32 into
 // part[block], and mse_final_baseline adds the partial sums in fp64 and
 // divides by n. op 0 Huber (smooth L1, beta 1), op 1 hinge, op 2 KL
-// divergence t (log t - log p).
+// divergence t (log t - log p). Element i's target is T[i % tn] (tn = n:
+// targets of P's shape; C: one per column).
 extern "C" __global__ void __launch_bounds__(256)
-loss_partial_baseline(const float *P, const float *T, u64 n, float *part, int op)
+loss_partial_baseline(const float *P, const float *T, u64 n, float *part, int op, u64 tn)
 {
     float acc = 0.0f;
     const u64 stride = (u64)gridDim.x * blockDim.x;
     for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
-        const float p = P[i], t = T[i];
+        const float p = P[i], t = T[tn == n ? i : i % tn];
         if (op == 0) {
             const float d = fabsf(p - t);
             acc += d < 1.0f ? 0.5f * d * d : d - 0.5f;

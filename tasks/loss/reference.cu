@@ -92,13 +92,15 @@ static __device__ double pointwise_loss(int op, double p, double t)
 }
 
 // part[b] = sum of the loss over the elements block b visits (then
-// mse_ref_final divides the total by n).
+// mse_ref_final divides the total by n). Element i's target is T[i % tn]:
+// tn = n for targets of P's shape, C for one target per column broadcast
+// over the rows (KernelBench's hinge).
 extern "C" __global__ void __launch_bounds__(256)
-loss_ref_partial(const float *P, const float *T, u64 n, double *part, int op)
+loss_ref_partial(const float *P, const float *T, u64 n, double *part, int op, u64 tn)
 {
     double acc = 0.0;
     for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x)
-        acc += pointwise_loss(op, (double)P[i], (double)T[i]);
+        acc += pointwise_loss(op, (double)P[i], (double)T[i % tn]);
     acc = block_all(acc, false);
     if (threadIdx.x == 0)
         part[blockIdx.x] = acc;
