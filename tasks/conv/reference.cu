@@ -205,3 +205,43 @@ conv_ref_tiles(const void *x, int dtx, const void *w, int dtw, float *y, u32 N, 
         }
     }
 }
+
+// PyTorch's nn.Conv2d in NCHW (conv2d_nchw_f32.lua): x [N, C, H, W],
+// w [K, C/G, R, S], y [N, K, OH, OW], a padding, stride and dilation per
+// axis and G groups (output channel k reads the C/G input channels of its
+// group k / (K/G)). A unit is an element of y, u = ((n*K + k)*OH + oh)*OW
+// + ow; its taps are summed in fp64 (input channel, filter row, filter
+// column) from the fp32 values the kernel sees.
+struct conv_nchw_geom {
+    u32 C, H, W, K, R, S, PH, PW, UH, UW, DH, DW, G, OH, OW;
+};
+
+extern "C" __global__ void conv_nchw_ref(const float *x, const float *w, const u64 *positions, u64 n, float *y,
+                                         u32 C, u32 H, u32 W, u32 K, u32 R, u32 S, u32 PH, u32 PW, u32 UH, u32 UW,
+                                         u32 DH, u32 DW, u32 G, u32 OH, u32 OW)
+{
+    const conv_nchw_geom g = { C, H, W, K, R, S, PH, PW, UH, UW, DH, DW, G, OH, OW };
+    const u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n)
+        return;
+    u64 u = klab_unit(positions, i);
+    const u32 ow = (u32)(u % g.OW), oh = (u32)(u / g.OW % g.OH), k = (u32)(u / ((u64)g.OW * g.OH) % g.K);
+    const u64 img = u / ((u64)g.OW * g.OH * g.K);
+    const u32 cg = g.C / g.G, c0 = k / (g.K / g.G) * cg;
+    double acc = 0.0;
+    for (u32 c = 0; c < cg; c++)
+        for (u32 r = 0; r < g.R; r++) {
+            const long long h = (long long)oh * g.UH - g.PH + (long long)r * g.DH;
+            if (h < 0 || h >= g.H)
+                continue;
+            for (u32 s = 0; s < g.S; s++) {
+                const long long ww = (long long)ow * g.UW - g.PW + (long long)s * g.DW;
+                if (ww < 0 || ww >= g.W)
+                    continue;
+                const double xv = x[((img * g.C + c0 + c) * g.H + h) * g.W + ww];
+                const double wv = w[(((u64)k * cg + c) * g.R + r) * g.S + s];
+                acc += xv * wv;
+            }
+        }
+    y[i] = (float)acc;
+}

@@ -10,4 +10,6 @@ return {
     why = "a direct depthwise convolution, one thread per output element, fp32: correct" },
   { name = "naive_convt", task = "convt2d_bf16", verdict = "target_not_executed",
     why = "a gathering transposed convolution, one thread per output element, fp32 sums: correct, no tensor cores" },
+  { name = "naive_conv_nchw", task = "conv2d_nchw_f32", verdict = "passed",
+    why = "a direct NCHW convolution with groups, padding, stride and dilation per axis, one thread per output, fp32" },
 }
