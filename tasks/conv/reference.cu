@@ -245,3 +245,38 @@ extern "C" __global__ void conv_nchw_ref(const float *x, const float *w, const u
         }
     y[i] = (float)acc;
 }
+
+// PyTorch's nn.ConvTranspose2d in NCHW (convt2d_nchw_f32.lua), no output
+// padding: x [N, C, H, W], w [C, K/G, R, S], y [N, K, OH, OW] with OH =
+// (H-1)*UH - 2*PH + DH*(R-1) + 1. Input pixel (i, j) of channel c sends
+// x * w[c, k', r, s] to output (i*UH - PH + r*DH, j*UW - PW + s*DW) of
+// channel g*(K/G) + k' (g = c / (C/G)); each unit of y gathers those
+// contributions, summed in fp64 (input channel, filter row, filter column).
+extern "C" __global__ void convt_nchw_ref(const float *x, const float *w, const u64 *positions, u64 n, float *y,
+                                          u32 C, u32 H, u32 W, u32 K, u32 R, u32 S, u32 PH, u32 PW, u32 UH, u32 UW,
+                                          u32 DH, u32 DW, u32 G, u32 OH, u32 OW)
+{
+    const u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n)
+        return;
+    const u64 u = klab_unit(positions, i);
+    const u32 ow = (u32)(u % OW), oh = (u32)(u / OW % OH), k = (u32)(u / ((u64)OW * OH) % K);
+    const u64 img = u / ((u64)OW * OH * K);
+    const u32 kg = K / G, cg = C / G, g = k / kg, kl = k % kg;
+    double acc = 0.0;
+    for (u32 c = g * cg; c < (g + 1) * cg; c++)
+        for (u32 r = 0; r < R; r++) {
+            const long long th = (long long)oh + PH - (long long)r * DH;
+            if (th < 0 || th % UH != 0 || th / UH >= H)
+                continue;
+            for (u32 s = 0; s < S; s++) {
+                const long long tw = (long long)ow + PW - (long long)s * DW;
+                if (tw < 0 || tw % UW != 0 || tw / UW >= W)
+                    continue;
+                const double xv = x[((img * C + c) * H + th / UH) * W + tw / UW];
+                const double wv = w[(((u64)c * kg + kl) * R + r) * S + s];
+                acc += xv * wv;
+            }
+        }
+    y[i] = (float)acc;
+}

@@ -12,4 +12,6 @@ return {
     why = "a gathering transposed convolution, one thread per output element, fp32 sums: correct, no tensor cores" },
   { name = "naive_conv_nchw", task = "conv2d_nchw_f32", verdict = "passed",
     why = "a direct NCHW convolution with groups, padding, stride and dilation per axis, one thread per output, fp32" },
+  { name = "naive_convt_nchw", task = "convt2d_nchw_f32", verdict = "passed",
+    why = "a gathering NCHW transposed convolution with groups, padding, stride and dilation per axis, fp32" },
 }
