@@ -1,6 +1,6 @@
 -- PyTorch's nn.Conv2d without a bias, in fp32 and NCHW, as KernelBench's
 -- Level 1 convolutions pose it (problems 55, 56, 62, 63, 80, 82 to 85 and
--- 87): x [N, C, H, W], weights [K, C/G, R, S], y [N, K, OH, OW], a padding,
+-- 87, and the 1-D 67 and 76 with H = 1): x [N, C, H, W], weights [K, C/G, R, S], y [N, K, OH, OW], a padding,
 -- a stride and a dilation per axis, and G groups (G = C = K: depthwise).
 -- conv2d_f32 and dwconv2d_f32 are the channels-last relatives. The
 -- reference sums every output's taps in fp64 (reference.cu,
@@ -46,6 +46,9 @@ variants = {
   v("kb84", { N = 64, C = 128, H = 256, W = 512, K = 128, R = 3, S = 3, G = 128 }, KB),
   v("kb85", { N = 32, C = 128, H = 128, W = 256, K = 128, R = 3, S = 7, G = 128 }, KB),
   v("kb87", { N = 16, C = 64, H = 1024, W = 1024, K = 128, R = 1, S = 1 }, KB),
+  -- KernelBench's 1-D convolutions: x [N, C, L] is [N, C, 1, L], a 1 x k filter.
+  v("kb67", { N = 32, C = 64, H = 1, W = 131072, K = 128, R = 1, S = 3 }, KB),
+  v("kb76", { N = 64, C = 64, H = 1, W = 524280, K = 128, R = 1, S = 3, UW = 3, DW = 4 }, KB),
   v("n3_c6_17x23_k4_3x5_g2", { N = 3, C = 6, H = 17, W = 23, K = 4, R = 3, S = 5, PH = 1, PW = 2, UH = 2, DW = 2, G = 2 },
     { "odd", "small" }),
 }
@@ -75,6 +78,8 @@ kernelbench = {
   { level = 1, problem = 84, exact = true, note = "depthwise: G = C = K" },
   { level = 1, problem = 85, exact = true, note = "depthwise: G = C = K" },
   { level = 1, problem = 87, exact = true, note = "pointwise: a 1 x 1 filter" },
+  { level = 1, problem = 67, exact = true, note = "Conv1d as H = 1 and a 1 x 3 filter" },
+  { level = 1, problem = 76, exact = true, note = "Conv1d as H = 1, stride 3, dilation 4" },
 }
 
 -- KernelBench's semantics as one PyTorch expression (klab.task.oracle;

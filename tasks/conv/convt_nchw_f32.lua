@@ -1,6 +1,7 @@
 -- PyTorch's nn.ConvTranspose2d without a bias and without output padding,
 -- in fp32 and NCHW, as KernelBench's Level 1 transposed convolutions pose
--- it (problems 57, 65, 69, 71, 75, 78 and 81): x [N, C, H, W], weights
+-- it (problems 57, 65, 69, 71, 75, 78 and 81, and the 1-D 64, 74 and 79
+-- with H = 1): x [N, C, H, W], weights
 -- [C, K/G, R, S] (torch's layout), y [N, K, OH, OW], a padding, a stride
 -- and a dilation per axis, and G groups. convt2d_f32 is the channels-last
 -- relative. The reference gathers every output's contributions in fp64
@@ -45,6 +46,10 @@ variants = {
   v("kb75", { N = 16, C = 32, H = 128, W = 256, K = 64, R = 3, S = 5, PH = 1, PW = 2, UH = 2, UW = 3, DH = 2, G = 4 }, KB),
   v("kb78", { N = 8, C = 32, H = 512, W = 1024, K = 32, R = 3, S = 7, PH = 1, PW = 3 }, KB),
   v("kb81", { N = 16, C = 32, H = 64, W = 128, K = 64, R = 3, S = 3, PH = 1, PW = 1, UH = 5, UW = 5, DH = 2, DW = 2 }, KB),
+  -- KernelBench's 1-D transposed convolutions: x [N, C, L] is [N, C, 1, L], a 1 x k filter.
+  v("kb64", { N = 64, C = 128, H = 1, W = 65536, K = 128, R = 1, S = 3 }, KB),
+  v("kb74", { N = 32, C = 32, H = 1, W = 131072, K = 64, R = 1, S = 5, DW = 3 }, KB),
+  v("kb79", { N = 16, C = 32, H = 1, W = 131072, K = 64, R = 1, S = 3, PW = 1, UW = 2, DW = 2 }, KB),
   v("n3_c6_9x11_k4_3x5_g2", { N = 3, C = 6, H = 9, W = 11, K = 4, R = 3, S = 5, PH = 1, PW = 2, UH = 2, DW = 2, G = 2 },
     { "odd", "small" }),
 }
@@ -71,6 +76,9 @@ kernelbench = {
   { level = 1, problem = 75, exact = true, note = "grouped (4), strided, padded and dilated per axis" },
   { level = 1, problem = 78, exact = true, note = "padding (1, 3)" },
   { level = 1, problem = 81, exact = true, note = "stride 5, padding 1, dilation 2" },
+  { level = 1, problem = 64, exact = true, note = "ConvTranspose1d as H = 1 and a 1 x 3 filter" },
+  { level = 1, problem = 74, exact = true, note = "ConvTranspose1d as H = 1, dilation 3" },
+  { level = 1, problem = 79, exact = true, note = "ConvTranspose1d as H = 1, stride 2, padding 1, dilation 2" },
 }
 
 -- KernelBench's semantics as one PyTorch expression (klab.task.oracle;
