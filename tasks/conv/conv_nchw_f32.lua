@@ -9,12 +9,12 @@
 -- (_nchw.lua).
 local nc = include "_nchw.lua"
 
-name = "conv2d_nchw_f32"
-family = "conv"
-kernel = "conv2d_nchw"
-tags = { "conv", "f32", "nchw" }
-
-description = [[
+-- A 3x3 convolution of 64 to 128 channels at 128 x 128 (39 GFLOP), then
+-- KernelBench's current shapes of its problems (each tagged kernelbench,
+-- named after the problem), then an odd one with two groups, a stride, a
+-- padding and a dilation of its own on each axis.
+local KB = { "kernelbench" }
+nc.define(_ENV, { nd = 2, kind = "fwd", name = "conv2d_nchw_f32", kernel = "conv2d_nchw", description = [[
 Write a CUDA kernel named `conv2d_nchw` that computes a 2-D convolution
 (cross-correlation, as torch.nn.functional.conv2d without a bias) in fp32:
 x[N, C, H, W] and w[K, C/G, R, S] in, y[N, K, OH, OW] out, all row-major
@@ -25,46 +25,25 @@ UH and UW, dilations DH and DW and G groups:
 where g = k / (K/G) and x outside the image is 0;
 OH = (H + 2*PH - DH*(R-1) - 1)/UH + 1 and OW = (W + 2*PW - DW*(S-1) - 1)/UW + 1,
 rounded down. Sums in fp32 or better (TF32 tensor cores alone are not
-enough). ]] .. nc.HERE .. "\nWith the default launch plan the kernel is\n" .. nc.signature("conv2d_nchw")
-
-dims, zero_dims = nc.dims, nc.zero_dims
-
--- A 3x3 convolution of 64 to 128 channels at 128 x 128 (39 GFLOP), then
--- KernelBench's current shapes of its problems (each tagged kernelbench,
--- named after the problem), then an odd one with two groups, a stride, a
--- padding and a dilation of its own on each axis.
-local v, KB = nc.variant, { "kernelbench" }
-variants = {
-  v("n16_c64_128x128_k128_3x3", { N = 16, C = 64, H = 128, W = 128, K = 128, R = 3, S = 3, PH = 1, PW = 1 }, { "main" }),
-  v("kb55", { N = 8, C = 64, H = 512, W = 1024, K = 128, R = 3, S = 3 }, KB),
-  v("kb56", { N = 8, C = 64, H = 512, W = 256, K = 128, R = 5, S = 7 }, KB),
-  v("kb62", { N = 8, C = 32, H = 512, W = 512, K = 64, R = 5, S = 9 }, KB),
-  v("kb63", { N = 16, C = 16, H = 1024, W = 1024, K = 128, R = 3, S = 3 }, KB),
-  v("kb80", { N = 8, C = 32, H = 512, W = 512, K = 64, R = 5, S = 9, PH = 2, PW = 4, DH = 2, DW = 3 }, KB),
-  v("kb82", { N = 16, C = 64, H = 512, W = 512, K = 64, R = 3, S = 3, G = 64 }, KB),
-  v("kb83", { N = 64, C = 8, H = 512, W = 512, K = 8, R = 3, S = 1, G = 8 }, KB),
-  v("kb84", { N = 64, C = 128, H = 256, W = 512, K = 128, R = 3, S = 3, G = 128 }, KB),
-  v("kb85", { N = 32, C = 128, H = 128, W = 256, K = 128, R = 3, S = 7, G = 128 }, KB),
-  v("kb87", { N = 16, C = 64, H = 1024, W = 1024, K = 128, R = 1, S = 1 }, KB),
+enough).]],
+  variants = {
+  { "n16_c64_128x128_k128_3x3", { N = 16, C = 64, H = 128, W = 128, K = 128, R = 3, S = 3, PH = 1, PW = 1 }, { "main" } },
+  { "kb55", { N = 8, C = 64, H = 512, W = 1024, K = 128, R = 3, S = 3 }, KB },
+  { "kb56", { N = 8, C = 64, H = 512, W = 256, K = 128, R = 5, S = 7 }, KB },
+  { "kb62", { N = 8, C = 32, H = 512, W = 512, K = 64, R = 5, S = 9 }, KB },
+  { "kb63", { N = 16, C = 16, H = 1024, W = 1024, K = 128, R = 3, S = 3 }, KB },
+  { "kb80", { N = 8, C = 32, H = 512, W = 512, K = 64, R = 5, S = 9, PH = 2, PW = 4, DH = 2, DW = 3 }, KB },
+  { "kb82", { N = 16, C = 64, H = 512, W = 512, K = 64, R = 3, S = 3, G = 64 }, KB },
+  { "kb83", { N = 64, C = 8, H = 512, W = 512, K = 8, R = 3, S = 1, G = 8 }, KB },
+  { "kb84", { N = 64, C = 128, H = 256, W = 512, K = 128, R = 3, S = 3, G = 128 }, KB },
+  { "kb85", { N = 32, C = 128, H = 128, W = 256, K = 128, R = 3, S = 7, G = 128 }, KB },
+  { "kb87", { N = 16, C = 64, H = 1024, W = 1024, K = 128, R = 1, S = 1 }, KB },
   -- KernelBench's 1-D convolutions: x [N, C, L] is [N, C, 1, L], a 1 x k filter.
-  v("kb67", { N = 32, C = 64, H = 1, W = 131072, K = 128, R = 1, S = 3 }, KB),
-  v("kb76", { N = 64, C = 64, H = 1, W = 524280, K = 128, R = 1, S = 3, UW = 3, DW = 4 }, KB),
-  v("n3_c6_17x23_k4_3x5_g2", { N = 3, C = 6, H = 17, W = 23, K = 4, R = 3, S = 5, PH = 1, PW = 2, UH = 2, DW = 2, G = 2 },
-    { "odd", "small" }),
-}
-
-buffers = {
-  x = { role = "input", dtype = "f32", shape = { "N", "C", "H", "W" } },
-  w = { role = "input", dtype = "f32", shape = { "K", "C/G", "R", "S" } },
-  y = { role = "output", dtype = "f32", shape = { "N", "K", nc.OUT.fwd[1], nc.OUT.fwd[2] } },
-}
-inputs, trials, distributions = nc.inputs, nc.trials, nc.distributions
-tolerance = nc.tolerance
-reference = nc.reference("fwd")
-baseline = nc.baseline("fwd")
-flops = nc.flops("fwd")
-targets = {}
-plan = nc.plan("fwd", "conv2d_nchw")
+  { "kb67", { N = 32, C = 64, H = 1, W = 131072, K = 128, R = 1, S = 3 }, KB },
+  { "kb76", { N = 64, C = 64, H = 1, W = 524280, K = 128, R = 1, S = 3, UW = 3, DW = 4 }, KB },
+  { "n3_c6_17x23_k4_3x5_g2", { N = 3, C = 6, H = 17, W = 23, K = 4, R = 3, S = 5, PH = 1, PW = 2, UH = 2, DW = 2, G = 2 },
+    { "odd", "small" } },
+} })
 
 -- The KernelBench problems this task poses (docs/kernelbench.md).
 kernelbench = {

@@ -10,12 +10,12 @@
 -- with the candidate and TF32 beside it (_nchw.lua).
 local nc = include "_nchw.lua"
 
-name = "convt2d_nchw_f32"
-family = "conv"
-kernel = "convt2d_nchw"
-tags = { "conv", "f32", "nchw", "transposed" }
-
-description = [[
+-- 64 to 64 channels at 128 x 128 by a 3x3 filter at stride 2 (19 GFLOP),
+-- KernelBench's current shapes of its problems (each tagged kernelbench,
+-- named after the problem), then an odd one with two groups and a stride,
+-- a padding and a dilation of its own on each axis.
+local KB = { "kernelbench" }
+nc.define(_ENV, { nd = 2, kind = "bwd", name = "convt2d_nchw_f32", kernel = "convt2d_nchw", description = [[
 Write a CUDA kernel named `convt2d_nchw` that computes a 2-D transposed
 convolution (torch.nn.functional.conv_transpose2d without a bias or an
 output padding) in fp32: x[N, C, H, W] and w[C, K/G, R, S] in,
@@ -26,46 +26,24 @@ x[n, c, i, j] adds x[n,c,i,j] * w[c, k', r, s] to
 for g = c / (C/G), each k' < K/G, r < R and s < S, where that place lies
 inside y; OH = (H-1)*UH - 2*PH + DH*(R-1) + 1 and
 OW = (W-1)*UW - 2*PW + DW*(S-1) + 1. Sums in fp32 or better (TF32 tensor
-cores alone are not enough). ]] .. nc.HERE .. "\nWith the default launch plan the kernel is\n" ..
-  nc.signature("convt2d_nchw")
-
-dims, zero_dims = nc.dims, nc.zero_dims
-
--- 64 to 64 channels at 128 x 128 by a 3x3 filter at stride 2 (19 GFLOP),
--- KernelBench's current shapes of its problems (each tagged kernelbench,
--- named after the problem), then an odd one with two groups and a stride,
--- a padding and a dilation of its own on each axis.
-local v, KB = nc.variant, { "kernelbench" }
-variants = {
-  v("n16_c64_128x128_k64_3x3_u2", { N = 16, C = 64, H = 128, W = 128, K = 64, R = 3, S = 3, PH = 1, PW = 1, UH = 2, UW = 2 },
-    { "main" }),
-  v("kb57", { N = 8, C = 64, H = 1024, W = 1024, K = 64, R = 3, S = 3 }, KB),
-  v("kb65", { N = 8, C = 64, H = 512, W = 512, K = 64, R = 3, S = 7 }, KB),
-  v("kb69", { N = 64, C = 64, H = 128, W = 256, K = 128, R = 3, S = 5 }, KB),
-  v("kb71", { N = 8, C = 32, H = 512, W = 1024, K = 32, R = 3, S = 3 }, KB),
-  v("kb75", { N = 16, C = 32, H = 128, W = 256, K = 64, R = 3, S = 5, PH = 1, PW = 2, UH = 2, UW = 3, DH = 2, G = 4 }, KB),
-  v("kb78", { N = 8, C = 32, H = 512, W = 1024, K = 32, R = 3, S = 7, PH = 1, PW = 3 }, KB),
-  v("kb81", { N = 16, C = 32, H = 64, W = 128, K = 64, R = 3, S = 3, PH = 1, PW = 1, UH = 5, UW = 5, DH = 2, DW = 2 }, KB),
+cores alone are not enough).]],
+  variants = {
+  { "n16_c64_128x128_k64_3x3_u2", { N = 16, C = 64, H = 128, W = 128, K = 64, R = 3, S = 3, PH = 1, PW = 1, UH = 2, UW = 2 },
+    { "main" } },
+  { "kb57", { N = 8, C = 64, H = 1024, W = 1024, K = 64, R = 3, S = 3 }, KB },
+  { "kb65", { N = 8, C = 64, H = 512, W = 512, K = 64, R = 3, S = 7 }, KB },
+  { "kb69", { N = 64, C = 64, H = 128, W = 256, K = 128, R = 3, S = 5 }, KB },
+  { "kb71", { N = 8, C = 32, H = 512, W = 1024, K = 32, R = 3, S = 3 }, KB },
+  { "kb75", { N = 16, C = 32, H = 128, W = 256, K = 64, R = 3, S = 5, PH = 1, PW = 2, UH = 2, UW = 3, DH = 2, G = 4 }, KB },
+  { "kb78", { N = 8, C = 32, H = 512, W = 1024, K = 32, R = 3, S = 7, PH = 1, PW = 3 }, KB },
+  { "kb81", { N = 16, C = 32, H = 64, W = 128, K = 64, R = 3, S = 3, PH = 1, PW = 1, UH = 5, UW = 5, DH = 2, DW = 2 }, KB },
   -- KernelBench's 1-D transposed convolutions: x [N, C, L] is [N, C, 1, L], a 1 x k filter.
-  v("kb64", { N = 64, C = 128, H = 1, W = 65536, K = 128, R = 1, S = 3 }, KB),
-  v("kb74", { N = 32, C = 32, H = 1, W = 131072, K = 64, R = 1, S = 5, DW = 3 }, KB),
-  v("kb79", { N = 16, C = 32, H = 1, W = 131072, K = 64, R = 1, S = 3, PW = 1, UW = 2, DW = 2 }, KB),
-  v("n3_c6_9x11_k4_3x5_g2", { N = 3, C = 6, H = 9, W = 11, K = 4, R = 3, S = 5, PH = 1, PW = 2, UH = 2, DW = 2, G = 2 },
-    { "odd", "small" }),
-}
-
-buffers = {
-  x = { role = "input", dtype = "f32", shape = { "N", "C", "H", "W" } },
-  w = { role = "input", dtype = "f32", shape = { "C", "K/G", "R", "S" } },
-  y = { role = "output", dtype = "f32", shape = { "N", "K", nc.OUT.bwd[1], nc.OUT.bwd[2] } },
-}
-inputs, trials, distributions = nc.inputs, nc.trials, nc.distributions
-tolerance = nc.tolerance
-reference = nc.reference("bwd")
-baseline = nc.baseline("bwd")
-flops = nc.flops("bwd")
-targets = {}
-plan = nc.plan("bwd", "convt2d_nchw")
+  { "kb64", { N = 64, C = 128, H = 1, W = 65536, K = 128, R = 1, S = 3 }, KB },
+  { "kb74", { N = 32, C = 32, H = 1, W = 131072, K = 64, R = 1, S = 5, DW = 3 }, KB },
+  { "kb79", { N = 16, C = 32, H = 1, W = 131072, K = 64, R = 1, S = 3, PW = 1, UW = 2, DW = 2 }, KB },
+  { "n3_c6_9x11_k4_3x5_g2", { N = 3, C = 6, H = 9, W = 11, K = 4, R = 3, S = 5, PH = 1, PW = 2, UH = 2, DW = 2, G = 2 },
+    { "odd", "small" } },
+} })
 
 -- The KernelBench problems this task poses (docs/kernelbench.md).
 kernelbench = {

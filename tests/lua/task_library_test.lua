@@ -60,8 +60,8 @@ end
 -- The conv references: all of y in 64x64 tiles (conv_ref_tiles) for
 -- conv2d and the transposed convolution, over a grid that covers every
 -- output pixel and channel; a thread per unit for the sampled units and
--- for the depthwise convolution; a thread per unit for all of the NCHW
--- convolutions' y.
+-- for the depthwise convolution; a thread per unit for all of the
+-- channels-first (NCHW, NCDHW) convolutions' y.
 function T.conv_references_pick_their_kernels(t)
   local n = 0
   for _, x in ipairs(task.list("tasks")) do
@@ -69,11 +69,10 @@ function T.conv_references_pick_their_kernels(t)
       n = n + 1
       local ok, run = prepared(t, x, nil, "sm_90a")
       t.ok(ok, x.name .. ": " .. tostring(run.result.reason))
-      if ok and x.base:match("_nchw_f32$") then
+      if ok and (x.base:match("_nchw_f32$") or x.base:match("3d_f32$")) then
         local full, sampled = run.job.reference.full.launches[1], run.job.reference.sampled.launches[1]
-        local want = x.base:match("^convt") and "convt_nchw_ref" or "conv_nchw_ref"
-        t.eq(full.kernel, want, x.name)
-        t.eq(sampled.kernel, want, x.name)
+        t.eq(full.kernel, "conv_ncdhw_ref", x.name)
+        t.eq(sampled.kernel, "conv_ncdhw_ref", x.name)
         local units = x.buffers.y.numel
         t.ok(full.grid[1] * 256 >= units and (full.grid[1] - 1) * 256 < units, x.name .. ": a thread per unit of y")
       elseif ok then

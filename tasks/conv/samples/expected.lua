@@ -14,4 +14,8 @@ return {
     why = "a direct NCHW convolution with groups, padding, stride and dilation per axis, one thread per output, fp32" },
   { name = "naive_convt_nchw", task = "convt2d_nchw_f32", verdict = "passed",
     why = "a gathering NCHW transposed convolution with groups, padding, stride and dilation per axis, fp32" },
+  { name = "naive_conv3d", task = "conv3d_f32", verdict = "passed",
+    why = "a direct NCDHW convolution with groups, padding, stride and dilation per axis, one thread per output, fp32" },
+  { name = "naive_convt3d", task = "convt3d_f32", verdict = "passed",
+    why = "a gathering NCDHW transposed convolution with output padding and groups, one thread per output, fp32" },
 }
