@@ -84,7 +84,8 @@ end
 -- Sets every field of a task in env. t = { nd = 2 | 3, kind = "fwd" |
 -- "bwd", name =, kernel =, description = (the operation in words; the
 -- sizes and the default plan's signature are added), variants = { {
--- name, dims (defaults above), tags }, ... } }.
+-- name, dims (defaults above), tags }, ... }, bias = (true: an input
+-- bias[K] added to every output of channel k) }.
 function F.define(env, t)
   local geo = geometry(t.nd, t.kind)
   env.name, env.family, env.kernel = t.name, "conv", t.kernel
@@ -98,11 +99,12 @@ function F.define(env, t)
   local outs_word = t.nd == 3 and "OD*OH*OW" or "OH*OW"
   env.description = t.description .. "\nHere " .. table.concat(here, ", ") .. ".\n" .. ([[
 With the default launch plan the kernel is
-  extern "C" __global__ void %s(const float *x, const float *w, float *y,
+  extern "C" __global__ void %s(const float *x, const float *w,%s float *y,
       %s)
 launched with one thread per element of y (in y's order): a grid of
 (ceil(N*K*%s/256), 1, 1) blocks of 256 threads and no dynamic shared
-memory. Send your own plan to change any of this.]]):format(t.kernel, table.concat(args, ", "), outs_word)
+memory. Send your own plan to change any of this.]]):format(t.kernel, t.bias and " const float *bias," or "",
+    table.concat(args, ", "), outs_word)
   env.variants = {}
   for i, v in ipairs(t.variants) do
     local d = { name = v[1], tags = v[3] }
@@ -123,15 +125,20 @@ memory. Send your own plan to change any of this.]]):format(t.kernel, table.conc
     y = { role = "output", dtype = "f32", shape = y },
   }
   env.inputs, env.trials, env.distributions, env.tolerance = F.inputs, F.trials, F.distributions, F.tolerance
+  local bias_arg = t.bias and 'buffer("bias")' or "u64(0)"
+  if t.bias then
+    env.buffers.bias = { role = "input", dtype = "f32", shape = { "K" } }
+    env.inputs = { x = F.inputs.x, w = F.inputs.w, bias = { dist = "normal", mean = 0, std = 1 } }
+  end
   local outs_line = t.nd == 3 and ("local OD, OH, OW = %s, %s, %s"):format(geo.outs[1], geo.outs[2], geo.outs[3])
     or ("local OD, OH, OW = 1, %s, %s"):format(geo.outs[1], geo.outs[2])
   env.reference = { source = "reference.cu", accumulate = "f64", units = { y = 1 }, plan = ([[
 %s
 local total = nsample > 0 and nsample or buffers.y.numel
 return { launches = { { kernel = "conv_ncdhw_ref", grid = { cdiv(total, 256), 1, 1 }, block = { 256, 1, 1 },
-  args = { buffer("x"), buffer("w"), buffer("positions"), u64(total), buffer("y"), i32(%d), %s,
+  args = { buffer("x"), buffer("w"), %s, buffer("positions"), u64(total), buffer("y"), i32(%d), %s,
            u32(OD), u32(OH), u32(OW) } } } }
-]]):format(outs_line, t.kind == "bwd" and 1 or 0, ref_args(geo)) }
+]]):format(outs_line, bias_arg, t.kind == "bwd" and 1 or 0, ref_args(geo)) }
   -- cuDNN's graph on packed tensors (no layout given: row major); the
   -- filter is [K, C/G, ...] for the forward convolution and [C, K/G, ...]
   -- for the transposed one, as torch stores them: the forward convolution
@@ -148,8 +155,18 @@ return { launches = { { kernel = "conv_ncdhw_ref", grid = { cdiv(total, 256), 1,
     local op = t.kind == "fwd" and { op = "conv_fwd", inputs = { x = "x", w = "w" }, outputs = { y = "y" } }
       or { op = "conv_bwd_data", inputs = { dy = "x", w = "w" }, outputs = { dx = "y" } }
     op.padding, op.stride, op.dilation = pad, stride, dil
-    return { tensors = { x = { dtype = "f32", dims = xd }, w = { dtype = "f32", dims = wd },
-      y = { dtype = "f32", dims = yd } }, ops = { op }, compute = "f32" }
+    local tensors = { x = { dtype = "f32", dims = xd }, w = { dtype = "f32", dims = wd }, y = { dtype = "f32", dims = yd } }
+    local ops = { op }
+    if t.bias then
+      -- The convolution into a virtual tensor, then the bias [1, K, 1, ...] added.
+      local bd = { 1, d.K }
+      for _ = 1, #geo.axes do bd[#bd + 1] = 1 end
+      tensors.acc = { dims = yd, virtual = true }
+      tensors.bias = { dtype = "f32", dims = bd }
+      op.outputs = t.kind == "fwd" and { y = "acc" } or { dx = "acc" }
+      ops[2] = { op = "pointwise", mode = "ADD", inputs = { x = "acc", b = "bias" }, outputs = { y = "y" } }
+    end
+    return { tensors = tensors, ops = ops, compute = "f32" }
   end }
   -- Two FLOPs per multiply-add of the direct (forward or scattering)
   -- convolution, padding taps included.
@@ -168,8 +185,8 @@ return { launches = { { kernel = "conv_ncdhw_ref", grid = { cdiv(total, 256), 1,
 -- Default plan: one thread per element of y, blocks of 256.
 %s
 return { launches = { { kernel = "%s", grid = { cdiv(N * K * OD * OH * OW, 256), 1, 1 }, block = { 256, 1, 1 },
-  shared = 0, args = { buffer("x"), buffer("w"), buffer("y"), %s } } } }
-]]):format(outs_line, t.kernel, table.concat(pargs, ", "))
+  shared = 0, args = { buffer("x"), buffer("w"), %sbuffer("y"), %s } } } }
+]]):format(outs_line, t.kernel, t.bias and 'buffer("bias"), ' or "", table.concat(pargs, ", "))
 end
 
 return F

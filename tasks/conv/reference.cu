@@ -210,8 +210,9 @@ conv_ref_tiles(const void *x, int dtx, const void *w, int dtw, float *y, u32 N, 
 // passes D = T = OD = 1): x [N, C, D, H, W], w [K, C/G, T, R, S],
 // y [N, K, OD, OH, OW], a padding, stride and dilation per axis and G
 // groups (output channel k reads the C/G input channels of its group
-// k / (K/G)). A unit is an element of y in y's order; its taps are summed
-// in fp64 (input channel, filter depth, row, column) from the fp32 values
+// k / (K/G)), and a bias per output channel where bias is not null. A
+// unit is an element of y in y's order; its taps are summed in fp64 (the
+// bias, then input channel, filter depth, row, column) from the fp32 values
 // the kernel sees.
 struct conv_geom {
     u32 C, D, H, W, K, T, R, S, PD, PH, PW, UD, UH, UW, DD, DH, DW, G, OD, OH, OW;
@@ -235,13 +236,14 @@ static __device__ __forceinline__ long long convt_tap(u32 o, u32 t, u32 U, u32 P
 // transposed: 0 the convolution (w [K, C/G, T, R, S]), 1 the transposed one
 // (w [C, K/G, T, R, S]: input channel c sends to output channels
 // (c / (C/G))*(K/G) + k').
-static __device__ float conv_ncdhw_unit(const float *x, const float *w, u64 u, const conv_geom &g, int transposed)
+static __device__ float conv_ncdhw_unit(const float *x, const float *w, const float *bias, u64 u, const conv_geom &g,
+                                        int transposed)
 {
     const u32 ow = (u32)(u % g.OW), oh = (u32)(u / g.OW % g.OH), od = (u32)(u / ((u64)g.OW * g.OH) % g.OD);
     const u32 k = (u32)(u / ((u64)g.OW * g.OH * g.OD) % g.K);
     const u64 img = u / ((u64)g.OW * g.OH * g.OD * g.K);
     const u32 cg = g.C / g.G, kg = g.K / g.G, grp = k / kg;
-    double acc = 0.0;
+    double acc = bias ? (double)bias[k] : 0.0;
     for (u32 c = grp * cg; c < (grp + 1) * cg; c++)
         for (u32 a = 0; a < g.T; a++) {
             const long long d = transposed ? convt_tap(od, a, g.UD, g.PD, g.DD, g.D) : conv_tap(od, a, g.UD, g.PD, g.DD, g.D);
@@ -266,7 +268,8 @@ static __device__ float conv_ncdhw_unit(const float *x, const float *w, u64 u, c
     return (float)acc;
 }
 
-extern "C" __global__ void conv_ncdhw_ref(const float *x, const float *w, const u64 *positions, u64 n, float *y,
+extern "C" __global__ void conv_ncdhw_ref(const float *x, const float *w, const float *bias, const u64 *positions, u64 n,
+                                          float *y,
                                           int transposed, u32 C, u32 D, u32 H, u32 W, u32 K, u32 T, u32 R, u32 S,
                                           u32 PD, u32 PH, u32 PW, u32 UD, u32 UH, u32 UW, u32 DD, u32 DH, u32 DW,
                                           u32 G, u32 OD, u32 OH, u32 OW)
@@ -275,5 +278,5 @@ extern "C" __global__ void conv_ncdhw_ref(const float *x, const float *w, const 
     if (i >= n)
         return;
     const conv_geom g = { C, D, H, W, K, T, R, S, PD, PH, PW, UD, UH, UW, DD, DH, DW, G, OD, OH, OW };
-    y[i] = conv_ncdhw_unit(x, w, klab_unit(positions, i), g, transposed);
+    y[i] = conv_ncdhw_unit(x, w, bias, klab_unit(positions, i), g, transposed);
 }

@@ -69,7 +69,9 @@ function T.conv_references_pick_their_kernels(t)
       n = n + 1
       local ok, run = prepared(t, x, nil, "sm_90a")
       t.ok(ok, x.name .. ": " .. tostring(run.result.reason))
-      if ok and (x.base:match("_nchw_f32$") or x.base:match("3d_f32$")) then
+      local channels_first = false
+      for _, tag in ipairs(x.tags) do channels_first = channels_first or tag == "nchw" or tag == "ncdhw" end
+      if ok and channels_first then
         local full, sampled = run.job.reference.full.launches[1], run.job.reference.sampled.launches[1]
         t.eq(full.kernel, "conv_ncdhw_ref", x.name)
         t.eq(sampled.kernel, "conv_ncdhw_ref", x.name)

@@ -18,4 +18,6 @@ return {
     why = "a direct NCDHW convolution with groups, padding, stride and dilation per axis, one thread per output, fp32" },
   { name = "naive_convt3d", task = "convt3d_f32", verdict = "passed",
     why = "a gathering NCDHW transposed convolution with output padding and groups, one thread per output, fp32" },
+  { name = "naive_conv_nchw", task = "conv2d_nchw_bias_f32", verdict = "passed",
+    why = "the same folder's conv2d_nchw_bias: the direct NCHW convolution, its sum started at the bias" },
 }
