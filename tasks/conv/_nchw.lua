@@ -81,6 +81,23 @@ local function ref_args(geo)
   return table.concat(out, ", ")
 end
 
+-- The words of the 2-D forward convolution (conv2d_nchw_f32.lua and, with
+-- its bias, conv2d_nchw_bias_f32.lua).
+function F.conv2d_description(kernel, bias)
+  return ([[
+Write a CUDA kernel named `%s` that computes a 2-D convolution
+(cross-correlation, as torch.nn.functional.conv2d%s) in fp32:
+x[N, C, H, W]%s and w[K, C/G, R, S] in, y[N, K, OH, OW] out, all row-major
+(NCHW), with zero padding PH (rows) and PW (columns) on both sides, strides
+UH and UW, dilations DH and DW and G groups:
+  y[n,k,oh,ow] = %ssum over c < C/G, r < R, s < S of
+      x[n, g*(C/G) + c, oh*UH - PH + r*DH, ow*UW - PW + s*DW] * w[k, c, r, s]
+where g = k / (K/G) and x outside the image is 0;
+OH = (H + 2*PH - DH*(R-1) - 1)/UH + 1 and OW = (W + 2*PW - DW*(S-1) - 1)/UW + 1,
+rounded down. Sums in fp32 or better (TF32 tensor cores alone are not
+enough).]]):format(kernel, bias and "" or " without a bias", bias and ", bias[K]" or "", bias and "bias[k] + " or "")
+end
+
 -- Sets every field of a task in env. t = { nd = 2 | 3, kind = "fwd" |
 -- "bwd", name =, kernel =, description = (the operation in words; the
 -- sizes and the default plan's signature are added), variants = { {

@@ -9,18 +9,7 @@ local nc = include "_nchw.lua"
 -- 64 to 128 channels at 128 x 128 by a 3x3 filter (39 GFLOP), KernelBench's
 -- current shape of problem 50, and an odd one.
 nc.define(_ENV, { nd = 2, kind = "fwd", name = "conv2d_nchw_bias_f32", kernel = "conv2d_nchw_bias", bias = true,
-  description = [[
-Write a CUDA kernel named `conv2d_nchw_bias` that computes a 2-D convolution
-with a bias (torch.nn.functional.conv2d) in fp32: x[N, C, H, W],
-w[K, C/G, R, S] and bias[K] in, y[N, K, OH, OW] out, all row-major (NCHW),
-with zero padding PH (rows) and PW (columns), strides UH and UW, dilations
-DH and DW and G groups:
-  y[n,k,oh,ow] = bias[k] + sum over c < C/G, r < R, s < S of
-      x[n, g*(C/G) + c, oh*UH - PH + r*DH, ow*UW - PW + s*DW] * w[k, c, r, s]
-where g = k / (K/G) and x outside the image is 0;
-OH = (H + 2*PH - DH*(R-1) - 1)/UH + 1 and OW = (W + 2*PW - DW*(S-1) - 1)/UW + 1,
-rounded down. Sums in fp32 or better (TF32 tensor cores alone are not
-enough).]],
+  description = nc.conv2d_description("conv2d_nchw_bias", true),
   variants = {
     { "n16_c64_128x128_k128_3x3", { N = 16, C = 64, H = 128, W = 128, K = 128, R = 3, S = 3, PH = 1, PW = 1 }, { "main" } },
     { "kb50", { N = 256, C = 3, H = 224, W = 224, K = 96, R = 11, S = 11, PH = 2, PW = 2, UH = 4, UW = 4 }, { "kernelbench" } },

@@ -14,18 +14,8 @@ local nc = include "_nchw.lua"
 -- named after the problem), then an odd one with two groups, a stride, a
 -- padding and a dilation of its own on each axis.
 local KB = { "kernelbench" }
-nc.define(_ENV, { nd = 2, kind = "fwd", name = "conv2d_nchw_f32", kernel = "conv2d_nchw", description = [[
-Write a CUDA kernel named `conv2d_nchw` that computes a 2-D convolution
-(cross-correlation, as torch.nn.functional.conv2d without a bias) in fp32:
-x[N, C, H, W] and w[K, C/G, R, S] in, y[N, K, OH, OW] out, all row-major
-(NCHW), with zero padding PH (rows) and PW (columns) on both sides, strides
-UH and UW, dilations DH and DW and G groups:
-  y[n,k,oh,ow] = sum over c < C/G, r < R, s < S of
-      x[n, g*(C/G) + c, oh*UH - PH + r*DH, ow*UW - PW + s*DW] * w[k, c, r, s]
-where g = k / (K/G) and x outside the image is 0;
-OH = (H + 2*PH - DH*(R-1) - 1)/UH + 1 and OW = (W + 2*PW - DW*(S-1) - 1)/UW + 1,
-rounded down. Sums in fp32 or better (TF32 tensor cores alone are not
-enough).]],
+nc.define(_ENV, { nd = 2, kind = "fwd", name = "conv2d_nchw_f32", kernel = "conv2d_nchw",
+  description = nc.conv2d_description("conv2d_nchw"),
   variants = {
   { "n16_c64_128x128_k128_3x3", { N = 16, C = 64, H = 128, W = 128, K = 128, R = 3, S = 3, PH = 1, PW = 1 }, { "main" } },
   { "kb55", { N = 8, C = 64, H = 512, W = 1024, K = 128, R = 3, S = 3 }, KB },

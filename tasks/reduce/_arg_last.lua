@@ -25,6 +25,26 @@ return { launches = { { kernel = "%s", grid = { R, 1, 1 }, block = { 256, 1, 1 }
   args = { buffer("X"), buffer("I"), u32(R), u32(C) } } } }
 ]]
 
+-- The input sets of an argmax (sign 1) or argmin (-1): first the base
+-- law (named first), then normal values, KernelBench-Verified's scaled
+-- inputs, PTXBench's spiky mix, and values of one sign throughout
+-- (N(∓100, 1)), where a search that starts from 0 instead of ∓Inf returns
+-- nothing. An index is right or wrong: every one must equal the reference's.
+local function inputs_and_checks(env, sign, first, law)
+  env.inputs = { X = law }
+  env.trials = 2
+  env.distributions = {
+    { name = first },
+    { name = "randn", inputs = { X = { dist = "normal", mean = 0, std = 1 } } },
+    { name = "x3", scale = 3 },
+    { name = "x0.01", scale = 0.01 },
+    { name = "neg", scale = -1 },
+    { name = "spiky", inputs = { X = { dist = "spiky", std = 1, spike_std = 10, p = 0.001 } } },
+    { name = sign == 1 and "negative" or "positive", inputs = { X = { dist = "normal", mean = -100 * sign, std = 1 } } },
+  }
+  env.tolerance = { i32 = { atol = 0, rtol = 0, matched = 1.0 } }
+end
+
 -- Sets every field of the task in env. which: "max" or "min".
 function A.define(env, which)
   local sign = which == "max" and 1 or -1
@@ -57,23 +77,8 @@ dynamic shared memory. Send your own plan to change any of this.]]):format(fn,
   -- more of a row of 1021 in a quarter of the rows: the tie rule decides
   -- those rows. Then normal rows (ties rarer), the scaled inputs of
   -- KernelBench-Verified, PTXBench's spiky mix, and rows of one sign
-  -- throughout (N(∓100, 1), bf16 spacing 0.5: many ties again), where a
-  -- search that starts from 0 instead of ∓Inf returns nothing.
-  env.inputs = { X = { dist = "uniform", lo = -1, hi = 1 } }
-  env.trials = 2
-  env.distributions = {
-    { name = "uniform" },
-    { name = "randn", inputs = { X = { dist = "normal", mean = 0, std = 1 } } },
-    { name = "x3", scale = 3 },
-    { name = "x0.01", scale = 0.01 },
-    { name = "neg", scale = -1 },
-    { name = "spiky", inputs = { X = { dist = "spiky", std = 1, spike_std = 10, p = 0.001 } } },
-    { name = which == "max" and "negative" or "positive",
-      inputs = { X = { dist = "normal", mean = -100 * sign, std = 1 } } },
-  }
-
-  -- An index is right or wrong: every one must equal the reference's.
-  env.tolerance = { i32 = { atol = 0, rtol = 0, matched = 1.0 } }
+  -- throughout (N(∓100, 1), bf16 spacing 0.5: many ties again).
+  inputs_and_checks(env, sign, "uniform", { dist = "uniform", lo = -1, hi = 1 })
 
   -- A block per row unit; the index is written as an fp32 (exact below 2^24).
   env.reference = { source = "reference.cu", units = { I = 1 }, plan = REFERENCE_PLAN:format(sign) }
@@ -136,23 +141,8 @@ your own plan to change any of this.]]):format(fn, which == "max" and "largest" 
     X = { role = "input", dtype = "f32", shape = { "B", "N", "D" } },
     I = { role = "output", dtype = "i32", shape = { "B", "D" } },
   }
-  -- KernelBench's torch.rand, normal values, KernelBench-Verified's scaled
-  -- inputs, PTXBench's spiky mix, and values of one sign throughout, where
-  -- a search that starts from 0 instead of ∓Inf returns nothing.
-  env.inputs = { X = { dist = "uniform", lo = 0, hi = 1 } }
-  env.trials = 2
-  env.distributions = {
-    { name = "rand" },
-    { name = "randn", inputs = { X = { dist = "normal", mean = 0, std = 1 } } },
-    { name = "x3", scale = 3 },
-    { name = "x0.01", scale = 0.01 },
-    { name = "neg", scale = -1 },
-    { name = "spiky", inputs = { X = { dist = "spiky", std = 1, spike_std = 10, p = 0.001 } } },
-    { name = which == "max" and "negative" or "positive",
-      inputs = { X = { dist = "normal", mean = -100 * sign, std = 1 } } },
-  }
-  -- An index is right or wrong: every one must equal the reference's.
-  env.tolerance = { i32 = { atol = 0, rtol = 0, matched = 1.0 } }
+  -- KernelBench's torch.rand first.
+  inputs_and_checks(env, sign, "rand", { dist = "uniform", lo = 0, hi = 1 })
   env.reference = { source = "reference.cu", units = { I = 1 }, plan = MID_REFERENCE_PLAN:format(sign) }
   env.baseline = { source = "baseline.cu", name = "thread-per-output arg" .. which .. " over the middle dimension",
     plan = MID_BASELINE_PLAN:format(sign) }
