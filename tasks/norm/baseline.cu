@@ -182,3 +182,24 @@ frob_scale_baseline(const float *X, const float *part, u32 g, u64 n, float *Y)
     for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x)
         Y[i] = X[i] * inv;
 }
+
+// RMSNorm over the middle dimension's shipped baseline (rmsnorm_mid_f32.lua;
+// cuDNN's RMS_NORM normalizes the innermost dimensions): a thread per
+// (b, s) column, consecutive threads on consecutive s, its mean of squares
+// in fp32, then its F outputs.
+extern "C" __global__ void __launch_bounds__(256)
+rmsnorm_mid_baseline(const float *X, float *Y, u32 B, u32 F, u32 S, float eps)
+{
+    const u64 o = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (o >= (u64)B * S)
+        return;
+    const u64 base = (o / S) * (u64)F * S + o % S;
+    float sq = 0.0f;
+    for (u32 f = 0; f < F; f++) {
+        const float v = X[base + (u64)f * S];
+        sq = fmaf(v, v, sq);
+    }
+    const float inv = rsqrtf(sq / (float)F + eps);
+    for (u32 f = 0; f < F; f++)
+        Y[base + (u64)f * S] = X[base + (u64)f * S] * inv;
+}

@@ -171,3 +171,24 @@ extern "C" __global__ void frob_ref_scale(const float *X, const double *part, u3
     for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x)
         Y[i] = (float)((double)X[klab_unit(positions, i)] / norm);
 }
+
+// RMSNorm over the middle dimension of X[B, F, S] (rmsnorm_mid_f32.lua,
+// KernelBench's dimension 1 of [batch, features, d1, d2] with S = d1*d2):
+// Y[b,f,s] = X[b,f,s] / sqrt(mean over f' of X[b,f',s]^2 + eps). A thread per
+// element unit, its column's mean of squares in fp64 in index order.
+extern "C" __global__ void rmsnorm_mid_ref(const float *X, const u64 *positions, u64 n, float *Y, u32 F, u32 S,
+                                           double eps)
+{
+    const u64 slot = blockIdx.x * (u64)blockDim.x + threadIdx.x;
+    if (slot >= n)
+        return;
+    const u64 u = klab_unit(positions, slot);
+    const u64 s = u % S, b = u / ((u64)S * F);
+    const float *col = X + b * (u64)F * S + s;
+    double sq = 0.0;
+    for (u32 f = 0; f < F; f++) {
+        const double v = col[(u64)f * S];
+        sq += v * v;
+    }
+    Y[slot] = (float)((double)X[u] / sqrt(sq / F + eps));
+}
