@@ -203,3 +203,83 @@ rmsnorm_mid_baseline(const float *X, float *Y, u32 B, u32 F, u32 S, float eps)
     for (u32 f = 0; f < F; f++)
         Y[base + (u64)f * S] = X[base + (u64)f * S] * inv;
 }
+
+// BatchNorm in training mode's shipped baseline (batchnorm_train_f32.lua;
+// klab's cuDNN graphs have the inference form only): a block of 512 per
+// (channel, slice of images), the slice's sum and sum of squared deviations
+// from its own mean in fp32, combined across slices in fp64 by
+// bn_finish_baseline (Chan's parallel variance), then a grid-stride apply.
+#define BN_SLICES 16
+extern "C" __global__ void __launch_bounds__(512)
+bn_partial_baseline(const float *X, double *part, u32 N, u32 C, u64 S)
+{
+    __shared__ float red[16];
+    const u32 c = blockIdx.x, slice = blockIdx.y;
+    const u32 n0 = (u32)((u64)N * slice / BN_SLICES), n1 = (u32)((u64)N * (slice + 1) / BN_SLICES);
+    const double count = (double)(n1 - n0) * (double)S;
+    float s = 0.0f;
+    for (u32 n = n0; n < n1; n++)
+        for (u64 i = threadIdx.x; i < S; i += blockDim.x)
+            s += X[((u64)n * C + c) * S + i];
+    for (int off = 16; off > 0; off >>= 1)
+        s += __shfl_xor_sync(0xffffffffu, s, off);
+    if ((threadIdx.x & 31) == 0)
+        red[threadIdx.x >> 5] = s;
+    __syncthreads();
+    double total = 0.0;
+    for (u32 w = 0; w < (blockDim.x >> 5); w++)
+        total += red[w];
+    __syncthreads();
+    const float mean = count > 0 ? (float)(total / count) : 0.0f;
+    float q = 0.0f;
+    for (u32 n = n0; n < n1; n++)
+        for (u64 i = threadIdx.x; i < S; i += blockDim.x) {
+            const float d = X[((u64)n * C + c) * S + i] - mean;
+            q = fmaf(d, d, q);
+        }
+    for (int off = 16; off > 0; off >>= 1)
+        q += __shfl_xor_sync(0xffffffffu, q, off);
+    if ((threadIdx.x & 31) == 0)
+        red[threadIdx.x >> 5] = q;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        double m2 = 0.0;
+        for (u32 w = 0; w < (blockDim.x >> 5); w++)
+            m2 += red[w];
+        double *p = part + 3 * ((u64)c * BN_SLICES + slice);
+        p[0] = count;
+        p[1] = mean;
+        p[2] = m2;
+    }
+}
+
+// stats[2c] = the channel's mean, stats[2c+1] = 1/sqrt(var + eps), from its
+// slices' (count, mean, M2); a thread per channel.
+extern "C" __global__ void bn_finish_baseline(const double *part, float *stats, u32 C, float eps)
+{
+    const u32 c = blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= C)
+        return;
+    double n = 0.0, mean = 0.0, m2 = 0.0;
+    for (u32 k = 0; k < BN_SLICES; k++) {
+        const double *p = part + 3 * ((u64)c * BN_SLICES + k);
+        if (p[0] == 0.0)
+            continue;
+        const double nn = n + p[0], d = p[1] - mean;
+        mean += d * p[0] / nn;
+        m2 += p[2] + d * d * n * p[0] / nn;
+        n = nn;
+    }
+    stats[2 * c] = (float)mean;
+    stats[2 * c + 1] = rsqrtf((float)(m2 / n) + eps);
+}
+
+extern "C" __global__ void bn_apply_baseline(const float *X, const float *weight, const float *bias,
+                                             const float *stats, float *Y, u32 C, u64 S, u64 total)
+{
+    for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (u64)gridDim.x * blockDim.x) {
+        const u32 c = (u32)(i / S % C);
+        Y[i] = (X[i] - stats[2 * c]) * stats[2 * c + 1] * weight[c] + bias[c];
+    }
+}
+

@@ -192,3 +192,43 @@ extern "C" __global__ void rmsnorm_mid_ref(const float *X, const u64 *positions,
     }
     Y[slot] = (float)((double)X[u] / sqrt(sq / F + eps));
 }
+
+// BatchNorm in training mode (batchnorm_train_f32.lua): X[N, C, S], each
+// channel normalized with the mean and biased variance of its N*S elements.
+// bn_stats_ref: a block per channel, two passes in fp64 (the mean, then
+// the squared deviations), stats[2c] = mean, stats[2c+1] = 1/sqrt(var + eps).
+extern "C" __global__ void __launch_bounds__(RB)
+bn_stats_ref(const float *X, double *stats, u32 N, u32 C, u64 S, double eps)
+{
+    __shared__ double red[RB];
+    const u32 c = blockIdx.x;
+    const u64 count = (u64)N * S;
+    double s = 0.0;
+    for (u32 n = 0; n < N; n++)
+        for (u64 i = threadIdx.x; i < S; i += blockDim.x)
+            s += X[((u64)n * C + c) * S + i];
+    const double mean = block_sum(s, red) / (double)count;
+    double q = 0.0;
+    for (u32 n = 0; n < N; n++)
+        for (u64 i = threadIdx.x; i < S; i += blockDim.x) {
+            const double d = X[((u64)n * C + c) * S + i] - mean;
+            q += d * d;
+        }
+    const double var = block_sum(q, red) / (double)count;
+    if (threadIdx.x == 0) {
+        stats[2 * c] = mean;
+        stats[2 * c + 1] = 1.0 / sqrt(var + eps);
+    }
+}
+
+// Y's element units from the statistics: (x - mean) * inv * weight + bias.
+extern "C" __global__ void bn_apply_ref(const float *X, const float *weight, const float *bias, const double *stats,
+                                        const u64 *positions, u64 n, float *Y, u32 C, u64 S)
+{
+    const u64 slot = blockIdx.x * (u64)blockDim.x + threadIdx.x;
+    if (slot >= n)
+        return;
+    const u64 u = klab_unit(positions, slot);
+    const u32 c = (u32)(u / S % C);
+    Y[slot] = (float)(((double)X[u] - stats[2 * c]) * stats[2 * c + 1] * (double)weight[c] + (double)bias[c]);
+}
