@@ -235,6 +235,23 @@ function F.linear_plan(kernel)
   return F.tile_plan(kernel, "1", 'buffer("A"), buffer("B"), buffer("bias"), buffer("C"), u32(M), u32(N), u32(K)')
 end
 
+-- The description of a batched product (bmm.lua, bmm_nn.lua): what =
+-- the products and their operands in words (the lines after the first),
+-- ctype = the CUDA type of A, B and C.
+function F.batched_description(kernel, what, ctype)
+  return ([[
+Write a CUDA kernel named `%s` that computes BATCH independent products
+%s
+Here BATCH=${BATCH}, M=${M}, N=${N}, K=${K}.
+With the default launch plan the kernel is
+  extern "C" __global__ void %s(const %s *A, const %s *B, %s *C,
+      unsigned BATCH, unsigned M, unsigned N, unsigned K)
+launched with a grid of (ceil(N/128), ceil(M/128), BATCH) blocks of 256
+threads and no dynamic shared memory: block (x, y, z) owns the 128x128 tile of
+C[z] at rows 128*y and columns 128*x.
+]]):format(kernel, what, kernel, ctype, ctype, ctype) .. F.own_plan
+end
+
 -- ---- KernelBench's layouts ----------------------------------------------------
 
 -- C = op(A)·op(B) in fp32 with the operands stored as KernelBench's

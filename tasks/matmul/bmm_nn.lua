@@ -10,19 +10,11 @@ name = "bmm_nn_f32"
 family = "matmul"
 kernel = "bmm_nn"
 tags = { "matmul", "batched", "f32", "layout", "nn" }
-description = [[
-Write a CUDA kernel named `bmm_nn` that computes BATCH independent products
+description = mm.batched_description("bmm_nn", [[
 C[b] = A[b]·B[b] for b = 0..BATCH-1: C[b][m,n] = sum_k A[b][m,k]·B[b][k,n],
 with A[BATCH, M, K], B[BATCH, K, N] and C[BATCH, M, N] row-major and packed,
 in fp32, as accurate as an fp32 dot product (TF32 tensor cores alone are
-not). Here BATCH=${BATCH}, M=${M}, N=${N}, K=${K}.
-With the default launch plan the kernel is
-  extern "C" __global__ void bmm_nn(const float *A, const float *B, float *C,
-      unsigned BATCH, unsigned M, unsigned N, unsigned K)
-launched with a grid of (ceil(N/128), ceil(M/128), BATCH) blocks of 256
-threads and no dynamic shared memory: block (x, y, z) owns the 128x128 tile of
-C[z] at rows 128*y and columns 128*x.
-]] .. mm.own_plan
+not).]], "float")
 
 dims = { "BATCH", "M", "N", "K" }
 
