@@ -9,3 +9,10 @@ A.define(_ENV, { name = "gelu_tanh_bf16", op = "gelu_tanh", dtype = "bf16" })
 tolerance = {
   bf16 = A.BF16_TOLERANCE,
 }
+
+-- The KernelBench problem this task poses (docs/kernelbench.md).
+kernelbench = { level = 1, problem = 88, exact = true, note = "bf16" }
+
+-- KernelBench's semantics as one PyTorch expression (klab.task.oracle;
+-- tests/gpu/oracle_check.lua compares it with the reference).
+oracle = "0.5 * X * (1.0 + torch.tanh(0.7978845608028654 * (X + 0.044715 * X ** 3)))"

@@ -12,3 +12,10 @@ A.define(_ENV, { name = "hardsigmoid_f32", op = "hardsigmoid", dtype = "f32" })
 tolerance = {
   f32 = { atol = 1e-6, rtol = 1e-6, matched = 1.0 },
 }
+
+-- The KernelBench problem this task poses (docs/kernelbench.md).
+kernelbench = { level = 1, problem = 28, exact = true }
+
+-- KernelBench's semantics as one PyTorch expression (klab.task.oracle;
+-- tests/gpu/oracle_check.lua compares it with the reference).
+oracle = "F.hardsigmoid(X)"

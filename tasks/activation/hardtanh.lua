@@ -10,3 +10,10 @@ A.define(_ENV, { name = "hardtanh_f32", op = "hardtanh", dtype = "f32" })
 tolerance = {
   f32 = { atol = 0, rtol = 0, matched = 1.0 },
 }
+
+-- The KernelBench problem this task poses (docs/kernelbench.md).
+kernelbench = { level = 1, problem = 32, exact = true }
+
+-- KernelBench's semantics as one PyTorch expression (klab.task.oracle;
+-- tests/gpu/oracle_check.lua compares it with the reference).
+oracle = "F.hardtanh(X, -1.0, 1.0)"

@@ -11,3 +11,10 @@ A.define(_ENV, { name = "relu_f32", op = "relu", dtype = "f32" })
 tolerance = {
   f32 = { atol = 0, rtol = 0, matched = 1.0 },
 }
+
+-- The KernelBench problem this task poses (docs/kernelbench.md).
+kernelbench = { level = 1, problem = 19, exact = true }
+
+-- KernelBench's semantics as one PyTorch expression (klab.task.oracle;
+-- tests/gpu/oracle_check.lua compares it with the reference).
+oracle = "torch.relu(X)"

@@ -13,3 +13,10 @@ A.define(_ENV, { name = "selu_f32", op = "selu", dtype = "f32" })
 tolerance = {
   f32 = { atol = 1e-5, rtol = 1e-5, matched = 1.0 },
 }
+
+-- The KernelBench problem this task poses (docs/kernelbench.md).
+kernelbench = { level = 1, problem = 27, exact = true }
+
+-- KernelBench's semantics as one PyTorch expression (klab.task.oracle;
+-- tests/gpu/oracle_check.lua compares it with the reference).
+oracle = "F.selu(X)"

@@ -8,3 +8,10 @@ A.define(_ENV, { name = "sigmoid_bf16", op = "sigmoid", dtype = "bf16" })
 tolerance = {
   bf16 = A.BF16_TOLERANCE,
 }
+
+-- The KernelBench problem this task poses (docs/kernelbench.md).
+kernelbench = { level = 1, problem = 21, exact = true, note = "bf16" }
+
+-- KernelBench's semantics as one PyTorch expression (klab.task.oracle;
+-- tests/gpu/oracle_check.lua compares it with the reference).
+oracle = "torch.sigmoid(X)"

@@ -13,3 +13,10 @@ tolerance = {
 -- Why the baseline stays short of the physical floor (docs/tasks.md gives
 -- its fraction on an H200).
 baseline.floor_note = "cuDNN's SOFTPLUS_FWD reaches 67% of the DRAM floor on an H200; the family's kernel timed beside it is slower (500 against 332 us: an exp and a log1p per element in fp32), so cuDNN stays the baseline"
+
+-- The KernelBench problem this task poses (docs/kernelbench.md).
+kernelbench = { level = 1, problem = 29, exact = true, note = "bf16" }
+
+-- KernelBench's semantics as one PyTorch expression (klab.task.oracle;
+-- tests/gpu/oracle_check.lua compares it with the reference).
+oracle = "F.softplus(X)"

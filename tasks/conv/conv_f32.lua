@@ -47,3 +47,13 @@ flops = cv.conv_flops
 -- no instruction family is required.
 targets = {}
 plan = cv.tile_plan("conv2d", "N * OH * OW", "K")
+
+-- The KernelBench problems this task poses (docs/kernelbench.md).
+kernelbench = {
+  { level = 1, problem = 50, differs = "NHWC with KRSC filters; KernelBench's is NCHW; its convolution has a bias" },
+  { level = 1, problem = 55, differs = "NHWC with KRSC filters; KernelBench's is NCHW" },
+  { level = 1, problem = 56, differs = "NHWC with KRSC filters; KernelBench's is NCHW" },
+  { level = 1, problem = 62, differs = "NHWC with KRSC filters; KernelBench's is NCHW" },
+  { level = 1, problem = 63, differs = "NHWC with KRSC filters; KernelBench's is NCHW" },
+  { level = 1, problem = 87, differs = "NHWC with KRSC filters; KernelBench's is NCHW" },
+}

@@ -34,3 +34,12 @@ baseline = cv.convt_baseline("f32", { "fp32", "tf32" })
 flops = cv.conv_flops
 targets = {}
 plan = cv.tile_plan("conv_transpose2d", "N * H * W", "C")
+
+-- The KernelBench problems this task poses (docs/kernelbench.md).
+kernelbench = {
+  { level = 1, problem = 57, differs = "NHWC with KRSC filters; KernelBench's is NCHW" },
+  { level = 1, problem = 65, differs = "NHWC with KRSC filters; KernelBench's is NCHW" },
+  { level = 1, problem = 69, differs = "NHWC with KRSC filters; KernelBench's is NCHW" },
+  { level = 1, problem = 71, differs = "NHWC with KRSC filters; KernelBench's is NCHW" },
+  { level = 1, problem = 78, differs = "NHWC with KRSC filters; KernelBench's is NCHW; one padding for both axes where KernelBench's is (1, 3)" },
+}

@@ -42,3 +42,11 @@ plan = cv.dw_plan
 -- Why the baseline stays short of the physical floor (docs/tasks.md gives
 -- its fraction on an H200).
 baseline.floor_note = "cuDNN's depthwise engine reaches 25% (5x5) and 60% (3x3) of the DRAM floor on an H200; no shipped kernel beside it yet"
+
+-- The KernelBench problems this task poses (docs/kernelbench.md).
+kernelbench = {
+  { level = 1, problem = 82, differs = "NHWC with KRSC filters; KernelBench's is NCHW" },
+  { level = 1, problem = 83, differs = "NHWC with KRSC filters; KernelBench's is NCHW" },
+  { level = 1, problem = 84, differs = "NHWC with KRSC filters; KernelBench's is NCHW" },
+  { level = 1, problem = 85, differs = "NHWC with KRSC filters; KernelBench's is NCHW" },
+}

@@ -205,3 +205,78 @@ conv_ref_tiles(const void *x, int dtx, const void *w, int dtw, float *y, u32 N, 
         }
     }
 }
+
+// PyTorch's nn.Conv2d and nn.Conv3d in NCHW / NCDHW (_nchw.lua; a 2-D task
+// passes D = T = OD = 1): x [N, C, D, H, W], w [K, C/G, T, R, S],
+// y [N, K, OD, OH, OW], a padding, stride and dilation per axis and G
+// groups (output channel k reads the C/G input channels of its group
+// k / (K/G)), and a bias per output channel where bias is not null. A
+// unit is an element of y in y's order; its taps are summed in fp64 (the
+// bias, then input channel, filter depth, row, column) from the fp32 values
+// the kernel sees.
+struct conv_geom {
+    u32 C, D, H, W, K, T, R, S, PD, PH, PW, UD, UH, UW, DD, DH, DW, G, OD, OH, OW;
+};
+
+// The input coordinate of output o and tap t on one axis, or -1 outside.
+static __device__ __forceinline__ long long conv_tap(u32 o, u32 t, u32 U, u32 P, u32 Dl, u32 n)
+{
+    const long long i = (long long)o * U - P + (long long)t * Dl;
+    return i >= 0 && i < n ? i : -1;
+}
+
+// The input coordinate that output o receives through tap t of a
+// transposed convolution, or -1 when none does.
+static __device__ __forceinline__ long long convt_tap(u32 o, u32 t, u32 U, u32 P, u32 Dl, u32 n)
+{
+    const long long r = (long long)o + P - (long long)t * Dl;
+    return r >= 0 && r % U == 0 && r / U < n ? r / U : -1;
+}
+
+// transposed: 0 the convolution (w [K, C/G, T, R, S]), 1 the transposed one
+// (w [C, K/G, T, R, S]: input channel c sends to output channels
+// (c / (C/G))*(K/G) + k').
+static __device__ float conv_ncdhw_unit(const float *x, const float *w, const float *bias, u64 u, const conv_geom &g,
+                                        int transposed)
+{
+    const u32 ow = (u32)(u % g.OW), oh = (u32)(u / g.OW % g.OH), od = (u32)(u / ((u64)g.OW * g.OH) % g.OD);
+    const u32 k = (u32)(u / ((u64)g.OW * g.OH * g.OD) % g.K);
+    const u64 img = u / ((u64)g.OW * g.OH * g.OD * g.K);
+    const u32 cg = g.C / g.G, kg = g.K / g.G, grp = k / kg;
+    double acc = bias ? (double)bias[k] : 0.0;
+    for (u32 c = grp * cg; c < (grp + 1) * cg; c++)
+        for (u32 a = 0; a < g.T; a++) {
+            const long long d = transposed ? convt_tap(od, a, g.UD, g.PD, g.DD, g.D) : conv_tap(od, a, g.UD, g.PD, g.DD, g.D);
+            if (d < 0)
+                continue;
+            for (u32 r = 0; r < g.R; r++) {
+                const long long h = transposed ? convt_tap(oh, r, g.UH, g.PH, g.DH, g.H) : conv_tap(oh, r, g.UH, g.PH, g.DH, g.H);
+                if (h < 0)
+                    continue;
+                for (u32 s = 0; s < g.S; s++) {
+                    const long long ww = transposed ? convt_tap(ow, s, g.UW, g.PW, g.DW, g.W)
+                                                    : conv_tap(ow, s, g.UW, g.PW, g.DW, g.W);
+                    if (ww < 0)
+                        continue;
+                    const double xv = x[(((img * g.C + c) * g.D + d) * g.H + h) * g.W + ww];
+                    const u64 wi = transposed ? ((u64)c * kg + k % kg) : ((u64)k * cg + (c - grp * cg));
+                    const double wv = w[((wi * g.T + a) * g.R + r) * g.S + s];
+                    acc += xv * wv;
+                }
+            }
+        }
+    return (float)acc;
+}
+
+extern "C" __global__ void conv_ncdhw_ref(const float *x, const float *w, const float *bias, const u64 *positions, u64 n,
+                                          float *y,
+                                          int transposed, u32 C, u32 D, u32 H, u32 W, u32 K, u32 T, u32 R, u32 S,
+                                          u32 PD, u32 PH, u32 PW, u32 UD, u32 UH, u32 UW, u32 DD, u32 DH, u32 DW,
+                                          u32 G, u32 OD, u32 OH, u32 OW)
+{
+    const u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n)
+        return;
+    const conv_geom g = { C, D, H, W, K, T, R, S, PD, PH, PW, UD, UH, UW, DD, DH, DW, G, OD, OH, OW };
+    y[i] = conv_ncdhw_unit(x, w, bias, klab_unit(positions, i), g, transposed);
+}

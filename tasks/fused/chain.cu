@@ -12,7 +12,7 @@
 //   CH_MIN, CH_MAX          torch.min(x, a), torch.max(x, a)
 //   CH_CLAMP     min(max(x, a), b)
 //   CH_VEC_ADD, CH_VEC_MUL  x + v[j], x * v[j] with the vector v = V0 (a = 0)
-//                or V1 (a = 1), j the column
+//                or V1 (a = 1), j the column; CH_VEC_ADD with b = 1 is x - v[j]
 //   CH_RESIDUAL  x + the product's own value at the same place
 //   CH_MAT_ADD, CH_MAT_MUL  x + v[i,j], x * v[i,j] with the matrix v[M,N] =
 //                V0 (a = 0) or V1 (a = 1), i the row
@@ -110,7 +110,11 @@ static __device__ u32 ch_row(R *u, const TT *t, u64 row, u32 N, const float *X, 
                 case CH_MIN: x = fmin(x, a); break;
                 case CH_MAX: x = fmax(x, a); break;
                 case CH_CLAMP: x = fmin(fmax(x, a), b); break;
-                case CH_VEC_ADD: x = x + (R)klab_load(a == (R)0 ? V0 : V1, j, a == (R)0 ? dt0 : dt1); break;
+                case CH_VEC_ADD: {
+                    const R v = (R)klab_load(a == (R)0 ? V0 : V1, j, a == (R)0 ? dt0 : dt1);
+                    x = b == (R)0 ? x + v : x - v;
+                    break;
+                }
                 case CH_VEC_MUL: x = x * (R)klab_load(a == (R)0 ? V0 : V1, j, a == (R)0 ? dt0 : dt1); break;
                 case CH_RESIDUAL: x = x + (R)t[j]; break;
                 case CH_MAT_ADD: x = x + (R)klab_load(a == (R)0 ? V0 : V1, row * N + j, a == (R)0 ? dt0 : dt1); break;

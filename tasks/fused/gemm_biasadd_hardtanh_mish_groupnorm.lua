@@ -10,3 +10,10 @@ variants = {
   { M = 123, N = 512, K = 789, tags = { "odd", "small" } },
 }
 tags = { "kernelbench-l2" }
+
+-- The KernelBench problem this task poses (docs/kernelbench.md).
+kernelbench = { level = 2, problem = 94, exact = true }
+
+-- KernelBench's semantics as one PyTorch expression (klab.task.oracle;
+-- tests/gpu/oracle_check.lua compares it with the reference).
+oracle = "F.group_norm(F.mish(F.hardtanh(F.linear(X, W, bias) + bias2, -1.0, 1.0)), 256, eps=1e-5)"

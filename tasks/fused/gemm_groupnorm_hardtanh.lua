@@ -10,3 +10,10 @@ variants = {
   { M = 123, N = 464, K = 789, tags = { "odd", "small" } },
 }
 tags = { "kernelbench-l2" }
+
+-- The KernelBench problem this task poses (docs/kernelbench.md).
+kernelbench = { level = 2, problem = 30, exact = true }
+
+-- KernelBench's semantics as one PyTorch expression (klab.task.oracle;
+-- tests/gpu/oracle_check.lua compares it with the reference).
+oracle = "F.hardtanh(F.group_norm(F.linear(X, W, bias), 16, eps=1e-5), -2.0, 2.0)"

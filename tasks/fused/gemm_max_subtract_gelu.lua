@@ -10,3 +10,10 @@ variants = {
   { M = 123, N = 457, K = 789, tags = { "odd", "small" } },
 }
 tags = { "kernelbench-l2" }
+
+-- The KernelBench problem this task poses (docs/kernelbench.md).
+kernelbench = { level = 2, problem = 80, exact = true }
+
+-- KernelBench's semantics as one PyTorch expression (klab.task.oracle;
+-- tests/gpu/oracle_check.lua compares it with the reference).
+oracle = "F.gelu((m := torch.amax(F.linear(X, W, bias), dim=1, keepdim=True)) - m.mean(dim=1, keepdim=True))"

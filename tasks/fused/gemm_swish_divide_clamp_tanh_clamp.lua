@@ -10,3 +10,10 @@ variants = {
   { M = 123, N = 457, K = 789, tags = { "odd", "small" } },
 }
 tags = { "kernelbench-l2" }
+
+-- The KernelBench problem this task poses (docs/kernelbench.md).
+kernelbench = { level = 2, problem = 81, exact = true }
+
+-- KernelBench's semantics as one PyTorch expression (klab.task.oracle;
+-- tests/gpu/oracle_check.lua compares it with the reference).
+oracle = "torch.clamp(torch.tanh(torch.clamp((h := F.linear(X, W, bias)) * torch.sigmoid(h) / 2.0, -1.0, 1.0)), -1.0, 1.0)"

@@ -9,3 +9,10 @@ variants = {
   { M = 123, N = 457, K = 789, tags = { "odd", "small" } },
 }
 tags = { "kernelbench-l2" }
+
+-- The KernelBench problem this task poses (docs/kernelbench.md).
+kernelbench = { level = 2, problem = 95, exact = true }
+
+-- KernelBench's semantics as one PyTorch expression (klab.task.oracle;
+-- tests/gpu/oracle_check.lua compares it with the reference).
+oracle = "F.hardtanh(F.gelu(torch.tanh(torch.sigmoid(h := F.linear(X, W, bias) + add_value) * h)), -1.0, 1.0)"

@@ -12,3 +12,6 @@ variants = {
   { M = 123, N = 457, K = 789, tags = { "odd", "small" } },
 }
 tags = { "kernelbench-l2" }
+
+-- The KernelBench problem this task poses (docs/kernelbench.md).
+kernelbench = { level = 2, problem = 66, differs = "dropout in evaluation mode (the identity); KernelBench's runs it in training mode (p = 0.2, random masks)" }

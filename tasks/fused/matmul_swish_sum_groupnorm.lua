@@ -9,3 +9,10 @@ variants = {
   { M = 123, N = 448, K = 789, tags = { "odd", "small" } },
 }
 tags = { "kernelbench-l2" }
+
+-- The KernelBench problem this task poses (docs/kernelbench.md).
+kernelbench = { level = 2, problem = 37, exact = true }
+
+-- KernelBench's semantics as one PyTorch expression (klab.task.oracle;
+-- tests/gpu/oracle_check.lua compares it with the reference).
+oracle = "F.group_norm(torch.sigmoid(h := F.linear(X, W, bias)) * h + bias2, 64, eps=1e-5)"

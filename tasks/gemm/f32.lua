@@ -23,3 +23,11 @@ gemm.define(_ENV, {
 tolerance = {
   f32 = { atol = 1e-3, rtol = 1e-3, matched = 1.0 },
 }
+
+-- The KernelBench problem this task poses (docs/kernelbench.md): A·Bᵀ with
+-- B stored [N, K], problem 17. (Its A·B problems are matmul_nn_f32's.)
+kernelbench = { level = 1, problem = 17, exact = true }
+
+-- KernelBench's semantics as one PyTorch expression (klab.task.oracle;
+-- tests/gpu/oracle_check.lua compares it with the reference).
+oracle = "A @ B.T"

@@ -22,15 +22,19 @@ static __device__ __forceinline__ void fold(float &m, float &s, float mo, float 
     m = top;
 }
 
-extern "C" __global__ void __launch_bounds__(512)
-ce_baseline(const __nv_bfloat16 *X, const int *T, float *L, u32 C)
+static __device__ __forceinline__ float ce_value(__nv_bfloat16 v) { return __bfloat162float(v); }
+static __device__ __forceinline__ float ce_value(float v) { return v; }
+
+// Row blockIdx.x's loss into L[blockIdx.x], for bf16 logits (eight at a
+// time where C allows) or fp32 ones (one at a time).
+template <typename E> static __device__ void ce_row_baseline(const E *X, const int *T, float *L, u32 C)
 {
     __shared__ float wm[16], ws[16];
     const u64 row = blockIdx.x;
-    const __nv_bfloat16 *x = X + row * C;
+    const E *x = X + row * C;
     float m = 0.0f, s = 0.0f;
 
-    if ((C & 7) == 0) {
+    if (sizeof(E) == 2 && (C & 7) == 0) {
         const uint4 *xv = reinterpret_cast<const uint4 *>(x);
         for (u32 j = threadIdx.x; j < (C >> 3); j += blockDim.x) {
             const uint4 q = xv[j];
@@ -49,7 +53,7 @@ ce_baseline(const __nv_bfloat16 *X, const int *T, float *L, u32 C)
         }
     } else {
         for (u32 c = threadIdx.x; c < C; c += blockDim.x)
-            fold(m, s, __bfloat162float(x[c]), 1.0f);
+            fold(m, s, ce_value(x[c]), 1.0f);
     }
 
     for (int off = 16; off > 0; off >>= 1) {
@@ -65,8 +69,22 @@ ce_baseline(const __nv_bfloat16 *X, const int *T, float *L, u32 C)
     if (threadIdx.x == 0) {
         for (u32 w = 1; w < (blockDim.x >> 5); w++)
             fold(m, s, wm[w], ws[w]);
-        L[row] = m + logf(s) - __bfloat162float(x[T[row]]);
+        L[row] = m + logf(s) - ce_value(x[T[row]]);
     }
+}
+
+extern "C" __global__ void __launch_bounds__(512)
+ce_baseline(const __nv_bfloat16 *X, const int *T, float *L, u32 C)
+{
+    ce_row_baseline(X, T, L, C);
+}
+
+// cross_entropy_mean_f32: the rows' losses into a workspace, whose mean
+// mse_final_baseline then takes in fp64.
+extern "C" __global__ void __launch_bounds__(512)
+ce_f32_baseline(const float *X, const int *T, float *L, u32 C)
+{
+    ce_row_baseline(X, T, L, C);
 }
 
 // The mean squared error's shipped baseline (cuDNN 9.14 has no engine for
@@ -134,14 +152,15 @@ mse_final_baseline(const float *part, u32 nparts, u64 n, float *L)
 // each block sums the loss over a grid-strided slice in fp32 into
 // part[block], and mse_final_baseline adds the partial sums in fp64 and
 // divides by n. op 0 Huber (smooth L1, beta 1), op 1 hinge, op 2 KL
-// divergence t (log t - log p).
+// divergence t (log t - log p). Element i's target is T[i % tn] (tn = n:
+// targets of P's shape; C: one per column).
 extern "C" __global__ void __launch_bounds__(256)
-loss_partial_baseline(const float *P, const float *T, u64 n, float *part, int op)
+loss_partial_baseline(const float *P, const float *T, u64 n, float *part, int op, u64 tn)
 {
     float acc = 0.0f;
     const u64 stride = (u64)gridDim.x * blockDim.x;
     for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
-        const float p = P[i], t = T[i];
+        const float p = P[i], t = T[tn == n ? i : i % tn];
         if (op == 0) {
             const float d = fabsf(p - t);
             acc += d < 1.0f ? 0.5f * d * d : d - 0.5f;

@@ -6,6 +6,8 @@
 -- tolerance on one number; the mean over rows adds nothing the reduction
 -- tasks and mse_f32 do not already test.
 
+local CE = include "_cross_entropy.lua"
+
 name = "cross_entropy_bf16"
 family = "loss"
 kernel = "cross_entropy"
@@ -42,34 +44,7 @@ buffers = {
   L = { role = "output", dtype = "f32", shape = { "R" } },
 }
 
--- T is drawn on [0, 2^30) and reduced modulo C by the reference's derive
--- step (an input law cannot name the variant's C), so targets cover every
--- class.
-inputs = {
-  X = { dist = "normal", mean = 0, std = 1 },
-  T = { dist = "int", lo = 0, hi = 1073741823 },
-}
-
--- KernelBench-Verified's scaled logits (x3, x0.01, x-1) and PTXBench's
--- spiky mix; logits shifted to about 100, where exp(x) without the maximum
--- subtracted overflows fp32 (Inf); rows with a lone peak of hundreds
--- (spikes of std 300, about one a row at C = 1000), where a maximum that
--- misses the peak overflows the same way; and wide logits, N(0, 20²), where
--- exp(x - max) underflows to 0 for the smallest classes, so that a loss
--- taken as -log(softmax) of such a target is Inf. The losses' rounding
--- error does not grow with the logits' scale beyond fp32's relative one:
--- tol_scale 1.
-trials = 2
-distributions = {
-  { name = "randn" },
-  { name = "x3", scale = 3 },
-  { name = "x0.01", scale = 0.01 },
-  { name = "neg", scale = -1 },
-  { name = "spiky", inputs = { X = { dist = "spiky", std = 1, spike_std = 10, p = 0.001 } } },
-  { name = "shifted", inputs = { X = { dist = "normal", mean = 100, std = 1 } } },
-  { name = "peaked", inputs = { X = { dist = "spiky", std = 1, spike_std = 300, p = 0.001 } } },
-  { name = "wide", inputs = { X = { dist = "normal", mean = 0, std = 20 } } },
-}
+CE.define(_ENV)
 
 -- A loss is about log(C) ≈ 10 on N(0,1) logits and up to a few hundred on
 -- the wide ones. In fp32, the sum of exp(x - max) in any order is within a
@@ -87,10 +62,7 @@ tolerance = {
 reference = {
   source = "reference.cu", accumulate = "f64", units = { L = 1 }, sample = 2048,
   derived = { "T" },
-  derive = [[
-return { launches = { { kernel = "ce_targets", grid = { cdiv(R, 256), 1, 1 }, block = { 256, 1, 1 },
-  args = { buffer("T"), u64(R), u32(C) } } } }
-]],
+  derive = CE.DERIVE,
   plan = [[
 local rows = nsample > 0 and nsample or R
 return { launches = { { kernel = "ce_ref", grid = { rows, 1, 1 }, block = { 256, 1, 1 },
@@ -123,3 +95,6 @@ return { launches = { { kernel = "cross_entropy", grid = { R, 1, 1 }, block = { 
 -- Why the baseline stays short of the physical floor (docs/tasks.md gives
 -- its fraction on an H200).
 baseline.floor_note = "a block per row reads the logits twice (the row's maximum and sum, then the target's term) where a row of 32768 bf16 does not stay in L1: 63% of the DRAM floor on the 8192x32768 shape on an H200, 74% on the other"
+
+-- The KernelBench problem this task poses (docs/kernelbench.md).
+kernelbench = { level = 1, problem = 95, differs = "per-row losses of bf16 logits; KernelBench's returns their mean (cross_entropy_mean_f32)" }

@@ -26,3 +26,10 @@ distributions = {
 tolerance = {
   f32 = { atol = 1e-6, rtol = 1e-4, matched = 1.0 },
 }
+
+-- The KernelBench problem this task poses (docs/kernelbench.md).
+kernelbench = { level = 1, problem = 96, exact = true }
+
+-- KernelBench's semantics as one PyTorch expression (klab.task.oracle;
+-- tests/gpu/oracle_check.lua compares it with the reference).
+oracle = "F.smooth_l1_loss(P, T)"

@@ -37,3 +37,10 @@ tolerance = {
 -- Why the baseline stays short of the physical floor (docs/tasks.md gives
 -- its fraction on an H200).
 baseline.floor_note = "two passes of block partial sums with a log per element: about 48% of the DRAM floor on an H200; a one-pass kernel is owed"
+
+-- The KernelBench problem this task poses (docs/kernelbench.md).
+kernelbench = { level = 1, problem = 98, exact = true }
+
+-- KernelBench's semantics as one PyTorch expression (klab.task.oracle;
+-- tests/gpu/oracle_check.lua compares it with the reference).
+oracle = "torch.sum(T * (torch.log(T) - torch.log(P))) / R"

@@ -116,3 +116,10 @@ return { workspace = { part = { bytes = 4 * g } }, launches = {
   { kernel = "mse_final", grid = { 1, 1, 1 }, block = { 256, 1, 1 }, shared = 0,
     args = { workspace("part"), buffer("L"), u64(n) } } } }
 ]]
+
+-- The KernelBench problem this task poses (docs/kernelbench.md).
+kernelbench = { level = 1, problem = 94, exact = true }
+
+-- KernelBench's semantics as one PyTorch expression (klab.task.oracle;
+-- tests/gpu/oracle_check.lua compares it with the reference).
+oracle = "torch.mean((P - T) ** 2)"

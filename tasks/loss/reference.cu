@@ -58,23 +58,40 @@ extern "C" __global__ void ce_targets(int *T, u64 R, u32 C)
         T[i] = (int)((u32)T[i] % C);
 }
 
-// L[slot] = log(sum_c exp(X[r, c])) - X[r, T[r]] for the row unit r of the
-// slot, through the row maximum so that no exp overflows or underflows.
-extern "C" __global__ void __launch_bounds__(256)
-ce_ref(const __nv_bfloat16 *X, const int *T, const u64 *positions, float *L, u32 C)
+// log(sum_c exp(X[row, c])) - X[row, T[row]] for X of element type dt (the
+// prelude's KLAB_*), through the row maximum so that no exp overflows or
+// underflows; a block per row, every thread gets it.
+static __device__ double ce_row(const void *X, int dt, const int *T, u64 row, u32 C)
 {
-    const u64 row = klab_unit(positions, blockIdx.x);
-    const __nv_bfloat16 *x = X + row * C;
+    const u64 at = row * C;
     double top = __longlong_as_double(0xfff0000000000000ULL);
     for (u32 c = threadIdx.x; c < C; c += blockDim.x)
-        top = fmax(top, (double)__bfloat162float(x[c]));
+        top = fmax(top, klab_load(X, at + c, dt));
     top = block_all(top, true);
     double sum = 0.0;
     for (u32 c = threadIdx.x; c < C; c += blockDim.x)
-        sum += exp((double)__bfloat162float(x[c]) - top);
+        sum += exp(klab_load(X, at + c, dt) - top);
     sum = block_all(sum, false);
+    return top + log(sum) - klab_load(X, at + T[row], dt);
+}
+
+// L[slot] = the loss of the row unit of the slot (cross_entropy_bf16).
+extern "C" __global__ void __launch_bounds__(256)
+ce_ref(const __nv_bfloat16 *X, const int *T, const u64 *positions, float *L, u32 C)
+{
+    const double loss = ce_row(X, KLAB_BF16, T, klab_unit(positions, blockIdx.x), C);
     if (threadIdx.x == 0)
-        L[blockIdx.x] = (float)(top + log(sum) - (double)__bfloat162float(x[T[row]]));
+        L[blockIdx.x] = (float)loss;
+}
+
+// part[r] = row r's loss of fp32 logits, in fp64 (cross_entropy_mean_f32;
+// mse_ref_final then takes their mean).
+extern "C" __global__ void __launch_bounds__(256)
+ce_rows_ref(const float *X, const int *T, double *part, u32 C)
+{
+    const double loss = ce_row(X, KLAB_F32, T, blockIdx.x, C);
+    if (threadIdx.x == 0)
+        part[blockIdx.x] = loss;
 }
 
 // The pointwise losses (_pointwise.lua), in fp64 from the stored values:
@@ -92,13 +109,15 @@ static __device__ double pointwise_loss(int op, double p, double t)
 }
 
 // part[b] = sum of the loss over the elements block b visits (then
-// mse_ref_final divides the total by n).
+// mse_ref_final divides the total by n). Element i's target is T[i % tn]:
+// tn = n for targets of P's shape, C for one target per column broadcast
+// over the rows (KernelBench's hinge).
 extern "C" __global__ void __launch_bounds__(256)
-loss_ref_partial(const float *P, const float *T, u64 n, double *part, int op)
+loss_ref_partial(const float *P, const float *T, u64 n, double *part, int op, u64 tn)
 {
     double acc = 0.0;
     for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x)
-        acc += pointwise_loss(op, (double)P[i], (double)T[i]);
+        acc += pointwise_loss(op, (double)P[i], (double)T[i % tn]);
     acc = block_all(acc, false);
     if (threadIdx.x == 0)
         part[blockIdx.x] = acc;

@@ -29,10 +29,10 @@ shared memory. Send your own plan to change any of this.]]
 
 dims = { "B", "D" }
 -- 16384 rows of 16384 (3 GiB read: about 900 us on an H200), KernelBench's
--- own shape (128 x 4096) and an odd one.
+-- current shape (32768 x 8192: three 1 GiB inputs) and an odd one.
 variants = {
   { B = 16384, D = 16384, tags = { "main" } },
-  { B = 128, D = 4096, tags = { "kernelbench" } },
+  { B = 32768, D = 8192, tags = { "kernelbench" } },
   { B = 999, D = 1021, tags = { "odd", "small" } },
 }
 
@@ -111,3 +111,10 @@ return { workspace = { part = { bytes = 4 * B } }, launches = {
   { kernel = "triplet_final", grid = { 1, 1, 1 }, block = { 256, 1, 1 }, shared = 0,
     args = { workspace("part"), buffer("L"), u32(B) } } } }
 ]]
+
+-- The KernelBench problem this task poses (docs/kernelbench.md).
+kernelbench = { level = 1, problem = 99, exact = true }
+
+-- KernelBench's semantics as one PyTorch expression (klab.task.oracle;
+-- tests/gpu/oracle_check.lua compares it with the reference).
+oracle = "F.triplet_margin_loss(A, P, N, margin=1.0)"

@@ -235,11 +235,29 @@ function F.linear_plan(kernel)
   return F.tile_plan(kernel, "1", 'buffer("A"), buffer("B"), buffer("bias"), buffer("C"), u32(M), u32(N), u32(K)')
 end
 
+-- The description of a batched product (bmm.lua, bmm_nn.lua): what =
+-- the products and their operands in words (the lines after the first),
+-- ctype = the CUDA type of A, B and C.
+function F.batched_description(kernel, what, ctype)
+  return ([[
+Write a CUDA kernel named `%s` that computes BATCH independent products
+%s
+Here BATCH=${BATCH}, M=${M}, N=${N}, K=${K}.
+With the default launch plan the kernel is
+  extern "C" __global__ void %s(const %s *A, const %s *B, %s *C,
+      unsigned BATCH, unsigned M, unsigned N, unsigned K)
+launched with a grid of (ceil(N/128), ceil(M/128), BATCH) blocks of 256
+threads and no dynamic shared memory: block (x, y, z) owns the 128x128 tile of
+C[z] at rows 128*y and columns 128*x.
+]]):format(kernel, what, kernel, ctype, ctype, ctype) .. F.own_plan
+end
+
 -- ---- KernelBench's layouts ----------------------------------------------------
 
 -- C = op(A)·op(B) in fp32 with the operands stored as KernelBench's
--- matmul problems store them (1 and 2: A·B; 16: Aᵀ·B; 18: Aᵀ·Bᵀ; 17,
--- A·Bᵀ, is gemm_f32). a and b: the layouts as klab.blas names them.
+-- matmul problems store them (1, 2, 6 to 11 and 13: A·B; 16: Aᵀ·B; 18:
+-- Aᵀ·Bᵀ; 17, A·Bᵀ, is gemm_f32). a and b: the layouts as klab.blas names
+-- them.
 F.LAYOUTS = {
   nn = { a = "mk", b = "kn", A = { "M", "K" }, B = { "K", "N" }, formula = "C = A·B: C[m,n] = sum_k A[m,k]·B[k,n]",
     decl = "A[M,K] and B[K,N]" },
@@ -250,11 +268,11 @@ F.LAYOUTS = {
 }
 
 -- A square product at 4096 (strict FP32 near 3 ms on an H200), KernelBench's
--- own shape for problems 2, 16 and 18 (M = 1024, N = 2048, K = 4096), and
--- the small odd one.
+-- current shape for problems 2, 16 and 18 (M = 2048, N = 4096, K = 8192),
+-- and the small odd one. matmul_nn_f32 adds the shapes of its other problems.
 F.layout_variants = {
   { M = 4096, N = 4096, K = 4096, tags = { "main" } },
-  { M = 1024, N = 2048, K = 4096, tags = { "kernelbench" } },
+  { M = 2048, N = 4096, K = 8192, tags = { "kernelbench" } },
   { M = 123, N = 457, K = 789, tags = { "odd", "small" } },
 }
 

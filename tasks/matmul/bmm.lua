@@ -7,20 +7,11 @@ name = "bmm_bf16"
 family = "matmul"
 kernel = "bmm"
 tags = { "matmul", "batched", "bf16" }
-description = [[
-Write a CUDA kernel named `bmm` that computes BATCH independent products
+description = mm.batched_description("bmm", [[
 C[b] = A[b]·B[b]ᵀ for b = 0..BATCH-1, with A[BATCH, M, K], B[BATCH, N, K] and
 C[BATCH, M, N] row-major and packed (member b of A starts at element b*M*K,
 of B at b*N*K, of C at b*M*N), in bf16 (__nv_bfloat16 bit patterns),
-accumulating in fp32 and writing C in bf16 (round to nearest even).
-Here BATCH=${BATCH}, M=${M}, N=${N}, K=${K}.
-With the default launch plan the kernel is
-  extern "C" __global__ void bmm(const __nv_bfloat16 *A, const __nv_bfloat16 *B, __nv_bfloat16 *C,
-      unsigned BATCH, unsigned M, unsigned N, unsigned K)
-launched with a grid of (ceil(N/128), ceil(M/128), BATCH) blocks of 256
-threads and no dynamic shared memory: block (x, y, z) owns the 128x128 tile of
-C[z] at rows 128*y and columns 128*x.
-]] .. mm.own_plan
+accumulating in fp32 and writing C in bf16 (round to nearest even).]], "__nv_bfloat16")
 
 dims = { "BATCH", "M", "N", "K" }
 
@@ -52,3 +43,6 @@ work = mm.work
 targets = mm.targets
 plan = mm.tile_plan("bmm", "BATCH",
   'buffer("A"), buffer("B"), buffer("C"), u32(BATCH), u32(M), u32(N), u32(K)')
+
+-- The KernelBench problem this task poses (docs/kernelbench.md).
+kernelbench = { level = 1, problem = 3, differs = "A·Bᵀ (both operands K-major) in bf16; KernelBench's is A·B in fp32" }

@@ -94,3 +94,10 @@ return { launches = { { kernel = "diag_matmul", grid = { cdiv(n, 256), 1, 1 }, b
 -- Why the baseline stays short of the physical floor (docs/tasks.md gives
 -- its fraction on an H200).
 baseline.floor_note = "a thread per element without vector loads: about 60% of the DRAM floor on an H200; a vectorized kernel is owed"
+
+-- The KernelBench problem this task poses (docs/kernelbench.md).
+kernelbench = { level = 1, problem = 12, exact = true }
+
+-- KernelBench's semantics as one PyTorch expression (klab.task.oracle;
+-- tests/gpu/oracle_check.lua compares it with the reference).
+oracle = "torch.diag(a) @ B"

@@ -45,3 +45,10 @@ work = mm.work
 -- Memory-bound: no instruction family to verify.
 targets = {}
 plan = mm.gemv_plan
+
+-- The KernelBench problem this task poses (docs/kernelbench.md).
+kernelbench = { level = 1, problem = 4, exact = true }
+
+-- KernelBench's semantics as one PyTorch expression (klab.task.oracle;
+-- tests/gpu/oracle_check.lua compares it with the reference).
+oracle = "A @ x"

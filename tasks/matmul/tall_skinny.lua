@@ -1,7 +1,8 @@
 -- Tall-skinny GEMM, bf16: C = A·Bᵀ where one side is thin. Two kinds: a
 -- thin output (M x 64 with a deep K: the whole of A is read once, a
--- bandwidth problem) and KernelBench's tall-skinny product (two 16-column
--- operands whose product is a large square: writing C is the cost).
+-- bandwidth problem) and a tall-skinny product of two 16-column operands
+-- whose product is a large square (writing C is the cost). KernelBench's
+-- problem 9 is A·B in fp32: matmul_nn_f32 poses it.
 -- fp32 accumulation, bf16 in and out. See _family.lua.
 local mm = include "_family.lua"
 
@@ -25,8 +26,7 @@ and no dynamic shared memory: block (x, y) owns the 128x128 tile of C at rows
 dims = { "M", "N", "K" }
 
 -- 65536x64x4096 reads 512 MiB of A (about 140 us at 4 TB/s);
--- 16384x16384x16 (KernelBench's "tall skinny matrix multiplication", K = 16)
--- writes 512 MiB of C. Then a small odd shape.
+-- 16384x16384x16 writes 512 MiB of C. Then a small odd shape.
 variants = {
   { M = 65536, N = 64, K = 4096, tags = { "main", "thin_output" } },
   { M = 16384, N = 16384, K = 16, tags = { "main", "thin_operands" } },

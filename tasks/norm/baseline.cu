@@ -102,7 +102,7 @@ groupnorm_baseline(const __nv_bfloat16 *X, const __nv_bfloat16 *weight, const __
 // The row scalings' shipped baseline (_rowscale.lua; cuDNN's norm_fwd has
 // no L1 or L2 mode): a block of 512 per row, each thread's share of the
 // norm in fp32, a warp then block sum, and a second pass that divides
-// (the row is read again, from L2). mode 0: L2 norm, 1: L1 norm.
+// (the row is read again, from L2). mode 0: L2 norm, 1: mean of |x|.
 extern "C" __global__ void __launch_bounds__(512)
 rowscale_baseline(const float *X, float *Y, u32 C, int mode)
 {
@@ -124,7 +124,7 @@ rowscale_baseline(const float *X, float *Y, u32 C, int mode)
         for (int off = 16; off > 0; off >>= 1)
             t += __shfl_xor_sync(0xffffffffu, t, off);
         if (threadIdx.x == 0)
-            red[0] = mode == 0 ? sqrtf(t) : t;
+            red[0] = mode == 0 ? sqrtf(t) : t / (float)C;
     }
     __syncthreads();
     const float inv = 1.0f / red[0];
@@ -182,3 +182,104 @@ frob_scale_baseline(const float *X, const float *part, u32 g, u64 n, float *Y)
     for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x)
         Y[i] = X[i] * inv;
 }
+
+// RMSNorm over the middle dimension's shipped baseline (rmsnorm_mid_f32.lua;
+// cuDNN's RMS_NORM normalizes the innermost dimensions): a thread per
+// (b, s) column, consecutive threads on consecutive s, its mean of squares
+// in fp32, then its F outputs.
+extern "C" __global__ void __launch_bounds__(256)
+rmsnorm_mid_baseline(const float *X, float *Y, u32 B, u32 F, u32 S, float eps)
+{
+    const u64 o = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (o >= (u64)B * S)
+        return;
+    const u64 base = (o / S) * (u64)F * S + o % S;
+    float sq = 0.0f;
+    for (u32 f = 0; f < F; f++) {
+        const float v = X[base + (u64)f * S];
+        sq = fmaf(v, v, sq);
+    }
+    const float inv = rsqrtf(sq / (float)F + eps);
+    for (u32 f = 0; f < F; f++)
+        Y[base + (u64)f * S] = X[base + (u64)f * S] * inv;
+}
+
+// BatchNorm in training mode's shipped baseline (batchnorm_train_f32.lua;
+// klab's cuDNN graphs have the inference form only): a block of 512 per
+// (channel, slice of images), the slice's sum and sum of squared deviations
+// from its own mean in fp32, combined across slices in fp64 by
+// bn_finish_baseline (Chan's parallel variance), then a grid-stride apply.
+#define BN_SLICES 16
+extern "C" __global__ void __launch_bounds__(512)
+bn_partial_baseline(const float *X, double *part, u32 N, u32 C, u64 S)
+{
+    __shared__ float red[16];
+    const u32 c = blockIdx.x, slice = blockIdx.y;
+    const u32 n0 = (u32)((u64)N * slice / BN_SLICES), n1 = (u32)((u64)N * (slice + 1) / BN_SLICES);
+    const double count = (double)(n1 - n0) * (double)S;
+    float s = 0.0f;
+    for (u32 n = n0; n < n1; n++)
+        for (u64 i = threadIdx.x; i < S; i += blockDim.x)
+            s += X[((u64)n * C + c) * S + i];
+    for (int off = 16; off > 0; off >>= 1)
+        s += __shfl_xor_sync(0xffffffffu, s, off);
+    if ((threadIdx.x & 31) == 0)
+        red[threadIdx.x >> 5] = s;
+    __syncthreads();
+    double total = 0.0;
+    for (u32 w = 0; w < (blockDim.x >> 5); w++)
+        total += red[w];
+    __syncthreads();
+    const float mean = count > 0 ? (float)(total / count) : 0.0f;
+    float q = 0.0f;
+    for (u32 n = n0; n < n1; n++)
+        for (u64 i = threadIdx.x; i < S; i += blockDim.x) {
+            const float d = X[((u64)n * C + c) * S + i] - mean;
+            q = fmaf(d, d, q);
+        }
+    for (int off = 16; off > 0; off >>= 1)
+        q += __shfl_xor_sync(0xffffffffu, q, off);
+    if ((threadIdx.x & 31) == 0)
+        red[threadIdx.x >> 5] = q;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        double m2 = 0.0;
+        for (u32 w = 0; w < (blockDim.x >> 5); w++)
+            m2 += red[w];
+        double *p = part + 3 * ((u64)c * BN_SLICES + slice);
+        p[0] = count;
+        p[1] = mean;
+        p[2] = m2;
+    }
+}
+
+// stats[2c] = the channel's mean, stats[2c+1] = 1/sqrt(var + eps), from its
+// slices' (count, mean, M2); a thread per channel.
+extern "C" __global__ void bn_finish_baseline(const double *part, float *stats, u32 C, float eps)
+{
+    const u32 c = blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= C)
+        return;
+    double n = 0.0, mean = 0.0, m2 = 0.0;
+    for (u32 k = 0; k < BN_SLICES; k++) {
+        const double *p = part + 3 * ((u64)c * BN_SLICES + k);
+        if (p[0] == 0.0)
+            continue;
+        const double nn = n + p[0], d = p[1] - mean;
+        mean += d * p[0] / nn;
+        m2 += p[2] + d * d * n * p[0] / nn;
+        n = nn;
+    }
+    stats[2 * c] = (float)mean;
+    stats[2 * c + 1] = rsqrtf((float)(m2 / n) + eps);
+}
+
+extern "C" __global__ void bn_apply_baseline(const float *X, const float *weight, const float *bias,
+                                             const float *stats, float *Y, u32 C, u64 S, u64 total)
+{
+    for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (u64)gridDim.x * blockDim.x) {
+        const u32 c = (u32)(i / S % C);
+        Y[i] = (X[i] - stats[2 * c]) * stats[2 * c + 1] * weight[c] + bias[c];
+    }
+}
+

@@ -136,3 +136,6 @@ return { launches = { { kernel = "batchnorm", grid = { cdiv(P * C, 256), 1, 1 },
 -- Why the baseline stays short of the physical floor (docs/tasks.md gives
 -- its fraction on an H200).
 baseline.floor_note = "cuDNN's inference graph (pointwise subtract, scale, shift per channel) reaches 41 to 43% of the DRAM floor on an H200; no shipped kernel beside it yet"
+
+-- The KernelBench problem this task poses (docs/kernelbench.md).
+kernelbench = { level = 1, problem = 33, differs = "inference mode with given statistics, NHWC bf16; KernelBench's module is in training mode (batch statistics) on NCHW (batchnorm_train_f32 poses it)" }

@@ -105,3 +105,10 @@ return { workspace = { part = { bytes = 4 * g } }, launches = {
 -- Why the baseline stays short of the physical floor (docs/tasks.md gives
 -- its fraction on an H200).
 baseline.floor_note = "the whole tensor's norm must be known before any output: X (1 GiB, far beyond L2) is read twice, so the floor that counts it once cannot be reached (at most two thirds); the kernel reaches 41%"
+
+-- The KernelBench problem this task poses (docs/kernelbench.md).
+kernelbench = { level = 1, problem = 37, exact = true, note = "X as a 2-D tensor" }
+
+-- KernelBench's semantics as one PyTorch expression (klab.task.oracle;
+-- tests/gpu/oracle_check.lua compares it with the reference).
+oracle = "X / torch.linalg.vector_norm(X)"

@@ -105,3 +105,10 @@ return { launches = { { kernel = "groupnorm", grid = { N * G, 1, 1 }, block = { 
 -- Why the baseline stays short of the physical floor (docs/tasks.md gives
 -- its fraction on an H200).
 baseline.floor_note = "a group's statistics come before its outputs: a block per group reads the group twice (at most two thirds of a floor that counts it once); about 54% on an H200"
+
+-- The KernelBench problem this task poses (docs/kernelbench.md).
+kernelbench = { level = 1, problem = 35, exact = true, note = "bf16" }
+
+-- KernelBench's semantics as one PyTorch expression (klab.task.oracle;
+-- tests/gpu/oracle_check.lua compares it with the reference).
+oracle = "F.group_norm(X, G, weight, bias, 1e-5)"

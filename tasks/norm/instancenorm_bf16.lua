@@ -96,3 +96,10 @@ return { launches = { { kernel = "instancenorm", grid = { N * C, 1, 1 }, block =
 -- Why the baseline stays short of the physical floor (docs/tasks.md gives
 -- its fraction on an H200).
 baseline.floor_note = "a channel's statistics come before its outputs: the GroupNorm kernel reads each channel twice (at most two thirds of a floor that counts it once); 53% and 75% on the two main shapes on an H200"
+
+-- The KernelBench problem this task poses (docs/kernelbench.md).
+kernelbench = { level = 1, problem = 34, exact = true, note = "bf16" }
+
+-- KernelBench's semantics as one PyTorch expression (klab.task.oracle;
+-- tests/gpu/oracle_check.lua compares it with the reference).
+oracle = "F.instance_norm(X, eps=1e-5)"

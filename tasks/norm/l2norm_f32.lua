@@ -16,3 +16,10 @@ tolerance = {
 -- Why the baseline stays short of the physical floor (docs/tasks.md gives
 -- its fraction on an H200).
 baseline.floor_note = "the row's norm comes before its outputs: a block per row reads the row twice (at most two thirds of a floor that counts it once); about 54% on an H200"
+
+-- The KernelBench problem this task poses (docs/kernelbench.md).
+kernelbench = { level = 1, problem = 39, exact = true }
+
+-- KernelBench's semantics as one PyTorch expression (klab.task.oracle;
+-- tests/gpu/oracle_check.lua compares it with the reference).
+oracle = "X / torch.linalg.vector_norm(X, dim=1, keepdim=True)"

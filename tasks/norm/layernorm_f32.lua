@@ -54,3 +54,10 @@ baseline = { lib = "cudnn", op = "graph", modes = { "fp32" }, spec = F.row_graph
 flops = function(d) return 8 * d.R * d.C end
 targets = F.targets
 plan = F.row_plan("layernorm", EPS, true)
+
+-- The KernelBench problem this task poses (docs/kernelbench.md).
+kernelbench = { level = 1, problem = 40, exact = true, note = "KernelBench's last three dimensions as one row" }
+
+-- KernelBench's semantics as one PyTorch expression (klab.task.oracle;
+-- tests/gpu/oracle_check.lua compares it with the reference).
+oracle = "F.layer_norm(X, (C,), weight, bias, 1e-5)"

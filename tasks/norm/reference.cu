@@ -115,7 +115,7 @@ groupnorm_ref(const void *X, int dtx, const void *W, int dtw, const void *B, int
 }
 
 // Row scalings of X[R, C] in fp32 (_rowscale.lua), a block per row unit:
-//   mode 0, L2: Y = x / sqrt(sum x^2)     mode 1, L1: Y = x / sum |x|
+//   mode 0, L2: Y = x / sqrt(sum x^2)     mode 1, L1: Y = x / mean |x|
 // the norm in fp64.
 extern "C" __global__ void __launch_bounds__(RB)
 rowscale_ref(const float *X, const u64 *positions, float *Y, u32 C, int mode)
@@ -129,7 +129,7 @@ rowscale_ref(const float *X, const u64 *positions, float *Y, u32 C, int mode)
         const double v = x[c];
         s += mode == 0 ? v * v : fabs(v);
     }
-    const double norm = mode == 0 ? sqrt(block_sum(s, red)) : block_sum(s, red);
+    const double norm = mode == 0 ? sqrt(block_sum(s, red)) : block_sum(s, red) / C;
     for (u32 c = threadIdx.x; c < C; c += blockDim.x)
         y[c] = (float)((double)x[c] / norm);
 }
@@ -170,4 +170,65 @@ extern "C" __global__ void frob_ref_scale(const float *X, const double *part, u3
     const double norm = part[g];
     for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x)
         Y[i] = (float)((double)X[klab_unit(positions, i)] / norm);
+}
+
+// RMSNorm over the middle dimension of X[B, F, S] (rmsnorm_mid_f32.lua,
+// KernelBench's dimension 1 of [batch, features, d1, d2] with S = d1*d2):
+// Y[b,f,s] = X[b,f,s] / sqrt(mean over f' of X[b,f',s]^2 + eps). A thread per
+// element unit, its column's mean of squares in fp64 in index order.
+extern "C" __global__ void rmsnorm_mid_ref(const float *X, const u64 *positions, u64 n, float *Y, u32 F, u32 S,
+                                           double eps)
+{
+    const u64 slot = blockIdx.x * (u64)blockDim.x + threadIdx.x;
+    if (slot >= n)
+        return;
+    const u64 u = klab_unit(positions, slot);
+    const u64 s = u % S, b = u / ((u64)S * F);
+    const float *col = X + b * (u64)F * S + s;
+    double sq = 0.0;
+    for (u32 f = 0; f < F; f++) {
+        const double v = col[(u64)f * S];
+        sq += v * v;
+    }
+    Y[slot] = (float)((double)X[u] / sqrt(sq / F + eps));
+}
+
+// BatchNorm in training mode (batchnorm_train_f32.lua): X[N, C, S], each
+// channel normalized with the mean and biased variance of its N*S elements.
+// bn_stats_ref: a block per channel, two passes in fp64 (the mean, then
+// the squared deviations), stats[2c] = mean, stats[2c+1] = 1/sqrt(var + eps).
+extern "C" __global__ void __launch_bounds__(RB)
+bn_stats_ref(const float *X, double *stats, u32 N, u32 C, u64 S, double eps)
+{
+    __shared__ double red[RB];
+    const u32 c = blockIdx.x;
+    const u64 count = (u64)N * S;
+    double s = 0.0;
+    for (u32 n = 0; n < N; n++)
+        for (u64 i = threadIdx.x; i < S; i += blockDim.x)
+            s += X[((u64)n * C + c) * S + i];
+    const double mean = block_sum(s, red) / (double)count;
+    double q = 0.0;
+    for (u32 n = 0; n < N; n++)
+        for (u64 i = threadIdx.x; i < S; i += blockDim.x) {
+            const double d = X[((u64)n * C + c) * S + i] - mean;
+            q += d * d;
+        }
+    const double var = block_sum(q, red) / (double)count;
+    if (threadIdx.x == 0) {
+        stats[2 * c] = mean;
+        stats[2 * c + 1] = 1.0 / sqrt(var + eps);
+    }
+}
+
+// Y's element units from the statistics: (x - mean) * inv * weight + bias.
+extern "C" __global__ void bn_apply_ref(const float *X, const float *weight, const float *bias, const double *stats,
+                                        const u64 *positions, u64 n, float *Y, u32 C, u64 S)
+{
+    const u64 slot = blockIdx.x * (u64)blockDim.x + threadIdx.x;
+    if (slot >= n)
+        return;
+    const u64 u = klab_unit(positions, slot);
+    const u32 c = (u32)(u / S % C);
+    Y[slot] = (float)(((double)X[u] - stats[2 * c]) * stats[2 * c + 1] * (double)weight[c] + (double)bias[c]);
 }

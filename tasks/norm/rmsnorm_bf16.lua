@@ -46,3 +46,6 @@ flops = function(d) return 4 * d.R * d.C end
 precision = "f32"
 targets = F.targets
 plan = F.row_plan("rmsnorm", EPS, false)
+
+-- The KernelBench problem this task poses (docs/kernelbench.md).
+kernelbench = { level = 1, problem = 36, differs = "over the last dimension with a weight and eps 1e-6; KernelBench's normalizes over dimension 1 of a 4-D tensor, no weight, eps 1e-5 (rmsnorm_mid_f32 poses it)" }

@@ -1,8 +1,9 @@
 -- What the poolings in PyTorch's layout share (maxpool1d.lua, avgpool1d.lua,
--- maxpool3d.lua, avgpool3d.lua): x [N, C, L] (1-D) or [N, C, D, H, W] (3-D),
--- fp32, pooled over the trailing dimensions by a window of K (K x K x K) at
+-- maxpool2d_nchw.lua, avgpool2d_nchw.lua, maxpool3d.lua, avgpool3d.lua): x
+-- [N, C, L] (1-D), [N, C, H, W] (2-D) or [N, C, D, H, W] (3-D), fp32, pooled
+-- over the trailing dimensions by a window of K (K x K, K x K x K) at
 -- stride S, padding P and dilation DL, as KernelBench's Level 1 problems
--- 41, 43, 44 and 46 set them. The maximum ignores the padding; the average
+-- 41 to 46 set them. The maximum ignores the padding; the average
 -- divides by the whole window, padding included (PyTorch's
 -- count_include_pad). The reference (reference.cu, poolnc_ref) works in
 -- fp64; klab's cuDNN pooling graphs are NHWC 2-D, so the baseline is the
@@ -14,19 +15,24 @@ local function out(n, w)
   return ("(%s+%d-%d)//%d+1"):format(n, 2 * w.P, w.DL * (w.K - 1) + 1, w.S)
 end
 
-local DIMS = { [1] = { "N", "C", "L" }, [3] = { "N", "C", "D", "H", "W" } }
+local DIMS = { [1] = { "N", "C", "L" }, [2] = { "N", "C", "H", "W" }, [3] = { "N", "C", "D", "H", "W" } }
 
--- 1-D: 64 x 64 channels of 65536 (1 GiB read), KernelBench's 16 x 64 x 128
--- and an odd one; 3-D: 16 x 32 channels of 64^3 (KernelBench's own shape,
--- 512 MiB read) and an odd one.
+-- 1-D: 64 x 64 channels of 65536 (1 GiB read) and an odd one; 2-D: 16 x 64
+-- channels of 512 x 512 (1 GiB read) and an odd one; 3-D: 16 x 32 channels
+-- of 64^3 (512 MiB read) and an odd one. Each task adds
+-- KernelBench's current shape of its problem (t.kernelbench), tagged
+-- kernelbench.
 local VARIANTS = {
   [1] = {
     { N = 64, C = 64, L = 65536, tags = { "main" } },
-    { N = 16, C = 64, L = 128, tags = { "kernelbench" } },
     { N = 3, C = 5, L = 1021, tags = { "odd", "small" } },
   },
+  [2] = {
+    { N = 16, C = 64, H = 512, W = 512, tags = { "main" } },
+    { N = 2, C = 3, H = 37, W = 41, tags = { "odd", "small" } },
+  },
   [3] = {
-    { N = 16, C = 32, D = 64, H = 64, W = 64, tags = { "main", "kernelbench" } },
+    { N = 16, C = 32, D = 64, H = 64, W = 64, tags = { "main" } },
     { N = 2, C = 3, D = 9, H = 11, W = 13, tags = { "odd", "small" } },
   },
 }
@@ -60,20 +66,38 @@ F.TOLERANCE = {
 local function sizes(nd, w)
   if nd == 1 then
     return ("local D, H, W, OD, OH, OW = 1, 1, L, 1, 1, %s\nlocal KD, KH, KW = 1, 1, %d"):format(out("L", w), w.K)
+  elseif nd == 2 then
+    return ("local D, OD, OH, OW = 1, 1, %s, %s\nlocal KD, KH, KW = 1, %d, %d"):format(out("H", w), out("W", w), w.K, w.K)
   end
   return ("local OD, OH, OW = %s, %s, %s\nlocal KD, KH, KW = %d, %d, %d"):format(out("D", w), out("H", w), out("W", w),
     w.K, w.K, w.K)
 end
 
+-- The words and plan arguments of each number of pooled dimensions.
+local TEXT = {
+  [1] = { shape = "x[N, C, L]", over = "last dimension", outs = "OL", here = "N=${N}, C=${C}, L=${L}",
+    args = "unsigned N, unsigned C, unsigned L", plan = "u32(N), u32(C), u32(L)" },
+  [2] = { shape = "x[N, C, H, W]", over = "last two dimensions", outs = "OH, OW", here = "N=${N}, C=${C}, H=${H}, W=${W}",
+    args = "unsigned N, unsigned C, unsigned H, unsigned W", plan = "u32(N), u32(C), u32(H), u32(W)" },
+  [3] = { shape = "x[N, C, D, H, W]", over = "last three dimensions", outs = "OD, OH, OW",
+    here = "N=${N}, C=${C}, D=${D}, H=${H}, W=${W}", args = "unsigned N, unsigned C,\n      unsigned D, unsigned H, unsigned W",
+    plan = "u32(N), u32(C), u32(D), u32(H), u32(W)" },
+}
+
 -- Sets every field of the task in env but its tolerance. t = {kind = "max"
--- | "avg", nd = 1 | 3, window = {K =, S =, P =, DL =}}.
+-- | "avg", nd = 1 | 2 | 3, window = {K =, S =, P =, DL =}, kernelbench = the
+-- dimensions of KernelBench's current shape, suffix = after the kind and
+-- dimensions in the task's and the kernel's name (2-D: "_nchw", beside the
+-- NHWC maxpool2d_f32)}.
 function F.define(env, t)
   local w, nd, kind = t.window, t.nd, t.kind
-  local kernel = ("%spool%dd"):format(kind, nd)
+  local kernel = ("%spool%dd%s"):format(kind, nd, t.suffix or "")
   env.name, env.family, env.kernel = kernel .. "_f32", "pool", kernel
-  env.tags = { "pool", kernel, "f32", "ncl", "memory-bound" }
-  local shape_in = nd == 1 and "x[N, C, L]" or "x[N, C, D, H, W]"
-  local outs = nd == 1 and { "N", "C", out("L", w) } or { "N", "C", out("D", w), out("H", w), out("W", w) }
+  env.tags = { "pool", kernel, "f32", nd == 2 and "nchw" or "ncl", "memory-bound" }
+  local tx = TEXT[nd]
+  local shape_in = tx.shape
+  local outs = { "N", "C" }
+  for i = 3, #DIMS[nd] do outs[i] = out(DIMS[nd][i], w) end
   env.description = ([[
 Write a CUDA kernel named `%s` that %s-pools %s (row-major, fp32,
 the last dimension contiguous) over its %s with a window of %s at
@@ -86,13 +110,13 @@ With the default launch plan the kernel is
 launched with one thread per output element (n_out of them): a grid of
 (ceil(n_out/256), 1, 1) blocks of 256 threads and no dynamic shared memory. Send your own plan to
 change any of this.]]):format(kernel, kind == "max" and "max" or "average", shape_in,
-    nd == 1 and "last dimension" or "last three dimensions", nd == 1 and tostring(w.K) or (w.K .. " x " .. w.K .. " x " .. w.K),
-    w.S, w.P, w.DL, nd == 3 and " on each" or "", kind == "max" and "maximum" or "average",
+    tx.over, (tostring(w.K) .. " x "):rep(nd - 1) .. w.K,
+    w.S, w.P, w.DL, nd > 1 and " on each" or "", kind == "max" and "maximum" or "average",
     kind == "max" and " inside the input (padding never wins)" or ", the padding counted as zeros (divide by the whole window)",
-    nd == 1 and "OL" or "OD, OH, OW", 2 * w.P, w.DL * (w.K - 1) + 1, w.S,
-    nd == 1 and "N=${N}, C=${C}, L=${L}" or "N=${N}, C=${C}, D=${D}, H=${H}, W=${W}", kernel,
-    nd == 1 and "unsigned N, unsigned C, unsigned L" or "unsigned N, unsigned C,\n      unsigned D, unsigned H, unsigned W")
-  env.dims, env.variants = DIMS[nd], VARIANTS[nd]
+    tx.outs, 2 * w.P, w.DL * (w.K - 1) + 1, w.S, tx.here, kernel, tx.args)
+  local kb = { tags = { "kernelbench" } }
+  for k, v in pairs(t.kernelbench) do kb[k] = v end
+  env.dims, env.variants = DIMS[nd], { VARIANTS[nd][1], kb, VARIANTS[nd][2] }
   env.buffers = {
     x = { role = "input", dtype = "f32", shape = DIMS[nd] },
     y = { role = "output", dtype = "f32", shape = outs },
@@ -116,12 +140,12 @@ return { launches = { { kernel = "poolnc_baseline", grid = { math.min(cdiv(total
   u32(OW), u32(KD), u32(KH), u32(KW), u32(%d), u32(%d), u32(%d), i32(%d) } } } }
 ]]):format(sizes(nd, w), w.S, w.P, w.DL, avg) }
   -- One comparison or add per window element.
-  local win = nd == 1 and w.K or w.K ^ 3
+  local win = w.K ^ nd
   env.flops = function(d)
     local n = d.N * d.C
     local function o(v) return (v + 2 * w.P - w.DL * (w.K - 1) - 1) // w.S + 1 end
-    if nd == 1 then return n * o(d.L) * win end
-    return n * o(d.D) * o(d.H) * o(d.W) * win
+    for i = 3, #DIMS[nd] do n = n * o(d[DIMS[nd][i]]) end
+    return n * win
   end
   env.targets = {}
   env.plan = ([[
@@ -130,7 +154,7 @@ return { launches = { { kernel = "poolnc_baseline", grid = { math.min(cdiv(total
 local total = N * C * OD * OH * OW
 return { launches = { { kernel = "%s", grid = { cdiv(total, 256), 1, 1 }, block = { 256, 1, 1 }, shared = 0,
   args = { buffer("x"), buffer("y"), %s } } } }
-]]):format(sizes(nd, w), kernel, nd == 1 and "u32(N), u32(C), u32(L)" or "u32(N), u32(C), u32(D), u32(H), u32(W)")
+]]):format(sizes(nd, w), kernel, tx.plan)
 end
 
 return F

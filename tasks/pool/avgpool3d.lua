@@ -2,7 +2,8 @@
 -- problem 46): window 3, stride 2, padding 1, dilation 1, as KernelBench
 -- sets them. _ncl.lua defines every field but the tolerance.
 local F = include "_ncl.lua"
-F.define(_ENV, { kind = "avg", nd = 3, window = { K = 3, S = 2, P = 1, DL = 1 } })
+F.define(_ENV, { kind = "avg", nd = 3, window = { K = 3, S = 2, P = 1, DL = 1 },
+  kernelbench = { N = 16, C = 32, D = 128, H = 128, W = 256 } })
 
 -- See TOLERANCE in _ncl.lua.
 tolerance = F.TOLERANCE.avg
@@ -10,3 +11,10 @@ tolerance = F.TOLERANCE.avg
 -- Why the baseline stays short of the physical floor (docs/tasks.md gives
 -- its fraction on an H200).
 baseline.floor_note = "a thread per output, no vector loads and no reuse of the overlapping windows: about a quarter of the DRAM floor on an H200; a tiled kernel is owed"
+
+-- The KernelBench problem this task poses (docs/kernelbench.md).
+kernelbench = { level = 1, problem = 46, exact = true }
+
+-- KernelBench's semantics as one PyTorch expression (klab.task.oracle;
+-- tests/gpu/oracle_check.lua compares it with the reference).
+oracle = "F.avg_pool3d(x, 3, stride=2, padding=1)"

@@ -15,3 +15,6 @@ tolerance = {
 -- Why the baseline stays short of the physical floor (docs/tasks.md gives
 -- its fraction on an H200).
 baseline.floor_note = "a 3x3 window of stride 2 reads most input rows for two output rows, which L2 absorbs only in part: the shipped float4 kernel (3x faster than cuDNN's resample) reaches 67 to 68% of the DRAM floor on an H200"
+
+-- The KernelBench problem this task poses (docs/kernelbench.md).
+kernelbench = { level = 1, problem = 45, differs = "NHWC; KernelBench's is NCHW" }

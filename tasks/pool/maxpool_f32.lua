@@ -9,3 +9,6 @@ pool.define(_ENV, { name = "maxpool2d_f32", op = "max", dtype = "f32" })
 tolerance = {
   f32 = { atol = 0, rtol = 0, matched = 1.0 },
 }
+
+-- The KernelBench problem this task poses (docs/kernelbench.md).
+kernelbench = { level = 1, problem = 42, differs = "NHWC; KernelBench's is NCHW" }

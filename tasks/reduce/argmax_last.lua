@@ -4,3 +4,6 @@
 -- _arg_last.lua defines every field.
 local A = include "_arg_last.lua"
 A.define(_ENV, "max")
+
+-- The KernelBench problem this task poses (docs/kernelbench.md).
+kernelbench = { level = 1, problem = 51, differs = "bf16, over the last dimension; KernelBench's reduces dimension 1 (argmax_mid_f32)" }

@@ -5,3 +5,6 @@
 -- _arg_last.lua defines every field.
 local A = include "_arg_last.lua"
 A.define(_ENV, "min")
+
+-- The KernelBench problem this task poses (docs/kernelbench.md).
+kernelbench = { level = 1, problem = 52, differs = "bf16, over the last dimension; KernelBench's reduces dimension 1 (argmin_mid_f32)" }

@@ -110,6 +110,29 @@ reduce_mid_baseline(const float *X, float *Y, u32 B, u32 N, u32 D, int op)
     Y[o] = op == 1 ? acc / (float)N : acc;
 }
 
+// The middle-dimension argmax and argmin's shipped kernel (cuDNN has
+// neither): a thread per output, consecutive threads on consecutive d, the
+// first strict improvement kept (the lowest index of equal extremes);
+// sign -1 makes it the argmin.
+extern "C" __global__ void __launch_bounds__(256)
+argmax_mid_baseline(const float *X, int *I, u32 B, u32 N, u32 D, float sign)
+{
+    const u64 o = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (o >= (u64)B * D)
+        return;
+    const float *x = X + (o / D) * (u64)N * D + o % D;
+    float best = __int_as_float(0xff800000);
+    int at = 0;
+    for (u32 k = 0; k < N; k++) {
+        const float v = sign * x[(u64)k * D];
+        if (v > best) {
+            best = v;
+            at = (int)k;
+        }
+    }
+    I[o] = at;
+}
+
 // The last-dimension reductions' shipped kernel beside cuDNN's reduction
 // engine (which reads a 1 GiB row-sum at about a third of the H200's DRAM
 // bandwidth; the faster of the two is the baseline). A block of 512

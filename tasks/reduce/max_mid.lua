@@ -7,3 +7,10 @@ F.define(_ENV, { name = "max_mid_f32", op = "max", axis = "mid" })
 tolerance = {
   f32 = F.TOLERANCE.max,
 }
+
+-- The KernelBench problem this task poses (docs/kernelbench.md).
+kernelbench = { level = 1, problem = 49, exact = true }
+
+-- KernelBench's semantics as one PyTorch expression (klab.task.oracle;
+-- tests/gpu/oracle_check.lua compares it with the reference).
+oracle = "torch.amax(X, dim=1)"

@@ -7,3 +7,10 @@ F.define(_ENV, { name = "mean_mid_f32", op = "mean", axis = "mid" })
 tolerance = {
   f32 = F.TOLERANCE.mean,
 }
+
+-- The KernelBench problem this task poses (docs/kernelbench.md).
+kernelbench = { level = 1, problem = 48, exact = true }
+
+-- KernelBench's semantics as one PyTorch expression (klab.task.oracle;
+-- tests/gpu/oracle_check.lua compares it with the reference).
+oracle = "torch.mean(X, dim=1)"

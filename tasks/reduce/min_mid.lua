@@ -8,3 +8,10 @@ F.define(_ENV, { name = "min_mid_f32", op = "min", axis = "mid" })
 tolerance = {
   f32 = F.TOLERANCE.min,
 }
+
+-- The KernelBench problem this task poses (docs/kernelbench.md).
+kernelbench = { level = 1, problem = 53, exact = true }
+
+-- KernelBench's semantics as one PyTorch expression (klab.task.oracle;
+-- tests/gpu/oracle_check.lua compares it with the reference).
+oracle = "torch.amin(X, dim=1)"

@@ -92,3 +92,27 @@ argmax_last_ref(const __nv_bfloat16 *X, const u64 *positions, float *I, u32 C, f
     if (threadIdx.x == 0)
         I[blockIdx.x] = (float)idx[0];
 }
+
+// Argmax over the middle dimension of fp32 X[B, N, D] (KernelBench's dim 1):
+// a thread per output unit u = b*D + d scanning X[b, 0..N, d] in order and
+// keeping the first strict improvement, so equal maxima give the lowest
+// index. The index is written as an fp32 (exact below 2^24).
+extern "C" __global__ void __launch_bounds__(256)
+argmax_mid_ref(const float *X, const u64 *positions, u64 n, float *I, u32 N, u32 D, float sign)
+{
+    const u64 slot = blockIdx.x * (u64)blockDim.x + threadIdx.x;
+    if (slot >= n)
+        return;
+    const u64 u = klab_unit(positions, slot);
+    const float *x = X + (u / D) * (u64)N * D + u % D;
+    float best = __int_as_float(0xff800000);
+    u32 at = 0;
+    for (u32 k = 0; k < N; k++) {
+        const float v = sign * x[(u64)k * D];
+        if (v > best) {
+            best = v;
+            at = k;
+        }
+    }
+    I[slot] = (float)at;
+}

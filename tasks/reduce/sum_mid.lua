@@ -8,3 +8,10 @@ F.define(_ENV, { name = "sum_mid_f32", op = "sum", axis = "mid" })
 tolerance = {
   f32 = F.TOLERANCE.sum,
 }
+
+-- The KernelBench problem this task poses (docs/kernelbench.md).
+kernelbench = { level = 1, problem = 47, exact = true }
+
+-- KernelBench's semantics as one PyTorch expression (klab.task.oracle;
+-- tests/gpu/oracle_check.lua compares it with the reference).
+oracle = "torch.sum(X, dim=1)"

@@ -5,3 +5,10 @@ F.define(_ENV, { name = "cumsum_exclusive_f32", op = "cumsum_exclusive" })
 
 -- fp32 sums in any sensible order pass: see TOLERANCE in _family.lua.
 tolerance = F.TOLERANCE
+
+-- The KernelBench problem this task poses (docs/kernelbench.md).
+kernelbench = { level = 1, problem = 92, exact = true }
+
+-- KernelBench's semantics as one PyTorch expression (klab.task.oracle;
+-- tests/gpu/oracle_check.lua compares it with the reference).
+oracle = "torch.cat((torch.zeros_like(X[:, :1]), torch.cumsum(X[:, :-1], dim=1)), dim=1)"

@@ -5,3 +5,10 @@ F.define(_ENV, { name = "cumsum_reverse_f32", op = "cumsum_reverse" })
 
 -- fp32 sums in any sensible order pass: see TOLERANCE in _family.lua.
 tolerance = F.TOLERANCE
+
+-- The KernelBench problem this task poses (docs/kernelbench.md).
+kernelbench = { level = 1, problem = 91, exact = true }
+
+-- KernelBench's semantics as one PyTorch expression (klab.task.oracle;
+-- tests/gpu/oracle_check.lua compares it with the reference).
+oracle = "torch.cumsum(X.flip(1), dim=1).flip(1)"

@@ -50,3 +50,10 @@ baseline = F.baseline("logsoftmax", "block-per-row log-softmax")
 -- Why the baseline stays short of the physical floor (docs/tasks.md gives
 -- its fraction on an H200).
 baseline.floor_note = "a block per row reads the row twice (statistics, then outputs): 57% of the DRAM floor on 16384x16384 and 23% on 65536x4096 on an H200; a one-pass kernel is owed"
+
+-- The KernelBench problem this task poses (docs/kernelbench.md).
+kernelbench = { level = 1, problem = 24, exact = true, note = "bf16" }
+
+-- KernelBench's semantics as one PyTorch expression (klab.task.oracle;
+-- tests/gpu/oracle_check.lua compares it with the reference).
+oracle = "torch.log_softmax(X, dim=1)"

@@ -39,3 +39,10 @@ baseline = F.baseline("softmax", "block-per-row softmax")
 -- Why the baseline stays short of the physical floor (docs/tasks.md gives
 -- its fraction on an H200).
 baseline.floor_note = "a block per row reads the row twice (statistics, then outputs) with 2-byte loads: 23 to 26% of the DRAM floor on an H200; a vectorized one-pass kernel is owed"
+
+-- The KernelBench problem this task poses (docs/kernelbench.md).
+kernelbench = { level = 1, problem = 23, exact = true, note = "bf16" }
+
+-- KernelBench's semantics as one PyTorch expression (klab.task.oracle;
+-- tests/gpu/oracle_check.lua compares it with the reference).
+oracle = "torch.softmax(X, dim=1)"

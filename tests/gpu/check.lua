@@ -241,6 +241,22 @@ do
   end
 end
 
+-- 5f. Every task that claims a KernelBench problem exactly: its PyTorch
+-- oracle agrees with its reference (tests/gpu/oracle_check.lua; skipped,
+-- with the reason, where torch is not installed).
+do
+  local ok, oc = pcall(dofile, "tests/gpu/oracle_check.lua")
+  local rok, rows_or_err = false, oc
+  if ok then rok, rows_or_err = pcall(oc.run, { max_bytes = quick and 0 or nil }) end
+  if rok then
+    for _, r in ipairs(rows_or_err) do row(r[1], r[2], r[3]) end
+    local line, bad, good = oc.count_line(rows_or_err)
+    row("oracles agree", bad > 0 and false or (good > 0 or nil), line)
+  else
+    row("oracles agree", false, tostring(rows_or_err):sub(1, 200))
+  end
+end
+
 -- 5a. With Nsight Compute attached to the worker, klab's own profiler
 -- cannot have the counters: the instruction stage must say unknown with
 -- CUPTI's reason while correctness and the verdict still come.

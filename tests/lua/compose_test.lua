@@ -85,6 +85,20 @@ function T.the_library_has_thirty_composed_tasks(t)
   t.ok(n >= 30, n .. " composed tasks")
 end
 
+-- sub_vec subtracts its vector (KernelBench Level 2, problem 51): chain.cu's
+-- vector add with b = 1, which it reads as x - v[j]; add_vec keeps b = 0.
+function T.sub_vec_subtracts_its_vector(t)
+  local path = file(t, 'compose = { ops.linear{}, ops.sub_vec{ name = "s" }, ops.add_vec{ name = "v" } }')
+  local x = task.load(path, { reload = true }).tasks[1]
+  t.eq(x.buffers.s.shape[1], 64)
+  local vec_add = compose.CODES.chain.vec_add
+  t.match(x.reference.plan, ("i32%%(%d%%), f64%%(0%%), f64%%(1%%)"):format(vec_add), "sub_vec passes b = 1")
+  t.match(x.reference.plan, ("i32%%(%d%%), f64%%(1%%), f64%%(0%%)"):format(vec_add), "add_vec passes b = 0")
+  t.match(x.description, "sub_vec: x = x %- s%[j%]")
+  local cu = assert(io.open(t.root .. "/tasks/fused/chain.cu")):read("a")
+  t.match(cu, "case CH_VEC_ADD: {.-x = b == %(R%)0 %? x %+ v : x %- v;", "chain.cu subtracts when b = 1")
+end
+
 -- The op codes klab.task.compose writes into plans are chain.cu's and the
 -- activation reference's enum values.
 function T.codes_match_the_kernels(t)

@@ -60,7 +60,8 @@ end
 -- The conv references: all of y in 64x64 tiles (conv_ref_tiles) for
 -- conv2d and the transposed convolution, over a grid that covers every
 -- output pixel and channel; a thread per unit for the sampled units and
--- for the depthwise convolution.
+-- for the depthwise convolution; a thread per unit for all of the
+-- channels-first (NCHW, NCDHW) convolutions' y.
 function T.conv_references_pick_their_kernels(t)
   local n = 0
   for _, x in ipairs(task.list("tasks")) do
@@ -68,7 +69,15 @@ function T.conv_references_pick_their_kernels(t)
       n = n + 1
       local ok, run = prepared(t, x, nil, "sm_90a")
       t.ok(ok, x.name .. ": " .. tostring(run.result.reason))
-      if ok then
+      local channels_first = false
+      for _, tag in ipairs(x.tags) do channels_first = channels_first or tag == "nchw" or tag == "ncdhw" end
+      if ok and channels_first then
+        local full, sampled = run.job.reference.full.launches[1], run.job.reference.sampled.launches[1]
+        t.eq(full.kernel, "conv_ncdhw_ref", x.name)
+        t.eq(sampled.kernel, "conv_ncdhw_ref", x.name)
+        local units = x.buffers.y.numel
+        t.ok(full.grid[1] * 256 >= units and (full.grid[1] - 1) * 256 < units, x.name .. ": a thread per unit of y")
+      elseif ok then
         local d = x.dims
         local full, sampled = run.job.reference.full.launches[1], run.job.reference.sampled.launches[1]
         local transposed, depthwise = x.base:match("^convt") ~= nil, x.base:match("^dwconv") ~= nil
@@ -193,7 +202,9 @@ function T.library_table_in_the_docs(t)
         -- Each main shape's fraction of the physical floor; a memory-bound
         -- baseline under 70% of it is explained by its task.
         local fl = floors[x.base]
-        t.ok(fl and fl:find("%d+%% [mc]"), x.base .. ": the table gives the baseline's fraction of the floor")
+        -- (A task written without a GPU says so until it is measured.)
+        t.ok(fl and (fl:find("%d+%% [mc]") or fl == "not measured yet"), x.base
+          .. ": the table gives the baseline's fraction of the floor")
         for pct in (fl or ""):gmatch("(%d+)%% memory") do
           if tonumber(pct) < 70 then
             t.ok(type(x.baseline.floor_note) == "string", x.base .. ": " .. pct .. "% of the DRAM floor, and the task "
@@ -334,32 +345,6 @@ function T.tasks_check_resolves_in_the_checked_folder(t)
   edit(dir .. "/copy/activation/_family.lua", "R = 998, C = 1021", "R = 999, C = 1021")
   check("tasks --check copy", 2, "copy/activation/bad/expected%.lua: task: entry %d+ %(relu_vec4_no_tail%): no task "
     .. "'relu_f32/998x1021'")
-end
-
--- docs/kernelbench.md: one row per KernelBench problem of Levels 1 and 2,
--- each naming a task `klab tasks` lists (or "—" with the reason), and the
--- counts it states are the table's.
-function T.kernelbench_table_matches_the_library(t)
-  local doc = assert(t.read(t.root .. "/docs/kernelbench.md"))
-  local names = {}
-  for _, tk in ipairs(require("klab.task").list(t.root .. "/tasks")) do names[tk.name:match("^[^/]+")] = true end
-  local seen, mapped = { {}, {} }, { 0, 0 }
-  for level, num, problem, task, notes in doc:gmatch("\n| ([12]) | (%d+) ([^|]-) | ([^|]-) | ([^|\n]-) |") do
-    level, num = tonumber(level), tonumber(num)
-    t.ok(not seen[level][num], ("level %d problem %d appears once"):format(level, num))
-    seen[level][num] = true
-    t.ok(problem ~= "", "a problem name")
-    t.ok(notes ~= "", ("level %d problem %d has a note"):format(level, num))
-    if task ~= "—" then
-      t.ok(names[task], ("level %d problem %d: '%s' is a task klab tasks lists"):format(level, num, task))
-      mapped[level] = mapped[level] + 1
-    end
-  end
-  for level = 1, 2 do
-    for num = 1, 100 do t.ok(seen[level][num], ("level %d problem %d has a row"):format(level, num)) end
-  end
-  t.match(doc, ("Mapped: %%*%%*%d of 100%%*%%* Level 1 problems and %%*%%*%d of 100%%*%%* Level 2"):format(mapped[1],
-    mapped[2]))
 end
 
 -- docs/tasks.md is a reference for the fields of a task's `reference` and

@@ -1,6 +1,7 @@
 -- klab tasks: list the tasks (every variant of every task file).
 --
 --   klab tasks [--json] [--family F] [--tasks DIR]... [--tag T]
+--   klab tasks --kernelbench [--tasks DIR]...
 --
 -- Exit status (klab.command.EXIT): 0 listed (and every task file loaded);
 -- 1 some task file failed to load (its error is printed, the others are
@@ -13,6 +14,7 @@ M.summary = "list tasks: name, family, shape, dtypes, FLOPs, targets"
 local USAGE = [[
 usage: klab tasks [--json] [--family F] [--tag T] [--tasks DIR]...
        klab tasks --check DIR... [--tasks DIR]...
+       klab tasks --kernelbench [--tasks DIR]...
 
 Lists every task on the task search path: one line per variant
 with its name, family, dimensions, buffer dtypes (inputs -> outputs),
@@ -38,6 +40,15 @@ Options:
                 looked up in DIR first, then on the search path). Each
                 mistake is one line FILE: FIELD: what is wrong; any
                 mistake is exit 2
+  --kernelbench print the table of KernelBench's problems (Levels 1 to 3)
+                and the tasks that pose them, from the tasks' kernelbench
+                claims and docs/kernelbench_problems.lua: the counts per
+                level (exact, differs, missing), then one row per problem,
+                as docs/kernelbench.md holds it. A claim that names no
+                problem, a problem claimed as exact by two tasks, or a
+                variant tagged kernelbench that is not the current shape
+                of the problem its task poses exactly is one line on
+                stderr and exit 2
   -h, --help    print this help
 
 Here 1 means a task file failed to load (reported on stderr, the rest
@@ -53,7 +64,7 @@ local term = require("klab.report.escape").terminal
 USAGE = USAGE .. command.EXIT_TEXT
 
 local OPTIONS = { ["--json"] = "flag", ["--family"] = "value", ["--root"] = "value", ["--tag"] = "value",
-  ["--tasks"] = "list", ["--check"] = "flag" }
+  ["--tasks"] = "list", ["--check"] = "flag", ["--kernelbench"] = "flag" }
 
 local function parse(args)
   local o, err = command.options(args, OPTIONS)
@@ -143,6 +154,19 @@ function M.check(dirs)
   return #problems == 0 and EXIT.ok or EXIT.usage
 end
 
+-- klab tasks --kernelbench: the coverage table of docs/kernelbench.md.
+function M.kernelbench(all, errs)
+  local kb = require("klab.task.kernelbench")
+  local ok, problems = pcall(kb.problems, require("klab.task").returned)
+  if not ok then return command.fail("tasks", "--kernelbench: " .. tostring(problems), EXIT.could_not_run) end
+  local cov = kb.coverage(all, problems)
+  io.write(kb.markdown(cov))
+  for _, e in ipairs(errs) do io.stderr:write("klab tasks: ", term(e), "\n") end
+  for _, m in ipairs(cov.mistakes) do io.stderr:write("klab tasks: ", term(m), "\n") end
+  if #cov.mistakes > 0 then return EXIT.usage end
+  return #errs == 0 and EXIT.ok or EXIT.failed
+end
+
 function M.main(args)
   local o, code = command.parsed("tasks", USAGE, parse(args or {}))
   if not o then return code end
@@ -157,6 +181,7 @@ function M.main(args)
     end
   end
   local all, errs = task.list(roots)
+  if o.kernelbench then return M.kernelbench(all, errs) end
   -- A filter that matches no task is a typo: name what there is.
   for _, f in ipairs { { "family", function(t) return { t.family } end }, { "tag", function(t) return t.tags end } } do
     local want = o[f[1]]

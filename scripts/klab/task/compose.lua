@@ -9,7 +9,7 @@
 -- "Composed tasks"):
 --   buffers      X[M,K], W[N,K] (a linear layer's weight, as torch stores
 --                it), bias[N] unless linear{ bias = false }, one [N] input per
---                add_vec / mul_vec, Y[M, width] in fp32
+--                add_vec / sub_vec / mul_vec, Y[M, width] in fp32
 --   reference    the matmul family's mm_ref with its sums written in fp64,
 --                then tasks/fused/chain.cu's program in fp64 (intermediates
 --                never rounded), written as fp32; a unit is one row of Y
@@ -122,16 +122,19 @@ local function op_of(file, i, o)
   elseif name == "mish_gate" then
     return { code = CH.mish_gate, a = 0, b = 0, text = "mish_gate: x = x·mish(x) = x·x·tanh(log(1 + exp(x)))",
       flops = 7, kind = "point" }
-  elseif name == "add_vec" or name == "mul_vec" or name == "add_mat" or name == "mul_mat" then
+  elseif name == "add_vec" or name == "sub_vec" or name == "mul_vec" or name == "add_mat" or name == "mul_mat" then
     local mat = name:sub(-3) == "mat"
-    local add = name:sub(1, 3) == "add"
-    local buf = o.name or (mat and "y" or add and "add_value" or "multiply_weight")
+    -- sub_vec: x - v[j], the vector added with the sign b = 1 (chain.cu).
+    local subtract = name == "sub_vec"
+    local add = name:sub(1, 3) == "add" or subtract
+    local buf = o.name or (mat and "y" or subtract and "subtract" or add and "add_value" or "multiply_weight")
     if type(buf) ~= "string" or not buf:match("^[%a_][%w_]*$") then fail(file, where .. ".name", "must be an identifier") end
     local code = mat and (add and CH.mat_add or CH.mat_mul) or (add and CH.vec_add or CH.vec_mul)
     local text = mat and ("%s: x = x %s %s[i,j]  (%s[M,N], a second input of the layer's output shape)")
       or ("%s: x = x %s %s[j]  (%s[N], one value per column j)")
-    return { code = code, b = 0, vector = buf, shape = mat and { "M", "N" } or { "N" },
-      text = text:format(name, add and "+" or "·", buf, buf), flops = 1, kind = "point", full_width = true }
+    return { code = code, b = subtract and 1 or 0, vector = buf, shape = mat and { "M", "N" } or { "N" },
+      text = text:format(name, subtract and "-" or add and "+" or "·", buf, buf), flops = 1, kind = "point",
+      full_width = true }
   elseif name == "add_x" then
     return { code = CH.add_x, a = 0, b = 0, text = "add_x: the row's one value v becomes the row v + X[i,k] for " ..
       "k < K (the layer's own input added back, torch's broadcast of [M,1] and [M,K])", flops = 1, kind = "row",
@@ -162,7 +165,7 @@ local function op_of(file, i, o)
   end
   fail(file, where, ("unknown operation '%s' (known: %s)"):format(tostring(name),
     "linear, relu, gelu, gelu_tanh, sigmoid, tanh, silu, mish, softplus, elu, selu, hardsigmoid, softsign, " ..
-    "leaky_relu, scale, mul, div, add, sub, min, max, clamp, hardtanh, mish_gate, residual, add_vec, mul_vec, " ..
+    "leaky_relu, scale, mul, div, add, sub, min, max, clamp, hardtanh, mish_gate, residual, add_vec, sub_vec, mul_vec, " ..
     "add_mat, mul_mat, sum, mean, row_max, row_min, logsumexp, center, softmax, maxpool, avgpool, groupnorm, add_x"))
 end
 

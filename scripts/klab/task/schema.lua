@@ -17,7 +17,7 @@ local FIELDS = {
   inputs = true, scales = true, reference = true, baseline = true, tolerance = true,
   flops = true, bytes = true, targets = true, plan = true, trials = true, distributions = true,
   tags = true, kernel = true, precision = true, work = true, tensor_type = true, zero_dims = true,
-  compose = true,
+  compose = true, kernelbench = true, oracle = true,
 }
 local REQUIRED = { "name", "family", "description", "dims", "variants", "buffers", "inputs",
                    "reference", "baseline", "tolerance", "flops", "targets", "plan" }
@@ -564,6 +564,14 @@ local function check_runs(file, f, c)
   end
 end
 
+-- The KernelBench problems the file poses (klab.task.kernelbench) and its
+-- semantics as one PyTorch expression (klab.task.oracle).
+local function check_claims(file, f, c)
+  local function fail_here(path, msg) fail(file, path, msg) end
+  c.kernelbench = require("klab.task.kernelbench").claims(f.kernelbench, fail_here)
+  c.oracle = require("klab.task.oracle").check(f.oracle, c, fail_here)
+end
+
 -- Checks the fields shared by every variant; returns a normalized table.
 function M.check(file, f)
   local c = {}
@@ -580,6 +588,7 @@ function M.check(file, f)
   check_tolerance(file, f, c)
   check_targets(file, f, c)
   check_runs(file, f, c)
+  check_claims(file, f, c)
   return c
 end
 
@@ -591,7 +600,8 @@ function M.variant(file, c, f, v)
     kernel = c.kernel, inputs = c.inputs, scales = c.scales, reference = c.reference,
     baseline = c.baseline, tolerance = c.tolerance, targets = c.targets, plan = c.plan,
     trials = c.trials, distributions = c.distributions, buffer_order = c.buffer_order,
-    precision = c.precision, work = c.work, tensor_type = c.tensor_type,
+    precision = c.precision, work = c.work, tensor_type = c.tensor_type, kernelbench = c.kernelbench,
+    oracle = c.oracle,
   }
   -- A library baseline described per variant (a cuDNN graph, a cuBLASLt
   -- matmul with its shape): spec(dims) gives the plain description.

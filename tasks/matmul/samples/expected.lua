@@ -9,4 +9,6 @@ return {
     why = "a warp per row, fp32 sums added in a fixed shuffle tree: correct to fp32 accuracy" },
   { name = "naive_linear_gelu", task = "linear_gelu_bf16", verdict = "target_not_executed",
     why = "one thread per element of C, the bias and the tanh GELU in fp32: correct, no tensor cores" },
+  { name = "naive_bmm_nn", task = "bmm_nn_f32", verdict = "target_not_executed",
+    why = "one thread per element of C, grid.z over the batch, fp32 sums: correct, no TMA" },
 }

@@ -13,4 +13,8 @@ return {
     why = "a thread per element of NHWC, channel = index mod C" },
   { name = "naive_groupnorm", task = "groupnorm_bf16", verdict = "passed",
     why = "a block per (sample, group), two-pass statistics in fp32" },
+  { name = "naive_rmsnorm_mid", task = "rmsnorm_mid_f32", verdict = "passed",
+    why = "a thread per (b, s) column: its fp32 mean of squares, then its outputs divided by the root" },
+  { name = "naive_batchnorm_train", task = "batchnorm_train_f32", verdict = "passed",
+    why = "a block per channel, a two-pass mean and variance in fp32 trees, then a thread per element" },
 }

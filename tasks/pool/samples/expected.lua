@@ -7,4 +7,8 @@ return {
     why = "one thread per output element, taps outside the image skipped: the exact maximum" },
   { name = "naive_avgpool", task = "avgpool2d_f32", verdict = "passed",
     why = "one thread per output element, the window's sum in fp32 divided by 9" },
+  { name = "naive_pool_nchw", task = "maxpool2d_nchw_f32", verdict = "passed",
+    why = "NCHW, one thread per output element, taps in the padding skipped: the exact maximum" },
+  { name = "naive_pool_nchw", task = "avgpool2d_nchw_f32", verdict = "passed",
+    why = "NCHW, one thread per output element, the 11 x 11 window's sum in fp32 divided by 121" },
 }

@@ -5,4 +5,8 @@
 return {
   { name = "naive_sum_last", task = "sum_last_f32", verdict = "passed",
     why = "a block per row, fp32 sums in a fixed order and a shared-memory tree: correct and plain" },
+  { name = "naive_arg_mid", task = "argmax_mid_f32", verdict = "passed",
+    why = "a thread per output scanning the middle dimension in order: the lowest index of the maximum" },
+  { name = "naive_arg_mid", task = "argmin_mid_f32", verdict = "passed",
+    why = "the same folder's argmin_mid" },
 }
