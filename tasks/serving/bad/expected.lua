@@ -1,0 +1,6 @@
+-- Known-bad serving kernels and the verdict klab must give each one (each
+-- names a folder next to this file; the task's default plan runs them).
+return {
+  { name = "sampling_no_threshold", task = "top_k_sampling_f32", verdict = "incorrect",
+    why = "draws from the whole row, ignoring top_k: a different token wherever the draw falls past the top-k mass" },
+}

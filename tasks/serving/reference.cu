@@ -1,0 +1,225 @@
+// reference.cu: the serving family's trusted references and the derive
+// kernels that make its inputs. Plain fp64 arithmetic, fixed reduction
+// orders, no atomics; outputs in fp32. Compiled after klab's prelude
+// (klab_unit, u32, u64, i64); the task files' plans run each kernel over
+// every unit (positions == 0) or over the units listed in positions (a
+// timed run's check).
+
+#define SR 256 // threads of every block-per-unit reference kernel (a power of two)
+
+// The block's sum of v (every thread gets it). red holds SR doubles; the
+// first barrier lets a previous call's readers finish with it.
+static __device__ double ref_block_sum(double v, double *red)
+{
+    __syncthreads();
+    red[threadIdx.x] = v;
+    __syncthreads();
+    for (u32 k = blockDim.x / 2; k > 0; k >>= 1) {
+        if (threadIdx.x < k)
+            red[threadIdx.x] += red[threadIdx.x + k];
+        __syncthreads();
+    }
+    return red[0];
+}
+
+// The block's maximum of v (every thread gets it).
+static __device__ double ref_block_max(double v, double *red)
+{
+    __syncthreads();
+    red[threadIdx.x] = v;
+    __syncthreads();
+    for (u32 k = blockDim.x / 2; k > 0; k >>= 1) {
+        if (threadIdx.x < k)
+            red[threadIdx.x] = fmax(red[threadIdx.x], red[threadIdx.x + k]);
+        __syncthreads();
+    }
+    return red[0];
+}
+
+// ---------------------------------------------------------------- sampling
+//
+// After derive, every probability is a whole number of grains of 2^-16
+// (probs[b, i] = q / 65536, q integer, each row summing to 65536 grains),
+// and top_p and the uniform draws are multiples of 1/256. In grains every
+// quantity below is an integer or a multiple of 1/256 under 2^53: fp64 is
+// exact, and so is fp32 for the sums and single products the task names.
+
+#define GRAINS 65536.0
+
+// Derive: a row of drawn logits (in place) becomes its softmax rounded
+// down to grains; the grains lost to rounding go to the row's first
+// largest element, so the row sums to exactly 65536 grains.
+extern "C" __global__ void __launch_bounds__(SR) sampling_make_probs(float *probs, u32 V)
+{
+    __shared__ double red[SR];
+    __shared__ u32 where[SR];
+    float *row = probs + (u64)blockIdx.x * V;
+    double m = -1e308; // below every finite logit
+    u32 at = 0xffffffffu;
+    for (u32 i = threadIdx.x; i < V; i += blockDim.x)
+        if ((double)row[i] > m) {
+            m = row[i];
+            at = i;
+        }
+    red[threadIdx.x] = m;
+    where[threadIdx.x] = at;
+    __syncthreads();
+    for (u32 k = blockDim.x / 2; k > 0; k >>= 1) {
+        if (threadIdx.x < k) {
+            double o = red[threadIdx.x + k];
+            u32 oi = where[threadIdx.x + k];
+            if (o > red[threadIdx.x] || (o == red[threadIdx.x] && oi < where[threadIdx.x])) {
+                red[threadIdx.x] = o;
+                where[threadIdx.x] = oi;
+            }
+        }
+        __syncthreads();
+    }
+    const double mx = red[0];
+    const u32 first = where[0];
+    double z = 0.0;
+    for (u32 i = threadIdx.x; i < V; i += blockDim.x)
+        z += exp((double)row[i] - mx);
+    z = ref_block_sum(z, red); // every read of the logits is done past its barriers
+    double kept = 0.0;
+    for (u32 i = threadIdx.x; i < V; i += blockDim.x) {
+        double g = floor(exp((double)row[i] - mx) / z * GRAINS);
+        row[i] = (float)(g / GRAINS);
+        kept += g;
+    }
+    kept = ref_block_sum(kept, red);
+    if (threadIdx.x == 0)
+        row[first] = (float)(((double)row[first] * GRAINS + (GRAINS - kept)) / GRAINS);
+}
+
+// Derive: draws in place as multiples of 1/256. mode 0 (the uniform draws):
+// floor(256 x) / 256 in [0, 255/256]; mode 1 (top_p): round(256 x) / 256 in
+// [1/256, 255/256].
+extern "C" __global__ void sampling_make_draws(float *x, u64 n, u32 mode)
+{
+    u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n)
+        return;
+    double v = mode == 0 ? floor((double)x[i] * 256.0) : rint((double)x[i] * 256.0);
+    v = fmin(fmax(v, mode == 0 ? 0.0 : 1.0), 255.0);
+    x[i] = (float)(v / 256.0);
+}
+
+// The row's count (mass == 0) or mass in grains (mass == 1) of the
+// elements of more than g grains, at each of the 15 points g = pts[j].
+static __device__ void sampling_above(const float *row, u32 V, const double *pts, int mass, double *out,
+                                      double *red)
+{
+    double acc[15];
+    for (int j = 0; j < 15; j++)
+        acc[j] = 0.0;
+    for (u32 i = threadIdx.x; i < V; i += blockDim.x) {
+        double q = (double)row[i] * GRAINS;
+        for (int j = 0; j < 15; j++)
+            if (q > pts[j])
+                acc[j] += mass ? q : 1.0;
+    }
+    for (int j = 0; j < 15; j++)
+        out[j] = ref_block_sum(acc[j], red);
+}
+
+// The smallest whole g in [lo, 65536] with stat(q > g) < limit, where stat
+// is the count or the mass of the row's elements above g grains (it falls
+// as g grows, and is 0 at 65536): a search that tries 15 points of the
+// interval per pass over the row.
+static __device__ double sampling_threshold(const float *row, u32 V, int mass, double limit, double lo, double *red)
+{
+    double pts[15], st[15];
+    for (int j = 0; j < 15; j++)
+        pts[j] = lo;
+    sampling_above(row, V, pts, mass, st, red);
+    if (st[0] < limit)
+        return lo;
+    double a = lo, b = GRAINS; // stat(q > a) >= limit, stat(q > b) < limit
+    while (b - a > 1.0) {
+        for (int j = 0; j < 15; j++)
+            pts[j] = a + floor((b - a) * (j + 1) / 16.0);
+        sampling_above(row, V, pts, mass, st, red);
+        double na = a, nb = b;
+        for (int j = 0; j < 15; j++) {
+            if (st[j] < limit) {
+                if (pts[j] < nb)
+                    nb = pts[j];
+            } else if (pts[j] > na) {
+                na = pts[j];
+            }
+        }
+        a = na;
+        b = nb;
+    }
+    return b;
+}
+
+// Top-k, top-p or both (mode 1, 2, 3), a block per row unit: the kept
+// tokens are those of at least g grains, g the threshold of each filter
+// (the larger of the two, top-k first); S their mass; the sample is the
+// smallest kept i whose running kept mass C_i (vocabulary order) exceeds
+// u * S. Written as an fp32 token id (exact below 2^24).
+extern "C" __global__ void __launch_bounds__(SR)
+sampling_ref(const float *probs, const int *top_k, const float *top_p, const float *uniform, const u64 *positions,
+             u64 n, float *samples, u32 V, u32 mode)
+{
+    __shared__ double red[SR];
+    __shared__ double chunk[SR];
+    __shared__ int found;
+    const u64 slot = blockIdx.x;
+    const u64 b = klab_unit(positions, slot);
+    const float *row = probs + b * V;
+    double g = 0.0;
+    if (mode & 1)
+        g = sampling_threshold(row, V, 0, (double)top_k[b], 0.0, red);
+    if (mode & 2) {
+        double pts[15], st[15];
+        for (int j = 0; j < 15; j++)
+            pts[j] = g - 0.5;
+        sampling_above(row, V, pts, 1, st, red); // the mass kept by top-k (all of it without)
+        g = sampling_threshold(row, V, 1, (double)top_p[b] * st[0], g, red);
+    }
+    // Each thread's contiguous chunk of the row: its kept mass, then the
+    // running kept mass before it (thread 0, in order).
+    const u32 per = (V + blockDim.x - 1) / blockDim.x;
+    const u32 from = threadIdx.x * per, to = min(V, from + per);
+    double own = 0.0;
+    for (u32 i = from; i < to; i++) {
+        double q = (double)row[i] * GRAINS;
+        if (q >= g)
+            own += q;
+    }
+    __syncthreads();
+    chunk[threadIdx.x] = own;
+    if (threadIdx.x == 0)
+        found = -1;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        double run = 0.0;
+        for (u32 t = 0; t < blockDim.x; t++) {
+            double c = chunk[t];
+            chunk[t] = run;
+            run += c;
+        }
+        red[0] = run; // S, the kept mass
+    }
+    __syncthreads();
+    const double limit = (double)uniform[b] * red[0];
+    double run = chunk[threadIdx.x];
+    if (run <= limit && run + own > limit) {
+        for (u32 i = from; i < to; i++) {
+            double q = (double)row[i] * GRAINS;
+            if (q >= g) {
+                run += q;
+                if (run > limit) {
+                    found = (int)i;
+                    break;
+                }
+            }
+        }
+    }
+    __syncthreads();
+    if (threadIdx.x == 0)
+        samples[slot] = (float)found;
+}

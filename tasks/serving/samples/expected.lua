@@ -1,0 +1,12 @@
+-- Sample solutions of the serving tasks and the verdict each must get
+-- (each names a folder next to this file; the task's default plan runs it).
+-- Memory-bound tasks have no target instruction family, so a correct
+-- sample passes.
+return {
+  { name = "naive_sampling", task = "top_k_sampling_f32", verdict = "passed",
+    why = "a block per row, thresholds by bisection over whole grains, the draw by chunked running sums, in fp32" },
+  { name = "naive_sampling", task = "top_p_sampling_f32", verdict = "passed",
+    why = "the same kernel file's top-p entry" },
+  { name = "naive_sampling", task = "top_k_top_p_sampling_f32", verdict = "passed",
+    why = "the same kernel file's top-k-then-top-p entry: top_p times the mass top-k keeps, never a division" },
+}
