@@ -175,3 +175,94 @@ sampling_baseline(const float *probs, const int *top_k, const float *top_p, cons
     if (threadIdx.x == 0)
         samples[b] = (int)s.found;
 }
+
+// ---------------------------------------------------------------- rotary
+//
+// A block per token. Where R % 16 == 0 and D % 8 == 0 each thread takes 8
+// consecutive elements (16-byte loads and stores): in the NeoX layout a
+// chunk of the first half with its partner chunk R/2 further, in the GPT-J
+// layout four adjacent pairs, and chunks past R are copied. Otherwise an
+// element pair per thread.
+
+static __device__ __forceinline__ void rope_rotate(float a, float b, float c, float s, float *x, float *y)
+{
+    *x = a * c - b * s;
+    *y = b * c + a * s;
+}
+
+static __device__ __forceinline__ void rope_unpack(uint4 v, float *f)
+{
+    const bf162 *p = (const bf162 *)&v;
+    for (int k = 0; k < 4; k++) {
+        float2 t = __bfloat1622float2(p[k]);
+        f[2 * k] = t.x;
+        f[2 * k + 1] = t.y;
+    }
+}
+
+static __device__ __forceinline__ uint4 rope_pack(const float *f)
+{
+    uint4 v;
+    bf162 *p = (bf162 *)&v;
+    for (int k = 0; k < 4; k++)
+        p[k] = __floats2bfloat162_rn(f[2 * k], f[2 * k + 1]);
+    return v;
+}
+
+extern "C" __global__ void __launch_bounds__(256)
+rope_partial_baseline(const i64 *pos, const bf16 *Q, const bf16 *K, const float *cs, bf16 *Qo, bf16 *Ko, u32 Hq,
+                      u32 Hk, u32 D, u32 R, u32 gptj)
+{
+    const u64 t = blockIdx.x;
+    const u32 half = R / 2, heads = Hq + Hk;
+    const float *row = cs + (u64)pos[t] * R;
+    if (R % 16 == 0 && D % 8 == 0) {
+        // Chunks of a head: rotary ones (R/16 NeoX chunk pairs, or R/8 GPT-J
+        // chunks), then (D - R)/8 copied ones.
+        const u32 rot = gptj ? R / 8 : R / 16, per = rot + (D - R) / 8;
+        for (u32 j = threadIdx.x; j < heads * per; j += blockDim.x) {
+            const u32 h = j / per, c = j % per;
+            const bf16 *x = h < Hq ? Q + (t * Hq + h) * D : K + (t * Hk + (h - Hq)) * D;
+            bf16 *o = h < Hq ? Qo + (t * Hq + h) * D : Ko + (t * Hk + (h - Hq)) * D;
+            if (c >= rot) {
+                const u32 at = R + (c - rot) * 8;
+                *(uint4 *)(o + at) = *(const uint4 *)(x + at);
+            } else if (gptj) {
+                float f[8], r[8];
+                rope_unpack(*(const uint4 *)(x + c * 8), f);
+                for (int k = 0; k < 4; k++) {
+                    const u32 i = c * 4 + k;
+                    rope_rotate(f[2 * k], f[2 * k + 1], row[i], row[half + i], &r[2 * k], &r[2 * k + 1]);
+                }
+                *(uint4 *)(o + c * 8) = rope_pack(r);
+            } else {
+                float lo[8], hi[8], a[8], b[8];
+                rope_unpack(*(const uint4 *)(x + c * 8), lo);
+                rope_unpack(*(const uint4 *)(x + half + c * 8), hi);
+                for (int k = 0; k < 8; k++) {
+                    const u32 i = c * 8 + k;
+                    rope_rotate(lo[k], hi[k], row[i], row[half + i], &a[k], &b[k]);
+                }
+                *(uint4 *)(o + c * 8) = rope_pack(a);
+                *(uint4 *)(o + half + c * 8) = rope_pack(b);
+            }
+        }
+    } else {
+        const u32 per = half + (D - R);
+        for (u32 j = threadIdx.x; j < heads * per; j += blockDim.x) {
+            const u32 h = j / per, i = j % per;
+            const bf16 *x = h < Hq ? Q + (t * Hq + h) * D : K + (t * Hk + (h - Hq)) * D;
+            bf16 *o = h < Hq ? Qo + (t * Hq + h) * D : Ko + (t * Hk + (h - Hq)) * D;
+            if (i >= half) {
+                const u32 e = R + (i - half);
+                o[e] = x[e];
+            } else {
+                const u32 a_at = gptj ? 2 * i : i, b_at = gptj ? 2 * i + 1 : i + half;
+                float a, b;
+                rope_rotate(__bfloat162float(x[a_at]), __bfloat162float(x[b_at]), row[i], row[half + i], &a, &b);
+                o[a_at] = __float2bfloat16_rn(a);
+                o[b_at] = __float2bfloat16_rn(b);
+            }
+        }
+    }
+}

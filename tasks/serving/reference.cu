@@ -223,3 +223,43 @@ sampling_ref(const float *probs, const int *top_k, const float *top_p, const flo
     if (threadIdx.x == 0)
         samples[slot] = (float)found;
 }
+
+// ---------------------------------------------------------------- rotary
+//
+// Rotary embedding with a partial rotary dimension R <= D and a cos/sin
+// cache cs[P, R] (cos in columns 0..R/2-1, sin in R/2..R-1), a block per
+// token unit, the Hq query heads then the Hk key heads. Pair i < R/2 of a
+// head's row x is (x[i], x[i + R/2]) in the NeoX layout (gptj == 0) and
+// (x[2i], x[2i + 1]) in the GPT-J layout; with c = cs[p, i], s =
+// cs[p, R/2 + i] the pair (a, b) becomes (a c - b s, b c + a s). Elements
+// R..D-1 are copied.
+extern "C" __global__ void rope_partial_ref(const i64 *pos, const __nv_bfloat16 *Q, const __nv_bfloat16 *K,
+                                            const float *cs, const u64 *positions, u64 n, float *Qo, float *Ko,
+                                            u32 Hq, u32 Hk, u32 D, u32 R, u32 gptj)
+{
+    const u64 slot = blockIdx.x;
+    const u64 t = klab_unit(positions, slot);
+    const u32 half = R / 2;
+    const float *row = cs + (u64)pos[t] * R;
+    for (u32 j = threadIdx.x; j < (Hq + Hk) * D; j += blockDim.x) {
+        const u32 h = j / D, e = j % D;
+        const bool q = h < Hq;
+        const __nv_bfloat16 *x = q ? Q + (t * Hq + h) * D : K + (t * Hk + (h - Hq)) * D;
+        double v;
+        if (e >= R) {
+            v = __bfloat162float(x[e]);
+        } else {
+            // This element's pair i, its partner and whether it is the first of the two.
+            const u32 i = gptj ? e / 2 : e % half;
+            const bool first = gptj ? e % 2 == 0 : e < half;
+            const u32 a_at = gptj ? 2 * i : i, b_at = gptj ? 2 * i + 1 : i + half;
+            const double a = __bfloat162float(x[a_at]), b = __bfloat162float(x[b_at]);
+            const double c = row[i], s = row[half + i];
+            v = first ? a * c - b * s : b * c + a * s;
+        }
+        if (q)
+            Qo[(slot * Hq + h) * D + e] = (float)v;
+        else
+            Ko[(slot * Hk + (h - Hq)) * D + e] = (float)v;
+    }
+}

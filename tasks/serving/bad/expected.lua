@@ -3,4 +3,6 @@
 return {
   { name = "sampling_no_threshold", task = "top_k_sampling_f32", verdict = "incorrect",
     why = "draws from the whole row, ignoring top_k: a different token wherever the draw falls past the top-k mass" },
+  { name = "rope_full_rotary", task = "rope_neox_partial_bf16", verdict = "incorrect",
+    why = "rotates the whole head (pairs (i, i + D/2)) where only the first R elements rotate" },
 }

@@ -9,4 +9,8 @@ return {
     why = "the same kernel file's top-p entry" },
   { name = "naive_sampling", task = "top_k_top_p_sampling_f32", verdict = "passed",
     why = "the same kernel file's top-k-then-top-p entry: top_p times the mass top-k keeps, never a division" },
+  { name = "naive_rope", task = "rope_neox_partial_bf16", verdict = "passed",
+    why = "a thread per (head, pair) or copied element, pairs (i, i + R/2), the cache read at the token's int64 position" },
+  { name = "naive_rope", task = "rope_gptj_partial_bf16", verdict = "passed",
+    why = "the same kernel file's GPT-J entry: pairs (2i, 2i + 1)" },
 }
