@@ -266,3 +266,156 @@ rope_partial_baseline(const i64 *pos, const bf16 *Q, const bf16 *K, const float 
         }
     }
 }
+
+// ---------------------------------------------------------------- paged decode attention
+//
+// Split-KV decoding. gqa_decode_split: a block of 128 threads per
+// (split, KV head, sequence) takes `chunk` tokens of the sequence, 32 at a
+// time: the tile's K and V rows gathered through the page table into
+// shared memory (16-byte loads), the scores of the G = Hq/Hk query heads
+// that share the KV head, an online softmax per head, and the unnormalized
+// sums of p v; it writes each head's (max, sum, acc[D]) to the workspace.
+// gqa_decode_combine merges the splits of a (sequence, head): out and lse.
+// Needs D % 8 == 0, G * D <= 16 * 128 and G <= 32.
+
+#define GQA_TILE 32
+#define GQA_THREADS 128
+#define GQA_ACC 16 // outputs (head, d) per thread: G * D <= 16 * 128
+
+extern "C" __global__ void __launch_bounds__(GQA_THREADS)
+gqa_decode_split(const bf16 *Q, const bf16 *kc, const bf16 *vc, const int *bt, const int *lens, float *ws_m,
+                 float *ws_l, float *ws_acc, u32 Hq, u32 Hk, u32 D, u32 PS, u32 MAXP, u32 chunk, u32 NS, float scale)
+{
+    extern __shared__ float sm[];
+    const u32 G = Hq / Hk, sp = blockIdx.x, kvh = blockIdx.y, b = blockIdx.z, tid = threadIdx.x;
+    const u32 KS = D + 1; // padded K rows: a lane per token reads without bank conflicts
+    float *qs = sm;                          // [G][D]
+    float *ks = qs + G * D;                  // [TILE][D + 1]
+    float *vs = ks + GQA_TILE * KS;          // [TILE][D]
+    float *ps = vs + GQA_TILE * D;           // [G][TILE]
+    float *hm = ps + G * GQA_TILE;           // [G] running max
+    float *hl = hm + G;                      // [G] running sum
+    float *hc = hl + G;                      // [G] this tile's correction
+    const u32 len = (u32)lens[b], start = sp * chunk, end = min(len, start + chunk);
+    const u64 head0 = (u64)b * Hq + (u64)kvh * G; // this block's first query head
+    if (start >= len) {
+        for (u32 hh = tid; hh < G; hh += blockDim.x) {
+            ws_m[(head0 + hh) * NS + sp] = -1e30f;
+            ws_l[(head0 + hh) * NS + sp] = 0.0f;
+        }
+        return;
+    }
+    for (u32 i = tid; i < G * D; i += blockDim.x)
+        qs[i] = __bfloat162float(Q[head0 * D + i]);
+    for (u32 hh = tid; hh < G; hh += blockDim.x) {
+        hm[hh] = -1e30f;
+        hl[hh] = 0.0f;
+    }
+    float acc[GQA_ACC];
+    for (int k = 0; k < GQA_ACC; k++)
+        acc[k] = 0.0f;
+    const u32 vec = D / 8;
+    for (u32 t0 = start; t0 < end; t0 += GQA_TILE) {
+        __syncthreads();
+        for (u32 i = tid; i < GQA_TILE * vec; i += blockDim.x) {
+            const u32 tt = i / vec, c = (i % vec) * 8, tok = t0 + tt;
+            float kf[8], vf[8];
+            if (tok < end) {
+                const u64 page = (u64)bt[(u64)b * MAXP + tok / PS];
+                const u64 at = ((page * PS + tok % PS) * Hk + kvh) * D + c;
+                const uint4 kr = *(const uint4 *)(kc + at), vr = *(const uint4 *)(vc + at);
+                const bf162 *kp = (const bf162 *)&kr, *vp = (const bf162 *)&vr;
+                for (int e = 0; e < 4; e++) {
+                    float2 a = __bfloat1622float2(kp[e]), v = __bfloat1622float2(vp[e]);
+                    kf[2 * e] = a.x;
+                    kf[2 * e + 1] = a.y;
+                    vf[2 * e] = v.x;
+                    vf[2 * e + 1] = v.y;
+                }
+            } else {
+                for (int e = 0; e < 8; e++)
+                    kf[e] = vf[e] = 0.0f;
+            }
+            for (int e = 0; e < 8; e++) {
+                ks[tt * KS + c + e] = kf[e];
+                vs[tt * D + c + e] = vf[e];
+            }
+        }
+        __syncthreads();
+        for (u32 i = tid; i < G * GQA_TILE; i += blockDim.x) {
+            const u32 hh = i / GQA_TILE, tt = i % GQA_TILE;
+            float s = -1e30f;
+            if (t0 + tt < end) {
+                s = 0.0f;
+                for (u32 d = 0; d < D; d++)
+                    s += qs[hh * D + d] * ks[tt * KS + d];
+                s *= scale;
+            }
+            ps[i] = s;
+        }
+        __syncthreads();
+        for (u32 hh = tid; hh < G; hh += blockDim.x) {
+            float mx = hm[hh];
+            for (u32 tt = 0; tt < GQA_TILE; tt++)
+                mx = fmaxf(mx, ps[hh * GQA_TILE + tt]);
+            float sum = 0.0f;
+            for (u32 tt = 0; tt < GQA_TILE; tt++) {
+                const float e = t0 + tt < end ? expf(ps[hh * GQA_TILE + tt] - mx) : 0.0f;
+                ps[hh * GQA_TILE + tt] = e;
+                sum += e;
+            }
+            const float corr = expf(hm[hh] - mx);
+            hl[hh] = hl[hh] * corr + sum;
+            hm[hh] = mx;
+            hc[hh] = corr;
+        }
+        __syncthreads();
+        for (int k = 0; k < GQA_ACC; k++) {
+            const u32 i = tid + k * GQA_THREADS;
+            if (i < G * D) {
+                const u32 hh = i / D, d = i % D;
+                float s = acc[k] * hc[hh];
+                for (u32 tt = 0; tt < GQA_TILE; tt++)
+                    s += ps[hh * GQA_TILE + tt] * vs[tt * D + d];
+                acc[k] = s;
+            }
+        }
+    }
+    __syncthreads();
+    for (int k = 0; k < GQA_ACC; k++) {
+        const u32 i = tid + k * GQA_THREADS;
+        if (i < G * D) {
+            const u32 hh = i / D, d = i % D;
+            ws_acc[((head0 + hh) * NS + sp) * D + d] = acc[k];
+        }
+    }
+    for (u32 hh = tid; hh < G; hh += blockDim.x) {
+        ws_m[(head0 + hh) * NS + sp] = hm[hh];
+        ws_l[(head0 + hh) * NS + sp] = hl[hh];
+    }
+}
+
+// A block of D threads per (sequence, query head): the splits merged.
+extern "C" __global__ void gqa_decode_combine(const float *ws_m, const float *ws_l, const float *ws_acc, bf16 *out,
+                                              float *lse, u32 D, u32 NS)
+{
+    const u64 head = blockIdx.x;
+    float M = -1e30f;
+    for (u32 s = 0; s < NS; s++)
+        if (ws_l[head * NS + s] > 0.0f)
+            M = fmaxf(M, ws_m[head * NS + s]);
+    float L = 0.0f, o = 0.0f;
+    for (u32 s = 0; s < NS; s++) {
+        const float l = ws_l[head * NS + s];
+        if (l > 0.0f) {
+            const float w = expf(ws_m[head * NS + s] - M);
+            L += l * w;
+            if (threadIdx.x < D)
+                o += ws_acc[(head * NS + s) * D + threadIdx.x] * w;
+        }
+    }
+    if (threadIdx.x < D)
+        out[head * D + threadIdx.x] = __float2bfloat16_rn(o / L);
+    if (threadIdx.x == 0)
+        lse[head] = M + logf(L);
+}

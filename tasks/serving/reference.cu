@@ -263,3 +263,80 @@ extern "C" __global__ void rope_partial_ref(const i64 *pos, const __nv_bfloat16 
             Ko[(slot * Hk + (h - Hq)) * D + e] = (float)v;
     }
 }
+
+// ---------------------------------------------------------------- paged decode attention
+//
+// One query per sequence, grouped heads: query head h reads KV head
+// h / (Hq / Hk). Token j of sequence b lives in page bt[b, j / PS], slot
+// j % PS, of k_cache and v_cache [NP, PS, Hk, D]; the sequence has
+// lens[b] tokens. A block per (b, h) unit, two passes over the tokens in
+// chunks of SR: the maximum score, then p = exp(s - max), its sum and
+// sum p v. out[unit] = sum p v / sum p; lse[unit] = max + log(sum p).
+static __device__ double gqa_ref_score(const __nv_bfloat16 *q, const __nv_bfloat16 *kc, const int *bt, u64 b,
+                                       u32 j, u32 kvh, u32 Hk, u32 D, u32 PS, u32 MAXP, double scale)
+{
+    const u64 page = (u64)bt[b * MAXP + j / PS];
+    const __nv_bfloat16 *k = kc + ((page * PS + j % PS) * Hk + kvh) * D;
+    double s = 0.0;
+    for (u32 d = 0; d < D; d++)
+        s += (double)__bfloat162float(q[d]) * (double)__bfloat162float(k[d]);
+    return s * scale;
+}
+
+extern "C" __global__ void __launch_bounds__(SR)
+gqa_paged_decode_ref(const __nv_bfloat16 *Q, const __nv_bfloat16 *kc, const __nv_bfloat16 *vc, const int *bt,
+                     const int *lens, const u64 *positions, u64 n, float *O, float *LSE, u32 Hq, u32 Hk, u32 D,
+                     u32 PS, u32 MAXP)
+{
+    __shared__ double red[SR];
+    __shared__ double p[SR];
+    __shared__ double acc[256];
+    const u64 slot = blockIdx.x;
+    const u64 unit = klab_unit(positions, slot);
+    const u64 b = unit / Hq;
+    const u32 h = (u32)(unit % Hq), kvh = h / (Hq / Hk);
+    const u32 len = (u32)lens[b];
+    const __nv_bfloat16 *q = Q + unit * D;
+    const double scale = 1.0 / sqrt((double)D);
+    double m = -1e308;
+    for (u32 j = threadIdx.x; j < len; j += blockDim.x)
+        m = fmax(m, gqa_ref_score(q, kc, bt, b, j, kvh, Hk, D, PS, MAXP, scale));
+    m = ref_block_max(m, red);
+    for (u32 d = threadIdx.x; d < D; d += blockDim.x)
+        acc[d] = 0.0;
+    double l = 0.0;
+    for (u32 j0 = 0; j0 < len; j0 += blockDim.x) {
+        const u32 j = j0 + threadIdx.x;
+        const double e = j < len ? exp(gqa_ref_score(q, kc, bt, b, j, kvh, Hk, D, PS, MAXP, scale) - m) : 0.0;
+        l += e;
+        __syncthreads();
+        p[threadIdx.x] = e;
+        __syncthreads();
+        const u32 count = min(blockDim.x, len - j0);
+        for (u32 d = threadIdx.x; d < D; d += blockDim.x) {
+            double s = 0.0;
+            for (u32 t = 0; t < count; t++) {
+                const u32 jj = j0 + t;
+                const u64 page = (u64)bt[b * MAXP + jj / PS];
+                s += p[t] * (double)__bfloat162float(vc[((page * PS + jj % PS) * Hk + kvh) * D + d]);
+            }
+            acc[d] += s;
+        }
+    }
+    l = ref_block_sum(l, red);
+    for (u32 d = threadIdx.x; d < D; d += blockDim.x)
+        O[slot * D + d] = (float)(acc[d] / l);
+    if (threadIdx.x == 0)
+        LSE[slot] = (float)(m + log(l));
+}
+
+// Derive: the drawn page table and lengths (large non-negative integers)
+// folded into range, in place: block_table mod NP, seq_lens mod maxlen + 1.
+extern "C" __global__ void gqa_make_tables(int *bt, int *lens, u32 B, u32 MAXP, u32 NP, u32 maxlen)
+{
+    const u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < (u64)B * MAXP)
+        bt[i] = (int)((u32)bt[i] % NP);
+    if (i < B)
+        lens[i] = (int)((u32)lens[i] % maxlen + 1);
+}

@@ -5,4 +5,6 @@ return {
     why = "draws from the whole row, ignoring top_k: a different token wherever the draw falls past the top-k mass" },
   { name = "rope_full_rotary", task = "rope_neox_partial_bf16", verdict = "incorrect",
     why = "rotates the whole head (pairs (i, i + D/2)) where only the first R elements rotate" },
+  { name = "gqa_decode_whole_pages", task = "gqa_paged_decode_bf16", verdict = "incorrect",
+    why = "reads every slot of the last page, past the sequence's length: stale tokens join the softmax" },
 }

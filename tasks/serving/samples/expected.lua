@@ -13,4 +13,6 @@ return {
     why = "a thread per (head, pair) or copied element, pairs (i, i + R/2), the cache read at the token's int64 position" },
   { name = "naive_rope", task = "rope_gptj_partial_bf16", verdict = "passed",
     why = "the same kernel file's GPT-J entry: pairs (2i, 2i + 1)" },
+  { name = "naive_gqa_decode", task = "gqa_paged_decode_bf16", verdict = "passed",
+    why = "a block per (head, sequence): scores through the page table up to the sequence's length, two passes, fp32" },
 }
