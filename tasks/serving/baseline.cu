@@ -419,3 +419,190 @@ extern "C" __global__ void gqa_decode_combine(const float *ws_m, const float *ws
     if (threadIdx.x == 0)
         lse[head] = M + logf(L);
 }
+
+// ---------------------------------------------------------------- MoE routing
+//
+// moe_route_baseline: a warp per token, lane l holding experts l, l + 32,
+// ... (E <= 256): scores and keys in registers; each selection (a group's
+// two best keys, the TG best groups, the K best eligible experts) is a
+// butterfly (key, index) maximum, ties to the lower index. The permuted
+// order: moe_count_baseline counts each chunk of 1024 assignments per
+// expert, moe_scan_baseline turns the counts into each chunk's first slot
+// per expert, and moe_place_baseline ranks each assignment among its
+// chunk's earlier ones with the same expert.
+
+#define MOE_PER 8 // experts per lane: E <= 256
+#define MOE_CHUNK 1024
+
+struct moe_best {
+    float v, s;
+    u32 i;
+};
+
+static __device__ __forceinline__ moe_best moe_warp_best(moe_best b)
+{
+    for (int o = 16; o > 0; o >>= 1) {
+        moe_best x;
+        x.v = __shfl_xor_sync(0xffffffffu, b.v, o);
+        x.s = __shfl_xor_sync(0xffffffffu, b.s, o);
+        x.i = __shfl_xor_sync(0xffffffffu, b.i, o);
+        if (x.v > b.v || (x.v == b.v && x.i < b.i))
+            b = x;
+    }
+    return b;
+}
+
+extern "C" __global__ void __launch_bounds__(128)
+moe_route_baseline(const float *logits, const float *bias, int *ids, float *wts, u32 T, u32 E, u32 K, u32 G, u32 TG,
+                   u32 sigmoid, float scale)
+{
+    const u32 lane = threadIdx.x & 31;
+    const u64 t = (u64)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+    if (t >= T)
+        return;
+    const float NONE = -3.0e38f;
+    float l[MOE_PER], s[MOE_PER], key[MOE_PER];
+    float m = NONE;
+    for (int j = 0; j < MOE_PER; j++) {
+        const u32 e = lane + 32 * j;
+        l[j] = e < E ? logits[t * E + e] : NONE;
+        m = fmaxf(m, l[j]);
+    }
+    if (!sigmoid) {
+        for (int o = 16; o > 0; o >>= 1)
+            m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+        float z = 0.0f;
+        for (int j = 0; j < MOE_PER; j++)
+            if (lane + 32 * j < E)
+                z += expf(l[j] - m);
+        for (int o = 16; o > 0; o >>= 1)
+            z += __shfl_xor_sync(0xffffffffu, z, o);
+        for (int j = 0; j < MOE_PER; j++)
+            s[j] = expf(l[j] - m) / z;
+    } else {
+        for (int j = 0; j < MOE_PER; j++)
+            s[j] = 1.0f / (1.0f + expf(-l[j]));
+    }
+    for (int j = 0; j < MOE_PER; j++) {
+        const u32 e = lane + 32 * j;
+        key[j] = e < E ? s[j] + bias[e] : NONE;
+    }
+    u32 groups = 0xffffffffu; // eligible groups (bits)
+    const u32 EG = E / G;
+    if (G > 1) {
+        float gs = NONE; // lane g: group g's score
+        for (u32 g = 0; g < G; g++) {
+            moe_best b1 = { NONE, 0.0f, 0xffffffffu }, b2 = { NONE, 0.0f, 0xffffffffu };
+            for (int j = 0; j < MOE_PER; j++) {
+                const u32 e = lane + 32 * j;
+                if (e < E && e / EG == g && key[j] > b1.v) {
+                    b1.v = key[j];
+                    b1.i = e;
+                }
+            }
+            b1 = moe_warp_best(b1);
+            for (int j = 0; j < MOE_PER; j++) {
+                const u32 e = lane + 32 * j;
+                if (e < E && e / EG == g && e != b1.i && key[j] > b2.v) {
+                    b2.v = key[j];
+                    b2.i = e;
+                }
+            }
+            b2 = moe_warp_best(b2);
+            if (lane == g)
+                gs = b1.v + b2.v;
+        }
+        groups = 0;
+        for (u32 r = 0; r < TG; r++) {
+            moe_best b = { (lane < G && !(groups >> lane & 1u)) ? gs : NONE, 0.0f, lane };
+            b = moe_warp_best(b);
+            groups |= 1u << b.i;
+        }
+    }
+    u32 taken = 0; // bit j: this lane's element j is chosen
+    float total = 0.0f;
+    int my_id = 0;
+    float my_s = 0.0f;
+    for (u32 k = 0; k < K; k++) {
+        moe_best b = { NONE, 0.0f, 0xffffffffu };
+        for (int j = 0; j < MOE_PER; j++) {
+            const u32 e = lane + 32 * j;
+            if (e < E && (groups >> (e / EG) & 1u) && !(taken >> j & 1u) && key[j] > b.v) {
+                b.v = key[j];
+                b.s = s[j];
+                b.i = e;
+            }
+        }
+        b = moe_warp_best(b);
+        if (b.i % 32 == lane)
+            taken |= 1u << (b.i / 32);
+        total += b.s;
+        if (lane == k) {
+            my_id = (int)b.i;
+            my_s = b.s;
+        }
+    }
+    if (lane < K) {
+        ids[t * K + lane] = my_id;
+        wts[t * K + lane] = my_s / total * scale;
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(MOE_CHUNK) moe_count_baseline(const int *ids, u64 n, u32 *cnt, u32 E)
+{
+    __shared__ u32 h[1024];
+    for (u32 e = threadIdx.x; e < E; e += blockDim.x)
+        h[e] = 0;
+    __syncthreads();
+    const u64 a = (u64)blockIdx.x * MOE_CHUNK + threadIdx.x;
+    if (a < n)
+        atomicAdd(&h[ids[a]], 1u);
+    __syncthreads();
+    for (u32 e = threadIdx.x; e < E; e += blockDim.x)
+        cnt[(u64)blockIdx.x * E + e] = h[e];
+}
+
+// One block, a thread per expert: cnt becomes each chunk's first slot for
+// the expert (the expert's offset plus its assignments in earlier chunks).
+extern "C" __global__ void moe_scan_baseline(u32 *cnt, u32 chunks, u32 E)
+{
+    __shared__ u32 total[1024];
+    for (u32 e = threadIdx.x; e < E; e += blockDim.x) {
+        u32 run = 0;
+        for (u32 c = 0; c < chunks; c++) {
+            const u32 v = cnt[(u64)c * E + e];
+            cnt[(u64)c * E + e] = run;
+            run += v;
+        }
+        total[e] = run;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        u32 run = 0;
+        for (u32 e = 0; e < E; e++) {
+            const u32 v = total[e];
+            total[e] = run;
+            run += v;
+        }
+    }
+    __syncthreads();
+    for (u32 e = threadIdx.x; e < E; e += blockDim.x)
+        for (u32 c = 0; c < chunks; c++)
+            cnt[(u64)c * E + e] += total[e];
+}
+
+extern "C" __global__ void __launch_bounds__(MOE_CHUNK)
+moe_place_baseline(const int *ids, u64 n, const u32 *first, int *dest, u32 E)
+{
+    __shared__ int chunk[MOE_CHUNK];
+    const u64 a = (u64)blockIdx.x * MOE_CHUNK + threadIdx.x;
+    const int e = a < n ? ids[a] : -1;
+    chunk[threadIdx.x] = e;
+    __syncthreads();
+    if (a >= n)
+        return;
+    u32 rank = 0;
+    for (u32 j = 0; j < threadIdx.x; j++)
+        rank += chunk[j] == e;
+    dest[a] = (int)(first[(u64)blockIdx.x * E + e] + rank);
+}

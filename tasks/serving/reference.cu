@@ -340,3 +340,172 @@ extern "C" __global__ void gqa_make_tables(int *bt, int *lens, u32 B, u32 MAXP, 
     if (i < B)
         lens[i] = (int)((u32)lens[i] % maxlen + 1);
 }
+
+// ---------------------------------------------------------------- MoE routing
+//
+// After derive the logits lie on a grid of 17 values and the bias is 0 or 8,
+// so equal keys are exactly equal and different ones (and the sums of two)
+// differ by far more than fp32 rounding: the selections below are the same
+// in fp32 and fp64. Ties go to the lower index.
+
+// Derive: logits in place to the nearest of 0.064 + 0.5 i, i in [-8, 8].
+extern "C" __global__ void moe_make_logits(float *logits, u64 n)
+{
+    const u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        const double c = 0.064, v = rint(((double)logits[i] - c) / 0.5);
+        logits[i] = (float)(c + 0.5 * fmin(fmax(v, -8.0), 8.0));
+    }
+}
+
+// Derive, one block: the bias drawn as integers. All zero stays zero;
+// otherwise expert bias[0] mod E gets 8 (a hot expert that every token
+// picks) and every other expert 0.
+extern "C" __global__ void moe_make_bias(float *bias, u32 E)
+{
+    const double r0 = bias[0];
+    __syncthreads(); // every thread has read bias[0] before any writes it
+    const double hot = fmod(r0, (double)E);
+    for (u32 e = threadIdx.x; e < E; e += blockDim.x)
+        bias[e] = (r0 != 0.0 && (double)e == hot) ? 8.0f : 0.0f;
+}
+
+// The block's (value, index) maximum, ties to the lower index; v = -1e308
+// for a thread that holds nothing. Every thread gets the index.
+static __device__ u32 ref_block_argmax(double v, u32 i, double *rv, u32 *ri)
+{
+    __syncthreads();
+    rv[threadIdx.x] = v;
+    ri[threadIdx.x] = i;
+    __syncthreads();
+    for (u32 k = blockDim.x / 2; k > 0; k >>= 1) {
+        if (threadIdx.x < k) {
+            const double o = rv[threadIdx.x + k];
+            const u32 oi = ri[threadIdx.x + k];
+            if (o > rv[threadIdx.x] || (o == rv[threadIdx.x] && oi < ri[threadIdx.x])) {
+                rv[threadIdx.x] = o;
+                ri[threadIdx.x] = oi;
+            }
+        }
+        __syncthreads();
+    }
+    return ri[0];
+}
+
+// Routing of every token, a block of SR threads (thread e: expert e) per
+// token: scores s (sigmoid == 1: sigmoid of the logit; else the softmax
+// over the E logits), keys s + bias; with G > 1 groups of E/G experts, a
+// group's score is the sum of its two largest keys and only the TG best
+// groups are eligible; then the K largest eligible keys, in descending
+// order. weight_k = s_k / (sum of the K scores) * scale.
+extern "C" __global__ void __launch_bounds__(SR)
+moe_route_ref(const float *logits, const float *bias, int *ids, double *wts, u32 E, u32 K, u32 G, u32 TG,
+              u32 sigmoid, float scale)
+{
+    __shared__ double rv[SR];
+    __shared__ u32 ri[SR];
+    __shared__ double gs[SR];
+    const u64 t = blockIdx.x;
+    const u32 e = threadIdx.x;
+    const double l = e < E ? (double)logits[t * E + e] : 0.0;
+    double s;
+    if (sigmoid) {
+        s = 1.0 / (1.0 + exp(-l));
+    } else {
+        const double m = ref_block_max(e < E ? l : -1e308, rv);
+        const double z = ref_block_sum(e < E ? exp(l - m) : 0.0, rv);
+        s = exp(l - m) / z;
+    }
+    const double key = e < E ? s + (double)bias[e] : -1e308;
+    bool eligible = e < E;
+    if (G > 1) {
+        const u32 EG = E / G;
+        for (u32 g = 0; g < G; g++) {
+            const bool in = e < E && e / EG == g;
+            const u32 a = ref_block_argmax(in ? key : -1e308, e, rv, ri);
+            const double ka = rv[0];
+            const u32 b2 = ref_block_argmax(in && e != a ? key : -1e308, e, rv, ri);
+            (void)b2;
+            const double kb = rv[0];
+            if (threadIdx.x == 0)
+                gs[g] = ka + kb;
+        }
+        __syncthreads();
+        bool chosen = false;
+        for (u32 r = 0; r < TG; r++) {
+            const bool cand = e < G && !chosen;
+            const u32 w = ref_block_argmax(cand ? gs[e] : -1e308, e, rv, ri);
+            if (e == w)
+                chosen = true;
+        }
+        // Each thread learns whether its expert's group was chosen.
+        __syncthreads();
+        ri[threadIdx.x] = chosen ? 1u : 0u;
+        __syncthreads();
+        eligible = e < E && ri[e / EG] == 1u;
+    }
+    bool taken = false;
+    double total = 0.0;
+    u32 pick[32];
+    double score[32];
+    for (u32 k = 0; k < K; k++) {
+        const u32 w = ref_block_argmax(eligible && !taken ? key : -1e308, e, rv, ri);
+        if (e == w)
+            taken = true;
+        // The winner's score (without the bias), shared through rv.
+        __syncthreads();
+        if (e == w)
+            rv[0] = s;
+        __syncthreads();
+        pick[k] = w;
+        score[k] = rv[0];
+        total += rv[0];
+    }
+    if (threadIdx.x == 0)
+        for (u32 k = 0; k < K; k++) {
+            ids[t * K + k] = (int)pick[k];
+            wts[t * K + k] = score[k] / total * (double)scale;
+        }
+}
+
+// The permuted order, one block, a thread per expert: off[e] = the number
+// of assignments to experts below e, and rank[a] = the number of
+// assignments before a (a = t*K + k, in that order) with a's expert.
+extern "C" __global__ void moe_order_ref(const int *ids, u64 n, u32 *off, u32 *rank, u32 E)
+{
+    __shared__ u32 count[1024];
+    for (u32 e = threadIdx.x; e < E; e += blockDim.x) {
+        u32 c = 0;
+        for (u64 j = 0; j < n; j++)
+            if (ids[j] == (int)e)
+                rank[j] = c++;
+        count[e] = c;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        u32 run = 0;
+        for (u32 e = 0; e < E; e++) {
+            off[e] = run;
+            run += count[e];
+        }
+    }
+}
+
+// A token unit per thread: its K experts, weights and destinations
+// (off[e] + rank[a]).
+extern "C" __global__ void moe_emit_ref(const int *ids, const double *wts, const u32 *off, const u32 *rank,
+                                        const u64 *positions, u64 n, u64 T, float *topk_ids, float *topk_weights,
+                                        float *dest, u32 K)
+{
+    const u64 slot = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (slot >= (n ? n : T))
+        return;
+    const u64 t = klab_unit(positions, slot);
+    for (u32 k = 0; k < K; k++) {
+        const u64 a = t * K + k;
+        const int e = ids[a];
+        topk_ids[slot * K + k] = (float)e;
+        topk_weights[slot * K + k] = (float)wts[a];
+        dest[slot * K + k] = (float)(off[e] + rank[a]);
+    }
+}

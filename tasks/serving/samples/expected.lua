@@ -15,4 +15,8 @@ return {
     why = "the same kernel file's GPT-J entry: pairs (2i, 2i + 1)" },
   { name = "naive_gqa_decode", task = "gqa_paged_decode_bf16", verdict = "passed",
     why = "a block per (head, sequence): scores through the page table up to the sequence's length, two passes, fp32" },
+  { name = "naive_moe_route", task = "moe_route_sigmoid_grouped_f32", verdict = "passed",
+    why = "a thread per token selecting serially in fp32 (groups, then experts), one block numbering each expert's rows" },
+  { name = "naive_moe_route", task = "moe_route_softmax_f32", verdict = "passed",
+    why = "the same kernel file's softmax entry" },
 }
