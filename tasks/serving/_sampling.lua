@@ -165,6 +165,7 @@ return { launches = { { kernel = "sampling_ref", grid = { rows, 1, 1 }, block = 
   env.baseline = {
     source = "baseline.cu", name = "block-per-row histogram sampler",
     plan = ([[
+assert(V %% 4 == 0, "the shipped sampler reads rows as float4: V %% 4 == 0")
 return { launches = { { kernel = "sampling_baseline", grid = { B, 1, 1 }, block = { 1024, 1, 1 },
   args = { buffer("probs"), %s, %s, buffer("uniform"), buffer("samples"), u32(V), u32(%d) } } } }
 ]]):format(mode & 1 == 1 and [[buffer("top_k")]] or "u64(0)", mode & 2 == 2 and [[buffer("top_p")]] or "u64(0)",
