@@ -606,3 +606,66 @@ moe_place_baseline(const int *ids, u64 n, const u32 *first, int *dest, u32 E)
         rank += chunk[j] == e;
     dest[a] = (int)(first[(u64)blockIdx.x * E + e] + rank);
 }
+
+// ---------------------------------------------------------------- block-scaled fp8 GEMM
+//
+// A plain SIMT kernel (no tensor cores): a 64x64 tile of C per block of 256
+// threads, 4x4 outputs per thread; for each 128 values of K the fp32 sum of
+// the raw e4m3 products, then added to the accumulator times the block's
+// two scales (DeepGEMM's promotion, done here at every block).
+
+static __device__ __forceinline__ float bs_e4m3(unsigned char x)
+{
+    __nv_fp8_e4m3 v;
+    v.__x = x;
+    return (float)v;
+}
+
+extern "C" __global__ void __launch_bounds__(256)
+gemm_bs_baseline(const unsigned char *A, const unsigned char *B, const float *sfa, const float *sfb, bf16 *C, u32 M,
+                 u32 N, u32 K, u32 b2d)
+{
+    __shared__ float As[32][64 + 4], Bs[32][64 + 4];
+    const u32 tx = threadIdx.x % 16, ty = threadIdx.x / 16, m0 = blockIdx.y * 64, n0 = blockIdx.x * 64, KB = K / 128;
+    float acc[4][4];
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 4; j++)
+            acc[i][j] = 0.0f;
+    for (u32 kb = 0; kb < KB; kb++) {
+        float part[4][4];
+        for (int i = 0; i < 4; i++)
+            for (int j = 0; j < 4; j++)
+                part[i][j] = 0.0f;
+        for (u32 k0 = kb * 128; k0 < kb * 128 + 128; k0 += 32) {
+            for (u32 i = threadIdx.x; i < 64 * 32; i += blockDim.x) {
+                const u32 r = i / 32, c = i % 32, m = m0 + r, n = n0 + r;
+                As[c][r] = m < M ? bs_e4m3(A[(u64)m * K + k0 + c]) : 0.0f;
+                Bs[c][r] = n < N ? bs_e4m3(B[(u64)n * K + k0 + c]) : 0.0f;
+            }
+            __syncthreads();
+            for (u32 c = 0; c < 32; c++) {
+                float a[4], b[4];
+                for (int i = 0; i < 4; i++) {
+                    a[i] = As[c][ty * 4 + i];
+                    b[i] = Bs[c][tx * 4 + i];
+                }
+                for (int i = 0; i < 4; i++)
+                    for (int j = 0; j < 4; j++)
+                        part[i][j] += a[i] * b[j];
+            }
+            __syncthreads();
+        }
+        for (int i = 0; i < 4; i++)
+            for (int j = 0; j < 4; j++) {
+                const u32 m = m0 + ty * 4 + i, n = n0 + tx * 4 + j;
+                if (m < M && n < N)
+                    acc[i][j] += part[i][j] * sfa[(u64)m * KB + kb] * sfb[(u64)(b2d ? n / 128 : n) * KB + kb];
+            }
+    }
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 4; j++) {
+            const u32 m = m0 + ty * 4 + i, n = n0 + tx * 4 + j;
+            if (m < M && n < N)
+                C[(u64)m * N + n] = __float2bfloat16_rn(acc[i][j]);
+        }
+}

@@ -509,3 +509,46 @@ extern "C" __global__ void moe_emit_ref(const int *ids, const double *wts, const
         dest[slot * K + k] = (float)(off[e] + rank[a]);
     }
 }
+
+// ---------------------------------------------------------------- block-scaled fp8 GEMM
+//
+// C = A·Bᵀ with A[M, K] and B[N, K] in e4m3, each 128 values of K of a row
+// of A scaled by sfa[m, k/128] and of B by sfb[n/128, k/128] (b2d == 1,
+// DeepSeek-V3's 1D2D recipe) or sfb[n, k/128] (b2d == 0, 1D1D); K % 128 == 0.
+
+// The whole of C, a 64x64 tile per block (klab_gemm_tile, fp64 sums).
+extern "C" __global__ void __launch_bounds__(256)
+gemm_bs_ref(const unsigned char *A, const unsigned char *B, const float *sfa, const float *sfb, float *C, u32 M,
+            u32 N, u32 K, u32 b2d)
+{
+    const u32 KB = K / 128;
+    klab_gemm_tile(
+        M, N, K,
+        [=](u32 m, u32 k) { return klab_load(A, (u64)m * K + k, KLAB_E4M3) * (double)sfa[(u64)m * KB + k / 128]; },
+        [=](u32 n, u32 k) {
+            return klab_load(B, (u64)n * K + k, KLAB_E4M3) * (double)sfb[(u64)(b2d ? n / 128 : n) * KB + k / 128];
+        },
+        [=](u32 m, u32 n, double v) { C[(u64)m * N + n] = (float)v; });
+}
+
+// Units positions[0..n) into C[0..n): a warp per element, its lanes
+// splitting K, the partial sums added in a fixed tree.
+extern "C" __global__ void gemm_bs_ref_units(const unsigned char *A, const unsigned char *B, const float *sfa,
+                                             const float *sfb, const u64 *positions, u64 n, float *C, u32 N, u32 K,
+                                             u32 b2d)
+{
+    const u64 slot = ((u64)blockIdx.x * blockDim.x + threadIdx.x) / 32;
+    const u32 lane = threadIdx.x & 31, KB = K / 128;
+    if (slot >= n)
+        return;
+    const u64 u = klab_unit(positions, slot);
+    const u64 m = u / N, col = u % N, brow = b2d ? col / 128 : col;
+    double acc = 0.0;
+    for (u32 k = lane; k < K; k += 32)
+        acc += klab_load(A, m * K + k, KLAB_E4M3) * (double)sfa[m * KB + k / 128] *
+               klab_load(B, col * K + k, KLAB_E4M3) * (double)sfb[brow * KB + k / 128];
+    for (int off = 16; off > 0; off >>= 1)
+        acc += __shfl_xor_sync(0xffffffffu, acc, off);
+    if (lane == 0)
+        C[slot] = (float)acc;
+}

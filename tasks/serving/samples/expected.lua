@@ -19,4 +19,8 @@ return {
     why = "a thread per token selecting serially in fp32 (groups, then experts), one block numbering each expert's rows" },
   { name = "naive_moe_route", task = "moe_route_softmax_f32", verdict = "passed",
     why = "the same kernel file's softmax entry" },
+  { name = "naive_gemm_fp8_blockscale", task = "gemm_fp8_1d2d", verdict = "target_not_executed",
+    why = "a thread per element of C, fp32 sums of each 128-value block scaled and added: correct, no tensor cores" },
+  { name = "naive_gemm_fp8_blockscale", task = "gemm_fp8_1d1d", verdict = "target_not_executed",
+    why = "the same kernel file's 1D1D entry" },
 }
