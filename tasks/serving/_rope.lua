@@ -114,6 +114,10 @@ return { launches = { { kernel = "rope_partial_baseline", grid = { T, 1, 1 }, bl
 
   -- Two products and a sum per rotated element (a convention; copies count 0).
   env.flops = function(d) return 3 * d.T * (d.Hq + d.Hk) * d.R end
+  -- Bytes: Q and K read, Qo and Ko written, the positions, and at most one
+  -- cache row per token (a decode batch reads a few rows of a large cache,
+  -- so the whole cache would put the physical floor above what it costs).
+  env.bytes = function(d) return 4 * d.T * (d.Hq + d.Hk) * d.D + 8 * d.T + 4 * math.min(d.T, d.P) * d.R end
   env.precision = "f32"
   env.targets = {}
   env.plan = ([[
