@@ -233,6 +233,24 @@ function T.serving_table_in_the_docs(t)
   for name in pairs(rows) do t.ok(seen[name], "the serving table lists " .. name .. ", a serving task") end
 end
 
+-- The judge fills every input of every library task (klab's fill kernel
+-- knows the buffer's element type): a type the schema accepts but the
+-- judge cannot write would fail every evaluation of the task on a GPU,
+-- where no offline check would have seen it.
+function T.the_judge_fills_every_input_type(t)
+  local judge = require "klab.judge"
+  local n = 0
+  for _, x in ipairs(task.list(t.root .. "/tasks")) do
+    for _, b in pairs(x.buffers) do
+      if b.role == "input" then
+        n = n + 1
+        t.ok(judge.dtype_size(b.dtype) ~= nil, x.name .. ": input " .. b.name .. " of type " .. b.dtype)
+      end
+    end
+  end
+  t.ok(n > 0, "inputs found")
+end
+
 -- Every serving task has a sample that must pass, so the sample sweep
 -- evaluates each of them on every variant.
 function T.the_sample_sweep_reaches_every_serving_task(t)
