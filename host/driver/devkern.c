@@ -34,6 +34,7 @@ static const struct {
     {"i32", KD_I32}, {"int32", KD_I32},
     {"u8", KD_U8}, {"uint8", KD_U8},
     {"i8", KD_I8}, {"int8", KD_I8},
+    {"i64", KD_I64}, {"int64", KD_I64},
 };
 
 int kd_dtype_from_name(const char *name)
@@ -46,13 +47,13 @@ int kd_dtype_from_name(const char *name)
 
 const char *kd_dtype_name(int dt)
 {
-    static const char *names[KD_NTYPES] = {"f32", "f16", "bf16", "e4m3", "e5m2", "f64", "i32", "u8", "i8"};
+    static const char *names[KD_NTYPES] = {"f32", "f16", "bf16", "e4m3", "e5m2", "f64", "i32", "u8", "i8", "i64"};
     return dt >= 0 && dt < KD_NTYPES ? names[dt] : "unknown";
 }
 
 size_t kd_dtype_size(int dt)
 {
-    static const size_t sizes[KD_NTYPES] = {4, 2, 2, 1, 1, 8, 4, 1, 1};
+    static const size_t sizes[KD_NTYPES] = {4, 2, 2, 1, 1, 8, 4, 1, 1, 8};
     return dt >= 0 && dt < KD_NTYPES ? sizes[dt] : 0;
 }
 

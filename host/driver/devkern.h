@@ -23,7 +23,7 @@
 /* Element types, shared with judge.cu. */
 enum {
     KD_F32 = 0, KD_F16 = 1, KD_BF16 = 2, KD_E4M3 = 3, KD_E5M2 = 4, KD_F64 = 5,
-    KD_I32 = 6, KD_U8 = 7, KD_I8 = 8, KD_NTYPES = 9
+    KD_I32 = 6, KD_U8 = 7, KD_I8 = 8, KD_I64 = 9, KD_NTYPES = 10
 };
 
 /* Distributions of devkern_fill. */
@@ -31,7 +31,7 @@ enum { KD_NORMAL = 0, KD_UNIFORM = 1, KD_SPIKY = 2, KD_INT = 3, KD_CONST = 4 };
 
 /* "bf16" -> KD_BF16, ...; -1 when unknown. Accepts the common spellings
  * (f32/fp32/float32, f16/fp16/half, bf16/bfloat16, e4m3/fp8e4m3, e5m2/fp8e5m2,
- * f64/fp64, i32/int32, u8/uint8, i8/int8). */
+ * f64/fp64, i32/int32, u8/uint8, i8/int8, i64/int64). */
 int kd_dtype_from_name(const char *name);
 const char *kd_dtype_name(int dt);
 /* Bytes per element, 0 for an unknown type. */

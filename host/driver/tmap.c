@@ -15,6 +15,7 @@ static int tmap_dtype(int dt, CUtensorMapDataType *out)
     case KD_BF16: *out = CU_TENSOR_MAP_DATA_TYPE_BFLOAT16; return 1;
     case KD_F64: *out = CU_TENSOR_MAP_DATA_TYPE_FLOAT64; return 1;
     case KD_I32: *out = CU_TENSOR_MAP_DATA_TYPE_INT32; return 1;
+    case KD_I64: *out = CU_TENSOR_MAP_DATA_TYPE_INT64; return 1;
     /* fp8 travels as bytes: TMA only moves them. */
     case KD_E4M3: case KD_E5M2: case KD_U8: case KD_I8:
         *out = CU_TENSOR_MAP_DATA_TYPE_UINT8; return 1;
@@ -75,7 +76,7 @@ int tmap_check(CUdeviceptr base, const tmap_desc *d, ks_status *st)
     default:
         return ks_fail(st, KS_EINVAL, 0, "tensor map: L2 promotion must be none, 64B, 128B or 256B");
     }
-    if (d->oob_nan && (d->dtype == KD_I32 || d->dtype == KD_U8 || d->dtype == KD_I8 ||
+    if (d->oob_nan && (d->dtype == KD_I32 || d->dtype == KD_I64 || d->dtype == KD_U8 || d->dtype == KD_I8 ||
                        d->dtype == KD_E4M3 || d->dtype == KD_E5M2))
         return ks_fail(st, KS_EINVAL, 0, "tensor map: NaN fill needs a floating-point element type");
     return KS_OK;

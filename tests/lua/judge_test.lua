@@ -67,6 +67,7 @@ function T.dtype_sizes(t)
   t.eq(judge.dtype_size("fp8e4m3"), 1)
   t.eq(judge.dtype_size("f32"), 4)
   t.eq(judge.dtype_size("f64"), 8)
+  t.eq(judge.dtype_size("i64"), 8)
   t.eq(judge.dtype_size("nonsense"), nil)
 end
 

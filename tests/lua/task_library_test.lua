@@ -172,7 +172,7 @@ function T.samples_and_bad_kernels_prepare(t)
 end
 
 -- docs/tasks.md's library table names every task of the library (outside
--- GEMM and attention, which have sections of their own) with the kind of
+-- GEMM, attention and serving, which have sections of their own) with the kind of
 -- baseline it has: a shipped kernel exactly when the task ships one, the
 -- faster of two where a kernel is timed beside the library's, and the
 -- baseline's fraction of the physical floor, explained under 70%.
@@ -190,7 +190,7 @@ function T.library_table_in_the_docs(t)
   local seen = {}
   for _, x in ipairs(all) do
     local fam = x.file:match("tasks/([^/]+)/")
-    if fam ~= "gemm" and fam ~= "attention" and not seen[x.base] then
+    if fam ~= "gemm" and fam ~= "attention" and fam ~= "serving" and not seen[x.base] then
       seen[x.base] = true
       local row = rows[x.base]
       t.ok(row ~= nil, x.base .. " is in docs/tasks.md's library table")
@@ -215,6 +215,67 @@ function T.library_table_in_the_docs(t)
     end
   end
   for name in pairs(rows) do t.ok(seen[name], "docs/tasks.md lists " .. name .. ", a task that exists") end
+end
+
+-- docs/tasks.md's serving table ("The serving tasks") has a row per task of
+-- tasks/serving and names no other; each row says the baseline is a shipped
+-- kernel (every serving task ships one) and gives the floor fraction, or
+-- says it is not measured yet.
+function T.serving_table_in_the_docs(t)
+  local text = assert(require("klab.fs").read(t.root .. "/docs/tasks.md"))
+  local section = text:match("\n## The serving tasks\n(.-)\n### ")
+  if not t.ok(section, "docs/tasks.md has a section 'The serving tasks'") then return end
+  local rows = {}
+  for name, rest in section:gmatch("\n| `([%w_]+)` |([^\n]*)") do rows[name] = rest end
+  local seen = {}
+  for _, x in ipairs(task.list(t.root .. "/tasks")) do
+    if x.family == "serving" and not seen[x.base] then
+      seen[x.base] = true
+      local row = rows[x.base]
+      if t.ok(row ~= nil, x.base .. " is in docs/tasks.md's serving table") then
+        t.eq(row:find("shipped kernel", 1, true) ~= nil, x.baseline.source ~= nil, x.base .. ": " .. row)
+        local floor = row:match("| ([^|]*) |%s*$")
+        t.ok(floor and (floor:find("%d+%% [mc]") or floor == "not measured yet"), x.base .. ": the floor fraction, "
+          .. "or 'not measured yet': " .. tostring(floor))
+      end
+    end
+  end
+  t.ok(next(seen) ~= nil, "tasks/serving has tasks")
+  for name in pairs(rows) do t.ok(seen[name], "the serving table lists " .. name .. ", a serving task") end
+end
+
+-- The judge fills every input of every library task (klab's fill kernel
+-- knows the buffer's element type): a type the schema accepts but the
+-- judge cannot write would fail every evaluation of the task on a GPU,
+-- where no offline check would have seen it.
+function T.the_judge_fills_every_input_type(t)
+  local judge = require "klab.judge"
+  local n = 0
+  for _, x in ipairs(task.list(t.root .. "/tasks")) do
+    for _, b in pairs(x.buffers) do
+      if b.role == "input" then
+        n = n + 1
+        t.ok(judge.dtype_size(b.dtype) ~= nil, x.name .. ": input " .. b.name .. " of type " .. b.dtype)
+      end
+    end
+  end
+  t.ok(n > 0, "inputs found")
+end
+
+-- Every serving task has a sample that must pass, so the sample sweep
+-- evaluates each of them on every variant.
+function T.the_sample_sweep_reaches_every_serving_task(t)
+  local sw = dofile(t.root .. "/tests/gpu/sample_sweep.lua")
+  local swept = {}
+  for _, p in ipairs(sw.pairs { families = { serving = true } }) do swept[p.task.name] = true end
+  local n = 0
+  for _, x in ipairs(task.list(t.root .. "/tasks")) do
+    if x.family == "serving" then
+      n = n + 1
+      t.ok(swept[x.name], x.name .. ": the sample sweep runs a sample on it")
+    end
+  end
+  t.ok(n > 0, "tasks/serving has tasks")
 end
 
 -- A copy of the library's family fam in the folder dir (made), as dir/fam.

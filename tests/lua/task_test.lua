@@ -66,8 +66,8 @@ function T.shipped_tasks_all_load(t)
   local per = {}
   for _, x in ipairs(all) do per[x.base] = (per[x.base] or 0) + 1 end
   -- fp8 leaves out the three shapes whose K is not a multiple of 16 (no
-  -- cuBLASLt baseline there).
-  for base, n in pairs({ gemm_bf16 = 12, gemm_f16 = 12, gemm_fp8e4m3 = 9, gemm_f32 = 12 }) do
+  -- cuBLASLt baseline there); bf16 adds PTXBench's other 16 GEMM problems.
+  for base, n in pairs({ gemm_bf16 = 28, gemm_f16 = 12, gemm_fp8e4m3 = 9, gemm_f32 = 12 }) do
     t.eq(per[base], n, base .. " variants")
   end
   -- every GEMM file covers each shape class
@@ -319,7 +319,7 @@ function T.cli_lists_tasks(t)
   if not t.ok(ok and type(list) == "table", "JSON output: " .. out:sub(1, 200)) then return end
   local gemms = 0
   for _, r in ipairs(list) do if r.family == "gemm" then gemms = gemms + 1 end end
-  t.eq(gemms, 45, "four GEMM task files of twelve shapes (fp8: nine)")
+  t.eq(gemms, 61, "four GEMM task files of twelve shapes (fp8: nine), and bf16's 16 PTXBench problems")
   local found
   for _, r in ipairs(list) do
     if r.name == "gemm_fp8e4m3/8192x7168x5120" then found = r end
@@ -334,7 +334,8 @@ function T.cli_lists_tasks(t)
   code, out = t.sh("cd " .. q(t.root) .. " && " .. q(t.klab) .. " tasks --family gemm --tag ptxbench")
   t.eq(code, 0)
   t.match(out, "gemm_f32/8192x7168x5120%s+gemm%s+M=8192 N=7168 K=5120%s+f32%->f32%s+601%.295%s+sm_100a:tma sm_90a:tma")
-  t.match(out, "4 tasks")
+  t.match(out, "20 tasks") -- the PTXBench shape of each file, and bf16's 16 other PTXBench problems
+  t.match(out, "gemm_bf16/8828x21504x5376 ")
   local errf
   code, out, errf = t.sh("cd " .. q(t.root) .. " && " .. q(t.klab) .. " tasks --family nope")
   t.eq(code, 2, "a family no task has is a typo")
@@ -354,7 +355,8 @@ function T.cli_lists_tasks(t)
   code, out = t.sh("cd " .. q(dir) .. " && env -u KLAB_TASKS " .. q(t.klab) .. " tasks --tag ptxbench")
   os.execute("rmdir " .. q(dir))
   t.eq(code, 0)
-  t.match(out, "4 tasks")
+  t.match(out, "21 tasks") -- the GEMM family's 20 and the serving family's block-scaled fp8 GEMM
+  t.match(out, "gemm_fp8_1d2d/4096x4096x7168 ")
 end
 
 -- ---- sandbox and search path -------------------------------------------------------

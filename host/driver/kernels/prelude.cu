@@ -6,7 +6,7 @@
 //
 // Element type codes (the same numbers as host/driver/devkern.h's KD_*):
 //   KLAB_F32 0, KLAB_F16 1, KLAB_BF16 2, KLAB_E4M3 3, KLAB_E5M2 4, KLAB_F64 5,
-//   KLAB_I32 6, KLAB_U8 7, KLAB_I8 8.
+//   KLAB_I32 6, KLAB_U8 7, KLAB_I8 8, KLAB_I64 9 (int64: exact as a double below 2^53).
 //
 // Sample units. A task's reference computes its outputs in units (an
 // element, or a row: the task's reference.units). A full run has
@@ -23,7 +23,7 @@ typedef unsigned int u32;
 typedef long long i64;
 
 enum { KLAB_F32 = 0, KLAB_F16 = 1, KLAB_BF16 = 2, KLAB_E4M3 = 3, KLAB_E5M2 = 4, KLAB_F64 = 5,
-       KLAB_I32 = 6, KLAB_U8 = 7, KLAB_I8 = 8 };
+       KLAB_I32 = 6, KLAB_U8 = 7, KLAB_I8 = 8, KLAB_I64 = 9 };
 
 static __device__ __forceinline__ double klab_load(const void *p, u64 i, int dt)
 {
@@ -37,6 +37,7 @@ static __device__ __forceinline__ double klab_load(const void *p, u64 i, int dt)
     case KLAB_I32: return ((const int *)p)[i];
     case KLAB_U8: return ((const unsigned char *)p)[i];
     case KLAB_I8: return ((const signed char *)p)[i];
+    case KLAB_I64: return (double)((const long long *)p)[i];
     }
     return 0.0;
 }
@@ -53,6 +54,7 @@ static __device__ __forceinline__ void klab_store(void *p, u64 i, int dt, double
     case KLAB_I32: ((int *)p)[i] = (int)v; break;
     case KLAB_U8: ((unsigned char *)p)[i] = (unsigned char)v; break;
     case KLAB_I8: ((signed char *)p)[i] = (signed char)v; break;
+    case KLAB_I64: ((long long *)p)[i] = (long long)v; break;
     }
 }
 

@@ -1,0 +1,15 @@
+-- Known-bad serving kernels and the verdict klab must give each one (each
+-- names a folder next to this file; the task's default plan runs them).
+return {
+  { name = "sampling_no_threshold", task = "top_k_sampling_f32", verdict = "incorrect",
+    why = "draws from the whole row, ignoring top_k: a different token wherever the draw falls past the top-k mass" },
+  { name = "rope_full_rotary", task = "rope_neox_partial_bf16", verdict = "incorrect",
+    why = "rotates the whole head (pairs (i, i + D/2)) where only the first R elements rotate" },
+  { name = "gqa_decode_whole_pages", task = "gqa_paged_decode_bf16", verdict = "incorrect",
+    why = "reads every slot of the last page, past the sequence's length: stale tokens join the softmax" },
+  { name = "moe_balanced_capacity", task = "moe_route_softmax_f32", verdict = "incorrect",
+    why = "the permutation gives every expert ceil(T*K/E) rows: destinations wrong wherever the loads are uneven, "
+       .. "and the assignments past a full expert are never written" },
+  { name = "gemm_fp8_one_scale", task = "gemm_fp8_1d2d", verdict = "incorrect",
+    why = "one scale pair per row and column (the first block's) for the whole of K, as a per-row scaled GEMM" },
+}

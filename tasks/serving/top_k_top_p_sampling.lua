@@ -1,0 +1,5 @@
+-- Top-k then top-p sampling from probabilities (FlashInfer's top_k_top_p_sampling_from_probs), with the
+-- uniform draws as an input. _sampling.lua defines every field and says why
+-- the inputs are whole grains of 2^-16.
+local S = include "_sampling.lua"
+S.define(_ENV, "top_k_top_p")
