@@ -8,6 +8,10 @@
 --   tools.context{root=, arch=, deadline=} -> ctx (its evaluation session is
 --                                      opened on first use; ctx:close())
 --   tools.call(ctx, name, args)     -> data | nil, why
+--   tools.compile_record(c, arch), tools.run_record(ctx, t, c, arch), tools.profile_record(ctx, t, c, arch),
+--   tools.smallest_variant(name), tools.no_gpu(ctx)
+--                                   the bodies, for a candidate and task already found
+--                                   (klab.agent.study gives a model the same tools)
 --
 -- data is a plain table (a record, as `klab eval --json` or `klab compile
 -- --json` prints it); why is one line for the agent: a tool error, never a
@@ -73,7 +77,7 @@ local function find_task(name, smallest)
 end
 
 -- The smallest variant of name's base: what run and profile use.
-local function smallest_variant(name)
+function M.smallest_variant(name)
   if type(name) == "string" then name = name:match("^([^/]+)") or name end
   return find_task(name, true)
 end
@@ -85,8 +89,8 @@ local function arch_of(ctx, a)
   return arch
 end
 
--- nil, or why the GPU tools cannot run here.
-local function no_gpu(ctx)
+-- nil, or why the GPU tools cannot run here (ctx:session(): an evaluation session).
+function M.no_gpu(ctx)
   local m = ctx:session():machine()
   if m.none then
     return ("no GPU here (%s): run, profile and evaluate need one; compile and describe_task work without"):format(
@@ -96,7 +100,7 @@ end
 
 -- The task, candidate and target of a tool that evaluates, or nil, why.
 local function evaluation_inputs(ctx, a, smallest)
-  local t, why = (smallest and smallest_variant or find_task)(a.task)
+  local t, why = (smallest and M.smallest_variant or find_task)(a.task)
   if not t then return nil, why end
   local c
   c, why = folder.candidate(ctx.root, a.candidate)
@@ -104,7 +108,7 @@ local function evaluation_inputs(ctx, a, smallest)
   local arch
   arch, why = arch_of(ctx, a)
   if not arch then return nil, why end
-  why = no_gpu(ctx)
+  why = M.no_gpu(ctx)
   if why then return nil, why end
   return t, c, arch
 end
@@ -147,12 +151,9 @@ local function describe_task(_, a)
   return rec
 end
 
-local function compile(ctx, a)
-  local c, why = folder.candidate(ctx.root, a.candidate)
-  if not c then return nil, why end
-  local arch
-  arch, why = arch_of(ctx, a)
-  if not arch then return nil, why end
+-- The record `klab compile --json` prints for candidate c (without the
+-- cubin's bytes), or nil, why when the compiler cannot run here.
+function M.compile_record(c, arch)
   local r, msg, code, partial = require("klab.jit").compile { source = c.code, lang = c.lang, arch = arch,
     name = c.file or c.name }
   if code == "EUNSUPPORTED" then return nil, line(msg) end
@@ -166,9 +167,17 @@ local function compile(ctx, a)
   return out
 end
 
-local function run(ctx, a)
-  local t, c, arch = evaluation_inputs(ctx, a, true)
-  if not t then return nil, c end
+local function compile(ctx, a)
+  local c, why = folder.candidate(ctx.root, a.candidate)
+  if not c then return nil, why end
+  local arch
+  arch, why = arch_of(ctx, a)
+  if not arch then return nil, why end
+  return M.compile_record(c, arch)
+end
+
+-- What run answers for candidate c on task t (a descriptor), or nil, why.
+function M.run_record(ctx, t, c, arch)
   local r, why = evaluated(ctx, t, c, arch, { timing = false })
   if not r then return nil, why end
   if not verdicts.measured(r.verdict) then return nil, line(r.reason) end
@@ -177,9 +186,14 @@ local function run(ctx, a)
     trials = corr and corr.trials and #corr.trials or nil, outputs = corr and corr.outputs or nil, seed = r.seed }
 end
 
-local function profile(ctx, a)
+local function run(ctx, a)
   local t, c, arch = evaluation_inputs(ctx, a, true)
   if not t then return nil, c end
+  return M.run_record(ctx, t, c, arch)
+end
+
+-- What profile answers for candidate c on task t, or nil, why.
+function M.profile_record(ctx, t, c, arch)
   local r, why = evaluated(ctx, t, c, arch, { timing = false, profile = true })
   if not r then return nil, why end
   if not verdicts.measured(r.verdict) then return nil, line(r.reason) end
@@ -190,6 +204,12 @@ local function profile(ctx, a)
   end
   return { task = r.task, verdict = r.verdict, reason = r.reason, profile_text = ps.text, profile = ps.profile,
     status = ps.status }
+end
+
+local function profile(ctx, a)
+  local t, c, arch = evaluation_inputs(ctx, a, true)
+  if not t then return nil, c end
+  return M.profile_record(ctx, t, c, arch)
 end
 
 local function evaluate(ctx, a)
