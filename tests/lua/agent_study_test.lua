@@ -241,6 +241,42 @@ function T.a_second_submission_that_fails_to_compile_is_a_turn(t)
   end)
 end
 
+-- klab judge takes the study's submissions (offline: they wait on), refuses
+-- --continue (a tool-calling trajectory has no repair turns), and klab
+-- report --by policy sets the study beside a turn-based one.
+function T.judge_and_report_by_policy(t)
+  with_server(t, function(s)
+    local dir = t.tmpdir()
+    local db = dir .. "/both.db"
+    local m = { provider = "openai", model = "m", base_url = s.base .. "/v1", retry = { attempts = 1 } }
+    s:script { calls(call("submit", { code = CODE, plan = PLAN })) }
+    local st = study.new { name = "agentic", db = db, models = { m }, tasks = { TASK }, phase = "generate" }
+    st:run()
+    st:close()
+    s:script { { reply = "```cuda\n" .. CODE .. "```\n```lua\n" .. PLAN .. "```\n" } }
+    local exp = require("klab.experiment").new { name = "classic", db = db, models = { m }, tasks = { TASK },
+      phase = "generate", progress = false }
+    exp:run()
+    exp:close()
+    local sq = require("klab.command").shell_quote
+    local code, out, err = t.sh(sq(t.klab) .. " judge " .. sq(db) .. " --experiment agentic")
+    if not require("klab.gpu").available() then
+      t.eq(code, 3, "no GPU: the submission waits on")
+      t.match(err, "nothing could be judged here")
+    end
+    code, out, err = t.sh(sq(t.klab) .. " judge " .. sq(db) .. " --experiment agentic --continue models=m base_url="
+      .. sq(s.base .. "/v1") .. " turns=3 replicas=1")
+    t.eq(code, 2)
+    t.match(err, "is a tool%-calling study: klab judge stores its submissions' verdicts; %-%-continue asks repair turns")
+    code, out, err = t.sh(sq(t.klab) .. " report " .. sq(db) .. " --by policy --out " .. sq(dir .. "/report"))
+    t.eq(code, 0, err)
+    local cost = t.read(dir .. "/report/tables/cost.md") or ""
+    t.match(cost, "Condition \\%(policy\\%)")
+    t.match(cost, "| tools | 1 |")
+    t.match(cost, "| turns | 1 |")
+  end)
+end
+
 function T.wire_reads_odd_tool_calls(t)
   local w = wire.for_model({ provider = "openai", model = "m", base_url = "http://x/v1" }, {})
   local r = w.parse(200, json.encode { choices = { { message = { content = json.null, tool_calls = {

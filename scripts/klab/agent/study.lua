@@ -131,7 +131,10 @@ function Study:_config()
   return model_mod.json {
     policy = M.POLICY, budgets = self.limits, tools = names, models = models, tasks = groups, tags = self.tags,
     replicas = self.replicas, turns = self.limits.submissions, target_speedup = self.target, arch = self.arch,
-    mode = self.mode, prompt = self.prompt, eval = self.spec.eval, feedback_text = false,
+    mode = self.mode, prompt = self.prompt, eval = self.spec.eval,
+    -- klab judge stores a judged submission's verdict; the model read its
+    -- tool result when it submitted (the conversation keeps it).
+    feedback = { template = false },
     klab = require("klab.build_text").with_this((records.experiment(self.db, self.name) or {}).config),
   }
 end
@@ -228,6 +231,7 @@ function Study:_submit(t, c, msg, b, state)
     verified = res.verified == nil and nil or (res.verified and 1 or 0), candidate = c.hash, language = c.lang,
     workloads = model_mod.json(res.workloads), reply = state.last_text,
     input_tokens = state.since.input, output_tokens = state.since.output, cost_usd = state.since.cost,
+    latency_ms = state.since.latency_ms,
   }
   local data
   if res.awaiting then
@@ -251,7 +255,7 @@ function Study:_submit(t, c, msg, b, state)
   msg.content = text_of(data)
   rec.feedback = msg.content
   self.db:transaction(function() t.turns[#t.turns + 1] = records.add_turn(self.db, rec) end)
-  state.since = { input = 0, output = 0, cost = 0 }
+  state.since = { input = 0, output = 0, latency_ms = 0 }
   self.counts[rec.verdict] = (self.counts[rec.verdict] or 0) + 1
   if not state.stop and b.spent.submissions >= self.limits.submissions then state.stop = "max_submissions" end
 end
@@ -270,7 +274,9 @@ end
 function Study:_trajectory(t)
   local messages = t.messages
   local b = budget_mod.new(self.limits, spent_in(messages, t.turns))
-  local state = { refusals = 0, since = { input = 0, output = 0, cost = 0 } }
+  -- since: what the steps since the last submission cost (the next turn's
+  -- tokens, dollars when the model has prices, and latency).
+  local state = { refusals = 0, since = { input = 0, output = 0, latency_ms = 0 } }
   local wire = wire_mod.for_model(t.model, study_tools.LIST)
   local function save() records.set_trajectory_messages(self.db, t.id, model_mod.json(messages)) end
   while true do
@@ -296,7 +302,8 @@ function Study:_trajectory(t)
     b:spend("wall_s", a.seconds)
     state.since.input = state.since.input + (usage.input or 0)
     state.since.output = state.since.output + (usage.output or 0)
-    state.since.cost = state.since.cost + (o.cost or 0)
+    if o.cost then state.since.cost = (state.since.cost or 0) + o.cost end
+    state.since.latency_ms = state.since.latency_ms + (o.latency_ms or 0)
     state.last_hash, state.last_source, state.last_text = o.hash, o.source, o.text or ""
     self.requests = self.requests + 1
     if not o.tool_calls or #o.tool_calls == 0 then
