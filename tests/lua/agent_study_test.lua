@@ -277,6 +277,21 @@ function T.judge_and_report_by_policy(t)
   end)
 end
 
+-- experiments/tools_study.lua: the study from the command line.
+function T.the_experiment_script(t)
+  with_server(t, function(s)
+    local dir = t.tmpdir()
+    s:script { calls(call("compile", { code = CODE })), { reply = "I am done." } }
+    local sq = require("klab.command").shell_quote
+    local code, out, err = t.sh("cd " .. sq(t.root) .. " && " .. sq(t.klab) .. " experiments/tools_study.lua db="
+      .. sq(dir .. "/s.db") .. " models=m base_url=" .. sq(s.base .. "/v1") .. " phase=generate submissions=2")
+    t.eq(code, 0, err)
+    t.match(out, "^tools_study: 1 trajectories, 2 model requests, 1 tool calls, 0 submissions %(generate phase%)")
+    local db <close> = assert(store.open(dir .. "/s.db"))
+    t.eq(json.decode(db:first("SELECT config FROM experiments").config).budgets.submissions, 2)
+  end)
+end
+
 function T.wire_reads_odd_tool_calls(t)
   local w = wire.for_model({ provider = "openai", model = "m", base_url = "http://x/v1" }, {})
   local r = w.parse(200, json.encode { choices = { { message = { content = json.null, tool_calls = {
