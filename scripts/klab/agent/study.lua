@@ -2,7 +2,7 @@
 -- (klab.experiment: the model writes a kernel, klab judges it, the verdict
 -- is the next prompt), the model here works with tools through its
 -- provider's own tool-calling API (klab.agent.wire): compile, run (once,
--- on the task's smallest shape), profile, and submit (the full evaluation,
+-- on the smallest of the task's workloads), profile, and submit (the full evaluation,
 -- which is the trajectory's turn), within budgets.
 --
 --   local study = require "klab.agent.study"
@@ -205,7 +205,10 @@ function Study:_tool(t, call, b, state)
     local ctx = { session = function() return self.session end }
     why = tools.no_gpu(ctx)
     if why then return fail(why) end
-    local task = tools.smallest_variant(t.group.workloads[1])
+    -- The smallest of the trajectory's own workloads.
+    local list = {}
+    for i, w in ipairs(t.group.workloads) do list[i] = require("klab.task").get(w) end
+    local task = tools.smallest(list)
     local r, rwhy = (call.name == "run" and tools.run_record or tools.profile_record)(ctx, task, c, self.arch)
     if not r then return fail(rwhy) end
     r.profile, r.outputs, r.seed = nil, nil, nil

@@ -9,7 +9,7 @@
 --                                      opened on first use; ctx:close())
 --   tools.call(ctx, name, args)     -> data | nil, why
 --   tools.compile_record(c, arch), tools.run_record(ctx, t, c, arch), tools.profile_record(ctx, t, c, arch),
---   tools.smallest_variant(name), tools.no_gpu(ctx)
+--   tools.smallest_variant(name), tools.smallest(descriptors), tools.no_gpu(ctx)
 --                                   the bodies, for a candidate and task already found
 --                                   (klab.agent.study gives a model the same tools)
 --
@@ -69,8 +69,14 @@ local function find_task(name, smallest)
     for i, t in ipairs(d.tasks) do names[i] = t.name end
     return nil, ("task '%s' has %d variants; name one (%s)"):format(name, #d.tasks, table.concat(names, ", "))
   end
+  return M.smallest(d.tasks)
+end
+
+-- The smallest of a list of task descriptors: the fewest bytes moved, then
+-- the fewest FLOPs.
+function M.smallest(list)
   local best
-  for _, t in ipairs(d.tasks) do
+  for _, t in ipairs(list) do
     if not best or t.bytes < best.bytes or (t.bytes == best.bytes and t.flops < best.flops) then best = t end
   end
   return best
