@@ -16,25 +16,17 @@ local function with_server(t, fn) return dofile(t.root .. "/tests/server/model_s
 
 local TASK = "gemm_bf16/123x457x789"
 
-local CODE = [[
-typedef unsigned short bf16_t;
-static __device__ __forceinline__ float bf(bf16_t h) { return __uint_as_float((unsigned)h << 16); }
-static __device__ __forceinline__ bf16_t tobf(float f) { unsigned short h; asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
-extern "C" __global__ void gemm(const bf16_t *A, const bf16_t *B, bf16_t *C, unsigned M, unsigned N, unsigned K)
-{
-    unsigned n = blockIdx.x * blockDim.x + threadIdx.x, m = blockIdx.y * blockDim.y + threadIdx.y;
-    if (m >= M || n >= N) return;
-    float acc = 0.0f;
-    for (unsigned k = 0; k < K; ++k) acc = fmaf(bf(A[(size_t)m * K + k]), bf(B[(size_t)n * K + k]), acc);
-    C[(size_t)m * N + n] = tobf(acc);
-}
-]]
-local PLAN = [[
-local M, N, K = dims.M, dims.N, dims.K
-return { launches = { { kernel = "gemm", grid = { (N + 15) // 16, (M + 15) // 16, 1 }, block = { 16, 16, 1 },
-  args = { { buffer = "A" }, { buffer = "B" }, { buffer = "C" }, { u32 = M }, { u32 = N }, { u32 = K } } } } }
-]]
-local BROKEN = CODE:gsub("float acc = 0.0f;", "float acc = 0.0f")
+-- The shipped naive GEMM sample, as a model would send it.
+local function sample(file)
+  local root = debug.getinfo(1, "S").source:sub(2):match("^(.*)/tests/lua/[^/]*$") or "."
+  local f = assert(io.open(root .. "/tasks/gemm/samples/naive/" .. file, "rb"))
+  local text = f:read("a")
+  f:close()
+  return text
+end
+local CODE, PLAN = sample("kernel.cu"), sample("plan.lua")
+local BROKEN = CODE:gsub("float acc = 0%.0f;", "float acc = 0.0f")
+assert(BROKEN ~= CODE, "the broken copy differs")
 
 local function model(s, provider)
   local m = { name = provider == "openai" and "oa" or "an", provider = provider, model = "test-" .. provider,
@@ -289,6 +281,38 @@ function T.the_experiment_script(t)
     t.match(out, "^tools_study: 1 trajectories, 2 model requests, 1 tool calls, 0 submissions %(generate phase%)")
     local db <close> = assert(store.open(dir .. "/s.db"))
     t.eq(json.decode(db:first("SELECT config FROM experiments").config).budgets.submissions, 2)
+  end)
+end
+
+-- On a GPU: a study in the full phase whose model compiles, runs, profiles
+-- and submits the shipped wgmma/TMA sample reaches passed on a GEMM task.
+function T.gpu_study_reaches_passed_on_gemm(t)
+  t.need_gpu()
+  with_server(t, function(s)
+    local dir = t.tmpdir()
+    local db <close> = assert(store.open(dir .. "/gpu.db"))
+    local sample = t.root .. "/tasks/gemm/samples/wgmma_tma/"
+    local args = { code = assert(t.read(sample .. "kernel.cu")), plan = assert(t.read(sample .. "plan.lua")) }
+    s:script { calls(call("compile", args), call("run", args), call("profile", args)), calls(call("submit", args)),
+      { reply = "Submitted." } }
+    local sum = run_study(t, s, db, "gpu", "openai", { tasks = { "gemm_bf16/128x4096x4096" }, phase = "full",
+      target_speedup = 0 })
+    t.eq(sum.phase, "full")
+    local msgs, row = conversation(db, "gpu")
+    local res = tool_results(msgs)
+    t.eq(json.decode(res[1].content).ok, true, "compiled")
+    local ran = json.decode(res[2].content)
+    t.eq(ran.correct, true, "run: correct: " .. res[2].content:sub(1, 300))
+    t.ok(json.decode(res[3].content).profile_text, "profile: " .. res[3].content:sub(1, 300))
+    local sub = json.decode(res[4].content)
+    t.eq(sub.verdict, "passed", "submit: " .. res[4].content:sub(1, 400))
+    t.ok(sub.speedup and sub.speedup > 0, "a speedup")
+    t.eq(row.stop_reason, "target_met")
+    local turn = db:first("SELECT verdict, speedup FROM turns WHERE trajectory_id = ?", row.id)
+    t.eq(turn.verdict, "passed")
+    for i = 2, 4 do t.ok((res[i].gpu_s or 0) > 0, "GPU seconds of call " .. i) end
+    io.stderr:write(("    gpu study: run %s, submit %s, speedup %.3f, GPU seconds %.1f / %.1f / %.1f\n"):format(
+      ran.verdict, sub.verdict, sub.speedup or 0, res[2].gpu_s, res[3].gpu_s, res[4].gpu_s))
   end)
 end
 

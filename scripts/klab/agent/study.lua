@@ -35,7 +35,6 @@
 local json = require "klab.json"
 local sys = require "klab.sys"
 local errors = require "klab.errors"
-local store_mod = require "klab.store"
 local records = require "klab.store.records"
 local verdicts = require "klab.eval.verdict"
 local model_mod = require "klab.experiment.model"
@@ -341,32 +340,22 @@ end
 
 -- ---- the study --------------------------------------------------------------------
 
-local function traj_key(exp, m, g, tag, r)
-  return store_mod.hash("klab.trajectory.1", exp, m.name, g.name, tag, tostring(r))
-end
-
 function Study:_trajectories()
   local list = {}
-  for _, m in ipairs(self.models) do
-    for _, g in ipairs(self.groups) do
-      for _, tag in ipairs(self.tags) do
-        for r = 1, self.replicas do
-          local key = traj_key(self.name, m, g, tag, r)
-          local row = records.trajectory(self.db, key)
-          local messages
-          if row then
-            messages = records.trajectory_messages(self.db, row.id) or {}
-          else
-            messages = prompt.messages { group = g, tag = tag, arch = self.arch, system = self.prompt.system,
-              user = self.prompt.user or "tools.md", vars = self.prompt.vars, root = self.prompt.root }
-            row = records.add_trajectory(self.db, { experiment_id = self.exp_id, key = key, model = m.name,
-              task = g.name, tag = tag, replica = r, messages = model_mod.json(messages) })
-          end
-          list[#list + 1] = { id = row.id, row = row, model = model_mod.for_replica(m, r), group = g, tag = tag,
-            replica = r, messages = messages, done = row.state == "done", turns = records.turns(self.db, row.id) }
-        end
-      end
+  for _, s in ipairs(require("klab.experiment.sweep").list(self)) do
+    local m, g, tag, r, key = s[1], s[2], s[3], s[4], s[5]
+    local row = records.trajectory(self.db, key)
+    local messages
+    if row then
+      messages = records.trajectory_messages(self.db, row.id) or {}
+    else
+      messages = prompt.messages { group = g, tag = tag, arch = self.arch, system = self.prompt.system,
+        user = self.prompt.user or "tools.md", vars = self.prompt.vars, root = self.prompt.root }
+      row = records.add_trajectory(self.db, { experiment_id = self.exp_id, key = key, model = m.name,
+        task = g.name, tag = tag, replica = r, messages = model_mod.json(messages) })
     end
+    list[#list + 1] = { id = row.id, row = row, model = model_mod.for_replica(m, r), group = g, tag = tag,
+      replica = r, messages = messages, done = row.state == "done", turns = records.turns(self.db, row.id) }
   end
   return list
 end

@@ -192,11 +192,6 @@ function M.run_record(ctx, t, c, arch)
     trials = corr and corr.trials and #corr.trials or nil, outputs = corr and corr.outputs or nil, seed = r.seed }
 end
 
-local function run(ctx, a)
-  local t, c, arch = evaluation_inputs(ctx, a, true)
-  if not t then return nil, c end
-  return M.run_record(ctx, t, c, arch)
-end
 
 -- What profile answers for candidate c on task t, or nil, why.
 function M.profile_record(ctx, t, c, arch)
@@ -212,20 +207,25 @@ function M.profile_record(ctx, t, c, arch)
     status = ps.status }
 end
 
-local function profile(ctx, a)
-  local t, c, arch = evaluation_inputs(ctx, a, true)
-  if not t then return nil, c end
-  return M.profile_record(ctx, t, c, arch)
-end
 
-local function evaluate(ctx, a)
-  local t, c, arch = evaluation_inputs(ctx, a, false)
-  if not t then return nil, c end
+local function evaluate_record(ctx, t, c, arch, a)
   local r, why = evaluated(ctx, t, c, arch, { timing = a.timing ~= false })
   if not r then return nil, why end
   if not verdicts.measured(r.verdict) then return nil, line(r.reason) end
   return r
 end
+
+-- A tool that evaluates: its arguments' task (its smallest variant when
+-- smallest), candidate and target found, then body(ctx, t, c, arch, args).
+local function evaluating(body, smallest)
+  return function(ctx, a)
+    local t, c, arch = evaluation_inputs(ctx, a, smallest)
+    if not t then return nil, c end
+    return body(ctx, t, c, arch, a)
+  end
+end
+local run, profile, evaluate = evaluating(M.run_record, true), evaluating(M.profile_record, true),
+  evaluating(evaluate_record, false)
 
 M.LIST = {
   { name = "list_tasks", run = list_tasks,

@@ -74,17 +74,16 @@ function M.main(args)
   -- Standard output carries messages only: anything else klab would print
   -- while it serves goes to standard error.
   local out = io.stdout
-  local saved_print, saved_output = print, io.output()
+  local saved_print, saved_write = print, io.write
   print = function(...)
     local parts = table.pack(...)
     for i = 1, parts.n do parts[i] = tostring(parts[i]) end
     io.stderr:write(table.concat(parts, "\t"), "\n")
   end
-  io.output(io.stderr)
+  io.write = function(...) return io.stderr:write(...) end
   local ok, ended = pcall(require("klab.agent.mcp").serve, { input = io.stdin, output = out, log = io.stderr,
     ctx = ctx, max_message = o.max_message })
-  print = saved_print
-  io.output(saved_output)
+  print, io.write = saved_print, saved_write
   ctx:close()
   if not ok then error(ended, 0) end
   io.stderr:write("klab mcp: ", ended, "\n")

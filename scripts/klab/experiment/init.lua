@@ -316,25 +316,8 @@ function Exp:_experiment_id()
   return records.save_experiment(db, self.name, self:_config())
 end
 
-local function traj_key(exp, m, g, tag, r)
-  return store_mod.hash("klab.trajectory.1", exp, m.name, g.name, tag, tostring(r))
-end
-
 -- Every trajectory of the sweep in its fixed order: {m, g, tag, r, key}.
-function Exp:_sweep()
-  local list = {}
-  for _, m in ipairs(self.models) do
-    for _, g in ipairs(self.groups) do
-      for _, tag in ipairs(self.tags) do
-        for r = 1, self.replicas do
-          if r % 4096 == 0 then self:_check_signal() end -- a signal stops a big listing too
-          list[#list + 1] = { m, g, tag, r, traj_key(self.name, m, g, tag, r) }
-        end
-      end
-    end
-  end
-  return list
-end
+function Exp:_sweep() return require("klab.experiment.sweep").list(self) end
 
 -- The trajectories of the sweep (of its shard), in order, loaded or created.
 function Exp:_trajectories()
