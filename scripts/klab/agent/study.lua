@@ -118,14 +118,8 @@ function Study:_log(fmt, ...)
 end
 
 function Study:_config()
-  local models = {}
-  for i, m in ipairs(self.models) do
-    local c = {}
-    for k, v in pairs(m) do if k ~= "retry" then c[k] = v end end
-    models[i] = c
-  end
-  local groups, names = {}, {}
-  for i, g in ipairs(self.groups) do groups[i] = { name = g.name, workloads = g.workloads, gate = g.gate } end
+  local models, groups = require("klab.experiment.sweep").stored(self)
+  local names = {}
   for i, t in ipairs(study_tools.LIST) do names[i] = t.name end
   return model_mod.json {
     policy = M.POLICY, budgets = self.limits, tools = names, models = models, tasks = groups, tags = self.tags,

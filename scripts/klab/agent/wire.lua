@@ -44,23 +44,19 @@ end
 
 local openai = {}
 
-function openai.messages(messages)
-  local out = {}
-  for _, x in ipairs(messages) do
-    if x.role == "assistant" and x.tool_calls and #x.tool_calls > 0 then
-      local calls = {}
-      for i, c in ipairs(x.tool_calls) do
-        calls[i] = { id = c.id, type = "function",
-          ["function"] = { name = c.name, arguments = c.arguments and json.encode(c.arguments) or "" } }
-      end
-      out[#out + 1] = { role = "assistant", content = x.content ~= "" and x.content or json.null, tool_calls = calls }
-    elseif x.role == "tool" then
-      out[#out + 1] = { role = "tool", tool_call_id = x.tool_call_id, content = x.content }
-    else
-      out[#out + 1] = { role = x.role, content = x.content }
-    end
+-- An assistant message with its tool calls, in OpenAI's form.
+function openai.asked(x)
+  local calls = {}
+  for i, c in ipairs(x.tool_calls) do
+    calls[i] = { id = c.id, type = "function",
+      ["function"] = { name = c.name, arguments = c.arguments and json.encode(c.arguments) or "" } }
   end
-  return out
+  return { role = "assistant", content = x.content ~= "" and x.content or json.null, tool_calls = calls }
+end
+
+-- A tool result appended to out, in OpenAI's form.
+function openai.answered(out, x)
+  out[#out + 1] = { role = "tool", tool_call_id = x.tool_call_id, content = x.content }
 end
 
 function openai.tools(tools)
@@ -88,31 +84,24 @@ end
 
 local anthropic = {}
 
-function anthropic.messages(messages)
-  local out = {}
-  for _, x in ipairs(messages) do
-    if x.role == "assistant" and x.tool_calls and #x.tool_calls > 0 then
-      local blocks = {}
-      if x.content and x.content ~= "" then blocks[1] = { type = "text", text = x.content } end
-      for _, c in ipairs(x.tool_calls) do
-        blocks[#blocks + 1] = { type = "tool_use", id = c.id, name = c.name, input = c.arguments or {} }
-      end
-      out[#out + 1] = { role = "assistant", content = blocks }
-    elseif x.role == "tool" then
-      -- The results of one turn's calls go back together, in one user message.
-      local block = { type = "tool_result", tool_use_id = x.tool_call_id, content = x.content,
-        is_error = x.is_error or nil }
-      local last = out[#out]
-      if last and last.role == "user" and type(last.content) == "table" and last.content[1].type == "tool_result" then
-        last.content[#last.content + 1] = block
-      else
-        out[#out + 1] = { role = "user", content = { block } }
-      end
-    else
-      out[#out + 1] = { role = x.role, content = x.content }
-    end
+function anthropic.asked(x)
+  local blocks = {}
+  if x.content and x.content ~= "" then blocks[1] = { type = "text", text = x.content } end
+  for _, c in ipairs(x.tool_calls) do
+    blocks[#blocks + 1] = { type = "tool_use", id = c.id, name = c.name, input = c.arguments or {} }
   end
-  return out
+  return { role = "assistant", content = blocks }
+end
+
+-- The results of one turn's calls go back together, in one user message.
+function anthropic.answered(out, x)
+  local block = { type = "tool_result", tool_use_id = x.tool_call_id, content = x.content, is_error = x.is_error or nil }
+  local last = out[#out]
+  if last and last.role == "user" and type(last.content) == "table" and last.content[1].type == "tool_result" then
+    last.content[#last.content + 1] = block
+  else
+    out[#out + 1] = { role = "user", content = { block } }
+  end
 end
 
 function anthropic.tools(tools)
@@ -132,6 +121,17 @@ end
 
 local FORMATS = { openai = openai, anthropic = anthropic }
 
+-- The neutral conversation in format f.
+local function converted(messages, f)
+  local out = {}
+  for _, x in ipairs(messages) do
+    if x.role == "assistant" and x.tool_calls and #x.tool_calls > 0 then out[#out + 1] = f.asked(x)
+    elseif x.role == "tool" then f.answered(out, x)
+    else out[#out + 1] = { role = x.role, content = x.content } end
+  end
+  return out
+end
+
 function M.for_model(m, tools)
   local f = FORMATS[m.provider]
   if not f then error("klab.agent.wire: no tool-calling format for provider " .. tostring(m.provider), 2) end
@@ -141,7 +141,7 @@ function M.for_model(m, tools)
     -- The provider's body (model, sampling, limits, extra), then the
     -- conversation in its tool-calling form and the tools.
     local b = p.body(model, messages)
-    local msgs = f.messages(messages)
+    local msgs = converted(messages, f)
     if m.provider == "anthropic" then
       local rest = {}
       for _, x in ipairs(msgs) do if x.role ~= "system" then rest[#rest + 1] = x end end

@@ -258,14 +258,7 @@ function Exp:_log(fmt, ...)
 end
 
 function Exp:_config()
-  local models = {}
-  for i, m in ipairs(self.models) do
-    local c = {}
-    for k, v in pairs(m) do if k ~= "retry" then c[k] = v end end
-    models[i] = c
-  end
-  local groups = {}
-  for i, g in ipairs(self.groups) do groups[i] = { name = g.name, workloads = g.workloads, gate = g.gate } end
+  local models, groups = require("klab.experiment.sweep").stored(self)
   return model_mod.json {
     models = models, tasks = groups, tags = self.tags, replicas = self.replicas, turns = self.turns,
     target_speedup = self.target, arch = self.arch, select = self.policy.name, history = self.history,

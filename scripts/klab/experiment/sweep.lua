@@ -5,6 +5,7 @@
 --
 --   sweep.list(s) -> {{m, g, tag, r, key}, ...}   s: name, models, groups, tags, replicas, _check_signal
 --   sweep.key(name, m, g, tag, r) -> the trajectory's key
+--   sweep.stored(s) -> models, groups           as a study's config stores them (no retry settings)
 
 local store_mod = require "klab.store"
 
@@ -27,6 +28,18 @@ function M.list(s)
     end
   end
   return list
+end
+
+function M.stored(s)
+  local models = {}
+  for i, m in ipairs(s.models) do
+    local c = {}
+    for k, v in pairs(m) do if k ~= "retry" then c[k] = v end end
+    models[i] = c
+  end
+  local groups = {}
+  for i, g in ipairs(s.groups) do groups[i] = { name = g.name, workloads = g.workloads, gate = g.gate } end
+  return models, groups
 end
 
 return M
