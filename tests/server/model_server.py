@@ -34,6 +34,14 @@ Actions (JSON objects; any may also carry "delay": seconds, applied first):
     {"usage_raw": "{...}"}              200 with this JSON text as its usage
                                         object, as is (NaN, 1e20, 12.5, "7")
     {"pad": n}                          200 with a reply padded to n bytes
+    {"tool_calls": [{"name": "compile", "arguments": {...}}, ...]}
+                                        200 with these tool calls in the
+                                        endpoint's format (OpenAI tool_calls
+                                        with the arguments as JSON text,
+                                        Anthropic tool_use blocks); "reply"
+                                        is the text beside them (default none);
+                                        "arguments_text" instead of
+                                        "arguments" sends that text as is
 
 Control endpoints:
     POST /_script     a JSON list of actions (or one action), appended
@@ -103,10 +111,19 @@ def tokens_of(text):
 
 
 def openai_reply(req, action, n):
-    text = action.get("reply", DEFAULT_REPLY)
+    calls = action.get("tool_calls")
+    text = action.get("reply", None if calls else DEFAULT_REPLY)
     prompt = tokens_of(json.dumps(req.get("messages", "")))
-    completion = tokens_of(text)
+    completion = tokens_of(text or "")
     reasoning = int(action.get("reasoning_tokens", 0))
+    message = {"role": "assistant", "content": text}
+    if calls:
+        message["tool_calls"] = [{
+            "id": "call_%d_%d" % (n, i), "type": "function",
+            "function": {"name": c["name"],
+                         "arguments": c.get("arguments_text", json.dumps(c.get("arguments", {})))},
+        } for i, c in enumerate(calls)]
+        completion += tokens_of(json.dumps(calls))
     return {
         "id": "chatcmpl-test-%d" % n,
         "object": "chat.completion",
@@ -114,8 +131,8 @@ def openai_reply(req, action, n):
         "model": req.get("model", "test-model"),
         "choices": [{
             "index": 0,
-            "message": {"role": "assistant", "content": text},
-            "finish_reason": action.get("stop", "stop"),
+            "message": message,
+            "finish_reason": action.get("stop", "tool_calls" if calls else "stop"),
         }],
         "usage": {
             "prompt_tokens": prompt,
@@ -127,22 +144,28 @@ def openai_reply(req, action, n):
 
 
 def anthropic_reply(req, action, n):
-    text = action.get("reply", DEFAULT_REPLY)
+    calls = action.get("tool_calls")
+    text = action.get("reply", None if calls else DEFAULT_REPLY)
     content = []
     if "thinking" in action:
         content.append({"type": "thinking", "thinking": action["thinking"], "signature": "test"})
-    content.append({"type": "text", "text": text})
+    if text is not None:
+        content.append({"type": "text", "text": text})
+    for i, c in enumerate(calls or []):
+        content.append({"type": "tool_use", "id": "toolu_%d_%d" % (n, i), "name": c["name"],
+                        "input": c.get("arguments", {})})
     return {
         "id": "msg_test_%d" % n,
         "type": "message",
         "role": "assistant",
         "model": req.get("model", "test-model"),
         "content": content,
-        "stop_reason": action.get("stop", "end_turn"),
+        "stop_reason": action.get("stop", "tool_use" if calls else "end_turn"),
         "stop_sequence": None,
         "usage": {
             "input_tokens": tokens_of(json.dumps(req.get("messages", ""))),
-            "output_tokens": tokens_of(text) + tokens_of(action.get("thinking", "")),
+            "output_tokens": tokens_of(text or "") + tokens_of(action.get("thinking", ""))
+            + (tokens_of(json.dumps(calls)) if calls else 0),
         },
     }
 

@@ -40,9 +40,10 @@ two different configs cannot be, and is refused).
                 rates with Newcombe's interval; the geometric mean of the
                 best-speedup ratio with a bootstrap interval over tasks).
                 VAR: model, tag, task, family, arch, experiment, turns,
-                template, or any field of the experiment's spec that is
-                one value per experiment (mode, select, ...); a list
-                (tags, models, tasks) is refused: use tag, model, task.
+                template, policy (tools or turns), or any field of the
+                experiment's spec that is one value per experiment (mode,
+                select, ...); a list (tags, models, tasks) is refused: use
+                tag, model, task.
 
 --format F[,F]  the table files written: md (Markdown), tex (LaTeX with
                 booktabs rules, for a paper); default md,tex.

@@ -80,21 +80,7 @@ local function has_tag(t, tag)
   return false
 end
 
-local function dtypes(t)
-  local ins, outs = {}, {}
-  local seen_in, seen_out = {}, {}
-  for _, name in ipairs(t.buffer_order) do
-    local b = t.buffers[name]
-    if b.role == "input" and not seen_in[b.dtype] then
-      seen_in[b.dtype] = true
-      ins[#ins + 1] = b.dtype
-    elseif b.role == "output" and not seen_out[b.dtype] then
-      seen_out[b.dtype] = true
-      outs[#outs + 1] = b.dtype
-    end
-  end
-  return table.concat(ins, ","), table.concat(outs, ",")
-end
+local dtypes = require("klab.task.record").dtypes
 
 local function shape_text(t)
   local parts = {}
@@ -115,27 +101,7 @@ local function targets_text(t)
   return table.concat(parts, " ")
 end
 
-local function record(t)
-  local task = require("klab.task")
-  local ins, outs = dtypes(t)
-  local dims = task.plain(t.dims)
-  local buffers = {}
-  for _, name in ipairs(t.buffer_order) do
-    local b = t.buffers[name]
-    buffers[#buffers + 1] = { name = name, role = b.role, dtype = b.dtype, shape = task.plain(b.shape), bytes = b.bytes }
-  end
-  return {
-    name = t.name, base = t.base, variant = t.variant, family = t.family, file = t.file,
-    dims = dims, dim_order = task.plain(t.dim_order), inputs = ins, outputs = outs,
-    buffers = buffers, flops = t.flops, bytes = t.bytes, targets = task.plain(t.targets),
-    tags = task.plain(t.tags), baseline = task.plain(t.baseline), tolerance = task.plain(t.tolerance),
-    -- A composed task's chain (klab.task.compose): ops, tolerance, baseline.
-    compose = t.compose and task.plain(t.compose) or nil,
-    -- What a model reads of the task (klab prompt shows the whole message)
-    -- and the default launch plan it may rely on.
-    description = t.description, plan = t.plan,
-  }
-end
+local record = require("klab.task.record").of
 
 -- klab tasks --check DIR...: one line per mistake, exit 2 when any.
 function M.check(dirs)

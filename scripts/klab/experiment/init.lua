@@ -258,14 +258,7 @@ function Exp:_log(fmt, ...)
 end
 
 function Exp:_config()
-  local models = {}
-  for i, m in ipairs(self.models) do
-    local c = {}
-    for k, v in pairs(m) do if k ~= "retry" then c[k] = v end end
-    models[i] = c
-  end
-  local groups = {}
-  for i, g in ipairs(self.groups) do groups[i] = { name = g.name, workloads = g.workloads, gate = g.gate } end
+  local models, groups = require("klab.experiment.sweep").stored(self)
   return model_mod.json {
     models = models, tasks = groups, tags = self.tags, replicas = self.replicas, turns = self.turns,
     target_speedup = self.target, arch = self.arch, select = self.policy.name, history = self.history,
@@ -316,25 +309,8 @@ function Exp:_experiment_id()
   return records.save_experiment(db, self.name, self:_config())
 end
 
-local function traj_key(exp, m, g, tag, r)
-  return store_mod.hash("klab.trajectory.1", exp, m.name, g.name, tag, tostring(r))
-end
-
 -- Every trajectory of the sweep in its fixed order: {m, g, tag, r, key}.
-function Exp:_sweep()
-  local list = {}
-  for _, m in ipairs(self.models) do
-    for _, g in ipairs(self.groups) do
-      for _, tag in ipairs(self.tags) do
-        for r = 1, self.replicas do
-          if r % 4096 == 0 then self:_check_signal() end -- a signal stops a big listing too
-          list[#list + 1] = { m, g, tag, r, traj_key(self.name, m, g, tag, r) }
-        end
-      end
-    end
-  end
-  return list
-end
+function Exp:_sweep() return require("klab.experiment.sweep").list(self) end
 
 -- The trajectories of the sweep (of its shard), in order, loaded or created.
 function Exp:_trajectories()

@@ -91,6 +91,12 @@ end
 -- .not_continued, why no model was asked, where the GPU stages cannot run).
 function M.judge(self, opts)
   opts = opts or {}
+  -- A tool-calling study's trajectory ends at a submission that awaits
+  -- judgement; its script, not a repair turn, goes on (klab.agent.study).
+  if opts.continue and self.stored and self.stored.config.policy == "tools" then
+    errors.raise("mistake", ("experiment %s is a tool-calling study: klab judge stores its submissions' verdicts; "
+      .. "--continue asks repair turns, which it has none of (run klab judge without --continue)"):format(self.name))
+  end
   if opts.continue and not self.continuable then
     errors.raise("mistake", ("experiment %s: continuing a stored study needs the models, turns, replicas and mode "
       .. "from the command line, not from the store (klab judge DB --continue models=... turns=... replicas=...)")

@@ -48,7 +48,8 @@
 --
 -- An outcome: {ticket=, hash=, model=, ok=, text=, reasoning=, finish=, usage={input=, output=,
 -- reasoning=}, cost=, latency_ms=, attempts={{status=, error=, latency=, at=}...}, status=, error=,
--- source="network"|"cache"|"files", meta=}. A failed call (transport error after retries, an HTTP
+-- source="network"|"cache"|"files", meta=, tool_calls= (when meta.wire, klab.agent.wire, made the
+-- request: the calls the model asked for)}. A failed call (transport error after retries, an HTTP
 -- error status, a malformed or truncated body) is ok=false with error set: never a raise.
 -- Every outcome that came from the network or files is stored (responses table) with its usage,
 -- latency, cost and attempts; headers are never stored.
@@ -134,9 +135,11 @@ end
 local function provider(m) return providers.get(m.provider) end
 
 -- The request for messages: {canonical=, hash=, url=, headers=, body=}.
-function M.request(m, messages, key)
+-- wire: a tool-calling request's format (klab.agent.wire.for_model), whose
+-- body(m, messages) and parse(status, body) replace the provider's.
+function M.request(m, messages, key, wire)
   local p = provider(m)
-  local body = p.body(m, messages)
+  local body = (wire or p).body(m, messages)
   -- Two models of one sweep that send the same body (one model id served
   -- two ways, told apart by their names) are two conditions, not one
   -- cached answer: a name of its own is part of the request. A model named
@@ -213,6 +216,7 @@ local function outcome_from_row(row, ticket, m, meta)
     ticket = ticket, hash = row.hash, model = m.name, ok = row.error == nil, error = row.error,
     status = row.status, text = nonull(r.text), reasoning = nonull(r.reasoning), finish = nonull(r.finish),
     usage = { input = nonull(usage.input), output = nonull(usage.output), reasoning = nonull(usage.reasoning) },
+    tool_calls = nonull(r.tool_calls),
     cost = row.cost_usd, latency_ms = row.latency_ms, attempts = nonull(r.attempts) or {}, source = "cache",
     meta = meta, cached = true,
   }
@@ -221,7 +225,7 @@ end
 function Caller:_store(o, req, m, raw_body)
   local resp = {
     text = o.text, reasoning = o.reasoning, finish = o.finish, usage = o.usage, usage_text = o.usage_text,
-    attempts = o.attempts, source = o.source, body = raw_body,
+    attempts = o.attempts, source = o.source, body = raw_body, tool_calls = o.tool_calls,
   }
   local ok, err = self.db:cache_put {
     hash = o.hash, request = req.canonical, response = M.json(resp), status = o.status or 0, model = m.name,
@@ -276,7 +280,7 @@ end
 
 function Caller:submit(m, messages, meta)
   meta = meta or {}
-  local req = M.request(m, messages, meta.key)
+  local req = M.request(m, messages, meta.key, meta.wire)
   self.next_ticket = self.next_ticket + 1
   local ticket = self.next_ticket
   if self.mode ~= "live" then
@@ -419,10 +423,11 @@ function Caller:_finish(q, r)
     o.ok, o.error = false, ("transport error after %d attempt%s: %s"):format(#o.attempts,
       #o.attempts == 1 and "" or "s", r.error)
   else
-    local pok, parsed, perr = pcall(provider(m).parse, r.status, r.body)
+    local pok, parsed, perr = pcall((q.meta.wire or provider(m)).parse, r.status, r.body)
     if not pok then parsed, perr = nil, "the reply could not be read: " .. tostring(parsed) end
     if parsed then
       o.ok, o.text, o.reasoning, o.finish, o.usage = true, parsed.text, parsed.reasoning, parsed.finish, parsed.usage
+      o.tool_calls = parsed.tool_calls
     else
       o.ok, o.error = false, perr
     end

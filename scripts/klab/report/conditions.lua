@@ -8,7 +8,8 @@
 -- A condition is the values of the VARs of a trajectory: model, tag, task,
 -- family (the task's family in the library, else its name up to the first
 -- "/" or "_"), arch, experiment, turns (the experiment's turn limit),
--- template (the prompt's user template), or any field of the experiment's
+-- template (the prompt's user template), policy ("tools" for a tool-calling
+-- study, klab.agent.study; "turns" for the turn-based loop), or any field of the experiment's
 -- spec that is one value per experiment (its stored config: mode, select,
 -- feedback, ...; a table is shown as JSON; a list such as tags or models
 -- is refused, as it names every condition at once). relabel writes the
@@ -21,7 +22,7 @@ local json = require "klab.json"
 
 local M = {}
 
-M.BUILTIN = { "model", "tag", "task", "family", "arch", "experiment", "turns", "template" }
+M.BUILTIN = { "model", "tag", "task", "family", "arch", "experiment", "turns", "template", "policy" }
 local BUILTIN = {}
 for _, v in ipairs(M.BUILTIN) do BUILTIN[v] = true end
 
@@ -42,6 +43,9 @@ local function value(tr, var, configs)
     return family(tr.task)
   elseif var == "turns" then
     return tostring(tr.max_turns or "?")
+  elseif var == "policy" then
+    -- How the model worked: "tools" (klab.agent.study), else turn by turn.
+    return tostring(config_of(configs, tr).policy or "turns")
   elseif var == "template" then
     -- Named by its file name: a template given by its absolute path is
     -- still "mine.md" in the tables.

@@ -173,6 +173,12 @@ function M.trajectory_messages(db, id)
   return r and M.decode(db, "trajectories", "messages", r.messages, id) or nil
 end
 
+-- A tool-calling trajectory's whole conversation so far (klab.agent.study),
+-- written after every step.
+function M.set_trajectory_messages(db, id, messages)
+  query(db, "UPDATE trajectories SET messages = ? WHERE id = ?", messages, id)
+end
+
 function M.add_trajectory(db, fields)
   local id = db:insert("trajectories", fields)
   return checked(db, "trajectories", query(db, "SELECT * FROM trajectories WHERE id = ?", id), TRAJECTORY)[1]
