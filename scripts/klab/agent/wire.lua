@@ -22,7 +22,7 @@ local redact = require("klab.redact").text
 
 local M = {}
 
-local function providers(name) return require(require("klab.experiment.model").PROVIDERS[name]) end
+local function providers(name) return require("klab.experiment.providers").get(name) end
 
 -- The arguments of a call from the text a model wrote: a table, or nil, why.
 local function arguments_of(text)
