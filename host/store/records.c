@@ -1,6 +1,7 @@
 /* records.c: klab's own records in the store: candidates, evaluations and
  * their measurements, environments, and the response cache (see store.h). */
-#include "store/store_impl.h"
+#include "store/db.h"
+#include "store/mark.h"
 
 #include "base/redact.h"
 #include "base/sha256.h"

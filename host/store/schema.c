@@ -1,7 +1,8 @@
 /* schema.c: the tables klab makes in a store, their migrations, and the
- * check of a store someone else may have made or changed (see
- * store_impl.h). */
-#include "store/store_impl.h"
+ * check of a store someone else may have made or changed (floor 2 of
+ * host/store: db.h). */
+#include "store/schema.h"
+#include "store/db.h"
 
 #include <pthread.h>
 #include <stdio.h>

@@ -3,7 +3,7 @@
 
 #include "check.h"
 #include "store/store.h"
-#include "store/store_impl.h" /* legacy_experiment_tables */
+#include "store/schema.h" /* legacy_experiment_tables */
 #include "base/hmac.h"
 #include "base/redact.h"
 
