@@ -4,6 +4,15 @@
  *   store.open(path [, {busy_timeout = ms, readonly = bool}]) -> Store | nil, msg, code
  *   store.hash(...)          -> hex SHA-256 of the string/nil parts (store_hash_parts)
  *   store.blob(s)            -> marks s to be bound as a BLOB (default: TEXT)
+ *   store.schema()           -> the store's tables as host/store/tables.c describes them:
+ *                               {version=, versions={{version=, description=}, ...},
+ *                                tables={{name=, owner="c"|"lua", purpose=, since=, per_store=,
+ *                                         if_missing=, key={col, ...}|nil, check=,
+ *                                         columns={{name=, type=, not_null=, primary_key=, default=,
+ *                                                   check=, references=, on_delete_cascade=,
+ *                                                   listed_in=, since=}, ...},
+ *                                         indexes={{name=, columns=, where=, since=}, ...}}, ...}}
+ *                               (tables in the order a merge copies them)
  *   store.SCHEMA_VERSION, store.VERDICTS
  *
  *   db:exec(sql)                       -> true
@@ -39,6 +48,7 @@
 #include "ljson.h"
 #include "lhost.h"
 #include "store/store.h"
+#include "store/tables.h"
 
 #define STORE_T "klab.Store"
 #define STMT_T "klab.Store.stmt"
@@ -824,10 +834,90 @@ static int mm_tostring(lua_State *L)
     return 1;
 }
 
+/* ------------------------------------------------------------------ */
+/* The schema's description                                             */
+
+static void push_column(lua_State *L, const store_column *c)
+{
+    lua_createtable(L, 0, 10);
+    lh_setstr(L, "name", c->name);
+    lh_setstr(L, "type", c->type);
+    lh_setbool(L, "not_null", c->not_null);
+    lh_setbool(L, "primary_key", c->primary_key);
+    lh_setstr(L, "default", c->dflt);
+    lh_setstr(L, "check", c->check);
+    lh_setstr(L, "references", c->references);
+    lh_setbool(L, "on_delete_cascade", c->on_delete_cascade);
+    lh_setstr(L, "listed_in", c->listed_in);
+    lh_setint(L, "since", c->since);
+}
+
+static void push_table(lua_State *L, const store_table *t)
+{
+    lua_createtable(L, 0, 11);
+    lh_setstr(L, "name", t->name);
+    lh_setstr(L, "owner", t->owner);
+    lh_setstr(L, "purpose", t->purpose);
+    lh_setint(L, "since", t->since);
+    lh_setbool(L, "per_store", t->per_store);
+    lh_setbool(L, "if_missing", t->if_missing);
+    lh_setstr(L, "check", t->check);
+    if (t->key) {
+        lua_newtable(L);
+        for (int i = 0; t->key[i]; i++) {
+            lua_pushstring(L, t->key[i]);
+            lua_rawseti(L, -2, i + 1);
+        }
+        lua_setfield(L, -2, "key");
+    }
+    lua_createtable(L, (int)t->ncolumns, 0);
+    for (size_t i = 0; i < t->ncolumns; i++) {
+        push_column(L, &t->columns[i]);
+        lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+    lua_setfield(L, -2, "columns");
+    lua_createtable(L, (int)t->nindexes, 0);
+    for (size_t i = 0; i < t->nindexes; i++) {
+        lua_createtable(L, 0, 4);
+        lh_setstr(L, "name", t->indexes[i].name);
+        lh_setstr(L, "columns", t->indexes[i].columns);
+        lh_setstr(L, "where", t->indexes[i].where);
+        lh_setint(L, "since", t->indexes[i].since);
+        lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+    lua_setfield(L, -2, "indexes");
+}
+
+/* store.schema(): a fresh copy each call (the caller may change it). */
+static int l_schema(lua_State *L)
+{
+    size_t nt, nv;
+    const store_table *tables = store_tables(&nt);
+    const store_version *versions = store_versions(&nv);
+    lua_createtable(L, 0, 3);
+    lh_setint(L, "version", STORE_SCHEMA_VERSION);
+    lua_createtable(L, (int)nv, 0);
+    for (size_t i = 0; i < nv; i++) {
+        lua_createtable(L, 0, 2);
+        lh_setint(L, "version", versions[i].version);
+        lh_setstr(L, "description", versions[i].description);
+        lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+    lua_setfield(L, -2, "versions");
+    lua_createtable(L, (int)nt, 0);
+    for (size_t i = 0; i < nt; i++) {
+        push_table(L, &tables[i]);
+        lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+    lua_setfield(L, -2, "tables");
+    return 1;
+}
+
 static const luaL_Reg funcs[] = {
     {"open", l_open},
     {"hash", l_hash},
     {"blob", l_blob},
+    {"schema", l_schema},
     {NULL, NULL},
 };
 

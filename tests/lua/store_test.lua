@@ -411,4 +411,71 @@ assert(s:put_candidate { language = "ptx", code = string.rep("x", 400000) })]]):
   t.eq(s:first("SELECT count(*) AS n FROM candidates").n, 1, "the first row survived")
 end
 
+-- ---- the schema, described once (host/store/tables.c) ----------------------
+
+-- klab.store.schema() is the store a fresh open makes: its tables, each
+-- column's name, type, NOT NULL and primary key in order, its references
+-- and its indexes.
+function T.schema_describes_the_store(t)
+  local db <close>, _, done = fresh(t)
+  local schema = store.schema()
+  t.eq(schema.version, store.SCHEMA_VERSION)
+  t.eq(#schema.versions, store.SCHEMA_VERSION)
+  local described = {}
+  for _, tbl in ipairs(schema.tables) do
+    described[tbl.name] = true
+    t.ok(tbl.owner == "c" or tbl.owner == "lua", tbl.name .. " has an owner")
+    local cols = db:query("SELECT name, type, \"notnull\" AS nn, pk FROM pragma_table_info(?) ORDER BY cid", tbl.name)
+    t.eq(#cols, #tbl.columns, tbl.name .. ": the columns described")
+    for i, c in ipairs(tbl.columns) do
+      local r = cols[i] or {}
+      t.eq(("%s %s %s %s"):format(r.name, r.type, r.nn == 1, (r.pk or 0) > 0),
+        ("%s %s %s %s"):format(c.name, c.type, c.not_null, c.primary_key), tbl.name .. " column " .. i)
+    end
+    local refs = {}
+    for _, r in ipairs(db:query("SELECT \"from\" AS col, \"table\" AS tbl FROM pragma_foreign_key_list(?)", tbl.name)) do
+      refs[#refs + 1] = r.col .. "->" .. r.tbl
+    end
+    local want = {}
+    for _, c in ipairs(tbl.columns) do if c.references then want[#want + 1] = c.name .. "->" .. c.references end end
+    table.sort(refs)
+    table.sort(want)
+    t.eq(table.concat(refs, " "), table.concat(want, " "), tbl.name .. ": references")
+    for _, ix in ipairs(tbl.indexes) do
+      t.eq(count(db, "sqlite_master WHERE type = 'index' AND name = ? AND tbl_name = ?", ix.name, tbl.name), 1, ix.name)
+    end
+  end
+  for _, r in ipairs(db:query("SELECT name FROM sqlite_master WHERE type = 'table'")) do
+    t.ok(described[r.name], "table " .. r.name .. " is described")
+  end
+  done()
+end
+
+-- What reads the store takes its tables from the description: merge's
+-- tables, order, keys and references; records' column kinds.
+function T.merge_and_records_read_the_schema(t)
+  local merge = require "klab.store.merge"
+  local records = require "klab.store.records"
+  local i = 0
+  for _, tbl in ipairs(store.schema().tables) do
+    if tbl.per_store then
+      t.ok(merge.OWN[tbl.name], tbl.name .. " is each store's own")
+    else
+      i = i + 1
+      local spec = merge.TABLES[i]
+      t.eq(spec.name, tbl.name, "merge order " .. i)
+      t.eq(type(spec.key) == "table" and table.concat(spec.key, ",") or spec.key,
+        tbl.key and table.concat(tbl.key, ",") or "*", tbl.name .. "'s key")
+      for _, c in ipairs(tbl.columns) do
+        t.eq(spec.refs and spec.refs[c.name], c.references, tbl.name .. "." .. c.name .. " reference")
+      end
+    end
+  end
+  t.eq(#merge.TABLES, i, "merge has no table of its own")
+  local k = records.kinds("turns", "awaiting reason speedup verdict", { extra = "string" })
+  t.eq(("%s %s %s %s %s"):format(k.awaiting, k.reason, k.speedup, k.verdict, k.extra),
+    "integer string? number? string string")
+  t.raises(function() records.kinds("turns", "no_such_column") end, "turns has no column no_such_column")
+end
+
 return T
