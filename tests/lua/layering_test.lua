@@ -267,4 +267,28 @@ function T.no_arrow_back_up_in_host_store(t)
   t.ok(#planted > 0, "a file put below what it calls is found (" .. #planted .. " arrows)")
 end
 
+-- Every store the library opens is opened by the store's owner
+-- (klab.store.records.open, with its checks and messages): no module
+-- outside scripts/klab/store/ calls klab.store's open, directly or through
+-- a local name for the module.
+local function opens_a_store(src)
+  if src:find("require%s*%(?%s*[\"']klab%.store[\"']%s*%)?%s*%.open%s*%(") then return true end
+  for alias in src:gmatch("local%s+([%w_]+)%s*=%s*require%s*%(?%s*[\"']klab%.store[\"']") do
+    if src:find("%f[%w_]" .. alias .. "%s*[.:]%s*open%s*%(") then return true end
+  end
+  return false
+end
+
+function T.stores_open_through_the_owner(t)
+  local bad = {}
+  for name, m in pairs(modules(t.root)) do
+    if not m.path:match("^scripts/klab/store/") and opens_a_store(m.src) then bad[#bad + 1] = name end
+  end
+  table.sort(bad)
+  t.eq(table.concat(bad, ", "), "")
+  t.ok(opens_a_store('local s = require "klab.store"\nlocal db = s.open(p)'), "an open through an alias is found")
+  t.ok(opens_a_store('local db = require("klab.store").open(p)'), "a direct open is found")
+  t.ok(not opens_a_store('local db = require("klab.store.records").open(p)'), "the owner's open is fine")
+end
+
 return T
