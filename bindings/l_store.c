@@ -21,6 +21,9 @@
  *   db:insert(table, row)              -> rowid
  *   db:transaction(fn, ...)            -> fn's results (commit), or rollback and re-raise
  *   db:put_candidate{language=, code=, plan=, source=, meta=} -> id, hash, created
+ *   db:put_compile{candidate=, arch=, hash=, ok=, options=, compiler=, registers=, spill_stores=,
+ *                  spill_loads=, shared_bytes=, local_bytes=, census=, log=, seconds=} -> id
+ *                                      (the first row of a hash stays: store_put_compile)
  *   db:evaluation_done(key)            -> evaluation row (with .measurements) | nil: only a row
  *                                         proven to be this machine's user's (store_evaluation_proven)
  *   db:evaluation_proven(id)           -> whether evaluation id carries this machine's mark
@@ -532,6 +535,39 @@ static int m_put_candidate(lua_State *L)
     return 3;
 }
 
+static int m_put_compile(lua_State *L)
+{
+    lstore *s = check_store(L, 1);
+    luaL_checktype(L, 2, LUA_TTABLE);
+    static const char *const fields[] = {"candidate", "arch", "hash", "ok", "options", "compiler", "registers",
+                                         "spill_stores", "spill_loads", "shared_bytes", "local_bytes", "census",
+                                         "log", "seconds", NULL};
+    check_fields(L, 2, "put_compile", fields);
+    store_compile c = {0};
+    c.candidate_id = (int64_t)lh_optintfield(L, 2, "candidate", 0);
+    if (c.candidate_id <= 0)
+        return luaL_error(L, "put_compile: field 'candidate' is required (a candidate's id)");
+    c.arch = req_str(L, 2, "arch", "put_compile");
+    c.hash = req_str(L, 2, "hash", "put_compile");
+    c.ok = lh_optboolfield(L, 2, "ok", 0);
+    c.options = json_field(L, 2, "options");
+    c.compiler = lh_optstrfield(L, 2, "compiler", NULL);
+    c.registers = (int64_t)lh_optintfield(L, 2, "registers", -1);
+    c.spill_stores = (int64_t)lh_optintfield(L, 2, "spill_stores", -1);
+    c.spill_loads = (int64_t)lh_optintfield(L, 2, "spill_loads", -1);
+    c.shared_bytes = (int64_t)lh_optintfield(L, 2, "shared_bytes", -1);
+    c.local_bytes = (int64_t)lh_optintfield(L, 2, "local_bytes", -1);
+    c.census = json_field(L, 2, "census");
+    c.log = lh_optstrfield(L, 2, "log", NULL);
+    c.seconds = (double)lh_optnumfield(L, 2, "seconds", -1);
+    int64_t id;
+    ks_status st;
+    if (store_put_compile(s->db, &c, &id, &st) != KS_OK)
+        return fail(L, &st);
+    lua_pushinteger(L, (lua_Integer)id);
+    return 1;
+}
+
 static const char *const eval_fields[] = {
     "key", "candidate", "task", "arch", "replica", "env", "compile", "options", "replace",
     "verdict", "reason", "timing_method", "stage_times", "detail", "measurements", NULL,
@@ -928,6 +964,7 @@ static const luaL_Reg methods[] = {
     {"insert", m_insert},
     {"transaction", m_transaction},
     {"put_candidate", m_put_candidate},
+    {"put_compile", m_put_compile},
     {"begin_evaluation", m_begin_evaluation},
     {"finish_evaluation", m_finish_evaluation},
     {"record_evaluation", m_record_evaluation},

@@ -282,7 +282,8 @@ end
 function Session:_record(run, key)
   local db, result, c = self.db, run.result, run.cand
   if not db then return end
-  local cand = db:put_candidate { language = c.lang, code = c.code, plan = c.plan, source = c.source }
+  local cand, cand_hash = db:put_candidate { language = c.lang, code = c.code, plan = c.plan, source = c.source }
+  local compile = require("klab.store.records").put_compile(db, cand, cand_hash, run.arch, result.stages.build)
   local env
   if result.env then
     -- One environment row per worker: the device and libraries it ran with.
@@ -305,7 +306,7 @@ function Session:_record(run, key)
   db:record_evaluation {
     key = key, candidate = cand, task = run.task.name, arch = run.arch, verdict = result.verdict,
     reason = result.reason, env = env, timing_method = tm and tm.method, detail = detail,
-    measurements = measurements(result), replace = true,
+    measurements = measurements(result), replace = true, compile = compile,
   }
 end
 

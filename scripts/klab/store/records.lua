@@ -154,6 +154,36 @@ function M.define_verdicts(db)
   return true
 end
 
+-- ---- compiles ---------------------------------------------------------------
+
+-- The largest value of field k over a module's kernels, or nil.
+local function most(kernels, k)
+  local m
+  for _, kn in ipairs(kernels or {}) do
+    if math.type(kn[k]) == "integer" and (not m or kn[k] > m) then m = kn[k] end
+  end
+  return m
+end
+
+-- Stores what the build stage recorded of the candidate's compile (build:
+-- a result's stages.build) as one compiles row, and returns its id; nil
+-- when the run compiled nothing of the candidate's. candidate: its id and
+-- content hash. A row is named by its candidate, arch and what was
+-- compiled (the compile cache's key; for a compile that failed, which is a
+-- row too, its log): the same compile of a candidate is one row however
+-- often it is judged. The cache's key alone is not a candidate's: two
+-- candidates with one code and two plans share it.
+function M.put_compile(db, candidate, candidate_hash, arch, build)
+  if type(build) ~= "table" or (build.ok and not build.hash) then return nil end
+  local hash = require("klab.store").hash("klab.compile.1", candidate_hash, arch, build.ok and "ok" or "failed",
+    tostring(build.ok and build.hash or build.log or ""))
+  local k = build.kernels
+  return db:put_compile { candidate = candidate, arch = arch, hash = hash, ok = build.ok == true,
+    compiler = build.compiler, registers = most(k, "registers"), spill_stores = most(k, "spill_stores"),
+    spill_loads = most(k, "spill_loads"), shared_bytes = most(k, "shared_static"), local_bytes = most(k, "local_bytes"),
+    census = build.census, log = build.log, seconds = build.compile_ms and build.compile_ms / 1000 }
+end
+
 -- ---- experiments ------------------------------------------------------------
 
 local EXPERIMENT = kinds("experiments", "id name config")
