@@ -13,7 +13,7 @@
  *                                                   listed_in=, since=}, ...},
  *                                         indexes={{name=, columns=, where=, since=}, ...}}, ...}}
  *                               (tables in the order a merge copies them)
- *   store.SCHEMA_VERSION, store.VERDICTS
+ *   store.SCHEMA_VERSION
  *
  *   db:exec(sql)                       -> true
  *   db:query(sql, ...)                 -> { row, ... }  (row: column name -> value)
