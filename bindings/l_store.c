@@ -4,7 +4,16 @@
  *   store.open(path [, {busy_timeout = ms, readonly = bool}]) -> Store | nil, msg, code
  *   store.hash(...)          -> hex SHA-256 of the string/nil parts (store_hash_parts)
  *   store.blob(s)            -> marks s to be bound as a BLOB (default: TEXT)
- *   store.SCHEMA_VERSION, store.VERDICTS
+ *   store.schema()           -> the store's tables as host/store/tables.c describes them:
+ *                               {version=, versions={{version=, description=}, ...},
+ *                                tables={{name=, owner="c"|"lua", purpose=, since=, per_store=,
+ *                                         if_missing=, key={col, ...}|nil, check=,
+ *                                         columns={{name=, type=, not_null=, primary_key=, default=,
+ *                                                   check=, references=, on_delete_cascade=,
+ *                                                   listed_in=, since=}, ...},
+ *                                         indexes={{name=, columns=, where=, since=}, ...}}, ...}}
+ *                               (tables in the order a merge copies them)
+ *   store.SCHEMA_VERSION
  *
  *   db:exec(sql)                       -> true
  *   db:query(sql, ...)                 -> { row, ... }  (row: column name -> value)
@@ -12,6 +21,9 @@
  *   db:insert(table, row)              -> rowid
  *   db:transaction(fn, ...)            -> fn's results (commit), or rollback and re-raise
  *   db:put_candidate{language=, code=, plan=, source=, meta=} -> id, hash, created
+ *   db:put_compile{candidate=, arch=, hash=, ok=, options=, compiler=, registers=, spill_stores=,
+ *                  spill_loads=, shared_bytes=, local_bytes=, census=, log=, seconds=} -> id
+ *                                      (the first row of a hash stays: store_put_compile)
  *   db:evaluation_done(key)            -> evaluation row (with .measurements) | nil: only a row
  *                                         proven to be this machine's user's (store_evaluation_proven)
  *   db:evaluation_proven(id)           -> whether evaluation id carries this machine's mark
@@ -39,6 +51,7 @@
 #include "ljson.h"
 #include "lhost.h"
 #include "store/store.h"
+#include "store/tables.h"
 
 #define STORE_T "klab.Store"
 #define STMT_T "klab.Store.stmt"
@@ -522,6 +535,39 @@ static int m_put_candidate(lua_State *L)
     return 3;
 }
 
+static int m_put_compile(lua_State *L)
+{
+    lstore *s = check_store(L, 1);
+    luaL_checktype(L, 2, LUA_TTABLE);
+    static const char *const fields[] = {"candidate", "arch", "hash", "ok", "options", "compiler", "registers",
+                                         "spill_stores", "spill_loads", "shared_bytes", "local_bytes", "census",
+                                         "log", "seconds", NULL};
+    check_fields(L, 2, "put_compile", fields);
+    store_compile c = {0};
+    c.candidate_id = (int64_t)lh_optintfield(L, 2, "candidate", 0);
+    if (c.candidate_id <= 0)
+        return luaL_error(L, "put_compile: field 'candidate' is required (a candidate's id)");
+    c.arch = req_str(L, 2, "arch", "put_compile");
+    c.hash = req_str(L, 2, "hash", "put_compile");
+    c.ok = lh_optboolfield(L, 2, "ok", 0);
+    c.options = json_field(L, 2, "options");
+    c.compiler = lh_optstrfield(L, 2, "compiler", NULL);
+    c.registers = (int64_t)lh_optintfield(L, 2, "registers", -1);
+    c.spill_stores = (int64_t)lh_optintfield(L, 2, "spill_stores", -1);
+    c.spill_loads = (int64_t)lh_optintfield(L, 2, "spill_loads", -1);
+    c.shared_bytes = (int64_t)lh_optintfield(L, 2, "shared_bytes", -1);
+    c.local_bytes = (int64_t)lh_optintfield(L, 2, "local_bytes", -1);
+    c.census = json_field(L, 2, "census");
+    c.log = lh_optstrfield(L, 2, "log", NULL);
+    c.seconds = (double)lh_optnumfield(L, 2, "seconds", -1);
+    int64_t id;
+    ks_status st;
+    if (store_put_compile(s->db, &c, &id, &st) != KS_OK)
+        return fail(L, &st);
+    lua_pushinteger(L, (lua_Integer)id);
+    return 1;
+}
+
 static const char *const eval_fields[] = {
     "key", "candidate", "task", "arch", "replica", "env", "compile", "options", "replace",
     "verdict", "reason", "timing_method", "stage_times", "detail", "measurements", NULL,
@@ -824,10 +870,90 @@ static int mm_tostring(lua_State *L)
     return 1;
 }
 
+/* ------------------------------------------------------------------ */
+/* The schema's description                                             */
+
+static void push_column(lua_State *L, const store_column *c)
+{
+    lua_createtable(L, 0, 10);
+    lh_setstr(L, "name", c->name);
+    lh_setstr(L, "type", c->type);
+    lh_setbool(L, "not_null", c->not_null);
+    lh_setbool(L, "primary_key", c->primary_key);
+    lh_setstr(L, "default", c->dflt);
+    lh_setstr(L, "check", c->check);
+    lh_setstr(L, "references", c->references);
+    lh_setbool(L, "on_delete_cascade", c->on_delete_cascade);
+    lh_setstr(L, "listed_in", c->listed_in);
+    lh_setint(L, "since", c->since);
+}
+
+static void push_table(lua_State *L, const store_table *t)
+{
+    lua_createtable(L, 0, 11);
+    lh_setstr(L, "name", t->name);
+    lh_setstr(L, "owner", t->owner);
+    lh_setstr(L, "purpose", t->purpose);
+    lh_setint(L, "since", t->since);
+    lh_setbool(L, "per_store", t->per_store);
+    lh_setbool(L, "if_missing", t->if_missing);
+    lh_setstr(L, "check", t->check);
+    if (t->key) {
+        lua_newtable(L);
+        for (int i = 0; t->key[i]; i++) {
+            lua_pushstring(L, t->key[i]);
+            lua_rawseti(L, -2, i + 1);
+        }
+        lua_setfield(L, -2, "key");
+    }
+    lua_createtable(L, (int)t->ncolumns, 0);
+    for (size_t i = 0; i < t->ncolumns; i++) {
+        push_column(L, &t->columns[i]);
+        lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+    lua_setfield(L, -2, "columns");
+    lua_createtable(L, (int)t->nindexes, 0);
+    for (size_t i = 0; i < t->nindexes; i++) {
+        lua_createtable(L, 0, 4);
+        lh_setstr(L, "name", t->indexes[i].name);
+        lh_setstr(L, "columns", t->indexes[i].columns);
+        lh_setstr(L, "where", t->indexes[i].where);
+        lh_setint(L, "since", t->indexes[i].since);
+        lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+    lua_setfield(L, -2, "indexes");
+}
+
+/* store.schema(): a fresh copy each call (the caller may change it). */
+static int l_schema(lua_State *L)
+{
+    size_t nt, nv;
+    const store_table *tables = store_tables(&nt);
+    const store_version *versions = store_versions(&nv);
+    lua_createtable(L, 0, 3);
+    lh_setint(L, "version", STORE_SCHEMA_VERSION);
+    lua_createtable(L, (int)nv, 0);
+    for (size_t i = 0; i < nv; i++) {
+        lua_createtable(L, 0, 2);
+        lh_setint(L, "version", versions[i].version);
+        lh_setstr(L, "description", versions[i].description);
+        lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+    lua_setfield(L, -2, "versions");
+    lua_createtable(L, (int)nt, 0);
+    for (size_t i = 0; i < nt; i++) {
+        push_table(L, &tables[i]);
+        lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+    lua_setfield(L, -2, "tables");
+    return 1;
+}
+
 static const luaL_Reg funcs[] = {
     {"open", l_open},
     {"hash", l_hash},
     {"blob", l_blob},
+    {"schema", l_schema},
     {NULL, NULL},
 };
 
@@ -838,6 +964,7 @@ static const luaL_Reg methods[] = {
     {"insert", m_insert},
     {"transaction", m_transaction},
     {"put_candidate", m_put_candidate},
+    {"put_compile", m_put_compile},
     {"begin_evaluation", m_begin_evaluation},
     {"finish_evaluation", m_finish_evaluation},
     {"record_evaluation", m_record_evaluation},

@@ -8,7 +8,7 @@
  * printed); a row answers again as a measurement only when its mark is
  * right. Without a usable key nothing is marked and nothing is taken as
  * proven: every result is measured again. */
-#include "store/store_impl.h"
+#include "store/mark.h"
 
 #include <errno.h>
 #include <fcntl.h>

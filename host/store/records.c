@@ -1,6 +1,7 @@
 /* records.c: klab's own records in the store: candidates, evaluations and
  * their measurements, environments, and the response cache (see store.h). */
-#include "store/store_impl.h"
+#include "store/db.h"
+#include "store/mark.h"
 
 #include "base/redact.h"
 #include "base/sha256.h"
@@ -27,6 +28,25 @@ void store_candidate_hash(const store_candidate *c, char out[STORE_HASH_HEX + 1]
                    c->code ? (c->code_len ? c->code_len : strlen(c->code)) : 0,
                    c->plan ? strlen(c->plan) : 0};
     store_hash_parts(p, n, 4, out);
+}
+
+/* *id = the row that sql (one parameter: a hash) finds for hash: the one an
+ * INSERT ... ON CONFLICT(hash) DO NOTHING found already there. */
+static int id_of_hash(store *db, const char *sql, const char *what, const char *hash, int64_t *id, ks_status *st)
+{
+    sqlite3_stmt *s;
+    int rc = prep(db, sql, &s, st);
+    if (rc)
+        return rc;
+    sqlite3_bind_text(s, 1, hash, -1, SQLITE_STATIC);
+    int srs = sqlite3_step(s);
+    if (srs == SQLITE_ROW)
+        *id = sqlite3_column_int64(s, 0);
+    else
+        rc = srs == SQLITE_DONE ? ks_fail(st, KS_ENOTFOUND, 0, "store: %s %s vanished", what, hash)
+                                : sql_fail(db->h, srs, st, "step", sqlite3_sql(s));
+    sqlite3_finalize(s);
+    return rc;
 }
 
 static int put_candidate_tx(store *db, const store_candidate *c, const char *hash, int64_t *id,
@@ -56,18 +76,7 @@ static int put_candidate_tx(store *db, const store_candidate *c, const char *has
         return KS_OK;
     }
     *created = 0;
-    rc = prep(db, "SELECT id FROM candidates WHERE hash = ?", &s, st);
-    if (rc)
-        return rc;
-    sqlite3_bind_text(s, 1, hash, -1, SQLITE_STATIC);
-    int srs = sqlite3_step(s);
-    if (srs == SQLITE_ROW)
-        *id = sqlite3_column_int64(s, 0);
-    else
-        rc = srs == SQLITE_DONE ? ks_fail(st, KS_ENOTFOUND, 0, "store: candidate %s vanished", hash)
-                                : sql_fail(db->h, srs, st, "step", sqlite3_sql(s));
-    sqlite3_finalize(s);
-    return rc;
+    return id_of_hash(db, "SELECT id FROM candidates WHERE hash = ?", "candidate", hash, id, st);
 }
 
 int store_put_candidate(store *db, const store_candidate *c, int64_t *id, int *created,
@@ -92,6 +101,63 @@ int store_put_candidate(store *db, const store_candidate *c, int64_t *id, int *c
     if (hash)
         memcpy(hash, h, sizeof h);
     return KS_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* Compiles                                                             */
+
+static int bind_known(sqlite3_stmt *s, int idx, int64_t v)
+{
+    return v >= 0 ? sqlite3_bind_int64(s, idx, v) : sqlite3_bind_null(s, idx);
+}
+
+static int put_compile_tx(store *db, const store_compile *c, int64_t *id, ks_status *st)
+{
+    sqlite3_stmt *s;
+    int rc = prep(db,
+                  "INSERT INTO compiles(candidate_id, arch, hash, options, compiler, ok, registers, spill_stores,"
+                  " spill_loads, shared_bytes, local_bytes, census, log, seconds)"
+                  " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(hash) DO NOTHING",
+                  &s, st);
+    if (rc)
+        return rc;
+    int b = sqlite3_bind_int64(s, 1, c->candidate_id);
+    if (!b) b = sqlite3_bind_text(s, 2, c->arch, -1, SQLITE_STATIC);
+    if (!b) b = sqlite3_bind_text(s, 3, c->hash, -1, SQLITE_STATIC);
+    if (!b) b = bind_opt_text(s, 4, c->options);
+    if (!b) b = bind_opt_text(s, 5, c->compiler);
+    if (!b) b = sqlite3_bind_int(s, 6, c->ok ? 1 : 0);
+    if (!b) b = bind_known(s, 7, c->registers);
+    if (!b) b = bind_known(s, 8, c->spill_stores);
+    if (!b) b = bind_known(s, 9, c->spill_loads);
+    if (!b) b = bind_known(s, 10, c->shared_bytes);
+    if (!b) b = bind_known(s, 11, c->local_bytes);
+    if (!b) b = bind_opt_text(s, 12, c->census);
+    if (!b) b = bind_opt_text(s, 13, c->log);
+    if (!b) b = c->seconds >= 0 ? sqlite3_bind_double(s, 14, c->seconds) : sqlite3_bind_null(s, 14);
+    rc = b ? bind_fail(db, s, b, st) : step_done(db, s, st);
+    sqlite3_finalize(s);
+    if (rc)
+        return rc;
+    if (sqlite3_changes(db->h) == 1) {
+        *id = sqlite3_last_insert_rowid(db->h);
+        return KS_OK;
+    }
+    return id_of_hash(db, "SELECT id FROM compiles WHERE hash = ?", "compile", c->hash, id, st);
+}
+
+int store_put_compile(store *db, const store_compile *c, int64_t *id, ks_status *st)
+{
+    if (!c || c->candidate_id <= 0 || !c->arch || !*c->arch || !c->hash || !*c->hash)
+        return ks_fail(st, KS_EINVAL, 0, "store: a compile needs its candidate, arch and hash");
+    int64_t cid = 0;
+    int rc = store_begin(db, st);
+    if (rc)
+        return rc;
+    rc = tx_end(db, put_compile_tx(db, c, &cid, st), st);
+    if (rc == KS_OK && id)
+        *id = cid;
+    return rc;
 }
 
 /* ------------------------------------------------------------------ */

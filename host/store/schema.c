@@ -1,7 +1,9 @@
-/* schema.c: the tables klab makes in a store, their migrations, and the
- * check of a store someone else may have made or changed (see
- * store_impl.h). */
-#include "store/store_impl.h"
+/* schema.c: a store's schema versions, its migration to this klab's, and
+ * the check of a store someone else may have made or changed (floor 2 of
+ * host/store: db.h). The tables themselves are described in tables.c. */
+#include "store/schema.h"
+#include "store/db.h"
+#include "store/ddl.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -9,164 +11,35 @@
 #include <string.h>
 
 /* ------------------------------------------------------------------ */
-/* Schema and migrations                                                */
+/* Versions and migrations                                              */
 
-/* Version 1: the initial schema. Later versions append a migration below
- * (never edit an applied one); docs/store.md describes the tables. */
-static const char schema_v1[] =
-    "CREATE TABLE environments ("
-    " id INTEGER PRIMARY KEY,"
-    " created_at TEXT NOT NULL DEFAULT " NOW ","
-    " host TEXT, pid INTEGER,"
-    " gpu_name TEXT, gpu_uuid TEXT, driver_version TEXT, cuda_version TEXT, arch TEXT,"
-    " sm_clock_mhz INTEGER, mem_clock_mhz INTEGER,"
-    " klab_version TEXT NOT NULL, klab_gitrev TEXT,"
-    " libs TEXT, extra TEXT);"
-    "CREATE TABLE candidates ("
-    " id INTEGER PRIMARY KEY,"
-    " hash TEXT NOT NULL UNIQUE,"
-    " language TEXT NOT NULL,"
-    " code TEXT NOT NULL,"
-    " plan TEXT, source TEXT, meta TEXT,"
-    " created_at TEXT NOT NULL DEFAULT " NOW ");"
-    "CREATE TABLE compiles ("
-    " id INTEGER PRIMARY KEY,"
-    " candidate_id INTEGER NOT NULL REFERENCES candidates(id),"
-    " arch TEXT NOT NULL,"
-    " hash TEXT NOT NULL UNIQUE,"
-    " options TEXT, compiler TEXT,"
-    " ok INTEGER NOT NULL CHECK (ok IN (0, 1)),"
-    " registers INTEGER, spill_stores INTEGER, spill_loads INTEGER,"
-    " shared_bytes INTEGER, local_bytes INTEGER,"
-    " census TEXT, log TEXT, image BLOB, seconds REAL,"
-    " created_at TEXT NOT NULL DEFAULT " NOW ");"
-    "CREATE INDEX compiles_candidate ON compiles(candidate_id);"
-    "CREATE TABLE evaluations ("
-    " id INTEGER PRIMARY KEY,"
-    " key TEXT NOT NULL UNIQUE,"
-    " candidate_id INTEGER NOT NULL REFERENCES candidates(id),"
-    " task TEXT NOT NULL,"
-    " arch TEXT NOT NULL,"
-    " replica INTEGER NOT NULL DEFAULT 0,"
-    " options TEXT,"
-    " env_id INTEGER REFERENCES environments(id),"
-    " compile_id INTEGER REFERENCES compiles(id),"
-    " state TEXT NOT NULL CHECK (state IN ('running', 'done')),"
-    " attempts INTEGER NOT NULL DEFAULT 1,"
-    " verdict TEXT, reason TEXT, timing_method TEXT, stage_times TEXT, detail TEXT,"
-    " created_at TEXT NOT NULL DEFAULT " NOW ","
-    " started_at TEXT NOT NULL DEFAULT " NOW ","
-    " finished_at TEXT,"
-    " CHECK ((state = 'done') = (verdict IS NOT NULL AND finished_at IS NOT NULL)));"
-    "CREATE INDEX evaluations_candidate ON evaluations(candidate_id);"
-    "CREATE INDEX evaluations_task ON evaluations(task, arch, verdict);"
-    "CREATE TABLE measurements ("
-    " id INTEGER PRIMARY KEY,"
-    " evaluation_id INTEGER NOT NULL REFERENCES evaluations(id) ON DELETE CASCADE,"
-    " name TEXT NOT NULL,"
-    " value REAL NOT NULL,"
-    " unit TEXT,"
-    " UNIQUE (evaluation_id, name));"
-    "CREATE TABLE responses ("
-    " hash TEXT PRIMARY KEY,"
-    " request TEXT NOT NULL,"
-    " response TEXT,"
-    " status INTEGER, model TEXT, error TEXT,"
-    " latency_ms REAL, input_tokens INTEGER, output_tokens INTEGER, cost_usd REAL,"
-    " created_at TEXT NOT NULL DEFAULT " NOW ");";
+/* The SQL of each version is written from the tables' description
+ * (tables.c, ddl.c): version 0 is the schema_version table, every later
+ * one what tables.c says it added. A store migrates by running the
+ * versions it lacks, in order; what a version made is never changed (a
+ * change is a new version), so a store made long ago and one made today
+ * hold the same SQL text, which check_schema compares. */
 
-/* Version 2: the experiment tables (experiments, trajectories, turns), which
- * earlier versions created from the experiment library with IF NOT EXISTS,
- * so a store that already has them keeps them; and the verdicts table, the
- * store's copy of the one verdict list (klab.eval.verdict defines it and
- * writes it here), which every verdict recorded in evaluations or turns must
- * name. */
-static const char schema_v2[] =
-    "CREATE TABLE IF NOT EXISTS experiments ("
-    " id INTEGER PRIMARY KEY,"
-    " name TEXT NOT NULL UNIQUE,"
-    " config TEXT,"
-    " created_at TEXT NOT NULL DEFAULT " NOW ","
-    " updated_at TEXT);"
-    "CREATE TABLE IF NOT EXISTS trajectories ("
-    " id INTEGER PRIMARY KEY,"
-    " experiment_id INTEGER NOT NULL REFERENCES experiments(id),"
-    " key TEXT NOT NULL UNIQUE,"
-    " model TEXT NOT NULL, task TEXT NOT NULL, tag TEXT NOT NULL, replica INTEGER NOT NULL,"
-    " state TEXT NOT NULL DEFAULT 'running' CHECK (state IN ('running', 'done')),"
-    " stop_reason TEXT,"
-    " turns INTEGER NOT NULL DEFAULT 0,"
-    " best_speedup REAL, best_turn INTEGER,"
-    " selected_turn INTEGER, selected_speedup REAL, selection TEXT,"
-    " messages TEXT,"
-    " created_at TEXT NOT NULL DEFAULT " NOW ","
-    " finished_at TEXT);"
-    "CREATE INDEX IF NOT EXISTS trajectories_experiment ON trajectories(experiment_id);"
-    "CREATE TABLE IF NOT EXISTS turns ("
-    " id INTEGER PRIMARY KEY,"
-    " trajectory_id INTEGER NOT NULL REFERENCES trajectories(id),"
-    " turn INTEGER NOT NULL,"
-    " request_hash TEXT, source TEXT,"
-    " verdict TEXT NOT NULL, reason TEXT,"
-    " speedup REAL, verified INTEGER,"
-    " candidate TEXT, language TEXT,"
-    " reply TEXT, feedback TEXT,"
-    " input_tokens INTEGER, output_tokens INTEGER, reasoning_tokens INTEGER,"
-    " latency_ms REAL, cost_usd REAL,"
-    " workloads TEXT,"
-    " created_at TEXT NOT NULL DEFAULT " NOW ","
-    " UNIQUE (trajectory_id, turn));"
-    "CREATE INDEX IF NOT EXISTS turns_verdict ON turns(verdict);"
-    "CREATE TABLE verdicts ("
-    " name TEXT PRIMARY KEY,"
-    " rank INTEGER NOT NULL,"
-    " short TEXT NOT NULL,"
-    " stage TEXT,"
-    " class TEXT NOT NULL CHECK (class IN ('correct', 'failed', 'not_measured')),"
-    " means TEXT);"
-    "CREATE TRIGGER evaluations_verdict_insert BEFORE INSERT ON evaluations"
-    " WHEN NEW.verdict IS NOT NULL AND NOT EXISTS (SELECT 1 FROM verdicts WHERE name = NEW.verdict)"
-    " BEGIN SELECT RAISE(ABORT, 'unknown verdict (not in the verdicts table)'); END;"
-    "CREATE TRIGGER evaluations_verdict_update BEFORE UPDATE OF verdict ON evaluations"
-    " WHEN NEW.verdict IS NOT NULL AND NOT EXISTS (SELECT 1 FROM verdicts WHERE name = NEW.verdict)"
-    " BEGIN SELECT RAISE(ABORT, 'unknown verdict (not in the verdicts table)'); END;"
-    "CREATE TRIGGER turns_verdict_insert BEFORE INSERT ON turns"
-    " WHEN NOT EXISTS (SELECT 1 FROM verdicts WHERE name = NEW.verdict)"
-    " BEGIN SELECT RAISE(ABORT, 'unknown verdict (not in the verdicts table)'); END;"
-    "CREATE TRIGGER turns_verdict_update BEFORE UPDATE OF verdict ON turns"
-    " WHEN NOT EXISTS (SELECT 1 FROM verdicts WHERE name = NEW.verdict)"
-    " BEGIN SELECT RAISE(ABORT, 'unknown verdict (not in the verdicts table)'); END;";
+static size_t nversions(void)
+{
+    size_t n;
+    store_versions(&n);
+    return n;
+}
 
-/* Version 3: turns.awaiting, 1 while a turn's candidate, built and
- * plan-checked where no GPU was (a sweep's generate phase), waits for klab
- * judge to run its GPU stages; 0 for every judged turn. */
-static const char schema_v3[] = "ALTER TABLE turns ADD COLUMN awaiting INTEGER NOT NULL DEFAULT 0;"
-                                "CREATE INDEX IF NOT EXISTS turns_awaiting ON turns(awaiting) WHERE awaiting = 1;";
-
-/* Version 4: evaluations.mark, the proof that this machine's user wrote
- * the row (mark.c); NULL in rows from elsewhere and from before. */
-static const char schema_v4[] = "ALTER TABLE evaluations ADD COLUMN mark TEXT;";
-
-static const struct migration {
-    int version;
-    const char *description;
-    const char *sql;
-} migrations[] = {
-    {1, "initial schema", schema_v1},
-    {2, "experiment tables and the verdicts table", schema_v2},
-    {3, "turns awaiting judgement", schema_v3},
-    {4, "the mark of the machine that wrote an evaluation", schema_v4},
-};
-
-#define NMIGRATIONS (sizeof migrations / sizeof migrations[0])
-
-/* The table of applied versions, made with the first migration. */
-#define SCHEMA_VERSION_TABLE                                                                                    \
-    "CREATE TABLE schema_version ("                                                                             \
-    " version INTEGER PRIMARY KEY,"                                                                            \
-    " description TEXT NOT NULL,"                                                                              \
-    " klab_version TEXT,"                                                                                      \
-    " applied_at TEXT NOT NULL DEFAULT " NOW ")"
+/* Runs the SQL of version on h (a store's, or the check's in-memory one). */
+static int apply_version(sqlite3 *h, int version, ks_status *st)
+{
+    char *sql;
+    int rc = ddl_version(version, &sql, st);
+    if (rc)
+        return rc;
+    int s = sqlite3_exec(h, sql, NULL, NULL, NULL);
+    if (s != SQLITE_OK)
+        rc = sql_fail(h, s, st, "making schema version", sql);
+    free(sql);
+    return rc;
+}
 
 int read_version(store *db, int *version, ks_status *st)
 {
@@ -224,14 +97,16 @@ int migrate(store *db, ks_status *st)
                      "store: %s has schema version %d, newer than this klab understands (%d)",
                      db->path, version, STORE_SCHEMA_VERSION);
     if (rc == KS_OK && version == 0)
-        rc = run(db, SCHEMA_VERSION_TABLE, st);
+        rc = apply_version(db->h, 0, st);
     /* What is there is checked before a migration writes into it. */
     if (rc == KS_OK && version > 0)
         rc = check_schema(db, "main", version, st);
-    for (size_t i = 0; rc == KS_OK && i < NMIGRATIONS; i++) {
-        if (migrations[i].version <= version)
+    size_t nv;
+    const store_version *versions = store_versions(&nv);
+    for (size_t i = 0; rc == KS_OK && i < nv; i++) {
+        if (versions[i].version <= version)
             continue;
-        rc = run(db, migrations[i].sql, st);
+        rc = apply_version(db->h, versions[i].version, st);
         if (rc)
             break;
         sqlite3_stmt *s;
@@ -239,12 +114,12 @@ int migrate(store *db, ks_status *st)
                   &s, st);
         if (rc)
             break;
-        sqlite3_bind_int(s, 1, migrations[i].version);
-        sqlite3_bind_text(s, 2, migrations[i].description, -1, SQLITE_STATIC);
+        sqlite3_bind_int(s, 1, versions[i].version);
+        sqlite3_bind_text(s, 2, versions[i].description, -1, SQLITE_STATIC);
         sqlite3_bind_text(s, 3, KLAB_VERSION, -1, SQLITE_STATIC);
         rc = step_done(db, s, st);
         sqlite3_finalize(s);
-        version = migrations[i].version;
+        version = versions[i].version;
     }
     if (rc == KS_OK)
         db->version = version;
@@ -320,7 +195,7 @@ const char legacy_experiment_tables[] =
  * refs[1][v - 1]: the same for a store whose experiment tables the library
  * made first (legacy_experiment_tables). */
 #define NLINEAGES 2
-static reference refs[NLINEAGES][NMIGRATIONS];
+static reference refs[NLINEAGES][STORE_SCHEMA_VERSION];
 static int learned;
 static pthread_mutex_t refs_mu = PTHREAD_MUTEX_INITIALIZER;
 
@@ -336,12 +211,22 @@ static int learn_version(size_t upto, int legacy, reference *ref, ks_status *st)
 {
     sqlite3 *h = NULL;
     int s = sqlite3_open_v2(":memory:", &h, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
-    if (s == SQLITE_OK)
-        s = sqlite3_exec(h, SCHEMA_VERSION_TABLE, NULL, NULL, NULL);
-    for (size_t i = 0; s == SQLITE_OK && i < upto; i++) {
-        s = sqlite3_exec(h, migrations[i].sql, NULL, NULL, NULL);
-        if (s == SQLITE_OK && legacy && i == 0)
-            s = sqlite3_exec(h, legacy_experiment_tables, NULL, NULL, NULL);
+    if (s != SQLITE_OK) {
+        int rc = sql_fail(h, s, st, "making the schema in memory", NULL);
+        sqlite3_close_v2(h);
+        return rc;
+    }
+    size_t nv;
+    const store_version *versions = store_versions(&nv);
+    int rc = apply_version(h, 0, st);
+    for (size_t i = 0; rc == KS_OK && i < upto; i++) {
+        rc = apply_version(h, versions[i].version, st);
+        if (rc == KS_OK && legacy && i == 0 && (s = sqlite3_exec(h, legacy_experiment_tables, NULL, NULL, NULL)))
+            rc = sql_fail(h, s, st, "making the schema in memory", NULL);
+    }
+    if (rc) {
+        sqlite3_close_v2(h);
+        return rc;
     }
     sqlite3_stmt *q = NULL;
     if (s == SQLITE_OK)
@@ -357,7 +242,6 @@ static int learn_version(size_t upto, int legacy, reference *ref, ks_status *st)
             s = SQLITE_NOMEM;
     }
     sqlite3_finalize(q);
-    int rc = KS_OK;
     if (s != SQLITE_OK || r != SQLITE_DONE)
         rc = sql_fail(h, s != SQLITE_OK ? s : r, st, "making the schema in memory", NULL);
     sqlite3_close_v2(h);
@@ -369,7 +253,7 @@ static int learn_objects(ks_status *st)
     pthread_mutex_lock(&refs_mu);
     int rc = KS_OK;
     for (int l = 0; !learned && rc == KS_OK && l < NLINEAGES; l++)
-        for (size_t v = 0; rc == KS_OK && v < NMIGRATIONS; v++)
+        for (size_t v = 0; rc == KS_OK && v < nversions(); v++)
             rc = learn_version(v + 1, l, &refs[l][v], st);
     if (rc == KS_OK)
         learned = 1;
@@ -498,7 +382,7 @@ static int check_against(store *db, const char *schema, const reference *ref, ks
 
 int check_schema(store *db, const char *schema, int version, ks_status *st)
 {
-    if (version < 1 || version > (int)NMIGRATIONS)
+    if (version < 1 || version > (int)nversions())
         return KS_OK; /* nothing of klab's yet (a new store), or refused by the version check */
     int rc = learn_objects(st);
     if (rc)
@@ -530,7 +414,7 @@ int store_check_schema(store *db, const char *schema, ks_status *st)
     if (r != SQLITE_ROW)
         rc = sql_fail(db->h, r, st, "reading the schema version", NULL);
     sqlite3_finalize(s);
-    if (rc == KS_OK && (version < 1 || version > (int)NMIGRATIONS))
+    if (rc == KS_OK && (version < 1 || version > (int)nversions()))
         rc = ks_fail(st, KS_EINVAL, 0, "store: %s.schema_version says %d, which no klab wrote", schema, version);
     if (rc == KS_OK)
         rc = check_schema(db, schema, version, st);

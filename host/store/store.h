@@ -212,6 +212,30 @@ void store_candidate_hash(const store_candidate *c, char out[STORE_HASH_HEX + 1]
 int store_put_candidate(store *db, const store_candidate *c, int64_t *id, int *created,
                         char hash[STORE_HASH_HEX + 1], ks_status *st);
 
+/* One compile of a candidate for an architecture: what the compiler made
+ * of it (the compiles table). The module image itself is not kept: it is
+ * made again from the code, and the compile cache holds it. */
+typedef struct store_compile {
+    int64_t candidate_id;   /* required, must exist */
+    const char *arch;       /* required, e.g. "sm_90a" */
+    const char *hash;       /* required: what identifies the compile (the compile cache's key) */
+    const char *options;    /* JSON text of the compile's options; may be NULL */
+    const char *compiler;   /* e.g. "nvrtc 12.8"; may be NULL */
+    int ok;                 /* 1: it built; 0: it failed (log says why) */
+    int64_t registers;      /* the largest of the module's kernels; < 0: unknown */
+    int64_t spill_stores;   /* bytes, the largest of its kernels; < 0: unknown */
+    int64_t spill_loads;
+    int64_t shared_bytes;   /* static shared memory */
+    int64_t local_bytes;
+    const char *census;     /* JSON text of the PTX census; may be NULL */
+    const char *log;        /* the compiler's log; may be NULL */
+    double seconds;         /* how long the compile took; < 0: unknown */
+} store_compile;
+
+/* Records a compile unless one with its hash is there (the same hash is
+ * the same compile: the first row stays) and sets *id to its row. Atomic. */
+int store_put_compile(store *db, const store_compile *c, int64_t *id, ks_status *st);
+
 /* What identifies an evaluation. key is the idempotency key: the same key
  * always means the same (candidate, task, arch, options, replica). */
 typedef struct store_eval {

@@ -3,7 +3,8 @@
 
 #include "check.h"
 #include "store/store.h"
-#include "store/store_impl.h" /* legacy_experiment_tables */
+#include "store/schema.h" /* legacy_experiment_tables */
+#include "store/tables.h"
 #include "base/hmac.h"
 #include "base/redact.h"
 
@@ -944,6 +945,109 @@ static void test_marks(void)
     remove_db(path);
 }
 
+/* The file beside this one: the schema a store made by klab before the
+ * schema was described as data holds (tests/c/store_v4_schema.sql). */
+static char *read_beside(const char *name)
+{
+    char path[512];
+    const char *slash = strrchr(__FILE__, '/');
+    snprintf(path, sizeof path, "%.*s/%s", slash ? (int)(slash - __FILE__) : 1, slash ? __FILE__ : ".", name);
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    char *buf = calloc(1, 1 << 16);
+    size_t n = buf ? fread(buf, 1, (1 << 16) - 1, f) : 0;
+    fclose(f);
+    if (buf && n == 0) {
+        free(buf);
+        buf = NULL;
+    }
+    return buf;
+}
+
+/* A store made by an earlier klab (its schema's text, made with SQLite
+ * itself) opens, writable and read-only: the SQL that tables.c's
+ * description writes is the SQL klab always wrote. */
+static void test_store_made_before(void)
+{
+    char *sql = read_beside("store_v4_schema.sql");
+    CHECKF(sql != NULL, "%s", "tests/c/store_v4_schema.sql is readable");
+    if (!sql)
+        return;
+    char path[512];
+    path_in(path, sizeof path, "before.db");
+    remove_db(path);
+    sqlite3 *h = NULL;
+    int s = sqlite3_open(path, &h);
+    if (s == SQLITE_OK)
+        s = sqlite3_exec(h, sql, NULL, NULL, NULL);
+    for (int v = 1; s == SQLITE_OK && v <= 4; v++) {
+        char ins[128];
+        snprintf(ins, sizeof ins, "INSERT INTO schema_version(version, description) VALUES (%d, 'v%d')", v, v);
+        s = sqlite3_exec(h, ins, NULL, NULL, NULL);
+    }
+    if (s == SQLITE_OK)
+        s = sqlite3_exec(h, "PRAGMA journal_mode = WAL", NULL, NULL, NULL);
+    CHECKF(s == SQLITE_OK, "made the old store: %s", sqlite3_errmsg(h));
+    sqlite3_close(h);
+    free(sql);
+    store_options ro = {.readonly = 1};
+    for (int k = 0; k < 2; k++) {
+        ks_status st;
+        store *db = NULL;
+        int rc = store_open(&db, path, k ? &ro : NULL, &st);
+        CHECKF(rc == KS_OK, "a store made before opens (%s): %s", k ? "read-only" : "writable", st.msg);
+        if (db)
+            CHECK(store_schema_version(db) == STORE_SCHEMA_VERSION);
+        store_close(&db);
+    }
+    remove_db(path);
+}
+
+/* Every table of the description is in a new store with exactly its
+ * columns, in order, with their types, NOT NULL and primary key; and the
+ * versions are 1, 2, ... up to STORE_SCHEMA_VERSION. */
+static void test_description(void)
+{
+    char path[512];
+    path_in(path, sizeof path, "described.db");
+    store *db = open_db(path);
+    if (!db)
+        return;
+    size_t nt, nv;
+    const store_table *t = store_tables(&nt);
+    const store_version *v = store_versions(&nv);
+    CHECK(nv == STORE_SCHEMA_VERSION);
+    for (size_t i = 0; i < nv; i++)
+        CHECK(v[i].version == (int)i + 1 && v[i].description && *v[i].description);
+    CHECK(nt >= 11);
+    int64_t tables = scalar(db, "SELECT count(*) FROM sqlite_master WHERE type = 'table'");
+    CHECKF(tables == (int64_t)nt, "the store has %lld tables, the description %zu", (long long)tables, nt);
+    for (size_t i = 0; i < nt; i++) {
+        ks_status st;
+        store_stmt *q;
+        char sql[160];
+        snprintf(sql, sizeof sql, "SELECT name, type, \"notnull\", pk FROM pragma_table_info('%s')", t[i].name);
+        if (store_prepare(db, sql, &q, &st) != KS_OK)
+            continue;
+        size_t c = 0;
+        while (store_step(q, &st) == STORE_ROW) {
+            const store_column *col = c < t[i].ncolumns ? &t[i].columns[c] : NULL;
+            CHECKF(col && !strcmp(col->name, store_column_text(q, 0, NULL)) &&
+                       !strcmp(col->type, store_column_text(q, 1, NULL)) &&
+                       col->not_null == store_column_int(q, 2) && col->primary_key == (store_column_int(q, 3) > 0),
+                   "%s.%s is as described", t[i].name, store_column_text(q, 0, NULL));
+            c++;
+        }
+        store_finalize(q);
+        CHECKF(c == t[i].ncolumns, "%s has the %zu columns described (%zu)", t[i].name, t[i].ncolumns, c);
+        CHECK(store_table_named(t[i].name) == &t[i]);
+    }
+    CHECK(store_table_named("no_such_table") == NULL);
+    store_close(&db);
+    remove_db(path);
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -961,6 +1065,8 @@ int main(int argc, char **argv)
     test_hash();
     test_insert_text();
     test_schema();
+    test_store_made_before();
+    test_description();
     test_store_behind_a_link();
     test_statements();
     test_candidates();

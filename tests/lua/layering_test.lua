@@ -308,4 +308,130 @@ function T.providers_are_named_only_by_their_registry(t)
   t.eq(table.concat(bad, ", "), "")
 end
 
+-- ---- the store's owner: host/store in floors, no SQL in bindings/ ----------
+
+-- The text of a C file without its comments and the insides of its string
+-- literals (a name in a message is no call), or with the literals kept.
+local function c_code(src, keep_strings)
+  src = src:gsub("/%*.-%*/", " "):gsub("//[^\n]*", " ")
+  if keep_strings then return src end
+  return (src:gsub('"[^"\n]*"', '""'))
+end
+
+-- SQL in C string literals: a statement's first words.
+local SQL_WORDS = { "SELECT%s+[%w_*(]", "INSERT%s+INTO", "INSERT%s+OR%s+%u+%s+INTO", "UPDATE%s+[%w_]+%s+SET",
+  "DELETE%s+FROM", "CREATE%s+TABLE", "CREATE%s+INDEX", "CREATE%s+TRIGGER", "CREATE%s+VIEW", "ALTER%s+TABLE",
+  "DROP%s+TABLE", "PRAGMA%s+%l", "ATTACH%s+DATABASE", "BEGIN%s+IMMEDIATE", "SAVEPOINT%s" }
+
+local function sql_in_strings(src)
+  for lit in c_code(src, true):gmatch('"([^"\n]*)"') do
+    for _, p in ipairs(SQL_WORDS) do
+      local hit = lit:match(p)
+      if hit then return hit end
+    end
+  end
+end
+
+-- The store's SQL is its owner's (host/store/, klab.store.records): a binding
+-- hands the owner's statements over and writes none of its own.
+function T.no_sql_in_bindings(t)
+  local p = assert(io.popen("cd '" .. t.root .. "' && ls bindings/*.c | sort"))
+  local bad, n = {}, 0
+  for path in p:lines() do
+    n = n + 1
+    local hit = sql_in_strings(read(t.root .. "/" .. path))
+    if hit then bad[#bad + 1] = path .. " (" .. hit .. ")" end
+  end
+  p:close()
+  t.ok(n > 10, "found bindings/ (" .. n .. " C files)")
+  t.eq(table.concat(bad, ", "), "")
+  -- The check sees SQL where there is some, and none in a message.
+  t.ok(sql_in_strings('x = run("SELECT * FROM evaluations WHERE id = ?");'), "a planted SELECT is found")
+  t.ok(not sql_in_strings('/* SELECT x FROM y */ luaL_error(L, "select a store");'), "comments and words are not SQL")
+end
+
+-- Each C file of a host/ folder stands on a floor; a file calls only
+-- functions (and reads only data) defined in files of lower floors, never
+-- its own floor's neighbours or a floor above: no arrow back up, so no
+-- circle. Every file of the folder must have a floor. Returns the arrows
+-- that break the rule ("a.c -> b.c (name)") and the files without a floor.
+local function arrows_back_up(root, folder, floors)
+  local p = assert(io.popen("cd '" .. root .. "' && ls " .. folder .. "/*.c | sort"))
+  local files, code, defs = {}, {}, {}
+  for path in p:lines() do
+    local name = path:match("[^/]+$")
+    files[#files + 1] = name
+    code[name] = c_code(read(root .. "/" .. path))
+    -- Definitions at the left margin that are not static: functions
+    -- ("int run(store *db, ...)" then "{") and data ("const char x[] =").
+    for line in ("\n" .. code[name]):gmatch("\n([%a_][^\n;]*)") do
+      if not line:match("^static") and not line:match("^typedef") and not line:match("^#") then
+        local fn = line:match("([%a_][%w_]*)%s*%(") or line:match("([%a_][%w_]*)%s*%[%]%s*=")
+        if fn and not fn:match("^KS_") then defs[fn] = name end
+      end
+    end
+  end
+  p:close()
+  local bad, unplaced = {}, {}
+  for _, f in ipairs(files) do
+    if floors[f] == nil then unplaced[#unplaced + 1] = f end
+  end
+  for _, f in ipairs(files) do
+    for fn, home in pairs(defs) do
+      if home ~= f and floors[f] and floors[home] and floors[home] >= floors[f]
+          and code[f]:find("%f[%w_]" .. fn .. "%f[^%w_]") then
+        bad[#bad + 1] = ("%s -> %s (%s)"):format(f, home, fn)
+      end
+    end
+  end
+  table.sort(bad)
+  return bad, unplaced
+end
+
+-- host/store's floors (host/store/db.h says what each file is).
+local STORE_FLOORS = {
+  ["db.c"] = 0, ["hash.c"] = 0, ["tables.c"] = 0,
+  ["ddl.c"] = 1, ["mark.c"] = 1,
+  ["schema.c"] = 2, ["records.c"] = 2,
+  ["store.c"] = 3,
+}
+
+function T.no_arrow_back_up_in_host_store(t)
+  local bad, unplaced = arrows_back_up(t.root, "host/store", STORE_FLOORS)
+  t.eq(table.concat(unplaced, ", "), "", "every file of host/store has a floor")
+  t.eq(table.concat(bad, "; "), "", "calls that go back up")
+  -- The rule sees an arrow where there is one: store.c's floor made the
+  -- lowest, its calls into schema.c go up.
+  local lowered = {}
+  for k, v in pairs(STORE_FLOORS) do lowered[k] = v end
+  lowered["store.c"] = 0
+  local planted = arrows_back_up(t.root, "host/store", lowered)
+  t.ok(#planted > 0, "a file put below what it calls is found (" .. #planted .. " arrows)")
+end
+
+-- Every store the library opens is opened by the store's owner
+-- (klab.store.records.open, with its checks and messages): no module
+-- outside scripts/klab/store/ calls klab.store's open, directly or through
+-- a local name for the module.
+local function opens_a_store(src)
+  if src:find("require%s*%(?%s*[\"']klab%.store[\"']%s*%)?%s*%.open%s*%(") then return true end
+  for alias in src:gmatch("local%s+([%w_]+)%s*=%s*require%s*%(?%s*[\"']klab%.store[\"']") do
+    if src:find("%f[%w_]" .. alias .. "%s*[.:]%s*open%s*%(") then return true end
+  end
+  return false
+end
+
+function T.stores_open_through_the_owner(t)
+  local bad = {}
+  for name, m in pairs(modules(t.root)) do
+    if not m.path:match("^scripts/klab/store/") and opens_a_store(m.src) then bad[#bad + 1] = name end
+  end
+  table.sort(bad)
+  t.eq(table.concat(bad, ", "), "")
+  t.ok(opens_a_store('local s = require "klab.store"\nlocal db = s.open(p)'), "an open through an alias is found")
+  t.ok(opens_a_store('local db = require("klab.store").open(p)'), "a direct open is found")
+  t.ok(not opens_a_store('local db = require("klab.store.records").open(p)'), "the owner's open is fine")
+end
+
+
 return T

@@ -312,4 +312,19 @@ T.missing_key_variable_is_named = function(t)
   end)
 end
 
+-- ---- the caller's store opens through the store's owner ----------------------
+
+-- A path given as db is opened by klab.store.records.open, with its checks
+-- and its one-line messages (a folder is named as one), and the caller
+-- closes what it opened.
+T.caller_opens_its_store_through_the_owner = function(t)
+  local dir = t.tmpdir()
+  local ok, err = pcall(model.caller, { db = dir, mode = "replay" })
+  t.ok(not ok, "a folder is no store")
+  t.match(tostring(err), "model%.caller: " .. dir:gsub("%p", "%%%0") .. " is a folder, not a store file")
+  local c = model.caller { db = dir .. "/m.db", mode = "replay" }
+  t.eq(c.db:first("SELECT count(*) AS n FROM verdicts").n >= 0, true, "a store, made with klab's schema")
+  c:close()
+end
+
 return T

@@ -411,4 +411,125 @@ assert(s:put_candidate { language = "ptx", code = string.rep("x", 400000) })]]):
   t.eq(s:first("SELECT count(*) AS n FROM candidates").n, 1, "the first row survived")
 end
 
+-- ---- the schema, described once (host/store/tables.c) ----------------------
+
+-- klab.store.schema() is the store a fresh open makes: its tables, each
+-- column's name, type, NOT NULL and primary key in order, its references
+-- and its indexes.
+function T.schema_describes_the_store(t)
+  local db <close>, _, done = fresh(t)
+  local schema = store.schema()
+  t.eq(schema.version, store.SCHEMA_VERSION)
+  t.eq(#schema.versions, store.SCHEMA_VERSION)
+  local described = {}
+  for _, tbl in ipairs(schema.tables) do
+    described[tbl.name] = true
+    t.ok(tbl.owner == "c" or tbl.owner == "lua", tbl.name .. " has an owner")
+    local cols = db:query("SELECT name, type, \"notnull\" AS nn, pk FROM pragma_table_info(?) ORDER BY cid", tbl.name)
+    t.eq(#cols, #tbl.columns, tbl.name .. ": the columns described")
+    for i, c in ipairs(tbl.columns) do
+      local r = cols[i] or {}
+      t.eq(("%s %s %s %s"):format(r.name, r.type, r.nn == 1, (r.pk or 0) > 0),
+        ("%s %s %s %s"):format(c.name, c.type, c.not_null, c.primary_key), tbl.name .. " column " .. i)
+    end
+    local refs = {}
+    for _, r in ipairs(db:query("SELECT \"from\" AS col, \"table\" AS tbl FROM pragma_foreign_key_list(?)", tbl.name)) do
+      refs[#refs + 1] = r.col .. "->" .. r.tbl
+    end
+    local want = {}
+    for _, c in ipairs(tbl.columns) do if c.references then want[#want + 1] = c.name .. "->" .. c.references end end
+    table.sort(refs)
+    table.sort(want)
+    t.eq(table.concat(refs, " "), table.concat(want, " "), tbl.name .. ": references")
+    for _, ix in ipairs(tbl.indexes) do
+      t.eq(count(db, "sqlite_master WHERE type = 'index' AND name = ? AND tbl_name = ?", ix.name, tbl.name), 1, ix.name)
+    end
+  end
+  for _, r in ipairs(db:query("SELECT name FROM sqlite_master WHERE type = 'table'")) do
+    t.ok(described[r.name], "table " .. r.name .. " is described")
+  end
+  done()
+end
+
+-- What reads the store takes its tables from the description: merge's
+-- tables, order, keys and references; records' column kinds.
+function T.merge_and_records_read_the_schema(t)
+  local merge = require "klab.store.merge"
+  local records = require "klab.store.records"
+  local i = 0
+  for _, tbl in ipairs(store.schema().tables) do
+    if tbl.per_store then
+      t.ok(merge.OWN[tbl.name], tbl.name .. " is each store's own")
+    else
+      i = i + 1
+      local spec = merge.TABLES[i]
+      t.eq(spec.name, tbl.name, "merge order " .. i)
+      t.eq(type(spec.key) == "table" and table.concat(spec.key, ",") or spec.key,
+        tbl.key and table.concat(tbl.key, ",") or "*", tbl.name .. "'s key")
+      for _, c in ipairs(tbl.columns) do
+        t.eq(spec.refs and spec.refs[c.name], c.references, tbl.name .. "." .. c.name .. " reference")
+      end
+    end
+  end
+  t.eq(#merge.TABLES, i, "merge has no table of its own")
+  local k = records.kinds("turns", "awaiting reason speedup verdict", { extra = "string" })
+  t.eq(("%s %s %s %s %s"):format(k.awaiting, k.reason, k.speedup, k.verdict, k.extra),
+    "integer string? number? string string")
+  t.raises(function() records.kinds("turns", "no_such_column") end, "turns has no column no_such_column")
+end
+
+-- ---- compiles: one row per compile ------------------------------------------
+
+function T.put_compile_keeps_one_row_per_hash(t)
+  local db <close>, _, done = fresh(t)
+  local cand = db:put_candidate { language = "cuda", code = "k" }
+  local row = { candidate = cand, arch = "sm_90a", hash = "h1", ok = true, registers = 40, census = { mma = 2 },
+    log = "ok", seconds = 0.5 }
+  local id = db:put_compile(row)
+  t.eq(db:put_compile(row), id, "the same compile is the same row")
+  local r = db:first("SELECT * FROM compiles WHERE id = ?", id)
+  t.eq(("%s %s %d %d %s %s"):format(r.arch, r.hash, r.ok, r.registers, r.census, tostring(r.spill_stores)),
+    'sm_90a h1 1 40 {"mma":2} nil')
+  t.raises(function() db:put_compile { arch = "sm_90a", hash = "h2" } end, "candidate")
+  t.raises(function() db:put_compile { candidate = cand, arch = "sm_90a", hash = "h2", colour = 1 } end, "colour")
+  -- Two candidates of one code (two plans) share the compile cache's key:
+  -- each has its own row.
+  local records = require "klab.store.records"
+  local a, ah = db:put_candidate { language = "cuda", code = "same", plan = "p1" }
+  local b, bh = db:put_candidate { language = "cuda", code = "same", plan = "p2" }
+  local build = { ok = true, hash = "cache-key", kernels = { { registers = 8 }, { registers = 30 } } }
+  local ca, cb = records.put_compile(db, a, ah, "sm_90a", build), records.put_compile(db, b, bh, "sm_90a", build)
+  t.ok(ca ~= cb, "one row per candidate")
+  t.eq(records.put_compile(db, a, ah, "sm_90a", build), ca, "and one per compile of it")
+  t.eq(db:first("SELECT registers FROM compiles WHERE id = ?", cb).registers, 30, "the largest kernel's registers")
+  t.eq(records.put_compile(db, a, ah, "sm_90a", { ok = true }), nil, "no compile of the candidate's, no row")
+  done()
+end
+
+-- An evaluation stores the candidate's compile, a failed one too, and
+-- points to it; judging again adds no row.
+function T.an_evaluation_records_its_compile(t)
+  local eval = require "klab.eval"
+  local task = "gemm_bf16/123x457x789"
+  local path = t.tmpdir() .. "/c.db"
+  assert(eval.evaluate(task, "tasks/gemm/samples/naive", { db = path }))
+  assert(eval.evaluate(task, "tasks/gemm/samples/naive", { db = path }))
+  local bad = t.tmpdir()
+  local f = assert(io.open(bad .. "/kernel.cu", "w"))
+  f:write('extern "C" __global__ void gemm( { }')
+  f:close()
+  local c = assert(eval.evaluate(task, bad, { db = path }))
+  t.eq(c.verdict, "compile_error")
+  local db <close> = assert(store.open(path))
+  local rows = db:query([[SELECT c.ok, c.registers, c.log, c.compiler, ca.language, e.verdict FROM compiles c
+    JOIN candidates ca ON ca.id = c.candidate_id JOIN evaluations e ON e.compile_id = c.id ORDER BY c.id]])
+  t.eq(#rows, 2, "one row per compile, each an evaluation's")
+  t.eq(rows[1].ok, 1)
+  t.ok(math.type(rows[1].registers) == "integer" and rows[1].registers > 0, "the registers the compiler gave")
+  t.ok(type(rows[1].compiler) == "string", "the compiler")
+  t.eq(rows[2].ok, 0)
+  t.eq(rows[2].verdict, "compile_error")
+  t.ok(type(rows[2].log) == "string" and #rows[2].log > 0, "a failed compile keeps its log")
+end
+
 return T

@@ -242,7 +242,7 @@ function Study:_submit(t, c, msg, b, state)
         baseline_ms = w.baseline_ms }
     end
     data = { submission = n, verdict = res.verdict, reason = res.reason, speedup = res.speedup, workloads = ws }
-    if self.target and verdicts.correct(res.verdict) and res.verdict == "passed"
+    if self.target and verdicts.passed(res.verdict)
         and (self.target <= 0 or (res.speedup and res.speedup >= self.target)) then
       state.stop = "target_met"
     end
@@ -259,7 +259,7 @@ end
 function Study:_finish(t, reason)
   local best, best_turn
   for _, tr in ipairs(t.turns) do
-    if tr.verdict == "passed" and tr.speedup and (not best or tr.speedup > best) then best, best_turn = tr.speedup, tr.turn end
+    if verdicts.passed(tr.verdict) and tr.speedup and (not best or tr.speedup > best) then best, best_turn = tr.speedup, tr.turn end
   end
   records.finish_trajectory(self.db, t.id, { stop_reason = reason, best_speedup = best, best_turn = best_turn,
     selected_turn = best_turn, selected_speedup = best, selection = best_turn and "fastest_correct" or

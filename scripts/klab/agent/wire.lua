@@ -84,6 +84,10 @@ end
 
 local anthropic = {}
 
+-- The system prompt travels in the body's own field (the provider's body
+-- sets it), never as a message.
+anthropic.system_apart = true
+
 function anthropic.asked(x)
   local blocks = {}
   if x.content and x.content ~= "" then blocks[1] = { type = "text", text = x.content } end
@@ -142,7 +146,7 @@ function M.for_model(m, tools)
     -- conversation in its tool-calling form and the tools.
     local b = p.body(model, messages)
     local msgs = converted(messages, f)
-    if m.provider == "anthropic" then
+    if f.system_apart then
       local rest = {}
       for _, x in ipairs(msgs) do if x.role ~= "system" then rest[#rest + 1] = x end end
       msgs = rest

@@ -72,7 +72,7 @@ local results_mod = require "klab.experiment.results"
 
 local M = {}
 
--- The store owns the tables (host/store/store.c's migrations; docs/store.md
+-- The store owns the tables (host/store/tables.c describes them; docs/store.md
 -- and docs/experiments.md describe them); the verdicts a turn may record are
 -- klab.eval.verdict's, written into the store before the first turn.
 function M.ensure_schema(db)

@@ -179,7 +179,10 @@ function M.caller(opts)
     stats = { network = 0, cache = 0, files = 0, failed = 0 },
   }, Caller)
   if type(opts.db) == "string" then
-    c.db = assert(store_mod.open(opts.db))
+    -- Opened by the store's owner, with its checks and its one-line messages.
+    local db, why = require("klab.store.records").open(opts.db)
+    if not db then error("model.caller: " .. why, 2) end
+    c.db = db
     c.own_db = true
   else
     c.db = opts.db

@@ -6,8 +6,8 @@
 --   local report = merge.merge(db, "results/shard-0-of-4.db")
 --
 -- Every row of a source ends up in the output once. A row is recognised by
--- its table's key (M.TABLES), never by its id: ids are remapped, and every
--- reference to them follows. For a key already in the output:
+-- its table's key (the store's schema), never by its id: ids are
+-- remapped, and every reference to them follows. For a key already in the output:
 --   same      the stored row stays (merging a source twice changes nothing);
 --   newer     the source's row has gone further (an evaluation finished, a
 --             trajectory with more turns, a response where the output has a
@@ -18,21 +18,24 @@
 -- source (its rows would mix two sweeps). Each source merges in one
 -- transaction: all of it or nothing.
 --
--- The list of tables is the one place that knows them: a table in a source
--- that the list does not name refuses the source, so nothing is dropped
--- silently when the schema grows. A table missing from the output is
--- created from the source's definition.
+-- The store's schema is the one place that knows the tables: a table in a
+-- source that it does not name refuses the source, so nothing is dropped
+-- silently. A table missing from the output is created from the source's
+-- definition.
 
 local store = require "klab.store"
 local json = require "klab.json"
 
 local M = {}
 
--- Per table, in merge order (a table after those it references):
---   key       columns that identify a row across stores ("*": every column
---             but the id: environments have no other identity, and each row
---             is one run's provenance, kept as its own row);
---   refs      column -> table it references (remapped to the output's ids);
+-- The tables, their order (each after those it references), their keys
+-- and references are the store's schema (host/store/tables.c, read through
+-- klab.store.records.schema()):
+--   key       columns that identify a row across stores (a table without
+--             one, environments, is matched on every column but the id:
+--             each row is one run's provenance, kept as its own row);
+--   refs      column -> table it references (remapped to the output's ids).
+-- What a merge does beyond that is said here, per table (POLICY):
 --   identity  columns that must agree for the same key (else a conflict);
 --   progress  SQL over the row ("$." is the row) that grows as the work
 --             behind it goes on; a higher value replaces a lower one;
@@ -41,31 +44,42 @@ local M = {}
 --             row they point to, copied with it when it is added or
 --             replaced, and never mixed from two stores;
 --   strict    a conflict refuses the whole source.
-M.TABLES = {
-  { name = "verdicts", key = { "name" }, identity = { "rank", "short", "stage", "class", "means" } },
-  { name = "environments", key = "*" },
-  { name = "candidates", key = { "hash" }, identity = { "language", "code", "plan" } },
-  { name = "compiles", key = { "hash" }, refs = { candidate_id = "candidates" }, identity = { "candidate_id", "arch", "ok" } },
-  { name = "evaluations", key = { "key" },
-    refs = { candidate_id = "candidates", env_id = "environments", compile_id = "compiles" },
-    identity = { "candidate_id", "task", "arch", "replica" }, progress = "($.state = 'done')", settled = { "verdict" } },
-  { name = "measurements", key = { "evaluation_id", "name" }, refs = { evaluation_id = "evaluations" },
-    owner = "evaluation_id" },
-  { name = "responses", key = { "hash" }, identity = { "request" }, progress = "($.response IS NOT NULL)",
-    settled = { "response" } },
+-- A table the schema gains merges by its key with no policy until it gets one.
+local POLICY = {
+  verdicts = { identity = { "rank", "short", "stage", "class", "means" } },
+  candidates = { identity = { "language", "code", "plan" } },
+  compiles = { identity = { "candidate_id", "arch", "ok" } },
+  evaluations = { identity = { "candidate_id", "task", "arch", "replica" }, progress = "($.state = 'done')",
+    settled = { "verdict" } },
+  measurements = { owner = "evaluation_id" },
+  responses = { identity = { "request" }, progress = "($.response IS NOT NULL)", settled = { "response" } },
   -- The klab builds that made an experiment's turns ($.klab) are not its
   -- identity: shards run by two builds merge, and the output lists both.
-  { name = "experiments", key = { "name" }, identity = { "config" }, strict = true,
-    compare = { config = "json_remove(%s, '$.klab')" }, after = "union_builds" },
-  { name = "trajectories", key = { "key" }, refs = { experiment_id = "experiments" },
-    identity = { "experiment_id", "model", "task", "tag", "replica", "messages" },
+  experiments = { identity = { "config" }, strict = true, compare = { config = "json_remove(%s, '$.klab')" },
+    after = "union_builds" },
+  trajectories = { identity = { "experiment_id", "model", "task", "tag", "replica", "messages" },
     progress = "($.state = 'done') * 1000000000 + $.turns" },
-  { name = "turns", key = { "trajectory_id", "turn" }, refs = { trajectory_id = "trajectories" },
-    owner = "trajectory_id", identity = { "request_hash", "candidate", "verdict", "reply" } },
+  turns = { owner = "trajectory_id", identity = { "request_hash", "candidate", "verdict", "reply" } },
 }
 
--- Tables each store has of its own, never merged.
-M.OWN = { schema_version = true }
+-- M.TABLES: the tables merged, in order, each a spec with the fields above;
+-- M.OWN: the tables each store has of its own, never merged.
+M.TABLES, M.OWN = {}, {}
+for _, t in ipairs(require("klab.store.records").schema().tables) do
+  if t.per_store then
+    M.OWN[t.name] = true
+  else
+    local spec = { name = t.name, key = t.key or "*" }
+    for _, c in ipairs(t.columns) do
+      if c.references then
+        spec.refs = spec.refs or {}
+        spec.refs[c.name] = c.references
+      end
+    end
+    for k, v in pairs(POLICY[t.name] or {}) do spec[k] = v end
+    M.TABLES[#M.TABLES + 1] = spec
+  end
+end
 
 local function q(name) return '"' .. name:gsub('"', '""') .. '"' end
 

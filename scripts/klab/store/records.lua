@@ -3,7 +3,9 @@
 -- typed reads and writes (experiments, trajectories, turns, reports,
 -- exports, the verdict list), and klab.store.merge's store-to-store copy.
 -- The schema itself (tables, indexes, klab's triggers, versions) is
--- host/store's.
+-- host/store's, described once in host/store/tables.c; M.schema() is that
+-- description, which merge and the typed reads here take their tables,
+-- keys, references and column types from.
 --
 --   records.open(path [, {readonly=, make_folder=}]) -> db | nil, line, code
 --
@@ -48,6 +50,38 @@ local KIND_OK = {
   integer = function(v) return math.type(v) == "integer" end,
   number = function(v) return type(v) == "number" end,
 }
+-- The store's tables as host/store describes them (klab.store.schema()),
+-- each also under its name, and each column under its name in its table's
+-- columns. Read-only: one copy for the process.
+local SCHEMA
+function M.schema()
+  if not SCHEMA then
+    SCHEMA = require("klab.store").schema()
+    for _, t in ipairs(SCHEMA.tables) do
+      SCHEMA.tables[t.name] = t
+      for _, c in ipairs(t.columns) do t.columns[c.name] = c end
+    end
+  end
+  return SCHEMA
+end
+
+local KIND_OF_TYPE = { INTEGER = "integer", REAL = "number", TEXT = "string", BLOB = "string" }
+
+-- The kinds `checked` takes for the columns cols ("id name config") of
+-- table tbl, from the schema: a column that may be NULL allows nil. extra:
+-- kinds of computed columns a read adds ({experiment = "string"}).
+local function kinds(tbl, cols, extra)
+  local t = M.schema().tables[tbl]
+  local out = {}
+  for name in cols:gmatch("[%w_]+") do
+    local c = t.columns[name] or error(("records: the store's table %s has no column %s"):format(tbl, name), 2)
+    out[name] = KIND_OF_TYPE[c.type] .. ((c.not_null or c.primary_key) and "" or "?")
+  end
+  for k, v in pairs(extra or {}) do out[k] = v end
+  return out
+end
+M.kinds = kinds
+
 local function checked(db, tbl, rows, kinds)
   for _, r in ipairs(rows) do
     for col, kind in pairs(kinds) do
@@ -120,9 +154,39 @@ function M.define_verdicts(db)
   return true
 end
 
+-- ---- compiles ---------------------------------------------------------------
+
+-- The largest value of field k over a module's kernels, or nil.
+local function most(kernels, k)
+  local m
+  for _, kn in ipairs(kernels or {}) do
+    if math.type(kn[k]) == "integer" and (not m or kn[k] > m) then m = kn[k] end
+  end
+  return m
+end
+
+-- Stores what the build stage recorded of the candidate's compile (build:
+-- a result's stages.build) as one compiles row, and returns its id; nil
+-- when the run compiled nothing of the candidate's. candidate: its id and
+-- content hash. A row is named by its candidate, arch and what was
+-- compiled (the compile cache's key; for a compile that failed, which is a
+-- row too, its log): the same compile of a candidate is one row however
+-- often it is judged. The cache's key alone is not a candidate's: two
+-- candidates with one code and two plans share it.
+function M.put_compile(db, candidate, candidate_hash, arch, build)
+  if type(build) ~= "table" or (build.ok and not build.hash) then return nil end
+  local hash = require("klab.store").hash("klab.compile.1", candidate_hash, arch, build.ok and "ok" or "failed",
+    tostring(build.ok and build.hash or build.log or ""))
+  local k = build.kernels
+  return db:put_compile { candidate = candidate, arch = arch, hash = hash, ok = build.ok == true,
+    compiler = build.compiler, registers = most(k, "registers"), spill_stores = most(k, "spill_stores"),
+    spill_loads = most(k, "spill_loads"), shared_bytes = most(k, "shared_static"), local_bytes = most(k, "local_bytes"),
+    census = build.census, log = build.log, seconds = build.compile_ms and build.compile_ms / 1000 }
+end
+
 -- ---- experiments ------------------------------------------------------------
 
-local EXPERIMENT = { id = "integer", name = "string", config = "string?" }
+local EXPERIMENT = kinds("experiments", "id name config")
 
 function M.experiment(db, name)
   return checked(db, "experiments", query(db, "SELECT * FROM experiments WHERE name = ?", name), EXPERIMENT)[1]
@@ -156,11 +220,8 @@ end
 
 -- ---- trajectories and turns ---------------------------------------------------
 
-local TRAJECTORY = { id = "integer", experiment_id = "integer", key = "string", model = "string", task = "string",
-  tag = "string", replica = "integer", state = "string", turns = "integer", messages = "string?" }
-local TURN = { id = "integer", trajectory_id = "integer", turn = "integer", verdict = "string", reason = "string?",
-  speedup = "number?", verified = "integer?", candidate = "string?", reply = "string?", feedback = "string?",
-  awaiting = "integer?" }
+local TRAJECTORY = kinds("trajectories", "id experiment_id key model task tag replica state turns messages")
+local TURN = kinds("turns", "id trajectory_id turn verdict reason speedup verified candidate reply feedback awaiting")
 
 -- A trajectory by its key, without its messages (trajectory_messages).
 function M.trajectory(db, key)
@@ -221,7 +282,7 @@ function M.turns_to_judge(db, experiment_id, again)
       JOIN trajectories t ON t.id = trajectory_id
       WHERE t.experiment_id = ? AND (turns.awaiting = 1 OR (? AND turns.candidate IS NOT NULL))
       ORDER BY t.id, turns.turn]], experiment_id, again and 1 or 0),
-    { id = "integer", trajectory_id = "integer", turn = "integer", candidate = "string?", trajectory_key = "string" })
+    kinds("turns", "id trajectory_id turn candidate", { trajectory_key = "string" }))
 end
 
 -- f = {stop_reason=, best_speedup=, best_turn=, selected_turn=, selected_speedup=, selection=}
@@ -249,8 +310,7 @@ end
 -- The turns of a trajectory with their tokens and cost.
 function M.turn_costs(db, trajectory_id)
   return checked(db, "turns", query(db, [[SELECT turn, verdict, input_tokens, output_tokens, cost_usd FROM turns
-      WHERE trajectory_id = ? ORDER BY turn]], trajectory_id), { turn = "integer", verdict = "string",
-      input_tokens = "integer?", output_tokens = "integer?", cost_usd = "number?" })
+      WHERE trajectory_id = ? ORDER BY turn]], trajectory_id), kinds("turns", "turn verdict input_tokens output_tokens cost_usd"))
 end
 
 -- Every turn of the experiment with its trajectory's model, task, tag and replica.
@@ -258,7 +318,7 @@ function M.experiment_turns(db, experiment_id)
   return checked(db, "turns", query(db, [[SELECT turns.*, t.model, t.task, t.tag, t.replica FROM turns
       JOIN trajectories t ON t.id = trajectory_id WHERE t.experiment_id = ?
       ORDER BY t.model, t.task, t.tag, t.replica, turns.turn]], experiment_id),
-    { verdict = "string", turn = "integer", model = "string", task = "string", tag = "string", replica = "integer" })
+    kinds("turns", "verdict turn", kinds("trajectories", "model task tag replica")))
 end
 
 function M.candidate(db, hash)
@@ -275,17 +335,15 @@ function M.report_trajectories(db, experiment)
       json_extract(e.config, '$.turns') AS max_turns
       FROM trajectories t JOIN experiments e ON e.id = t.experiment_id
       WHERE (? IS NULL OR e.name = ?)]], experiment, experiment),
-    { id = "integer", model = "string", task = "string", tag = "string", replica = "integer", state = "string",
-      experiment = "string", arch = "string?" })
+    kinds("trajectories", "id model task tag replica state", { experiment = "string", arch = "string?" }))
 end
 
 -- Every turn's outcome, by trajectory and turn.
 function M.turn_outcomes(db)
   return checked(db, "turns", query(db, [[SELECT trajectory_id, turn, verdict, reason, speedup, verified, candidate,
       source, input_tokens, output_tokens, latency_ms, cost_usd
-      FROM turns ORDER BY trajectory_id, turn]]), { trajectory_id = "integer", turn = "integer", verdict = "string",
-      reason = "string?", speedup = "number?", verified = "integer?", candidate = "string?", source = "string?",
-      input_tokens = "number?", output_tokens = "number?", latency_ms = "number?", cost_usd = "number?" })
+      FROM turns ORDER BY trajectory_id, turn]]), kinds("turns", [[trajectory_id turn verdict reason speedup verified
+      candidate source input_tokens output_tokens latency_ms cost_usd]]))
 end
 
 -- The architectures a trajectory's candidates were evaluated for, most first.
@@ -308,8 +366,8 @@ end
 function M.prompts(db)
   return checked(db, "trajectories", query(db, [[SELECT t.messages, t.task, t.tag, e.name AS experiment
       FROM trajectories t JOIN experiments e ON e.id = t.experiment_id
-      ORDER BY e.name, t.task, t.tag, t.model, t.replica]]), { messages = "string?", task = "string", tag = "string",
-      experiment = "string" })
+      ORDER BY e.name, t.task, t.tag, t.model, t.replica]]), kinds("trajectories", "messages task tag",
+      { experiment = "string" }))
 end
 
 local function id_list(ids)
@@ -346,15 +404,14 @@ function M.schema_version(db)
   return r and r.v
 end
 
--- Why evaluations were not measured: {{reason=, n=}, ...}, most frequent first.
--- The turns that await judgement (a generate phase's), store-wide.
+-- The turns that await judgement (a generate phase's), store-wide. A store
+-- klab opens has this klab's schema (an older one is migrated, or refused
+-- read-only), so turns.awaiting is there.
 function M.awaiting_count(db)
-  if not M.has_table(db, "turns") then return 0 end
-  local cols = query(db, "SELECT count(*) AS n FROM pragma_table_info('turns') WHERE name = 'awaiting'")
-  if (cols[1] and cols[1].n or 0) == 0 then return 0 end
   return first(db, "SELECT count(*) AS n FROM turns WHERE awaiting = 1").n or 0
 end
 
+-- Why evaluations were not measured: {{reason=, n=}, ...}, most frequent first.
 function M.unknown_reasons(db)
   return query(db, [[SELECT reason, count(*) AS n FROM evaluations WHERE verdict = 'unknown'
       GROUP BY reason ORDER BY n DESC, reason]])
@@ -369,7 +426,7 @@ function M.export_trajectories(db, experiment, opts)
   return checked(db, "trajectories", query(db, ([[SELECT t.id, t.model, t.task, t.tag, t.replica%s,
       e.name AS experiment FROM trajectories t JOIN experiments e ON e.id = t.experiment_id
       WHERE (? IS NULL OR e.name = ?) ORDER BY t.id]]):format(messages and ", t.messages" or ""), experiment, experiment),
-    { id = "integer", model = "string", task = "string", tag = "string", replica = "integer", messages = "string?" })
+    kinds("trajectories", "id model task tag replica messages"))
 end
 
 -- A trajectory's turns with their candidates' code and plan (those from

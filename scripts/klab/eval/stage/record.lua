@@ -53,7 +53,8 @@ end
 
 local function write(store, run)
   local db, result, c = store.db, run.result, run.cand
-  local cand = db:put_candidate { language = c.lang, code = c.code, plan = c.plan, source = c.source }
+  local cand, cand_hash = db:put_candidate { language = c.lang, code = c.code, plan = c.plan, source = c.source }
+  local compile = require("klab.store.records").put_compile(db, cand, cand_hash, run.arch, result.stages.build)
   local env = environment(db, result, store.envs)
   local tm = result.stages.timing
   -- A result the canonical encoder refuses is a bug in klab; it is kept
@@ -63,7 +64,7 @@ local function write(store, run)
   db:record_evaluation {
     key = store.key, candidate = cand, task = run.task.name, arch = run.arch, verdict = result.verdict,
     reason = result.reason, env = env, timing_method = tm and tm.method, detail = detail,
-    measurements = M.rows(result), replace = true,
+    measurements = M.rows(result), replace = true, compile = compile,
   }
 end
 

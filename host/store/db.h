@@ -1,12 +1,19 @@
 /*
- * store_impl.h: what the parts of host/store share and nothing else sees:
- * the handle's layout and the helpers every part builds its statements
- * with. store.c is the database (open, transactions, statements), schema.c
- * the tables klab makes and checks, records.c klab's own records
- * (candidates, evaluations, environments, the response cache).
+ * db.h: the lowest floor of host/store, which every other part uses and
+ * which uses none of them: the handle's layout, SQLite's errors as a
+ * ks_status, the helpers statements are built with, and transactions
+ * (db.c). The floors above it, each calling only those below:
+ *   1  ddl.c      the SQL text of the schema, made from tables.c
+ *      mark.c     the mark of the machine that wrote an evaluation
+ *   2  schema.c   versions, migrations, the check of a store's schema
+ *      records.c  klab's own records (candidates, evaluations, ...)
+ *   3  store.c    open and close, statements run for the caller
+ * (tables.c, the description of the tables, and hash.c, the content
+ * hashes, are data and arithmetic on floor 0 beside db.c.)
+ * tests/lua/layering_test.lua checks that no call goes back up.
  */
-#ifndef KLAB_HOST_STORE_IMPL_H
-#define KLAB_HOST_STORE_IMPL_H
+#ifndef KLAB_HOST_STORE_DB_H
+#define KLAB_HOST_STORE_DB_H
 
 #include <sqlite3.h>
 #include <stddef.h>
@@ -62,22 +69,5 @@ int bind_fail(store *db, sqlite3_stmt *s, int rc, ks_status *st);
 /* Ends an internal transaction: commit on success, else roll back and keep
  * the first failure in st. */
 int tx_end(store *db, int rc, ks_status *st);
-
-/* The schema (schema.c): the version a database holds (0: none, KS_EINVAL
- * when it is an SQLite database but not a klab store); creating or
- * migrating it in one write transaction; and the check that the schema of
- * the database named schema ("main", or an attached one) is the one klab
- * writes at version (store_check_schema in store.h says what it refuses). */
-int read_version(store *db, int *version, ks_status *st);
-int migrate(store *db, ks_status *st);
-int check_schema(store *db, const char *schema, int version, ks_status *st);
-
-/* The experiment tables as the experiment library made them before
- * migration 2 owned them (schema.c): a store from then keeps this text. */
-extern const char legacy_experiment_tables[];
-
-/* Marks evaluation id as written by this machine's user (mark.c): an
- * HMAC of its content under the user's key, or NULL without a key. */
-int mark_evaluation(store *db, int64_t id, ks_status *st);
 
 #endif
