@@ -9,7 +9,9 @@
  *
  * old_round is the decision measure_n made in timing.c before the stopping
  * rules were objects, kept word for word as the reference: every scenario
- * is checked against it as well as against its expected outcome.
+ * is checked against it as well as against its expected outcome, and so are
+ * a few hundred drawn at random. The rules themselves (host/measure/stop.h)
+ * are asked through stop_decide, as measure_n asks them.
  */
 #include <math.h>
 #include <stdint.h>
@@ -17,6 +19,7 @@
 
 #include "check.h"
 #include "measure/stats.h"
+#include "measure/stop.h"
 
 /* ---- the scenarios ---- */
 
@@ -147,21 +150,162 @@ static const char *replay(const scenario *sc, decide_fn decide, size_t *rounds)
     return why ? why : "never";
 }
 
-static void test_reference(void)
+/* ---- the rules: the scenario's options as measure_n passes them ---- */
+
+static int rules_refused;
+
+static void scenario_rules(const scenario *sc, stop_list *l)
+{
+    ks_status st;
+    memset(l, 0, sizeof *l);
+    if (stop_list_set(l, "converged", "target_ci", sc->target_ci, &st) ||
+        stop_list_set(l, "converged", "min_samples", (double)sc->min_samples, &st) ||
+        stop_list_set(l, "hopeless", "threshold", sc->hopeless, &st))
+        rules_refused++;
+}
+
+static const stop_choice *last_by;
+
+static const char *new_round(const scenario *sc, double *const sorted[2], const size_t n[2], double el)
+{
+    stop_list l;
+    scenario_rules(sc, &l);
+    stop_limits lim = {sc->max_samples, sc->budget_s};
+    stop_view v = {sc->nt, {sorted[0], sorted[1]}, {n[0], n[1]}, el, sc->confidence};
+    return stop_decide(&l, &lim, &v, &last_by);
+}
+
+static void test_scenarios(void)
 {
     for (size_t s = 0; s < NSCENARIOS; s++) {
         const scenario *sc = &scenarios[s];
-        size_t k = 0;
+        size_t k = 0, k2 = 0;
         const char *why = replay(sc, old_round, &k);
         CHECKF(k == sc->want_n && strcmp(why, sc->want_reason) == 0, "%s: the reference stopped after %zu (%s)",
                sc->what, k, why);
+        last_by = NULL;
+        const char *why2 = replay(sc, new_round, &k2);
+        CHECKF(k2 == sc->want_n && strcmp(why2, sc->want_reason) == 0, "%s: the rules stopped after %zu (%s)",
+               sc->what, k2, why2);
+        /* The choice that stopped it is recorded with its parameters; a
+         * limit is no rule. */
+        int by_rule = !strcmp(why2, "converged") || !strcmp(why2, "hopeless");
+        CHECKF(by_rule ? last_by && !strcmp(last_by->rule->name, why2) : last_by == NULL, "%s: stopped by %s",
+               sc->what, last_by ? last_by->rule->name : "a limit");
+        if (last_by && !strcmp(why2, "hopeless"))
+            CHECK(stop_choice_get(last_by, "threshold") == sc->hopeless);
     }
+}
+
+/* Random options and sequences: the rules decide as the reference did. */
+static void test_against_reference(void)
+{
+    static double (*const gens[])(int, size_t, uint64_t) = {flat, noisy, slow, near_half, slow_flat};
+    static const double cis[] = {0, 0.001, 0.005, 0.02}, confs[] = {0.9, 0.95, 0.99},
+                        hopeless[] = {0, 0.3, 0.5, 0.6, 1.0}, budgets[] = {0, 0.05, 0.3, 2};
+    int same = 0, total = 0, reasons[4] = {0};
+    for (uint64_t s = 1; s <= 400; s++) {
+        scenario sc;
+        memset(&sc, 0, sizeof sc);
+        sc.what = "random";
+        sc.nt = 1 + (size_t)(unit(s, 9, 0) * 2);
+        sc.sample = gens[(size_t)(unit(s, 9, 1) * 5)];
+        sc.seed = s;
+        sc.max_samples = 1 + (size_t)(unit(s, 9, 2) * 80);
+        sc.min_samples = (size_t)(unit(s, 9, 3) * 21);
+        if (sc.min_samples > sc.max_samples)
+            sc.min_samples = sc.max_samples;
+        sc.budget_s = budgets[(size_t)(unit(s, 9, 4) * 4)];
+        sc.target_ci = cis[(size_t)(unit(s, 9, 5) * 4)];
+        sc.confidence = confs[(size_t)(unit(s, 9, 6) * 3)];
+        sc.hopeless = hopeless[(size_t)(unit(s, 9, 7) * 5)];
+        sc.dt = 0.001 + 0.02 * unit(s, 9, 8);
+        size_t k = 0, k2 = 0;
+        const char *a = replay(&sc, old_round, &k), *b = replay(&sc, new_round, &k2);
+        total++;
+        reasons[!strcmp(a, "converged") ? 0 : !strcmp(a, "max_samples") ? 1 : !strcmp(a, "budget") ? 2 : 3]++;
+        if (k == k2 && !strcmp(a, b))
+            same++;
+        else
+            fprintf(stderr, "seed %llu: reference %zu %s, rules %zu %s\n", (unsigned long long)s, k, a, k2, b);
+    }
+    CHECKF(same == total, "%d of %d random measurements stop alike", same, total);
+    CHECK(rules_refused == 0);
+    /* The draw reaches every reason. */
+    CHECKF(reasons[0] > 20 && reasons[1] > 20 && reasons[2] > 20 && reasons[3] > 20,
+           "converged %d, max_samples %d, budget %d, hopeless %d", reasons[0], reasons[1], reasons[2], reasons[3]);
+}
+
+/* The registry, choosing by name, parameters and their checks. */
+static void test_choosing(void)
+{
+    ks_status st;
+    stop_list l;
+    memset(&l, 0, sizeof l);
+    CHECK(stop_rule_find("converged") == stop_rule_at(0) && stop_rule_find("hopeless") != NULL);
+    CHECK(stop_rule_find("entropy") == NULL && stop_rule_find(NULL) == NULL);
+    size_t nrules = 0;
+    while (stop_rule_at(nrules))
+        nrules++;
+    CHECK(nrules == 2);
+    for (size_t i = 0; i < nrules; i++) {
+        const stop_rule *r = stop_rule_at(i);
+        CHECK(r->name && r->about && r->should_stop && r->nparams <= STOP_MAX_PARAMS);
+    }
+
+    CHECK(stop_list_add(&l, "entropy", NULL, &st) == KS_EINVAL);
+    CHECKF(strstr(st.msg, "unknown stopping rule \"entropy\"") && strstr(st.msg, "converged, hopeless"), "%s",
+           st.msg);
+    stop_choice *c = NULL, *again = NULL;
+    CHECK(stop_list_add(&l, "hopeless", &c, &st) == KS_OK && l.n == 1);
+    CHECK(stop_choice_get(c, "threshold") == 0.5); /* its default */
+    CHECK(stop_list_add(&l, "hopeless", &again, &st) == KS_OK && again == c && l.n == 1);
+    CHECK(isnan(stop_choice_get(c, "target_ci")));
+    CHECK(stop_choice_set(c, "thresold", 0.4, &st) == KS_EINVAL);
+    CHECKF(strstr(st.msg, "has no parameter \"thresold\" (it has threshold)") != NULL, "%s", st.msg);
+    CHECK(stop_choice_set(c, "threshold", -1, &st) == KS_EINVAL);
+    CHECK(stop_choice_set(c, "threshold", NAN, &st) == KS_EINVAL);
+    CHECK(stop_choice_set(c, "threshold", 0.25, &st) == KS_OK && c->param[0] == 0.25);
+    char d[80];
+    stop_choice_describe(c, d, sizeof d);
+    CHECKF(strcmp(d, "hopeless(threshold=0.25)") == 0, "%s", d);
+
+    CHECK(stop_list_set(&l, "converged", "min_samples", 10.5, &st) == KS_EINVAL);
+    CHECK(strstr(st.msg, "whole number") != NULL);
+    CHECK(stop_list_set(&l, "converged", "min_samples", 50, &st) == KS_OK && l.n == 2);
+    stop_choice_describe(&l.v[1], d, sizeof d);
+    CHECKF(strcmp(d, "converged(target_ci=0.005, min_samples=50)") == 0, "%s", d);
+    CHECK(stop_list_check(&l, 50, &st) == KS_OK);
+    CHECK(stop_list_check(&l, 49, &st) == KS_EINVAL);
+    CHECKF(strcmp(st.msg, "timing: min_samples 50 exceeds max_samples 49") == 0, "%s", st.msg);
+
+    /* Order of asking: a rule ranked before the limits wins over them
+     * whatever its place in the list; one ranked after loses to them. */
+    double flat10[10] = {10, 10, 10, 10, 10, 10, 10, 10, 10, 10}, slow10[10];
+    for (int i = 0; i < 10; i++)
+        slow10[i] = 100;
+    stop_list both;
+    memset(&both, 0, sizeof both);
+    CHECK(stop_list_set(&both, "hopeless", "threshold", 0.5, &st) == KS_OK);
+    CHECK(stop_list_set(&both, "converged", "min_samples", 6, &st) == KS_OK);
+    stop_view v = {2, {slow10, flat10}, {10, 10}, 0.0, 0.95};
+    stop_limits none = {0, 0}, cap = {10, 0};
+    const stop_choice *by = NULL;
+    CHECK(strcmp(stop_decide(&both, &none, &v, &by), "converged") == 0 && by == &both.v[1]);
+    CHECK(strcmp(stop_decide(&both, &cap, &v, &by), "converged") == 0);
+    both.v[1].param[0] = 0; /* never converged */
+    CHECK(strcmp(stop_decide(&both, &cap, &v, &by), "max_samples") == 0 && by == NULL);
+    CHECK(strcmp(stop_decide(&both, &none, &v, &by), "hopeless") == 0 && by == &both.v[0]);
+    stop_list empty = {0};
+    CHECK(stop_decide(&empty, &none, &v, &by) == NULL && by == NULL);
 }
 
 int main(int argc, char **argv)
 {
     (void)argc;
     check_prog = argv[0];
-    test_reference();
+    test_scenarios();
+    test_against_reference();
+    test_choosing();
     return check_done();
 }
