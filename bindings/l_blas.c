@@ -472,14 +472,19 @@ static int plan_time(lua_State *L)
         if (to.method < 0)
             luaL_error(L, "method must be auto, cupti or events, not '%s'", m);
         to.warmup = (int)lh_optintfield(L, o, "warmup", to.warmup);
-        lua_Integer mn = lh_optintfield(L, o, "min_samples", (lua_Integer)to.min_samples);
+        /* The convergence rule's parameters (timing_opts_default chose it). */
+        stop_choice *conv = &to.stop.v[0];
+        lua_Integer mn = lh_optintfield(L, o, "min_samples", (lua_Integer)stop_choice_get(conv, "min_samples"));
         lua_Integer mx = lh_optintfield(L, o, "max_samples", (lua_Integer)to.max_samples);
         if (mn < 1 || mx < mn)
             luaL_error(L, "need 1 <= min_samples <= max_samples");
-        to.min_samples = (size_t)mn;
         to.max_samples = (size_t)mx;
         to.budget_s = lh_optnumfield(L, o, "budget_s", to.budget_s);
-        to.target_ci = lh_optnumfield(L, o, "target_ci", to.target_ci);
+        ks_status sst;
+        if (stop_choice_set(conv, "min_samples", (double)mn, &sst) ||
+            stop_choice_set(conv, "target_ci", lh_optnumfield(L, o, "target_ci", stop_choice_get(conv, "target_ci")),
+                            &sst))
+            luaL_error(L, "%s", sst.msg);
         to.no_flush = lh_optboolfield(L, o, "no_flush", 0);
         if (to.warmup < 0)
             luaL_error(L, "warmup must be >= 0");

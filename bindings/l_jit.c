@@ -46,7 +46,6 @@
 
 #include "lhost.h"
 #include "base/fs.h"
-#include "driver/devkern.h"
 #include "driver/dynlib.h"
 #include "compile/cubin.h"
 #include "compile/jit.h"
@@ -173,34 +172,6 @@ static void push_result(lua_State *L, const jit_result *r, int ok)
     }
 }
 
-/* klab's own device code, the judge kernels embedded from host/driver/kernels
- * (klab.judge.source(): the prelude, a #line directive, the judge source):
- * compiled in this process, its includes unchecked. Everything else given
- * to jit.compile, task references included, is checked and limited. */
-static int klab_source(const char *src, size_t len)
-{
-    size_t np, nj;
-    const char *pre = devkern_prelude(&np);
-    const char *judge = devkern_source(&nj);
-    if (!pre || !judge || len < np + nj || len - np - nj > 64)
-        return 0;
-    if (memcmp(src, pre, np) != 0 || memcmp(src + len - nj, judge, nj) != 0)
-        return 0;
-    /* Between them: one #line directive and blank space, nothing else. */
-    const char *m = src + np, *e = src + len - nj;
-    while (m < e && (*m == '\n' || *m == ' '))
-        m++;
-    if (e - m < 6 || memcmp(m, "#line ", 6) != 0)
-        return 0;
-    for (const char *q = m; q < e; q++)
-        if (*q == '\n' && q + 1 < e)
-            return 0;
-    return 1;
-}
-
-#define CANDIDATE_MEMORY ((long long)4 << 30)
-#define CANDIDATE_CPU_S 60
-
 /* Compiles src with the options table at index opts (0: none). Returns the
  * number of Lua results. */
 static int do_compile(lua_State *L, int opts, const char *src, size_t len, const char *dflt_name)
@@ -210,24 +181,27 @@ static int do_compile(lua_State *L, int opts, const char *src, size_t len, const
     req.source = src;
     req.source_len = len;
     req.name = dflt_name;
-    req.trusted = klab_source(src, len);
-    if (!req.trusted) {
-        req.limit_memory = CANDIDATE_MEMORY;
-        req.limit_cpu_s = CANDIDATE_CPU_S;
-    }
+    /* Whose code it is and its limits are host/compile's decision
+     * (jit_request_trust); the binding only reads the limits asked for. */
+    jit_limits asked = {0};
     if (opts) {
         int lt = lua_getfield(L, opts, "limits");
         if (lt == LUA_TTABLE) {
             int li = lua_gettop(L);
-            req.limit_memory = lh_optintfield(L, li, "memory", req.limit_memory);
-            lua_Integer cpu = lh_optintfield(L, li, "cpu", req.limit_cpu_s);
-            if (req.limit_memory < 0 || cpu < 0 || cpu > 86400)
-                return luaL_error(L, "jit.compile: limits must be positive (memory bytes, cpu seconds)");
-            req.limit_cpu_s = (int)cpu;
+            asked.has_memory = lua_getfield(L, li, "memory") != LUA_TNIL;
+            asked.has_cpu = lua_getfield(L, li, "cpu") != LUA_TNIL;
+            lua_pop(L, 2);
+            asked.memory = lh_optintfield(L, li, "memory", 0);
+            asked.cpu_s = lh_optintfield(L, li, "cpu", 0);
         } else if (lt != LUA_TNIL) {
             return luaL_error(L, "jit.compile: limits must be a table {memory = bytes, cpu = seconds}");
         }
         lua_pop(L, 1);
+    }
+    ks_status tst;
+    if (jit_request_trust(&req, &asked, &tst))
+        return luaL_error(L, "jit.compile: %s", tst.msg);
+    if (opts) {
         req.arch = lh_optstrfield(L, opts, "arch", NULL);
         req.name = lh_optstrfield(L, opts, "name", dflt_name);
         req.lineinfo = lh_optboolfield(L, opts, "lineinfo", 1);

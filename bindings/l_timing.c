@@ -31,12 +31,15 @@
  *         check = function(target, sample) return ok end,
  *         judge = klab.judge handle (optional: after each flush's memset, a clean buffer of
  *                  flush_bytes is read through L2 with its kernels; kept open by the caller),
- *         flush_bytes=, no_flush=, keep_persisting_l2=false, warmup=3, warmup_s=0.05, min_samples=10, max_samples=1000,
- *         budget_s=10, target_ci=0.005, confidence=0.95, method="auto"|"cupti"|"events",
- *         peak_tflops=, hopeless=0 (with a baseline: stop once the speedup's interval
- *         lies wholly below it, after 6 samples or more of each; stop_reason "hopeless"),
+ *         flush_bytes=, no_flush=, keep_persisting_l2=false, warmup=3, warmup_s=0.05, max_samples=1000,
+ *         budget_s=10, confidence=0.95, method="auto"|"cupti"|"events", peak_tflops=,
+ *         stop = {{"converged", target_ci=0.005, min_samples=10}, {"hopeless", threshold=0.5}, ...},
+ *                  -- the stopping rules by name, each with its parameters (host/measure/stop.h;
+ *                  -- those left out keep their defaults); without stop, the shorthand
+ *                  -- min_samples=10, target_ci=0.005 (the "converged" rule) and hopeless=0
+ *                  -- (> 0: the "hopeless" rule with that threshold)
  *       }
- *       result = {method=, fallback=, stop_reason=, wall_s=, warmup=, flush_bytes=,
+ *       result = {method=, fallback=, stop_reason=, stop=, wall_s=, warmup=, flush_bytes=,
  *                 l2={persisting_limit=0, persisting_reset=true, read_bytes=} (with a flush),
  *                 launch_checked=, stream_id=, dropped=, speedup=,
  *                 speedup_ci={lo, hi} (both medians' 97.5% intervals; absent when undefined),
@@ -47,6 +50,9 @@
  *                 candidate = series, baseline = series,
  *                 seen = {{kind=, name=, stream=, klab_stream=, count=}, ...},
  *                 unexpected = {target=, sample=, why=} | nil}
+ *       stop = {rule=, params={name=value, ...}}: the rule that ended sampling
+ *                 (stop_reason is its name); absent when a limit, a failed check or a
+ *                 failure did
  *       series = stats fields above + {label=, samples={...}, event_samples={...}|nil,
  *                 planned=, checks=, check_failures=, first_failed_sample=,
  *                 tflops=, frac_peak=, event_median=}
@@ -68,6 +74,7 @@
 #include "lgpu.h"
 #include "driver/cuda.h"
 #include "measure/stats.h"
+#include "measure/stop.h"
 #include "measure/timing.h"
 
 
@@ -386,6 +393,20 @@ static void push_result(lua_State *L, const timing_result *r)
     if (r->fallback[0])
         lh_setstr(L, "fallback", r->fallback);
     lh_setstr(L, "stop_reason", r->stop_reason);
+    if (r->stopped_by.rule) {
+        const stop_rule *rule = r->stopped_by.rule;
+        lua_createtable(L, 0, 2);
+        lh_setstr(L, "rule", rule->name);
+        lua_createtable(L, 0, rule->nparams);
+        for (int k = 0; k < rule->nparams; k++) {
+            if (rule->params[k].integer)
+                lh_setint(L, rule->params[k].name, (lua_Integer)r->stopped_by.param[k]);
+            else
+                lh_setnum(L, rule->params[k].name, r->stopped_by.param[k]);
+        }
+        lua_setfield(L, -2, "params");
+        lua_setfield(L, -2, "stop");
+    }
     lh_setnum(L, "wall_s", r->wall_s);
     lh_setint(L, "warmup", r->warmup);
     lh_setint(L, "flush_bytes", (lua_Integer)r->flush_bytes);
@@ -466,45 +487,132 @@ static size_t opt_count(lua_State *L, int t, const char *k, lua_Integer dflt, lu
     return (size_t)v;
 }
 
+/* [-0, +0, v] Sets parameter `param` of rule `rule` in l from the number
+ * at the top of the stack (pops it); raises naming `where` otherwise. */
+static void set_param(lua_State *L, stop_list *l, const char *rule, const char *param, const char *where)
+{
+    int isnum;
+    lua_Number v = lua_tonumberx(L, -1, &isnum);
+    if (!isnum || lua_type(L, -1) != LUA_TNUMBER)
+        luaL_error(L, "%s must be a number, got %s", where, luaL_typename(L, -1));
+    lua_pop(L, 1);
+    ks_status st;
+    if (stop_list_set(l, rule, param, v, &st))
+        lh_raise(L, &st);
+}
+
+/* [-0, +0, v] spec.stop's entry at the top of the stack: {"name", param = value, ...}
+ * added to l (popped). */
+static void read_rule(lua_State *L, stop_list *l, lua_Integer i)
+{
+    int e = lua_gettop(L);
+    if (lua_type(L, e) != LUA_TTABLE || lua_rawgeti(L, e, 1) != LUA_TSTRING)
+        luaL_error(L, "spec.stop[%d] must be {\"rule name\", parameter = value, ...}", (int)i);
+    const char *name = lua_tostring(L, -1);
+    ks_status st;
+    if (stop_list_add(l, name, NULL, &st))
+        lh_raise(L, &st);
+    lua_pushnil(L);
+    while (lua_next(L, e)) {
+        if (lua_type(L, -2) == LUA_TNUMBER && lua_tointeger(L, -2) == 1) {
+            lua_pop(L, 1);
+            continue;
+        }
+        if (lua_type(L, -2) != LUA_TSTRING)
+            luaL_error(L, "spec.stop[%d]: parameters are named (name = value)", (int)i);
+        char where[96];
+        snprintf(where, sizeof where, "spec.stop[%d].%.40s", (int)i, lua_tostring(L, -2));
+        set_param(L, l, name, lua_tostring(L, -2), where);
+    }
+    lua_settop(L, e - 1);
+}
+
+/* [-0, +0, v] The stopping rules of the spec at t into l: spec.stop, or the
+ * shorthand fields, which only name the default rules' parameters. */
+static void read_stop(lua_State *L, int t, stop_list *l)
+{
+    static const char *const shorthand[][3] = {
+        {"min_samples", "converged", "min_samples"},
+        {"target_ci", "converged", "target_ci"},
+        {"hopeless", "hopeless", "threshold"},
+    };
+    memset(l, 0, sizeof *l);
+    int ty = lua_getfield(L, t, "stop");
+    ks_status st;
+    if (ty == LUA_TNIL && stop_list_add(l, "converged", NULL, &st))
+        lh_raise(L, &st);
+    for (size_t k = 0; k < sizeof shorthand / sizeof shorthand[0]; k++) {
+        if (lua_getfield(L, t, shorthand[k][0]) == LUA_TNIL) {
+            lua_pop(L, 1);
+            continue;
+        }
+        if (ty != LUA_TNIL)
+            luaL_error(L, "spec.%s and spec.stop: give %s's %s in spec.stop", shorthand[k][0], shorthand[k][1],
+                       shorthand[k][2]);
+        /* hopeless <= 0 never decided anything: no rule. */
+        if (!strcmp(shorthand[k][0], "hopeless") && lua_isnumber(L, -1) && lua_tonumber(L, -1) <= 0) {
+            lua_pop(L, 1);
+            continue;
+        }
+        set_param(L, l, shorthand[k][1], shorthand[k][2], shorthand[k][0]);
+    }
+    if (ty == LUA_TTABLE) {
+        int list = lua_gettop(L);
+        lua_Integer n = (lua_Integer)lua_rawlen(L, list);
+        for (lua_Integer i = 1; i <= n; i++) {
+            lua_rawgeti(L, list, i);
+            read_rule(L, l, i);
+        }
+    } else if (ty != LUA_TNIL) {
+        luaL_error(L, "spec.stop must be a list of rules, e.g. {{\"converged\", target_ci = 0.005}}");
+    }
+    lua_pop(L, 1);
+}
+
+/* [-0, +0, v] The options of the spec at t (misuse raises before anything
+ * reaches the GPU). */
+static void read_opts(lua_State *L, int t, timing_opts *o)
+{
+    timing_opts_default(o);
+    o->stream = NULL;
+    o->keep_persisting_l2 = lh_optboolfield(L, t, "keep_persisting_l2", 0);
+    lua_Integer fb = lh_optintfield(L, t, "flush_bytes", 0);
+    if (fb < 0)
+        luaL_error(L, "flush_bytes must be >= 0");
+    o->flush_bytes = (size_t)fb;
+    o->no_flush = lh_optboolfield(L, t, "no_flush", 0);
+    if (lua_getfield(L, t, "judge") != LUA_TNIL)
+        o->l2_read = lgpu_judge_kernels(L, -1);
+    lua_pop(L, 1);
+    o->warmup = (int)opt_count(L, t, "warmup", 3, 100000);
+    o->warmup_s = lh_optnumfield(L, t, "warmup_s", 0.05);
+    o->max_samples = opt_count(L, t, "max_samples", 1000, 10000000);
+    o->budget_s = lh_optnumfield(L, t, "budget_s", 10);
+    o->confidence = lh_optnumfield(L, t, "confidence", 0.95);
+    o->peak_tflops = lh_optnumfield(L, t, "peak_tflops", 0);
+    read_stop(L, t, &o->stop);
+    const char *method = lh_optstrfield(L, t, "method", "auto");
+    o->method = timing_method_parse(method);
+    if (o->method < 0)
+        luaL_error(L, "method must be \"auto\", \"cupti\" or \"events\", got \"%s\"", method);
+    if (!(o->confidence > 0 && o->confidence < 1))
+        luaL_error(L, "confidence must be in (0, 1)");
+    if (o->max_samples < 1)
+        luaL_error(L, "need 1 <= max_samples");
+    ks_status st;
+    if (stop_list_check(&o->stop, o->max_samples, &st))
+        lh_raise(L, &st);
+}
+
 static int l_measure(lua_State *L)
 {
+    luaL_checktype(L, 2, LUA_TTABLE);
+    lua_settop(L, 2);
+    timing_opts o;
+    read_opts(L, 2, &o);
     /* The measurement holds its own reference to the device's primary
      * context, so a callback that frees the Context cannot pull it away. */
     int ordinal = cuda_ctx_ordinal(lgpu_check_ctx(L, 1)->ctx);
-    luaL_checktype(L, 2, LUA_TTABLE);
-    lua_settop(L, 2);
-
-    /* Options (misuse raises before anything reaches the GPU). */
-    timing_opts o;
-    timing_opts_default(&o);
-    o.stream = NULL;
-    o.keep_persisting_l2 = lh_optboolfield(L, 2, "keep_persisting_l2", 0);
-    lua_Integer fb = lh_optintfield(L, 2, "flush_bytes", 0);
-    if (fb < 0)
-        return luaL_error(L, "flush_bytes must be >= 0");
-    o.flush_bytes = (size_t)fb;
-    o.no_flush = lh_optboolfield(L, 2, "no_flush", 0);
-    if (lua_getfield(L, 2, "judge") != LUA_TNIL)
-        o.l2_read = lgpu_judge_kernels(L, -1);
-    lua_pop(L, 1);
-    o.warmup = (int)opt_count(L, 2, "warmup", 3, 100000);
-    o.warmup_s = lh_optnumfield(L, 2, "warmup_s", 0.05);
-    o.min_samples = opt_count(L, 2, "min_samples", 10, 10000000);
-    o.max_samples = opt_count(L, 2, "max_samples", 1000, 10000000);
-    o.budget_s = lh_optnumfield(L, 2, "budget_s", 10);
-    o.target_ci = lh_optnumfield(L, 2, "target_ci", 0.005);
-    o.confidence = lh_optnumfield(L, 2, "confidence", 0.95);
-    o.hopeless = lh_optnumfield(L, 2, "hopeless", 0);
-    o.peak_tflops = lh_optnumfield(L, 2, "peak_tflops", 0);
-    const char *method = lh_optstrfield(L, 2, "method", "auto");
-    o.method = timing_method_parse(method);
-    if (o.method < 0)
-        return luaL_error(L, "method must be \"auto\", \"cupti\" or \"events\", got \"%s\"",
-                          method);
-    if (!(o.confidence > 0 && o.confidence < 1))
-        return luaL_error(L, "confidence must be in (0, 1)");
-    if (o.max_samples < 1 || o.min_samples > o.max_samples)
-        return luaL_error(L, "need 1 <= max_samples and min_samples <= max_samples");
     check_target(L, 2, "spec");
     int nt = 1;
     if (lua_getfield(L, 2, "baseline") == LUA_TTABLE) {

@@ -124,6 +124,25 @@ typedef struct jit_result {
 /* Sets the defaults: lineinfo and the cache on, everything else zero. */
 void jit_request_init(jit_request *req);
 
+/* A candidate's compiler limits unless the caller asks for others. */
+#define JIT_CANDIDATE_MEMORY ((long long)4 << 30)
+#define JIT_CANDIDATE_CPU_S 60
+
+/* The limits a caller asks for; has_memory, has_cpu 0: the default. */
+typedef struct jit_limits {
+    int has_memory, has_cpu;
+    long long memory;           /* bytes (0: none) */
+    long long cpu_s;            /* CPU seconds, at most 86400 (0: none) */
+} jit_limits;
+
+/* Decides how req (its source set) compiles: whether it is klab's own
+ * device code (the judge kernels as klab.judge.source() builds them:
+ * trusted, compiled in this process, no limits) or a candidate's (anything
+ * else: confined, under JIT_CANDIDATE_MEMORY and JIT_CANDIDATE_CPU_S), and
+ * then the limits `asked` for (may be NULL). KS_EINVAL for a negative limit
+ * or a CPU limit over a day. */
+int jit_request_trust(jit_request *req, const jit_limits *asked, ks_status *st);
+
 /* Compiles req. On KS_OK *out is a full result. On KS_ECOMPILE (and on a
  * KS_EREJECT found after compiling) *out holds what there is: at least the
  * log. On other failures *out is NULL. Free with jit_result_free. */

@@ -2,7 +2,7 @@
  * jit_cache.c: the content hash of a request and the disk cache of
  * results under it (entries checked whole before use, written atomically).
  */
-#include "compile/jit_impl.h"
+#include "compile/jit_cache.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -12,6 +12,8 @@
 #include <unistd.h>
 
 #include "base/fs.h"
+#include "compile/jit_common.h"
+#include "compile/jit_result.h"
 #include "compile/std_headers.h"
 
 #define JIT_CACHE_MAGIC "KLABJIT 2\n"
@@ -29,7 +31,7 @@ static void hash_field(sha256_ctx *c, const void *p, size_t n)
 
 static void hash_str(sha256_ctx *c, const char *s) { hash_field(c, s, strlen(s)); }
 
-void jit_content_hash(const jit_request *req, jit_lang lang, const char *compiler,
+static void content_hash(const jit_request *req, jit_lang lang, const char *compiler,
                          char out[SHA256_HEX_LEN + 1])
 {
     sha256_ctx c;
@@ -83,7 +85,7 @@ int jit_cache_dir(char *buf, size_t n, ks_status *st)
     return ks_fail(st, KS_ENOTFOUND, 0, "no cache directory: set KLAB_CACHE_DIR, XDG_CACHE_HOME or HOME");
 }
 
-int jit_cache_entry_path(const char *dir, const char *hash, char *buf, size_t n)
+static int entry_path(const char *dir, const char *hash, char *buf, size_t n)
 {
     return snprintf(buf, n, "%s/%s.kjit", dir, hash) < (int)n ? 0 : -1;
 }
@@ -92,7 +94,7 @@ int jit_cache_entry_path(const char *dir, const char *hash, char *buf, size_t n)
  * everything before it, so that a truncated or damaged file is detected:
  *   KLABJIT 1\n lang L\n arch A\n compiler C\n compile_ms M\n
  *   cubin N <sha>\n ptx N\n log N\n \n <cubin><ptx><log> <sha256>\n */
-int jit_cache_load(const char *path, const jit_request *req, jit_lang lang,
+static int load(const char *path, const jit_request *req, jit_lang lang,
                       const char *compiler, jit_result **out)
 {
     size_t n = 0;
@@ -160,7 +162,29 @@ done:
     return 0;
 }
 
-/* Writes r under its hash; failures are reported in r->cache_note only. */
+void jit_cache_lookup(const jit_request *req, jit_lang lang, const char *compiler,
+                      char hash[SHA256_HEX_LEN + 1], char *dir, size_t ndir, char *note, size_t nnote,
+                      jit_result **hit)
+{
+    *hit = NULL;
+    dir[0] = note[0] = '\0';
+    content_hash(req, lang, compiler, hash);
+    if (!req->use_cache) {
+        snprintf(note, nnote, "cache bypassed");
+        return;
+    }
+    ks_status cst;
+    if (req->cache_dir && *req->cache_dir)
+        snprintf(dir, ndir, "%s", req->cache_dir);
+    else if (jit_cache_dir(dir, ndir, &cst) != KS_OK)
+        snprintf(note, nnote, "%.190s", cst.msg);
+    char path[1100];
+    if (dir[0] && entry_path(dir, hash, path, sizeof path) == 0 && load(path, req, lang, compiler, hit) == 0) {
+        snprintf((*hit)->hash, sizeof (*hit)->hash, "%s", hash);
+        jit_bound_text(&(*hit)->log, &(*hit)->log_size, JIT_LOG_MAX);
+    }
+}
+
 void jit_cache_store(const char *dir, jit_result *r)
 {
     char path[1100], tmp[1100];
@@ -169,7 +193,7 @@ void jit_cache_store(const char *dir, jit_result *r)
         snprintf(r->cache_note, sizeof r->cache_note, "%.190s", mst.msg);
         return;
     }
-    if (jit_cache_entry_path(dir, r->hash, path, sizeof path) != 0 ||
+    if (entry_path(dir, r->hash, path, sizeof path) != 0 ||
         snprintf(tmp, sizeof tmp, "%s/.%.16s.XXXXXX", dir, r->hash) >= (int)sizeof tmp) {
         snprintf(r->cache_note, sizeof r->cache_note, "cache path too long");
         return;

@@ -2,15 +2,13 @@
  * jit_log.c: reading the compilers' logs: the line a message quotes, and
  * the per-function resources of ptxas -v (also in NVRTC's log).
  */
-#include "compile/jit_impl.h"
+#include "compile/jit_log.h"
 
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* Copies the first line of log containing "error" (else the first
- * non-empty line) into buf, trimmed. */
 void jit_first_error(const char *log, char *buf, size_t n)
 {
     const char *best = NULL, *first = NULL;

@@ -3,7 +3,7 @@
  * compiles in a forked child held to the toolkit's headers (the open
  * guard, Landlock, seccomp) and to the request's limits.
  */
-#include "compile/jit_impl.h"
+#include "compile/jit_nvrtc.h"
 
 #include <ctype.h>
 #include <dlfcn.h>
@@ -16,6 +16,10 @@
 #include <unistd.h>
 
 #include "base/clock.h"
+#include "compile/jit_common.h"
+#include "compile/jit_log.h"
+#include "compile/jit_policy.h"
+#include "compile/jit_result.h"
 #include "compile/std_headers.h"
 #include "driver/dynlib.h"
 #include "proc/landlock.h"

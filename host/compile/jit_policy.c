@@ -1,22 +1,24 @@
 /*
  * jit_policy.c: what klab refuses before and after compiling: text that is
  * not source, device-side launches and the device heap, relocatable code
- * (in PTX, in NVRTC's log, in the cubin), and targets the compilers do not
- * know.
+ * (in PTX, in NVRTC's log, in the cubin). Whether a target is known is
+ * jit_target.c's (it asks the compilers, which call this file).
  */
-#include "compile/jit_impl.h"
+#include "compile/jit_policy.h"
 
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "compile/jit_common.h"
+#include "compile/jit_log.h"
 #include "compile/ptx_census.h"
 
 /* ---- text checks -------------------------------------------------------- */
 
 /* KS_EREJECT when src is empty or not text. */
-int jit_check_text(const jit_request *req, ks_status *st)
+static int check_text(const jit_request *req, ks_status *st)
 {
     const unsigned char *s = (const unsigned char *)req->source;
     size_t n = req->source_len;
@@ -259,84 +261,51 @@ int jit_nvrtc_reject_reason(const char *log, const char *arch, ks_status *st)
 
 /* ---- targets ------------------------------------------------------------ */
 
-/* "sm_" + 2 or 3 digits + optional 'a' or 'f'. */
-static int arch_syntax(const char *arch, int *number)
-{
-    if (strncmp(arch, "sm_", 3) != 0)
-        return 0;
-    const char *p = arch + 3;
-    int digits = 0, v = 0;
-    while (isdigit((unsigned char)*p) && digits < 4) {
-        v = v * 10 + (*p - '0');
-        p++;
-        digits++;
-    }
-    if (digits < 2 || digits > 3)
-        return 0;
-    if (*p == 'a' || *p == 'f')
-        p++;
-    if (*p)
-        return 0;
-    *number = v;
-    return 1;
-}
+/* ---- the request -------------------------------------------------------- */
 
-int jit_check_arch(const char *arch, jit_lang lang, ks_status *st)
+/* Options the caller may not pass: they would change the target, the
+ * output, or make the code relocatable. */
+static int check_options(const jit_request *req, jit_lang lang, ks_status *st)
 {
-    int number = 0;
-    if (!arch || !*arch)
-        return ks_fail(st, KS_EINVAL, 0, "no target arch given (for example sm_90a)");
-    if (!arch_syntax(arch, &number))
-        return ks_fail(st, KS_EREJECT, 0,
-                       "'%.40s' is not a GPU target name (expected sm_XY with an optional a or f suffix, e.g. sm_90a)",
-                       arch);
-    ptxas_facts f;
-    ks_status pst;
-    ks_clear(&pst);
-    int have_ptxas = jit_ptxas_facts(&f, &pst) == KS_OK;
-    if (lang == JIT_LANG_PTX && !have_ptxas) {
-        *st = pst;
-        return pst.code;
-    }
-    if (have_ptxas && f.targets) {
-        char key[48];
-        snprintf(key, sizeof key, " %s ", arch);
-        int known = strstr(f.targets, key) != NULL;
-        if (!known) {
-            /* Trim the list for the message: it is long. */
-            size_t tl = strlen(f.targets);
-            int show = tl > 2 ? (int)(tl - 2 > 300 ? 300 : tl - 2) : 0;
-            ks_fail(st, KS_EREJECT, 0, "ptxas %s does not know the target %s; it knows: %.*s",
-                    f.version, arch, show, f.targets + 1);
-            free(f.targets);
-            return st->code;
+    static const char *const ptxas_bad[] = {"-c", "--compile-only", "-o", "--output-file", "-arch",
+                                            "--gpu-name", "-e", "--entry", "--input-as-string", NULL};
+    static const char *const nvrtc_bad[] = {"-arch", "--gpu-architecture", "-rdc",
+                                            "--relocatable-device-code", "-dc", "--device-c",
+                                            "-dlto", "--dlink-time-opt", "-ewp",
+                                            "--extensible-whole-program", NULL};
+    const char *const *bad = lang == JIT_LANG_PTX ? ptxas_bad : nvrtc_bad;
+    for (int i = 0; i < req->noptions; i++) {
+        const char *o = req->options[i];
+        if (!o)
+            return ks_fail(st, KS_EINVAL, 0, "option %d is NULL", i + 1);
+        for (int k = 0; bad[k]; k++) {
+            size_t n = strlen(bad[k]);
+            if (strncmp(o, bad[k], n) == 0 && (o[n] == '\0' || o[n] == '=' || !strcmp(bad[k], "-arch")))
+                return ks_fail(st, KS_EINVAL, 0,
+                               "compiler option %.60s is not allowed (klab sets the target and compiles whole-program)",
+                               o);
         }
-    }
-    if (have_ptxas)
-        free(f.targets);
-    if (lang == JIT_LANG_CUDA) {
-        const nvrtc_api *api;
-        int rc = jit_nvrtc_load(&api, st);
-        if (rc)
-            return rc;
-        int n = 0;
-        if (api->num_archs(&n) != 0 || n <= 0 || n > 256)
-            return KS_OK;       /* cannot ask: let the compile decide */
-        int list[256];
-        if (api->archs(list) != 0)
-            return KS_OK;
-        char known[600];
-        size_t kl = 0;
-        known[0] = '\0';
-        for (int i = 0; i < n; i++) {
-            if (list[i] == number)
-                return KS_OK;
-            if (kl < sizeof known - 8)
-                kl += (size_t)snprintf(known + kl, sizeof known - kl, " sm_%d", list[i]);
-        }
-        return ks_fail(st, KS_EREJECT, 0, "NVRTC %s does not know the target %s; it knows:%s",
-                       api->version_str, arch, known);
     }
     return KS_OK;
 }
 
+int jit_check_request(const jit_request *req, jit_lang *lang, ks_status *st)
+{
+    if (!req || !req->source)
+        return ks_fail(st, KS_EINVAL, 0, "jit_compile: no source");
+    if (!req->arch || !*req->arch)
+        return ks_fail(st, KS_EINVAL, 0, "jit_compile: no target arch (for example sm_90a)");
+    if (req->noptions < 0 || (req->noptions > 0 && !req->options))
+        return ks_fail(st, KS_EINVAL, 0, "jit_compile: bad option list");
+    int rc = check_text(req, st);
+    if (rc)
+        return rc;
+    *lang = req->lang;
+    if (*lang != JIT_LANG_PTX && *lang != JIT_LANG_CUDA)
+        *lang = jit_detect_lang(req->name, req->source, req->source_len);
+    if ((rc = check_options(req, *lang, st)))
+        return rc;
+    if (*lang == JIT_LANG_PTX)
+        return jit_check_ptx(req->source, req->source_len, st);
+    return KS_OK;
+}

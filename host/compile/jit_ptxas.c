@@ -2,13 +2,12 @@
  * jit_ptxas.c: PTX through ptxas, a subprocess in a private temporary
  * folder under the request's limits; what this ptxas is and knows.
  */
-#include "compile/jit_impl.h"
+#include "compile/jit_ptxas.h"
 
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,7 +15,11 @@
 
 #include "base/clock.h"
 #include "base/fs.h"
+#include "compile/jit_common.h"
+#include "compile/jit_log.h"
+#include "compile/jit_result.h"
 #include "driver/dynlib.h"
+#include "proc/spawn.h"
 
 /* ---- subprocesses ------------------------------------------------------- */
 
@@ -49,23 +52,6 @@ static int run_capture(const char *const argv[], const char *cwd, int timeout_ms
         spawn_result_free(r);
         return ks_fail(st, KS_ETIMEOUT, 0, "%s took longer than %d ms and was killed", argv[0], ms);
     }
-    return KS_OK;
-}
-
-/* When the compiler's child ended by one of req's limits: KS_ECOMPILE
- * naming that limit. KS_OK otherwise. */
-int jit_limit_failure(const jit_request *req, const spawn_result *r, ks_status *st)
-{
-    char lim[64];
-    if (req->limit_memory > 0) {
-        spawn_format_bytes(req->limit_memory, lim, sizeof lim);
-        if (r->end == SPAWN_OVER_MEMORY)
-            return ks_fail(st, KS_ECOMPILE, 0, "%s: the compiler exceeded its %s memory limit",
-                           jit_display_name(req), lim);
-    }
-    if (req->limit_cpu_s > 0 && r->signal == SIGXCPU)
-        return ks_fail(st, KS_ECOMPILE, 0, "%s: the compiler exceeded its %d s CPU limit", jit_display_name(req),
-                       req->limit_cpu_s);
     return KS_OK;
 }
 

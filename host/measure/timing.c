@@ -46,12 +46,12 @@ void timing_opts_default(timing_opts *o)
     memset(o, 0, sizeof *o);
     o->warmup = 3;
     o->warmup_s = 0.05;
-    o->min_samples = 10;
     o->max_samples = 1000;
     o->budget_s = 10.0;
-    o->target_ci = 0.005;
     o->confidence = 0.95;
     o->method = TIMING_AUTO;
+    ks_status ignore;
+    stop_list_add(&o->stop, "converged", NULL, &ignore);
 }
 
 void timing_result_free(timing_result *r)
@@ -309,7 +309,9 @@ typedef struct run_state {
     int cupti;               /* 1 when CUPTI records are used */
     uint32_t ctx_id, stream_id;
     cupti_act_list recs;
-    double *sorted[2];       /* sorted copies of samples for the stop rule */
+    double *sorted[2];       /* sorted copies of samples for the stopping rules */
+    int own_flush;           /* 1 when timing allocated the flush buffer */
+    int events;              /* events created: 1 e0, 3 both */
 } run_state;
 
 static int after_hooks(run_state *s, ks_status *st);
@@ -488,9 +490,8 @@ static int validate(const timing_target *const *tg, size_t nt, const timing_opts
         return ks_fail(st, KS_EINVAL, 0, "timing: max_samples must be at least 1");
     if (o->max_samples > 10000000)
         return ks_fail(st, KS_EINVAL, 0, "timing: max_samples %zu is too large", o->max_samples);
-    if (o->min_samples > o->max_samples)
-        return ks_fail(st, KS_EINVAL, 0, "timing: min_samples %zu exceeds max_samples %zu",
-                       o->min_samples, o->max_samples);
+    if (stop_list_check(&o->stop, o->max_samples, st))
+        return st->code;
     if (o->warmup < 0 || o->warmup > 100000)
         return ks_fail(st, KS_EINVAL, 0, "timing: warmup must be in 0..100000");
     if (!(o->confidence > 0 && o->confidence < 1))
@@ -516,6 +517,236 @@ static void finish_series(timing_result *r, size_t i, const timing_opts *o,
         if (o->peak_tflops > 0)
             ts->frac_peak = ts->tflops / o->peak_tflops;
     }
+}
+
+/* The L2 flush buffer: at least twice the L2, so that no line of the timed
+ * run's data survives it; and no line may stay in L2 across samples: the
+ * persisting carve-out is 0, and persisting lines are reset before every
+ * run. */
+static int setup_flush(run_state *s, ks_status *st)
+{
+    const timing_opts *o = s->o;
+    timing_result *r = s->r;
+    cuda_props p;
+    if (cuda_device_props(cuda_ctx_ordinal(s->c), &p, st))
+        return st->code;
+    size_t need = 2 * (size_t)(p.l2_bytes > 0 ? p.l2_bytes : 0);
+    need = (need + 3) & ~(size_t)3;
+    s->flush_bytes = o->flush_bytes ? o->flush_bytes : need;
+    if (s->flush_bytes < need)
+        return ks_fail(st, KS_EINVAL, 0, "timing: flush_bytes %zu is less than twice the L2 (%d bytes)",
+                       s->flush_bytes, p.l2_bytes);
+    if (s->flush_bytes == 0)
+        s->flush_bytes = 4;
+    if (cuda_proc("cuMemsetD32Async", CUDA_VERSION, (void **)&s->memset_async, st))
+        return st->code;
+    r->l2_persisting_limit = -1;
+    if (!o->keep_persisting_l2) {
+        PFN_cuCtxSetLimit_v3010 set_limit = NULL;
+        PFN_cuCtxGetLimit_v3010 get_limit = NULL;
+        ks_status lst;
+        if (cuda_proc("cuCtxSetLimit", CUDA_VERSION, (void **)&set_limit, &lst) == KS_OK &&
+            cuda_proc("cuCtxGetLimit", CUDA_VERSION, (void **)&get_limit, &lst) == KS_OK &&
+            set_limit(CU_LIMIT_PERSISTING_L2_CACHE_SIZE, 0) == CUDA_SUCCESS) {
+            size_t v = 0;
+            if (get_limit(&v, CU_LIMIT_PERSISTING_L2_CACHE_SIZE) == CUDA_SUCCESS)
+                r->l2_persisting_limit = (long long)v;
+        }
+        if (cuda_proc("cuCtxResetPersistingL2Cache", CUDA_VERSION, (void **)&s->reset_l2, &lst) != KS_OK)
+            s->reset_l2 = NULL;
+        r->l2_reset = s->reset_l2 != NULL;
+    }
+    if (o->flush_buf) {
+        s->flush = o->flush_buf;
+    } else {
+        if (cuda_mem_alloc(s->c, s->flush_bytes, &s->flush, st))
+            return st->code;
+        s->own_flush = 1;
+    }
+    r->flush_bytes = s->flush_bytes;
+    return KS_OK;
+}
+
+/* The clean buffer read after each flush's memset (o->l2_read): filled once
+ * and never written again, so its lines are clean and reading them evicts
+ * without write-backs. */
+static int setup_clean_read(run_state *s, ks_status *st)
+{
+    if (!s->o->l2_read)
+        return KS_OK;
+    if (cuda_mem_alloc(s->c, s->flush_bytes, &s->clean, st))
+        return st->code;
+    if (devkern_pattern(s->o->l2_read, s->stream, s->clean, s->flush_bytes, 0x01010101u, st) ||
+        cuda_ctx_sync(s->c, st))
+        return st->code;
+    s->r->l2_read_bytes = s->flush_bytes;
+    return KS_OK;
+}
+
+/* The sample arrays, the event pair, and the method (CUPTI started). */
+static int setup_run(run_state *s, ks_status *st)
+{
+    const timing_opts *o = s->o;
+    timing_result *r = s->r;
+    for (size_t i = 0; i < s->nt; i++) {
+        r->t[i].samples_us = malloc(o->max_samples * sizeof(double));
+        s->sorted[i] = malloc(o->max_samples * sizeof(double));
+        if (!r->t[i].samples_us || !s->sorted[i])
+            return ks_fail(st, KS_ENOMEM, 0, "timing: out of memory for %zu samples", o->max_samples);
+    }
+    if (cuda_event_create(s->c, &s->e0, st))
+        return st->code;
+    s->events = 1;
+    if (cuda_event_create(s->c, &s->e1, st))
+        return st->code;
+    s->events = 3;
+    /* Nothing of earlier work may land in our first sample. */
+    if (cuda_ctx_sync(s->c, st) || setup_method(s, st))
+        return st->code;
+    for (size_t i = 0; s->cupti && i < s->nt; i++)
+        if (!(r->t[i].event_us = malloc(o->max_samples * sizeof(double))))
+            return ks_fail(st, KS_ENOMEM, 0, "timing: out of memory");
+    return KS_OK;
+}
+
+/* Warm-up: the same steps, checked, discarded. A target whose warm-up has
+ * already kept the GPU busy for warmup_s (a slow kernel: clocks and caches
+ * are as warm as they get) needs no more of it; every target has at least
+ * one warm-up run. */
+static int warm_up(run_state *s, ks_status *st)
+{
+    const timing_opts *o = s->o;
+    double warm_us[2] = {0, 0};
+    int rc, warm_runs = 0;
+    for (int k = 0; k < o->warmup; k++) {
+        int any = 0;
+        for (size_t i = 0; i < s->nt; i++) {
+            double us, ev;
+            if (k > 0 && o->warmup_s > 0 && warm_us[i] >= o->warmup_s * 1e6)
+                continue;
+            if ((rc = normal_l2(s, st)) != KS_OK || (rc = one_run(s, i, -1 - (long)k, &us, &ev, st)) != KS_OK)
+                return rc;
+            warm_us[i] += us;
+            any = 1;
+        }
+        if (!any)
+            break;
+        warm_runs = k + 1;
+    }
+    s->r->warmup = warm_runs;
+    return KS_OK;
+}
+
+/* Round n: one sample of every target (ABAB... with two), each checked
+ * when the before-hook asks; *check_failed set when a check failed. */
+static int sample_round(run_state *s, size_t n, int *check_failed, ks_status *st)
+{
+    const timing_opts *o = s->o;
+    int hooks = o->before || o->check;
+    int rc;
+    for (size_t i = 0; i < s->nt; i++) {
+        int check = 0;
+        if ((rc = normal_l2(s, st)) != KS_OK)
+            return rc;
+        if (o->before && (rc = o->before(o->hook_user, (int)i, n, &check, st)) != KS_OK)
+            return rc;
+        if (hooks && (rc = after_hooks(s, st)) != KS_OK)
+            return rc;
+        double us = 0, ev = 0;
+        if ((rc = one_run(s, i, (long)n, &us, &ev, st)) != KS_OK)
+            return rc;
+        timing_series *ts = &s->r->t[i];
+        ts->samples_us[ts->n] = us;
+        if (ts->event_us)
+            ts->event_us[ts->n] = ev;
+        stats_insert_sorted(s->sorted[i], ts->n, us);
+        ts->n++;
+        if (check && o->check) {
+            int ok = 0;
+            if ((rc = o->check(o->hook_user, (int)i, n, &ok, st)) != KS_OK)
+                return rc;
+            ts->checks++;
+            if (!ok) {
+                if (ts->check_failures++ == 0)
+                    ts->first_failed_sample = (long)n;
+                *check_failed = 1;
+            }
+        }
+    }
+    return KS_OK;
+}
+
+/* Rounds until the stopping rules or a limit say stop (stop.h), or a check
+ * fails (a failed output needs no more samples). */
+static int sample_all(run_state *s, ks_status *st)
+{
+    const timing_opts *o = s->o;
+    timing_result *r = s->r;
+    stop_limits lim = {o->max_samples, o->budget_s};
+    double t0 = clock_now();
+    const char *why = NULL;
+    const stop_choice *by = NULL;
+    int check_failed = 0, rc;
+    for (size_t n = 0; !why && !check_failed; n++) {
+        if ((rc = sample_round(s, n, &check_failed, st)) != KS_OK)
+            return rc;
+        if (check_failed)
+            break;
+        stop_view v = {s->nt, {s->sorted[0], s->sorted[1]}, {r->t[0].n, r->t[1].n}, clock_now() - t0,
+                       o->confidence};
+        why = stop_decide(&o->stop, &lim, &v, &by);
+    }
+    r->wall_s = clock_now() - t0;
+    snprintf(r->stop_reason, sizeof r->stop_reason, "%s", check_failed ? "check_failed" : why);
+    if (by)
+        r->stopped_by = *by;
+    return KS_OK;
+}
+
+/* After sampling, whatever ended it: the clock, the summaries and the
+ * speedup; then everything the measurement holds is released. */
+static void finish(run_state *s, const timing_target *const *tg)
+{
+    const timing_opts *o = s->o;
+    timing_result *r = s->r;
+    size_t nt = s->nt;
+    if (s->cupti) {
+        ks_status ignore;
+        cupti_act_stop(&ignore);
+    }
+    ks_status cs;
+    ks_clear(&cs);
+    if (timing_sm_clock(cuda_ctx_ordinal(s->c), &r->clock_after_mhz, &r->throttle_after, &cs) == KS_OK)
+        snprintf(r->clock_source, sizeof r->clock_source, "nvml");
+    for (size_t i = 0; i < nt; i++)
+        finish_series(r, i, o, tg[i]);
+    r->speedup_lo = 0;
+    r->speedup_hi = INFINITY;
+    r->speedup_upper = INFINITY;
+    if (nt == 2 && r->t[0].n && r->t[1].n && r->t[0].stats.median > 0) {
+        r->speedup = r->t[1].stats.median / r->t[0].stats.median;
+        if (s->sorted[0] && s->sorted[1]) {
+            stats_speedup_ci_sorted(s->sorted[0], r->t[0].n, s->sorted[1], r->t[1].n, o->confidence,
+                                    &r->speedup_lo, &r->speedup_hi);
+            stats_speedup_upper_sorted(s->sorted[0], r->t[0].n, s->sorted[1], r->t[1].n, o->confidence,
+                                       &r->speedup_upper);
+        }
+    }
+    for (size_t i = 0; i < nt; i++)
+        free(s->sorted[i]);
+    /* Cleanup must not overwrite the first failure's status. */
+    ks_status ignore;
+    if (s->events >= 1)
+        cuda_event_destroy(s->c, s->e0, &ignore);
+    if (s->events >= 3)
+        cuda_event_destroy(s->c, s->e1, &ignore);
+    if (s->own_flush || s->clean)
+        cuda_ctx_sync(s->c, &ignore);
+    if (s->own_flush)
+        cuda_mem_free(s->c, s->flush, &ignore);
+    if (s->clean)
+        cuda_mem_free(s->c, s->clean, &ignore);
+    cupti_act_list_free(&s->recs);
 }
 
 static int measure_n(cuda_ctx *c, const timing_target *const *tg, size_t nt,
@@ -551,241 +782,23 @@ static int measure_n(cuda_ctx *c, const timing_target *const *tg, size_t nt,
                  tg[i]->label ? tg[i]->label : (i ? "baseline" : "candidate"));
     }
     r->warmup = o->warmup;
-    int rc = KS_OK;
-    int own_flush = 0, events = 0;
-
-    /* The L2 flush buffer: at least twice the L2, so that no line of the
-     * timed run's data survives it. */
-    if (!o->no_flush) {
-        cuda_props p;
-        if (cuda_device_props(cuda_ctx_ordinal(c), &p, st))
-            return st->code;
-        size_t need = 2 * (size_t)(p.l2_bytes > 0 ? p.l2_bytes : 0);
-        need = (need + 3) & ~(size_t)3;
-        s.flush_bytes = o->flush_bytes ? o->flush_bytes : need;
-        if (s.flush_bytes < need)
-            return ks_fail(st, KS_EINVAL, 0,
-                           "timing: flush_bytes %zu is less than twice the L2 (%d bytes)",
-                           s.flush_bytes, p.l2_bytes);
-        if (s.flush_bytes == 0)
-            s.flush_bytes = 4;
-        if (cuda_proc("cuMemsetD32Async", CUDA_VERSION, (void **)&s.memset_async, st))
-            return st->code;
-        /* No line may stay in L2 across samples: the persisting carve-out
-         * is 0, and persisting lines are reset before every run. */
-        r->l2_persisting_limit = -1;
-        if (!o->keep_persisting_l2) {
-            PFN_cuCtxSetLimit_v3010 set_limit = NULL;
-            PFN_cuCtxGetLimit_v3010 get_limit = NULL;
-            ks_status lst;
-            if (cuda_proc("cuCtxSetLimit", CUDA_VERSION, (void **)&set_limit, &lst) == KS_OK &&
-                cuda_proc("cuCtxGetLimit", CUDA_VERSION, (void **)&get_limit, &lst) == KS_OK &&
-                set_limit(CU_LIMIT_PERSISTING_L2_CACHE_SIZE, 0) == CUDA_SUCCESS) {
-                size_t v = 0;
-                if (get_limit(&v, CU_LIMIT_PERSISTING_L2_CACHE_SIZE) == CUDA_SUCCESS)
-                    r->l2_persisting_limit = (long long)v;
-            }
-            if (cuda_proc("cuCtxResetPersistingL2Cache", CUDA_VERSION, (void **)&s.reset_l2, &lst) != KS_OK)
-                s.reset_l2 = NULL;
-            r->l2_reset = s.reset_l2 != NULL;
-        }
-        if (o->flush_buf) {
-            s.flush = o->flush_buf;
-        } else {
-            if (cuda_mem_alloc(c, s.flush_bytes, &s.flush, st))
-                return st->code;
-            own_flush = 1;
-        }
-        r->flush_bytes = s.flush_bytes;
-        if (o->l2_read) {
-            /* Filled once and never written again: its lines are clean, so
-             * reading them evicts without write-backs. */
-            if ((rc = cuda_mem_alloc(c, s.flush_bytes, &s.clean, st)) != KS_OK)
-                goto out;
-            if ((rc = devkern_pattern(o->l2_read, s.stream, s.clean, s.flush_bytes, 0x01010101u, st)) != KS_OK ||
-                (rc = cuda_ctx_sync(c, st)) != KS_OK)
-                goto out;
-            r->l2_read_bytes = s.flush_bytes;
-        }
-    }
-
-    for (size_t i = 0; i < nt; i++) {
-        r->t[i].samples_us = malloc(o->max_samples * sizeof(double));
-        s.sorted[i] = malloc(o->max_samples * sizeof(double));
-        if (!r->t[i].samples_us || !s.sorted[i]) {
-            rc = ks_fail(st, KS_ENOMEM, 0, "timing: out of memory for %zu samples",
-                         o->max_samples);
-            goto out;
-        }
-    }
-    if ((rc = cuda_event_create(c, &s.e0, st)) != KS_OK)
-        goto out;
-    events = 1;
-    if ((rc = cuda_event_create(c, &s.e1, st)) != KS_OK) {
-        events = 2;
-        goto out;
-    }
-    events = 3;
-
-    /* Nothing of earlier work may land in our first sample. */
-    if ((rc = cuda_ctx_sync(c, st)) != KS_OK)
-        goto out;
-    if ((rc = setup_method(&s, st)) != KS_OK)
-        goto out;
-    if (s.cupti) {
-        for (size_t i = 0; i < nt; i++) {
-            r->t[i].event_us = malloc(o->max_samples * sizeof(double));
-            if (!r->t[i].event_us) {
-                rc = ks_fail(st, KS_ENOMEM, 0, "timing: out of memory");
-                goto out;
-            }
-        }
-    }
-
-    {
+    int rc = o->no_flush ? KS_OK : setup_flush(&s, st);
+    if (rc == KS_OK && !o->no_flush)
+        rc = setup_clean_read(&s, st);
+    if (rc == KS_OK)
+        rc = setup_run(&s, st);
+    if (rc == KS_OK) {
         ks_status cs;
         ks_clear(&cs);
-        if (timing_sm_clock(cuda_ctx_ordinal(c), &r->clock_before_mhz, &r->throttle_before,
-                            &cs) == KS_OK)
+        if (timing_sm_clock(cuda_ctx_ordinal(c), &r->clock_before_mhz, &r->throttle_before, &cs) == KS_OK)
             snprintf(r->clock_source, sizeof r->clock_source, "nvml");
+        rc = warm_up(&s, st);
     }
-
-    /* Warm-up: the same steps, checked, discarded. */
-    /* A target whose warm-up has already kept the GPU busy for warmup_s
-     * (a slow kernel: clocks and caches are as warm as they get) needs no
-     * more of it; every target has at least one warm-up run. */
-    double warm_us[2] = {0, 0};
-    int warm_runs = 0;
-    for (int k = 0; k < o->warmup; k++) {
-        int any = 0;
-        for (size_t i = 0; i < nt; i++) {
-            double us, ev;
-            if (k > 0 && o->warmup_s > 0 && warm_us[i] >= o->warmup_s * 1e6)
-                continue;
-            if ((rc = normal_l2(&s, st)) != KS_OK || (rc = one_run(&s, i, -1 - (long)k, &us, &ev, st)) != KS_OK)
-                goto out;
-            warm_us[i] += us;
-            any = 1;
-        }
-        if (!any)
-            break;
-        warm_runs = k + 1;
-    }
-    r->warmup = warm_runs;
-
-    stats_stop_rule rule = {
-        .min_samples = o->min_samples,
-        .max_samples = o->max_samples,
-        .budget_s = o->budget_s,
-        .target_rel_hw = o->target_ci,
-        .confidence = o->confidence,
-    };
-    int hooks = o->before || o->check;
-    double t0 = clock_now();
-    stats_stop why = STATS_CONTINUE;
-    int check_failed = 0;
-    for (size_t n = 0; why == STATS_CONTINUE && !check_failed; n++) {
-        /* One round: every target once (ABAB... with two). */
-        for (size_t i = 0; i < nt; i++) {
-            int check = 0;
-            if ((rc = normal_l2(&s, st)) != KS_OK)
-                goto out;
-            if (o->before && (rc = o->before(o->hook_user, (int)i, n, &check, st)) != KS_OK)
-                goto out;
-            if (hooks && (rc = after_hooks(&s, st)) != KS_OK)
-                goto out;
-            double us = 0, ev = 0;
-            if ((rc = one_run(&s, i, (long)n, &us, &ev, st)) != KS_OK)
-                goto out;
-            timing_series *ts = &r->t[i];
-            ts->samples_us[ts->n] = us;
-            if (ts->event_us)
-                ts->event_us[ts->n] = ev;
-            stats_insert_sorted(s.sorted[i], ts->n, us);
-            ts->n++;
-            if (check && o->check) {
-                int ok = 0;
-                if ((rc = o->check(o->hook_user, (int)i, n, &ok, st)) != KS_OK)
-                    goto out;
-                ts->checks++;
-                if (!ok) {
-                    if (ts->check_failures++ == 0)
-                        ts->first_failed_sample = (long)n;
-                    check_failed = 1;
-                }
-            }
-        }
-        /* Stop when every target's rule says so; the counts stay equal, so
-         * the caps hit all targets together. */
-        double el = clock_now() - t0;
-        stats_stop all = STATS_STOP_CONVERGED;
-        for (size_t i = 0; i < nt; i++) {
-            stats_stop w = stats_should_stop(&rule, s.sorted[i], r->t[i].n, el, NULL);
-            if (w == STATS_CONTINUE) {
-                all = STATS_CONTINUE;
-                break;
-            }
-            if (w != STATS_STOP_CONVERGED)
-                all = w;
-        }
-        /* A candidate decided to be hopelessly slow needs no more
-         * precision: its verdict does not change with it. */
-        if (all == STATS_CONTINUE && nt == 2 && !check_failed &&
-            stats_speedup_hopeless(s.sorted[0], r->t[0].n, s.sorted[1], r->t[1].n,
-                                   o->confidence, o->hopeless))
-            all = STATS_STOP_HOPELESS;
-        why = all;
-    }
-    r->wall_s = clock_now() - t0;
-    snprintf(r->stop_reason, sizeof r->stop_reason, "%s",
-             check_failed ? "check_failed" : stats_stop_name(why));
-    rc = KS_OK;
-
-out:
+    if (rc == KS_OK)
+        rc = sample_all(&s, st);
     if (rc != KS_OK && !r->stop_reason[0])
         snprintf(r->stop_reason, sizeof r->stop_reason, "error");
-    if (s.cupti) {
-        ks_status ignore;
-        cupti_act_stop(&ignore);
-    }
-    {
-        ks_status cs;
-        ks_clear(&cs);
-        if (timing_sm_clock(cuda_ctx_ordinal(c), &r->clock_after_mhz, &r->throttle_after, &cs) ==
-            KS_OK)
-            snprintf(r->clock_source, sizeof r->clock_source, "nvml");
-    }
-    for (size_t i = 0; i < nt; i++)
-        finish_series(r, i, o, tg[i]);
-    r->speedup_lo = 0;
-    r->speedup_hi = INFINITY;
-    r->speedup_upper = INFINITY;
-    if (nt == 2 && r->t[0].n && r->t[1].n && r->t[0].stats.median > 0) {
-        r->speedup = r->t[1].stats.median / r->t[0].stats.median;
-        if (s.sorted[0] && s.sorted[1]) {
-            stats_speedup_ci_sorted(s.sorted[0], r->t[0].n, s.sorted[1], r->t[1].n, o->confidence,
-                                    &r->speedup_lo, &r->speedup_hi);
-            stats_speedup_upper_sorted(s.sorted[0], r->t[0].n, s.sorted[1], r->t[1].n,
-                                       o->confidence, &r->speedup_upper);
-        }
-    }
-    for (size_t i = 0; i < nt; i++)
-        free(s.sorted[i]);
-    {
-        /* Cleanup must not overwrite the first failure's status. */
-        ks_status ignore;
-        if (events >= 1)
-            cuda_event_destroy(c, s.e0, &ignore);
-        if (events >= 3)
-            cuda_event_destroy(c, s.e1, &ignore);
-        if (own_flush || s.clean)
-            cuda_ctx_sync(c, &ignore);
-        if (own_flush)
-            cuda_mem_free(c, s.flush, &ignore);
-        if (s.clean)
-            cuda_mem_free(c, s.clean, &ignore);
-    }
-    cupti_act_list_free(&s.recs);
+    finish(&s, tg);
     return rc;
 }
 

@@ -24,10 +24,12 @@
  *   6. the optional check-hook when the before-hook asked for it.
  *
  * Warm-up runs go through the same steps (and the same launch checks) and
- * are discarded. Sampling stops by host/stats's rule: the median's relative
- * CI half-width below the target after min_samples, or max_samples, or the
- * time budget. Two targets (candidate and baseline) are interleaved sample
- * by sample (ABAB...) so that clock drift affects both alike.
+ * are discarded. After every round sampling stops when a chosen stopping
+ * rule says so (host/measure/stop.h: "converged", the median's relative CI
+ * half-width below its target; "hopeless", the speedup decided below a
+ * threshold) or a limit is reached (max_samples, the time budget). Two
+ * targets (candidate and baseline) are interleaved sample by sample
+ * (ABAB...) so that clock drift affects both alike.
  *
  * Method: TIMING_AUTO uses CUPTI when it can be loaded and enabled, else
  * events, and says why in result->fallback. TIMING_CUPTI fails when CUPTI is
@@ -45,6 +47,7 @@
 #include "driver/cuda.h"
 #include "measure/cupti_act.h"
 #include "measure/stats.h"
+#include "measure/stop.h"
 #include "base/status.h"
 
 typedef enum {
@@ -94,13 +97,11 @@ typedef struct timing_opts {
     int warmup;             /* runs per target before sampling (default 3) */
     double warmup_s;        /* a target's warm-up ends once its runs took this long,
                                after one run at least (default 0.05; <= 0: all runs) */
-    size_t min_samples;     /* default 10 */
     size_t max_samples;     /* default 1000 (>= 1) */
     double budget_s;        /* sampling time cap, seconds (default 10; <= 0: none) */
-    double target_ci;       /* relative CI half-width of the median (default 0.005) */
     double confidence;      /* default 0.95 */
-    double hopeless;        /* with a baseline: stop once the speedup's interval lies
-                               wholly below this (stats_speedup_hopeless); <= 0: never */
+    stop_list stop;         /* the stopping rules (default: "converged" with its
+                               defaults, target_ci 0.005 and min_samples 10) */
     int method;             /* timing_method (default AUTO) */
     timing_before_fn before; /* optional */
     timing_check_fn check;  /* optional; called when before set *check */
@@ -149,6 +150,9 @@ typedef struct timing_result {
                                what the hopeless rule reads; +inf when undefined */
     char stop_reason[32];   /* converged, max_samples, budget, hopeless,
                                check_failed, unexpected_launches */
+    stop_choice stopped_by; /* the rule that ended sampling, with its parameters
+                               (stop_reason is its name); rule NULL when a
+                               limit, a failed check or a failure did */
     double wall_s;          /* sampling time (after warm-up) */
     int warmup;             /* warm-up rounds run (fewer than asked for a slow target) */
     size_t flush_bytes;     /* 0 when not flushed */

@@ -585,7 +585,7 @@ static void test_plan_on_gpu(void)
     /* Timing every algorithm (short). */
     timing_opts to;
     timing_opts_default(&to);
-    to.min_samples = 5;
+    CHECK(stop_list_set(&to.stop, "converged", "min_samples", 5, &st) == KS_OK);
     to.max_samples = 10;
     to.budget_s = 5;
     blas_gemm_timing *tm = calloc(1, sizeof *tm);

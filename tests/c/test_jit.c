@@ -19,6 +19,7 @@
 
 #include "check.h"
 #include "compile/cubin.h"
+#include "driver/devkern.h"
 #include "driver/dynlib.h"
 #include "compile/jit.h"
 #include "compile/ptx_census.h"
@@ -896,10 +897,61 @@ static void test_confinement(void)
     unsetenv("KLAB_ALLOW_UNCONFINED_COMPILER");
 }
 
+/* Whose code a request compiles and its limits (jit_request_trust): klab's
+ * judge kernels exactly as klab.judge.source() builds them are trusted and
+ * unlimited; anything else, however close, is a candidate's. */
+static void test_trust(void)
+{
+    size_t np, nj;
+    const char *pre = devkern_prelude(&np), *judge = devkern_source(&nj);
+    const char *line = "\n#line 1 \"judge.cu\"\n";
+    size_t nl = strlen(line);
+    char *own = malloc(np + nl + nj + 16), *near = malloc(np + nl + nj + 16);
+    memcpy(own, pre, np);
+    memcpy(own + np, line, nl);
+    memcpy(own + np + nl, judge, nj);
+    /* The same with one more line between the #line directive and the judge. */
+    memcpy(near, own, np + nl);
+    memcpy(near + np + nl, "int x;\n", 7);
+    memcpy(near + np + nl + 7, judge, nj);
+
+    jit_request req;
+    ks_status st;
+    jit_request_init(&req);
+    req.source = own;
+    req.source_len = np + nl + nj;
+    CHECK(jit_request_trust(&req, NULL, &st) == KS_OK);
+    CHECK(req.trusted == 1 && req.limit_memory == 0 && req.limit_cpu_s == 0);
+    jit_limits cpu1 = {0, 1, 0, 1};
+    CHECK(jit_request_trust(&req, &cpu1, &st) == KS_OK && req.trusted && req.limit_cpu_s == 1 && req.limit_memory == 0);
+
+    req.source = near;
+    req.source_len = np + nl + 7 + nj;
+    CHECK(jit_request_trust(&req, NULL, &st) == KS_OK);
+    CHECK(req.trusted == 0 && req.limit_memory == JIT_CANDIDATE_MEMORY && req.limit_cpu_s == JIT_CANDIDATE_CPU_S);
+    req.source = pre;
+    req.source_len = np;
+    CHECK(jit_request_trust(&req, NULL, &st) == KS_OK && !req.trusted);
+    /* Asked limits replace the defaults one by one; 0 is none. */
+    jit_limits mem = {1, 0, 256 << 20, 0};
+    CHECK(jit_request_trust(&req, &mem, &st) == KS_OK && req.limit_memory == 256 << 20 &&
+          req.limit_cpu_s == JIT_CANDIDATE_CPU_S);
+    jit_limits none = {1, 1, 0, 0};
+    CHECK(jit_request_trust(&req, &none, &st) == KS_OK && !req.trusted && req.limit_memory == 0 && req.limit_cpu_s == 0);
+    jit_limits bad[] = {{1, 0, -1, 0}, {0, 1, 0, -1}, {0, 1, 0, 86401}};
+    for (size_t i = 0; i < 3; i++) {
+        CHECK(jit_request_trust(&req, &bad[i], &st) == KS_EINVAL);
+        CHECK(strstr(st.msg, "limits must be positive") != NULL);
+    }
+    free(own);
+    free(near);
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
     check_prog = "test_jit";
+    test_trust();
     test_sha256();
     test_census();
     test_detect();

@@ -54,8 +54,11 @@ static void test_names(void)
 
     timing_opts o;
     timing_opts_default(&o);
-    CHECK(o.warmup == 3 && o.min_samples == 10 && o.max_samples == 1000);
-    CHECK(o.target_ci == 0.005 && o.confidence == 0.95 && o.method == TIMING_AUTO);
+    CHECK(o.warmup == 3 && o.max_samples == 1000);
+    CHECK(o.confidence == 0.95 && o.method == TIMING_AUTO);
+    /* The stopping rule by default: convergence, with its defaults. */
+    CHECK(o.stop.n == 1 && strcmp(o.stop.v[0].rule->name, "converged") == 0);
+    CHECK(stop_choice_get(&o.stop.v[0], "min_samples") == 10 && stop_choice_get(&o.stop.v[0], "target_ci") == 0.005);
     CHECK(o.budget_s == 10.0 && o.flush_bytes == 0 && !o.no_flush);
 }
 
@@ -287,8 +290,9 @@ static void test_measure_validation(int have_gpu)
     o.max_samples = 0;
     CHECK(timing_measure(NULL, &t, &o, &r, &st) == KS_EINVAL);
     timing_opts_default(&o);
-    o.min_samples = 2000;
+    CHECK(stop_list_set(&o.stop, "converged", "min_samples", 2000, &st) == KS_OK);
     CHECK(timing_measure(NULL, &t, &o, &r, &st) == KS_EINVAL);
+    CHECK(strcmp(st.msg, "timing: min_samples 2000 exceeds max_samples 1000") == 0);
     timing_opts_default(&o);
     o.method = 7;
     CHECK(timing_measure(NULL, &t, &o, &r, &st) == KS_EINVAL);
@@ -435,7 +439,7 @@ static void test_gpu(void)
     timing_result r;
     timing_opts_default(&o);
     o.stream = s;
-    o.min_samples = 20;
+    CHECK(stop_list_set(&o.stop, "converged", "min_samples", 20, &st) == KS_OK);
     o.max_samples = 200;
     o.budget_s = 5;
 
@@ -532,7 +536,8 @@ static void test_gpu(void)
     o.before = hook_before;
     o.check = hook_check;
     o.hook_user = &h;
-    o.min_samples = o.max_samples = 30;
+    CHECK(stop_list_set(&o.stop, "converged", "min_samples", 30, &st) == KS_OK);
+    o.max_samples = 30;
     rc = timing_measure(c, &t, &o, &r, &st);
     CHECKF(rc == KS_OK, "hooks: %s", st.msg);
     CHECK(h.before_calls == 30 && h.check_calls == 10 && r.t[0].checks == 10);

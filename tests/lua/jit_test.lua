@@ -256,6 +256,24 @@ function T.misuse_raises(t)
   end
 end
 
+-- Whose code it is decides how it compiles (host/compile/jit_trust.c):
+-- klab's judge kernels in this process, anything else confined and limited.
+function T.own_source_and_candidates(t)
+  t.raises(function() jit.compile{ source = HELLO, arch = "sm_90a", limits = { cpu = -1 } } end,
+    "jit.compile: limits must be positive")
+  t.raises(function() jit.compile{ source = HELLO, arch = "sm_90a", limits = { memory = -5 } } end,
+    "jit.compile: limits must be positive")
+  if not jit.versions().nvrtc.ok then t.skip("NVRTC is not installed") end
+  local judge = require "klab.judge"
+  local own = assert(jit.compile{ source = judge.source(), arch = "sm_90a", lang = "cuda", name = "judge.cu", cache = false })
+  t.eq(own.confinement, "klab's own source")
+  -- One line more and it is a candidate's, confined (or refused where no
+  -- confinement is possible).
+  local near = judge.source():gsub('(#line 1 "judge.cu"\n)', "%1int klab_extra;\n", 1)
+  local r, msg, code = jit.compile{ source = near, arch = "sm_90a", lang = "cuda", name = "judge.cu", cache = false }
+  if r then t.ok(r.confinement ~= "klab's own source", tostring(r.confinement)) else t.eq(code, "EUNSUPPORTED", msg) end
+end
+
 function T.compile_file_missing(t)
   local r, msg, code = jit.compile_file("/nonexistent/k.ptx", { arch = "sm_90a" })
   t.eq(r, nil)

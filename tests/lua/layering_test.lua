@@ -308,14 +308,162 @@ function T.providers_are_named_only_by_their_registry(t)
   t.eq(table.concat(bad, ", "), "")
 end
 
+-- ---- host/'s C: floors inside a folder, and short functions ----------------
+
+-- C source with comments, strings and character literals blanked (newlines
+-- kept, so line numbers hold).
+local function c_code(src)
+  local out, i, n = {}, 1, #src
+  while i <= n do
+    local c, d = src:sub(i, i), src:sub(i, i + 1)
+    if d == "/*" then
+      local e = src:find("*/", i + 2, true) or n - 1
+      out[#out + 1] = src:sub(i, e + 1):gsub("[^\n]", " ")
+      i = e + 2
+    elseif d == "//" then
+      local e = src:find("\n", i, true) or n + 1
+      i = e
+    elseif c == '"' or c == "'" then
+      local j = i + 1
+      while j <= n and src:sub(j, j) ~= c do
+        if src:sub(j, j) == "\\" then j = j + 1 end
+        j = j + 1
+      end
+      out[#out + 1] = c .. c
+      i = j + 1
+    else
+      out[#out + 1] = c
+      i = i + 1
+    end
+  end
+  return table.concat(out)
+end
+
+-- The functions a C file defines, in house style (the body opens with "{"
+-- and closes with "}", each alone at the start of a line): {name=, static=,
+-- first=, last=, body=}.
+local function c_functions(src)
+  local lines, fns = {}, {}
+  for l in (c_code(src) .. "\n"):gmatch("([^\n]*)\n") do lines[#lines + 1] = l end
+  local i = 1
+  while i <= #lines do
+    if lines[i] == "{" then
+      local s = i - 1
+      while s > 1 and not lines[s]:match("^[%a_]") do s = s - 1 end
+      local sig = table.concat(lines, " ", s, i - 1)
+      local name = sig:match("([%a_][%w_]*)%s*%(")
+      local e = i
+      while e <= #lines and lines[e] ~= "}" do e = e + 1 end
+      if name then
+        fns[#fns + 1] = { name = name, static = sig:match("^static%f[%W]") ~= nil, first = s, last = e,
+          body = table.concat(lines, "\n", i, e) }
+      end
+      i = e
+    end
+    i = i + 1
+  end
+  return fns
+end
+
+-- The arrows that do not go down: a file calling a function another file of
+-- the folder defines must sit on a lower floor (floors listed top first).
+-- files = {name = source}. Returns the offences, and the files on no floor.
+local function arrows_up(files, floors)
+  local floor_of, defined, unplaced = {}, {}, {}
+  for k, names in ipairs(floors) do for _, f in ipairs(names) do floor_of[f] = k end end
+  for f, src in pairs(files) do
+    if not floor_of[f] then unplaced[#unplaced + 1] = f end
+    for _, fn in ipairs(c_functions(src)) do if not fn.static then defined[fn.name] = f end end
+  end
+  local bad = {}
+  for f, src in pairs(files) do
+    local calls = {}
+    for _, fn in ipairs(c_functions(src)) do
+      for name in fn.body:gmatch("([%a_][%w_]*)%s*%(") do
+        local g = defined[name]
+        if g and g ~= f and floor_of[f] and floor_of[g] and floor_of[g] <= floor_of[f] then
+          calls[g] = calls[g] or {}
+          calls[g][name] = true
+        end
+      end
+    end
+    for g, names in pairs(calls) do
+      local list = {}
+      for name in pairs(names) do list[#list + 1] = name end
+      table.sort(list)
+      bad[#bad + 1] = f .. " -> " .. g .. " (" .. table.concat(list, ", ") .. ")"
+    end
+  end
+  table.sort(bad)
+  table.sort(unplaced)
+  return bad, unplaced
+end
+
+-- The C files of a folder of the checkout: {name = source}.
+local function c_files(root, pattern)
+  local out = {}
+  local p = assert(io.popen("cd '" .. root .. "' && ls " .. pattern .. " 2>/dev/null"))
+  for path in p:lines() do out[path:match("[^/]+$")] = read(root .. "/" .. path) end
+  p:close()
+  return out
+end
+
+-- host/compile, floor by floor (host/compile/jit_common.h draws them): each
+-- file calls only files below it, so following a compile request never
+-- comes back up. A new file takes its place here.
+local COMPILE_FLOORS = {
+  { "jit.c" },
+  { "jit_target.c" },
+  { "jit_cache.c", "jit_nvrtc.c", "jit_ptxas.c" },
+  { "jit_result.c" },
+  { "jit_policy.c" },
+  { "cubin.c", "jit_common.c", "jit_log.c", "jit_trust.c", "ptx_census.c", "std_headers.c" },
+}
+
+function T.host_compile_calls_only_down(t)
+  local files = c_files(t.root, "host/compile/*.c")
+  local n = 0
+  for _ in pairs(files) do n = n + 1 end
+  t.ok(n >= 10, "found host/compile (" .. n .. " files)")
+  local bad, unplaced = arrows_up(files, COMPILE_FLOORS)
+  t.eq(table.concat(bad, "; "), "", "arrows back up in host/compile")
+  t.eq(table.concat(unplaced, ", "), "", "host/compile files on no floor (add them to COMPILE_FLOORS)")
+  -- A planted arrow back up is found, and so is a call between files of one floor.
+  local planted = { ["top.c"] = "int a(void)\n{\n    return b();\n}\n",
+    ["low.c"] = "int b(void)\n{\n    return a() + c();\n}\n", ["side.c"] = "int c(void)\n{\n    return b();\n}\n" }
+  local found = arrows_up(planted, { { "top.c" }, { "low.c", "side.c" } })
+  t.eq(table.concat(found, "; "), "low.c -> side.c (c); low.c -> top.c (a); side.c -> low.c (b)")
+end
+
+-- No function of the timing loop, its stopping rules or the compiler's
+-- parts is over 150 lines (house style: "{" and "}" alone on their lines).
+function T.c_functions_stay_short(t)
+  local long, n = {}, 0
+  for _, pattern in ipairs { "host/measure/timing.c", "host/measure/stop*.c", "host/compile/jit*.c" } do
+    for f, src in pairs(c_files(t.root, pattern)) do
+      for _, fn in ipairs(c_functions(src)) do
+        n = n + 1
+        local len = fn.last - fn.first + 1
+        if len > 150 then long[#long + 1] = ("%s %s (%d lines)"):format(f, fn.name, len) end
+      end
+    end
+  end
+  table.sort(long)
+  t.ok(n > 50, "found the functions (" .. n .. ")")
+  t.eq(table.concat(long, ", "), "")
+  local planted = "static int f(void)\n{\n" .. string.rep("    x++;\n", 149) .. "}\n"
+  local fns = c_functions(planted)
+  t.eq(#fns, 1)
+  t.eq(fns[1].last - fns[1].first + 1, 152, "a planted function's length")
+  t.eq(fns[1].name, "f")
+  t.eq(fns[1].static, true)
+end
+
 -- ---- the store's owner: host/store in floors, no SQL in bindings/ ----------
 
--- The text of a C file without its comments and the insides of its string
--- literals (a name in a message is no call), or with the literals kept.
-local function c_code(src, keep_strings)
-  src = src:gsub("/%*.-%*/", " "):gsub("//[^\n]*", " ")
-  if keep_strings then return src end
-  return (src:gsub('"[^"\n]*"', '""'))
+-- The text of a C file without its comments, its string literals kept.
+local function c_strings(src)
+  return (src:gsub("/%*.-%*/", " "):gsub("//[^\n]*", " "))
 end
 
 -- SQL in C string literals: a statement's first words.
@@ -324,7 +472,7 @@ local SQL_WORDS = { "SELECT%s+[%w_*(]", "INSERT%s+INTO", "INSERT%s+OR%s+%u+%s+IN
   "DROP%s+TABLE", "PRAGMA%s+%l", "ATTACH%s+DATABASE", "BEGIN%s+IMMEDIATE", "SAVEPOINT%s" }
 
 local function sql_in_strings(src)
-  for lit in c_code(src, true):gmatch('"([^"\n]*)"') do
+  for lit in c_strings(src):gmatch('"([^"\n]*)"') do
     for _, p in ipairs(SQL_WORDS) do
       local hit = lit:match(p)
       if hit then return hit end
@@ -350,62 +498,23 @@ function T.no_sql_in_bindings(t)
   t.ok(not sql_in_strings('/* SELECT x FROM y */ luaL_error(L, "select a store");'), "comments and words are not SQL")
 end
 
--- Each C file of a host/ folder stands on a floor; a file calls only
--- functions (and reads only data) defined in files of lower floors, never
--- its own floor's neighbours or a floor above: no arrow back up, so no
--- circle. Every file of the folder must have a floor. Returns the arrows
--- that break the rule ("a.c -> b.c (name)") and the files without a floor.
-local function arrows_back_up(root, folder, floors)
-  local p = assert(io.popen("cd '" .. root .. "' && ls " .. folder .. "/*.c | sort"))
-  local files, code, defs = {}, {}, {}
-  for path in p:lines() do
-    local name = path:match("[^/]+$")
-    files[#files + 1] = name
-    code[name] = c_code(read(root .. "/" .. path))
-    -- Definitions at the left margin that are not static: functions
-    -- ("int run(store *db, ...)" then "{") and data ("const char x[] =").
-    for line in ("\n" .. code[name]):gmatch("\n([%a_][^\n;]*)") do
-      if not line:match("^static") and not line:match("^typedef") and not line:match("^#") then
-        local fn = line:match("([%a_][%w_]*)%s*%(") or line:match("([%a_][%w_]*)%s*%[%]%s*=")
-        if fn and not fn:match("^KS_") then defs[fn] = name end
-      end
-    end
-  end
-  p:close()
-  local bad, unplaced = {}, {}
-  for _, f in ipairs(files) do
-    if floors[f] == nil then unplaced[#unplaced + 1] = f end
-  end
-  for _, f in ipairs(files) do
-    for fn, home in pairs(defs) do
-      if home ~= f and floors[f] and floors[home] and floors[home] >= floors[f]
-          and code[f]:find("%f[%w_]" .. fn .. "%f[^%w_]") then
-        bad[#bad + 1] = ("%s -> %s (%s)"):format(f, home, fn)
-      end
-    end
-  end
-  table.sort(bad)
-  return bad, unplaced
-end
-
 -- host/store's floors (host/store/db.h says what each file is).
 local STORE_FLOORS = {
-  ["db.c"] = 0, ["hash.c"] = 0, ["tables.c"] = 0,
-  ["ddl.c"] = 1, ["mark.c"] = 1,
-  ["schema.c"] = 2, ["records.c"] = 2,
-  ["store.c"] = 3,
+  { "store.c" },
+  { "schema.c", "records.c" },
+  { "ddl.c", "mark.c" },
+  { "db.c", "hash.c", "tables.c" },
 }
 
 function T.no_arrow_back_up_in_host_store(t)
-  local bad, unplaced = arrows_back_up(t.root, "host/store", STORE_FLOORS)
+  local files = c_files(t.root, "host/store/*.c")
+  local bad, unplaced = arrows_up(files, STORE_FLOORS)
   t.eq(table.concat(unplaced, ", "), "", "every file of host/store has a floor")
   t.eq(table.concat(bad, "; "), "", "calls that go back up")
-  -- The rule sees an arrow where there is one: store.c's floor made the
-  -- lowest, its calls into schema.c go up.
-  local lowered = {}
-  for k, v in pairs(STORE_FLOORS) do lowered[k] = v end
-  lowered["store.c"] = 0
-  local planted = arrows_back_up(t.root, "host/store", lowered)
+  -- The rule sees an arrow where there is one: store.c put on the lowest
+  -- floor, its calls into schema.c go up.
+  local lowered = { { "schema.c", "records.c" }, { "ddl.c", "mark.c" }, { "db.c", "hash.c", "tables.c", "store.c" } }
+  local planted = arrows_up(files, lowered)
   t.ok(#planted > 0, "a file put below what it calls is found (" .. #planted .. " arrows)")
 end
 

@@ -134,6 +134,53 @@ return {
     t.raises(function() timing.measure(nil, {}) end, "klab.gpu.Context expected")
   end,
 
+  -- The stopping rules are chosen by name with their parameters
+  -- (host/measure/stop.h); the options are read before the Context is
+  -- looked at, so a wrong choice raises on any machine.
+  -- The timing stage's rules: the evaluation's own list, else convergence
+  -- and the hopeless rule at its default threshold (0 turns it off); each
+  -- list is one the binding takes.
+  stage_stopping_rules = function(t)
+    local stage = require "klab.eval.stage.timing"
+    -- "name(k=v, ...); ..." with the parameters sorted.
+    local function show(rules)
+      local out = {}
+      for _, r in ipairs(rules) do
+        local ps = {}
+        for k, v in pairs(r) do if k ~= 1 then ps[#ps + 1] = k .. "=" .. tostring(v) end end
+        table.sort(ps)
+        out[#out + 1] = r[1] .. "(" .. table.concat(ps, ", ") .. ")"
+      end
+      return table.concat(out, "; ")
+    end
+    t.eq(show(stage.stop_rules({}, 10)), "converged(min_samples=10, target_ci=0.005); hopeless(threshold=0.5)")
+    t.eq(show(stage.stop_rules({ hopeless = 0, target_ci = 0.01 }, 12)), "converged(min_samples=12, target_ci=0.01)")
+    t.eq(show(stage.stop_rules({ hopeless = 0.25 }, 10)), "converged(min_samples=10, target_ci=0.005); hopeless(threshold=0.25)")
+    local own = { { "hopeless", threshold = 0.3 } }
+    t.eq(stage.stop_rules({ stop = own, hopeless = 0.9 }, 10), own)
+    for _, rules in ipairs { stage.stop_rules({}, 10), stage.stop_rules({ hopeless = 0 }, 10), own } do
+      t.raises(function() timing.measure({}, { stop = rules }) end, "klab.gpu.Context expected")
+    end
+  end,
+
+  stopping_rules_misuse = function(t)
+    local function measure(spec) return function() timing.measure({}, spec) end end
+    t.raises(measure { stop = { { "entropy" } } }, 'unknown stopping rule "entropy" %(the rules are converged, hopeless%)')
+    t.raises(measure { stop = { { "hopeless", thresold = 0.5 } } }, 'hopeless has no parameter "thresold" %(it has threshold%)')
+    t.raises(measure { stop = { { "hopeless", threshold = "half" } } }, "spec.stop%[1%].threshold must be a number")
+    t.raises(measure { stop = { { "converged", min_samples = 2.5 } } }, "min_samples must be a whole number")
+    t.raises(measure { stop = { { "converged", min_samples = 20 } }, max_samples = 10 }, "min_samples 20 exceeds max_samples 10")
+    t.raises(measure { min_samples = 20, max_samples = 10 }, "min_samples 20 exceeds max_samples 10")
+    t.raises(measure { stop = { "converged" } }, 'spec.stop%[1%] must be {"rule name"')
+    t.raises(measure { stop = "converged" }, "spec.stop must be a list of rules")
+    t.raises(measure { stop = { { "hopeless" } }, hopeless = 0.5 }, "spec.hopeless and spec.stop: give hopeless's threshold in spec.stop")
+    t.raises(measure { target_ci = -1 }, "converged's target_ci must be a number in 0..1")
+    -- Well chosen, the options pass and the Context is what is missing.
+    t.raises(measure { stop = { { "converged", target_ci = 0.01 }, { "hopeless" } } }, "klab.gpu.Context expected")
+    t.raises(measure { stop = {} }, "klab.gpu.Context expected")
+    t.raises(measure { hopeless = 0, min_samples = 3 }, "klab.gpu.Context expected")
+  end,
+
   clock_without_gpu = function(t)
     if gpu.available() then t.skip("a GPU is present") end
     local mhz, msg, code = timing.clock(0)
@@ -263,6 +310,25 @@ return {
     t.eq(r.candidate.n, r.baseline.n)
     t.ok(r.speedup > 2, "speedup " .. tostring(r.speedup))
     t.eq(r.baseline.label, "baseline")
+    if r.stop_reason == "converged" then
+      t.eq(r.stop.rule, "converged")
+      t.eq(r.stop.params.min_samples, 20)
+    else
+      t.eq(r.stop, nil) -- a limit ended it
+    end
+    -- Swapped, the candidate is 8 times slower: the hopeless rule ends it
+    -- after 6 samples of each and the result says so.
+    local h = assert(timing.measure(ctx, {
+      runs = { launch(fn, out2, 8000) },
+      baseline = { runs = { launch(fn, out, 1000) } },
+      max_samples = 100, budget_s = 5,
+      stop = { { "converged", target_ci = 0.0001 }, { "hopeless", threshold = 0.5 } },
+    }))
+    t.eq(h.stop_reason, "hopeless")
+    t.eq(h.stop.rule, "hopeless")
+    t.eq(h.stop.params.threshold, 0.5)
+    t.eq(h.candidate.n, 6)
+    t.ok(h.speedup_upper < 0.5, "bound " .. tostring(h.speedup_upper))
   end,
 
   gpu_rotation_and_checks = function(t)

@@ -22,6 +22,18 @@ local M = {}
 -- interval says so (0 turns the rule off).
 M.HOPELESS = 0.5
 
+-- The stopping rules, by name with their parameters (docs/timing.md,
+-- "Stopping rules"): the evaluation's own list (timing_opts.stop), else
+-- convergence and, for precision where the verdict needs it, the hopeless
+-- rule.
+function M.stop_rules(opts, min_samples)
+  if opts.stop then return opts.stop end
+  local rules = { { "converged", target_ci = opts.target_ci or 0.005, min_samples = min_samples } }
+  local hopeless = opts.hopeless or M.HOPELESS
+  if hopeless > 0 then rules[2] = { "hopeless", threshold = hopeless } end
+  return rules
+end
+
 
 -- Every timed sample (candidate's and baseline's) runs on fresh input
 -- contents at an address it has not had just before: inputs live in SLOTS
@@ -119,14 +131,14 @@ end
 
 -- The baseline's side of the timing record (st): its times, the speedup,
 -- the other modes' times; or why the baseline did not run (berr).
-local function record_baseline(st, r, base, berr, hopeless)
+local function record_baseline(st, r, base, berr)
   if r.baseline then
     st.baseline = r.baseline
     st.baseline.samples = nil
     st.speedup = r.speedup
     st.speedup_ci = r.speedup_ci
     st.speedup_upper = r.speedup_upper
-    st.hopeless = r.stop_reason == "hopeless" and hopeless or nil
+    st.hopeless = r.stop and r.stop.rule == "hopeless" and r.stop.params.threshold or nil
     st.baseline_info = base.info
     st.baseline_mode = base.mode
     st.baseline_check = base.check
@@ -244,11 +256,8 @@ function M.run(run)
   local spec = {
     run = cand_run, flops = task.flops,
     peak_tflops = peaks.tflops(S.props.arch, task.precision),
-    budget_s = opts.budget_s or 10, min_samples = min_samples, max_samples = opts.max_samples or 500,
-    target_ci = opts.target_ci or 0.005,
-    -- Precision where the verdict needs it (docs/timing.md): a candidate
-    -- whose speedup is decided to be below this stops there.
-    hopeless = opts.hopeless or M.HOPELESS,
+    budget_s = opts.budget_s or 10, max_samples = opts.max_samples or 500,
+    stop = M.stop_rules(opts, min_samples),
     -- Only to measure what the reset of persisting L2 lines does (tests/gpu/check.lua).
     keep_persisting_l2 = opts.keep_persisting_l2,
     -- After each flush's memset, a clean buffer read through L2 evicts the
@@ -297,7 +306,8 @@ function M.run(run)
     if last == "candidate" and S.ctx:sticky() then return device.fault(res, err, code, { sticky = true }) end
     return device.judge_failed(res, last == "baseline" and "the baseline's timed run" or "the timing loop", err)
   end
-  st.method, st.stop_reason = r.method, r.stop_reason
+  -- How sampling ended, and the rule that ended it with its parameters.
+  st.method, st.stop_reason, st.stop = r.method, r.stop_reason, r.stop
   -- The L2 flush, and what kept persisting lines from outliving it.
   st.flush_bytes, st.l2 = r.flush_bytes, r.l2
   st.fallback = r.fallback
@@ -308,7 +318,7 @@ function M.run(run)
     return verdicts.give(res, "incorrect", { kind = "timed", check = checks.failure,
       sample = r.candidate.first_failed_sample })
   end
-  record_baseline(st, r, base, berr, spec.hopeless)
+  record_baseline(st, r, base, berr)
   return check_floor(res, st, task, r)
 end
 
