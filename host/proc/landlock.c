@@ -59,6 +59,79 @@ int landlock_read_beneath(const char *const *paths, int n, ks_status *st)
     return rc;
 }
 
+/* Rights newer than the system headers may name (ABI 3, 4, 5 and 6). */
+#define FS_TRUNCATE (1ULL << 14)
+#define FS_IOCTL_DEV (1ULL << 15)
+#define NET_BIND_TCP (1ULL << 0)
+#define NET_CONNECT_TCP (1ULL << 1)
+#define SCOPE_ABSTRACT_UNIX (1ULL << 0)
+#define SCOPE_SIGNAL (1ULL << 1)
+
+/* The ruleset attributes as ABI 6 has them; older kernels take a prefix. */
+typedef struct ruleset_attr {
+    uint64_t handled_access_fs;
+    uint64_t handled_access_net;
+    uint64_t scoped;
+} ruleset_attr;
+
+int landlock_restrict(const landlock_path *paths, int n, ks_status *st)
+{
+    int abi = landlock_abi();
+    if (abi <= 0)
+        return ks_fail(st, KS_EUNSUPPORTED, ENOSYS, "this kernel has no Landlock");
+    uint64_t fs_all = (1ULL << 13) - 1; /* ABI 1: EXECUTE .. MAKE_SYM */
+    if (abi >= 2)
+        fs_all |= LANDLOCK_ACCESS_FS_REFER;
+    if (abi >= 3)
+        fs_all |= FS_TRUNCATE;
+    if (abi >= 5)
+        fs_all |= FS_IOCTL_DEV;
+    ruleset_attr attr = {fs_all, 0, 0};
+    size_t size = sizeof attr.handled_access_fs;
+    if (abi >= 4) {
+        attr.handled_access_net = NET_BIND_TCP | NET_CONNECT_TCP;
+        size += sizeof attr.handled_access_net;
+    }
+    if (abi >= 6) {
+        attr.scoped = SCOPE_ABSTRACT_UNIX | SCOPE_SIGNAL;
+        size += sizeof attr.scoped;
+    }
+    int rs = (int)syscall(SYS_landlock_create_ruleset, &attr, size, 0);
+    if (rs < 0)
+        return ks_fail(st, KS_EIO, errno, "landlock_create_ruleset: %s", strerror(errno));
+    const uint64_t write_rights = LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_REMOVE_DIR |
+                                  LANDLOCK_ACCESS_FS_REMOVE_FILE | LANDLOCK_ACCESS_FS_MAKE_DIR |
+                                  LANDLOCK_ACCESS_FS_MAKE_REG | FS_TRUNCATE;
+    int rc = KS_OK;
+    for (int i = 0; i < n && rc == KS_OK; i++) {
+        int fd = open(paths[i].path, O_PATH | O_CLOEXEC);
+        if (fd < 0)
+            continue;
+        struct stat sb;
+        int dir = fstat(fd, &sb) == 0 && S_ISDIR(sb.st_mode);
+        uint64_t allowed = 0;
+        if (paths[i].rights & LANDLOCK_READ)
+            allowed |= LANDLOCK_ACCESS_FS_READ_FILE | (dir ? LANDLOCK_ACCESS_FS_READ_DIR : 0);
+        if (paths[i].rights & LANDLOCK_WRITE)
+            allowed |= dir ? write_rights : LANDLOCK_ACCESS_FS_WRITE_FILE | FS_TRUNCATE;
+        if (paths[i].rights & LANDLOCK_EXEC)
+            allowed |= LANDLOCK_ACCESS_FS_EXECUTE;
+        struct landlock_path_beneath_attr pb;
+        memset(&pb, 0, sizeof pb);
+        pb.parent_fd = fd;
+        pb.allowed_access = allowed & fs_all;
+        if (syscall(SYS_landlock_add_rule, rs, LANDLOCK_RULE_PATH_BENEATH, &pb, 0) != 0)
+            rc = ks_fail(st, KS_EIO, errno, "landlock_add_rule(%s): %s", paths[i].path, strerror(errno));
+        close(fd);
+    }
+    if (rc == KS_OK && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+        rc = ks_fail(st, KS_EIO, errno, "prctl(PR_SET_NO_NEW_PRIVS): %s", strerror(errno));
+    if (rc == KS_OK && syscall(SYS_landlock_restrict_self, rs, 0) != 0)
+        rc = ks_fail(st, KS_EIO, errno, "landlock_restrict_self: %s", strerror(errno));
+    close(rs);
+    return rc;
+}
+
 int landlock_abi(void)
 {
     long v = syscall(SYS_landlock_create_ruleset, NULL, 0, LANDLOCK_CREATE_RULESET_VERSION);
