@@ -94,7 +94,7 @@ def compile_ptx(req, fn):
     from triton.backends.nvidia.compiler import ptx_get_version
     from triton.compiler.compiler import ASTSource, make_backend
     from triton._C.libtriton import ir
-    constexprs = req["constexprs"]
+    constexprs = req["constexprs"] or {}     # an empty table arrives as []
     for k in constexprs:
         if k not in fn.arg_names:
             raise LookupError("the plan sets constexpr %s, which %s does not take" % (k, fn.__name__))

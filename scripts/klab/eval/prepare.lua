@@ -186,11 +186,18 @@ end
 -- The candidate's code (when the run has one).
 local function build_candidate(run)
   local t, c, r = run.task, run.cand, run.result
-  local res, err, code, partial = jit.compile { source = c.code, lang = c.lang, arch = run.arch, name = c.file or c.name,
-    cache = run.opts.cache }
+  local res, err, code, partial
+  if c.lang == "triton" then
+    res, err, code, partial = require("klab.lang.triton").build(run)
+  else
+    res, err, code, partial = jit.compile { source = c.code, lang = c.lang, arch = run.arch, name = c.file or c.name,
+      cache = run.opts.cache }
+  end
   if not res then
     r.stages.build = { ok = false, log = partial and partial.log or err, code = code }
-    if code == "EUNSUPPORTED" then
+    if code == "EPLAN" then
+      verdicts.give(r, "plan_error", { message = tostring(err) })
+    elseif code == "EUNSUPPORTED" then
       -- The machine, not the candidate: its compiler cannot be confined here.
       verdicts.give(r, "unknown", { message = tostring(err) })
     elseif code == "EREJECT" then
@@ -207,7 +214,7 @@ local function build_candidate(run)
   r.stages.build = {
     ok = true, kernels = res.kernels, census = res.census, compile_ms = res.compile_ms, cached = res.cached,
     hash = res.hash, cubin_hash = res.cubin_hash, log = res.log, compiler = res.compiler,
-    confinement = res.confinement,
+    confinement = res.confinement, language = c.lang, triton = res.triton,
   }
   -- A CPU worker leaves the census to the process that schedules the GPU
   -- stages, so that it runs while they do rather than before them.
@@ -313,7 +320,7 @@ end
 -- The candidate's plan, checked against the kernels its code defines.
 local function plan_candidate(run)
   local c, r = run.cand, run.result
-  local plan, perr = plan_mod.run(run.task, c.plan, { arch = run.arch, name = c.plan_file })
+  local plan, perr = plan_mod.run(run.task, c.plan, { arch = run.arch, name = c.plan_file, complete = run.complete_plan })
   if not plan then
     verdicts.give(r, "plan_error", { message = tostring(perr) })
     return nil

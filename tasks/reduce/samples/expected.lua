@@ -5,4 +5,6 @@
 return {
   { name = "naive_sum_last", task = "sum_last_f32", verdict = "passed",
     why = "a block per row, fp32 sums in a fixed order and a shared-memory tree: correct and plain" },
+  { name = "triton_sum_last", task = "sum_last_f32", verdict = "passed",
+    why = "Triton: a program per row, fp32 sums BLOCK columns at a time, then tl.sum: correct and plain" },
 }
