@@ -191,6 +191,46 @@ function T.without_landlock_refused_unless_opted_in(t)
   t.ok(not all:find(SECRET, 1, true), "the secret variable reaches no output")
 end
 
+-- Through klab eval: a candidate that reads a host file gets a one-line
+-- compile_error naming its file, and neither the file nor the environment
+-- reaches the output or the store; its plan's mistakes are plan_errors.
+function T.eval_of_a_hostile_candidate(t)
+  need_triton(t)
+  local dir = t.tmpdir()
+  local marker = "klab-marker-" .. ("%08x"):format(math.random(0, 0x7fffffff))
+  write(dir .. "/marker.txt", marker .. "\n")
+  local plan = 'return { launches = { { kernel = "copy", grid = cdiv(R * C, 256), args = { "X", "Y", i32(R * C) }, '
+    .. 'constexprs = { BLOCK = 256 }, num_warps = 4 %s} } }\n'
+  local cases = {
+    hostile = { py = "raise SystemExit(open(" .. ("%q"):format(dir .. "/marker.txt") .. ").read())\n" .. KERNEL,
+      plan = plan:format(""), verdict = "compile_error", reason = "kernel%.py:1: PermissionError" },
+    blocked = { py = KERNEL, plan = plan:format(", block = 128 "), verdict = "plan_error",
+      reason = "a Triton launch sets no block" },
+    no_plan = { py = KERNEL, verdict = "plan_error", reason = "a Triton candidate brings its plan%.lua" },
+    two_kernels = { py = KERNEL .. KERNEL:gsub("def copy", "def copy2"):gsub("import[^\n]*\n", ""),
+      plan = plan:format(""):gsub('"copy"', '"copy3"'), verdict = "compile_error",
+      reason = "no @triton.jit function named copy3 %(it has: copy, copy2%)" },
+  }
+  for name, c in pairs(cases) do
+    local cd = dir .. "/" .. name
+    require("klab.sys").mkdir(cd)
+    write(cd .. "/kernel.py", c.py)
+    if c.plan then write(cd .. "/plan.lua", c.plan) end
+    local db = dir .. "/" .. name .. ".db"
+    local code, out, err = t.sh(("KLAB_TEST_TOKEN=%s %s eval relu_f32/999x1021 %s --json --db %s"):format(SECRET,
+      q(t.klab), q(cd), q(db)))
+    t.eq(code, 1, name .. ": " .. err)
+    local r = cjson.decode(out)
+    t.eq(r.verdict, c.verdict, name .. ": " .. tostring(r.reason))
+    t.match(r.reason or "", c.reason, name)
+    t.ok(not (r.reason or ""):find("\n"), name .. ": one line")
+    for _, text in ipairs { out, err, t.read(db) or "", t.read(db .. "-wal") or "" } do
+      t.ok(not text:find(marker, 1, true), name .. ": the host file's line is nowhere")
+      t.ok(not text:find(SECRET, 1, true), name .. ": nor the secret")
+    end
+  end
+end
+
 -- An honest kernel compiles in the same child: the walls do not stop Triton.
 function T.honest_kernel_compiles_confined(t)
   local venv = need_triton(t)

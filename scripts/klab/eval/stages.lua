@@ -27,11 +27,12 @@ local M = {}
 
 M.LIST = {
   { name = "build", where = "caller", body = "klab.eval.prepare",
-    does = "compiles the candidate (NVRTC for CUDA C++, ptxas for PTX) for the exact target with limits, keeps the "
+    does = "compiles the candidate (NVRTC for CUDA C++, ptxas for PTX and for Triton's) for the exact target with limits, keeps the "
       .. "log, registers, spills and shared memory, takes the PTX census, refuses forbidden constructs; also "
       .. "compiles the task's reference and shipped baseline kernels",
     measures = { "registers", "ptx_*", "sass_static_*" },
-    verdicts = { "compile_error", "unknown" } },
+    -- plan_error: a Triton candidate's plan is read first (its launch is compiled in).
+    verdicts = { "compile_error", "plan_error", "unknown" } },
   { name = "plan", where = "caller", body = "klab.eval.prepare",
     does = "runs the launch plan in the sandbox and checks it against the task and the kernels the code defines; "
       .. "runs the reference's plans",
