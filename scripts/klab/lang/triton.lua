@@ -7,7 +7,8 @@
 --   triton.signature(task, plan)   -> {"*fp32", "i32", ...} | nil, reason
 --   triton.compile{code=, name=, arch=, task=, plan=, cache=}
 --       -> jit result (of klab's ptxas on Triton's PTX), with .triton = {version=,
---          confinement=, seconds=, shared=, num_warps=} | nil, message, code, partial
+--          confinement=, seconds=, shared=, num_warps=} | nil, message, code [, partial]
+--          (an error of the Python child is its one line, without the candidate's prints)
 --
 -- A Triton candidate's plan names the launch as any plan does (kernel,
 -- grid, args by name), plus `constexprs = {BLOCK = 1024}`, `num_warps`
@@ -169,14 +170,15 @@ function M.compile(o)
   if not ok or type(answer) ~= "table" then
     local msg = first_line(out.log:match("(%w*Error[^\n]*)%s*$")) or ("the Triton compiler exited with status "
       .. tostring(out.exit_code) .. " without a result")
-    return nil, o.name .. ": " .. msg, "ECOMPILE", { log = out.log }
+    return nil, o.name .. ": " .. msg, "ECOMPILE"
   end
   if answer.error then
     local msg = tostring(answer.error)
     if msg:find("MemoryError", 1, true) then
       msg = ("%s: the Triton compiler exceeded its %d GiB memory limit"):format(o.name, out.limits.memory >> 30)
     end
-    return nil, msg, "ECOMPILE", { log = out.log }
+    -- The child's one line, not the candidate's prints (its log).
+    return nil, msg, "ECOMPILE"
   end
   if (answer.global_scratch or 0) > 0 or (answer.profile_scratch or 0) > 0 then
     return nil, ("%s: the kernel needs %d bytes of Triton global scratch memory, which klab does not provide")
