@@ -4,7 +4,9 @@
  *   jit.compile{source=, arch="sm_90a", lang="ptx"|"cuda" (default: from
  *               name or content), name="file name for messages",
  *               lineinfo=true, cache=true, options={...}, cache_dir=,
- *               timeout=seconds, limits={memory=bytes, cpu=seconds}}
+ *               timeout=seconds, limits={memory=bytes, cpu=seconds},
+ *               include=folder (one more folder of headers the compiler may
+ *               read: CUTLASS's, klab.lang.cutlass)}
  *     -> result | nil, message, code [, result]
  *   jit.compile_file(path [, opts])     same, reading the file; name = path
  *   jit.census(ptx_text)                -> {family = count, ..., instructions = n}

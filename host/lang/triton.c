@@ -287,6 +287,7 @@ int triton_compile_ptx(const triton_request *req, triton_outcome *out, ks_status
     int cpu = req->limit_cpu_s > 0 ? req->limit_cpu_s : TRITON_LIMIT_CPU_S;
     int ms = req->timeout_ms > 0 ? req->timeout_ms : TRITON_TIMEOUT_MS;
     o.limit_cpu = cpu;
+    o.limit_fsize = TRITON_LIMIT_FILE;
     o.watch_rss = p->limit_memory;
     o.timeout_s = ms / 1000.0;
     spawn_result sr;
@@ -308,7 +309,11 @@ int triton_compile_ptx(const triton_request *req, triton_outcome *out, ks_status
         rc = ks_fail(st, KS_ECOMPILE, 0, "%s: the Triton compiler exceeded its %s memory limit", name, lim);
     else if (sr.signal == SIGXCPU || (sr.signal == SIGKILL && sr.seconds >= cpu))
         rc = ks_fail(st, KS_ECOMPILE, 0, "%s: the Triton compiler exceeded its %d s CPU limit", name, cpu);
-    else if (sr.exited && sr.exit_code == CHILD_NOT_STARTED && out->log && !strncmp(out->log, "klab: ", 6)) {
+    else if (sr.signal == SIGXFSZ) {
+        char fl[64];
+        spawn_format_bytes(TRITON_LIMIT_FILE, fl, sizeof fl);
+        rc = ks_fail(st, KS_ECOMPILE, 0, "%s: the Triton compiler wrote a file past its %s limit", name, fl);
+    } else if (sr.exited && sr.exit_code == CHILD_NOT_STARTED && out->log && !strncmp(out->log, "klab: ", 6)) {
         size_t l = strcspn(out->log + 6, "\n");
         rc = ks_fail(st, KS_EUNSUPPORTED, 0, "%s: the Triton compiler could not be confined: %.*s", name,
                      (int)(l > 300 ? 300 : l), out->log + 6);

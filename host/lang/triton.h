@@ -41,6 +41,9 @@
 #define TRITON_LIMIT_MEMORY ((long long)4 << 30)
 #define TRITON_LIMIT_CPU_S 60
 #define TRITON_TIMEOUT_MS 120000
+/* Its scratch folder holds the candidate's copy and what Triton may write
+ * there: no file in it may grow past this. */
+#define TRITON_LIMIT_FILE ((long long)64 << 20)
 
 typedef struct triton_request {
     const char *venv;           /* the virtual environment (folder) with triton */
@@ -65,7 +68,7 @@ typedef struct triton_outcome {
 
 /* Runs the child. KS_OK when it ended by itself (*out filled; free with
  * triton_outcome_free), whatever it answered. KS_ECOMPILE naming the limit
- * when it went past one (memory, CPU), KS_ETIMEOUT past the deadline,
+ * when it went past one (memory, CPU, file size), KS_ETIMEOUT past the deadline,
  * KS_EUNSUPPORTED when it cannot be confined here (or the environment is
  * not a usable one), KS_EIO for other failures; the message is one line
  * naming req->name. */

@@ -11,11 +11,7 @@ local T = {}
 
 local SECRET = "klab-test-secret-value-0123456789"
 
-local function write(path, text)
-  local f = assert(io.open(path, "wb"))
-  f:write(text)
-  f:close()
-end
+local function write(path, text) assert(require("klab.fs").write(path, text)) end
 
 local function q(s) return require("klab.command").shell_quote(s) end
 
@@ -104,6 +100,8 @@ os.kill(os.getppid(), 9)]], want = "PermissionError" },
   write_venv = { code = [[import triton, os
 open(os.path.join(os.path.dirname(triton.__file__), "klab-was-here"), "w")]], want = "PermissionError" },
   memory = { code = [[x = bytearray(100 * 2**30)]], want = "MemoryError" },
+  fill_disk = { code = [[f = open("big", "wb")
+while True: f.write(b"x" * (1 << 20))]], want = "File too large" },
   spin = { code = [[while True: pass]], want = "exceeded its 2 s CPU limit" },
   sleep = { code = [[import time
 time.sleep(3600)]], want = "took longer than 6 s" },
