@@ -99,7 +99,7 @@ function M.shape(task, v, meta)
     local out = {}
     for k, x in pairs(l) do if not TRITON_FIELDS[k] then out[k] = x end end
     out.block = 32 * nw
-    out.shared = meta and meta.shared or 0
+    out.shared = meta and math.tointeger(meta.shared) or 0
     local args = {}
     for j, a in ipairs(type(l.args) == "table" and l.args or {}) do args[j] = a end
     -- Triton's global and profile scratch pointers, after the kernel's own.
