@@ -70,7 +70,8 @@ static int child_rules(seccomp_rule *out, int exec_fd, pid_t pid)
         __NR_process_vm_readv, __NR_process_vm_writev, __NR_unshare, __NR_setns, __NR_mount, __NR_umount2,
         __NR_pivot_root, __NR_chroot, __NR_bpf, __NR_perf_event_open, __NR_userfaultfd, __NR_keyctl,
         __NR_add_key, __NR_request_key, __NR_io_uring_setup, __NR_io_uring_enter, __NR_io_uring_register,
-        __NR_pidfd_open, __NR_pidfd_getfd, __NR_pidfd_send_signal, __NR_kcmp,
+        __NR_pidfd_open, __NR_pidfd_getfd, __NR_pidfd_send_signal, __NR_kcmp, __NR_rt_sigqueueinfo,
+        __NR_rt_tgsigqueueinfo, __NR_process_madvise,
 #ifdef __NR_fork
         __NR_fork,
 #endif

@@ -96,6 +96,11 @@ if os.fork() == 0:
     open("MARKER", "w")]], want = "PermissionError" },
   kill_parent = { code = [[import os
 os.kill(os.getppid(), 9)]], want = "PermissionError" },
+  sigqueue_parent = { code = [[import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+info = (ctypes.c_int * 32)(9, 0, -1)
+r = libc.syscall(129, os.getppid(), 9, info)
+raise OSError(ctypes.get_errno(), "raw rt_sigqueueinfo returned %d" % r)]], want = "PermissionError: %[Errno 1%] raw" },
   write_outside = { code = [[open("OUT/written", "w").write("x")]], want = "PermissionError" },
   write_venv = { code = [[import triton, os
 open(os.path.join(os.path.dirname(triton.__file__), "klab-was-here"), "w")]], want = "PermissionError" },
@@ -178,7 +183,7 @@ function T.without_landlock_refused_unless_opted_in(t)
   end
   local walls = { "subprocess", "venv_ptxas", "socket", "unix_socket", "ctypes_execve", "ctypes_execveat",
     "ctypes_fork", "fork",
-    "kill_parent", "memory", "spin", "sleep" }
+    "kill_parent", "sigqueue_parent", "memory", "spin", "sleep" }
   res, all = run_driver(t, venv, dir, walls, helper, "KLAB_ALLOW_UNCONFINED_COMPILER=1")
   for _, name in ipairs(walls) do
     local line = said(res[name])
