@@ -186,25 +186,8 @@ end
 -- The candidate's code (when the run has one).
 local function build_candidate(run)
   local t, c, r = run.task, run.cand, run.result
-  local res, err, code, partial
-  if c.lang == "triton" then
-    res, err, code, partial = require("klab.lang.triton").build(run)
-  else
-    -- CuTe and CUTLASS headers where the source names them (klab.lang.cutlass).
-    local cutlass = c.lang == "cuda" and require("klab.lang.cutlass")
-    local include, why
-    if cutlass and cutlass.wanted(c.code) then
-      include, why = cutlass.include_dir()
-      if not include then
-        r.stages.build = { ok = false, log = why, code = "EUNSUPPORTED" }
-        verdicts.give(r, "unknown", { message = (c.file or c.name) .. ": " .. why })
-        return nil
-      end
-      run.cutlass = cutlass.version(include) or "unknown"
-    end
-    res, err, code, partial = jit.compile { source = c.code, lang = c.lang, arch = run.arch, name = c.file or c.name,
-      cache = run.opts.cache, include = include }
-  end
+  -- Each language's front end (docs/languages.md).
+  local res, err, code, partial = require("klab.lang").compile(run)
   if not res then
     r.stages.build = { ok = false, log = partial and partial.log or err, code = code }
     if code == "EPLAN" then
@@ -226,7 +209,7 @@ local function build_candidate(run)
   r.stages.build = {
     ok = true, kernels = res.kernels, census = res.census, compile_ms = res.compile_ms, cached = res.cached,
     hash = res.hash, cubin_hash = res.cubin_hash, log = res.log, compiler = res.compiler,
-    confinement = res.confinement, language = c.lang, triton = res.triton, cutlass = run.cutlass,
+    confinement = res.confinement, language = c.lang, triton = res.triton, cutlass = res.cutlass,
   }
   -- A CPU worker leaves the census to the process that schedules the GPU
   -- stages, so that it runs while they do rather than before them.

@@ -26,7 +26,7 @@ function M.include_dir()
     end
     return own
   end
-  local base = require("klab.lang.triton").lang_dir()
+  local base = versions.dir()
   local dir = base and (base .. "/cutlass-" .. M.pinned .. "/include")
   if not dir or fs.type(dir .. "/cute") ~= "dir" then
     return nil, string.format("CUTLASS %s is not installed%s (make deps installs its headers from PyPI, or set "

@@ -31,18 +31,8 @@ local M = {}
 
 M.version = versions.triton
 
--- The folder the deps step installs languages into (tools/deps_langs.sh).
-function M.lang_dir()
-  local dir = os.getenv("KLAB_LANG_DIR")
-  if dir and dir ~= "" then return dir end
-  local xdg = os.getenv("XDG_CACHE_HOME")
-  if xdg and xdg ~= "" then return xdg .. "/klab/lang" end
-  local home = os.getenv("HOME")
-  return home and home ~= "" and (home .. "/.cache/klab/lang") or nil
-end
-
 function M.venv()
-  local dir = M.lang_dir()
+  local dir = versions.dir()
   local venv = dir and (dir .. "/triton-" .. M.version)
   if not venv or not fs.type(venv .. "/bin/python3") then
     return nil, string.format("Triton %s is not installed%s (make deps installs it from PyPI)", M.version,
