@@ -57,6 +57,9 @@ CTEST_SRC := $(sort $(wildcard tests/c/test_*.c))
 HOST_OBJ := $(HOST_SRC:%.c=$(BUILD)/obj/%.o)
 KERNEL_SRC := $(sort $(wildcard host/driver/kernels/*.cu))
 KERNEL_OBJ := $(KERNEL_SRC:host/driver/kernels/%.cu=$(BUILD)/obj/gen/kernel_%.o)
+# The language front ends' child programs (host/lang/NAME.py), embedded.
+PY_SRC := $(sort $(wildcard host/lang/*.py))
+PY_OBJ := $(PY_SRC:host/lang/%.py=$(BUILD)/obj/gen/py_%.o)
 LUA_OBJ := $(APP_SRC:%.c=$(BUILD)/obj/%.o) $(BIND_SRC:%.c=$(BUILD)/obj/%.o) \
 	$(BUILD)/obj/gen/stdlib.o $(BUILD)/obj/gen/modules.o
 CTEST_BIN := $(CTEST_SRC:tests/c/%.c=$(BUILD)/tests/%)
@@ -68,7 +71,7 @@ all: $(BUILD)/klab tests-bin
 
 klab: $(BUILD)/klab
 
-$(BUILD)/libkhost.a: $(HOST_OBJ) $(KERNEL_OBJ)
+$(BUILD)/libkhost.a: $(HOST_OBJ) $(KERNEL_OBJ) $(PY_OBJ)
 	@mkdir -p $(@D)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
@@ -114,6 +117,15 @@ $(BUILD)/gen/kernel_%.c: host/driver/kernels/%.cu $(BUILD)/tools/embed
 	$(Q)$(BUILD)/tools/embed --blob klab_kernel_$* $< > $@.tmp && mv $@.tmp $@
 
 $(BUILD)/obj/gen/kernel_%.o: $(BUILD)/gen/kernel_%.c
+	@mkdir -p $(@D)
+	$(Q)$(CC) -std=c11 -c -o $@ $<
+
+# host/lang/NAME.py as const char klab_py_NAME[] in libkhost.a.
+$(BUILD)/gen/py_%.c: host/lang/%.py $(BUILD)/tools/embed
+	@mkdir -p $(@D)
+	$(Q)$(BUILD)/tools/embed --blob klab_py_$* $< > $@.tmp && mv $@.tmp $@
+
+$(BUILD)/obj/gen/py_%.o: $(BUILD)/gen/py_%.c
 	@mkdir -p $(@D)
 	$(Q)$(CC) -std=c11 -c -o $@ $<
 

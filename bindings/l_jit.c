@@ -4,7 +4,9 @@
  *   jit.compile{source=, arch="sm_90a", lang="ptx"|"cuda" (default: from
  *               name or content), name="file name for messages",
  *               lineinfo=true, cache=true, options={...}, cache_dir=,
- *               timeout=seconds, limits={memory=bytes, cpu=seconds}}
+ *               timeout=seconds, limits={memory=bytes, cpu=seconds},
+ *               include=folder (one more folder of headers the compiler may
+ *               read: CUTLASS's, klab.lang.cutlass)}
  *     -> result | nil, message, code [, result]
  *   jit.compile_file(path [, opts])     same, reading the file; name = path
  *   jit.census(ptx_text)                -> {family = count, ..., instructions = n}
@@ -207,6 +209,7 @@ static int do_compile(lua_State *L, int opts, const char *src, size_t len, const
         req.lineinfo = lh_optboolfield(L, opts, "lineinfo", 1);
         req.use_cache = lh_optboolfield(L, opts, "cache", 1);
         req.cache_dir = lh_optstrfield(L, opts, "cache_dir", NULL);
+        req.include_dir = lh_optstrfield(L, opts, "include", NULL);
         lua_Number timeout = lh_optnumfield(L, opts, "timeout", 0);
         if (timeout < 0 || timeout > 86400)
             return luaL_error(L, "jit.compile: timeout must be between 0 and 86400 seconds");

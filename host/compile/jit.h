@@ -72,6 +72,9 @@ typedef struct jit_request {
      * else compiles confined (above) and sees only the CUDA toolkit's
      * headers and klab's standard ones (compile/std_headers.h). */
     int trusted;
+    /* One more folder of headers (CUTLASS's and CuTe's, klab.lang.cutlass):
+     * searched (-I) and held like the toolkit's, in the hash; NULL: none. */
+    const char *include_dir;
 } jit_request;
 
 /* A kernel parameter's place in the parameter space, from the cubin. */

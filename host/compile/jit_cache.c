@@ -55,6 +55,15 @@ static void content_hash(const jit_request *req, jit_lang lang, const char *comp
     hash_str(&c, req->lineinfo ? "lineinfo" : "no-lineinfo");
     for (int i = 0; i < req->noptions; i++)
         hash_str(&c, req->options[i]);
+    if (req->include_dir) { /* the folder and the version it holds */
+        size_t vn = 0;
+        char vpath[4200];
+        snprintf(vpath, sizeof vpath, "%.4096s/cutlass/version.h", req->include_dir);
+        unsigned char *v = jit_read_file(vpath, (size_t)1 << 20, &vn);
+        hash_str(&c, req->include_dir);
+        hash_field(&c, v ? (const char *)v : "", v ? vn : 0);
+        free(v);
+    }
     hash_str(&c, "source");
     hash_field(&c, req->source, req->source_len);
     sha256_final(&c, d);

@@ -26,6 +26,13 @@ void jit_toolkit_roots(char roots[][4096], int *n)
         (*n)++;
 }
 
+void jit_include_roots(const jit_request *req, char roots[][4096], int *n)
+{
+    jit_toolkit_roots(roots, n);
+    if (req->include_dir && *req->include_dir && realpath(req->include_dir, roots[*n]))
+        (*n)++;
+}
+
 char *jit_dupn(const char *s, size_t n)
 {
     char *d = malloc(n + 1);

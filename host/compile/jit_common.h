@@ -31,6 +31,10 @@
  * when present, its cccl/ subtree, resolved. */
 #define JIT_TOOLKIT_MAX_ROOTS 2
 void jit_toolkit_roots(char roots[][4096], int *n);
+/* The toolkit's folders, then req->include_dir resolved (when given and
+ * present): what a candidate's compiler may read. */
+#define JIT_MAX_ROOTS (JIT_TOOLKIT_MAX_ROOTS + 1)
+void jit_include_roots(const jit_request *req, char roots[][4096], int *n);
 
 /* A copy of s[0..n) with a NUL after it; NULL when out of memory. */
 char *jit_dupn(const char *s, size_t n);

@@ -209,28 +209,28 @@ static int include_refusal(const jit_request *req, const char *name, const char 
     while (len && isspace((unsigned char)p[len - 1]))
         len--;
     int written = line > 0 && len > 1 && (p[0] == '#' || p[0] == '%') && memmem(p, len, file, fl) != NULL;
+    const char *whose = req->include_dir ? "the CUDA toolkit's and CUTLASS's" : "the CUDA toolkit's";
     if (written)
-        return ks_fail(st, KS_ECOMPILE, 0,
-                       "%s:%ld: %.*s is not allowed: candidates may include only the CUDA toolkit's headers", name,
-                       line, (int)(len > 200 ? 200 : len), p);
+        return ks_fail(st, KS_ECOMPILE, 0, "%s:%ld: %.*s is not allowed: candidates may include only %s headers",
+                       name, line, (int)(len > 200 ? 200 : len), p, whose);
     return ks_fail(st, KS_ECOMPILE, 0,
-                   "%s:%ld: #include \"%.*s\" is not allowed: candidates may include only the CUDA toolkit's headers",
-                   name, line, (int)(fl > 200 ? 200 : fl), file);
+                   "%s:%ld: #include \"%.*s\" is not allowed: candidates may include only %s headers", name, line,
+                   (int)(fl > 200 ? 200 : fl), file, whose);
 }
 
 int jit_compile_cuda(const jit_request *req, const nvrtc_api *api, jit_result *r, ks_status *st)
 {
-    char archopt[64], inc[JIT_TOOLKIT_MAX_ROOTS][4100];
+    char archopt[64], inc[JIT_MAX_ROOTS][4100];
     snprintf(archopt, sizeof archopt, "-arch=%s", req->arch);
     /* The folders the include check allows, and no other. */
-    char roots[JIT_TOOLKIT_MAX_ROOTS][4096];
+    char roots[JIT_MAX_ROOTS][4096];
     int nroots;
-    jit_toolkit_roots(roots, &nroots);
+    jit_include_roots(req, roots, &nroots);
     if (nroots == 0) {
         snprintf(roots[0], sizeof roots[0], "%s/include", dynlib_cuda_home());
         nroots = 1;
     }
-    const char **opts = calloc((size_t)req->noptions + 8 + JIT_TOOLKIT_MAX_ROOTS, sizeof *opts);
+    const char **opts = calloc((size_t)req->noptions + 8 + JIT_MAX_ROOTS, sizeof *opts);
     char name[1024];
     line_name(cuda_name(req), name, sizeof name);
     size_t head = strlen(name) + 16;
@@ -351,18 +351,18 @@ static int put_blob(int fd, const void *p, size_t n)
  * look there, though jit_nvrtc_load has loaded NVRTC's builtins already). With
  * neither, candidate code compiles only when KLAB_ALLOW_UNCONFINED_COMPILER=1
  * says so. */
-static int confine_compiler(char *how, size_t n, ks_status *st)
+static int confine_compiler(const jit_request *req, char *how, size_t n, ks_status *st)
 {
-    char roots[JIT_TOOLKIT_MAX_ROOTS][4096], lib_dir[DYNLIB_PATH_MAX] = "";
+    char roots[JIT_MAX_ROOTS][4096], lib_dir[DYNLIB_PATH_MAX] = "";
     int nroots;
-    jit_toolkit_roots(roots, &nroots);
+    jit_include_roots(req, roots, &nroots);
     if (nroots == 0)
         return ks_fail(st, KS_ENOTFOUND, 0, "the CUDA toolkit's include folder %s/include is missing",
                        dynlib_cuda_home());
     /* Relative names then resolve inside the toolkit. */
     if (chdir(roots[0]) != 0)
         return ks_fail(st, KS_EIO, errno, "chdir %s: %s", roots[0], strerror(errno));
-    const char *paths[JIT_TOOLKIT_MAX_ROOTS + 4];
+    const char *paths[JIT_MAX_ROOTS + 4];
     int np = 0;
     for (int i = 0; i < nroots; i++)
         paths[np++] = roots[i];
@@ -425,7 +425,7 @@ static int cuda_child_main(void *arg)
     if (!r)
         return 3;
     int32_t head[3];
-    head[0] = confine_compiler(r->confinement, sizeof r->confinement, &st);
+    head[0] = confine_compiler(c->req, r->confinement, sizeof r->confinement, &st);
     if (head[0] == KS_OK)
         head[0] = jit_compile_cuda(c->req, c->api, r, &st);
     head[1] = st.code;

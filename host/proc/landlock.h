@@ -22,6 +22,24 @@
  * step failed (nothing is restricted either). */
 int landlock_read_beneath(const char *const *paths, int n, ks_status *st);
 
+/* What a process keeps beneath one path (landlock_restrict). */
+enum {
+    LANDLOCK_READ = 1,  /* read files, list folders */
+    LANDLOCK_WRITE = 2, /* write, truncate, make and remove files and folders */
+    LANDLOCK_EXEC = 4   /* run the file as a program (or as a program's loader) */
+};
+typedef struct landlock_path {
+    const char *path;   /* a folder or a single file; one that is missing is left out */
+    unsigned rights;    /* LANDLOCK_READ | ... */
+} landlock_path;
+
+/* Holds this process and its future children to paths[0..n): each file
+ * access the kernel's Landlock knows is refused anywhere else, and where
+ * it has them (ABI 4 and 6), TCP binds and connections, abstract UNIX
+ * sockets and signals to processes outside this one's domain are refused
+ * too. Same codes as landlock_read_beneath. */
+int landlock_restrict(const landlock_path *paths, int n, ks_status *st);
+
 /* The kernel's Landlock ABI version (1, 2, ...), or 0 without Landlock. */
 int landlock_abi(void);
 

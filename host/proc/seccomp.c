@@ -25,11 +25,9 @@
 #define STMT(code, k) ((struct sock_filter)BPF_STMT(code, k))
 #define JUMP(code, k, jt, jf) ((struct sock_filter)BPF_JUMP(code, k, jt, jf))
 
-int seccomp_refuse(const seccomp_rule *rules, int n, ks_status *st)
+/* The filter's records (n * 5 + 8 at most); returns how many. */
+static int build(const seccomp_rule *rules, int n, struct sock_filter *prog)
 {
-    struct sock_filter *prog = calloc((size_t)n * 5 + 8, sizeof *prog);
-    if (!prog)
-        return ks_fail(st, KS_ENOMEM, 0, "out of memory");
     int k = 0;
     prog[k++] = STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch));
     prog[k++] = JUMP(BPF_JMP | BPF_JEQ | BPF_K, THIS_ARCH, 1, 0);
@@ -52,12 +50,35 @@ int seccomp_refuse(const seccomp_rule *rules, int n, ks_status *st)
             /* The low 32 bits of the argument (both targets are little-endian). */
             prog[k++] = JUMP(BPF_JMP | BPF_JEQ | BPF_K, (unsigned)r->nr, 0, 4);
             prog[k++] = STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[r->flags_arg]));
-            prog[k++] = JUMP(BPF_JMP | BPF_JSET | BPF_K, r->flags_mask, 0, 1);
+            if (r->test == SECCOMP_IF_ANY_BIT)
+                prog[k++] = JUMP(BPF_JMP | BPF_JSET | BPF_K, r->flags_mask, 0, 1);
+            else /* fail when the test the jump makes is false */
+                prog[k++] = JUMP(BPF_JMP | (r->test == SECCOMP_IF_NO_BIT ? BPF_JSET : BPF_JEQ) | BPF_K,
+                                 r->flags_mask, 1, 0);
             prog[k++] = STMT(BPF_RET | BPF_K, ret);
             prog[k++] = STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr));
         }
     }
     prog[k++] = STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+    return k;
+}
+
+int seccomp_program(const seccomp_rule *rules, int n, unsigned char **out, size_t *len, ks_status *st)
+{
+    struct sock_filter *prog = calloc((size_t)n * 5 + 8, sizeof *prog);
+    if (!prog)
+        return ks_fail(st, KS_ENOMEM, 0, "out of memory");
+    *len = (size_t)build(rules, n, prog) * sizeof *prog;
+    *out = (unsigned char *)prog;
+    return KS_OK;
+}
+
+int seccomp_refuse(const seccomp_rule *rules, int n, ks_status *st)
+{
+    struct sock_filter *prog = calloc((size_t)n * 5 + 8, sizeof *prog);
+    if (!prog)
+        return ks_fail(st, KS_ENOMEM, 0, "out of memory");
+    int k = build(rules, n, prog);
     struct sock_fprog fp = {(unsigned short)k, prog};
     int rc = KS_OK;
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
@@ -115,16 +136,16 @@ int seccomp_read_only_rules(seccomp_rule *out)
     };
     int n = 0;
     for (size_t i = 0; i < sizeof plain / sizeof plain[0]; i++)
-        out[n++] = (seccomp_rule){plain[i], EACCES, -1, 0};
+        out[n++] = (seccomp_rule){plain[i], EACCES, -1, 0, SECCOMP_IF_ANY_BIT};
 #ifdef __NR_open
-    out[n++] = (seccomp_rule){__NR_open, EACCES, 1, writes};
+    out[n++] = (seccomp_rule){__NR_open, EACCES, 1, writes, SECCOMP_IF_ANY_BIT};
 #endif
-    out[n++] = (seccomp_rule){__NR_openat, EACCES, 2, writes};
+    out[n++] = (seccomp_rule){__NR_openat, EACCES, 2, writes, SECCOMP_IF_ANY_BIT};
 #ifdef __NR_openat2
     /* Its flags live in a structure a filter cannot read. */
-    out[n++] = (seccomp_rule){__NR_openat2, ENOSYS, -1, 0};
+    out[n++] = (seccomp_rule){__NR_openat2, ENOSYS, -1, 0, SECCOMP_IF_ANY_BIT};
 #else
-    out[n++] = (seccomp_rule){437, ENOSYS, -1, 0};
+    out[n++] = (seccomp_rule){437, ENOSYS, -1, 0, SECCOMP_IF_ANY_BIT};
 #endif
     return n;
 }

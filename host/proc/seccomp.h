@@ -13,16 +13,30 @@
 
 #include "base/status.h"
 
+/* When a rule with flags_arg >= 0 fails its call, by the low 32 bits of
+ * that argument (the default, 0: when they have a bit of flags_mask). */
+typedef enum {
+    SECCOMP_IF_ANY_BIT = 0, /* arg & flags_mask != 0 */
+    SECCOMP_IF_NO_BIT,      /* arg & flags_mask == 0 */
+    SECCOMP_IF_NOT_EQUAL    /* arg != flags_mask */
+} seccomp_test;
+
 typedef struct seccomp_rule {
     long nr;           /* system call number (this architecture's); < 0: unused entry */
     int err;           /* errno it fails with */
-    int flags_arg;     /* >= 0: fail only when argument flags_arg has a bit of flags_mask */
+    int flags_arg;     /* >= 0: fail only when argument flags_arg passes `test` */
     unsigned flags_mask;
+    seccomp_test test;
 } seccomp_rule;
 
 /* Installs a filter with rules[0..n); every other call goes through.
  * KS_EUNSUPPORTED when the kernel has no seccomp filters. */
 int seccomp_refuse(const seccomp_rule *rules, int n, ks_status *st);
+
+/* The filter seccomp_refuse installs, as the kernel's program bytes (struct
+ * sock_filter records, 8 bytes each), for a process that installs it
+ * itself later (klab's Triton child does, after exec). *out is malloc'd. */
+int seccomp_program(const seccomp_rule *rules, int n, unsigned char **out, size_t *len, ks_status *st);
 
 /* The rules that keep a process from running a program or writing a file
  * (open and openat with a write flag, creating, removing, renaming,

@@ -23,9 +23,9 @@ int main(int argc, char **argv)
         return 2;
     }
     const seccomp_rule rules[] = {
-        {444, ENOSYS, -1, 0}, /* landlock_create_ruleset */
-        {445, ENOSYS, -1, 0}, /* landlock_add_rule */
-        {446, ENOSYS, -1, 0}, /* landlock_restrict_self */
+        {444, ENOSYS, -1, 0, SECCOMP_IF_ANY_BIT}, /* landlock_create_ruleset */
+        {445, ENOSYS, -1, 0, SECCOMP_IF_ANY_BIT}, /* landlock_add_rule */
+        {446, ENOSYS, -1, 0, SECCOMP_IF_ANY_BIT}, /* landlock_restrict_self */
     };
     ks_status st;
     if (seccomp_refuse(rules, 3, &st) != KS_OK) {

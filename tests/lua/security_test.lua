@@ -134,6 +134,48 @@ function T.computed_include_reads_no_host_file(t)
   end
 end
 
+-- CUTLASS's own computed includes (CUDA_STD_HEADER(x) is <cuda/std/x>),
+-- steered by a macro the candidate defines, and a path from the CUTLASS
+-- folder to a file beside it: the compiler may read the CUTLASS folder
+-- and the toolkit, nothing else, with and without Landlock.
+function T.cute_computed_include_reads_no_host_file(t)
+  local include, why = require("klab.lang.cutlass").include_dir()
+  if not include then t.skip(why) end
+  local d = t.tmpdir()
+  local marker = "klab-marker-" .. ("%08x"):format(math.random(0, 0x7fffffff))
+  write(d .. "/marker.txt", marker .. "\n")
+  write(include .. "/../klab-test-beside.txt", marker .. "\n")
+  local up = ("../"):rep(24)
+  local body = 'extern "C" __global__ void relu(const float *X, float *Y, unsigned long long n) { }\n'
+  local attacks = {
+    computed = "#define cuda " .. up .. d:sub(2) .. "/marker.txt >\n#include <cute/tensor.hpp>\n",
+    beside = "#include <cute/tensor.hpp>\n#include <cute/../../klab-test-beside.txt>\n",
+  }
+  for name, head in pairs(attacks) do
+    local c = d .. "/" .. name
+    assert(require("klab.sys").mkdir(c))
+    write(c .. "/kernel.cu", head .. body)
+    local db = c .. "/r.db"
+    with_and_without_landlock(t, "KLAB_TEST_TOKEN=" .. SECRET, "eval relu_f32/999x1021 " .. q(c) .. " --json --db "
+      .. q(db), function(code, out, err, label)
+        local where = name .. ", " .. label
+        t.eq(code, 1, where .. ": " .. err)
+        local r = cjson.decode(out)
+        t.eq(r.verdict, "compile_error", where .. ": " .. tostring(r.reason))
+        t.ok(not (r.reason or ""):find("\n"), where .. ": one line")
+        if name == "beside" then
+          t.match(r.reason or "", "kernel%.cu:2: #include <cute/%.%./%.%./klab%-test%-beside%.txt> is not allowed: "
+            .. "candidates may include only the CUDA toolkit's and CUTLASS's headers", where)
+        end
+        for _, text in ipairs { out, err, t.read(db) or "", t.read(db .. "-wal") or "" } do
+          t.ok(not text:find(marker, 1, true), where .. ": the host file's line is nowhere")
+          t.ok(not text:find(SECRET, 1, true), where .. ": nor the secret")
+        end
+      end)
+  end
+  os.remove(include .. "/../klab-test-beside.txt")
+end
+
 -- Includes are judged where the preprocessor reads them: a host include in
 -- a group it skips is not read and refuses nothing; one in a live group is
 -- refused with its line.

@@ -1,10 +1,11 @@
 -- klab.eval.candidate: a candidate is device code plus an optional launch plan.
 --
---   candidate.load(path)   a folder (one kernel.cu/kernel.ptx or a single
---                          .cu/.ptx file, and an optional plan.lua) or a file
+--   candidate.load(path)   a folder (one kernel.cu/kernel.ptx/kernel.py or a
+--                          single .cu/.ptx/.py file, and an optional plan.lua)
+--                          or a file
 --   candidate.new{code=, lang=, plan=, name=}
 --
--- Returns {name=, lang="cuda"|"ptx", code=, plan=<string or nil>, hash=,
+-- Returns {name=, lang="cuda"|"ptx"|"triton", code=, plan=<string or nil>, hash=,
 -- file=, plan_file=} (file and plan_file: the paths read, for messages that
 -- name the user's files). The hash covers the language, the code and the
 -- plan, so the same candidate sent twice is stored once.
@@ -12,9 +13,9 @@
 -- A candidate folder is only the regular files inside it, each at most
 -- MAX_BYTES: a code file or plan.lua that is a symbolic link leaving the
 -- folder, a FIFO, a device, a folder or too large is refused with the path
--- and the reason, and nothing is read from it. A folder with both
--- kernel.cu and kernel.ptx is refused too (which one is meant is not
--- klab's guess).
+-- and the reason, and nothing is read from it. A folder with two of
+-- kernel.cu, kernel.ptx and kernel.py is refused too (which one is meant is
+-- not klab's guess). docs/languages.md says what each language may hold.
 
 local fs = require "klab.fs"
 
@@ -25,6 +26,7 @@ M.MAX_BYTES = 4 * 1024 * 1024
 local function lang_of(name)
   if name:match("%.ptx$") then return "ptx" end
   if name:match("%.cu$") or name:match("%.cuh$") then return "cuda" end
+  if name:match("%.py$") then return "triton" end
   return nil
 end
 
@@ -55,8 +57,8 @@ end
 function M.new(c)
   assert(type(c) == "table", "candidate.new expects a table")
   if type(c.code) ~= "string" or c.code == "" then return nil, "candidate has no device code" end
-  if c.lang ~= "cuda" and c.lang ~= "ptx" then
-    return nil, "candidate language must be 'cuda' or 'ptx', got " .. tostring(c.lang)
+  if c.lang ~= "cuda" and c.lang ~= "ptx" and c.lang ~= "triton" then
+    return nil, "candidate language must be 'cuda', 'ptx' or 'triton', got " .. tostring(c.lang)
   end
   local out = { name = c.name or "candidate", lang = c.lang, code = c.code, plan = c.plan, source = c.source,
     file = c.file, plan_file = c.plan_file }
@@ -80,8 +82,13 @@ local function load_folder(path)
       plan = e
     end
   end
-  if by_name["kernel.cu"] and by_name["kernel.ptx"] then
-    return nil, dir .. ": both kernel.cu and kernel.ptx; keep one (kernel.cu for CUDA C++, kernel.ptx for PTX)"
+  local kernels = {}
+  for _, name in ipairs { "kernel.cu", "kernel.ptx", "kernel.py" } do
+    if by_name[name] then kernels[#kernels + 1] = name end
+  end
+  if #kernels > 1 then
+    return nil, dir .. ": both " .. table.concat(kernels, " and ") .. "; keep one (kernel.cu for CUDA C++, "
+      .. "kernel.ptx for PTX, kernel.py for Triton)"
   end
   local chosen
   for _, name in ipairs(code_files) do
@@ -89,10 +96,10 @@ local function load_folder(path)
   end
   if not chosen then
     if #code_files == 0 then
-      return nil, dir .. ": no device code (expected kernel.cu, kernel.ptx or one .cu/.ptx file)"
+      return nil, dir .. ": no device code (expected kernel.cu, kernel.ptx, kernel.py or one .cu/.ptx/.py file)"
     elseif #code_files > 1 then
       return nil, dir .. ": several device code files (" .. table.concat(code_files, ", ") ..
-        "); name the one to use kernel.cu or kernel.ptx"
+        "); name the one to use kernel.cu, kernel.ptx or kernel.py"
     end
     chosen = code_files[1]
   end
@@ -119,7 +126,7 @@ function M.load(path)
   if not kind then return nil, path .. ": no such file or directory" end
   local lang = lang_of(path)
   if not lang then
-    return nil, path .. ": not device code (expected a folder, a .cu or a .ptx file)"
+    return nil, path .. ": not device code (expected a folder, a .cu, .ptx or .py file)"
   end
   local real, rerr = fs.realpath(path)
   if not real then return nil, rerr end

@@ -5,7 +5,9 @@
 --       dimensions and validates what it returns. code is "EPLAN", "EMEMORY"
 --       or "ELIMIT"; every failure is a plan_error, and reason is fit to show
 --       a model. opts: {arch=, limits=, memory=, instructions=, seconds=,
---       name= (the chunk name in messages: the plan file's path; default "plan")}.
+--       name= (the chunk name in messages: the plan file's path; default "plan"),
+--       complete= (a function(value) -> value | nil, reason applied to what the plan
+--       returns before it is validated: a language front end's own fields)}.
 --   plan.validate(task, value [, limits]) -> launch plan, or nil, reason
 --   plan.env(task [, opts])          -> the plain table the plan sees
 --   plan.limits([arch], [over])      -> device limits used by the checks
@@ -461,6 +463,12 @@ function M.run(task, source, opts)
     prelude = M.PRELUDE,
   })
   if code then return nil, msg, code end
+  -- A language front end completes its plans (klab.lang.triton sets the block).
+  if opts.complete then
+    local why
+    value, why = opts.complete(value)
+    if not value then return nil, tostring(why), "EPLAN" end
+  end
   local p, reason = M.validate(task, value, limits)
   if not p then return nil, reason, "EPLAN" end
   return p

@@ -44,7 +44,7 @@ local function pct(name, means) return { name = name, unit = "%", means = means 
 
 M.LIST = {
   { name = "build", where = "caller", code = "klab.eval.stage.build", needs = {},
-    does = "compiles the candidate (NVRTC for CUDA C++, ptxas for PTX) for the exact target with limits, keeps the "
+    does = "compiles the candidate (NVRTC for CUDA C++, ptxas for PTX and for Triton's) for the exact target with limits, keeps the "
       .. "log, registers, spills and shared memory, takes the PTX census, refuses forbidden constructs; also "
       .. "compiles the task's reference and shipped baseline kernels",
     measures = {
@@ -54,7 +54,8 @@ M.LIST = {
       { name = "sass_static_*", unit = "count", means = "the static SASS census: instructions of each target family "
         .. "in the machine code (present in machine code)" },
     },
-    verdicts = { "compile_error", "unknown" } },
+    -- plan_error: a Triton candidate's plan is read first (its launch is compiled in).
+    verdicts = { "compile_error", "plan_error", "unknown" } },
   { name = "plan", where = "caller", code = "klab.eval.stage.plan", needs = { "build" },
     does = "runs the launch plan in the sandbox and checks it against the task and the kernels the code defines; "
       .. "runs the reference's plans",

@@ -220,7 +220,11 @@ function M.run(dirs, opts)
             else
               local pok, run = prepared(x, c, archs[1])
               local refused = verdict.before_gpu(e.verdict)
-              if not pok and not refused then
+              -- This machine cannot build that language (no triton installed,
+              -- no way to confine its compiler): not the folder's mistake.
+              local build = run.result.stages.build
+              local machine = build and build.code == "EUNSUPPORTED"
+              if not pok and not refused and not machine then
                 problem(list, "name", ("%s on %s: %s"):format(where, x.name, tostring(run.result.reason)))
               end
             end

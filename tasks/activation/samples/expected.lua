@@ -5,4 +5,6 @@
 return {
   { name = "naive_gelu_tanh", task = "gelu_tanh_bf16", verdict = "passed",
     why = "one thread per element, fp32 arithmetic with tanhf, one rounding to bf16: correct and plain" },
+  { name = "cute_relu", task = "relu_f32", verdict = "passed",
+    why = "CuTe: X and Y as global tensors, a 256-element tile per block (local_tile), one element per thread" },
 }

@@ -9,4 +9,6 @@ return {
     why = "a thread per output scanning the middle dimension in order: the lowest index of the maximum" },
   { name = "naive_arg_mid", task = "argmin_mid_f32", verdict = "passed",
     why = "the same folder's argmin_mid" },
+  { name = "triton_sum_last", task = "sum_last_f32", verdict = "passed",
+    why = "Triton: a program per row, fp32 sums BLOCK columns at a time, then tl.sum: correct and plain" },
 }

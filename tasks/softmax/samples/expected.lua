@@ -6,4 +6,6 @@ return {
     why = "a block per row, three passes, fp32: correct and plain" },
   { name = "naive_logsoftmax", task = "logsoftmax_bf16", verdict = "passed",
     why = "a block per row, three passes, fp32, output x - max - log(sum): correct and plain" },
+  { name = "triton", task = "softmax_bf16", verdict = "passed",
+    why = "Triton: a program per row, three passes in fp32 BLOCK columns at a time, bf16 out: correct and plain" },
 }

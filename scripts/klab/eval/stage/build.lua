@@ -37,11 +37,13 @@ end
 -- The candidate's code (when the run has one).
 local function build_candidate(run)
   local t, c, r = run.task, run.cand, run.result
-  local res, err, code, partial = jit.compile { source = c.code, lang = c.lang, arch = run.arch, name = c.file or c.name,
-    cache = run.opts.cache }
+  -- Each language's front end (docs/languages.md).
+  local res, err, code, partial = require("klab.lang").compile(run)
   if not res then
     r.stages.build = { ok = false, log = partial and partial.log or err, code = code }
-    if code == "EUNSUPPORTED" then
+    if code == "EPLAN" then
+      verdicts.give(r, "plan_error", { message = tostring(err) })
+    elseif code == "EUNSUPPORTED" then
       -- The machine, not the candidate: its compiler cannot be confined here.
       verdicts.give(r, "unknown", { message = tostring(err) })
     elseif code == "EREJECT" then
@@ -58,7 +60,7 @@ local function build_candidate(run)
   r.stages.build = {
     ok = true, kernels = res.kernels, census = res.census, compile_ms = res.compile_ms, cached = res.cached,
     hash = res.hash, cubin_hash = res.cubin_hash, log = res.log, compiler = res.compiler,
-    confinement = res.confinement,
+    confinement = res.confinement, language = c.lang, triton = res.triton, cutlass = res.cutlass,
   }
   -- A CPU worker leaves the census to the process that schedules the GPU
   -- stages, so that it runs while they do rather than before them.

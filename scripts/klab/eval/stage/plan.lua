@@ -78,7 +78,7 @@ end
 -- The candidate's plan, checked against the kernels its code defines.
 local function plan_candidate(run)
   local c, r = run.cand, run.result
-  local plan, perr = plan_mod.run(run.task, c.plan, { arch = run.arch, name = c.plan_file })
+  local plan, perr = plan_mod.run(run.task, c.plan, { arch = run.arch, name = c.plan_file, complete = run.complete_plan })
   if not plan then
     verdicts.give(r, "plan_error", { message = tostring(perr) })
     return nil

@@ -1,0 +1,213 @@
+-- klab.lang.triton: a Triton candidate (kernel.py) as a cubin and a plan.
+--
+--   triton.venv()                  -> the pinned environment's folder | nil, reason
+--   triton.shape(task, value, meta) -> the plan value as the pipeline takes it
+--                                     | nil, reason (a plan_error)
+--   triton.config(plan)            -> {kernel=, constexprs=, num_warps=, num_stages=}
+--   triton.signature(task, plan)   -> {"*fp32", "i32", ...} | nil, reason
+--   triton.compile{code=, name=, arch=, task=, plan=, cache=}
+--       -> jit result (of klab's ptxas on Triton's PTX), with .triton = {version=,
+--          confinement=, seconds=, shared=, num_warps=} | nil, message, code [, partial]
+--          (an error of the Python child is its one line, without the candidate's prints)
+--
+-- A Triton candidate's plan names the launch as any plan does (kernel,
+-- grid, args by name), plus `constexprs = {BLOCK = 1024}`, `num_warps`
+-- (default 4) and `num_stages` (default 3). klab sets the block (32 x
+-- num_warps threads), the dynamic shared memory (Triton's figure) and the
+-- two scratch pointers Triton adds after the kernel's own parameters
+-- (null: klab refuses a kernel that needs scratch memory). The kernel's
+-- other parameters get their types from the arguments: a task buffer
+-- its dtype (*fp32, *bf16, ...), a scalar its type.
+--
+-- The child that runs the candidate's Python is held as host/lang/triton.h
+-- says; its PTX is assembled by klab.jit like any PTX, under the same limits.
+
+local fs = require "klab.fs"
+local jit = require "klab.jit"
+local json = require "klab.json"
+local versions = require "klab.lang.versions"
+
+local M = {}
+
+M.version = versions.triton
+
+function M.venv()
+  local dir = versions.dir()
+  local venv = dir and (dir .. "/triton-" .. M.version)
+  if not venv or not fs.type(venv .. "/bin/python3") then
+    return nil, string.format("Triton %s is not installed%s (make deps installs it from PyPI)", M.version,
+      venv and (" in " .. venv) or "")
+  end
+  return venv
+end
+
+local POINTEE = { f32 = "fp32", f16 = "fp16", bf16 = "bf16", f64 = "fp64", i8 = "i8", u8 = "u8", i16 = "i16",
+  u16 = "u16", i32 = "i32", u32 = "u32", i64 = "i64", u64 = "u64", fp8e4m3 = "fp8e4nv", fp8e5m2 = "fp8e5" }
+local SCALAR = { u32 = "u32", i32 = "i32", u64 = "u64", i64 = "i64", f32 = "fp32", f64 = "fp64" }
+local TRITON_FIELDS = { constexprs = true, num_warps = true, num_stages = true }
+
+local function same(a, b)
+  if type(a) ~= "table" or type(b) ~= "table" then return a == b end
+  for k, v in pairs(a) do if b[k] ~= v then return false end end
+  for k in pairs(b) do if a[k] == nil then return false end end
+  return true
+end
+
+-- The plan value (plain data from the sandbox) with every launch made a
+-- launch the pipeline knows; meta: the child's answer (nil before the
+-- compile: shared memory 0 then).
+function M.shape(task, v, meta)
+  if type(v) ~= "table" or type(v.launches) ~= "table" then return v end
+  local first
+  local launches = {}
+  for i, l in ipairs(v.launches) do
+    if type(l) ~= "table" then return v end
+    local where = ("launch %d (%s)"):format(i, tostring(l.kernel))
+    if l.block ~= nil or l.shared ~= nil then
+      return nil, where .. ": a Triton launch sets no block or shared memory: klab takes them from num_warps (32 "
+        .. "threads each) and from the compiled kernel"
+    end
+    local nw, ns = l.num_warps or 4, l.num_stages or 3
+    if math.type(nw) ~= "integer" or nw < 1 or nw > 32 or nw & (nw - 1) ~= 0 then
+      return nil, where .. ": num_warps must be a power of two from 1 to 32"
+    end
+    if math.type(ns) ~= "integer" or ns < 1 or ns > 8 then return nil, where .. ": num_stages must be 1 to 8" end
+    local ce = l.constexprs or {}
+    if type(ce) ~= "table" then return nil, where .. ": constexprs must be a table {NAME = value}" end
+    for k, c in pairs(ce) do
+      if type(k) ~= "string" or not k:match("^[%a_][%w_]*$") or not (math.type(c) or type(c) == "boolean") then
+        return nil, where .. ": constexprs must map parameter names to numbers or booleans"
+      end
+    end
+    local cfg = { kernel = l.kernel, constexprs = ce, num_warps = nw, num_stages = ns }
+    if first and not (first.kernel == cfg.kernel and first.num_warps == nw and first.num_stages == ns
+        and same(first.constexprs, ce)) then
+      return nil, where .. ": every launch of a Triton candidate runs its one kernel with one configuration "
+        .. "(kernel, constexprs, num_warps, num_stages)"
+    end
+    first = first or cfg
+    local out = {}
+    for k, x in pairs(l) do if not TRITON_FIELDS[k] then out[k] = x end end
+    out.block = 32 * nw
+    out.shared = meta and math.tointeger(meta.shared) or 0
+    local args = {}
+    for j, a in ipairs(type(l.args) == "table" and l.args or {}) do args[j] = a end
+    -- Triton's global and profile scratch pointers, after the kernel's own.
+    args[#args + 1] = { u64 = 0 }
+    args[#args + 1] = { u64 = 0 }
+    out.args = args
+    launches[i] = out
+  end
+  local c = {}
+  for k, x in pairs(v) do c[k] = x end
+  c.launches = launches
+  return c
+end
+
+function M.config(v)
+  local l = v.launches[1]
+  return { kernel = l.kernel, constexprs = l.constexprs or {}, num_warps = l.num_warps or 4,
+    num_stages = l.num_stages or 3 }
+end
+
+-- The types of the kernel's own parameters, from a normalized plan's
+-- first launch (its last two arguments are klab's scratch pointers).
+function M.signature(task, plan)
+  local args, sig = plan.launches[1].args, {}
+  for i = 1, #args - 2 do
+    local a = args[i]
+    if a.kind == "buffer" then
+      local dt = task.buffers[a.name].dtype
+      if not POINTEE[dt] then return nil, ("argument %d: buffer %s of dtype %s has no Triton type"):format(i, a.name, dt) end
+      sig[i] = "*" .. POINTEE[dt]
+    elseif a.kind == "workspace" then
+      sig[i] = "*u8"
+    elseif a.kind == "scalar" then
+      sig[i] = SCALAR[a.type]
+    else
+      return nil, ("argument %d: a Triton kernel takes buffers, workspace and scalars, not a %s"):format(i, a.kind)
+    end
+  end
+  return sig
+end
+
+-- CUDA's version as "MAJOR.MINOR", from klab's ptxas (the PTX ISA Triton
+-- writes follows from it).
+local function cuda_version()
+  local v = jit.versions().ptxas
+  return v.ok and v.version:match("^(%d+%.%d+)") or nil, v.error
+end
+
+local function first_line(s)
+  return (s or ""):match("[^\n]+")
+end
+
+function M.compile(o)
+  local venv, why = M.venv()
+  if not venv then return nil, o.name .. ": " .. why, "EUNSUPPORTED" end
+  local cuda, cerr = cuda_version()
+  if not cuda then return nil, "no ptxas to assemble Triton's PTX: " .. tostring(cerr), "EUNSUPPORTED" end
+  local cc = tonumber(o.arch:match("^sm_(%d+)"))
+  local cfg = M.config(o.plan_value)
+  local sig, serr = M.signature(o.task, o.plan)
+  if not sig then return nil, o.name .. ": " .. serr, "EPLAN" end
+  local request = json.encode { name = o.name, kernel = cfg.kernel, signature = sig,
+    constexprs = cfg.constexprs, num_warps = cfg.num_warps,
+    num_stages = cfg.num_stages, cc = cc, cuda = cuda }
+  local out, err, code = require("klab.triton").ptx { venv = venv, source = o.code, name = o.name, request = request }
+  if not out then return nil, err, code end
+  local ok, answer = pcall(json.decode, out.answer)
+  if not ok or type(answer) ~= "table" then
+    local msg = first_line(out.log:match("(%w*Error[^\n]*)%s*$")) or ("the Triton compiler exited with status "
+      .. tostring(out.exit_code) .. " without a result")
+    return nil, o.name .. ": " .. msg, "ECOMPILE"
+  end
+  if answer.error then
+    local msg = tostring(answer.error)
+    if msg:find("MemoryError", 1, true) then
+      msg = ("%s: the Triton compiler exceeded its %d GiB memory limit"):format(o.name, out.limits.memory >> 30)
+    end
+    -- The child's one line, not the candidate's prints (its log).
+    return nil, msg, "ECOMPILE"
+  end
+  if (answer.global_scratch or 0) > 0 or (answer.profile_scratch or 0) > 0 then
+    return nil, ("%s: the kernel needs %d bytes of Triton global scratch memory, which klab does not provide")
+      :format(o.name, math.max(answer.global_scratch or 0, answer.profile_scratch or 0)), "EREJECT"
+  end
+  if type(answer.ptx) ~= "string" or answer.name ~= cfg.kernel then
+    return nil, o.name .. ": the Triton compiler's answer has no PTX for " .. tostring(cfg.kernel), "ECOMPILE"
+  end
+  local res, jerr, jcode, partial = jit.compile { source = answer.ptx, lang = "ptx", arch = o.arch, name = o.name,
+    cache = o.cache }
+  if not res then return nil, jerr, jcode, partial end
+  res.triton = { version = M.version, confinement = out.confinement, seconds = out.seconds,
+    shared = answer.shared, num_warps = answer.num_warps }
+  res.lang = "triton"
+  return res
+end
+
+-- A run's candidate (klab.eval.prepare's build): its plan first (the
+-- launch configuration is part of what Triton compiles), then the compile;
+-- run.complete_plan is left for the plan stage. Same returns as compile;
+-- code "EPLAN" for a plan that cannot be used.
+function M.build(run)
+  local c, task = run.cand, run.task
+  local name = c.file or c.name
+  if not c.plan then
+    return nil, name .. ": a Triton candidate brings its plan.lua (kernel, grid, args, constexprs, num_warps)", "EPLAN"
+  end
+  local plan_mod = require "klab.eval.plan"
+  local raw
+  local plan, perr = plan_mod.run(task, c.plan, { arch = run.arch, name = c.plan_file,
+    complete = function(v) raw = v; return M.shape(task, v, nil) end })
+  if not plan then return nil, perr, "EPLAN" end
+  local res, err, code, partial = M.compile { code = c.code, name = name, arch = run.arch, task = task, plan = plan,
+    plan_value = raw, cache = run.opts.cache }
+  if res then
+    local meta = res.triton
+    run.complete_plan = function(v) return M.shape(task, v, meta) end
+  end
+  return res, err, code, partial
+end
+
+return M

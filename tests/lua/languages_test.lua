@@ -1,0 +1,86 @@
+-- languages_test.lua: the candidate languages beyond CUDA C++ and PTX
+-- (docs/languages.md): the deps step that installs them, Triton's and
+-- CuTe's samples built offline, and CuTe's include folder held like the
+-- toolkit's. Tests that need the pinned triton or CUTLASS skip, with the
+-- reason, where they are not installed.
+local cjson = require "cjson"
+
+local T = {}
+
+local function q(s) return require("klab.command").shell_quote(s) end
+
+local function eval_json(t, task, dir, env)
+  local code, out, err = t.sh(("%s %s eval %s %s --json"):format(env or "", q(t.klab), task, q(dir)))
+  local ok, r = pcall(cjson.decode, out)
+  t.ok(ok, "klab eval --json: " .. out .. err)
+  return ok and r or {}, code, out .. err
+end
+
+-- Without PyPI the deps step says what it could not install and why, and
+-- succeeds: those languages are then refused with that reason.
+function T.deps_without_pypi_says_so(t)
+  local dir = t.tmpdir()
+  local code, out, err = t.sh(("KLAB_LANG_DIR=%s PIP_INDEX_URL=http://127.0.0.1:9/simple PIP_NO_CACHE_DIR=1 "
+    .. "PIP_FIND_LINKS= sh %s"):format(q(dir .. "/lang"), q(t.root .. "/tools/deps_langs.sh")))
+  t.eq(code, 0, out .. err)
+  t.match(err, "deps: PyPI not reachable: pip install triton==[%d.]+ failed %(.-%): Triton candidates will be refused")
+  t.match(err, "deps: PyPI not reachable: pip download nvidia%-cutlass==[%d.]+ failed")
+  t.eq(require("klab.fs").type(dir .. "/lang/triton-" .. require("klab.lang.versions").triton), nil,
+    "no half-made environment is left")
+  -- klab then refuses a Triton candidate with that reason, as the machine's.
+  local r = eval_json(t, "sum_last_f32/999x1021", t.root .. "/tasks/reduce/samples/triton_sum_last",
+    "KLAB_LANG_DIR=" .. q(dir .. "/lang"))
+  t.eq(r.verdict, "unknown", tostring(r.reason))
+  t.match(r.reason or "", "Triton [%d.]+ is not installed in .- %(make deps installs it from PyPI%)")
+end
+
+local function need(t, mod)
+  local ok, why
+  if mod == "triton" then ok, why = require("klab.lang.triton").venv() else ok, why = require("klab.lang.cutlass").include_dir() end
+  if not ok then t.skip(why) end
+end
+
+-- The Triton samples (a row reduction, a softmax) compile offline: Triton's
+-- PTX, assembled by klab's ptxas, planned with the block from num_warps;
+-- the result records the Triton version and how its child was held.
+function T.triton_samples_compile_offline(t)
+  need(t, "triton")
+  local samples = {
+    { task = "sum_last_f32/999x1021", dir = "tasks/reduce/samples/triton_sum_last", kernel = "sum_last", warps = 4 },
+    { task = "softmax_bf16/1000x1023", dir = "tasks/softmax/samples/triton", kernel = "softmax", warps = 8 },
+  }
+  for _, s in ipairs(samples) do
+    local r = eval_json(t, s.task, t.root .. "/" .. s.dir)
+    local b = r.stages and r.stages.build or {}
+    t.eq(b.ok, true, s.dir .. ": " .. tostring(r.reason))
+    t.eq(b.language, "triton", s.dir)
+    t.eq(b.triton and b.triton.version, require("klab.lang.versions").triton, s.dir)
+    t.match(b.triton and b.triton.confinement or "", "seccomp", s.dir)
+    t.match(b.compiler or "", "^ptxas ", s.dir .. ": klab's ptxas assembles Triton's PTX")
+    t.eq(b.kernels and b.kernels[1].name, s.kernel, s.dir)
+    -- the kernel's own parameters, then Triton's two scratch pointers
+    t.eq(b.kernels and #b.kernels[1].params, 5, s.dir)
+    t.eq(r.stages.plan and r.stages.plan.launches, 1, s.dir .. ": planned")
+    -- Without a GPU the verdict is unknown, after the build and the plan.
+    t.eq(r.verdict, "unknown", s.dir)
+  end
+end
+
+-- The CuTe sample compiles offline with the pinned headers, in the same
+-- confined child, and records the CUTLASS version; without them it is the
+-- machine's unknown, naming the way out.
+function T.cute_sample_compiles_offline(t)
+  need(t, "cutlass")
+  local dir = t.root .. "/tasks/activation/samples/cute_relu"
+  local r = eval_json(t, "relu_f32/999x1021", dir)
+  local b = r.stages and r.stages.build or {}
+  t.eq(b.ok, true, tostring(r.reason))
+  t.match(b.cutlass or "", "^%d+%.%d+%.%d+$")
+  t.match(b.confinement or "", "open guard")
+  t.eq(r.verdict, "unknown")
+  r = eval_json(t, "relu_f32/999x1021", dir, "KLAB_LANG_DIR=/nonexistent KLAB_CUTLASS_INCLUDE=")
+  t.eq(r.verdict, "unknown")
+  t.match(r.reason or "", "cute_relu/kernel%.cu: CUTLASS [%d.]+ is not installed")
+end
+
+return T
