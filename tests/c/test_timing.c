@@ -211,7 +211,19 @@ static void test_check_records(void)
     push(&l, mk(CUPTI_ACT_KERNEL, "sneaky", 99, 1100, 1200, 0));
     CHECK(timing_check_records(&l, 2, S, 1, FLUSH, &us, why, sizeof why, &st) == KS_EREJECT);
     CHECKF(strstr(why, "kernel sneaky on stream 99") != NULL, "%s", why);
-    /* Also for a library call (planned -1): other streams are never allowed. */
+    /* A library call (planned -1) may fork onto its own streams in klab's
+     * context (cuDNN's grouped convolutions): those kernels are its run's
+     * and count in its span; in another context they are not. */
+    CHECK(timing_check_records(&l, -1, S, 1, FLUSH, &us, why, sizeof why, &st) == KS_OK);
+    CHECK(us == 2.0);
+    l.v[l.n - 1].end = 3500;
+    CHECK(timing_check_records(&l, -1, S, 1, FLUSH, &us, why, sizeof why, &st) == KS_OK);
+    CHECK(us == 2.5);
+    l.v[l.n - 1].context_id = 2;
+    CHECK(timing_check_records(&l, -1, S, 1, FLUSH, &us, why, sizeof why, &st) == KS_EREJECT);
+    CHECKF(strstr(why, "kernel sneaky on stream 99") != NULL, "%s", why);
+    l.v[l.n - 1].context_id = 1;
+    l.v[l.n - 1].device_launched = 1;
     CHECK(timing_check_records(&l, -1, S, 1, FLUSH, &us, why, sizeof why, &st) == KS_EREJECT);
     l.n--;
 

@@ -75,7 +75,7 @@ local function check_one(x, py)
   local text, perr = oracle.program(x)
   if not text then return nil, perr end
   local run = { task = x, arch = S.props.arch, opts = {}, result = { stages = {} } }
-  if not (prepare.build(run) and prepare.plan(run)) then
+  if not require("klab.eval.stages").run_caller(run) then
     prepare.cleanup(run)
     return nil, "the reference does not build or plan: " .. tostring(run.result.reason)
   end

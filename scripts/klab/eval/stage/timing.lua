@@ -146,10 +146,10 @@ local function record_baseline(st, r, base, berr)
     -- Other modes (TF32 for fp32 tasks), from their own timing.
     st.baseline_modes = {}
     for mode, m in pairs(base.modes or {}) do
-      st.baseline_modes[mode] = { median_us = m.median_us, algo = m.algo,
+      st.baseline_modes[mode] = { median_us = m.median_us, algo = m.algo, error = m.error,
         speedup = m.median_us and m.median_us / r.candidate.median }
     end
-    if base.modes and base.modes.tf32 then
+    if base.modes and base.modes.tf32 and base.modes.tf32.median_us then
       st.baseline_tf32_median = base.modes.tf32.median_us
       st.speedup_tf32 = base.modes.tf32.median_us / r.candidate.median
     end
