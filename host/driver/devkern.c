@@ -90,7 +90,7 @@ int devkern_open(cuda_ctx *c, const void *cubin, size_t n, devkern **out, ks_sta
     } fns[] = {
         {"k_fill", &k->fill}, {"k_pattern", &k->pattern}, {"k_pattern_check", &k->pattern_check},
         {"k_checksum", &k->checksum}, {"k_compare", &k->compare}, {"k_bitdiff", &k->bitdiff},
-        {"k_gather", &k->gather}, {"k_positions", &k->positions}, {"k_convert", &k->convert}, {"k_l2_read", &k->l2_read},
+        {"k_gather", &k->gather}, {"k_positions", &k->positions}, {"k_convert", &k->convert}, {DEVKERN_L2_READ, &k->l2_read},
     };
     for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) {
         rc = cuda_func_get(c, k->mod, fns[i].name, fns[i].fn, st);

@@ -63,7 +63,8 @@ int devkern_pattern(devkern *k, CUstream s, CUdeviceptr p, size_t nbytes, uint32
                     ks_status *st);
 
 /* Reads the nbytes at p through L2 (the second half of the timing flush);
- * enqueued only. */
+ * enqueued only. DEVKERN_L2_READ is its name in a profiler's records. */
+#define DEVKERN_L2_READ "k_l2_read"
 int devkern_l2_read(devkern *k, CUstream s, CUdeviceptr p, size_t nbytes, ks_status *st);
 
 /* Counts the bytes that differ from the pattern and the first such offset

@@ -202,13 +202,14 @@ int timing_measure2(cuda_ctx *c, const timing_target *candidate, const timing_ta
 
 /* Checks one sample's CUPTI records (exposed for tests): planned launches
  * (-1 for a library call), klab's stream and context ids, the flush size (0:
- * none). Writes the sample's duration in microseconds to *us. Returns
+ * none) and the flush's read kernel (NULL: none; the earliest kernel of that
+ * name on klab's stream is the flush's, not the run's). Writes the sample's duration in microseconds to *us. Returns
  * KS_OK; KS_EREJECT with `why` (n bytes) describing the offence; KS_EPROTO
  * when the records cannot prove anything (no kernel, incomplete
  * timestamps, dropped records). */
 int timing_check_records(const cupti_act_list *recs, int planned, uint32_t stream_id,
-                         uint32_t context_id, size_t flush_bytes, double *us,
-                         char *why, size_t n, ks_status *st);
+                         uint32_t context_id, size_t flush_bytes, const char *flush_kernel,
+                         double *us, char *why, size_t n, ks_status *st);
 
 /* The SM clock of device `ordinal` in MHz through NVML, and the clock-event
  * reasons bitmask (may be NULL). KS_ENOLIB without NVML, KS_EUNSUPPORTED

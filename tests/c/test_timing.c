@@ -20,6 +20,7 @@
 #include <cupti.h>
 
 #include "check.h"
+#include "driver/devkern.h"
 #include "driver/cuda.h"
 #include "measure/cupti_act.h"
 #include "measure/timing.h"
@@ -192,46 +193,46 @@ static void test_check_records(void)
     push(&l, mk(CUPTI_ACT_MEMSET, "", S, 0, 500, FLUSH));
     push(&l, mk(CUPTI_ACT_KERNEL, "k1", S, 1000, 1800, 0));
     push(&l, mk(CUPTI_ACT_KERNEL, "k2", S, 1900, 3000, 0));
-    CHECK(timing_check_records(&l, 2, S, 1, FLUSH, &us, why, sizeof why, &st) == KS_OK);
+    CHECK(timing_check_records(&l, 2, S, 1, FLUSH, NULL, &us, why, sizeof why, &st) == KS_OK);
     CHECK(us == 2.0);
     /* Record order does not matter for the span. */
     cupti_act_rec tmp = l.v[1];
     l.v[1] = l.v[2];
     l.v[2] = tmp;
-    CHECK(timing_check_records(&l, 2, S, 1, FLUSH, &us, why, sizeof why, &st) == KS_OK);
+    CHECK(timing_check_records(&l, 2, S, 1, FLUSH, NULL, &us, why, sizeof why, &st) == KS_OK);
     CHECK(us == 2.0);
 
     /* Wrong count. */
-    CHECK(timing_check_records(&l, 1, S, 1, FLUSH, &us, why, sizeof why, &st) == KS_EREJECT);
+    CHECK(timing_check_records(&l, 1, S, 1, FLUSH, NULL, &us, why, sizeof why, &st) == KS_EREJECT);
     CHECKF(strstr(why, "2 kernel launches on klab's stream, 1 planned") != NULL, "%s", why);
     CHECK(isnan(us));
     CHECK(strstr(st.msg, "unexpected launches") != NULL);
 
     /* An extra kernel on another stream. */
     push(&l, mk(CUPTI_ACT_KERNEL, "sneaky", 99, 1100, 1200, 0));
-    CHECK(timing_check_records(&l, 2, S, 1, FLUSH, &us, why, sizeof why, &st) == KS_EREJECT);
+    CHECK(timing_check_records(&l, 2, S, 1, FLUSH, NULL, &us, why, sizeof why, &st) == KS_EREJECT);
     CHECKF(strstr(why, "kernel sneaky on stream 99") != NULL, "%s", why);
     /* A library call (planned -1) may fork onto its own streams in klab's
      * context (cuDNN's grouped convolutions): those kernels are its run's
      * and count in its span; in another context they are not. */
-    CHECK(timing_check_records(&l, -1, S, 1, FLUSH, &us, why, sizeof why, &st) == KS_OK);
+    CHECK(timing_check_records(&l, -1, S, 1, FLUSH, NULL, &us, why, sizeof why, &st) == KS_OK);
     CHECK(us == 2.0);
     l.v[l.n - 1].end = 3500;
-    CHECK(timing_check_records(&l, -1, S, 1, FLUSH, &us, why, sizeof why, &st) == KS_OK);
+    CHECK(timing_check_records(&l, -1, S, 1, FLUSH, NULL, &us, why, sizeof why, &st) == KS_OK);
     CHECK(us == 2.5);
     l.v[l.n - 1].context_id = 2;
-    CHECK(timing_check_records(&l, -1, S, 1, FLUSH, &us, why, sizeof why, &st) == KS_EREJECT);
+    CHECK(timing_check_records(&l, -1, S, 1, FLUSH, NULL, &us, why, sizeof why, &st) == KS_EREJECT);
     CHECKF(strstr(why, "kernel sneaky on stream 99") != NULL, "%s", why);
     l.v[l.n - 1].context_id = 1;
     l.v[l.n - 1].device_launched = 1;
-    CHECK(timing_check_records(&l, -1, S, 1, FLUSH, &us, why, sizeof why, &st) == KS_EREJECT);
+    CHECK(timing_check_records(&l, -1, S, 1, FLUSH, NULL, &us, why, sizeof why, &st) == KS_EREJECT);
     l.n--;
 
     /* The same stream id in another context is not klab's stream. */
     cupti_act_rec other = mk(CUPTI_ACT_KERNEL, "elsewhere", S, 1100, 1200, 0);
     other.context_id = 2;
     push(&l, other);
-    CHECK(timing_check_records(&l, 2, S, 1, FLUSH, &us, why, sizeof why, &st) == KS_EREJECT);
+    CHECK(timing_check_records(&l, 2, S, 1, FLUSH, NULL, &us, why, sizeof why, &st) == KS_EREJECT);
     CHECKF(strstr(why, "elsewhere") != NULL, "%s", why);
     l.n--;
 
@@ -239,43 +240,67 @@ static void test_check_records(void)
     cupti_act_rec dev = mk(CUPTI_ACT_KERNEL, "child", S, 1100, 1200, 0);
     dev.device_launched = 1;
     push(&l, dev);
-    CHECK(timing_check_records(&l, 3, S, 1, FLUSH, &us, why, sizeof why, &st) == KS_EREJECT);
+    CHECK(timing_check_records(&l, 3, S, 1, FLUSH, NULL, &us, why, sizeof why, &st) == KS_EREJECT);
     CHECKF(strstr(why, "launched from the device") != NULL, "%s", why);
     l.n--;
 
     /* A memcpy anywhere; a second memset of the flush size. */
     push(&l, mk(CUPTI_ACT_MEMCPY, "", S, 3100, 3200, 4096));
-    CHECK(timing_check_records(&l, 2, S, 1, FLUSH, &us, why, sizeof why, &st) == KS_EREJECT);
+    CHECK(timing_check_records(&l, 2, S, 1, FLUSH, NULL, &us, why, sizeof why, &st) == KS_EREJECT);
     CHECKF(strstr(why, "memcpy of 4096 bytes on stream 13") != NULL, "%s", why);
     /* ...which a library call may do on its own stream. */
-    CHECK(timing_check_records(&l, -1, S, 1, FLUSH, &us, why, sizeof why, &st) == KS_OK);
+    CHECK(timing_check_records(&l, -1, S, 1, FLUSH, NULL, &us, why, sizeof why, &st) == KS_OK);
     CHECK(us == 2.0);
     l.n--;
     push(&l, mk(CUPTI_ACT_MEMSET, "", S, 3100, 3200, FLUSH));
-    CHECK(timing_check_records(&l, 2, S, 1, FLUSH, &us, why, sizeof why, &st) == KS_EREJECT);
+    CHECK(timing_check_records(&l, 2, S, 1, FLUSH, NULL, &us, why, sizeof why, &st) == KS_EREJECT);
     l.n--;
 
     /* Without a flush expected, the flush memset itself is an offence. */
-    CHECK(timing_check_records(&l, 2, S, 1, 0, &us, why, sizeof why, &st) == KS_EREJECT);
+    CHECK(timing_check_records(&l, 2, S, 1, 0, NULL, &us, why, sizeof why, &st) == KS_EREJECT);
     CHECKF(strstr(why, "memset of 1048576 bytes") != NULL, "%s", why);
 
     /* Nothing provable: no kernel at all, dropped records, bad timestamps. */
     cupti_act_list e = {0};
     push(&e, mk(CUPTI_ACT_MEMSET, "", S, 0, 500, FLUSH));
-    CHECK(timing_check_records(&e, -1, S, 1, FLUSH, &us, why, sizeof why, &st) == KS_EPROTO);
-    CHECK(timing_check_records(&e, 1, S, 1, FLUSH, &us, why, sizeof why, &st) == KS_EREJECT);
+    CHECK(timing_check_records(&e, -1, S, 1, FLUSH, NULL, &us, why, sizeof why, &st) == KS_EPROTO);
+    CHECK(timing_check_records(&e, 1, S, 1, FLUSH, NULL, &us, why, sizeof why, &st) == KS_EREJECT);
     l.dropped = 3;
-    CHECK(timing_check_records(&l, 2, S, 1, FLUSH, &us, why, sizeof why, &st) == KS_EPROTO);
+    CHECK(timing_check_records(&l, 2, S, 1, FLUSH, NULL, &us, why, sizeof why, &st) == KS_EPROTO);
     CHECK(strstr(st.msg, "dropped 3") != NULL);
     l.dropped = 0;
     uint64_t end = l.v[1].end;
     l.v[1].end = 0;
-    CHECK(timing_check_records(&l, 2, S, 1, FLUSH, &us, why, sizeof why, &st) == KS_EPROTO);
+    CHECK(timing_check_records(&l, 2, S, 1, FLUSH, NULL, &us, why, sizeof why, &st) == KS_EPROTO);
     CHECK(strstr(st.msg, "incomplete timestamps") != NULL);
+
+    /* The flush's read kernel runs on klab's stream before the run, and its
+     * record comes with the run's: the earliest kernel of that name is the
+     * flush's, outside the count and the span. */
+    cupti_act_list rl = {0};
+    push(&rl, mk(CUPTI_ACT_MEMSET, "", S, 0, 500, FLUSH));
+    push(&rl, mk(CUPTI_ACT_KERNEL, "k1", S, 1000, 1800, 0));
+    push(&rl, mk(CUPTI_ACT_KERNEL, DEVKERN_L2_READ, S, 600, 900, 0));
+    CHECK(timing_check_records(&rl, 1, S, 1, FLUSH, DEVKERN_L2_READ, &us, why, sizeof why, &st) == KS_OK);
+    CHECK(us == 0.8);
+    /* Not expected, it is one launch too many. */
+    CHECK(timing_check_records(&rl, 1, S, 1, FLUSH, NULL, &us, why, sizeof why, &st) == KS_EREJECT);
+    CHECKF(strstr(why, "2 kernel launches on klab's stream, 1 planned") != NULL, "%s", why);
+    /* A candidate's kernel of the same name starts later: it is the run's. */
+    push(&rl, mk(CUPTI_ACT_KERNEL, DEVKERN_L2_READ, S, 1900, 2500, 0));
+    CHECK(timing_check_records(&rl, 1, S, 1, FLUSH, DEVKERN_L2_READ, &us, why, sizeof why, &st) == KS_EREJECT);
+    CHECK(timing_check_records(&rl, 2, S, 1, FLUSH, DEVKERN_L2_READ, &us, why, sizeof why, &st) == KS_OK);
+    CHECK(us == 1.5);
+    /* On another stream a kernel of that name is never the flush's. */
+    rl.n--;
+    rl.v[2].stream_id = 99;
+    CHECK(timing_check_records(&rl, 1, S, 1, FLUSH, DEVKERN_L2_READ, &us, why, sizeof why, &st) == KS_EREJECT);
+    CHECKF(strstr(why, "kernel k_l2_read on stream 99") != NULL, "%s", why);
+    cupti_act_list_free(&rl);
 
     /* why may be NULL. */
     l.v[1].end = end;
-    CHECK(timing_check_records(&l, 5, S, 1, FLUSH, &us, NULL, 0, &st) == KS_EREJECT);
+    CHECK(timing_check_records(&l, 5, S, 1, FLUSH, NULL, &us, NULL, 0, &st) == KS_EREJECT);
 
     cupti_act_list_free(&l);
     cupti_act_list_free(&e);
