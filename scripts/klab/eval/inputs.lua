@@ -5,8 +5,9 @@
 --
 --   inputs.task_state(job)               -> ts (made or found; the worker keeps its two most recent tasks)
 --   inputs.revalidate(ts)                drops sets and references a kernel may have touched; rewrites guards
---   inputs.input_set(task, ts, trial)    -> set {bufs=, sums=, refs=, trial=}, nil, made | nil, why
+--   inputs.input_set(task, ts, trial [, keep]) -> set {bufs=, sums=, refs=, trial=}, nil, made | nil, why, code
 --                                           (made: {reference = seconds} when the set was made by this call)
+--                                        (short of device memory: other tasks and sets not in keep are freed first)
 --   inputs.drop_set(ts, set), inputs.first_set(run) -> set | nil, why
 --   inputs.run_reference(ts, which, set, outs [, positions]) -> true | nil, why
 --   inputs.outputs(task, ts, which)      -> the candidate's ("candidate") or the baseline's outputs
@@ -70,10 +71,10 @@ local function reference_full(task, ts, set)
   local refs = {}
   for _, b in ipairs(task.buffers) do
     if b.role == "output" then
-      local buf, err = S.ctx:alloc(4 * b.count)
+      local buf, err, code = S.ctx:alloc(4 * b.count)
       if not buf then
         free_all(refs)
-        return nil, err
+        return nil, err, code
       end
       refs[b.name] = buf
     end
@@ -154,19 +155,48 @@ function M.task_state(job)
   return ts
 end
 
+-- What is kept only to save time goes when device memory runs short: the
+-- states of other tasks, and this task's input sets but those in keep (a
+-- seed makes a set again, so a later stage that needs it remakes it).
+local function make_room(ts, keep)
+  for name, other in pairs(S.tasks) do
+    if other ~= ts then
+      release_task(other)
+      S.tasks[name] = nil
+    end
+  end
+  for _, set in pairs(ts.inputs) do
+    if not (keep and keep[set]) then M.drop_set(ts, set) end
+  end
+  collectgarbage("collect")
+end
+
+local make_set
+
 -- Input set for trial: guarded inputs filled for the trial, derived inputs,
--- checksums, and the full reference. Kept per trial (its seed and laws).
-function M.input_set(task, ts, trial)
+-- checksums, and the full reference. Kept per trial (its seed and laws),
+-- as long as device memory allows: a set that does not fit beside the
+-- kept ones is made again after make_room (keep: sets the caller holds).
+function M.input_set(task, ts, trial, keep)
   local key = json.encode { trial.seed, trial.scale or 1, trial.inputs or false }
   local set = ts.inputs[key]
   if set then return set end
-  set = { bufs = {}, sums = {}, trial = trial, key = key }
+  local made, err, code = make_set(task, ts, trial, key)
+  if not made and code == "ENOMEM" then
+    make_room(ts, keep)
+    made, err, code = make_set(task, ts, trial, key)
+  end
+  return made, err, code
+end
+
+function make_set(task, ts, trial, key)
+  local set = { bufs = {}, sums = {}, trial = trial, key = key }
   for _, b in ipairs(task.buffers) do
     if b.role == "input" then
-      local g, err = galloc(b.name, b.bytes)
+      local g, err, code = galloc(b.name, b.bytes)
       if not g then
         free_all(set.bufs)
-        return nil, err
+        return nil, err, code
       end
       set.bufs[b.name] = g
       local ok, ferr = M.fill(g, b, trial)
@@ -193,10 +223,10 @@ function M.input_set(task, ts, trial)
     return set, nil, { reference = 0 }
   end
   local t0 = sys.now()
-  local refs, rerr = reference_full(task, ts, set)
+  local refs, rerr, rcode = reference_full(task, ts, set)
   if not refs then
     free_all(set.bufs)
-    return nil, rerr
+    return nil, rerr, rcode
   end
   local made = { reference = sys.now() - t0 }
   set.refs = refs
@@ -268,7 +298,8 @@ end
 
 -- The first input set (correctness made it; a run without correctness makes it).
 function M.first_set(run)
-  if run.first_set then return run.first_set end
+  local kept = run.first_set
+  if kept and run.ts.inputs[kept.key] == kept then return kept end
   local set, err = M.input_set(run.job.task, run.ts, run.job.trials[1])
   if set then
     set.trial = run.job.trials[1]

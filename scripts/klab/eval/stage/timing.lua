@@ -182,14 +182,15 @@ function M.run(run)
   local base, berr = baseline.runner(run, opts)
   -- The prepared input sets (correctness made them): derived inputs rotate
   -- among them.
-  local sets = {}
+  local sets, held = {}, {}
   for _, trial in ipairs(job.trials) do
     if #sets == 3 then break end
     -- A sampled trial's set has no full reference to check against.
     if not trial.sampled then
-      local set, serr = inputs.input_set(task, ts, trial)
+      local set, serr = inputs.input_set(task, ts, trial, held)
       if not set then return device.judge_failed(res, "prepare inputs", serr) end
       sets[#sets + 1] = set
+      held[set] = true
     end
   end
   local slots, slerr = timing_slots(task, ts)
