@@ -645,7 +645,8 @@ end
 -- {state = count} of the decisions on tbl's rows.
 function M.merge_counts(db, tbl)
   local out = {}
-  for _, r in ipairs(rows_of(db, "SELECT state, count(*) AS n FROM temp.merge_map WHERE tbl = ? GROUP BY state", tbl)) do
+  for _, r in ipairs(rows_of(db, "SELECT state, count(*) AS n FROM temp.merge_map WHERE tbl = ? GROUP BY state",
+      tbl)) do
     out[r.state] = r.n
   end
   return out
@@ -704,8 +705,8 @@ function M.merge_copy(db, spec, common, keys, owned)
   for i, c in ipairs(upd) do upd_cols[i], upd_exprs[i] = q(c), src_expr(spec, c, "s") end
   local update = ("UPDATE main.%s SET (%s) = (SELECT %s FROM src.%s s WHERE s.rowid = ?) WHERE rowid = ?"):format(
     q(spec.name), table.concat(upd_cols, ", "), table.concat(upd_exprs, ", "), q(spec.name))
-  for _, r in ipairs(rows_of(db, [[SELECT old, new, state FROM temp.merge_map WHERE tbl = ? AND state IN ('new', 'newer')
-      ORDER BY old]], spec.name)) do
+  for _, r in ipairs(rows_of(db, [[SELECT old, new, state FROM temp.merge_map
+      WHERE tbl = ? AND state IN ('new', 'newer') ORDER BY old]], spec.name)) do
     if r.state == "new" then
       local ok, id, err = insert_rows(db, insert, { r.old })
       if not ok then return nil, id, err end
