@@ -14,21 +14,18 @@
 -- whose klab tables are not tables, caps what it reads and runs with
 -- trusted_schema off; the readers here check the types of the columns they
 -- hand on (a NULL task name, a number where text belongs) and decode JSON
--- columns carefully. Whatever is wrong is a klab.errors mistake whose one
+-- columns carefully (klab.store.checks). Whatever is wrong is a klab.errors mistake whose one
 -- line names the store, the table and what is wrong.
 
-local errors = require "klab.errors"
-local json = require "klab.json"
+local checks = require "klab.store.checks"
 
 local M = {}
 
 -- ---- reading safely -----------------------------------------------------
 
-local function where(db) return db and db.path and db:path() or "the store" end
-
-local function bad(db, fmt, ...)
-  errors.raise("mistake", ("store %s: " .. fmt):format(where(db), ...))
-end
+-- The checks of what a store hands back (klab.store.checks, no SQL).
+local bad, kinds, checked = checks.bad, checks.kinds, checks.checked
+M.schema, M.kinds, M.decode = checks.schema, checks.kinds, checks.decode
 
 -- db:query that turns a failure (a value too large, a busy or damaged file,
 -- JSON that is not JSON in a column SQL reads) into a mistake naming the
@@ -43,71 +40,6 @@ local function query(db, sql, ...)
 end
 
 local function first(db, sql, ...) return query(db, sql, ...)[1] end
-
--- Checks the columns of rows of table tbl: kinds = {col = "string" | "integer"
--- | "number", ...}, a kind ending in "?" allowing NULL. Raises a mistake.
-local KIND_OK = {
-  string = function(v) return type(v) == "string" end,
-  integer = function(v) return math.type(v) == "integer" end,
-  number = function(v) return type(v) == "number" end,
-}
--- The store's tables as host/store describes them (klab.store.schema()),
--- each also under its name, and each column under its name in its table's
--- columns. Read-only: one copy for the process.
-local SCHEMA
-function M.schema()
-  if not SCHEMA then
-    SCHEMA = require("klab.store").schema()
-    for _, t in ipairs(SCHEMA.tables) do
-      SCHEMA.tables[t.name] = t
-      for _, c in ipairs(t.columns) do t.columns[c.name] = c end
-    end
-  end
-  return SCHEMA
-end
-
-local KIND_OF_TYPE = { INTEGER = "integer", REAL = "number", TEXT = "string", BLOB = "string" }
-
--- The kinds `checked` takes for the columns cols ("id name config") of
--- table tbl, from the schema: a column that may be NULL allows nil. extra:
--- kinds of computed columns a read adds ({experiment = "string"}).
-local function kinds(tbl, cols, extra)
-  local t = M.schema().tables[tbl]
-  local out = {}
-  for name in cols:gmatch("[%w_]+") do
-    local c = t.columns[name] or error(("records: the store's table %s has no column %s"):format(tbl, name), 2)
-    out[name] = KIND_OF_TYPE[c.type] .. ((c.not_null or c.primary_key) and "" or "?")
-  end
-  for k, v in pairs(extra or {}) do out[k] = v end
-  return out
-end
-M.kinds = kinds
-
-local function checked(db, tbl, rows, kinds)
-  for _, r in ipairs(rows) do
-    for col, kind in pairs(kinds) do
-      local optional = kind:sub(-1) == "?"
-      local k = optional and kind:sub(1, -2) or kind
-      local v = r[col]
-      if not ((v == nil and optional) or (v ~= nil and KIND_OK[k](v))) then
-        bad(db, "table %s has a row (id %s) whose %s is %s, not %s%s; klab did not write it", tbl, tostring(r.id or "?"),
-          col, v == nil and "NULL" or (type(v) .. " " .. tostring(v):sub(1, 40)), k == "integer" and "an integer" or
-          ("a " .. k), optional and " or NULL" or "")
-      end
-    end
-  end
-  return rows
-end
-
--- The value of a JSON column, or nil for NULL; a mistake when it is not JSON.
--- opts: klab.json.decode's ({integers = true}: whole numbers as integers).
-function M.decode(db, tbl, col, text, id, opts)
-  if text == nil then return nil end
-  if type(text) ~= "string" then bad(db, "%s.%s of row %s is %s, not JSON text", tbl, col, tostring(id), type(text)) end
-  local ok, v = pcall(json.decode, text, opts)
-  if not ok then bad(db, "%s.%s of row %s is not JSON (%s)", tbl, col, tostring(id), tostring(v):sub(1, 80)) end
-  return v
-end
 
 function M.has_table(db, name)
   return first(db, "SELECT name FROM sqlite_master WHERE type = 'table' AND name = ?", name) ~= nil
