@@ -57,7 +57,8 @@ int prep(store *db, const char *sql, sqlite3_stmt **s, ks_status *st);
 
 /* Every text and blob written to the store is bound through bind_redacted,
  * so that the values of secrets (base/redact.h) are replaced before SQLite
- * sees them; bind_opt_text binds NULL for p == NULL, bind_opt_id NULL for 0. */
+ * sees them (the names klab makes, BIND_NAME below, are bound as given);
+ * bind_opt_text binds NULL for p == NULL, bind_opt_id NULL for 0. */
 int bind_redacted(sqlite3_stmt *s, int idx, const void *p, size_t n, int blob);
 int bind_opt_text(sqlite3_stmt *s, int idx, const char *p);
 int bind_opt_id(sqlite3_stmt *s, int idx, int64_t v);
