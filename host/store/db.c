@@ -164,6 +164,49 @@ int bind_opt_id(sqlite3_stmt *s, int idx, int64_t v)
     return v ? sqlite3_bind_int64(s, idx, v) : sqlite3_bind_null(s, idx);
 }
 
+static int bind_arg(sqlite3_stmt *s, int idx, const store_arg *a)
+{
+    switch (a->kind) {
+    case BIND_NAME:
+        return sqlite3_bind_text(s, idx, a->p, -1, SQLITE_STATIC);
+    case BIND_TEXT:
+        return bind_opt_text(s, idx, a->p);
+    case BIND_BYTES:
+        return bind_redacted(s, idx, a->p, a->len, 0);
+    case BIND_INT:
+        return sqlite3_bind_int64(s, idx, a->i);
+    case BIND_ID:
+        return bind_opt_id(s, idx, a->i);
+    case BIND_KNOWN_INT:
+        return a->i >= 0 ? sqlite3_bind_int64(s, idx, a->i) : sqlite3_bind_null(s, idx);
+    case BIND_REAL:
+        return sqlite3_bind_double(s, idx, a->d);
+    case BIND_KNOWN_REAL:
+        return a->d >= 0 ? sqlite3_bind_double(s, idx, a->d) : sqlite3_bind_null(s, idx);
+    }
+    return SQLITE_MISUSE;
+}
+
+int bind_args(sqlite3_stmt *s, const store_arg *args, size_t n)
+{
+    int b = SQLITE_OK;
+    for (size_t k = 0; b == SQLITE_OK && k < n; k++)
+        b = bind_arg(s, (int)k + 1, &args[k]);
+    return b;
+}
+
+int run_args(store *db, const char *sql, const store_arg *args, size_t n, ks_status *st)
+{
+    sqlite3_stmt *s;
+    int rc = prep(db, sql, &s, st);
+    if (rc)
+        return rc;
+    int b = bind_args(s, args, n);
+    rc = b ? bind_fail(db, s, b, st) : step_done(db, s, st);
+    sqlite3_finalize(s);
+    return rc;
+}
+
 /* Steps a statement that returns no row (or whose rows are ignored). */
 int step_done(store *db, sqlite3_stmt *s, ks_status *st)
 {

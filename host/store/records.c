@@ -52,22 +52,13 @@ static int id_of_hash(store *db, const char *sql, const char *what, const char *
 static int put_candidate_tx(store *db, const store_candidate *c, const char *hash, int64_t *id,
                             int *created, ks_status *st)
 {
-    sqlite3_stmt *s;
-    int rc = prep(db,
-                  "INSERT INTO candidates(hash, language, code, plan, source, meta)"
-                  " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(hash) DO NOTHING",
-                  &s, st);
-    if (rc)
-        return rc;
-    size_t n = c->code_len ? c->code_len : strlen(c->code);
-    int b = sqlite3_bind_text(s, 1, hash, -1, SQLITE_STATIC);
-    if (!b) b = sqlite3_bind_text(s, 2, c->language, -1, SQLITE_STATIC);
-    if (!b) b = bind_redacted(s, 3, c->code, n, 0);
-    if (!b) b = bind_opt_text(s, 4, c->plan);
-    if (!b) b = bind_opt_text(s, 5, c->source);
-    if (!b) b = bind_opt_text(s, 6, c->meta);
-    rc = b ? bind_fail(db, s, b, st) : step_done(db, s, st);
-    sqlite3_finalize(s);
+    const store_arg args[] = {ARG_NAME(hash), ARG_NAME(c->language),
+                              ARG_BYTES(c->code, c->code_len ? c->code_len : strlen(c->code)),
+                              ARG_TEXT(c->plan), ARG_TEXT(c->source), ARG_TEXT(c->meta)};
+    int rc = run_args(db,
+                      "INSERT INTO candidates(hash, language, code, plan, source, meta)"
+                      " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(hash) DO NOTHING",
+                      args, NARGS(args), st);
     if (rc)
         return rc;
     if (sqlite3_changes(db->h) == 1) {
@@ -106,37 +97,19 @@ int store_put_candidate(store *db, const store_candidate *c, int64_t *id, int *c
 /* ------------------------------------------------------------------ */
 /* Compiles                                                             */
 
-static int bind_known(sqlite3_stmt *s, int idx, int64_t v)
-{
-    return v >= 0 ? sqlite3_bind_int64(s, idx, v) : sqlite3_bind_null(s, idx);
-}
-
 static int put_compile_tx(store *db, const store_compile *c, int64_t *id, ks_status *st)
 {
-    sqlite3_stmt *s;
-    int rc = prep(db,
-                  "INSERT INTO compiles(candidate_id, arch, hash, options, compiler, ok, registers, spill_stores,"
-                  " spill_loads, shared_bytes, local_bytes, census, log, seconds)"
-                  " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(hash) DO NOTHING",
-                  &s, st);
-    if (rc)
-        return rc;
-    int b = sqlite3_bind_int64(s, 1, c->candidate_id);
-    if (!b) b = sqlite3_bind_text(s, 2, c->arch, -1, SQLITE_STATIC);
-    if (!b) b = sqlite3_bind_text(s, 3, c->hash, -1, SQLITE_STATIC);
-    if (!b) b = bind_opt_text(s, 4, c->options);
-    if (!b) b = bind_opt_text(s, 5, c->compiler);
-    if (!b) b = sqlite3_bind_int(s, 6, c->ok ? 1 : 0);
-    if (!b) b = bind_known(s, 7, c->registers);
-    if (!b) b = bind_known(s, 8, c->spill_stores);
-    if (!b) b = bind_known(s, 9, c->spill_loads);
-    if (!b) b = bind_known(s, 10, c->shared_bytes);
-    if (!b) b = bind_known(s, 11, c->local_bytes);
-    if (!b) b = bind_opt_text(s, 12, c->census);
-    if (!b) b = bind_opt_text(s, 13, c->log);
-    if (!b) b = c->seconds >= 0 ? sqlite3_bind_double(s, 14, c->seconds) : sqlite3_bind_null(s, 14);
-    rc = b ? bind_fail(db, s, b, st) : step_done(db, s, st);
-    sqlite3_finalize(s);
+    const store_arg args[] = {
+        ARG_INT(c->candidate_id), ARG_NAME(c->arch), ARG_NAME(c->hash),
+        ARG_TEXT(c->options), ARG_TEXT(c->compiler), ARG_INT(c->ok ? 1 : 0),
+        ARG_KNOWN_INT(c->registers), ARG_KNOWN_INT(c->spill_stores), ARG_KNOWN_INT(c->spill_loads),
+        ARG_KNOWN_INT(c->shared_bytes), ARG_KNOWN_INT(c->local_bytes), ARG_TEXT(c->census),
+        ARG_TEXT(c->log), ARG_KNOWN_REAL(c->seconds)};
+    int rc = run_args(db,
+                      "INSERT INTO compiles(candidate_id, arch, hash, options, compiler, ok, registers, spill_stores,"
+                      " spill_loads, shared_bytes, local_bytes, census, log, seconds)"
+                      " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(hash) DO NOTHING",
+                      args, NARGS(args), st);
     if (rc)
         return rc;
     if (sqlite3_changes(db->h) == 1) {
@@ -254,29 +227,18 @@ static int begin_eval_tx(store *db, const store_eval *ev, int64_t *id, int *done
         /* A row nobody here can prove this machine wrote is measured again. */
         /* Interrupted earlier, or replaced: start it again in place. */
         *done = 0;
-        rc = prep(db,
-                  "UPDATE evaluations SET state = 'running', attempts = attempts + 1, started_at = " NOW ","
-                  " env_id = ?, compile_id = ?, options = ?, verdict = NULL, reason = NULL,"
-                  " timing_method = NULL, stage_times = NULL, detail = NULL, finished_at = NULL"
-                  " WHERE id = ?",
-                  &s, st);
+        const store_arg args[] = {ARG_ID(ev->env_id), ARG_ID(ev->compile_id), ARG_TEXT(ev->options),
+                                  ARG_INT(eid)};
+        rc = run_args(db,
+                      "UPDATE evaluations SET state = 'running', attempts = attempts + 1, started_at = " NOW ","
+                      " env_id = ?, compile_id = ?, options = ?, verdict = NULL, reason = NULL,"
+                      " timing_method = NULL, stage_times = NULL, detail = NULL, finished_at = NULL"
+                      " WHERE id = ?",
+                      args, NARGS(args), st);
         if (rc)
             return rc;
-        int b = bind_opt_id(s, 1, ev->env_id);
-        if (!b) b = bind_opt_id(s, 2, ev->compile_id);
-        if (!b) b = bind_opt_text(s, 3, ev->options);
-        if (!b) b = sqlite3_bind_int64(s, 4, eid);
-        rc = b ? bind_fail(db, s, b, st) : step_done(db, s, st);
-        sqlite3_finalize(s);
-        if (rc)
-            return rc;
-        rc = prep(db, "DELETE FROM measurements WHERE evaluation_id = ?", &s, st);
-        if (rc)
-            return rc;
-        sqlite3_bind_int64(s, 1, eid);
-        rc = step_done(db, s, st);
-        sqlite3_finalize(s);
-        return rc;
+        const store_arg of[] = {ARG_INT(eid)};
+        return run_args(db, "DELETE FROM measurements WHERE evaluation_id = ?", of, NARGS(of), st);
     }
     if (srs != SQLITE_DONE) {
         rc = sql_fail(db->h, srs, st, "step", sqlite3_sql(s));
@@ -284,22 +246,13 @@ static int begin_eval_tx(store *db, const store_eval *ev, int64_t *id, int *done
         return rc;
     }
     sqlite3_finalize(s);
-    rc = prep(db,
-              "INSERT INTO evaluations(key, candidate_id, task, arch, replica, options, env_id,"
-              " compile_id, state) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'running')",
-              &s, st);
-    if (rc)
-        return rc;
-    int b = sqlite3_bind_text(s, 1, ev->key, -1, SQLITE_STATIC);
-    if (!b) b = sqlite3_bind_int64(s, 2, ev->candidate_id);
-    if (!b) b = sqlite3_bind_text(s, 3, ev->task, -1, SQLITE_STATIC);
-    if (!b) b = sqlite3_bind_text(s, 4, ev->arch, -1, SQLITE_STATIC);
-    if (!b) b = sqlite3_bind_int64(s, 5, ev->replica);
-    if (!b) b = bind_opt_text(s, 6, ev->options);
-    if (!b) b = bind_opt_id(s, 7, ev->env_id);
-    if (!b) b = bind_opt_id(s, 8, ev->compile_id);
-    rc = b ? bind_fail(db, s, b, st) : step_done(db, s, st);
-    sqlite3_finalize(s);
+    const store_arg args[] = {ARG_NAME(ev->key), ARG_INT(ev->candidate_id), ARG_NAME(ev->task),
+                              ARG_NAME(ev->arch), ARG_INT(ev->replica), ARG_TEXT(ev->options),
+                              ARG_ID(ev->env_id), ARG_ID(ev->compile_id)};
+    rc = run_args(db,
+                  "INSERT INTO evaluations(key, candidate_id, task, arch, replica, options, env_id,"
+                  " compile_id, state) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'running')",
+                  args, NARGS(args), st);
     if (rc)
         return rc;
     *id = sqlite3_last_insert_rowid(db->h);
@@ -309,23 +262,14 @@ static int begin_eval_tx(store *db, const store_eval *ev, int64_t *id, int *done
 
 static int finish_eval_tx(store *db, int64_t id, const store_result *r, ks_status *st)
 {
-    sqlite3_stmt *s;
-    int rc = prep(db,
-                  "UPDATE evaluations SET state = 'done', verdict = ?, reason = ?, timing_method = ?,"
-                  " stage_times = ?, detail = ?, compile_id = coalesce(?, compile_id),"
-                  " finished_at = " NOW " WHERE id = ? AND state = 'running'",
-                  &s, st);
-    if (rc)
-        return rc;
-    int b = sqlite3_bind_text(s, 1, r->verdict, -1, SQLITE_STATIC);
-    if (!b) b = bind_opt_text(s, 2, r->reason);
-    if (!b) b = bind_opt_text(s, 3, r->timing_method);
-    if (!b) b = bind_opt_text(s, 4, r->stage_times);
-    if (!b) b = bind_opt_text(s, 5, r->detail);
-    if (!b) b = bind_opt_id(s, 6, r->compile_id);
-    if (!b) b = sqlite3_bind_int64(s, 7, id);
-    rc = b ? bind_fail(db, s, b, st) : step_done(db, s, st);
-    sqlite3_finalize(s);
+    const store_arg args[] = {ARG_NAME(r->verdict), ARG_TEXT(r->reason), ARG_TEXT(r->timing_method),
+                              ARG_TEXT(r->stage_times), ARG_TEXT(r->detail), ARG_ID(r->compile_id),
+                              ARG_INT(id)};
+    int rc = run_args(db,
+                      "UPDATE evaluations SET state = 'done', verdict = ?, reason = ?, timing_method = ?,"
+                      " stage_times = ?, detail = ?, compile_id = coalesce(?, compile_id),"
+                      " finished_at = " NOW " WHERE id = ? AND state = 'running'",
+                      args, NARGS(args), st);
     if (rc)
         return rc;
     if (sqlite3_changes(db->h) != 1)
@@ -334,15 +278,15 @@ static int finish_eval_tx(store *db, int64_t id, const store_result *r, ks_statu
     /* The row is marked once it is whole, measurements included. */
     if (r->nm == 0)
         return mark_evaluation(db, id, st);
+    sqlite3_stmt *s;
     rc = prep(db, "INSERT INTO measurements(evaluation_id, name, value, unit) VALUES (?, ?, ?, ?)", &s, st);
     if (rc)
         return rc;
     for (size_t i = 0; rc == KS_OK && i < r->nm; i++) {
         sqlite3_reset(s);
-        b = sqlite3_bind_int64(s, 1, id);
-        if (!b) b = sqlite3_bind_text(s, 2, r->m[i].name, -1, SQLITE_STATIC);
-        if (!b) b = sqlite3_bind_double(s, 3, r->m[i].value);
-        if (!b) b = bind_opt_text(s, 4, r->m[i].unit);
+        const store_arg m[] = {ARG_INT(id), ARG_NAME(r->m[i].name), ARG_REAL(r->m[i].value),
+                               ARG_TEXT(r->m[i].unit)};
+        int b = bind_args(s, m, NARGS(m));
         rc = b ? bind_fail(db, s, b, st) : step_done(db, s, st);
     }
     sqlite3_finalize(s);
@@ -445,29 +389,16 @@ int store_put_environment(store *db, const store_env *e, int64_t *id, ks_status 
         host[sizeof host - 1] = '\0';
         h = host;
     }
-    sqlite3_stmt *s;
-    int rc = prep(db,
-                  "INSERT INTO environments(host, pid, gpu_name, gpu_uuid, driver_version, cuda_version,"
-                  " arch, sm_clock_mhz, mem_clock_mhz, klab_version, klab_gitrev, libs, extra)"
-                  " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                  &s, st);
-    if (rc)
-        return rc;
-    int b = sqlite3_bind_text(s, 1, h, -1, SQLITE_TRANSIENT);
-    if (!b) b = sqlite3_bind_int64(s, 2, (int64_t)getpid());
-    if (!b) b = bind_opt_text(s, 3, e->gpu_name);
-    if (!b) b = bind_opt_text(s, 4, e->gpu_uuid);
-    if (!b) b = bind_opt_text(s, 5, e->driver_version);
-    if (!b) b = bind_opt_text(s, 6, e->cuda_version);
-    if (!b) b = bind_opt_text(s, 7, e->arch);
-    if (!b) b = bind_opt_id(s, 8, e->sm_clock_mhz);
-    if (!b) b = bind_opt_id(s, 9, e->mem_clock_mhz);
-    if (!b) b = sqlite3_bind_text(s, 10, e->klab_version ? e->klab_version : KLAB_VERSION, -1, SQLITE_STATIC);
-    if (!b) b = sqlite3_bind_text(s, 11, e->klab_gitrev ? e->klab_gitrev : KLAB_GITREV, -1, SQLITE_STATIC);
-    if (!b) b = bind_opt_text(s, 12, e->libs);
-    if (!b) b = bind_opt_text(s, 13, e->extra);
-    rc = b ? bind_fail(db, s, b, st) : step_done(db, s, st);
-    sqlite3_finalize(s);
+    const store_arg args[] = {
+        ARG_NAME(h), ARG_INT((int64_t)getpid()), ARG_TEXT(e->gpu_name), ARG_TEXT(e->gpu_uuid),
+        ARG_TEXT(e->driver_version), ARG_TEXT(e->cuda_version), ARG_TEXT(e->arch), ARG_ID(e->sm_clock_mhz),
+        ARG_ID(e->mem_clock_mhz), ARG_NAME(e->klab_version ? e->klab_version : KLAB_VERSION),
+        ARG_NAME(e->klab_gitrev ? e->klab_gitrev : KLAB_GITREV), ARG_TEXT(e->libs), ARG_TEXT(e->extra)};
+    int rc = run_args(db,
+                      "INSERT INTO environments(host, pid, gpu_name, gpu_uuid, driver_version, cuda_version,"
+                      " arch, sm_clock_mhz, mem_clock_mhz, klab_version, klab_gitrev, libs, extra)"
+                      " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                      args, NARGS(args), st);
     if (rc == KS_OK && id)
         *id = sqlite3_last_insert_rowid(db->h);
     return rc;
@@ -483,25 +414,13 @@ int store_cache_put(store *db, const store_response *r, ks_status *st)
     if (redact_has_credential(r->request))
         return ks_fail(st, KS_EINVAL, 0, "store: request %s carries a credential field; API keys are never stored",
                        r->hash);
-    sqlite3_stmt *s;
-    int rc = prep(db,
-                  "INSERT OR REPLACE INTO responses(hash, request, response, status, model, error,"
-                  " latency_ms, input_tokens, output_tokens, cost_usd)"
-                  " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                  &s, st);
-    if (rc)
-        return rc;
-    int b = sqlite3_bind_text(s, 1, r->hash, -1, SQLITE_STATIC);
-    if (!b) b = bind_redacted(s, 2, r->request, strlen(r->request), 0);
-    if (!b) b = bind_opt_text(s, 3, r->response);
-    if (!b) b = r->status ? sqlite3_bind_int64(s, 4, r->status) : sqlite3_bind_null(s, 4);
-    if (!b) b = bind_opt_text(s, 5, r->model);
-    if (!b) b = bind_opt_text(s, 6, r->error);
-    if (!b) b = r->latency_ms >= 0 ? sqlite3_bind_double(s, 7, r->latency_ms) : sqlite3_bind_null(s, 7);
-    if (!b) b = r->input_tokens >= 0 ? sqlite3_bind_int64(s, 8, r->input_tokens) : sqlite3_bind_null(s, 8);
-    if (!b) b = r->output_tokens >= 0 ? sqlite3_bind_int64(s, 9, r->output_tokens) : sqlite3_bind_null(s, 9);
-    if (!b) b = r->cost_usd >= 0 ? sqlite3_bind_double(s, 10, r->cost_usd) : sqlite3_bind_null(s, 10);
-    rc = b ? bind_fail(db, s, b, st) : step_done(db, s, st);
-    sqlite3_finalize(s);
-    return rc;
+    const store_arg args[] = {
+        ARG_NAME(r->hash), ARG_BYTES(r->request, strlen(r->request)), ARG_TEXT(r->response),
+        ARG_ID(r->status), ARG_TEXT(r->model), ARG_TEXT(r->error), ARG_KNOWN_REAL(r->latency_ms),
+        ARG_KNOWN_INT(r->input_tokens), ARG_KNOWN_INT(r->output_tokens), ARG_KNOWN_REAL(r->cost_usd)};
+    return run_args(db,
+                    "INSERT OR REPLACE INTO responses(hash, request, response, status, model, error,"
+                    " latency_ms, input_tokens, output_tokens, cost_usd)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    args, NARGS(args), st);
 }

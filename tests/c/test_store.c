@@ -3,6 +3,7 @@
 
 #include "check.h"
 #include "store/store.h"
+#include "store/db.h"     /* run_args, the writers' one bind loop */
 #include "store/schema.h" /* legacy_experiment_tables */
 #include "store/tables.h"
 #include "base/hmac.h"
@@ -706,6 +707,61 @@ static void test_crash(void)
     remove_db(path);
 }
 
+/* Every writer of records.c binds through run_args: each kind of parameter
+ * binds what its column takes, NULL where the kind says "not known", and
+ * the text kinds that carry free text go through redaction. */
+static void test_bind_args(void)
+{
+    store *db = NULL;
+    ks_status st;
+    CHECK(store_open(&db, ":memory:", NULL, &st) == KS_OK);
+    if (!db)
+        return;
+    CHECK(store_exec(db, "CREATE TABLE t(name, text, bytes, i, id, known_i, r, known_r)", &st) == KS_OK);
+    setenv("KLAB_TEST_BIND_TOKEN", "tok-5ecret-value-77", 1);
+    CHECK(redact_add_env("KLAB_TEST_BIND_TOKEN") == 1);
+    const char *sql = "INSERT INTO t VALUES (?, ?, ?, ?, ?, ?, ?, ?)";
+    const store_arg given[] = {ARG_NAME("n tok-5ecret-value-77"), ARG_TEXT("t tok-5ecret-value-77"),
+                               ARG_BYTES("b tok-5ecret-value-77 and more", 21), ARG_INT(-3), ARG_ID(7),
+                               ARG_KNOWN_INT(0), ARG_REAL(-1.5), ARG_KNOWN_REAL(0.25)};
+    CHECKF(run_args(db, sql, given, NARGS(given), &st) == KS_OK, "bind: %s", st.msg);
+    const store_arg unknown[] = {ARG_NAME(NULL), ARG_TEXT(NULL), ARG_BYTES("", 0), ARG_INT(0), ARG_ID(0),
+                                 ARG_KNOWN_INT(-1), ARG_REAL(0), ARG_KNOWN_REAL(-1)};
+    CHECKF(run_args(db, sql, unknown, NARGS(unknown), &st) == KS_OK, "bind: %s", st.msg);
+    char out[128];
+    scalar_text(db, "SELECT name || '|' || text || '|' || bytes FROM t WHERE rowid = 1", out, sizeof out);
+    CHECKF(strcmp(out, "n tok-5ecret-value-77|t [redacted KLAB_TEST_BIND_TOKEN]"
+                       "|b [redacted KLAB_TEST_BIND_TOKEN]") == 0,
+           "text kinds: %s", out);
+    scalar_text(db, "SELECT printf('%d %d %d %g %g', i, id, known_i, r, known_r) FROM t WHERE rowid = 1", out,
+                sizeof out);
+    CHECKF(strcmp(out, "-3 7 0 -1.5 0.25") == 0, "numbers: %s", out);
+    scalar_text(db,
+                "SELECT printf('%d%d%d%d%d%d%d%d', name IS NULL, text IS NULL, bytes IS NULL, i IS NULL, id IS NULL,"
+                " known_i IS NULL, r IS NULL, known_r IS NULL) FROM t WHERE rowid = 2",
+                out, sizeof out);
+    CHECKF(strcmp(out, "11001101") == 0, "NULLs: %s", out);
+    /* A statement with fewer parameters than arguments: the bind's failure. */
+    int rc = run_args(db, "INSERT INTO t(name) VALUES (?)", given, 2, &st);
+    CHECKF(rc != KS_OK && strstr(st.msg, "bind"), "too many: %d %s", rc, st.msg);
+    CHECK(scalar(db, "SELECT count(*) FROM t") == 2);
+    unsetenv("KLAB_TEST_BIND_TOKEN");
+
+    /* A compile: what is not known (< 0) is NULL, what is, its value. */
+    int64_t cand = 0, cid = 0;
+    store_candidate c = {.language = "ptx", .code = "x"};
+    CHECK(store_put_candidate(db, &c, &cand, NULL, NULL, &st) == KS_OK);
+    store_compile k = {.candidate_id = cand, .arch = "sm_90a", .hash = "h1", .ok = 1, .registers = 40,
+                       .spill_stores = -1, .spill_loads = 0, .shared_bytes = -1, .local_bytes = -1, .seconds = -1};
+    CHECKF(store_put_compile(db, &k, &cid, &st) == KS_OK && cid > 0, "compile: %s", st.msg);
+    scalar_text(db,
+                "SELECT printf('%s %d %d %d %d %d', arch, ok, registers, spill_stores IS NULL, spill_loads,"
+                " seconds IS NULL) FROM compiles",
+                out, sizeof out);
+    CHECKF(strcmp(out, "sm_90a 1 40 1 0 1") == 0, "compile row: %s", out);
+    store_close(&db);
+}
+
 static void test_environment_and_cache(void)
 {
     store *db = NULL;
@@ -1074,6 +1130,7 @@ int main(int argc, char **argv)
     test_transactions();
     test_concurrent_processes();
     test_crash();
+    test_bind_args();
     test_environment_and_cache();
     test_foreign_stores();
     test_marks();

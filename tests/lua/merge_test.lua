@@ -278,6 +278,33 @@ T.a_copy_that_went_further_replaces_the_older_one = function(t)
   t.eq(merged(dir .. "/rev.db", dir .. "/new.db", dir .. "/old.db"), want, "in either order")
 end
 
+-- Of two copies of an unfinished trajectory, the one with more turns has
+-- gone further; a finished one has gone further than any unfinished one.
+T.a_trajectory_goes_further_by_its_turns_until_it_is_done = function(t)
+  local dir = t.tmpdir()
+  local function copy(path, state, turns)
+    local db = assert(store.open(path))
+    experiment.ensure_schema(db)
+    local exp = db:insert("experiments", { name = "sweep", config = "{}" })
+    local traj = db:insert("trajectories", { experiment_id = exp, key = "traj-x", model = "m", task = "gemm",
+      tag = "none", replica = 1, state = state, turns = turns, messages = "[]" })
+    for i = 1, turns do db:insert("turns", { trajectory_id = traj, turn = i, verdict = "compile_error", reply = "r" }) end
+    db:close()
+  end
+  copy(dir .. "/one.db", "running", 1)
+  copy(dir .. "/three.db", "running", 3)
+  copy(dir .. "/done.db", "done", 2)
+  local out <close> = assert(store.open(dir .. "/out.db"))
+  merge.merge(out, dir .. "/one.db")
+  t.eq(select(2, added(merge.merge(out, dir .. "/three.db"), "trajectories")).newer, 1, "3 turns replace 1")
+  t.eq(count(out, "turns"), 3)
+  t.eq(select(2, added(merge.merge(out, dir .. "/one.db"), "trajectories")).same, 1, "1 turn does not replace 3")
+  t.eq(select(2, added(merge.merge(out, dir .. "/done.db"), "trajectories")).newer, 1, "done replaces running")
+  t.eq(select(2, added(merge.merge(out, dir .. "/three.db"), "trajectories")).same, 1, "running does not replace done")
+  t.eq(out:first("SELECT state, turns FROM trajectories").turns, 2)
+  t.eq(count(out, "turns"), 2)
+end
+
 T.a_store_still_open_is_read_through_its_log = function(t)
   local dir = t.tmpdir()
   local a <close> = shard(dir .. "/a.db", "a")   -- open: its last writes are in a-wal

@@ -1,11 +1,12 @@
 -- klab.store.records: the one owner of the store's records. Every SQL
--- statement klab's library runs is in scripts/klab/store/: this module's
--- typed reads and writes (experiments, trajectories, turns, reports,
--- exports, the verdict list), and klab.store.merge's store-to-store copy.
--- The schema itself (tables, indexes, klab's triggers, versions) is
--- host/store's, described once in host/store/tables.c; M.schema() is that
--- description, which merge and the typed reads here take their tables,
--- keys, references and column types from.
+-- statement klab's library runs is here: the typed reads and writes
+-- (experiments, trajectories, turns, reports, exports, the verdict list)
+-- and the statements of the store-to-store copy (merge_*), which
+-- klab.store.merge runs in the order its policy decides. The schema itself
+-- (tables, indexes, klab's triggers, versions) is host/store's, described
+-- once in host/store/tables.c; M.schema() is that description, which merge
+-- and the typed reads here take their tables, keys, references and column
+-- types from.
 --
 --   records.open(path [, {readonly=, make_folder=}]) -> db | nil, line, code
 --
@@ -13,21 +14,18 @@
 -- whose klab tables are not tables, caps what it reads and runs with
 -- trusted_schema off; the readers here check the types of the columns they
 -- hand on (a NULL task name, a number where text belongs) and decode JSON
--- columns carefully. Whatever is wrong is a klab.errors mistake whose one
+-- columns carefully (klab.store.checks). Whatever is wrong is a klab.errors mistake whose one
 -- line names the store, the table and what is wrong.
 
-local errors = require "klab.errors"
-local json = require "klab.json"
+local checks = require "klab.store.checks"
 
 local M = {}
 
 -- ---- reading safely -----------------------------------------------------
 
-local function where(db) return db and db.path and db:path() or "the store" end
-
-local function bad(db, fmt, ...)
-  errors.raise("mistake", ("store %s: " .. fmt):format(where(db), ...))
-end
+-- The checks of what a store hands back (klab.store.checks, no SQL).
+local bad, kinds, checked = checks.bad, checks.kinds, checks.checked
+M.schema, M.kinds, M.decode = checks.schema, checks.kinds, checks.decode
 
 -- db:query that turns a failure (a value too large, a busy or damaged file,
 -- JSON that is not JSON in a column SQL reads) into a mistake naming the
@@ -42,71 +40,6 @@ local function query(db, sql, ...)
 end
 
 local function first(db, sql, ...) return query(db, sql, ...)[1] end
-
--- Checks the columns of rows of table tbl: kinds = {col = "string" | "integer"
--- | "number", ...}, a kind ending in "?" allowing NULL. Raises a mistake.
-local KIND_OK = {
-  string = function(v) return type(v) == "string" end,
-  integer = function(v) return math.type(v) == "integer" end,
-  number = function(v) return type(v) == "number" end,
-}
--- The store's tables as host/store describes them (klab.store.schema()),
--- each also under its name, and each column under its name in its table's
--- columns. Read-only: one copy for the process.
-local SCHEMA
-function M.schema()
-  if not SCHEMA then
-    SCHEMA = require("klab.store").schema()
-    for _, t in ipairs(SCHEMA.tables) do
-      SCHEMA.tables[t.name] = t
-      for _, c in ipairs(t.columns) do t.columns[c.name] = c end
-    end
-  end
-  return SCHEMA
-end
-
-local KIND_OF_TYPE = { INTEGER = "integer", REAL = "number", TEXT = "string", BLOB = "string" }
-
--- The kinds `checked` takes for the columns cols ("id name config") of
--- table tbl, from the schema: a column that may be NULL allows nil. extra:
--- kinds of computed columns a read adds ({experiment = "string"}).
-local function kinds(tbl, cols, extra)
-  local t = M.schema().tables[tbl]
-  local out = {}
-  for name in cols:gmatch("[%w_]+") do
-    local c = t.columns[name] or error(("records: the store's table %s has no column %s"):format(tbl, name), 2)
-    out[name] = KIND_OF_TYPE[c.type] .. ((c.not_null or c.primary_key) and "" or "?")
-  end
-  for k, v in pairs(extra or {}) do out[k] = v end
-  return out
-end
-M.kinds = kinds
-
-local function checked(db, tbl, rows, kinds)
-  for _, r in ipairs(rows) do
-    for col, kind in pairs(kinds) do
-      local optional = kind:sub(-1) == "?"
-      local k = optional and kind:sub(1, -2) or kind
-      local v = r[col]
-      if not ((v == nil and optional) or (v ~= nil and KIND_OK[k](v))) then
-        bad(db, "table %s has a row (id %s) whose %s is %s, not %s%s; klab did not write it", tbl, tostring(r.id or "?"),
-          col, v == nil and "NULL" or (type(v) .. " " .. tostring(v):sub(1, 40)), k == "integer" and "an integer" or
-          ("a " .. k), optional and " or NULL" or "")
-      end
-    end
-  end
-  return rows
-end
-
--- The value of a JSON column, or nil for NULL; a mistake when it is not JSON.
--- opts: klab.json.decode's ({integers = true}: whole numbers as integers).
-function M.decode(db, tbl, col, text, id, opts)
-  if text == nil then return nil end
-  if type(text) ~= "string" then bad(db, "%s.%s of row %s is %s, not JSON text", tbl, col, tostring(id), type(text)) end
-  local ok, v = pcall(json.decode, text, opts)
-  if not ok then bad(db, "%s.%s of row %s is not JSON (%s)", tbl, col, tostring(id), tostring(v):sub(1, 80)) end
-  return v
-end
 
 function M.has_table(db, name)
   return first(db, "SELECT name FROM sqlite_master WHERE type = 'table' AND name = ?", name) ~= nil
@@ -436,6 +369,305 @@ function M.turns_with_code(db, trajectory_id, from, to)
       FROM turns tu LEFT JOIN candidates c ON c.hash = tu.candidate
       WHERE tu.trajectory_id = ? AND tu.turn BETWEEN ? AND ? ORDER BY tu.turn]], trajectory_id, from or 0,
       to or math.maxinteger), TURN)
+end
+
+
+-- ---- store-to-store copy ----------------------------------------------------
+--
+-- klab.store.merge decides what a merge does: the tables in their order,
+-- which of two rows stays, the conflicts, the report. The statements it runs
+-- are these. The source is attached read-only as schema src, the output is
+-- main; temp.merge_map records per table each source row (old), its output
+-- row (new) and the merge's decision (state: new, same, newer, conflict).
+-- A table's spec (klab.store.merge's M.TABLES) gives its name, its key
+-- ("*": every column but the id), refs {column = table}, identity and
+-- settled columns, progress {done = col | present = col, count = col},
+-- ignore {column = {json field, ...}} and owner (the ref column of an owned
+-- table). common: the table's columns in both stores {list, name = true,
+-- pk = {name = position}, integer_pk}; keys: the key's columns.
+-- Each raises SQLite's message, so that the merge's transaction rolls back.
+
+local function q(name) return '"' .. name:gsub('"', '""') .. '"' end
+
+local function rows_of(db, sql, ...)
+  local rows, err = db:query(sql, ...)
+  if not rows then error(tostring(err), 0) end
+  return rows
+end
+
+local function exec(db, sql)
+  local ok, err = db:exec(sql)
+  if not ok then error(tostring(err), 0) end
+end
+
+-- A source as an SQLite URI, opened read-only (a source is never written).
+-- A store no process has open (no write-ahead log beside it) is opened
+-- immutable: reading takes no locks and leaves no files next to it, which is
+-- what a results folder on NFS needs. One with a log (open elsewhere, or
+-- left by a process that was killed) is read through the log.
+local function source_uri(path)
+  local enc = path:gsub("[%%?#]", function(c) return ("%%%02X"):format(c:byte()) end):gsub("^/+", "/")
+  local wal = io.open(path .. "-wal", "rb")
+  if wal then
+    wal:close()
+    return "file:" .. enc .. "?mode=ro"
+  end
+  return "file:" .. enc .. "?immutable=1"
+end
+
+-- true, or nil and SQLite's message.
+function M.merge_attach(db, path) return db:query("ATTACH DATABASE ? AS src", source_uri(path)) end
+function M.merge_detach(db) rows_of(db, "DETACH DATABASE src") end
+
+-- The file a schema (main, src) of db is.
+function M.merge_file(db, schema)
+  for _, r in ipairs(rows_of(db, "PRAGMA database_list")) do
+    if r.name == schema then return r.file end
+  end
+end
+
+-- {name = {name=, pk=, type=}, list = {name, ...}} of schema.tbl, or nil when absent.
+function M.merge_columns(db, schema, tbl)
+  local rows = rows_of(db, ("PRAGMA %s.table_info(%s)"):format(schema == "src" and "src" or "main", q(tbl)))
+  if #rows == 0 then return nil end
+  local out = { list = {} }
+  for _, r in ipairs(rows) do
+    out[r.name] = r
+    out.list[#out.list + 1] = r.name
+  end
+  return out
+end
+
+-- The source's schema version, or nil when it has no schema_version table.
+function M.merge_source_version(db)
+  if not rows_of(db, "SELECT name FROM src.sqlite_master WHERE type = 'table' AND name = 'schema_version'")[1] then
+    return nil
+  end
+  return rows_of(db, "SELECT max(version) AS v FROM src.schema_version")[1].v or 0
+end
+
+-- The source's tables, SQLite's own left out, by name.
+function M.merge_source_tables(db)
+  local out = {}
+  for i, r in ipairs(rows_of(db, [[SELECT name FROM src.sqlite_master WHERE type = 'table'
+      AND substr(name, 1, 7) <> 'sqlite_' ORDER BY name]])) do out[i] = r.name end
+  return out
+end
+
+-- Creates in the output a table (and its indexes) that only the source has.
+function M.merge_create_table(db, tbl)
+  for _, r in ipairs(rows_of(db, [[SELECT type, sql FROM src.sqlite_master WHERE tbl_name = ? AND sql IS NOT NULL
+      ORDER BY type = 'index', rowid]], tbl)) do
+    exec(db, r.sql)
+  end
+end
+
+-- An empty temp.merge_map, for one source.
+function M.merge_begin(db)
+  exec(db, [[CREATE TEMP TABLE IF NOT EXISTS merge_map(tbl TEXT NOT NULL, old INTEGER NOT NULL, new INTEGER,
+    state TEXT NOT NULL, PRIMARY KEY (tbl, old)); DELETE FROM temp.merge_map;]])
+end
+
+-- A source column's value, or the output's id for a reference.
+local function src_expr(spec, col, alias)
+  local to = spec.refs and spec.refs[col]
+  if to then
+    return ("(SELECT new FROM temp.merge_map WHERE tbl = '%s' AND old = %s.%s)"):format(to, alias, q(col))
+  end
+  return alias .. "." .. q(col)
+end
+
+-- "m.k IS <source k>" over the key columns.
+local function key_match(spec, keys, m, s)
+  local parts = {}
+  for _, c in ipairs(keys) do parts[#parts + 1] = ("%s.%s IS %s"):format(m, q(c), src_expr(spec, c, s)) end
+  return table.concat(parts, " AND ")
+end
+
+-- A column as compared: without the JSON fields spec.ignore names for it.
+local function compared(spec, col, expr)
+  for _, field in ipairs(spec.ignore and spec.ignore[col] or {}) do
+    assert(field:match("^[%a_][%w_]*$"), "merge: a JSON field to ignore is a name")
+    expr = ("json_remove(%s, '$.%s')"):format(expr, field)
+  end
+  return expr
+end
+
+local function all_same(spec, list, common)
+  local parts = {}
+  for _, c in ipairs(list or {}) do
+    if common[c] then
+      parts[#parts + 1] = compared(spec, c, "m." .. q(c)) .. " IS " .. compared(spec, c, src_expr(spec, c, "s"))
+    end
+  end
+  return #parts > 0 and table.concat(parts, " AND ") or "1"
+end
+
+-- How far a row's work has gone: done (its state is 'done') or present
+-- (the column is not NULL) first, then count.
+local function progress(spec, a)
+  local p = spec.progress or {}
+  local first = p.done and ("(%s.%s = 'done')"):format(a, q(p.done))
+    or p.present and ("(%s.%s IS NOT NULL)"):format(a, q(p.present)) or "0"
+  return p.count and ("%s * 1000000000 + %s.%s"):format(first, a, q(p.count)) or first
+end
+
+-- Every source row of spec's table with the output's row of its key (new,
+-- or nil), whether their identity (ident) and settled columns agree (1 or
+-- 0), and their progress (sp, mp).
+function M.merge_pairs(db, spec, common, keys)
+  local t = q(spec.name)
+  return rows_of(db, ([[SELECT s.rowid AS old, m.rowid AS new, (%s) AS ident, (%s) AS settled,
+      %s AS sp, %s AS mp
+    FROM src.%s s LEFT JOIN main.%s m
+      ON m.rowid = (SELECT m2.rowid FROM main.%s m2 WHERE %s ORDER BY m2.rowid LIMIT 1)]]):format(
+    all_same(spec, spec.identity, common), all_same(spec, spec.settled, common), progress(spec, "s"),
+    progress(spec, "m"), t, t, t, key_match(spec, keys, "m2", "s")))
+end
+
+-- Records the decision for a source row (a later one replaces its state).
+function M.merge_mark(db, tbl, old, new, state)
+  rows_of(db, [[INSERT INTO temp.merge_map(tbl, old, new, state) VALUES (?, ?, ?, ?)
+    ON CONFLICT(tbl, old) DO UPDATE SET state = excluded.state]], tbl, old, new, state)
+end
+
+-- How many source rows have a reference in col that the source cannot
+-- resolve (it would be stored as NULL).
+function M.merge_unresolved(db, spec, col)
+  return rows_of(db, ("SELECT count(*) AS n FROM src.%s s WHERE s.%s IS NOT NULL AND %s IS NULL"):format(
+    q(spec.name), q(col), src_expr(spec, col, "s")))[1].n
+end
+
+-- The rows {old, new} of spec's table, found the same or newer, whose owned
+-- rows of child disagree with the output's on child's identity.
+function M.merge_owned_disagreements(db, spec, child, ccommon)
+  return rows_of(db, ([[SELECT DISTINCT p.old, p.new FROM src.%s s
+      JOIN temp.merge_map p ON p.tbl = '%s' AND p.old = s.%s AND p.state IN ('same', 'newer')
+      JOIN main.%s m ON %s WHERE NOT (%s)]]):format(q(child.name), spec.name, q(child.owner), q(child.name),
+    key_match(child, child.key, "m", "s"), all_same(child, child.identity, ccommon)))
+end
+
+-- The columns cols of the output's row new and the source's row old, as
+-- compared: {{output =, source =}, ...}.
+function M.merge_compare(db, spec, cols, old, new)
+  local sel = {}
+  for i, c in ipairs(cols) do
+    sel[i] = ("%s AS m%d, %s AS s%d"):format(compared(spec, c, "m." .. q(c)), i, compared(spec, c,
+      src_expr(spec, c, "s")), i)
+  end
+  local row = rows_of(db, ("SELECT %s FROM src.%s s, main.%s m WHERE s.rowid = ? AND m.rowid = ?"):format(
+    table.concat(sel, ", "), q(spec.name), q(spec.name)), old, new)[1]
+  local out = {}
+  for i in ipairs(cols) do out[i] = { output = row["m" .. i], source = row["s" .. i] } end
+  return out
+end
+
+-- The columns cols of the source's row of tbl, by name; nil and SQLite's
+-- message on a failure.
+function M.merge_source_row(db, tbl, cols, rowid)
+  if #cols == 0 then return {} end
+  local sel = {}
+  for i, c in ipairs(cols) do sel[i] = "s." .. q(c) end
+  local rows, err = db:query(("SELECT %s FROM src.%s s WHERE s.rowid = ?"):format(table.concat(sel, ", "), q(tbl)),
+    rowid)
+  if not rows then return nil, err end
+  return rows[1] or {}
+end
+
+-- {state = count} of the decisions on tbl's rows.
+function M.merge_counts(db, tbl)
+  local out = {}
+  for _, r in ipairs(rows_of(db, "SELECT state, count(*) AS n FROM temp.merge_map WHERE tbl = ? GROUP BY state",
+      tbl)) do
+    out[r.state] = r.n
+  end
+  return out
+end
+
+-- The source rows of an owned table whose owner is added or replaced.
+local function owned_rows(spec)
+  return ("s.%s IN (SELECT old FROM temp.merge_map WHERE tbl = '%s' AND state IN ('new', 'newer'))"):format(
+    q(spec.owner), spec.refs[spec.owner])
+end
+
+-- Of an owned table: the source rows copied with their owner, and all.
+function M.merge_owned_counts(db, spec)
+  local t = q(spec.name)
+  return rows_of(db, ("SELECT count(*) AS n FROM src.%s s WHERE %s"):format(t, owned_rows(spec)))[1].n,
+    rows_of(db, ("SELECT count(*) AS n FROM src.%s"):format(t))[1].n
+end
+
+-- Inserts the source rows (ids) one by one: nil, the row and SQLite's
+-- message for the first one the output refuses.
+local function insert_rows(db, insert, ids)
+  for _, id in ipairs(ids) do
+    local ok, err = db:query(insert .. " WHERE s.rowid = ?", id)
+    if not ok then return nil, id, err end
+  end
+  return true
+end
+
+-- Copies into the output the source rows the decisions call for: a new row
+-- is added (and its output id recorded), a newer one replaces the output's
+-- (the rows owned by it in the tables owned go first); an owned table's
+-- rows go with their owner. true, or nil, the source row the output
+-- refuses (a constraint, a trigger) and SQLite's message.
+function M.merge_copy(db, spec, common, keys, owned)
+  local cols, exprs, upd = {}, {}, {}
+  local is_key = {}
+  for _, c in ipairs(keys) do is_key[c] = true end
+  for _, c in ipairs(common.list) do
+    -- An INTEGER PRIMARY KEY is the rowid: the output numbers its own rows.
+    if not (common.integer_pk and common.pk[c] > 0) then
+      cols[#cols + 1], exprs[#exprs + 1] = q(c), src_expr(spec, c, "s")
+      if not is_key[c] then upd[#upd + 1] = c end
+    end
+  end
+  local select = ("SELECT %s FROM src.%s s"):format(table.concat(exprs, ", "), q(spec.name))
+  local insert = ("INSERT INTO main.%s (%s) "):format(q(spec.name), table.concat(cols, ", ")) .. select
+  if spec.owner then
+    if db:query(insert .. " WHERE " .. owned_rows(spec) .. " ORDER BY s.rowid") then return true end
+    -- One at a time, to name the row the output refuses.
+    local ids = {}
+    for i, r in ipairs(rows_of(db, ("SELECT s.rowid AS id FROM src.%s s WHERE %s ORDER BY s.rowid"):format(
+        q(spec.name), owned_rows(spec)))) do ids[i] = r.id end
+    return insert_rows(db, insert, ids)
+  end
+  local upd_cols, upd_exprs = {}, {}
+  for i, c in ipairs(upd) do upd_cols[i], upd_exprs[i] = q(c), src_expr(spec, c, "s") end
+  local update = ("UPDATE main.%s SET (%s) = (SELECT %s FROM src.%s s WHERE s.rowid = ?) WHERE rowid = ?"):format(
+    q(spec.name), table.concat(upd_cols, ", "), table.concat(upd_exprs, ", "), q(spec.name))
+  for _, r in ipairs(rows_of(db, [[SELECT old, new, state FROM temp.merge_map
+      WHERE tbl = ? AND state IN ('new', 'newer') ORDER BY old]], spec.name)) do
+    if r.state == "new" then
+      local ok, id, err = insert_rows(db, insert, { r.old })
+      if not ok then return nil, id, err end
+      rows_of(db, "UPDATE temp.merge_map SET new = last_insert_rowid() WHERE tbl = ? AND old = ?", spec.name, r.old)
+    else
+      for _, child in ipairs(owned) do
+        rows_of(db, ("DELETE FROM main.%s WHERE %s = ?"):format(q(child.name), q(child.owner)), r.new)
+      end
+      if #upd > 0 then rows_of(db, update, r.old, r.new) end
+    end
+  end
+  return true
+end
+
+-- An experiment both stores hold: the output's klab builds ($.klab of its
+-- config), then the source's it lacks, in their order.
+function M.merge_union_builds(db)
+  exec(db, [[UPDATE main.experiments AS m SET config = json_set(m.config, '$.klab', json((
+      SELECT json_group_array(value) FROM (
+        SELECT value, 0 AS o, CAST(key AS INTEGER) AS k FROM json_each(m.config, '$.klab')
+        UNION ALL
+        SELECT value, 1, CAST(key AS INTEGER) FROM json_each(s.config, '$.klab')
+        WHERE value NOT IN (SELECT value FROM json_each(m.config, '$.klab'))
+        ORDER BY o, k))))
+    FROM src.experiments AS s
+    WHERE s.name = m.name AND json_valid(m.config) AND json_valid(s.config)
+      AND json_type(s.config, '$.klab') = 'array'
+      AND EXISTS (SELECT 1 FROM json_each(s.config, '$.klab')
+                  WHERE value NOT IN (SELECT value FROM json_each(m.config, '$.klab')))]])
 end
 
 
