@@ -165,7 +165,7 @@ return {
 
   stopping_rules_misuse = function(t)
     local function measure(spec) return function() timing.measure({}, spec) end end
-    t.raises(measure { stop = { { "entropy" } } }, 'unknown stopping rule "entropy" %(the rules are converged, hopeless%)')
+    t.raises(measure { stop = { { "entropy" } } }, 'unknown stopping rule "entropy" %(the rules are converged, hopeless, hopeless_from_correctness%)')
     t.raises(measure { stop = { { "hopeless", thresold = 0.5 } } }, 'hopeless has no parameter "thresold" %(it has threshold%)')
     t.raises(measure { stop = { { "hopeless", threshold = "half" } } }, "spec.stop%[1%].threshold must be a number")
     t.raises(measure { stop = { { "converged", min_samples = 2.5 } } }, "min_samples must be a whole number")
