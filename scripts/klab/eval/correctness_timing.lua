@@ -11,15 +11,20 @@
 -- bound. Nothing a candidate does gains from it: looking slow here only
 -- earns a "< 0.5x".
 --
---   ct.rules(job)                 -> the rules the evaluation chose ({{"hopeless_from_correctness",
---                                    threshold = 0.5}}), or nil: its runs are not timed
---   ct.kept(now)                  -> a store of baseline measurements by key: kept:get(key, clock_mhz) ->
---                                    entry | nil, why ("first", "age", "clock"); kept:put(key, entry)
+--   ct.choose(opts, proof, timed) -> the rules an evaluation's options choose, as its job carries them
+--                                    ({{rule = "hopeless_from_correctness", params = {threshold = 0.5}}}), or
+--                                    nil: its correctness runs are not timed (the full proof, no timing)
+--   ct.rules(job)                 -> the job's rules in klab.timing's form ({{"hopeless_from_correctness",
+--                                    threshold = 0.5}}), or nil
+--   ct.kept(now)                  -> a store of baseline measurements by key (now: the clock, sys.now by
+--                                    default): kept:get(key, clock_mhz) -> entry | nil, why ("first",
+--                                    "age", "clock"); kept:put(key, entry)
 --   ct.decide(rules, samples, entry [, confidence]) -> {decided = rule name | nil, stop=, speedup=,
 --                                    speedup_upper=, speedup_ci=}
 --   ct.start(run)                 -> a timer (to-be-closed): timer:run(set) -> true | nil, reason, code,
---                                    detail, whose (nil: its runs are run untimed)
---   ct.finish(run, timer, sets)   -> the record (stages.correctness.timed), after the trials passed
+--                                    detail, whose ("judge": klab's own step failed)
+--   ct.finish(run, timer, sets, runner) -> the record (stages.correctness.timed) after the trials passed, or
+--                                    nil when no rule was chosen; runner() -> the task's baseline | nil, why
 
 local timing = require "klab.timing"
 local sys = require "klab.sys"
@@ -187,12 +192,15 @@ end
 -- evaluation's input sets in turn: the kept entry, or nil, why.
 local function measure_baseline(base, sets)
   local cur = sets[1]
-  local r, err = timing.measure(S.ctx, { run = function() return base.run(cur.bufs) end,
+  -- A raise in the baseline's run is klab's: no decision, and the timing
+  -- stage, which then runs, meets it again and says so.
+  local ok, r, err = pcall(timing.measure, S.ctx, { run = function() return base.run(cur.bufs) end,
     before = function(_, sample)
       cur = sets[(sample - 1) % #sets + 1]
       return false
     end,
     judge = S.judge, stop = {}, max_samples = M.BASELINE_SAMPLES, budget_s = M.BASELINE_BUDGET_S })
+  if not ok then return nil, "the baseline's timing: " .. tostring(r) end
   if not r then return nil, "the baseline's timing: " .. tostring(err) end
   return { samples = r.candidate.samples, median_us = r.candidate.median, n = r.candidate.n, method = r.method,
     clock_mhz = r.clock_after_mhz }
