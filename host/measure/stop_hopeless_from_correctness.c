@@ -14,8 +14,6 @@
 
 #include <math.h>
 
-#include "measure/stats.h"
-
 enum { THRESHOLD };
 
 static const stop_param params[] = {
@@ -23,17 +21,12 @@ static const stop_param params[] = {
                    "no timing stage once the speedup is decided below this (0: never)"},
 };
 
-static int should_stop(const double *param, const stop_view *v)
-{
-    return v->ntargets == 2 && stats_speedup_hopeless(v->sorted[0], v->n[0], v->sorted[1], v->n[1],
-                                                      v->confidence, param[THRESHOLD]);
-}
-
 const stop_rule stop_hopeless_from_correctness = {
     .name = "hopeless_from_correctness",
     .about = "the correctness runs decide the speedup below threshold against the kept baseline",
     .rank = STOP_AFTER_LIMITS,
     .nparams = 1,
     .params = params,
-    .should_stop = should_stop,
+    /* The hopeless rule's own test: one implementation. */
+    .should_stop = stop_hopeless_should_stop,
 };
