@@ -871,6 +871,7 @@ int timing_session_open(cuda_ctx *c, const timing_opts *o, timing_session **out,
         free(ts);
         return rc;
     }
+    ts->r.warmup = 0; /* a session warms nothing up */
     *out = ts;
     return KS_OK;
 }
