@@ -126,6 +126,18 @@ function T.the_timing_stage_records_a_decision_from_correctness(t)
   t.ok(not (res2.stages.timing and res2.stages.timing.measured == false), "no shortcut without a decision")
 end
 
+-- The determinism run is on one input set: the first plain trial's.
+function T.the_determinism_run_is_on_the_first_plain_trial(t)
+  local stage = require "klab.eval.stage.correctness"
+  local prepare = require "klab.eval.prepare"
+  local trials = prepare.seeded(prepare.trials { trials = 3, distributions = { { name = "scaled", scale = 8 } } }, "7")
+  t.eq(stage.determinism_trial(trials), 1)
+  -- A caller's trials that put a distribution first.
+  local own = { { label = "spiky", distribution = true }, { label = "plain" }, { label = "plain 2" } }
+  t.eq(stage.determinism_trial(own), 2)
+  t.eq(stage.determinism_trial { { label = "only", distribution = true } }, 1, "no plain trial: the first")
+end
+
 -- On a GPU: a correct but slow kernel is decided from its correctness runs
 -- (no timing stage), the fast one is timed as before, and the full proof
 -- times every candidate; the verdicts agree.

@@ -29,8 +29,8 @@ local function run_on(res, timer, set)
 end
 
 -- The trial whose inputs run twice: the first plain one (a distribution's
--- trial only when the task has no plain trial).
-local function determinism_trial(trials)
+-- trial only when the task has no plain trial). No other set runs twice.
+function M.determinism_trial(trials)
   for i, trial in ipairs(trials) do
     if not trial.distribution then return i end
   end
@@ -78,7 +78,7 @@ function M.run(run)
   local all = loaded.written(run)
   -- Closed on every way out: the CUPTI session is the process's one.
   local timer <close> = ct.start(run)
-  local det, sets = determinism_trial(job.trials), {}
+  local det, sets = M.determinism_trial(job.trials), {}
   for i, trial in ipairs(job.trials) do
     local label = trial.label or ("trial " .. i)
     local set, serr, made = inputs.input_set(task, ts, trial)
