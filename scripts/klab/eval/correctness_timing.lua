@@ -230,13 +230,20 @@ function M.finish(run, timer, sets, runner)
     rec.not_decided = "no baseline: " .. tostring(berr)
     return rec
   end
+  -- Only the sets the worker still holds: one freed since (an input a
+  -- kernel modified, or device memory made room) has no buffers left.
+  local live = {}
+  for _, set in ipairs(sets) do
+    if run.ts.inputs[set.key] == set then live[#live + 1] = set end
+  end
   S.kept_baselines = S.kept_baselines or M.kept()
   -- The task variant, the card, and which baseline runs (a library's call,
   -- or the faster kernel the task ships beside it).
   local key = table.concat({ run.job.task.name, card(), tostring(base.choice and base.choice.chosen or "library") }, "\0")
   local entry, why = S.kept_baselines:get(key, rec.clock_mhz)
   if not entry then
-    local e, merr = measure_baseline(base, sets)
+    local e, merr
+    if #live == 0 then merr = "no input set is held for the baseline's runs" else e, merr = measure_baseline(base, live) end
     if not e then
       rec.not_decided = merr
       return rec
