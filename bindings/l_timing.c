@@ -61,6 +61,26 @@
  *       launch's own code. An error raised inside run/before/check is
  *       re-raised once the measurement is cleaned up.
  *
+ *   timing.session(ctx, spec) -> Session | nil, msg, code
+ *       A measurement held open (timing_session_*): spec's judge, flush_bytes,
+ *       no_flush, keep_persisting_l2, max_samples (the most runs), confidence and
+ *       method as in measure; no warm-up and no stopping rule. The caller keeps
+ *       spec.judge open while the session is.
+ *   session:run(fn) -> us | nil, msg, code
+ *       fn() enqueues one run with ctx:launch and returns the launches it made
+ *       (as a measure target's run); it is timed as a sample (the caller's work
+ *       since the previous run waited for and its records discarded, persisting
+ *       L2 lines reset, the L2 flushed, its launches checked with CUPTI).
+ *       "EREJECT" for launches it did not plan: the session takes no more runs.
+ *   session:close() -> result (as measure's, one target: the runs are the
+ *       candidate's samples) | nil when already closed; __close and __gc close too.
+ *   timing.decide(spec, candidate, baseline) -> {stop_reason=, stop=, speedup=,
+ *       speedup_ci=, speedup_upper=}
+ *       The stopping rules of spec.stop (as measure's, required) asked once, with
+ *       no limits, about two lists of samples taken elsewhere (the correctness
+ *       runs and a kept baseline): stop_reason and stop name the rule that
+ *       decides, absent when none does. spec.confidence (0.95).
+ *
  * The launches go through ctx:launch, so on the context's legacy stream
  * (the klab.gpu binding has no streams yet); timing uses the same stream,
  * and CUPTI checks that every kernel ran there. Timing opens its own
@@ -386,6 +406,40 @@ static void push_series(lua_State *L, const timing_series *s)
     lh_setnum(L, "frac_peak", s->frac_peak);
 }
 
+/* [-0, +0, m] t.stop = {rule=, params={name=value, ...}} for the table on
+ * top: the rule that decided, with its parameters. */
+static void push_choice(lua_State *L, const stop_choice *c)
+{
+    const stop_rule *rule = c->rule;
+    lua_createtable(L, 0, 2);
+    lh_setstr(L, "rule", rule->name);
+    lua_createtable(L, 0, rule->nparams);
+    for (int k = 0; k < rule->nparams; k++) {
+        if (rule->params[k].integer)
+            lh_setint(L, rule->params[k].name, (lua_Integer)c->param[k]);
+        else
+            lh_setnum(L, rule->params[k].name, c->param[k]);
+    }
+    lua_setfield(L, -2, "params");
+    lua_setfield(L, -2, "stop");
+}
+
+/* [-0, +0, m] speedup_ci = {lo, hi} and speedup_upper for the table on top,
+ * each where it exists. */
+static void push_speedup_bounds(lua_State *L, double lo, double hi, double upper)
+{
+    if (isfinite(hi) && lo > 0) {
+        lua_createtable(L, 2, 0);
+        lua_pushnumber(L, lo);
+        lua_rawseti(L, -2, 1);
+        lua_pushnumber(L, hi);
+        lua_rawseti(L, -2, 2);
+        lua_setfield(L, -2, "speedup_ci");
+    }
+    if (isfinite(upper) && upper > 0)
+        lh_setnum(L, "speedup_upper", upper);
+}
+
 static void push_result(lua_State *L, const timing_result *r)
 {
     lua_createtable(L, 0, 24);
@@ -393,20 +447,8 @@ static void push_result(lua_State *L, const timing_result *r)
     if (r->fallback[0])
         lh_setstr(L, "fallback", r->fallback);
     lh_setstr(L, "stop_reason", r->stop_reason);
-    if (r->stopped_by.rule) {
-        const stop_rule *rule = r->stopped_by.rule;
-        lua_createtable(L, 0, 2);
-        lh_setstr(L, "rule", rule->name);
-        lua_createtable(L, 0, rule->nparams);
-        for (int k = 0; k < rule->nparams; k++) {
-            if (rule->params[k].integer)
-                lh_setint(L, rule->params[k].name, (lua_Integer)r->stopped_by.param[k]);
-            else
-                lh_setnum(L, rule->params[k].name, r->stopped_by.param[k]);
-        }
-        lua_setfield(L, -2, "params");
-        lua_setfield(L, -2, "stop");
-    }
+    if (r->stopped_by.rule)
+        push_choice(L, &r->stopped_by);
     lh_setnum(L, "wall_s", r->wall_s);
     lh_setint(L, "warmup", r->warmup);
     lh_setint(L, "flush_bytes", (lua_Integer)r->flush_bytes);
@@ -427,16 +469,7 @@ static void push_result(lua_State *L, const timing_result *r)
     lh_setint(L, "dropped", (lua_Integer)r->dropped);
     if (r->ntargets == 2) {
         lh_setnum(L, "speedup", r->speedup);
-        if (isfinite(r->speedup_hi) && r->speedup_lo > 0) {
-            lua_createtable(L, 2, 0);
-            lua_pushnumber(L, r->speedup_lo);
-            lua_rawseti(L, -2, 1);
-            lua_pushnumber(L, r->speedup_hi);
-            lua_rawseti(L, -2, 2);
-            lua_setfield(L, -2, "speedup_ci");
-        }
-        if (isfinite(r->speedup_upper) && r->speedup_upper > 0)
-            lh_setnum(L, "speedup_upper", r->speedup_upper);
+        push_speedup_bounds(L, r->speedup_lo, r->speedup_hi, r->speedup_upper);
     }
     lh_setstr(L, "clock_source", r->clock_source);
     if (r->clock_before_mhz >= 0)
@@ -676,6 +709,144 @@ static int l_measure(lua_State *L)
     return 4;
 }
 
+/* ---- a measurement held open ---- */
+
+#define SESSION_T "klab.timing.Session"
+
+typedef struct l_session {
+    timing_session *s;      /* NULL once closed */
+    l_ctx *ctx;             /* the context userdata (also user value 1) */
+} l_session;
+
+/* The one release shared by :close, __close and __gc; r (may be NULL)
+ * gets the result. 1 if it closed now. */
+static int session_release(l_session *p, timing_result *r)
+{
+    if (!p->s)
+        return 0;
+    timing_session *s = p->s;
+    p->s = NULL;
+    timing_session_close(s, r);
+    lgpu_child_release(&p->ctx);
+    return 1;
+}
+
+static int l_session_open(lua_State *L)
+{
+    l_ctx *c = lgpu_check_ctx(L, 1);
+    luaL_checktype(L, 2, LUA_TTABLE);
+    lua_settop(L, 2);
+    timing_opts o;
+    read_opts(L, 2, &o);
+    /* Created released: a failure below leaves nothing to free. */
+    l_session *p = lgpu_new_child(L, sizeof *p, SESSION_T, 1);
+    ks_status st;
+    ks_clear(&st);
+    timing_session *s = NULL;
+    if (timing_session_open(c->ctx, &o, &s, &st))
+        return lh_pushfail(L, &st);
+    p->s = s;
+    lgpu_child_hold(&p->ctx, c);
+    return 1;
+}
+
+static int session_run(lua_State *L)
+{
+    l_session *p = luaL_checkudata(L, 1, SESSION_T);
+    if (!p->s)
+        return luaL_error(L, "attempt to use a closed " SESSION_T);
+    luaL_checktype(L, 2, LUA_TFUNCTION);
+    lua_settop(L, 2);
+    lua_createtable(L, 0, 1); /* 3: the target, {run = fn}, as measure's are */
+    lua_pushvalue(L, 2);
+    lua_setfield(L, 3, "run");
+    lcall lc = {.L = L, .ctx = 1, .target = {3, 3}, .hooks = 3};
+    lh_calls_begin(&lc.calls, L); /* 4, 5 */
+    void *u0[2] = {&lc, (void *)(intptr_t)0};
+    timing_target t = {"candidate", lua_run, u0, 0};
+    ks_status st;
+    ks_clear(&st);
+    double us = 0;
+    int rc = timing_session_run(p->s, &t, &us, &st);
+    if (lc.calls.raised)
+        return lh_reraise(&lc.calls);
+    if (rc)
+        return lh_pushfail(L, &st);
+    lua_pushnumber(L, us);
+    return 1;
+}
+
+static int session_close(lua_State *L)
+{
+    l_session *p = luaL_checkudata(L, 1, SESSION_T);
+    timing_result r;
+    if (!session_release(p, &r)) {
+        lua_pushnil(L);
+        return 1;
+    }
+    /* Pushing may raise (memory): r's arrays then leak, as in measure. */
+    push_result(L, &r);
+    timing_result_free(&r);
+    return 1;
+}
+
+static int session_gc(lua_State *L)
+{
+    session_release(luaL_checkudata(L, 1, SESSION_T), NULL);
+    return 0;
+}
+
+static const luaL_Reg session_methods[] = {
+    {"run", session_run}, {"close", session_close}, {NULL, NULL},
+};
+
+static const luaL_Reg session_meta[] = {
+    {"__gc", session_gc}, {"__close", session_gc}, {NULL, NULL},
+};
+
+/* ---- a decision from samples taken elsewhere ---- */
+
+/* timing.decide(spec, candidate, baseline): the stopping rules of
+ * spec.stop asked once (stop_decide, no limits) about the two lists of
+ * samples. */
+static int l_decide(lua_State *L)
+{
+    luaL_checktype(L, 1, LUA_TTABLE);
+    lua_settop(L, 3);
+    if (lua_getfield(L, 1, "stop") != LUA_TTABLE)
+        return luaL_error(L, "spec.stop must be a list of rules, e.g. {{\"hopeless_from_correctness\"}}");
+    lua_pop(L, 1);
+    stop_list l;
+    read_stop(L, 1, &l);
+    double conf = lh_optnumfield(L, 1, "confidence", 0.95);
+    luaL_argcheck(L, conf > 0 && conf < 1, 1, "confidence must be in (0, 1)");
+    size_t n[2];
+    double *x[2];
+    x[0] = check_samples(L, 2, &n[0]); /* 4 */
+    x[1] = check_samples(L, 3, &n[1]); /* 5 */
+    stats_sort(x[0], n[0]);
+    stats_sort(x[1], n[1]);
+    stop_limits none = {0, 0};
+    stop_view v = {2, {x[0], x[1]}, {n[0], n[1]}, 0.0, conf};
+    const stop_choice *by = NULL;
+    const char *why = stop_decide(&l, &none, &v, &by);
+    lua_createtable(L, 0, 6);
+    if (why)
+        lh_setstr(L, "stop_reason", why);
+    if (by)
+        push_choice(L, by);
+    double lo = 0, hi = INFINITY, up = INFINITY;
+    if (n[0] && n[1]) {
+        double cm = stats_percentile_sorted(x[0], n[0], 50), bm = stats_percentile_sorted(x[1], n[1], 50);
+        if (cm > 0)
+            lh_setnum(L, "speedup", bm / cm);
+        stats_speedup_ci_sorted(x[0], n[0], x[1], n[1], conf, &lo, &hi);
+        stats_speedup_upper_sorted(x[0], n[0], x[1], n[1], conf, &up);
+    }
+    push_speedup_bounds(L, lo, hi, up);
+    return 1;
+}
+
 /* ---- registration ---- */
 
 static const luaL_Reg timing_funcs[] = {
@@ -686,11 +857,15 @@ static const luaL_Reg timing_funcs[] = {
     {"clock", l_clock},
     {"driver", l_driver},
     {"measure", l_measure},
+    {"session", l_session_open},
+    {"decide", l_decide},
     {NULL, NULL},
 };
 
 int luaopen_klab_timing(lua_State *L)
 {
+    lh_newclass(L, SESSION_T, session_methods, session_meta);
+    lua_pop(L, 1);
     luaL_newlib(L, timing_funcs);
     return 1;
 }

@@ -14,10 +14,12 @@
 
 extern const stop_rule stop_converged;
 extern const stop_rule stop_hopeless;
+extern const stop_rule stop_hopeless_from_correctness;
 
 static const stop_rule *const registry[] = {
     &stop_converged,
     &stop_hopeless,
+    &stop_hopeless_from_correctness,
 };
 
 #define NRULES (sizeof registry / sizeof registry[0])

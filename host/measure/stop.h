@@ -88,6 +88,11 @@ typedef struct stop_limits {
     double budget_s;            /* <= 0: none */
 } stop_limits;
 
+/* The hopeless rule's test (stop_hopeless.c; param[0] its threshold), for
+ * a rule that asks it of samples taken elsewhere
+ * (stop_hopeless_from_correctness.c). */
+int stop_hopeless_should_stop(const double *param, const stop_view *v);
+
 /* The registry: the rule of that name (NULL when none), and the i-th rule
  * (NULL past the last). */
 const stop_rule *stop_rule_find(const char *name);

@@ -17,7 +17,7 @@ static const stop_param params[] = {
     [THRESHOLD] = {"threshold", 0.5, 0, INFINITY, 0, "stop once the speedup is decided below this (0: never)"},
 };
 
-static int should_stop(const double *param, const stop_view *v)
+int stop_hopeless_should_stop(const double *param, const stop_view *v)
 {
     return v->ntargets == 2 && stats_speedup_hopeless(v->sorted[0], v->n[0], v->sorted[1], v->n[1],
                                                       v->confidence, param[THRESHOLD]);
@@ -29,5 +29,5 @@ const stop_rule stop_hopeless = {
     .rank = STOP_AFTER_LIMITS,
     .nparams = 1,
     .params = params,
-    .should_stop = should_stop,
+    .should_stop = stop_hopeless_should_stop,
 };

@@ -339,6 +339,7 @@ typedef struct run_state {
     double *sorted[2];       /* sorted copies of samples for the stopping rules */
     int own_flush;           /* 1 when timing allocated the flush buffer */
     int events;              /* events created: 1 e0, 3 both */
+    int begun;               /* 1 once setting up began: finish must run */
 } run_state;
 
 static int after_hooks(run_state *s, ks_status *st);
@@ -780,11 +781,18 @@ static void finish(run_state *s, const timing_target *const *tg)
     cupti_act_list_free(&s->recs);
 }
 
-static int measure_n(cuda_ctx *c, const timing_target *const *tg, size_t nt,
-                     const timing_opts *o, timing_result *r, ks_status *st)
+/* Everything before the first run: the result's defaults, the options
+ * checked, the context made current, the flush, CUPTI and the clock before.
+ * s is filled whatever happens, so that finish can release it. */
+static int measure_begin(run_state *s, cuda_ctx *c, const timing_target *const *tg, size_t nt,
+                         const timing_opts *o, timing_result *r, ks_status *st)
 {
-    if (!r)
-        return ks_fail(st, KS_EINVAL, 0, "timing: a result is required");
+    memset(s, 0, sizeof *s);
+    s->c = c;
+    s->o = o;
+    s->r = r;
+    s->nt = nt;
+    s->stream = o ? o->stream : NULL;
     memset(r, 0, sizeof *r);
     r->clock_before_mhz = r->clock_after_mhz = -1;
     r->unexpected_sample = -1;
@@ -799,32 +807,38 @@ static int measure_n(cuda_ctx *c, const timing_target *const *tg, size_t nt,
         return ks_fail(st, KS_EINVAL, 0, "timing: a CUDA context is required");
     if (cuda_ctx_use(c, st))
         return st->code;
-
-    run_state s;
-    memset(&s, 0, sizeof s);
-    s.c = c;
-    s.o = o;
-    s.r = r;
-    s.nt = nt;
-    s.stream = o->stream;
+    s->begun = 1;
     for (size_t i = 0; i < nt; i++) {
-        s.tg[i] = tg[i];
+        s->tg[i] = tg[i];
         snprintf(r->t[i].label, sizeof r->t[i].label, "%s",
                  tg[i]->label ? tg[i]->label : (i ? "baseline" : "candidate"));
     }
     r->warmup = o->warmup;
-    int rc = o->no_flush ? KS_OK : setup_flush(&s, st);
+    int rc = o->no_flush ? KS_OK : setup_flush(s, st);
     if (rc == KS_OK && !o->no_flush)
-        rc = setup_clean_read(&s, st);
+        rc = setup_clean_read(s, st);
     if (rc == KS_OK)
-        rc = setup_run(&s, st);
+        rc = setup_run(s, st);
     if (rc == KS_OK) {
         ks_status cs;
         ks_clear(&cs);
         if (timing_sm_clock(cuda_ctx_ordinal(c), &r->clock_before_mhz, &r->throttle_before, &cs) == KS_OK)
             snprintf(r->clock_source, sizeof r->clock_source, "nvml");
-        rc = warm_up(&s, st);
     }
+    return rc;
+}
+
+static int measure_n(cuda_ctx *c, const timing_target *const *tg, size_t nt,
+                     const timing_opts *o, timing_result *r, ks_status *st)
+{
+    if (!r)
+        return ks_fail(st, KS_EINVAL, 0, "timing: a result is required");
+    run_state s;
+    int rc = measure_begin(&s, c, tg, nt, o, r, st);
+    if (!s.begun)
+        return rc;
+    if (rc == KS_OK)
+        rc = warm_up(&s, st);
     if (rc == KS_OK)
         rc = sample_all(&s, st);
     if (rc != KS_OK && !r->stop_reason[0])
@@ -845,4 +859,88 @@ int timing_measure2(cuda_ctx *c, const timing_target *candidate, const timing_ta
 {
     const timing_target *tg[2] = {candidate, baseline};
     return measure_n(c, tg, 2, o, r, st);
+}
+
+/* ---- a measurement held open (timing_session_*) ---- */
+
+struct timing_session {
+    run_state s;
+    timing_opts o;          /* the options the state points at */
+    timing_result r;
+    timing_target last;     /* the target of the latest run (finish reads its flops) */
+};
+
+/* The target a session holds before its first run. */
+static int session_no_run(void *user, CUstream stream, int *planned, ks_status *st)
+{
+    (void)user;
+    (void)stream;
+    (void)planned;
+    return ks_fail(st, KS_EINVAL, 0, "timing: a session's run needs a target");
+}
+
+int timing_session_open(cuda_ctx *c, const timing_opts *o, timing_session **out, ks_status *st)
+{
+    *out = NULL;
+    if (!o)
+        return ks_fail(st, KS_EINVAL, 0, "timing: options are required");
+    timing_session *ts = calloc(1, sizeof *ts);
+    if (!ts)
+        return ks_fail(st, KS_ENOMEM, 0, "timing: out of memory for a session");
+    ts->o = *o;
+    ts->last = (timing_target){"candidate", session_no_run, NULL, 0};
+    const timing_target *tg[1] = {&ts->last};
+    int rc = measure_begin(&ts->s, c, tg, 1, &ts->o, &ts->r, st);
+    if (rc != KS_OK) {
+        if (ts->s.begun)
+            finish(&ts->s, tg);
+        timing_result_free(&ts->r);
+        free(ts);
+        return rc;
+    }
+    ts->r.warmup = 0; /* a session warms nothing up */
+    *out = ts;
+    return KS_OK;
+}
+
+int timing_session_run(timing_session *ts, const timing_target *t, double *us, ks_status *st)
+{
+    *us = NAN;
+    if (!ts || !t || !t->run)
+        return ks_fail(st, KS_EINVAL, 0, "timing: a session's run needs a session and a run function");
+    run_state *s = &ts->s;
+    timing_series *series = &ts->r.t[0];
+    if (ts->r.unexpected)
+        return ks_fail(st, KS_EINVAL, 0, "timing: the session's launches were refused; close it");
+    if (series->n >= ts->o.max_samples)
+        return ks_fail(st, KS_EINVAL, 0, "timing: the session holds max_samples (%zu) runs", ts->o.max_samples);
+    ts->last = *t;
+    s->tg[0] = &ts->last;
+    /* What the caller did since the previous run is klab's own work, as a
+     * timing hook's is: waited for, its records discarded. Then the run as
+     * a timed sample is made. */
+    double ev = 0;
+    int rc;
+    if ((rc = after_hooks(s, st)) != KS_OK || (rc = normal_l2(s, st)) != KS_OK ||
+        (rc = one_run(s, 0, (long)series->n, us, &ev, st)) != KS_OK)
+        return rc;
+    series->samples_us[series->n] = *us;
+    if (series->event_us)
+        series->event_us[series->n] = ev;
+    stats_insert_sorted(s->sorted[0], series->n, *us);
+    series->n++;
+    return KS_OK;
+}
+
+void timing_session_close(timing_session *ts, timing_result *r)
+{
+    if (!ts)
+        return;
+    const timing_target *tg[1] = {&ts->last};
+    finish(&ts->s, tg);
+    if (r)
+        *r = ts->r;
+    else
+        timing_result_free(&ts->r);
+    free(ts);
 }

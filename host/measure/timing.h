@@ -200,6 +200,27 @@ int timing_measure(cuda_ctx *c, const timing_target *target, const timing_opts *
 int timing_measure2(cuda_ctx *c, const timing_target *candidate, const timing_target *baseline,
                     const timing_opts *o, timing_result *r, ks_status *st);
 
+/* A measurement held open, for runs its caller makes one at a time between
+ * work of its own (the correctness stage's runs, docs/timing.md "Decided
+ * from the correctness runs"). Each run is a timed sample of
+ * timing_measure: the caller's work since the previous run waited for and
+ * its records discarded, persisting L2 lines reset, the L2 flushed, the
+ * run, cuCtxSynchronize, and with CUPTI its records checked (exactly its
+ * planned launches, on klab's stream) and read. No warm-up, no stopping
+ * rule, no hooks: the caller decides what to run and when to stop.
+ *
+ * timing_session_open: the options' flush, method and max_samples (the
+ * most runs) are used; KS_OK with *out set, else nothing is held.
+ * timing_session_run: *us gets the run's duration; the codes of
+ * timing_measure (KS_EREJECT with the result's unexpected set: the session
+ * takes no more runs). timing_session_close: fills r (may be NULL) as
+ * timing_measure does with one target, the runs as its samples (free it
+ * with timing_result_free), and releases everything. */
+typedef struct timing_session timing_session;
+int timing_session_open(cuda_ctx *c, const timing_opts *o, timing_session **out, ks_status *st);
+int timing_session_run(timing_session *s, const timing_target *t, double *us, ks_status *st);
+void timing_session_close(timing_session *s, timing_result *r);
+
 /* Checks one sample's CUPTI records (exposed for tests): planned launches
  * (-1 for a library call), klab's stream and context ids, the flush size (0:
  * none) and the flush's read kernel (NULL: none; the earliest kernel of that

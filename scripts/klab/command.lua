@@ -143,7 +143,7 @@ function M.seed_option(v, o)
   o.seed = v
 end
 
--- An option kind for --proof P: how much output the distributions' trials compare.
+-- An option kind for --proof P: how much output the distributions' trials compare, and whether the correctness runs are timed.
 function M.proof_option(v, o)
   if v ~= "sampled" and v ~= "full" then return "--proof needs 'sampled' or 'full', not '" .. v .. "'" end
   o.proof = v

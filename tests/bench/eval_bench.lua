@@ -7,7 +7,10 @@
 --      known-bad kernels) with a stated timing budget: one worker in turn,
 --      the pool on one GPU, two workers sharing the GPU; and 2b, the
 --      study-like batch of 60 (tests/bench/study/) per GPU-hour, with the
---      pool on every GPU too where the machine has several;
+--      pool on every GPU too where the machine has several, the new proof
+--      (the default) beside the old one (proof = "full") with both lines'
+--      verdicts per candidate, and for each line one number: the batch's
+--      GPU time over the GPU time of the runs its rules require;
 --   3. klab's median kernel time against ncu's gpu__time_duration for the
 --      same kernels (ncu runs `klab replay`, so it sees the same launches);
 --   4. cuBLASLt through klab against torch.matmul, same shapes, same run.
@@ -44,7 +47,7 @@ end
 local function line(...) io.write(string.format(...), "\n") end
 local function ms(s) return s and string.format("%9.1f", s * 1000) or "        -" end
 -- The named parts of a stage (seconds) in milliseconds, in the order given.
-local CORRECTNESS_PARTS = { "inputs", "reference", "poison", "run", "checks", "compare", "determinism" }
+local CORRECTNESS_PARTS = { "inputs", "reference", "poison", "run", "checks", "compare", "determinism", "decide" }
 local PROFILER_PHASES = { "enable", "config", "prepare", "start", "run", "stop", "evaluate", "disable" }
 local function parts_ms(t, keys, digits)
   local out = {}
@@ -270,22 +273,41 @@ if not skip.study then
   end
   local cpu = require("klab.eval.pool").default_cpu()
   -- The seconds an evaluation must spend in the kernels it judges, however
-  -- fast the judge around them: the candidate's runs in correctness (every
-  -- trial and the determinism run), one per profiler pass, and every timed
-  -- sample of the candidate and the baseline, at their medians. Known only
-  -- for a candidate that was timed; 0 for the others.
+  -- fast the judge around them, under the rules it ran by: the candidate's
+  -- runs in correctness (every trial and the determinism run), one per
+  -- profiler pass, every timed sample of the candidate and the baseline
+  -- when the timing stage measured, and the kept baseline's samples when
+  -- this evaluation measured them (the correctness runs decided the
+  -- hopeless rule: docs/timing.md), at their medians. Known only for a
+  -- candidate with a median; 0 for the others.
   local function own_kernel_seconds(r)
     local st = r.stages or {}
-    local tm = st.timing
-    local cm, bm = tm and tm.candidate and tm.candidate.median, tm and tm.baseline and tm.baseline.median
+    local tm, ct = st.timing, (st.correctness or {}).timed
+    local cm = tm and tm.candidate and tm.candidate.median
     if not cm then return 0 end
-    local runs = #((st.correctness or {}).trials or {}) + 1 + ((st.instructions or {}).passes or 0) +
-      (tm.candidate.n or 0)
-    return (runs * cm + (tm.baseline and tm.baseline.n or 0) * (bm or 0)) / 1e6
+    local runs = #((st.correctness or {}).trials or {}) + 1 + ((st.instructions or {}).passes or 0)
+    local base = 0
+    if tm.measured ~= false then
+      runs = runs + (tm.candidate.n or 0)
+      base = (tm.baseline and tm.baseline.n or 0) * (tm.baseline and tm.baseline.median or 0)
+    end
+    if ct and ct.baseline_measured and ct.baseline then base = base + (ct.baseline.n or 0) * (ct.baseline.median_us or 0) end
+    return (runs * cm + base) / 1e6
+  end
+  -- The GPU seconds of an evaluation's stages.
+  local function gpu_seconds(r)
+    local st, gs = r.stages or {}, 0
+    for _, k in ipairs { "load", "correctness", "instructions", "timing", "sanitizer" } do
+      gs = gs + (st[k] and st[k].seconds or 0)
+    end
+    return gs
   end
   -- The range profiler enabled for every candidate (profiler_persistent =
   -- false), then kept enabled in the worker (the default), with the full
-  -- proof beside the default one (docs/timing.md); the pool on one GPU, and
+  -- proof (the old pipeline: every element compared, no correctness run
+  -- timed, every candidate timed) beside the default one (sampled
+  -- distributions, timed correctness runs that may decide the hopeless
+  -- rule, one determinism run; docs/timing.md); the pool on one GPU, and
   -- on every GPU where the machine has more than one. {label, session
   -- options, profiler_persistent, GPUs, proof}.
   local gpus = GPUS
@@ -324,14 +346,13 @@ if not skip.study then
     local counts, by_class = {}, {}
     for i, r in ipairs(res) do
       counts[r.verdict] = (counts[r.verdict] or 0) + 1
-      local st, gs = r.stages or {}, 0
-      local c = by_class[list[i].class] or { n = 0, s = 0, parts = {}, hopeless = 0 }
+      local st, gs = r.stages or {}, gpu_seconds(r)
+      local c = by_class[list[i].class] or { n = 0, s = 0, parts = {}, hopeless = 0, decided = 0 }
       for _, k in ipairs { "load", "correctness", "instructions", "timing", "sanitizer" } do
-        local x = st[k] and st[k].seconds or 0
-        gs = gs + x
-        c.parts[k] = (c.parts[k] or 0) + x
+        c.parts[k] = (c.parts[k] or 0) + (st[k] and st[k].seconds or 0)
       end
       if st.timing and st.timing.stop_reason == "hopeless" then c.hopeless = c.hopeless + 1 end
+      if st.timing and st.timing.measured == false then c.decided = c.decided + 1 end
       c.own = (c.own or 0) + own_kernel_seconds(r)
       c.n, c.s = c.n + 1, c.s + gs
       by_class[list[i].class] = c
@@ -370,6 +391,36 @@ if not skip.study then
     end
     line("   proof sampled vs full: %d verdicts equal, %d differ; speedups above 0.5x: %d overlap, %d do not",
       same, differ, within, outside)
+    -- Both lines per candidate: the verdict, the speedup, and whether the
+    -- timing stage measured or the correctness runs decided (new proof:
+    -- sampled distributions, timed correctness runs, one determinism run).
+    line("   per candidate: the new proof (%s) and the old one (%s)", ways[KEPT][1], ways[FULL][1])
+    line("   %-34s %-30s %-20s %-20s %10s %10s  %s", "candidate", "task", "verdict new", "verdict old", "speedup new",
+      "speedup old", "timing new / old")
+    local st_text = require("klab.eval.stages").speedup_text
+    local function how(r)
+      local tm = r.stages and r.stages.timing
+      if not tm then return "-" end
+      return tm.measured == false and "decided from correctness" or string.format("measured %.2f s", tm.seconds or 0)
+    end
+    for i, e in ipairs(list) do
+      local a, b = got[KEPT].res[i], got[FULL].res[i]
+      local ta, tb = a.stages and a.stages.timing, b.stages and b.stages.timing
+      line("   %-34s %-30s %-20s %-20s %10s %10s  %s / %s", e.candidate:match("[^/]+/[^/]+$") or e.candidate, e.task,
+        tostring(a.verdict), tostring(b.verdict), ta and st_text(ta) or "-", tb and st_text(tb) or "-", how(a), how(b))
+    end
+    -- One number per line for the batch: its GPU time over the GPU time of
+    -- the runs its rules require (the judged kernels' own runs at their
+    -- medians, own_kernel_seconds).
+    for _, k in ipairs { KEPT, FULL } do
+      local all, own, decided = 0, 0, 0
+      for _, r in ipairs(got[k].res) do
+        all, own = all + gpu_seconds(r), own + own_kernel_seconds(r)
+        if r.stages and r.stages.timing and r.stages.timing.measured == false then decided = decided + 1 end
+      end
+      line("   %-40s GPU time / GPU time of the runs its rules require: %.2fx (%.2f s / %.2f s); "
+        .. "%d decided from correctness runs", ways[k][1], own > 0 and all / own or 0, all, own, decided)
+    end
   end
   line("   GPU seconds per class: stages load, correctness, instructions, timing (profiler per candidate / kept)")
   for _, c in ipairs { "compile_error", "plan_error", "incorrect", "slow", "fast" } do
@@ -381,8 +432,8 @@ if not skip.study then
       -- many of its timings the hopeless rule ended.
       local p = x.parts
       line("   %-14s   load %.2f s, correctness %.2f s, instructions %.2f s, timing %.2f s, sanitizer %.2f s; "
-        .. "%d timings ended hopeless", "", p.load or 0, p.correctness or 0, p.instructions or 0, p.timing or 0,
-        p.sanitizer or 0, x.hopeless)
+        .. "%d timings ended hopeless, %d decided from the correctness runs", "", p.load or 0, p.correctness or 0,
+        p.instructions or 0, p.timing or 0, p.sanitizer or 0, x.hopeless, x.decided)
       if x.own > 0 then
         line("   %-14s   of which the kernels it judges (its runs and the baseline's, at their medians) %.2f s; "
           .. "the judge around them %.2f s", "", x.own, x.s - x.own)

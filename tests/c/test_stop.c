@@ -247,14 +247,14 @@ static void test_choosing(void)
     size_t nrules = 0;
     while (stop_rule_at(nrules))
         nrules++;
-    CHECK(nrules == 2);
+    CHECK(nrules == 3);
     for (size_t i = 0; i < nrules; i++) {
         const stop_rule *r = stop_rule_at(i);
         CHECK(r->name && r->about && r->should_stop && r->nparams <= STOP_MAX_PARAMS);
     }
 
     CHECK(stop_list_add(&l, "entropy", NULL, &st) == KS_EINVAL);
-    CHECKF(strstr(st.msg, "unknown stopping rule \"entropy\"") && strstr(st.msg, "converged, hopeless"), "%s",
+    CHECKF(strstr(st.msg, "unknown stopping rule \"entropy\"") && strstr(st.msg, "converged, hopeless, hopeless_from_correctness"), "%s",
            st.msg);
     stop_choice *c = NULL, *again = NULL;
     CHECK(stop_list_add(&l, "hopeless", &c, &st) == KS_OK && l.n == 1);
@@ -300,6 +300,69 @@ static void test_choosing(void)
     CHECK(stop_decide(&empty, &none, &v, &by) == NULL && by == NULL);
 }
 
+/* The decision from the correctness runs: the candidate's few timed
+ * correctness runs (one per trial and the determinism run) against the
+ * baseline's samples the worker keeps, asked once through stop_decide with
+ * no limits, as the correctness stage asks (docs/timing.md). */
+static const char *from_correctness(const double *cand, size_t nc, const double *base, size_t nb, double threshold,
+                                    const stop_choice **by)
+{
+    ks_status st;
+    stop_list l;
+    memset(&l, 0, sizeof l);
+    CHECK(stop_list_set(&l, "hopeless_from_correctness", "threshold", threshold, &st) == KS_OK);
+    double c[64], b[64];
+    for (size_t i = 0; i < nc; i++)
+        stats_insert_sorted(c, i, cand[i]);
+    for (size_t i = 0; i < nb; i++)
+        stats_insert_sorted(b, i, base[i]);
+    stop_limits none = {0, 0};
+    stop_view v = {2, {c, b}, {nc, nb}, 0.0, 0.95};
+    /* *by points into the list: it must outlive this call. */
+    static stop_list kept;
+    kept = l;
+    return stop_decide(&kept, &none, &v, by);
+}
+
+static void test_from_correctness(void)
+{
+    /* Eight correctness runs of a candidate near 400 us (the slowest run
+     * first: a cold one) and twenty samples of a baseline near 100 us. */
+    double slow[8] = {455, 401, 398, 404, 399, 402, 400, 403};
+    double base[20];
+    for (int i = 0; i < 20; i++)
+        base[i] = 100 + (i % 5) * 0.5;
+    const stop_choice *by = NULL;
+    const char *why = from_correctness(slow, 8, base, 20, 0.5, &by);
+    CHECKF(why && strcmp(why, "hopeless_from_correctness") == 0, "a 4x slower candidate: %s", why ? why : "go on");
+    CHECK(by && by->rule == stop_rule_find("hopeless_from_correctness") && stop_choice_get(by, "threshold") == 0.5);
+
+    /* Within the threshold's reach: its bound is above 0.5, nothing decided
+     * and the timing stage runs. */
+    double near[8] = {190, 188, 192, 189, 191, 190, 187, 193};
+    CHECK(from_correctness(near, 8, base, 20, 0.5, &by) == NULL && by == NULL);
+    /* The same runs decide against a higher threshold. */
+    why = from_correctness(near, 8, base, 20, 0.6, &by);
+    CHECK(why && strcmp(why, "hopeless_from_correctness") == 0);
+
+    /* A fast candidate is never decided. */
+    double fast[8] = {50, 51, 49, 50, 52, 50, 51, 50};
+    CHECK(from_correctness(fast, 8, base, 20, 0.5, &by) == NULL);
+
+    /* Fewer than 6 runs of either side decide nothing, however slow. */
+    CHECK(from_correctness(slow, 5, base, 20, 0.5, &by) == NULL);
+    CHECK(from_correctness(slow, 6, base, 5, 0.5, &by) == NULL);
+    CHECK(from_correctness(slow, 6, base, 6, 0.5, &by) != NULL);
+
+    /* One run far below the others (the bound uses the candidate's low end)
+     * keeps a near case undecided: the rule errs towards timing. */
+    double one_fast[8] = {60, 401, 398, 404, 399, 402, 400, 403};
+    CHECK(from_correctness(one_fast, 6, base, 20, 0.5, &by) == NULL);
+
+    /* Threshold 0 never decides. */
+    CHECK(from_correctness(slow, 8, base, 20, 0, &by) == NULL);
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -307,5 +370,6 @@ int main(int argc, char **argv)
     test_scenarios();
     test_against_reference();
     test_choosing();
+    test_from_correctness();
     return check_done();
 }

@@ -348,6 +348,16 @@ static void test_measure_validation(int have_gpu)
     timing_result_free(&r);
     timing_result_free(&r); /* idempotent */
 
+    /* A session is refused the same way, and holds nothing after. */
+    timing_session *sess = (timing_session *)&o;
+    CHECK(timing_session_open(NULL, NULL, &sess, &st) == KS_EINVAL && sess == NULL);
+    CHECK(timing_session_open(NULL, &o, &sess, &st) == KS_ENODRIVER && sess == NULL);
+    o.max_samples = 0;
+    CHECK(timing_session_open(NULL, &o, &sess, &st) == KS_EINVAL && sess == NULL);
+    double us = 0;
+    CHECK(timing_session_run(NULL, &t, &us, &st) == KS_EINVAL && isnan(us));
+    timing_session_close(NULL, NULL); /* nothing to close */
+
     int mhz = 0;
     int rc = timing_sm_clock(0, &mhz, NULL, &st);
     CHECKF(rc == KS_ENOLIB || rc == KS_ENODRIVER || rc == KS_EUNSUPPORTED, "%d %s", rc, st.msg);
@@ -554,6 +564,37 @@ static void test_gpu(void)
         timing_result_free(&r);
         b.launches = 1;
         b.say_planned = 0;
+    }
+
+    /* A session: runs made one at a time between work of the caller's own
+     * (here a launch on klab's stream that no run owns), each timed like a
+     * sample; a run with an unplanned launch is refused and ends it. */
+    if (have_cupti) {
+        timing_session *sess = NULL;
+        o.method = TIMING_CUPTI;
+        CHECKF(timing_session_open(c, &o, &sess, &st) == KS_OK, "session: %s", st.msg);
+        double us[4];
+        busy b4 = b;
+        b4.iters = 4 * b.iters;
+        timing_target t4 = {"busy x4", run_busy, &b4, 0};
+        for (int k = 0; k < 4 && sess; k++) {
+            CHECK(busy_launch(&b, s, &st) == KS_OK); /* the caller's own work */
+            CHECKF(timing_session_run(sess, k < 2 ? &t : &t4, &us[k], &st) == KS_OK, "run %d: %s", k, st.msg);
+        }
+        CHECKF(us[2] > 2 * us[0] && us[3] > 2 * us[1], "%.2f %.2f %.2f %.2f us", us[0], us[1], us[2], us[3]);
+        b.launches = 2;
+        b.say_planned = 1;
+        CHECK(timing_session_run(sess, &t, &us[0], &st) == KS_EREJECT);
+        CHECK(timing_session_run(sess, &t, &us[0], &st) == KS_EINVAL);
+        b.launches = 1;
+        b.say_planned = 0;
+        timing_session_close(sess, &r);
+        CHECKF(r.t[0].n == 4 && r.method == TIMING_CUPTI && r.flush_bytes > 0 && r.unexpected, "n=%zu", r.t[0].n);
+        CHECK(r.t[0].samples_us[2] == us[2]);
+        /* The caller's launches are not the runs': one per run plus the
+         * refused run's two. */
+        CHECKF(seen_count(&r, "klab_busy", 1) == 6, "seen %d", seen_count(&r, "klab_busy", 1));
+        timing_result_free(&r);
     }
 
     /* Interleaved: a baseline doing 4x the work is slower. */

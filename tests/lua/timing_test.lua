@@ -165,7 +165,7 @@ return {
 
   stopping_rules_misuse = function(t)
     local function measure(spec) return function() timing.measure({}, spec) end end
-    t.raises(measure { stop = { { "entropy" } } }, 'unknown stopping rule "entropy" %(the rules are converged, hopeless%)')
+    t.raises(measure { stop = { { "entropy" } } }, 'unknown stopping rule "entropy" %(the rules are converged, hopeless, hopeless_from_correctness%)')
     t.raises(measure { stop = { { "hopeless", thresold = 0.5 } } }, 'hopeless has no parameter "thresold" %(it has threshold%)')
     t.raises(measure { stop = { { "hopeless", threshold = "half" } } }, "spec.stop%[1%].threshold must be a number")
     t.raises(measure { stop = { { "converged", min_samples = 2.5 } } }, "min_samples must be a whole number")
@@ -188,7 +188,60 @@ return {
     t.ok(code == "ENOLIB" or code == "ENODRIVER", tostring(code) .. ": " .. tostring(msg))
   end,
 
+  -- A session and a decision: misuse raises before anything reaches the
+  -- GPU; a decision needs no GPU at all.
+  session_and_decide_misuse = function(t)
+    t.raises(function() timing.session({}, {}) end, "klab.gpu.Context expected")
+    t.raises(function() timing.session(nil, {}) end, "klab.gpu.Context expected")
+    t.raises(function() timing.decide({}, { 1 }, { 1 }) end, "spec.stop must be a list of rules")
+    t.raises(function() timing.decide({ stop = { { "hopeless_from_correctness" } } }, { 1, "x" }, { 1 }) end,
+      "samples%[2%] must be a number")
+    t.raises(function() timing.decide({ stop = {}, confidence = 1 }, { 1 }, { 1 }) end, "confidence")
+    local slow, base = { 40, 41, 40, 42, 40, 41 }, { 10, 10, 11, 10, 10, 10 }
+    local d = timing.decide({ stop = { { "hopeless", threshold = 0.5 } } }, slow, base)
+    t.eq(d.stop_reason, "hopeless", "any rule of the registry may be asked")
+    t.eq(d.stop.params.threshold, 0.5)
+    t.near(d.speedup, 10 / 40.5, 1e-12)
+    t.near(d.speedup_upper, 11 / 40, 1e-12, "the baseline's largest over the candidate's smallest at n = 6")
+    t.eq(timing.decide({ stop = {} }, slow, base).stop_reason, nil, "no rule, nothing decided")
+  end,
+
   -- ---- GPU only ----
+
+  -- A session: runs made one at a time, each timed as a sample; a run with
+  -- an unplanned launch is refused and the session takes no more.
+  gpu_session_times_runs_one_at_a_time = function(t)
+    local ctx <close>, fn, out = busy_setup(t)
+    local s, msg, code = timing.session(ctx, { method = "cupti" })
+    if not s and (code == "EUNSUPPORTED" or code == "ENOLIB") then t.skip("CUPTI is not available here: " .. msg) end
+    t.ok(s, tostring(msg))
+    local us = {}
+    for k, iters in ipairs { 2000, 2000, 8000, 8000 } do
+      assert(ctx:launch(fn, launch(fn, out, 100))) -- the caller's own work between runs
+      us[k] = assert(s:run(function()
+        assert(ctx:launch(fn, launch(fn, out, iters)))
+        return 1
+      end))
+    end
+    t.ok(us[3] > 2 * us[1] and us[4] > 2 * us[2], table.concat(us, ", "))
+    local r, err, c = s:run(function()
+      assert(ctx:launch(fn, launch(fn, out, 10)))
+      assert(ctx:launch(fn, launch(fn, out, 10)))
+      return 1
+    end)
+    t.eq(r, nil)
+    t.eq(c, "EREJECT", tostring(err))
+    local r2, msg2, c2 = s:run(function() error("never called") end)
+    t.eq(r2, nil)
+    t.eq(c2, "EINVAL")
+    t.match(msg2, "refused")
+    local res = s:close()
+    t.ok(res and res.candidate.n == 4 and res.method == "cupti" and res.flush_bytes > 0)
+    t.eq(res.candidate.samples[3], us[3])
+    t.eq(res.warmup, 0)
+    t.eq(s:close(), nil, "closed once")
+    t.raises(function() s:run(function() return 1 end) end, "attempt to use a closed klab.timing.Session")
+  end,
 
   gpu_option_errors = function(t)
     local ctx <close>, fn, out = busy_setup(t)

@@ -36,10 +36,12 @@ Options:
                     95% confidence (at least 6 samples of each; default
                     0.5; 0: every candidate to the 0.5% interval); such a
                     result reads "< X" and counts as a result (docs/timing.md)
-  --proof P         how much output the distributions' trials compare:
-                    "sampled" (default: 8,192 units drawn after the run,
-                    their reference computed for them alone) or "full"
-                    (every element; docs/timing.md)
+  --proof P         "sampled" (default): the distributions' trials compare
+                    8,192 units drawn after the run (their reference computed
+                    for them alone), and the correctness runs are timed: a
+                    candidate they decide below X is not timed again;
+                    "full": every element, every candidate timed
+                    (docs/timing.md)
   --deadline S      kill a worker after S seconds on one candidate (default 180)
   --arch sm_XY      compile target (default: sm_90a)
   --no-timing       stop after correctness

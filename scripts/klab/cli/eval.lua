@@ -34,10 +34,12 @@ Options:
                     95% confidence (at least 6 samples of each; default
                     0.5; 0: every candidate to the 0.5% interval); such a
                     result reads "< X" and counts as a result (docs/timing.md)
-  --proof P         how much output the distributions' trials compare:
-                    "sampled" (default: 8,192 units drawn after the run,
-                    their reference computed for them alone) or "full"
-                    (every element; docs/timing.md)
+  --proof P         "sampled" (default): the distributions' trials compare
+                    8,192 units drawn after the run (their reference computed
+                    for them alone), and the correctness runs are timed: a
+                    candidate they decide below X is not timed again;
+                    "full": every element, every candidate timed
+                    (docs/timing.md)
   --deadline S      kill the worker after S seconds (default 180)
   --stage-deadline STAGE=S
                     a stage's own limit, within the deadline (repeatable;
@@ -131,8 +133,8 @@ local function human(r)
     if t.baseline then
       local interval = ""
       if t.hopeless and t.speedup_upper then
-        interval = (" (%.3fx measured, at most %.3fx with 95%% confidence, timed until decided)"):format(t.speedup,
-          t.speedup_upper)
+        interval = (" (%.3fx measured, at most %.3fx with 95%% confidence, %s)"):format(t.speedup, t.speedup_upper,
+          t.measured == false and "decided from the correctness runs" or "timed until decided")
       elseif t.speedup_ci then
         interval = (" (%.3fx, 95%% interval [%.3f, %.3f])"):format(t.speedup, t.speedup_ci[1], t.speedup_ci[2])
       end

@@ -31,10 +31,13 @@ M.describe = state.describe
 
 -- Workers that share a GPU (KLAB_GPU_LOCK names it) take turns on the
 -- stages that need the device to themselves: the profiler's counters and
--- the timed runs. The lock waits outside the stage's own limit.
-local function device_lock(name)
+-- the timed runs (the correctness runs too, when they are timed). The lock
+-- waits outside the stage's own limit.
+local function device_lock(name, job)
   local key = os.getenv("KLAB_GPU_LOCK")
-  if not stages.get(name).exclusive or not key or key == "" then return nil end
+  local row = stages.get(name)
+  local exclusive = row.exclusive or (row.exclusive_if and job[row.exclusive_if] ~= nil)
+  if not exclusive or not key or key == "" then return nil end
   local dir = os.getenv("TMPDIR")
   if not dir or dir == "" then dir = "/tmp" end
   -- One slot per device in one lock file; the kernel lets go when the
@@ -55,7 +58,7 @@ function M.run(job)
   stages.check_order(list)
   for _, name in ipairs(list) do
     if name == "timing" and job.timing == false then break end
-    local lock <close> = device_lock(name)
+    local lock <close> = device_lock(name, job)
     serve.stage(name, stages.limit(name, opts) or 0)
     local s0 = sys.now()
     stages.run(name, "worker", run)

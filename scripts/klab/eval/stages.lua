@@ -10,7 +10,7 @@
 -- reports. A new stage is one file (eval/stage/NAME.lua, with run(run),
 -- and measurements(st, put) when it records any) and one row.
 --
---   stages.LIST                 the rows: {name=, where="caller"|"worker", code=, needs={...}, limit=, exclusive=,
+--   stages.LIST                 the rows: {name=, where="caller"|"worker", code=, needs={...}, limit=, exclusive=, exclusive_if=,
 --                               measures={{name=, unit=, means=}, ...}, does=, verdicts={...}, optional=, asked=}
 --   stages.get(name)            -> the row, or nil
 --   stages.code(name)           -> the stage's module (its run(run)); raises for a name that is no stage
@@ -71,11 +71,15 @@ M.LIST = {
         .. "its plan's workspace and the task's scratch buffers" },
     },
     verdicts = { "load_error", "plan_error" } },
+  -- exclusive_if: the device to itself when the job's field of that name is
+  -- set (its runs are timed: another worker's kernels would slow them).
   { name = "correctness", where = "worker", code = "klab.eval.stage.correctness", needs = { "load" }, limit = 60,
+    exclusive_if = "correctness_stop",
     does = "runs the candidate on fresh inputs from every distribution of the task (drawn from the evaluation's "
-      .. "seed), outputs poisoned and guarded, inputs checksummed, the first set twice for determinism; compares "
-      .. "with the reference: every element of the plain trials, sampled units of the distributions unless the "
-      .. "proof is full",
+      .. "seed), outputs poisoned and guarded, inputs checksummed, the first plain set twice for determinism; "
+      .. "compares with the reference: every element of the plain trials, sampled units of the distributions unless "
+      .. "the proof is full; unless the proof is full, times every run (L2 flushed, CUPTI) and decides the hopeless "
+      .. "rule from them against the worker's kept baseline",
     verdicts = { "guard_violation", "input_modified", "incorrect", "nondeterministic" } },
   { name = "instructions", where = "worker", code = "klab.eval.stage.instructions", needs = { "load" }, limit = 120,
     exclusive = true,
@@ -100,7 +104,8 @@ M.LIST = {
     does = "times candidate and baseline interleaved, L2 flushed and persisting lines reset before every sample, "
       .. "only the planned launches (CUPTI activity); every sample on fresh inputs at shifted addresses with module "
       .. "globals restored and outputs poisoned; every timed output checked on sampled units, a few in full; a "
-      .. "median below the physical floor is refused",
+      .. "median below the physical floor is refused; measures nothing when the correctness runs decided the "
+      .. "hopeless rule",
     measures = {
       us("median_us", "the candidate's median time"),
       us("mean_us", "the candidate's mean time"),

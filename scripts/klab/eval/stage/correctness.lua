@@ -2,10 +2,15 @@
 -- from the evaluation's seed), outputs poisoned, guards, input checksums,
 -- the comparison with the reference (every element on the plain trials;
 -- on the distributions, units drawn after the run unless the proof is
--- "full"), and the first trial's inputs run twice for determinism.
+-- "full"), and the first plain trial's inputs run twice for determinism.
+-- Unless the proof is "full", every run is timed like a timed sample and,
+-- once every trial passed, the hopeless rule may be decided from those
+-- runs (klab.eval.correctness_timing): then the timing stage does not run.
 
 local verdicts = require "klab.eval.verdict"
 local device = require "klab.eval.device"
+local ct = require "klab.eval.correctness_timing"
+local baseline = require "klab.eval.stage.baseline"
 local inputs = require "klab.eval.inputs"
 local loaded = require "klab.eval.loaded"
 local seed_mod = require "klab.eval.seed"
@@ -13,6 +18,47 @@ local sys = require "klab.sys"
 
 local S = require("klab.eval.worker_state").S
 local M = {}
+
+-- The candidate's run on set (timed when the timer times): nil when it
+-- ran, else the verdict it earned (a fault, or klab's own failure).
+local function run_on(res, timer, set)
+  local ok, err, code, detail, whose = timer:run(set)
+  if ok then return nil end
+  if whose == "judge" then return device.judge_failed(res, "time a correctness run", err) end
+  return device.fault(res, err, code, detail)
+end
+
+-- The trial whose inputs run twice: the first plain one (a distribution's
+-- trial only when the task has no plain trial). No other set runs twice.
+function M.determinism_trial(trials)
+  for i, trial in ipairs(trials) do
+    if not trial.distribution then return i end
+  end
+  return 1
+end
+
+-- The same inputs again must give the same bits: nil, or the verdict.
+local function determinism(run, res, timer, set, all)
+  local task = run.job.task
+  local keep = {}
+  for name, g in pairs(run.outs) do
+    if task.buffer_by_name[name].role == "output" then
+      local copy = S.ctx:alloc(g.bytes)
+      S.judge:convert(g.ptr, "u8", copy, "u8", g.bytes)
+      keep[name] = copy
+    end
+  end
+  loaded.fresh(run, all)
+  local v = run_on(res, timer, set)
+  if v then return v end
+  for name, copy in pairs(keep) do
+    local n, first = S.judge:bitdiff(run.outs[name].ptr, copy, run.outs[name].bytes)
+    copy:free()
+    if n and n > 0 then
+      return verdicts.give(res, "nondeterministic", { kind = "bits", buffer = name, bytes = n, first = first })
+    end
+  end
+end
 
 function M.run(run)
   local res, job, task, ts = run.res, run.job, run.job.task, run.ts
@@ -30,11 +76,15 @@ function M.run(run)
     mark = t
   end
   local all = loaded.written(run)
+  -- Closed on every way out: the CUPTI session is the process's one.
+  local timer <close> = ct.start(run)
+  local det, sets = M.determinism_trial(job.trials), {}
   for i, trial in ipairs(job.trials) do
     local label = trial.label or ("trial " .. i)
     local set, serr, made = inputs.input_set(task, ts, trial)
     if not set then return device.judge_failed(res, "prepare inputs", serr) end
     set.trial = trial
+    sets[i] = set
     if i == 1 then run.first_set = set end
     lap("inputs")
     if made then
@@ -43,9 +93,8 @@ function M.run(run)
     end
     loaded.fresh(run, all)
     lap("poison")
-    local ok, err, code, detail = loaded.run(run, set)
-    if ok then ok, err, code, detail = S.ctx:sync() end
-    if not ok then return device.fault(res, err, code, detail) end
+    local fault = run_on(res, timer, set)
+    if fault then return fault end
     lap("run")
     for _, g in ipairs(all) do
       local d = device.guard_check(g)
@@ -93,31 +142,16 @@ function M.run(run)
       end
     end
     st.trials[#st.trials].outputs = sums
-    if i == 1 then
-      -- The same inputs again must give the same bits.
-      local keep = {}
-      for name, g in pairs(run.outs) do
-        if task.buffer_by_name[name].role == "output" then
-          local copy = S.ctx:alloc(g.bytes)
-          S.judge:convert(g.ptr, "u8", copy, "u8", g.bytes)
-          keep[name] = copy
-        end
-      end
-      loaded.fresh(run, all)
-      ok, err, code, detail = loaded.run(run, set)
-      if ok then ok, err, code, detail = S.ctx:sync() end
-      if not ok then return device.fault(res, err, code, detail) end
-      for name, copy in pairs(keep) do
-        local n, first = S.judge:bitdiff(run.outs[name].ptr, copy, run.outs[name].bytes)
-        copy:free()
-        if n and n > 0 then
-          return verdicts.give(res, "nondeterministic", { kind = "bits", buffer = name, bytes = n, first = first })
-        end
-      end
+    if i == det then
+      local d = determinism(run, res, timer, set, all)
+      if d then return d end
+      st.determinism = { trial = label }
       lap("determinism")
     end
   end
   for _, g in ipairs(all) do device.reguard(g) end
+  st.timed = ct.finish(run, timer, sets, function() return baseline.runner(run, job.opts or {}) end)
+  lap("decide")
   st.seconds = sys.now() - t0
 end
 

@@ -12,6 +12,7 @@ local seed_mod = require "klab.eval.seed"
 local sys = require "klab.sys"
 local task_mod = require "klab.task"
 local verdicts = require "klab.eval.verdict"
+local correctness_timing = require "klab.eval.correctness_timing"
 
 local M = {}
 
@@ -146,6 +147,9 @@ function M.run(run)
     -- An output of no more units than a sampled check draws is compared whole.
     ref.sample >= spec.total_units and "full" or run.opts.proof),
     timing = run.opts.timing ~= false, opts = {}, candidate = cand }
+  -- The rules that may decide the hopeless rule from the timed correctness
+  -- runs (none with the full proof: the old pipeline).
+  job.correctness_stop = correctness_timing.choose(run.opts, run.opts.proof, job.timing)
   ref.cubin_path = write_temp(run.ref_cubin)
   job.reference = ref
   if run.base_cubin then

@@ -175,8 +175,27 @@ local function check_floor(res, st, task, r)
   end
 end
 
+-- The record when the correctness runs decided the hopeless rule (d:
+-- stages.correctness.timed): no measurement; the runs' statistics, the
+-- kept baseline's median, the measured ratio and its bound, as a timing
+-- that the hopeless rule ended reads; the floor still applies.
+local function from_correctness(res, task, d)
+  local c = timing.stats(d.samples)
+  c.tflops = (task.flops or 0) > 0 and c.median > 0 and task.flops / (c.median * 1e-6) / 1e12 or nil
+  local st = { measured = false, decided_by = d.decided, stop_reason = d.decided, stop = d.stop,
+    hopeless = d.stop and d.stop.params and d.stop.params.threshold, method = d.method, candidate = c,
+    speedup = d.speedup, speedup_upper = d.speedup_upper, speedup_ci = d.speedup_ci, flush_bytes = d.flush_bytes,
+    baseline = { median = d.baseline.median_us, n = d.baseline.n, kept_s = d.baseline.age_s },
+    baseline_info = d.baseline_info, baseline_mode = d.baseline_mode, baseline_choice = d.baseline_choice,
+    clock_after_mhz = d.clock_mhz, seconds = 0 }
+  res.stages.timing = st
+  return check_floor(res, st, task, { candidate = c })
+end
+
 function M.run(run)
   local res, job, task, ts = run.res, run.job, run.job.task, run.ts
+  local decided = res.stages.correctness and res.stages.correctness.timed
+  if decided and decided.decided then return from_correctness(res, task, decided) end
   local opts = job.opts or {}
   local t0 = sys.now()
   local base, berr = baseline.runner(run, opts)
@@ -290,7 +309,7 @@ function M.run(run)
     end }
   end
   local mok, r, err, code, partial = pcall(timing.measure, S.ctx, spec)
-  local st = { seconds = sys.now() - t0, checks = checks }
+  local st = { measured = true, seconds = sys.now() - t0, checks = checks }
   res.stages.timing = st
   if not mok then
     -- A raise while the candidate's launches ran, or met by the wait that
