@@ -43,8 +43,7 @@ function M.unknown(name)
   if BY[name or ""] then return nil end
   local quoted = {}
   for i, n in ipairs(M.NAMES) do quoted[i] = "'" .. n .. "'" end
-  local list = #quoted > 1 and (table.concat(quoted, ", ", 1, #quoted - 1) .. " or " .. quoted[#quoted]) or quoted[1]
-  return ("provider must be %s, got %s"):format(list, tostring(name))
+  return ("provider must be %s, got %s"):format(require("klab.errors").one_of(quoted), tostring(name))
 end
 
 return M
