@@ -259,16 +259,21 @@ end
 -- .correct, .measured, .undecided, ...): no other module compares a value
 -- with a verdict's name. A status or an architecture that shares a word with
 -- a verdict ("timeout", "unknown") is not a verdict.
-local NOT_A_VERDICT = { status = true, arch = true }
-local function verdict_comparisons(code, verdicts)
+--
+-- comparisons(code, named, spared): each `x == "name"` or `"name" ~= x` of
+-- code whose string named(s) says is one, unless x's last word is in spared.
+local function comparisons(code, named, spared)
   local found = {}
   local function check(lhs, v, at)
-    if verdicts.valid(v) and not NOT_A_VERDICT[lhs:match("([%w_]+)$") or ""] then found[#found + 1] = at end
+    if named(v) and not (spared or {})[lhs:match("([%w_]+)$") or ""] then found[#found + 1] = at end
   end
   for lhs, op, v in code:gmatch("([%w_.%]%[]+)%s*([=~]=)%s*\"([%w_]+)\"") do check(lhs, v, lhs .. " " .. op .. ' "' .. v .. '"') end
   for v, op, rhs in code:gmatch("\"([%w_]+)\"%s*([=~]=)%s*([%w_.]+)") do check(rhs, v, '"' .. v .. '" ' .. op .. " " .. rhs) end
   return found
 end
+
+local NOT_A_VERDICT = { status = true, arch = true }
+local function verdict_comparisons(code, verdicts) return comparisons(code, verdicts.valid, NOT_A_VERDICT) end
 
 function T.verdicts_are_asked_not_compared(t)
   local verdicts = require "klab.eval.verdict"
@@ -289,6 +294,34 @@ function T.verdicts_are_asked_not_compared(t)
   t.eq(#verdict_comparisons('if verdicts.passed(r.verdict) then', verdicts), 0)
 end
 
+
+-- A candidate language is one module of scripts/klab/lang/, registered in
+-- klab.lang: no other module compares a value with a language's name; it
+-- asks the registry (lang.get(name).kernel, .file, .records, ...).
+local function language_comparisons(code)
+  local lang = require "klab.lang"
+  return comparisons(code, function(s) return lang.get(s) ~= nil end)
+end
+
+function T.languages_are_asked_not_compared(t)
+  local bad, n = {}, 0
+  for name, m in pairs(modules(t.root)) do
+    if not m.path:match("^scripts/klab/lang/") then
+      n = n + 1
+      for _, at in ipairs(language_comparisons(code_only(read(t.root .. "/" .. m.path)))) do
+        bad[#bad + 1] = name .. ": " .. at
+      end
+    end
+  end
+  table.sort(bad)
+  t.ok(n > 40, "read the library")
+  t.eq(table.concat(bad, ", "), "")
+  -- What the rule finds, and what it lets pass.
+  t.eq(#language_comparisons('if c.lang == "ptx" then'), 1)
+  t.eq(#language_comparisons('if "triton" ~= b.lang then'), 1)
+  t.eq(#language_comparisons('if v ~= "cuda" and v ~= "ptx" then'), 2)
+  t.eq(#language_comparisons('if tag == "lua" or lang.get(c.lang).jit then'), 0)
+end
 
 -- A model provider is one file of scripts/klab/experiment/providers/,
 -- registered in klab.experiment.providers: no other module names one.
