@@ -324,21 +324,33 @@ function T.languages_are_asked_not_compared(t)
 end
 
 -- A model provider is one file of scripts/klab/experiment/providers/,
--- registered in klab.experiment.providers: no other module names one.
+-- registered in klab.experiment.providers, its tool-calling format
+-- included: no other module names one, in a string or as a word of its
+-- code (klab.agent.wire's formats were tables named after them).
+local function names_a_provider(code, names)
+  local found = {}
+  for _, p in ipairs(names) do
+    if code:find("%f[%w_]" .. p .. "%f[^%w_]") then found[#found + 1] = p end
+  end
+  return found
+end
+
 function T.providers_are_named_only_by_their_registry(t)
   local names = require("klab.experiment.providers").NAMES
   local bad = {}
   for name, m in pairs(modules(t.root)) do
     if not m.path:match("^scripts/klab/experiment/providers/") then
-      local code = code_only(read(t.root .. "/" .. m.path))
-      for _, p in ipairs(names) do
-        if code:find('"' .. p .. '"', 1, true) or code:find("'" .. p .. "'", 1, true) then bad[#bad + 1] = name .. " (" .. p .. ")" end
+      for _, p in ipairs(names_a_provider(code_only(read(t.root .. "/" .. m.path)), names)) do
+        bad[#bad + 1] = name .. " (" .. p .. ")"
       end
     end
   end
   table.sort(bad)
   t.ok(#names >= 2, "read the registry")
   t.eq(table.concat(bad, ", "), "")
+  t.eq(#names_a_provider('local FORMATS = { openai = openai }', names), 1)
+  t.eq(#names_a_provider('m.provider == "anthropic"', names), 1)
+  t.eq(#names_a_provider(code_only('-- openai\nlocal p = providers.get(m.provider)'), names), 0)
 end
 
 -- ---- host/'s C: floors inside a folder, and short functions ----------------

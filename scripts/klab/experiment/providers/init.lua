@@ -15,6 +15,8 @@
 --   fields            (optional) its own model fields, name -> Lua type
 --   url(model), headers(model), body(model, messages), parse(status, body)
 --                     (see providers/openai.lua for their contracts)
+--   tool_format       (optional) its tool-calling format, for tool-calling studies
+--                     (klab.agent.wire says what it holds)
 
 local M = {}
 
