@@ -323,6 +323,33 @@ function T.languages_are_asked_not_compared(t)
   t.eq(#language_comparisons('if tag == "lua" or lang.get(c.lang).jit then'), 0)
 end
 
+-- A baseline is one file of scripts/klab/eval/baselines/, registered in
+-- klab.eval.baselines: no other module compares a library's name (a task's
+-- baseline.kind, "library" or "shipped", is the task's, not a library).
+local function baseline_comparisons(code)
+  local names = require("klab.eval.baselines").NAMES
+  return comparisons(code, function(s)
+    for _, n in ipairs(names) do if n == s then return true end end
+    return false
+  end, { kind = true })
+end
+
+function T.baselines_are_asked_not_compared(t)
+  local bad = {}
+  for name, m in pairs(modules(t.root)) do
+    if not m.path:match("^scripts/klab/eval/baselines/") then
+      for _, at in ipairs(baseline_comparisons(code_only(read(t.root .. "/" .. m.path)))) do
+        bad[#bad + 1] = name .. ": " .. at
+      end
+    end
+  end
+  table.sort(bad)
+  t.eq(table.concat(bad, ", "), "")
+  t.eq(#baseline_comparisons('if x.baseline.lib == "cudnn" and x.baseline.op == "graph" then'), 1)
+  t.eq(#baseline_comparisons('if pro.lib == "cublaslt" then'), 1)
+  t.eq(#baseline_comparisons('if t.baseline.kind == "shipped" then'), 0)
+end
+
 -- A model provider is one file of scripts/klab/experiment/providers/,
 -- registered in klab.experiment.providers, its tool-calling format
 -- included: no other module names one, in a string or as a word of its
