@@ -119,8 +119,8 @@ local function jit_compile(arch, cache_dir)
   return function(c)
     -- Without line information, a change that only moves code compiles to
     -- the same binary, and is seen as such.
-    local r, err = require("klab.jit").compile { source = c.code, lang = c.lang, arch = arch, name = c.file or c.name,
-      lineinfo = false, cache_dir = cache_dir }
+    local r, err = require("klab.jit").compile { source = c.code, lang = require("klab.lang").get(c.lang).jit,
+      arch = arch, name = c.file or c.name, lineinfo = false, cache_dir = cache_dir }
     if not r then return nil, err end
     return r.cubin_hash
   end
