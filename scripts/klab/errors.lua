@@ -7,6 +7,7 @@
 --   errors.KINDS                             kind -> exit status
 --   errors.EXIT_TEXT                         the exit statuses, as every --help prints them
 --   errors.did_you_mean(word, names)         -> " (did you mean 'x'?)" for a near name, else ""
+--   errors.one_of(words)                     -> "a, b or c", for a message that lists the choices
 --
 -- Library code raises an error of a kind when the person running klab has
 -- to act (a mistake in what was asked, something that could not run), and
@@ -72,6 +73,11 @@ local function distance(a, b)
     prev2, prev = prev, cur
   end
   return prev[#b]
+end
+
+function M.one_of(words)
+  if #words < 2 then return words[1] or "" end
+  return table.concat(words, ", ", 1, #words - 1) .. " or " .. words[#words]
 end
 
 function M.did_you_mean(word, names)

@@ -328,4 +328,36 @@ function T.wire_reads_odd_tool_calls(t)
   t.eq(r.text, "")
 end
 
+-- The wire names no provider: a provider's own file declares its
+-- tool-calling format (tool_format), and the wire uses whatever is there.
+function T.wire_uses_the_providers_own_format(t)
+  local name = "klab.experiment.providers.openai"
+  local real = require(name)
+  local seen = {}
+  local fake = setmetatable({ tool_format = {
+    tools = function(tools) seen.tools = #tools; return { "offered" } end,
+    asked = function(x) return { role = "assistant", said = x.content } end,
+    answered = function(out, x) out[#out + 1] = { role = "answer", to = x.tool_call_id } end,
+    calls = function(doc) return { { id = doc.which, name = "compile", arguments = '{"code":"y"}' } } end,
+    system_apart = true,
+  } }, { __index = real })
+  package.loaded[name] = fake
+  local ok, err = pcall(function()
+    local w = wire.for_model({ provider = "openai", model = "m", base_url = "http://x/v1" }, { { name = "compile" } })
+    local b = w.body({ model = "m" }, { { role = "system", content = "s" }, { role = "user", content = "u" },
+      { role = "assistant", content = "a", tool_calls = { { id = "1", name = "compile" } } },
+      { role = "tool", tool_call_id = "1", name = "compile", content = "r" } })
+    t.eq(seen.tools, 1)
+    t.eq(b.tools[1], "offered")
+    t.eq(#b.messages, 3, "the system prompt left out (system_apart)")
+    t.eq(b.messages[2].said, "a")
+    t.eq(b.messages[3].to, "1")
+    local r = w.parse(200, json.encode { which = "z", choices = { { message = { content = "t" } } } })
+    t.eq(r.tool_calls[1].id, "z")
+    t.eq(r.tool_calls[1].arguments.code, "y", "the wire still turns the arguments' text into a table")
+  end)
+  package.loaded[name] = real
+  if not ok then error(err, 0) end
+end
+
 return T

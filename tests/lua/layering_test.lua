@@ -293,29 +293,40 @@ end
 -- .correct, .measured, .undecided, ...): no other module compares a value
 -- with a verdict's name. A status or an architecture that shares a word with
 -- a verdict ("timeout", "unknown") is not a verdict.
-local NOT_A_VERDICT = { status = true, arch = true }
-local function verdict_comparisons(code, verdicts)
+--
+-- comparisons(code, named, spared): each `x == "name"` or `"name" ~= x` of
+-- code whose string named(s) says is one, unless x's last word is in spared.
+local function comparisons(code, named, spared)
   local found = {}
   local function check(lhs, v, at)
-    if verdicts.valid(v) and not NOT_A_VERDICT[lhs:match("([%w_]+)$") or ""] then found[#found + 1] = at end
+    if named(v) and not (spared or {})[lhs:match("([%w_]+)$") or ""] then found[#found + 1] = at end
   end
   for lhs, op, v in code:gmatch("([%w_.%]%[]+)%s*([=~]=)%s*\"([%w_]+)\"") do check(lhs, v, lhs .. " " .. op .. ' "' .. v .. '"') end
   for v, op, rhs in code:gmatch("\"([%w_]+)\"%s*([=~]=)%s*([%w_.]+)") do check(rhs, v, '"' .. v .. '" ' .. op .. " " .. rhs) end
   return found
 end
 
-function T.verdicts_are_asked_not_compared(t)
-  local verdicts = require "klab.eval.verdict"
-  local bad = {}
-  for name, m in pairs(modules(t.root)) do
-    if name ~= "klab.eval.verdict" then
-      for _, at in ipairs(verdict_comparisons(code_only(read(t.root .. "/" .. m.path)), verdicts)) do
-        bad[#bad + 1] = name .. ": " .. at
-      end
+-- What found(code) finds in every module of the library whose path is not
+-- under owner (the folder or file allowed to name those values), sorted:
+-- "module: at", and how many modules were read.
+local function found_outside(root, owner, found)
+  local bad, n = {}, 0
+  for name, m in pairs(modules(root)) do
+    if m.path:sub(1, #owner) ~= owner then
+      n = n + 1
+      for _, at in ipairs(found(code_only(read(root .. "/" .. m.path)))) do bad[#bad + 1] = name .. ": " .. at end
     end
   end
   table.sort(bad)
-  t.eq(table.concat(bad, ", "), "")
+  return table.concat(bad, ", "), n
+end
+
+local NOT_A_VERDICT = { status = true, arch = true }
+local function verdict_comparisons(code, verdicts) return comparisons(code, verdicts.valid, NOT_A_VERDICT) end
+
+function T.verdicts_are_asked_not_compared(t)
+  local verdicts = require "klab.eval.verdict"
+  t.eq(found_outside(t.root, "scripts/klab/eval/verdict.lua", function(code) return verdict_comparisons(code, verdicts) end), "")
   -- What the rule finds, and what it lets pass.
   t.eq(#verdict_comparisons('if r.verdict == "passed" then', verdicts), 1)
   t.eq(#verdict_comparisons('if "incorrect" ~= v then', verdicts), 1)
@@ -324,22 +335,62 @@ function T.verdicts_are_asked_not_compared(t)
 end
 
 
+-- A candidate language is one module of scripts/klab/lang/, registered in
+-- klab.lang: no other module compares a value with a language's name; it
+-- asks the registry (lang.get(name).kernel, .file, .records, ...).
+local function language_comparisons(code)
+  local lang = require "klab.lang"
+  return comparisons(code, function(s) return lang.get(s) ~= nil end)
+end
+
+function T.languages_are_asked_not_compared(t)
+  local bad, n = found_outside(t.root, "scripts/klab/lang/", language_comparisons)
+  t.ok(n > 40, "read the library")
+  t.eq(bad, "")
+  -- What the rule finds, and what it lets pass.
+  t.eq(#language_comparisons('if c.lang == "ptx" then'), 1)
+  t.eq(#language_comparisons('if "triton" ~= b.lang then'), 1)
+  t.eq(#language_comparisons('if v ~= "cuda" and v ~= "ptx" then'), 2)
+  t.eq(#language_comparisons('if tag == "lua" or lang.get(c.lang).jit then'), 0)
+end
+
+-- A baseline is one file of scripts/klab/eval/baselines/, registered in
+-- klab.eval.baselines: no other module compares a library's name (a task's
+-- baseline.kind, "library" or "shipped", is the task's, not a library).
+local function baseline_comparisons(code)
+  local names = require("klab.eval.baselines").NAMES
+  return comparisons(code, function(s)
+    for _, n in ipairs(names) do if n == s then return true end end
+    return false
+  end, { kind = true })
+end
+
+function T.baselines_are_asked_not_compared(t)
+  t.eq(found_outside(t.root, "scripts/klab/eval/baselines/", baseline_comparisons), "")
+  t.eq(#baseline_comparisons('if x.baseline.lib == "cudnn" and x.baseline.op == "graph" then'), 1)
+  t.eq(#baseline_comparisons('if pro.lib == "cublaslt" then'), 1)
+  t.eq(#baseline_comparisons('if t.baseline.kind == "shipped" then'), 0)
+end
+
 -- A model provider is one file of scripts/klab/experiment/providers/,
--- registered in klab.experiment.providers: no other module names one.
+-- registered in klab.experiment.providers, its tool-calling format
+-- included: no other module names one, in a string or as a word of its
+-- code (klab.agent.wire's formats were tables named after them).
+local function names_a_provider(code, names)
+  local found = {}
+  for _, p in ipairs(names) do
+    if code:find("%f[%w_]" .. p .. "%f[^%w_]") then found[#found + 1] = p end
+  end
+  return found
+end
+
 function T.providers_are_named_only_by_their_registry(t)
   local names = require("klab.experiment.providers").NAMES
-  local bad = {}
-  for name, m in pairs(modules(t.root)) do
-    if not m.path:match("^scripts/klab/experiment/providers/") then
-      local code = code_only(read(t.root .. "/" .. m.path))
-      for _, p in ipairs(names) do
-        if code:find('"' .. p .. '"', 1, true) or code:find("'" .. p .. "'", 1, true) then bad[#bad + 1] = name .. " (" .. p .. ")" end
-      end
-    end
-  end
-  table.sort(bad)
   t.ok(#names >= 2, "read the registry")
-  t.eq(table.concat(bad, ", "), "")
+  t.eq(found_outside(t.root, "scripts/klab/experiment/providers/", function(code) return names_a_provider(code, names) end), "")
+  t.eq(#names_a_provider('local FORMATS = { openai = openai }', names), 1)
+  t.eq(#names_a_provider('m.provider == "anthropic"', names), 1)
+  t.eq(#names_a_provider(code_only('-- openai\nlocal p = providers.get(m.provider)'), names), 0)
 end
 
 -- ---- host/'s C: floors inside a folder, and short functions ----------------

@@ -333,6 +333,8 @@ function T.tasks_check_finds_every_mistake(t)
   edit(a .. "/bad/expected.lua", 'verdict = "incorrect"', 'verdict = "incorect"')
   local m = copy("matmul", "m1")
   edit(m .. "/_family.lua", 'nn = { a = "mk", b = "kn"', 'nn = { a = "mk", b = "qq"')
+  local l = copy("activation", "a2")
+  edit(l .. "/_family.lua", 'lib = "cudnn"', 'lib = "cudnnx"')
   for _, case in ipairs {
     { r, "r1/reduce/[%w_]+%.lua: reference: [%w_/x]+ on sm_90a: " },
     { b, "r2/reduce/[%w_]+%.lua: baseline: [%w_/x]+ on sm_90a: the shipped baseline does not build or plan" },
@@ -342,6 +344,7 @@ function T.tasks_check_finds_every_mistake(t)
     { a, "a1/activation/relu%.lua: baseline%.spec: relu_f32/[%dx]+: the cuDNN graph does not describe: .*RELU_FWDX" },
     { a, "a1/activation/bad/expected%.lua: verdict: entry %d+ %([%w_]+%): 'incorect' is not a verdict %(did you mean 'incorrect'%?%)" },
     { m, "m1/matmul/matmul_nn%.lua: baseline%.spec: matmul_nn_f32/[%dx]+: the cuBLASLt matmul does not describe: .*b_layout" },
+    { l, "a2/activation/relu%.lua: baseline%.lib: relu_f32/[%dx]+: no baseline library 'cudnnx' %(did you mean 'cudnn'%?%)" },
   } do
     code, out, err = t.sh(("cd %s && %s tasks --check %s"):format(q(t.root), q(t.klab), q(case[1])))
     t.eq(code, 2, case[1] .. ": " .. out .. err)

@@ -17,7 +17,10 @@ local M = {}
 
 local CODE = { type = "string", maxLength = candidate.MAX_BYTES,
   description = "the complete device code: CUDA C++ (NVRTC, extern \"C\" kernels) or PTX" }
-local LANG = { type = "string", enum = { "cuda", "ptx" }, description = "the language of code (default cuda)" }
+-- The languages klab.jit compiles as they are (klab.lang's `jit`): the
+-- compile tool hands code to it directly.
+local LANG = { type = "string", enum = require("klab.lang").having("jit"),
+  description = "the language of code (default cuda)" }
 local PLAN = { type = "string", maxLength = 65536,
   description = "optionally a launch plan: a Lua chunk returning {launches = {...}} (default: the task's plan)" }
 

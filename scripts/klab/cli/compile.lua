@@ -45,8 +45,11 @@ local OPTIONS = {
   ["--arch"] = "value", ["--output"] = "value", ["-o"] = "--output", ["--json"] = "flag", ["--no-cache"] = "flag",
   ["--no-lineinfo"] = "flag",
   ["--lang"] = function(v, o)
-    if v ~= "ptx" and v ~= "cuda" then return "--lang must be ptx or cuda, not " .. v end
-    o.lang = v
+    -- The languages klab.jit compiles as they are (klab.lang's `jit`).
+    local lang = require "klab.lang"
+    local l = lang.get(v)
+    if not (l and l.jit) then return "--lang must be " .. require("klab.errors").one_of(lang.having("jit")) .. ", not " .. v end
+    o.lang = l.jit
   end,
 }
 

@@ -128,8 +128,7 @@ local function human(r)
     say("time       median %s (p10 %s, p90 %s, %d samples, %s)", fmt_us(t.candidate.median), fmt_us(t.candidate.p10),
       fmt_us(t.candidate.p90), t.candidate.n or 0, t.method or "?")
     if t.candidate.tflops then say("           %.1f TFLOP/s", t.candidate.tflops) end
-    local lib = ({ cublaslt = "cuBLASLt", cudnn = "cuDNN", shipped = "shipped kernel" })[(t.baseline_info or {}).lib]
-      or tostring((t.baseline_info or {}).lib or "baseline")
+    local lib = require("klab.eval.baselines").title((t.baseline_info or {}).lib or "baseline")
     if t.baseline then
       local interval = ""
       if t.hopeless and t.speedup_upper then

@@ -5,7 +5,7 @@
 --                          or a file
 --   candidate.new{code=, lang=, plan=, name=}
 --
--- Returns {name=, lang="cuda"|"ptx"|"triton", code=, plan=<string or nil>, hash=,
+-- Returns {name=, lang=<a name of klab.lang>, code=, plan=<string or nil>, hash=,
 -- file=, plan_file=} (file and plan_file: the paths read, for messages that
 -- name the user's files). The hash covers the language, the code and the
 -- plan, so the same candidate sent twice is stored once.
@@ -13,21 +13,26 @@
 -- A candidate folder is only the regular files inside it, each at most
 -- MAX_BYTES: a code file or plan.lua that is a symbolic link leaving the
 -- folder, a FIFO, a device, a folder or too large is refused with the path
--- and the reason, and nothing is read from it. A folder with two of
--- kernel.cu, kernel.ptx and kernel.py is refused too (which one is meant is
--- not klab's guess). docs/languages.md says what each language may hold.
+-- and the reason, and nothing is read from it. A folder with two languages'
+-- code files (kernel.cu, kernel.ptx, kernel.py) is refused too (which one is
+-- meant is not klab's guess). The languages, their file names and suffixes
+-- are klab.lang's; docs/languages.md says what each language may hold.
 
 local fs = require "klab.fs"
+local lang = require "klab.lang"
+local one_of = require("klab.errors").one_of
 
 local M = {}
 
 M.MAX_BYTES = 4 * 1024 * 1024
 
-local function lang_of(name)
-  if name:match("%.ptx$") then return "ptx" end
-  if name:match("%.cu$") or name:match("%.cuh$") then return "cuda" end
-  if name:match("%.py$") then return "triton" end
-  return nil
+local lang_of = lang.of_file
+
+-- Each registered language's f(language module) (its file, its suffix, ...).
+local function each(f)
+  local out = {}
+  for i, n in ipairs(lang.NAMES) do out[i] = f(lang.get(n), n) end
+  return out
 end
 
 -- A candidate's file is its own, not a second name (hard link) of a host file.
@@ -57,8 +62,9 @@ end
 function M.new(c)
   assert(type(c) == "table", "candidate.new expects a table")
   if type(c.code) ~= "string" or c.code == "" then return nil, "candidate has no device code" end
-  if c.lang ~= "cuda" and c.lang ~= "ptx" and c.lang ~= "triton" then
-    return nil, "candidate language must be 'cuda', 'ptx' or 'triton', got " .. tostring(c.lang)
+  if not lang.get(c.lang) then
+    return nil, "candidate language must be " .. one_of(each(function(_, n) return "'" .. n .. "'" end)) .. ", got "
+      .. tostring(c.lang)
   end
   local out = { name = c.name or "candidate", lang = c.lang, code = c.code, plan = c.plan, source = c.source,
     file = c.file, plan_file = c.plan_file }
@@ -83,23 +89,25 @@ local function load_folder(path)
     end
   end
   local kernels = {}
-  for _, name in ipairs { "kernel.cu", "kernel.ptx", "kernel.py" } do
+  local files = each(function(l) return l.file end)
+  for _, name in ipairs(files) do
     if by_name[name] then kernels[#kernels + 1] = name end
   end
   if #kernels > 1 then
-    return nil, dir .. ": both " .. table.concat(kernels, " and ") .. "; keep one (kernel.cu for CUDA C++, "
-      .. "kernel.ptx for PTX, kernel.py for Triton)"
+    return nil, dir .. ": both " .. table.concat(kernels, " and ") .. "; keep one ("
+      .. table.concat(each(function(l) return l.file .. " for " .. l.title end), ", ") .. ")"
   end
+  local suffixes = table.concat(each(function(l) return l.suffixes[1] end), "/")
   local chosen
   for _, name in ipairs(code_files) do
     if name:match("^kernel%.") then chosen = name end
   end
   if not chosen then
     if #code_files == 0 then
-      return nil, dir .. ": no device code (expected kernel.cu, kernel.ptx, kernel.py or one .cu/.ptx/.py file)"
+      return nil, dir .. ": no device code (expected " .. table.concat(files, ", ") .. " or one " .. suffixes .. " file)"
     elseif #code_files > 1 then
       return nil, dir .. ": several device code files (" .. table.concat(code_files, ", ") ..
-        "); name the one to use kernel.cu, kernel.ptx or kernel.py"
+        "); name the one to use " .. one_of(files)
     end
     chosen = code_files[1]
   end
@@ -124,15 +132,16 @@ function M.load(path)
   end
   if kind == "dir" then return load_folder(path) end
   if not kind then return nil, path .. ": no such file or directory" end
-  local lang = lang_of(path)
-  if not lang then
-    return nil, path .. ": not device code (expected a folder, a .cu, .ptx or .py file)"
+  local name = lang_of(path)
+  if not name then
+    return nil, path .. ": not device code (expected a folder, a " .. one_of(each(function(l) return l.suffixes[1] end))
+      .. " file)"
   end
   local real, rerr = fs.realpath(path)
   if not real then return nil, rerr end
   local code, err = fs.read(real, M.MAX_BYTES, ONE_NAME)
   if not code then return nil, err end
-  return M.new { name = path:match("([^/]+)$"), lang = lang, code = code, source = path, file = path }
+  return M.new { name = path:match("([^/]+)$"), lang = name, code = code, source = path, file = path }
 end
 
 return M

@@ -167,21 +167,10 @@ function M.run(dirs, opts)
         end
         seen_ref[x.reference.path .. arch] = true
       end
-      if x.baseline.lib == "cudnn" and x.baseline.op == "graph" then
-        local pok, d, err = pcall(require("klab.dnn").graph_describe, task.plain(x.baseline.spec))
-        if not pok then d, err = nil, d end
-        if not d then problem(x.file, "baseline.spec", ("%s: the cuDNN graph does not describe: %s"):format(x.name, err)) end
-      elseif x.baseline.lib == "cublaslt" or (x.baseline.prologue and x.baseline.prologue.lib == "cublaslt") then
-        -- A shipped kernel after a cuBLASLt product (a composed task's) is
-        -- described as that product.
-        local pro = x.baseline.prologue
-        local view = pro and { dims = x.dims, buffers = x.buffers, baseline = pro } or x
-        local d, err = require("klab.eval.baselines.cublaslt").describe(view)
-        if not d then
-          problem(x.file, pro and "baseline.prologue" or "baseline.spec",
-            ("%s: the cuBLASLt matmul does not describe: %s"):format(x.name, err))
-        end
-      end
+      -- The baseline's own check without a GPU (a cuBLASLt matmul or a cuDNN
+      -- graph that describes; a shipped kernel's library prologue).
+      local bok, berr, bfield = require("klab.eval.baselines").check(x)
+      if not bok then problem(x.file, bfield, ("%s: %s"):format(x.name, berr)) end
       if not (x.flops > 0 and x.bytes > 0) then problem(x.file, "flops", x.name .. ": counts no FLOPs or no bytes") end
     end
     -- An entry names a task of the folder being checked first, then of the

@@ -1,20 +1,24 @@
 -- klab.experiment.extract: from a model's reply to a candidate.
 --
 --   extract.blocks(text)            -> list of {lang=, info=, code=, line=, closed=}
---   extract.candidate(text [, opts]) -> {code=, lang="cuda"|"ptx", plan=, kernel_block=, plan_block=,
+--   extract.candidate(text [, opts]) -> {code=, lang=, plan=, kernel_block=, plan_block=,
 --                                        blocks=}  or  nil, reason
+--       opts.languages: the languages (klab.lang's names) the reply is read for;
+--       default klab.lang.having("reply_default"): CUDA C++ and PTX
 --   extract.verdict(reason)         -> {verdict="extraction_error", reason=...}
 --
 -- A reply carries device code in fenced code blocks (``` or ~~~, three or
 -- more, with an info string naming the language) and, optionally, a launch
 -- plan in a ```lua block. The rules, in order:
 --
---   1. Device code is a block tagged cuda, cu, cuh, c++, cpp, cxx, cc, c or
---      h (CUDA C++) or ptx. An untagged block counts when its text shows the
---      language: ".entry"/".visible" with ".target" is PTX, "__global__" is
---      CUDA.
+--   1. Device code is a block tagged with one of its language's fences
+--      (klab.lang: cuda, cu, cuh, c++, cpp, cxx, cc, c, h or hpp for CUDA
+--      C++, ptx for PTX, python, py or triton for Triton). An untagged block
+--      counts when its text shows the language: ".entry"/".visible" with
+--      ".target" is PTX, "__global__" is CUDA, "@triton.jit" Triton.
 --   2. Among device-code blocks, those that define a kernel (__global__ in
---      CUDA, .entry in PTX) win over those that do not (snippets, helpers);
+--      CUDA, .entry in PTX, @triton.jit in Triton) win over those that do not
+--      (snippets, helpers);
 --      among those, the LAST one is the candidate (models revise as they
 --      write; PTXBench asks for the reply to end in the code). opts.pick =
 --      "first" takes the first one instead.
@@ -26,22 +30,18 @@
 -- No qualifying block is an extraction_error whose reason says what was
 -- found instead; it is fed back to the model like any other verdict.
 
+local lang = require "klab.lang"
+
 local M = {}
 
-local CUDA_TAGS = { cuda = true, cu = true, cuh = true, ["c++"] = true, cpp = true, cxx = true, cc = true,
-                    c = true, h = true, hpp = true }
-
+-- A block's language (a name of klab.lang, or "lua" for a plan) and its tag.
 local function lang_of(info, code)
   local tag = (info or ""):match("^%s*([%w_%+%-%.]+)")
   tag = tag and tag:lower() or ""
-  if CUDA_TAGS[tag] then return "cuda" end
-  if tag == "ptx" then return "ptx" end
-  if tag == "lua" then return "lua" end
-  if tag == "" then
-    if code:find("%.target%s") and (code:find("%.entry") or code:find("%.visible")) then return "ptx" end
-    if code:find("__global__") then return "cuda" end
-    if code:find("^%s*%-%-") and code:find("launches") then return "lua" end
-  end
+  if tag == "lua" then return "lua", tag end
+  local name = lang.of_fence(tag, code)
+  if name then return name, tag end
+  if tag == "" and code:find("^%s*%-%-") and code:find("launches") then return "lua", tag end
   return nil, tag
 end
 
@@ -91,10 +91,20 @@ function M.blocks(text)
   return out
 end
 
-local function defines_kernel(b)
-  if b.lang == "cuda" then return b.code:find("__global__") ~= nil end
-  if b.lang == "ptx" then return b.code:find("%.entry") ~= nil end
-  return false
+local function defines_kernel(b) return lang.get(b.lang).kernel(b.code) end
+
+-- The parts of an extraction error that name the languages read.
+local function named(langs)
+  local fences, first, hints = {}, {}, {}
+  for i, n in ipairs(langs) do
+    local l = lang.get(n)
+    for _, f in ipairs(l.fences) do fences[#fences + 1] = f end
+    first[i] = "```" .. l.fences[1]
+    hints[i] = l.kernel_hint
+  end
+  local put = "; put the kernel in a " .. first[1] ..
+    (#first > 1 and (" (or " .. table.concat(first, ", ", 2) .. ")") or "") .. " block"
+  return require("klab.errors").one_of(fences), put, table.concat(hints, ", ")
 end
 
 function M.verdict(reason)
@@ -106,14 +116,24 @@ function M.candidate(text, opts)
   if type(text) ~= "string" or text:find("^%s*$") then
     return nil, "the reply is empty"
   end
+  local langs = opts.languages or lang.having("reply_default")
+  local read = {}
+  for _, n in ipairs(langs) do
+    if not lang.get(n) then error("extract.candidate: no language " .. tostring(n), 2) end
+    read[n] = true
+  end
+  local fences, put, hints = named(langs)
   local blocks = M.blocks(text)
   if #blocks == 0 then
-    return nil, "the reply has no fenced code block; put the kernel in a ```cuda (or ```ptx) block"
+    return nil, "the reply has no fenced code block" .. put
   end
   local code_blocks, kernels, plans, others = {}, {}, {}, {}
   for i, b in ipairs(blocks) do
     b.index = i
-    if b.lang == "cuda" or b.lang == "ptx" then
+    -- An untagged block is read as the first language asked for that knows its text.
+    local as = b.tag == "" and b.lang ~= "lua" and lang.of_fence("", b.code, langs) or b.lang
+    if read[as] then
+      b.lang = as
       code_blocks[#code_blocks + 1] = b
       if defines_kernel(b) then kernels[#kernels + 1] = b end
     elseif b.lang == "lua" then
@@ -124,11 +144,10 @@ function M.candidate(text, opts)
   end
   if #code_blocks == 0 then
     local seen = #others > 0 and (" (found: " .. table.concat(others, ", ") .. ")") or ""
-    return nil, "no code block in cuda, cu, c++, cpp or ptx" .. seen ..
-      "; put the kernel in a ```cuda (or ```ptx) block"
+    return nil, "no code block in " .. fences .. seen .. put
   end
   if #kernels == 0 then
-    return nil, "no code block defines a kernel (a __global__ function in CUDA, an .entry in PTX)"
+    return nil, "no code block defines a kernel (" .. hints .. ")"
   end
   local closed = {}
   for _, b in ipairs(kernels) do if b.closed then closed[#closed + 1] = b end end

@@ -21,6 +21,11 @@
 --
 -- The child that runs the candidate's Python is held as host/lang/triton.h
 -- says; its PTX is assembled by klab.jit like any PTX, under the same limits.
+--
+-- The language's fields are klab.lang's (scripts/klab/lang/init.lua). A
+-- model's reply is read for Triton only when its caller asks for it
+-- (klab.experiment.extract's opts.languages): a reply in CUDA C++ may carry
+-- Python beside its kernel.
 
 local fs = require "klab.fs"
 local jit = require "klab.jit"
@@ -30,6 +35,18 @@ local versions = require "klab.lang.versions"
 local M = {}
 
 M.version = versions.triton
+
+M.title = "Triton"
+M.file = "kernel.py"
+M.suffixes = { ".py" }
+M.fences = { "python", "triton" }
+M.more_fences = { "py" }
+M.kernel_hint = "a @triton.jit function in Triton"
+M.reply_default = false
+M.records = { "triton" }
+
+function M.kernel(code) return code:find("@triton%.jit") ~= nil end
+M.untagged = M.kernel
 
 function M.venv()
   local dir = versions.dir()

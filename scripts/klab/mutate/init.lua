@@ -26,11 +26,15 @@ M.FAMILIES = { "precision", "bounds", "indexing", "constants", "reductions", "sy
 -- What marks a folder as klab mutate's own output (mutants.json's "tool").
 M.TOOL = "klab mutate"
 
-local function operators(lang) return require(lang == "ptx" and "klab.mutate.ptx" or "klab.mutate.cuda") end
+-- A language's operators (the module its klab.lang entry names), or nil.
+local function operators(lang)
+  local l = require("klab.lang").get(lang)
+  return l and l.mutants and require(l.mutants) or nil
+end
 
 function M.families_of(lang)
-  if lang == "ptx" then return require("klab.mutate.ptx").FAMILIES end
-  return M.FAMILIES
+  local ops = operators(lang)
+  return ops and (ops.FAMILIES or M.FAMILIES) or {}
 end
 
 -- The line of byte offset s in text.
@@ -51,8 +55,9 @@ local function apply(text, edits, base)
 end
 
 -- The mutant that one site makes of text: code, line, and the changed
--- lines before and after.
-local function mutant_of(text, site, helper_at)
+-- lines before and after. helpers: the operators' HELPERS (device functions
+-- a site may need, put at helper_at).
+local function mutant_of(text, site, helper_at, helpers)
   local lo, hi = math.huge, 0
   for _, e in ipairs(site.edits) do
     lo, hi = math.min(lo, e.s), math.max(hi, e.e, e.s)
@@ -62,7 +67,7 @@ local function mutant_of(text, site, helper_at)
     -- A helper that would land after the change cannot serve it.
     if not helper_at or helper_at > lo then return nil end
     edits = { table.unpack(site.edits) }
-    edits[#edits + 1] = { s = helper_at, e = helper_at - 1, text = operators("cuda").HELPERS[site.helper] }
+    edits[#edits + 1] = { s = helper_at, e = helper_at - 1, text = helpers[site.helper] }
   end
   local rs = lo
   while rs > 1 and text:sub(rs - 1, rs - 1) ~= "\n" do rs = rs - 1 end
@@ -79,14 +84,14 @@ end
 local function generate(c, families)
   local ops = operators(c.lang)
   local sites = ops.sites(c.code)
-  local helper_at = c.lang == "cuda" and ops.helper_place(c.code) or nil
+  local helper_at = ops.helper_place and ops.helper_place(c.code) or nil
   local by_family = {}
   for _, f in ipairs(families) do by_family[f] = {} end
   local seen = { [c.code] = true }
   for _, site in ipairs(sites) do
     local list = by_family[site.family]
     if list then
-      local m = mutant_of(c.code, site, helper_at)
+      local m = mutant_of(c.code, site, helper_at, ops.HELPERS)
       if m and not seen[m.code] then
         seen[m.code] = true
         m.at = site.at
@@ -114,8 +119,8 @@ local function jit_compile(arch, cache_dir)
   return function(c)
     -- Without line information, a change that only moves code compiles to
     -- the same binary, and is seen as such.
-    local r, err = require("klab.jit").compile { source = c.code, lang = c.lang, arch = arch, name = c.file or c.name,
-      lineinfo = false, cache_dir = cache_dir }
+    local r, err = require("klab.jit").compile { source = c.code, lang = require("klab.lang").get(c.lang).jit,
+      arch = arch, name = c.file or c.name, lineinfo = false, cache_dir = cache_dir }
     if not r then return nil, err end
     return r.cubin_hash
   end
@@ -123,6 +128,10 @@ end
 
 function M.make(c, opts)
   opts = opts or {}
+  if not operators(c.lang) then
+    return nil, ("%s: klab mutate has no operators for %s"):format(c.file or c.name,
+      require("klab.lang").get(c.lang).title)
+  end
   local families = {}
   local offered = {}
   for _, f in ipairs(M.families_of(c.lang)) do offered[f] = true end
@@ -207,7 +216,7 @@ local function write_candidate(dir, lang, code, plan)
   local sys = require "klab.sys"
   local ok, err = sys.mkdir(dir)
   if not ok then return nil, err end
-  ok, err = write_file(dir .. "/kernel." .. (lang == "ptx" and "ptx" or "cu"), code)
+  ok, err = write_file(dir .. "/" .. require("klab.lang").get(lang).file, code)
   if ok and plan then ok, err = write_file(dir .. "/plan.lua", plan) end
   return ok, err
 end

@@ -3,7 +3,8 @@
 --
 --   prepare(W, task, io, opts) -> runner | nil, reason
 --   describe(task)             -> true | nil, reason   (no GPU: klab.blas.describe
---                                 of every compute mode's spec, for `klab tasks --check`)
+--                                 of every compute mode's spec)
+--   check(task)                -> true | nil, message, field (describe, for `klab tasks --check`)
 --
 -- The task's baseline table: {lib = "cublaslt", op = "matmul", a = "A", b =
 -- "B", c = "C" (operand buffers), modes = {"default"} | {"fp32", "tf32"}
@@ -20,6 +21,8 @@
 -- a short run and the best is kept (opts.algos, default 8).
 
 local M = {}
+
+M.title = "cuBLASLt"
 
 local DTYPE = { bf16 = "bf16", f16 = "f16", fp8e4m3 = "e4m3", f32 = "f32" }
 
@@ -62,6 +65,12 @@ function M.describe(task)
     if not ok then d, err = nil, d end
     if not d then return nil, ("%s (compute %s)"):format(tostring(err), mode) end
   end
+  return true
+end
+
+function M.check(task)
+  local ok, err = M.describe(task)
+  if not ok then return nil, "the cuBLASLt matmul does not describe: " .. tostring(err), "baseline.spec" end
   return true
 end
 

@@ -2,6 +2,8 @@
 -- candidates: scaled-dot-product attention (op = "sdpa_fwd" | "sdpa_bwd")
 -- and any graph a task describes (op = "graph").
 --
+--   check(task) -> true | nil, message, field: a graph (op = "graph")
+--       described without a GPU (klab.dnn.graph_describe), for `klab tasks --check`
 --   prepare(W, task, io, opts) -> runner | nil, reason
 --       runner = {run = function() enqueue one call; return -1 end,
 --                 mode = "fused"|"composite", plan = <klab.dnn Plan>,
@@ -18,6 +20,16 @@
 -- causal = bool, route = "auto"}.
 
 local M = {}
+
+M.title = "cuDNN"
+
+function M.check(task)
+  if task.baseline.op ~= "graph" then return true end
+  local ok, d, err = pcall(require("klab.dnn").graph_describe, require("klab.task").plain(task.baseline.spec))
+  if not ok then d, err = nil, d end
+  if not d then return nil, "the cuDNN graph does not describe: " .. tostring(err), "baseline.spec" end
+  return true
+end
 
 local function case_name(task)
   local d = task.dims

@@ -6,9 +6,26 @@
 -- product) runs first, into the kernel's workspace; its info is recorded
 -- as info.prologue.
 --
+--   check(task) -> true | nil, message, field: its prologue's check, without a GPU
 --   prepare(W, task, io, opts) -> runner | nil, reason
 
 local M = {}
+
+M.title = "shipped kernel"
+
+-- The task as its prologue's library sees it.
+local function prologue_view(task, p) return { name = task.name, dims = task.dims, buffers = task.buffers, baseline = p } end
+
+function M.check(task)
+  local p = task.baseline.prologue
+  if not p then return true end
+  local lib, why = require("klab.eval.baselines").get(p.lib)
+  if not lib then return nil, why, "baseline.prologue" end
+  if not lib.check then return true end
+  local ok, err = lib.check(prologue_view(task, p))
+  if not ok then return nil, err, "baseline.prologue" end
+  return true
+end
 
 function M.prepare(W, task, io, opts)
   local b = task.baseline
@@ -30,12 +47,11 @@ function M.prepare(W, task, io, opts)
     local into = ws[p.c]
     if not into then return nil, "the task's baseline kernel has no workspace '" .. tostring(p.c) .. "' for its " ..
       tostring(p.lib) .. " step" end
-    local ok, lib = pcall(require, "klab.eval.baselines." .. tostring(p.lib))
-    if not ok then return nil, "no baseline library '" .. tostring(p.lib) .. "': " .. tostring(lib) end
+    local lib, why = require("klab.eval.baselines").get(p.lib)
+    if not lib then return nil, why end
     local view = { buf = into, off = 0, ptr = into:ptr(), bytes = k.workspace[p.c].bytes, name = p.c }
     local perr
-    pre, perr = lib.prepare(W, { name = task.name, dims = task.dims, buffers = task.buffers, baseline = p },
-      { inputs = io.inputs, outputs = { [p.c] = view } }, opts)
+    pre, perr = lib.prepare(W, prologue_view(task, p), { inputs = io.inputs, outputs = { [p.c] = view } }, opts)
     if not pre then return nil, perr end
   end
   local function binder(inputs)

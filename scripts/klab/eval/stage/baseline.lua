@@ -20,8 +20,8 @@ local M = {}
 -- naming another baseline), checked against the reference on the first
 -- input set: the runner with .check, or nil, why.
 local function made(lib, view, set, outs, opts, label)
-  local ok, mod = pcall(require, "klab.eval.baselines." .. tostring(lib))
-  if not ok then return nil, "no baseline library '" .. tostring(lib) .. "': " .. tostring(mod) end
+  local mod, why = require("klab.eval.baselines").get(lib)
+  if not mod then return nil, why end
   local W = { ctx = S.ctx, judge = S.judge, props = S.props, region = device.region, launch_plan = device.launch_plan,
     encode_tmaps = device.encode_tmaps, task_module = device.task_module }
   local runner, err = mod.prepare(W, view, { inputs = set.bufs, outputs = outs }, opts)
@@ -99,7 +99,7 @@ function M.runner(run, opts)
   if not set then return nil, serr end
   local outs, oerr = inputs.outputs(task, ts, "baseline")
   if not outs then return nil, oerr end
-  local runner, err = made(b.kind == "shipped" and "shipped" or b.lib, task, set, outs, opts)
+  local runner, err = made(require("klab.eval.baselines").of(task), task, set, outs, opts)
   if not runner then return nil, err end
   if b.shipped and runner.check.passed then runner = faster(task, runner, set, outs, opts) end
   ts.baseline = runner

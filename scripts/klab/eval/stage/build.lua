@@ -60,8 +60,10 @@ local function build_candidate(run)
   r.stages.build = {
     ok = true, kernels = res.kernels, census = res.census, compile_ms = res.compile_ms, cached = res.cached,
     hash = res.hash, cubin_hash = res.cubin_hash, log = res.log, compiler = res.compiler,
-    confinement = res.confinement, language = c.lang, triton = res.triton, cutlass = res.cutlass,
+    confinement = res.confinement, language = c.lang,
   }
+  -- What the language's front end adds (its version, how its child was held).
+  for _, k in ipairs(require("klab.lang").get(c.lang).records) do r.stages.build[k] = res[k] end
   -- A CPU worker leaves the census to the process that schedules the GPU
   -- stages, so that it runs while they do rather than before them.
   if not run.opts.census_later then prepare.census_start(run, res.cubin) end

@@ -5,6 +5,8 @@
 --   anthropic.body(model, messages)   -> request body table
 --   anthropic.parse(status, body)     -> {text=, reasoning=, finish=, usage={input=, output=, reasoning=}}
 --                                        or nil, message
+--   anthropic.tool_format             the messages API's tool calling (`tools`, `tool_use` and
+--                                     `tool_result` blocks), for klab.agent.wire
 --
 -- System messages go to the top-level "system" field. max_tokens is
 -- required by the API (default 8192). Extended thinking: model.thinking_budget
@@ -86,5 +88,51 @@ function M.parse(status, body)
     model = type(doc.model) == "string" and doc.model or nil,
   }
 end
+
+-- ---- Tool calling (klab.agent.wire: its neutral conversation to this form and back) ----
+
+local tf = {}
+
+-- The system prompt travels in the body's own field (M.body sets it),
+-- never as a message.
+tf.system_apart = true
+
+function tf.asked(x)
+  local blocks = {}
+  if x.content and x.content ~= "" then blocks[1] = { type = "text", text = x.content } end
+  for _, c in ipairs(x.tool_calls) do
+    blocks[#blocks + 1] = { type = "tool_use", id = c.id, name = c.name, input = c.arguments or {} }
+  end
+  return { role = "assistant", content = blocks }
+end
+
+-- The results of one turn's calls go back together, in one user message.
+function tf.answered(out, x)
+  local block = { type = "tool_result", tool_use_id = x.tool_call_id, content = x.content, is_error = x.is_error or nil }
+  local last = out[#out]
+  if last and last.role == "user" and type(last.content) == "table" and last.content[1].type == "tool_result" then
+    last.content[#last.content + 1] = block
+  else
+    out[#out + 1] = { role = "user", content = { block } }
+  end
+end
+
+function tf.tools(tools)
+  local out = {}
+  for i, t in ipairs(tools) do out[i] = { name = t.name, description = t.description, input_schema = t.schema } end
+  return out
+end
+
+-- The calls of a decoded response, as sent: {id=, name=, arguments= (the input object)}.
+function tf.calls(doc)
+  local out = {}
+  if type(doc) ~= "table" or type(doc.content) ~= "table" then return out end
+  for _, b in ipairs(doc.content) do
+    if type(b) == "table" and b.type == "tool_use" then out[#out + 1] = { id = b.id, name = b.name, arguments = b.input } end
+  end
+  return out
+end
+
+M.tool_format = tf
 
 return M

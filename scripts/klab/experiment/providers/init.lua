@@ -15,6 +15,8 @@
 --   fields            (optional) its own model fields, name -> Lua type
 --   url(model), headers(model), body(model, messages), parse(status, body)
 --                     (see providers/openai.lua for their contracts)
+--   tool_format       (optional) its tool-calling format, for tool-calling studies
+--                     (klab.agent.wire says what it holds)
 
 local M = {}
 
@@ -43,8 +45,7 @@ function M.unknown(name)
   if BY[name or ""] then return nil end
   local quoted = {}
   for i, n in ipairs(M.NAMES) do quoted[i] = "'" .. n .. "'" end
-  local list = #quoted > 1 and (table.concat(quoted, ", ", 1, #quoted - 1) .. " or " .. quoted[#quoted]) or quoted[1]
-  return ("provider must be %s, got %s"):format(list, tostring(name))
+  return ("provider must be %s, got %s"):format(require("klab.errors").one_of(quoted), tostring(name))
 end
 
 return M

@@ -6,6 +6,8 @@
 --   openai.body(model, messages)   -> request body table
 --   openai.parse(status, body)     -> {text=, reasoning=, finish=, usage={input=, output=, reasoning=}}
 --                                     or nil, message
+--   openai.tool_format             chat completions' tool calling (`tools`, the assistant's
+--                                  `tool_calls`, `role: "tool"` results), for klab.agent.wire
 --
 -- base_url includes the version prefix ("https://api.openai.com/v1",
 -- "http://127.0.0.1:8000/v1"). max_tokens is sent as "max_tokens" unless the
@@ -93,5 +95,48 @@ function M.parse(status, body)
     model = str(doc.model),
   }
 end
+
+-- ---- Tool calling (klab.agent.wire: its neutral conversation to this form and back) ----
+
+local tf = {}
+
+-- An assistant message with its tool calls.
+function tf.asked(x)
+  local calls = {}
+  for i, c in ipairs(x.tool_calls) do
+    calls[i] = { id = c.id, type = "function",
+      ["function"] = { name = c.name, arguments = c.arguments and json.encode(c.arguments) or "" } }
+  end
+  return { role = "assistant", content = x.content ~= "" and x.content or json.null, tool_calls = calls }
+end
+
+-- A tool result, appended to out.
+function tf.answered(out, x)
+  out[#out + 1] = { role = "tool", tool_call_id = x.tool_call_id, content = x.content }
+end
+
+function tf.tools(tools)
+  local out = {}
+  for i, t in ipairs(tools) do
+    out[i] = { type = "function", ["function"] = { name = t.name, description = t.description, parameters = t.schema } }
+  end
+  return out
+end
+
+-- The calls of a decoded response, as sent: {id=, name=, arguments= (JSON text)}.
+function tf.calls(doc)
+  local choice = type(doc) == "table" and type(doc.choices) == "table" and doc.choices[1]
+  local msg = type(choice) == "table" and choice.message
+  local list = type(msg) == "table" and msg.tool_calls
+  local out = {}
+  if type(list) ~= "table" then return out end
+  for _, c in ipairs(list) do
+    local f = type(c) == "table" and c["function"]
+    if type(f) == "table" then out[#out + 1] = { id = c.id, name = f.name, arguments = f.arguments } end
+  end
+  return out
+end
+
+M.tool_format = tf
 
 return M
