@@ -8,4 +8,9 @@ return {
        .. "Triton kernel cannot reach (tensor descriptors)" },
   { name = "triton_fwd", task = "attn_fwd_causal", verdict = "target_not_executed",
     why = "the same folder under the causal mask (its plan's CAUSAL constexpr): key blocks past the diagonal skipped" },
+  { name = "cute_fwd", task = "attn_fwd", verdict = "target_not_executed",
+    why = "CuTe: key and value tiles staged in shared memory through CuTe tensors, a warp per query row, online "
+       .. "softmax in fp32 on the CUDA cores: correct, no tensor cores" },
+  { name = "cute_fwd", task = "attn_fwd_causal", verdict = "target_not_executed",
+    why = "the same folder under the causal mask: keys past the block's last row never loaded" },
 }
