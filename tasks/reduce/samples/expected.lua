@@ -11,4 +11,7 @@ return {
     why = "the same folder's argmin_mid" },
   { name = "triton_sum_last", task = "sum_last_f32", verdict = "passed",
     why = "Triton: a program per row, fp32 sums BLOCK columns at a time, then tl.sum: correct and plain" },
+  { name = "cute_sum_last", task = "sum_last_f32", verdict = "passed",
+    why = "CuTe: the row divided among 256 threads by local_partition, predicated through an identity tensor, "
+       .. "fp32 sums in a fixed order: correct and plain" },
 }
