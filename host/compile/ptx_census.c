@@ -162,16 +162,17 @@ static size_t skip_prefix(const char *s, size_t i, size_t n)
     }
 }
 
-/* Classifies the token at s[i..j) if it looks like an opcode: lowercase
- * letters, digits, '.', '_' and "::". Anything else (initialiser values,
- * stray identifiers) is not an instruction. */
+/* Classifies the token at s[i..j) if it looks like an opcode: a lowercase
+ * letter, then letters, digits, '.', '_' and "::" (qualifiers may hold
+ * capitals: .L2::cache_hint). Anything else (initialiser values, stray
+ * identifiers) is not an instruction. */
 static void opcode(const char *s, size_t i, size_t j, ptx_census *c)
 {
     if (i >= j || !islower((unsigned char)s[i]))
         return;
     for (size_t k = i; k < j; k++) {
         char ch = s[k];
-        if (!(islower((unsigned char)ch) || isdigit((unsigned char)ch) || ch == '.' || ch == '_' ||
+        if (!(isalpha((unsigned char)ch) || isdigit((unsigned char)ch) || ch == '.' || ch == '_' ||
               ch == ':'))
             return;
     }

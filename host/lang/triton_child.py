@@ -106,7 +106,14 @@ def compile_ptx(req, fn):
     signature = dict(zip(params, types))
     for k in constexprs:
         signature[k] = "constexpr"
-    src = ASTSource(fn, signature, constexprs)
+    # Positions (1-based among the parameters) that klab vouches are
+    # multiples of 16; Triton keys its hints by position in the whole list.
+    attrs = {}
+    for p in req.get("divisible_by_16") or []:
+        if not (isinstance(p, int) and 1 <= p <= len(params)):
+            raise ValueError("divisible_by_16 names no parameter at position %r" % (p,))
+        attrs[(fn.arg_names.index(params[p - 1]),)] = [["tt.divisibility", 16]]
+    src = ASTSource(fn, signature, constexprs, attrs)
     target = GPUTarget("cuda", req["cc"], 32)
     backend = make_backend(target)
     options = backend.parse_options({"num_warps": req["num_warps"], "num_stages": req["num_stages"],

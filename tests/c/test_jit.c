@@ -217,6 +217,7 @@ static void test_census(void)
         "  @%p1 wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 {%f1, %f2, %f3, %f4}, %rd1, %rd2, %p1, 1, 1, 0, 0;\n"
         "  wgmma.commit_group.sync.aligned; wgmma.wait_group.sync.aligned 0;\n"
         "  cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%r1], [%rd1, {%r2, %r3}], [%r4];\n"
+        "  cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%r1], [%rd1, {%r2, %r3}], [%r4], %rd3;\n"
         "  cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%r1], [%rd1], 64, [%r4];\n"
         "  cp.async.bulk.commit_group;\n"
         "  cp.async.ca.shared.global [%r1], [%rd1], 16;\n  cp.async.commit_group;\n"
@@ -242,7 +243,7 @@ static void test_census(void)
     ptx_census c;
     ptx_census_count(ptx, strlen(ptx), &c);
     CHECK(fam(&c, "wgmma") == 4);
-    CHECK(fam(&c, "cp.async.bulk.tensor") == 1);
+    CHECK(fam(&c, "cp.async.bulk.tensor") == 2); /* one with an L2 cache hint */
     CHECK(fam(&c, "cp.async.bulk") == 2);
     CHECK(fam(&c, "cp.async") == 2);
     CHECK(fam(&c, "mbarrier") == 2);
@@ -259,9 +260,9 @@ static void test_census(void)
     CHECK(fam(&c, "elect.sync") == 1);
     CHECK(fam(&c, "barrier.cluster") == 2);
     CHECK(fam(&c, "fence.proxy.async") == 1);
-    /* 4 wgmma + 3 bulk + 2 cp.async + 2 mbarrier + setmaxnreg + stmatrix +
-     * ldmatrix + mma + 8 tcgen05 + elect + 2 barrier + fence + mov + ret = 29 */
-    CHECKF(c.instructions == 29, "instructions %ld", c.instructions);
+    /* 4 wgmma + 4 bulk + 2 cp.async + 2 mbarrier + setmaxnreg + stmatrix +
+     * ldmatrix + mma + 8 tcgen05 + elect + 2 barrier + fence + mov + ret = 30 */
+    CHECKF(c.instructions == 30, "instructions %ld", c.instructions);
     CHECK(ptx_family_name(PTX_NFAMILIES) == NULL);
 
     /* -lineinfo PTX: .loc and .file end at the newline, so the instruction

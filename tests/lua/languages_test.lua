@@ -66,6 +66,41 @@ function T.triton_samples_compile_offline(t)
   end
 end
 
+-- Triton is told what its own launcher would tell it: pointers and the
+-- plan's integers that are multiples of 16 are, so its loads are vectors.
+function T.triton_is_told_which_arguments_are_multiples_of_16(t)
+  local triton = require "klab.lang.triton"
+  local task = { buffers = { X = { dtype = "f32" }, Y = { dtype = "f32" } } }
+  local function plan(n)
+    return { launches = { { args = { { kind = "buffer", name = "X" }, { kind = "buffer", name = "Y" },
+      { kind = "scalar", type = "i32", value = n }, { kind = "scratch" }, { kind = "scratch" } } } } }
+  end
+  local sig, _, div = triton.signature(task, plan(4096))
+  t.eq(table.concat(sig, ","), "*fp32,*fp32,i32")
+  t.eq(table.concat(div, ","), "1,2,3")
+  _, _, div = triton.signature(task, plan(1021))
+  t.eq(table.concat(div, ","), "1,2", "1021 is no multiple of 16")
+  need(t, "triton")
+  local src = table.concat({
+    "import triton", "import triton.language as tl", "@triton.jit",
+    "def twice(x, y, n, BLOCK: tl.constexpr):",
+    "    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)",
+    "    m = i < n",
+    "    tl.store(y + i, tl.load(x + i, mask=m) * 2, mask=m)", "" }, "\n")
+  local json = require "klab.json"
+  local function ptx(n)
+    local s, _, d = triton.signature(task, plan(n))
+    local out = assert(require("klab.triton").ptx { venv = assert(triton.venv()), source = src, name = "kernel.py",
+      request = json.encode { name = "kernel.py", kernel = "twice", signature = s, divisible_by_16 = d,
+        constexprs = { BLOCK = 1024 }, num_warps = 4, num_stages = 3, cc = 90, cuda = "13.0" } })
+    local answer = json.decode(out.answer)
+    t.ok(type(answer.ptx) == "string", tostring(answer.error))
+    return answer.ptx or ""
+  end
+  t.match(ptx(4096), "ld%.global%.v4", "vector loads where every argument is a multiple of 16")
+  t.ok(not ptx(1021):find("ld.global.v4", 1, true), "scalar loads where n is not")
+end
+
 -- The CuTe sample compiles offline with the pinned headers, in the same
 -- confined child, and records the CUTLASS version; without them it is the
 -- machine's unknown, naming the way out.

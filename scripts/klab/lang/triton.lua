@@ -4,7 +4,7 @@
 --   triton.shape(task, value, meta) -> the plan value as the pipeline takes it
 --                                     | nil, reason (a plan_error)
 --   triton.config(plan)            -> {kernel=, constexprs=, num_warps=, num_stages=}
---   triton.signature(task, plan)   -> {"*fp32", "i32", ...} | nil, reason
+--   triton.signature(task, plan)   -> {"*fp32", "i32", ...}, nil, {positions divisible by 16} | nil, reason
 --   triton.compile{code=, name=, arch=, task=, plan=, cache=}
 --       -> jit result (of klab's ptxas on Triton's PTX), with .triton = {version=,
 --          confinement=, seconds=, shared=, num_warps=} | nil, message, code [, partial]
@@ -128,24 +128,32 @@ function M.config(v)
 end
 
 -- The types of the kernel's own parameters, from a normalized plan's
--- first launch (its last two arguments are klab's scratch pointers).
+-- first launch (its last two arguments are klab's scratch pointers), and
+-- which of them are multiples of 16, as Triton's own launcher tells its
+-- compiler (it then vectorises loads and stores): every pointer (klab's
+-- buffers and workspace are 256-byte aligned, and the timed runs' shifts
+-- are multiples of 256) and every integer scalar whose value in this plan
+-- is a multiple of 16.
 function M.signature(task, plan)
-  local args, sig = plan.launches[1].args, {}
+  local args, sig, div16 = plan.launches[1].args, {}, {}
   for i = 1, #args - 2 do
     local a = args[i]
     if a.kind == "buffer" then
       local dt = task.buffers[a.name].dtype
       if not POINTEE[dt] then return nil, ("argument %d: buffer %s of dtype %s has no Triton type"):format(i, a.name, dt) end
       sig[i] = "*" .. POINTEE[dt]
+      div16[#div16 + 1] = i
     elseif a.kind == "workspace" then
       sig[i] = "*u8"
+      div16[#div16 + 1] = i
     elseif a.kind == "scalar" then
       sig[i] = SCALAR[a.type]
+      if math.type(a.value) == "integer" and a.value % 16 == 0 then div16[#div16 + 1] = i end
     else
       return nil, ("argument %d: a Triton kernel takes buffers, workspace and scalars, not a %s"):format(i, a.kind)
     end
   end
-  return sig
+  return sig, nil, div16
 end
 
 -- CUDA's version as "MAJOR.MINOR", from klab's ptxas (the PTX ISA Triton
@@ -166,9 +174,9 @@ function M.compile(o)
   if not cuda then return nil, "no ptxas to assemble Triton's PTX: " .. tostring(cerr), "EUNSUPPORTED" end
   local cc = tonumber(o.arch:match("^sm_(%d+)"))
   local cfg = M.config(o.plan_value)
-  local sig, serr = M.signature(o.task, o.plan)
+  local sig, serr, div16 = M.signature(o.task, o.plan)
   if not sig then return nil, o.name .. ": " .. serr, "EPLAN" end
-  local request = json.encode { name = o.name, kernel = cfg.kernel, signature = sig,
+  local request = json.encode { name = o.name, kernel = cfg.kernel, signature = sig, divisible_by_16 = div16,
     constexprs = cfg.constexprs, num_warps = cfg.num_warps,
     num_stages = cfg.num_stages, cc = cc, cuda = cuda }
   local out, err, code = require("klab.triton").ptx { venv = venv, source = o.code, name = o.name, request = request }
