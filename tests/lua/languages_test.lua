@@ -101,6 +101,45 @@ function T.triton_is_told_which_arguments_are_multiples_of_16(t)
   t.ok(not ptx(1021):find("ld.global.v4", 1, true), "scalar loads where n is not")
 end
 
+-- A kernel that makes tensor descriptors (Triton's way to TMA) needs
+-- Triton's global scratch: klab gives it a workspace of that many bytes a
+-- program, poisoned and guarded like any other, as the scratch argument.
+function T.triton_global_scratch_is_a_workspace(t)
+  local triton = require "klab.lang.triton"
+  local v = { launches = { { kernel = "k", grid = { 3, 5, 1 }, args = { "X" }, num_warps = 4 } } }
+  local p = assert(triton.shape({}, v, { global_scratch = 256, shared = 0 }))
+  local args = p.launches[1].args
+  t.eq(args[2].workspace, triton.SCRATCH, "the global scratch argument")
+  t.eq(args[3].u64, 0, "no profile scratch")
+  t.eq(p.workspace[triton.SCRATCH].bytes, 256 * 15, "256 bytes for each of 15 programs")
+  p = assert(triton.shape({}, v, { global_scratch = 0, shared = 0 }))
+  t.eq(p.launches[1].args[2].u64, 0, "none needed, none given")
+  t.eq(p.workspace, nil)
+  v.workspace = { [triton.SCRATCH] = { bytes = 4 } }
+  local bad, why = triton.shape({}, v, { global_scratch = 256 })
+  t.eq(bad, nil)
+  t.match(why, "klab's name for Triton's global scratch")
+  need(t, "triton")
+  local dir = t.tmpdir()
+  local f = assert(io.open(dir .. "/kernel.py", "w"))
+  f:write(table.concat({ "import triton", "import triton.language as tl", "@triton.jit",
+    "def relu(x, y, M, N, BM: tl.constexpr, BN: tl.constexpr):",
+    "    dx = tl.make_tensor_descriptor(x, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])",
+    "    dy = tl.make_tensor_descriptor(y, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])",
+    "    pm = tl.program_id(0)", "    pn = tl.program_id(1)",
+    "    dy.store([pm * BM, pn * BN], tl.maximum(dx.load([pm * BM, pn * BN]), 0.0))", "" }, "\n"))
+  f:close()
+  f = assert(io.open(dir .. "/plan.lua", "w"))
+  f:write("return { launches = { { kernel = 'relu', grid = { cdiv(dims.R, 64), cdiv(dims.C, 64), 1 }, "
+    .. "args = { 'X', 'Y', i32(dims.R), i32(dims.C) }, constexprs = { BM = 64, BN = 64 }, num_warps = 4 } } }\n")
+  f:close()
+  local r = eval_json(t, "relu_f32/16384x16384", dir)
+  local b = r.stages and r.stages.build or {}
+  t.eq(b.ok, true, tostring(r.reason))
+  t.eq(b.triton and b.triton.global_scratch, 256, "Triton's answer: 256 bytes a program")
+  t.eq(r.stages.plan and r.stages.plan.launches, 1, "planned with the scratch as workspace")
+end
+
 -- The CuTe sample compiles offline with the pinned headers, in the same
 -- confined child, and records the CUTLASS version; without them it is the
 -- machine's unknown, naming the way out.

@@ -70,12 +70,29 @@ local function same(a, b)
   return true
 end
 
+-- The workspace klab gives a kernel for Triton's global scratch.
+local SCRATCH = "triton_global_scratch"
+M.SCRATCH = SCRATCH
+
+-- The number of programs of a launch's grid (a count or {x, y, z}), or nil.
+local function programs(grid)
+  if math.type(grid) == "integer" then return grid > 0 and grid or nil end
+  if type(grid) ~= "table" then return nil end
+  local n = 1
+  for i = 1, 3 do
+    local g = grid[i] or grid[({ "x", "y", "z" })[i]] or 1
+    if math.type(g) ~= "integer" or g < 1 then return nil end
+    n = n * g
+  end
+  return n
+end
+
 -- The plan value (plain data from the sandbox) with every launch made a
 -- launch the pipeline knows; meta: the child's answer (nil before the
 -- compile: shared memory 0 then).
 function M.shape(task, v, meta)
   if type(v) ~= "table" or type(v.launches) ~= "table" then return v end
-  local first
+  local first, scratch
   local launches = {}
   for i, l in ipairs(v.launches) do
     if type(l) ~= "table" then return v end
@@ -110,7 +127,18 @@ function M.shape(task, v, meta)
     local args = {}
     for j, a in ipairs(type(l.args) == "table" and l.args or {}) do args[j] = a end
     -- Triton's global and profile scratch pointers, after the kernel's own.
-    args[#args + 1] = { u64 = 0 }
+    -- The global scratch (where a kernel writes the tensor descriptors it
+    -- makes, global_scratch bytes per program) is a workspace of klab's:
+    -- poisoned before every run and guarded like any other.
+    local per = meta and math.tointeger(meta.global_scratch) or 0
+    if per > 0 then
+      local n = programs(l.grid)
+      if not n then return nil, where .. ": its grid must be a count or {x, y, z} of counts" end
+      scratch = math.max(scratch or 0, per * n)
+      args[#args + 1] = { workspace = SCRATCH }
+    else
+      args[#args + 1] = { u64 = 0 }
+    end
     args[#args + 1] = { u64 = 0 }
     out.args = args
     launches[i] = out
@@ -118,6 +146,16 @@ function M.shape(task, v, meta)
   local c = {}
   for k, x in pairs(v) do c[k] = x end
   c.launches = launches
+  if scratch then
+    if type(c.workspace) ~= "nil" and type(c.workspace) ~= "table" then return nil, "workspace must be a table" end
+    local ws = {}
+    for k, x in pairs(c.workspace or {}) do ws[k] = x end
+    if ws[SCRATCH] ~= nil then
+      return nil, ("workspace %s is klab's name for Triton's global scratch: name yours otherwise"):format(SCRATCH)
+    end
+    ws[SCRATCH] = { bytes = scratch }
+    c.workspace = ws
+  end
   return c
 end
 
@@ -195,9 +233,9 @@ function M.compile(o)
     -- The child's one line, not the candidate's prints (its log).
     return nil, msg, "ECOMPILE"
   end
-  if (answer.global_scratch or 0) > 0 or (answer.profile_scratch or 0) > 0 then
-    return nil, ("%s: the kernel needs %d bytes of Triton global scratch memory, which klab does not provide")
-      :format(o.name, math.max(answer.global_scratch or 0, answer.profile_scratch or 0)), "EREJECT"
+  if (answer.profile_scratch or 0) > 0 then
+    return nil, ("%s: the kernel needs %d bytes of Triton profile scratch memory (its instrumentation), which klab "
+      .. "does not provide"):format(o.name, answer.profile_scratch), "EREJECT"
   end
   if type(answer.ptx) ~= "string" or answer.name ~= cfg.kernel then
     return nil, o.name .. ": the Triton compiler's answer has no PTX for " .. tostring(cfg.kernel), "ECOMPILE"
@@ -206,7 +244,7 @@ function M.compile(o)
     cache = o.cache }
   if not res then return nil, jerr, jcode, partial end
   res.triton = { version = M.version, confinement = out.confinement, seconds = out.seconds,
-    shared = answer.shared, num_warps = answer.num_warps }
+    shared = answer.shared, num_warps = answer.num_warps, global_scratch = answer.global_scratch or 0 }
   res.lang = "triton"
   return res
 end
