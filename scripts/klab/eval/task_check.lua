@@ -167,10 +167,16 @@ function M.run(dirs, opts)
         end
         seen_ref[x.reference.path .. arch] = true
       end
-      if x.baseline.lib == "cudnn" and x.baseline.op == "graph" then
-        local pok, d, err = pcall(require("klab.dnn").graph_describe, task.plain(x.baseline.spec))
+      -- A cuDNN graph: the baseline's, or the library step before a shipped
+      -- kernel (a composed task's convolution).
+      local pro = x.baseline.prologue
+      local graph = x.baseline.lib == "cudnn" and x.baseline.op == "graph" and x.baseline
+        or pro and pro.lib == "cudnn" and pro.op == "graph" and pro
+      if graph then
+        local field = graph == pro and "baseline.prologue.spec" or "baseline.spec"
+        local pok, d, err = pcall(require("klab.dnn").graph_describe, task.plain(graph.spec))
         if not pok then d, err = nil, d end
-        if not d then problem(x.file, "baseline.spec", ("%s: the cuDNN graph does not describe: %s"):format(x.name, err)) end
+        if not d then problem(x.file, field, ("%s: the cuDNN graph does not describe: %s"):format(x.name, err)) end
       elseif x.baseline.lib == "cublaslt" or (x.baseline.prologue and x.baseline.prologue.lib == "cublaslt") then
         -- A shipped kernel after a cuBLASLt product (a composed task's) is
         -- described as that product.

@@ -616,6 +616,22 @@ function M.variant(file, c, f, v)
     b.spec = M.plain(spec)
     t.baseline = b
   end
+  -- A shipped baseline's library step described per variant (a composed
+  -- task's cuDNN convolution): the same, for baseline.prologue.
+  local pro = c.baseline.prologue
+  if type(pro) == "table" and type(pro.spec) == "function" then
+    local dd = {}
+    for k, x in pairs(v.dims) do dd[k] = x end
+    local ok, spec = pcall(pro.spec, dd)
+    if not ok then fail(file, "baseline.prologue.spec", "raised: " .. tostring(spec), v.name) end
+    if type(spec) ~= "table" then fail(file, "baseline.prologue.spec", "must return a table, got " .. type(spec), v.name) end
+    local b, p = {}, {}
+    for k, x in pairs(t.baseline) do b[k] = x end
+    for k, x in pairs(pro) do p[k] = x end
+    p.spec = M.plain(spec)
+    b.prologue = p
+    t.baseline = b
+  end
   -- The reference's units per output, in elements, for this variant.
   t.units = {}
   for bname, u in pairs(c.reference.units) do
