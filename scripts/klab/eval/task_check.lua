@@ -167,25 +167,27 @@ function M.run(dirs, opts)
         end
         seen_ref[x.reference.path .. arch] = true
       end
-      -- A cuDNN graph: the baseline's, or the library step before a shipped
-      -- kernel (a composed task's convolution).
+      -- The library calls: the baseline's own, or those before a shipped
+      -- kernel (a composed task's product or convolution, an MLP's layers:
+      -- baseline.prologue, one or a list), each described without a GPU.
       local pro = x.baseline.prologue
-      local graph = x.baseline.lib == "cudnn" and x.baseline.op == "graph" and x.baseline
-        or pro and pro.lib == "cudnn" and pro.op == "graph" and pro
-      if graph then
-        local field = graph == pro and "baseline.prologue.spec" or "baseline.spec"
-        local pok, d, err = pcall(require("klab.dnn").graph_describe, task.plain(graph.spec))
-        if not pok then d, err = nil, d end
-        if not d then problem(x.file, field, ("%s: the cuDNN graph does not describe: %s"):format(x.name, err)) end
-      elseif x.baseline.lib == "cublaslt" or (x.baseline.prologue and x.baseline.prologue.lib == "cublaslt") then
-        -- A shipped kernel after a cuBLASLt product (a composed task's) is
-        -- described as that product.
-        local pro = x.baseline.prologue
-        local view = pro and { dims = x.dims, buffers = x.buffers, baseline = pro } or x
-        local d, err = require("klab.eval.baselines.cublaslt").describe(view)
-        if not d then
-          problem(x.file, pro and "baseline.prologue" or "baseline.spec",
-            ("%s: the cuBLASLt matmul does not describe: %s"):format(x.name, err))
+      local calls = pro and (pro.lib and { pro } or pro) or { x.baseline }
+      for i, call in ipairs(calls) do
+        local field = not pro and "baseline.spec" or pro.lib and "baseline.prologue" or ("baseline.prologue[%d]"):format(i)
+        if call.lib == "cudnn" and call.op == "graph" then
+          local pok, d, err = pcall(require("klab.dnn").graph_describe, task.plain(call.spec))
+          if not pok then d, err = nil, d end
+          if not d then problem(x.file, field, ("%s: the cuDNN graph does not describe: %s"):format(x.name, err)) end
+        elseif call.lib == "cublaslt" then
+          -- A step's operand may be an earlier step's workspace (fp32).
+          local by_name = {}
+          for name, b in pairs(x.buffers) do by_name[name] = b end
+          local view = pro and { dims = x.dims, buffers = x.buffers, baseline = call, buffer_by_name = setmetatable(by_name,
+            { __index = function() return { dtype = "f32" } end }) } or x
+          local d, err = require("klab.eval.baselines.cublaslt").describe(view)
+          if not d then
+            problem(x.file, field, ("%s: the cuBLASLt matmul does not describe: %s"):format(x.name, err))
+          end
         end
       end
       if not (x.flops > 0 and x.bytes > 0) then problem(x.file, "flops", x.name .. ": counts no FLOPs or no bytes") end
