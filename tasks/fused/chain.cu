@@ -32,6 +32,11 @@
 //   CH_SOFTMAX   exp(x - max) / sum over the row
 //   CH_MAXPOOL, CH_AVGPOOL   windows of a elements, stride a, the tail
 //                dropped (torch's MaxPool1d/AvgPool1d with kernel_size a)
+//   CH_PLANE_MAX, CH_PLANE_AVG  a convolution's plane pooled by windows of
+//                a elements per axis, stride a, the tails dropped (torch's
+//                MaxPool2d/3d, AvgPool2d/3d): b = nd·2^42 + IH·2^21 + IW, the
+//                plane's last two extents (its depth is W / (IH·IW)) and
+//                whether the depth is pooled too (nd = 3)
 //   CH_GROUPNORM the row cut into a groups, each normalised to mean 0 and
 //                variance 1 (biased variance, epsilon b; GroupNorm's weight
 //                1 and bias 0, as torch initialises them)
@@ -47,7 +52,7 @@ enum { CH_ADD = 100, CH_DIV = 101, CH_MIN = 102, CH_MAX = 103, CH_CLAMP = 104, C
        CH_VEC_MUL = 106, CH_RESIDUAL = 107, CH_MAT_ADD = 108, CH_MAT_MUL = 109, CH_MISH_GATE = 110, CH_CHAN_ADD = 111,
        CH_CHAN_MUL = 112, CH_HARDSWISH = 113, CH_SUM = 120, CH_MEAN = 121, CH_ROW_MAX = 122, CH_ROW_MIN = 123,
        CH_LOGSUMEXP = 124, CH_CENTER = 125, CH_SOFTMAX = 126, CH_MAXPOOL = 127, CH_AVGPOOL = 128,
-       CH_GROUPNORM = 129, CH_ADD_X = 130 };
+       CH_GROUPNORM = 129, CH_ADD_X = 130, CH_PLANE_MAX = 131, CH_PLANE_AVG = 132 };
 
 #define CH_MAX_OPS 8
 #define CH_THREADS 256
@@ -196,6 +201,38 @@ static __device__ u32 ch_row(R *u, const TT *t, u64 row, u32 N, const float *X, 
                         v = code == CH_MAXPOOL ? fmax(v, u[j * k + q]) : v + u[j * k + q];
                     if (code == CH_AVGPOOL)
                         v = v / (R)k;
+                }
+                __syncthreads();
+                if (j < out)
+                    u[j] = v;
+                __syncthreads();
+            }
+            W = out;
+            break;
+        }
+        case CH_PLANE_MAX:
+        case CH_PLANE_AVG: {
+            const u32 k = (u32)p.a[i];
+            const u64 shape = (u64)p.b[i];
+            const u32 nd = (u32)(shape >> 42), IH = (u32)((shape >> 21) & 0x1FFFFF), IW = (u32)(shape & 0x1FFFFF);
+            const u32 ID = W / (IH * IW), kd = nd == 3 ? k : 1;
+            const u32 PD = ID / kd, PH = IH / k, PW = IW / k, out = PD * PH * PW;
+            // In chunks of one window per thread, as the 1-D pools: a window
+            // reads only places at or past the place it writes.
+            for (u32 c0 = 0; c0 < out; c0 += CH_THREADS) {
+                const u32 j = c0 + threadIdx.x;
+                R v = 0;
+                if (j < out) {
+                    const u32 od = j / (PH * PW), oh = j / PW % PH, ow = j % PW;
+                    v = code == CH_PLANE_MAX ? -(R)ch_inf() : (R)0;
+                    for (u32 a = 0; a < kd; a++)
+                        for (u32 r = 0; r < k; r++)
+                            for (u32 q = 0; q < k; q++) {
+                                const R x = u[((u64)(od * kd + a) * IH + oh * k + r) * IW + ow * k + q];
+                                v = code == CH_PLANE_MAX ? fmax(v, x) : v + x;
+                            }
+                    if (code == CH_PLANE_AVG)
+                        v = v / (R)(kd * k * k);
                 }
                 __syncthreads();
                 if (j < out)

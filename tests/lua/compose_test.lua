@@ -124,6 +124,26 @@ function T.a_convolution_starts_a_chain(t)
   t.eq(table.concat(task.plain(d3.buffers.y.shape), ","), "2,4,7,9,13")
 end
 
+-- A pooling of the plane (MaxPool2d, AvgPool3d): windows per axis, the
+-- tails dropped; chain.cu reads the plane's extents from b, which the plan
+-- computes per variant.
+function T.a_pool_shrinks_the_plane(t)
+  local x = task.get("conv2d_subtract_hardswish_maxpool_mish/n3_c5_17x23_k6", lib(t))
+  -- 15 x 21 by windows of 2: 7 x 10.
+  t.eq(table.concat(task.plain(x.buffers.y.shape), ","), "3,6,7,10")
+  t.eq(x.units.y, 70)
+  local pool = compose.CODES.chain.plane_max
+  t.match(x.reference.plan, ("i32%%(%d%%), f64%%(2%%), f64%%(2 %%* 4398046511104 %%+ %%(H%%-2%%) %%* 2097152 %%+ %%(W%%-2%%)%%)")
+    :format(pool), "b is nd·2^42 + OH·2^21 + OW")
+  -- sub, hardswish and the pool read 15 x 21; mish reads 7 x 10.
+  t.eq(x.flops, 2 * 3 * 6 * 5 * 9 * 15 * 21 + (1 + 5 + 1) * 3 * 6 * 15 * 21 + 6 * 3 * 6 * 70)
+  local v = task.get("convtranspose3d_scaling_avgpool_biasadd_scaling/n2_c3_4x5x7_k4", lib(t))
+  t.eq(table.concat(task.plain(v.buffers.y.shape), ","), "2,4,3,4,6")
+  local cu = assert(io.open(t.root .. "/tasks/fused/chain.cu")):read("a")
+  t.match(cu, "nd = %(u32%)%(shape >> 42%), IH = %(u32%)%(%(shape >> 21%) & 0x1FFFFF%), IW = %(u32%)%(shape & 0x1FFFFF%)",
+    "chain.cu decodes b as compose encodes it")
+end
+
 function T.a_convolution_chain_refuses_what_needs_a_linear_row(t)
   local function conv_file(body)
     local dir = t.tmpdir() .. "/cv"
@@ -142,7 +162,11 @@ function T.a_convolution_chain_refuses_what_needs_a_linear_row(t)
     t.match(d.tasks[1].reference.plan, ("i32%%(%d%%), f64%%(0%%), f64%%(1%%)"):format(compose.CODES.chain.chan_add),
       "sub_vec after a convolution subtracts per channel")
   end
-  local e = load_err(conv_file("compose = { ops.conv2d{ kernel = 3 }, ops.maxpool{ 2 } }"))
+  local e = load_err(conv_file("compose = { ops.conv2d{ kernel = 3 }, ops.maxpool3d{ 2 } }"))
+  t.ok(e and e:find("maxpool3d needs the plane of a 3-D convolution before it", 1, true), e)
+  e = load_err(conv_file("compose = { ops.conv2d{ kernel = 3 }, ops.mean{}, ops.avgpool2d{ 2 } }"))
+  t.ok(e and e:find("avgpool2d needs the plane of a 2-D convolution", 1, true), e)
+  e = load_err(conv_file("compose = { ops.conv2d{ kernel = 3 }, ops.maxpool{ 2 } }"))
   t.ok(e and e:find("compose[2]': maxpool does not follow a convolution", 1, true), e)
   e = load_err(conv_file("compose = { ops.conv2d{ kernel = 3 }, ops.groupnorm{ 2 } }"))
   t.ok(e and e:find("groupnorm takes 1 group", 1, true), e)

@@ -51,7 +51,7 @@ return ops
 local ACT = { relu = 0, gelu_tanh = 1, gelu = 2, silu = 3, sigmoid = 4, tanh = 5, softplus = 6, elu = 7,
   leaky_relu = 8, hardsigmoid = 10, softsign = 11, selu = 12, scale = 13, mish = 14 }
 local CH = { add = 100, div = 101, min = 102, max = 103, clamp = 104, vec_add = 105, vec_mul = 106, residual = 107,
-  mat_add = 108, mat_mul = 109, mish_gate = 110, chan_add = 111, chan_mul = 112, hardswish = 113, add_x = 130, sum = 120, mean = 121, row_max = 122, row_min = 123, logsumexp = 124, center = 125, softmax = 126,
+  mat_add = 108, mat_mul = 109, mish_gate = 110, chan_add = 111, chan_mul = 112, hardswish = 113, add_x = 130, plane_max = 131, plane_avg = 132, sum = 120, mean = 121, row_max = 122, row_min = 123, logsumexp = 124, center = 125, softmax = 126,
   maxpool = 127, avgpool = 128, groupnorm = 129 }
 
 -- The codes by name, for the test that holds them equal to the CUDA enums.
@@ -158,6 +158,15 @@ local function op_of(file, i, o)
     return { code = CH[name], a = k, b = 0, text = ("%s: windows of %d along the row, stride %d, the tail dropped " ..
       "(torch's %s1d)"):format(name, k, k, name == "maxpool" and "MaxPool" or "AvgPool"), flops = 1, kind = "row",
       width = function(w) return "(" .. w .. ")//" .. k end, divides = k }
+  elseif name == "maxpool2d" or name == "avgpool2d" or name == "maxpool3d" or name == "avgpool3d" then
+    local k = math.tointeger(o[1] or o.kernel)
+    if not k or k < 1 then fail(file, where .. "[1]", name .. " needs its window, a positive integer") end
+    local nd = tonumber(name:sub(-2, -2))
+    local max = name:sub(1, 3) == "max"
+    local win = nd == 3 and ("%d x %d x %d"):format(k, k, k) or ("%d x %d"):format(k, k)
+    return { code = max and CH.plane_max or CH.plane_avg, a = k, b = 0, kind = "row", pool = { nd = nd, k = k },
+      text = ("%s: windows of %s over the channel's plane, stride %d, the tails dropped (torch's %s(%d))"):format(
+        name, win, k, (max and "MaxPool" or "AvgPool") .. nd .. "d", k), flops = 1 }
   elseif name == "groupnorm" then
     local g = math.tointeger(o[1] or o.groups)
     if not g or g < 1 then fail(file, where .. "[1]", "groupnorm needs its number of groups, a positive integer") end
@@ -169,7 +178,8 @@ local function op_of(file, i, o)
   fail(file, where, ("unknown operation '%s' (known: %s)"):format(tostring(name),
     "linear, relu, gelu, gelu_tanh, sigmoid, tanh, silu, mish, softplus, elu, selu, hardsigmoid, softsign, " ..
     "leaky_relu, scale, mul, div, add, sub, min, max, clamp, hardtanh, hardswish, mish_gate, residual, add_vec, sub_vec, mul_vec, " ..
-    "add_mat, mul_mat, sum, mean, row_max, row_min, logsumexp, center, softmax, maxpool, avgpool, groupnorm, add_x; " ..
+    "add_mat, mul_mat, sum, mean, row_max, row_min, logsumexp, center, softmax, maxpool, avgpool, groupnorm, add_x, " ..
+    "maxpool2d, avgpool2d, maxpool3d, avgpool3d; " ..
     "first: linear, conv2d, conv3d, conv_transpose2d, conv_transpose3d"))
 end
 
@@ -234,6 +244,8 @@ local function conv_of(file, o)
   return g
 end
 
+local function lua_width(w) return (w:gsub("//", " // ")) end
+
 -- The chain, checked: {bias = bool, steps = {op...}, width = expression of
 -- the output row's width, vectors = {name...}, names = {op names}, conv =
 -- the convolution's geometry or nil}.
@@ -256,6 +268,9 @@ local function chain_of(file, list)
   else
     ch.conv = conv_of(file, first)
     ch.bias, ch.width, ch.names = ch.conv.bias, ch.conv.plane, { first.op }
+    -- The plane's extents, as expressions (nil once a reduction made it one value).
+    ch.dims = {}
+    for i, a in ipairs(ch.conv.axes) do ch.dims[i] = a[2] end
     ch.taken = { x = true, w = true, y = true, conv_bias = true }
   end
   ch.full = ch.width
@@ -280,7 +295,7 @@ local function chain_of(file, list)
       -- After a convolution a vector holds one value per output channel
       -- (torch's parameter of shape [K, 1, 1]).
       s.code = s.code == CH.vec_add and CH.chan_add or CH.chan_mul
-      s.shape = { "K" }
+      s.shape, s.full_width = { "K" }, false
       s.text = ("%s: x = x %s %s[k]  (%s[K], one value per output channel k: torch's parameter of shape [K, 1, 1])")
         :format(o.op, o.op == "sub_vec" and "-" or o.op == "mul_vec" and "·" or "+", s.vector, s.vector)
     end
@@ -306,7 +321,27 @@ local function chain_of(file, list)
       s.a = seen[s.vector]
     end
     s.width_before = ch.width
-    if s.width then ch.width = s.width(ch.width) end
+    if s.pool then
+      if not (ch.conv and ch.dims and s.pool.nd == ch.conv.nd) then
+        fail(file, ("compose[%d]"):format(i), o.op .. " needs the plane of a " .. s.pool.nd .. "-D convolution before it")
+      end
+      -- chain.cu reads the plane's last two extents from b (2^21 each, the
+      -- dimensionality above them); they differ per variant, so b is an
+      -- expression of the plan's dimensions.
+      local n = #ch.dims
+      s.b_expr = ("%d * 4398046511104 + (%s) * 2097152 + (%s)"):format(s.pool.nd, lua_width(ch.dims[n - 1]),
+        lua_width(ch.dims[n]))
+      local pooled, outs = {}, {}
+      for d, e in ipairs(ch.dims) do
+        pooled[d] = ("(%s)//%d"):format(e, s.pool.k)
+        outs[d] = "(" .. pooled[d] .. ")"
+      end
+      ch.dims = pooled
+      ch.width = table.concat(outs, "*")
+    elseif s.width then
+      ch.width = s.width(ch.width)
+      ch.dims = nil
+    end
     ch.steps[#ch.steps + 1] = s
     ch.names[#ch.names + 1] = o.op
   end
@@ -336,7 +371,8 @@ local function program_args(ch)
   local parts = { ("i32(%d)"):format(#ch.steps) }
   for i = 1, M.MAX_OPS do
     local s = ch.steps[i]
-    parts[#parts + 1] = s and ("i32(%d), f64(%.17g), f64(%.17g)"):format(s.code, s.a, s.b) or "i32(0), f64(0), f64(0)"
+    parts[#parts + 1] = s and ("i32(%d), f64(%.17g), f64(%s)"):format(s.code, s.a, s.b_expr or ("%.17g"):format(s.b))
+      or "i32(0), f64(0), f64(0)"
   end
   return table.concat(parts, ", ")
 end
@@ -385,7 +421,6 @@ return { workspace = { T = { bytes = 4 * M * N } }, launches = { { kernel = "cha
   args = { workspace("T"), u32(N), buffer("Y"), u32(wout), buffer("X"), u32(K), %s, %s } } } }
 ]]
 
-local function lua_width(w) return (w:gsub("//", " // ")) end
 
 -- The chain's FLOPs after its first step: each op's count per element it
 -- reads, over rows of w values (K: add_x's width).
@@ -556,8 +591,8 @@ conv_fields = function(out, ch, f, kernel, lines)
   out.dims[#out.dims + 1] = "K"
   local x, w, y = { "N", "C" }, g.transposed and { "C", "K" } or { "K", "C" }, { "N", "K" }
   for _, a in ipairs(g.axes) do x[#x + 1], w[#w + 1] = a[1], g.k end
-  if ch.width == ch.full then
-    for _, a in ipairs(g.axes) do y[#y + 1] = a[2] end
+  if ch.dims then
+    for _, e in ipairs(ch.dims) do y[#y + 1] = e end
   else
     y[#y + 1] = ch.width
   end
@@ -619,15 +654,29 @@ conv_fields = function(out, ch, f, kernel, lines)
     end } }
   local steps = ch.steps
   -- Two FLOPs per multiply-add of the direct (forward or scattering)
-  -- convolution, padding taps included, then the chain's.
+  -- convolution, padding taps included, then the chain's: each op's count
+  -- per element it reads (a pooling reads the plane and leaves its windows).
   out.flops = function(d)
-    local inner, outer = 1, 1
-    for _, a in ipairs(g.axes) do
-      inner, outer = inner * d[a[1]], outer * out_extent(g, d[a[1]])
+    local inner, outer, dims = 1, 1, {}
+    for i, a in ipairs(g.axes) do
+      dims[i] = out_extent(g, d[a[1]])
+      inner, outer = inner * d[a[1]], outer * dims[i]
     end
-    local taps = g.k ^ g.nd
-    local conv = 2 * d.N * d.K * d.C * taps * (g.transposed and inner or outer)
-    return math.tointeger(conv) + chain_flops(steps, d.N * d.K, outer, 0)
+    local n = math.tointeger(2 * d.N * d.K * d.C * g.k ^ g.nd * (g.transposed and inner or outer))
+    local w = outer
+    for _, s in ipairs(steps) do
+      n = n + s.flops * d.N * d.K * w
+      if s.pool then
+        w = 1
+        for i = 1, #dims do
+          dims[i] = dims[i] // s.pool.k
+          w = w * dims[i]
+        end
+      elseif s.width then
+        w = 1
+      end
+    end
+    return n
   end
   out.targets = {}
   local args = { 'buffer("x")', 'buffer("w")' }
