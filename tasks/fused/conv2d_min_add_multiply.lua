@@ -16,5 +16,8 @@ tags = { "kernelbench-l2" }
 kernelbench = { level = 2, problem = 31, exact = true }
 
 -- KernelBench's semantics as one PyTorch expression (klab.task.oracle;
--- tests/gpu/oracle_check.lua compares it with the reference).
-oracle = "(torch.clamp(F.conv2d(x, w, conv_bias), max=0.5) + bias[:, None, None]) * 2.0"
+-- tests/gpu/oracle_check.lua compares it with the reference). torch.min and
+-- torch.clamp with a number are written as F.threshold and F.hardtanh (the
+-- same values): torch.clamp called as the chain's first function raised
+-- KeyError '__import__' in the oracle's frame (no builtins; torch 2.11).
+oracle = "(-F.threshold(-F.conv2d(x, w, conv_bias), -0.5, -0.5) + bias[:, None, None]) * 2.0"

@@ -16,5 +16,8 @@ tags = { "kernelbench-l2" }
 kernelbench = { level = 2, problem = 93, exact = true }
 
 -- KernelBench's semantics as one PyTorch expression (klab.task.oracle;
--- tests/gpu/oracle_check.lua compares it with the reference).
-oracle = "F.gelu(torch.clamp(F.conv_transpose2d(x, w, conv_bias, stride=2) + 0.5, max=0.0)) * 2.0"
+-- tests/gpu/oracle_check.lua compares it with the reference). torch.min and
+-- torch.clamp with a number are written as F.threshold and F.hardtanh (the
+-- same values): torch.clamp called as the chain's first function raised
+-- KeyError '__import__' in the oracle's frame (no builtins; torch 2.11).
+oracle = "F.gelu(-F.threshold(-(F.conv_transpose2d(x, w, conv_bias, stride=2) + 0.5), 0.0, 0.0)) * 2.0"

@@ -19,6 +19,9 @@ tags = { "kernelbench-l2" }
 kernelbench = { level = 2, problem = 2, exact = true }
 
 -- KernelBench's semantics as one PyTorch expression (klab.task.oracle;
--- tests/gpu/oracle_check.lua compares it with the reference).
-oracle = "torch.clamp(torch.clamp(F.conv_transpose2d(x, w, conv_bias, stride=2, padding=1, " ..
-  "output_padding=1) + bias[:, None, None], min=0.0, max=1.0) * 2.0, min=0.0, max=1.0) / 2.0"
+-- tests/gpu/oracle_check.lua compares it with the reference). torch.min and
+-- torch.clamp with a number are written as F.threshold and F.hardtanh (the
+-- same values): torch.clamp called as the chain's first function raised
+-- KeyError '__import__' in the oracle's frame (no builtins; torch 2.11).
+oracle = "F.hardtanh(F.hardtanh(F.conv_transpose2d(x, w, conv_bias, stride=2, padding=1, output_padding=1) + " ..
+  "bias[:, None, None], min_val=0.0, max_val=1.0) * 2.0, min_val=0.0, max_val=1.0) / 2.0"

@@ -16,5 +16,8 @@ tags = { "kernelbench-l2" }
 kernelbench = { level = 2, problem = 100, exact = true }
 
 -- KernelBench's semantics as one PyTorch expression (klab.task.oracle;
--- tests/gpu/oracle_check.lua compares it with the reference).
-oracle = "torch.clamp(F.conv_transpose3d(x, w, conv_bias, stride=2, padding=1), min=-1.0) / 2.0"
+-- tests/gpu/oracle_check.lua compares it with the reference). torch.min and
+-- torch.clamp with a number are written as F.threshold and F.hardtanh (the
+-- same values): torch.clamp called as the chain's first function raised
+-- KeyError '__import__' in the oracle's frame (no builtins; torch 2.11).
+oracle = "F.threshold(F.conv_transpose3d(x, w, conv_bias, stride=2, padding=1), -1.0, -1.0) / 2.0"

@@ -19,6 +19,9 @@ tags = { "kernelbench-l2" }
 kernelbench = { level = 2, problem = 96, exact = true }
 
 -- KernelBench's semantics as one PyTorch expression (klab.task.oracle;
--- tests/gpu/oracle_check.lua compares it with the reference).
-oracle = "torch.clamp(torch.mean(F.max_pool3d(F.conv_transpose3d(x, w, conv_bias, stride=2, padding=1) * 0.5, " ..
-  "2), dim=[2, 3, 4], keepdim=True), min=0.0, max=1.0)"
+-- tests/gpu/oracle_check.lua compares it with the reference). torch.min and
+-- torch.clamp with a number are written as F.threshold and F.hardtanh (the
+-- same values): torch.clamp called as the chain's first function raised
+-- KeyError '__import__' in the oracle's frame (no builtins; torch 2.11).
+oracle = "F.hardtanh(torch.mean(F.max_pool3d(F.conv_transpose3d(x, w, conv_bias, stride=2, padding=1) * 0.5, 2), " ..
+  "dim=[2, 3, 4], keepdim=True), min_val=0.0, max_val=1.0)"

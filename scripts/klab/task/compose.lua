@@ -435,6 +435,27 @@ end
 
 local linear_fields, conv_fields
 
+-- The inputs after the first step's operands, in out: its bias (bias_name
+-- [width], ~ N(0, 0.1²)) and the chain's vectors (~ N(0, 1), as
+-- KernelBench's torch.randn parameters); and the suite: two trials of the
+-- base draw (named base), of x3 (the input x drawn three times as wide,
+-- atol three times as wide) and of the spiky mix on x.
+local function params_and_suite(out, ch, bias_name, width, base, x, x3)
+  if ch.bias then
+    out.buffers[bias_name] = { role = "input", dtype = "f32", shape = { width } }
+    out.inputs[bias_name] = { dist = "normal", mean = 0, std = 0.1 }
+  end
+  for _, v in ipairs(ch.vectors) do
+    out.buffers[v] = { role = "input", dtype = "f32", shape = ch.shapes[v] }
+    out.inputs[v] = { dist = "normal", mean = 0, std = 1 }
+  end
+  out.distributions = {
+    { name = base },
+    { name = "x3", inputs = { [x] = x3 }, tol_scale = 3 },
+    { name = "spiky", inputs = { [x] = { dist = "spiky", std = 1, spike_std = 10, p = 0.001 } } },
+  }
+end
+
 function M.expand(file, f)
   for _, k in ipairs { "dims", "buffers", "inputs", "reference", "baseline", "tolerance", "flops", "bytes", "plan",
                        "targets", "distributions", "trials", "description", "work" } do
@@ -478,19 +499,7 @@ linear_fields = function(file, out, ch, f, kernel, lines)
   -- near 0.6) and the ops after it see values where they bend; the biases
   -- and vectors ~ N(0, 1), as KernelBench's torch.randn parameters.
   out.inputs = { X = { dist = "normal", mean = 0, std = 1 }, W = { dist = "normal", mean = 0, std = 0.01 } }
-  if ch.bias then
-    out.buffers.bias = { role = "input", dtype = "f32", shape = { "N" } }
-    out.inputs.bias = { dist = "normal", mean = 0, std = 0.1 }
-  end
-  for _, v in ipairs(ch.vectors) do
-    out.buffers[v] = { role = "input", dtype = "f32", shape = ch.shapes[v] }
-    out.inputs[v] = { dist = "normal", mean = 0, std = 1 }
-  end
-  out.distributions = {
-    { name = "randn" },
-    { name = "x3", inputs = { X = { dist = "normal", mean = 0, std = 3 } }, tol_scale = 3 },
-    { name = "spiky", inputs = { X = { dist = "spiky", std = 1, spike_std = 10, p = 0.001 } } },
-  }
+  params_and_suite(out, ch, "bias", "N", "randn", "X", { dist = "normal", mean = 0, std = 3 })
   local bias_arg = ch.bias and 'buffer("bias")' or "u64(0)"
   local wl = lua_width(ch.width)
   local ustride = ch.add_x and "math.max(N, K)" or "N"
@@ -609,19 +618,7 @@ conv_fields = function(out, ch, f, kernel, lines)
   local v1 = type(f.variants) == "table" and f.variants[1] or {}
   local fan = (math.type(v1.C) == "integer" and v1.C or 1) * g.k ^ g.nd / (g.transposed and g.s ^ g.nd or 1)
   out.inputs = { x = { dist = "uniform", lo = 0, hi = 1 }, w = { dist = "normal", mean = 0, std = math.sqrt(3 / fan) } }
-  if ch.bias then
-    out.buffers.conv_bias = { role = "input", dtype = "f32", shape = { "K" } }
-    out.inputs.conv_bias = { dist = "normal", mean = 0, std = 0.1 }
-  end
-  for _, v in ipairs(ch.vectors) do
-    out.buffers[v] = { role = "input", dtype = "f32", shape = ch.shapes[v] }
-    out.inputs[v] = { dist = "normal", mean = 0, std = 1 }
-  end
-  out.distributions = {
-    { name = "rand" },
-    { name = "x3", inputs = { x = { dist = "uniform", lo = 0, hi = 3 } }, tol_scale = 3 },
-    { name = "spiky", inputs = { x = { dist = "spiky", std = 1, spike_std = 10, p = 0.001 } } },
-  }
+  params_and_suite(out, ch, "conv_bias", "K", "rand", "x", { dist = "uniform", lo = 0, hi = 3 })
   local ext = {}
   for i, a in ipairs(g.axes) do ext[i] = lua_width(a[2]) end
   if g.nd == 2 then table.insert(ext, 1, "1") end
