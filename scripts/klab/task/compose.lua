@@ -1,12 +1,15 @@
 -- klab.task.compose: a task written as a chain of the library's operations
--- (KernelBench Level 2's fused chains): a linear layer followed by
--- pointwise operations, row reductions, softmax, pooling or GroupNorm.
+-- (KernelBench Level 2's fused chains): a linear layer or a convolution
+-- followed by pointwise operations, row reductions, softmax, pooling or
+-- GroupNorm.
 --
 --   compose = { ops.linear{}, ops.sub{ 2.0 }, ops.scale{ 1.5 }, ops.relu{} }
+--   compose = { ops.conv2d{ kernel = 3 }, ops.relu{}, ops.add_vec{ name = "bias" } }
 --
--- A task file that sets `compose` names its task, its variants (M, N, K)
--- and its tags; everything else follows from the chain (docs/tasks.md,
--- "Composed tasks"):
+-- A task file that sets `compose` names its task, its variants (M, N, K
+-- after a linear layer; N, C, (D,) H, W, K after a convolution) and its
+-- tags; everything else follows from the chain (docs/tasks.md, "Composed
+-- tasks"). After a linear layer:
 --   buffers      X[M,K], W[N,K] (a linear layer's weight, as torch stores
 --                it), bias[N] unless linear{ bias = false }, one [N] input per
 --                add_vec / sub_vec / mul_vec, Y[M, width] in fp32
@@ -20,11 +23,17 @@
 --   tolerance    from the output type and the chain (M.tolerance's reason)
 --   FLOPs        the product's 2·M·N·K plus each op's count per element
 --   description  the chain in words, and the default plan
+-- After a convolution (conv_fields): x, w, conv_bias and y in torch's NCHW
+-- layouts, a row one output channel's plane, vectors one value per channel;
+-- the reference is tasks/conv/reference.cu's fp64 sums then chain_ref, the
+-- baseline cuDNN's convolution (a prologue described per variant) then
+-- chain_baseline_inplace.
 --
 --   compose.SANDBOX                the `ops` constructors task files see
 --   compose.expand(file, fields)   -> the task file's fields, completed; the
---                                  descriptor's compose field ({ops, tolerance, baseline})
---   compose.sources(c)             the reference's and baseline's code (read
+--                                  descriptor's compose field ({ops, tolerance, baseline, sources})
+--   compose.sources(file, which, max_bytes, composed)
+--                                  the reference's or baseline's code (read
 --                                  from the library's tasks/)
 -- Problems raise schema.fail naming the file and compose[i].
 
@@ -592,6 +601,62 @@ local function out_extent(g, n)
   return (n + 2 * g.p - g.k) // g.s + 1
 end
 
+-- A chain after a convolution in words: the convolution, the steps
+-- (lines), y's shape and the default plan's signature.
+local function conv_description(g, ch, kernel, lines, y, decl, dims_decl, here)
+  local sp_x, sp_o, outs = {}, {}, {}
+  local letters = g.nd == 3 and { "d", "h", "w" } or { "h", "w" }
+  for i, a in ipairs(g.axes) do
+    sp_x[i] = a[1]
+    sp_o[i] = "O" .. a[1]
+    outs[i] = ("O%s = %s"):format(a[1], a[2])
+  end
+  local what = g.transposed and ("transposed %d-D convolution (torch.nn.functional.conv_transpose%dd)"):format(g.nd, g.nd)
+    or ("%d-D convolution (cross-correlation, torch.nn.functional.conv%dd)"):format(g.nd, g.nd)
+  -- Coordinate o·stride - padding + tap, the trivial terms left out.
+  local function at(o, l)
+    return (g.s == 1 and o or o .. "·" .. g.s) .. (g.p == 0 and "" or " - " .. g.p) .. " + t" .. l
+  end
+  local formula
+  if g.transposed then
+    local place = {}
+    for i, l in ipairs(letters) do place[i] = at(l, l) end
+    formula = ("every x[n, c, %s] adds x[n, c, %s]·w[c, k, %s] to x'[n, k, %s]\n     (places outside the output " ..
+      "dropped)"):format(table.concat(letters, ", "), table.concat(letters, ", "),
+      "t" .. table.concat(letters, ", t"), table.concat(place, ", "))
+  else
+    local place = {}
+    for i, l in ipairs(letters) do place[i] = at("o" .. l, l) end
+    formula = ("x'[n, k, o%s] = sum over c < C and taps t of x[n, c, %s]·w[k, c, t%s]\n     (x is 0 " ..
+      "outside)"):format(table.concat(letters, ", o"), table.concat(place, ", "), table.concat(letters, ", t"))
+  end
+  local wdesc = g.transposed and "w[C, K, " or "w[K, C, "
+  local kk = {}
+  for i = 1, g.nd do kk[i] = tostring(g.k) end
+  return ([[
+Write a CUDA kernel named `%s` that computes, in one pass, a %s
+followed by a chain of operations, in fp32 (as accurate as fp32 allows: no
+narrower intermediate; TF32 tensor cores alone are not):
+  1. the convolution of x[N, C, %s] by %s%s] (torch's layouts, row-major,
+     kernel %d, stride %d, zero padding %d%s)%s:
+     %s,
+     with %s. Each step after it runs on
+     one row: the plane of one output channel k of one image n (row n*K + k
+     of %s values)
+%s
+and writes y[%s] (row-major) in fp32. Here %s.
+With the default launch plan the kernel is
+  extern "C" __global__ void %s(%s,
+      %s)
+launched with a grid of N*K blocks of 256 threads and no dynamic shared
+memory: block r owns row r of y. Send your own plan to change any of this.]]):format(kernel, what,
+    table.concat(sp_x, ", "), wdesc, table.concat(kk, ", "), g.k, g.s, g.p,
+    g.op > 0 and (", output padding %d"):format(g.op) or "",
+    ch.bias and " plus conv_bias[k] on\n     every output of channel k" or ", no bias", formula,
+    table.concat(outs, ", "), table.concat(sp_o, "*"), lines,
+    table.concat(y, ", "), table.concat(here, ", "), kernel, table.concat(decl, ", "), table.concat(dims_decl, ", "))
+end
+
 conv_fields = function(out, ch, f, kernel, lines)
   local g = ch.conv
   local sp = {}
@@ -692,57 +757,7 @@ conv_fields = function(out, ch, f, kernel, lines)
 return { launches = { { kernel = "%s", grid = { N * K, 1, 1 }, block = { 256, 1, 1 }, shared = 0,
   args = { %s, %s } } } }
 ]]):format(kernel, kernel, table.concat(args, ", "), table.concat(dims_u, ", "))
-  local sp_x, sp_o, outs = {}, {}, {}
-  local letters = g.nd == 3 and { "d", "h", "w" } or { "h", "w" }
-  for i, a in ipairs(g.axes) do
-    sp_x[i] = a[1]
-    sp_o[i] = "O" .. a[1]
-    outs[i] = ("O%s = %s"):format(a[1], a[2])
-  end
-  local what = g.transposed and ("transposed %d-D convolution (torch.nn.functional.conv_transpose%dd)"):format(g.nd, g.nd)
-    or ("%d-D convolution (cross-correlation, torch.nn.functional.conv%dd)"):format(g.nd, g.nd)
-  -- Coordinate o·stride - padding + tap, the trivial terms left out.
-  local function at(o, l)
-    return (g.s == 1 and o or o .. "·" .. g.s) .. (g.p == 0 and "" or " - " .. g.p) .. " + t" .. l
-  end
-  local formula
-  if g.transposed then
-    local place = {}
-    for i, l in ipairs(letters) do place[i] = at(l, l) end
-    formula = ("every x[n, c, %s] adds x[n, c, %s]·w[c, k, %s] to x'[n, k, %s]\n     (places outside the output " ..
-      "dropped)"):format(table.concat(letters, ", "), table.concat(letters, ", "),
-      "t" .. table.concat(letters, ", t"), table.concat(place, ", "))
-  else
-    local place = {}
-    for i, l in ipairs(letters) do place[i] = at("o" .. l, l) end
-    formula = ("x'[n, k, o%s] = sum over c < C and taps t of x[n, c, %s]·w[k, c, t%s]\n     (x is 0 " ..
-      "outside)"):format(table.concat(letters, ", o"), table.concat(place, ", "), table.concat(letters, ", t"))
-  end
-  local wdesc = g.transposed and "w[C, K, " or "w[K, C, "
-  local kk = {}
-  for i = 1, g.nd do kk[i] = tostring(g.k) end
-  out.description = ([[
-Write a CUDA kernel named `%s` that computes, in one pass, a %s
-followed by a chain of operations, in fp32 (as accurate as fp32 allows: no
-narrower intermediate; TF32 tensor cores alone are not):
-  1. the convolution of x[N, C, %s] by %s%s] (torch's layouts, row-major,
-     kernel %d, stride %d, zero padding %d%s)%s:
-     %s,
-     with %s. Each step after it runs on
-     one row: the plane of one output channel k of one image n (row n*K + k
-     of %s values)
-%s
-and writes y[%s] (row-major) in fp32. Here %s.
-With the default launch plan the kernel is
-  extern "C" __global__ void %s(%s,
-      %s)
-launched with a grid of N*K blocks of 256 threads and no dynamic shared
-memory: block r owns row r of y. Send your own plan to change any of this.]]):format(kernel, what,
-    table.concat(sp_x, ", "), wdesc, table.concat(kk, ", "), g.k, g.s, g.p,
-    g.op > 0 and (", output padding %d"):format(g.op) or "",
-    ch.bias and " plus conv_bias[k] on\n     every output of channel k" or ", no bias", formula,
-    table.concat(outs, ", "), table.concat(sp_o, "*"), lines,
-    table.concat(y, ", "), table.concat(here, ", "), kernel, table.concat(decl, ", "), table.concat(dims_decl, ", "))
+  out.description = conv_description(g, ch, kernel, lines, y, decl, dims_decl, here)
   return { sources = "conv", baseline = "sequence: cuDNN's convolution graph (fp32), then chain_baseline_inplace " ..
     "(tasks/fused/chain.cu) for the bias and the rest" }
 end
