@@ -213,7 +213,9 @@ conv_ref_tiles(const void *x, int dtx, const void *w, int dtw, float *y, u32 N, 
 // k / (K/G)), and a bias per output channel where bias is not null. A
 // unit is an element of y in y's order; its taps are summed in fp64 (the
 // bias, then input channel, filter depth, row, column) from the fp32 values
-// the kernel sees.
+// the kernel sees. conv_ncdhw_ref writes the sum as fp32; conv_ncdhw_ref64
+// keeps it in fp64, as the first step of a composed task's reference
+// (klab.task.compose: a convolution, then tasks/fused/chain.cu's chain).
 struct conv_geom {
     u32 C, D, H, W, K, T, R, S, PD, PH, PW, UD, UH, UW, DD, DH, DW, G, OD, OH, OW;
 };
@@ -236,8 +238,8 @@ static __device__ __forceinline__ long long convt_tap(u32 o, u32 t, u32 U, u32 P
 // transposed: 0 the convolution (w [K, C/G, T, R, S]), 1 the transposed one
 // (w [C, K/G, T, R, S]: input channel c sends to output channels
 // (c / (C/G))*(K/G) + k').
-static __device__ float conv_ncdhw_unit(const float *x, const float *w, const float *bias, u64 u, const conv_geom &g,
-                                        int transposed)
+static __device__ double conv_ncdhw_unit(const float *x, const float *w, const float *bias, u64 u, const conv_geom &g,
+                                         int transposed)
 {
     const u32 ow = (u32)(u % g.OW), oh = (u32)(u / g.OW % g.OH), od = (u32)(u / ((u64)g.OW * g.OH) % g.OD);
     const u32 k = (u32)(u / ((u64)g.OW * g.OH * g.OD) % g.K);
@@ -265,7 +267,7 @@ static __device__ float conv_ncdhw_unit(const float *x, const float *w, const fl
                 }
             }
         }
-    return (float)acc;
+    return acc;
 }
 
 extern "C" __global__ void conv_ncdhw_ref(const float *x, const float *w, const float *bias, const u64 *positions, u64 n,
@@ -273,6 +275,18 @@ extern "C" __global__ void conv_ncdhw_ref(const float *x, const float *w, const 
                                           int transposed, u32 C, u32 D, u32 H, u32 W, u32 K, u32 T, u32 R, u32 S,
                                           u32 PD, u32 PH, u32 PW, u32 UD, u32 UH, u32 UW, u32 DD, u32 DH, u32 DW,
                                           u32 G, u32 OD, u32 OH, u32 OW)
+{
+    const u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n)
+        return;
+    const conv_geom g = { C, D, H, W, K, T, R, S, PD, PH, PW, UD, UH, UW, DD, DH, DW, G, OD, OH, OW };
+    y[i] = (float)conv_ncdhw_unit(x, w, bias, klab_unit(positions, i), g, transposed);
+}
+
+extern "C" __global__ void conv_ncdhw_ref64(const float *x, const float *w, const float *bias, const u64 *positions,
+                                            u64 n, double *y, int transposed, u32 C, u32 D, u32 H, u32 W, u32 K, u32 T,
+                                            u32 R, u32 S, u32 PD, u32 PH, u32 PW, u32 UD, u32 UH, u32 UW, u32 DD,
+                                            u32 DH, u32 DW, u32 G, u32 OD, u32 OH, u32 OW)
 {
     const u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n)

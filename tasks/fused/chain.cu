@@ -1,10 +1,13 @@
-// chain.cu: the composed tasks' chain after their matrix product
-// (klab.task.compose builds a composed task from a list of operations).
-// A composed task's reference is tasks/activation/reference.cu,
-// tasks/matmul/reference.cu and this file in one source, compiled after
-// klab's prelude; its baseline is cuBLASLt's product followed by this
-// file's chain_baseline. The chain is one program of up to CH_MAX_OPS
-// steps, each (code, a, b), run over one row of the product at a time:
+// chain.cu: the composed tasks' chain after their matrix product or
+// convolution (klab.task.compose builds a composed task from a list of
+// operations). A composed task's reference is tasks/activation/reference.cu,
+// tasks/matmul/reference.cu (or tasks/conv/reference.cu) and this file in
+// one source, compiled after klab's prelude; its baseline is cuBLASLt's
+// product followed by this file's chain_baseline, or cuDNN's convolution
+// followed by chain_baseline_inplace. The chain is one program of up to
+// CH_MAX_OPS steps, each (code, a, b), run over one row of the product at a
+// time; a convolution's row is one output channel's plane of one image
+// (row = n*K + k, its OD*OH*OW values), and K is then the number of channels:
 //   code < 100   an activation of tasks/activation/reference.cu (ACT_*),
 //                parameter a
 //   CH_ADD       x + a (a subtraction is an addition of -a)
@@ -17,6 +20,11 @@
 //   CH_MAT_ADD, CH_MAT_MUL  x + v[i,j], x * v[i,j] with the matrix v[M,N] =
 //                V0 (a = 0) or V1 (a = 1), i the row
 //   CH_MISH_GATE x * mish(x)
+//   CH_CHAN_ADD, CH_CHAN_MUL  x + v[k], x * v[k] with the vector v = V0 (a = 0)
+//                or V1 (a = 1), k = row % K the convolution's output channel
+//                (torch's parameter of shape [K, 1, 1]); CH_CHAN_ADD with b = 1
+//                is x - v[k]
+//   CH_HARDSWISH x * min(max(x + 3, 0), 6) / 6
 //   CH_SUM, CH_MEAN, CH_ROW_MAX, CH_ROW_MIN, CH_LOGSUMEXP
 //                the row reduced to one value (logsumexp: max + log of the
 //                sum of exp(x - max))
@@ -24,6 +32,11 @@
 //   CH_SOFTMAX   exp(x - max) / sum over the row
 //   CH_MAXPOOL, CH_AVGPOOL   windows of a elements, stride a, the tail
 //                dropped (torch's MaxPool1d/AvgPool1d with kernel_size a)
+//   CH_PLANE_MAX, CH_PLANE_AVG  a convolution's plane pooled by windows of
+//                a elements per axis, stride a, the tails dropped (torch's
+//                MaxPool2d/3d, AvgPool2d/3d): b = nd·2^42 + IH·2^21 + IW, the
+//                plane's last two extents (its depth is W / (IH·IW)) and
+//                whether the depth is pooled too (nd = 3)
 //   CH_GROUPNORM the row cut into a groups, each normalised to mean 0 and
 //                variance 1 (biased variance, epsilon b; GroupNorm's weight
 //                1 and bias 0, as torch initialises them)
@@ -36,9 +49,10 @@
 // strided share per thread, then a tree), so both are deterministic.
 
 enum { CH_ADD = 100, CH_DIV = 101, CH_MIN = 102, CH_MAX = 103, CH_CLAMP = 104, CH_VEC_ADD = 105,
-       CH_VEC_MUL = 106, CH_RESIDUAL = 107, CH_MAT_ADD = 108, CH_MAT_MUL = 109, CH_MISH_GATE = 110, CH_SUM = 120, CH_MEAN = 121, CH_ROW_MAX = 122, CH_ROW_MIN = 123,
+       CH_VEC_MUL = 106, CH_RESIDUAL = 107, CH_MAT_ADD = 108, CH_MAT_MUL = 109, CH_MISH_GATE = 110, CH_CHAN_ADD = 111,
+       CH_CHAN_MUL = 112, CH_HARDSWISH = 113, CH_SUM = 120, CH_MEAN = 121, CH_ROW_MAX = 122, CH_ROW_MIN = 123,
        CH_LOGSUMEXP = 124, CH_CENTER = 125, CH_SOFTMAX = 126, CH_MAXPOOL = 127, CH_AVGPOOL = 128,
-       CH_GROUPNORM = 129, CH_ADD_X = 130 };
+       CH_GROUPNORM = 129, CH_ADD_X = 130, CH_PLANE_MAX = 131, CH_PLANE_AVG = 132 };
 
 #define CH_MAX_OPS 8
 #define CH_THREADS 256
@@ -120,6 +134,13 @@ static __device__ u32 ch_row(R *u, const TT *t, u64 row, u32 N, const float *X, 
                 case CH_MAT_ADD: x = x + (R)klab_load(a == (R)0 ? V0 : V1, row * N + j, a == (R)0 ? dt0 : dt1); break;
                 case CH_MAT_MUL: x = x * (R)klab_load(a == (R)0 ? V0 : V1, row * N + j, a == (R)0 ? dt0 : dt1); break;
                 case CH_MISH_GATE: x = x * act_apply<R>(ACT_MISH, x, (R)0); break;
+                case CH_CHAN_ADD: {
+                    const R v = (R)klab_load(a == (R)0 ? V0 : V1, row % K, a == (R)0 ? dt0 : dt1);
+                    x = b == (R)0 ? x + v : x - v;
+                    break;
+                }
+                case CH_CHAN_MUL: x = x * (R)klab_load(a == (R)0 ? V0 : V1, row % K, a == (R)0 ? dt0 : dt1); break;
+                case CH_HARDSWISH: x = x * fmin(fmax(x + (R)3, (R)0), (R)6) / (R)6; break;
                 default: x = act_apply<R>(code, x, a); break;
                 }
                 u[j] = x;
@@ -180,6 +201,38 @@ static __device__ u32 ch_row(R *u, const TT *t, u64 row, u32 N, const float *X, 
                         v = code == CH_MAXPOOL ? fmax(v, u[j * k + q]) : v + u[j * k + q];
                     if (code == CH_AVGPOOL)
                         v = v / (R)k;
+                }
+                __syncthreads();
+                if (j < out)
+                    u[j] = v;
+                __syncthreads();
+            }
+            W = out;
+            break;
+        }
+        case CH_PLANE_MAX:
+        case CH_PLANE_AVG: {
+            const u32 k = (u32)p.a[i];
+            const u64 shape = (u64)p.b[i];
+            const u32 nd = (u32)(shape >> 42), IH = (u32)((shape >> 21) & 0x1FFFFF), IW = (u32)(shape & 0x1FFFFF);
+            const u32 ID = W / (IH * IW), kd = nd == 3 ? k : 1;
+            const u32 PD = ID / kd, PH = IH / k, PW = IW / k, out = PD * PH * PW;
+            // In chunks of one window per thread, as the 1-D pools: a window
+            // reads only places at or past the place it writes.
+            for (u32 c0 = 0; c0 < out; c0 += CH_THREADS) {
+                const u32 j = c0 + threadIdx.x;
+                R v = 0;
+                if (j < out) {
+                    const u32 od = j / (PH * PW), oh = j / PW % PH, ow = j % PW;
+                    v = code == CH_PLANE_MAX ? -(R)ch_inf() : (R)0;
+                    for (u32 a = 0; a < kd; a++)
+                        for (u32 r = 0; r < k; r++)
+                            for (u32 q = 0; q < k; q++) {
+                                const R x = u[((u64)(od * kd + a) * IH + oh * k + r) * IW + ow * k + q];
+                                v = code == CH_PLANE_MAX ? fmax(v, x) : v + x;
+                            }
+                    if (code == CH_PLANE_AVG)
+                        v = v / (R)(kd * k * k);
                 }
                 __syncthreads();
                 if (j < out)
@@ -287,4 +340,30 @@ chain_baseline(const float *T, u32 N, float *Y, u32 wout, const float *X, u32 K,
     ch_row<float, float>(row, t, r, N, X, K, p, V0, dt0, V1, dt1, red);
     for (u32 j = threadIdx.x; j < wout; j += CH_THREADS)
         Y[r * wout + j] = row[j];
+}
+
+// The baseline's chain after a convolution: block r adds the convolution's
+// bias of its channel (cbias[r % K], where cbias is not null) to row r of
+// cuDNN's fp32 output T[rows][N] and runs the chain on it in place in
+// global memory (a channel's plane can outgrow shared memory; T is the
+// baseline's own workspace), then writes Y[rows][wout]. K is the number of
+// output channels (CH_CHAN_*); the chains it runs have no CH_RESIDUAL or
+// CH_ADD_X.
+extern "C" __global__ void __launch_bounds__(CH_THREADS)
+chain_baseline_inplace(float *T, u32 N, float *Y, u32 wout, u32 K, const float *cbias, const void *V0, int dt0,
+                       const void *V1, int dt1, CH_PARAMS)
+{
+    __shared__ float red[CH_THREADS];
+    const ch_program p = ch_make(CH_ARGS);
+    const u64 r = blockIdx.x;
+    float *u = T + r * N;
+    if (cbias) {
+        const float c = cbias[r % K];
+        for (u32 j = threadIdx.x; j < N; j += CH_THREADS)
+            u[j] += c;
+        __syncthreads();
+    }
+    ch_row<float, float>(u, u, r, N, nullptr, K, p, V0, dt0, V1, dt1, red);
+    for (u32 j = threadIdx.x; j < wout; j += CH_THREADS)
+        Y[r * wout + j] = u[j];
 }

@@ -77,12 +77,107 @@ function T.the_library_has_thirty_composed_tasks(t)
   local list = require("klab.json").decode(out)
   local bases = {}
   for _, x in ipairs(list) do
-    t.ok(type(x.compose) == "table" and x.compose.ops[1]:match("^linear"), x.name .. " has compose.ops")
+    t.ok(type(x.compose) == "table" and (x.compose.ops[1]:match("^linear") or x.compose.ops[1]:match("^conv")),
+      x.name .. " has compose.ops")
     bases[x.base] = true
   end
   local n = 0
   for _ in pairs(bases) do n = n + 1 end
   t.ok(n >= 30, n .. " composed tasks")
+end
+
+-- A chain that starts with a convolution (KernelBench Level 2's Conv2d,
+-- Conv3d and transposed chains): NCHW buffers in torch's layouts, the
+-- convolution's bias as conv_bias, vectors one value per output channel,
+-- a row one channel's plane; cuDNN's convolution described per variant.
+function T.a_convolution_starts_a_chain(t)
+  local x = task.get("conv2d_relu_biasadd/n3_c5_17x23_k6", lib(t))
+  t.eq(table.concat(task.plain(x.compose.ops), ","), "conv2d,relu,add_vec")
+  t.eq(table.concat(task.plain(x.buffers.x.shape), ","), "3,5,17,23")
+  t.eq(table.concat(task.plain(x.buffers.w.shape), ","), "6,5,3,3")
+  t.eq(table.concat(task.plain(x.buffers.conv_bias.shape), ","), "6")
+  t.eq(table.concat(task.plain(x.buffers.bias.shape), ","), "6")
+  t.eq(table.concat(task.plain(x.buffers.y.shape), ","), "3,6,15,21")
+  -- A unit is one channel's plane; 2 FLOPs per tap, then relu and the add.
+  t.eq(x.units.y, 15 * 21)
+  t.eq(x.flops, 2 * 3 * 6 * 5 * 9 * 15 * 21 + 2 * 3 * 6 * 15 * 21)
+  t.ok(x.reference.code:find("conv_ncdhw_ref64", 1, true) and x.reference.code:find("chain_ref", 1, true),
+    "the reference is the convolution family's fp64 sums, then the chain")
+  t.match(x.reference.plan, "u32%(K%), buffer%(\"bias\"%), i32%(0%)", "the channel count goes where add_x's K goes")
+  local chan_add = compose.CODES.chain.chan_add
+  t.match(x.reference.plan, ("i32%%(%d%%), f64%%(0%%), f64%%(0%%)"):format(chan_add), "add_vec adds per channel")
+  t.match(x.baseline.plan, "chain_baseline_inplace")
+  local p = x.baseline.prologue
+  t.eq(p.lib, "cudnn")
+  t.eq(p.c, "T")
+  -- The graph is this variant's: the output plane of 17 x 23 by a 3 x 3 filter.
+  t.eq(table.concat(task.plain(p.spec.tensors.T.dims), ","), "3,6,15,21")
+  t.eq(p.spec.ops[1].op, "conv_fwd")
+  t.ok(x.description:find("add_vec: x = x + bias[k]", 1, true), x.description)
+  local tr = task.get("convtranspose2d_multiply_globalavgpool_globalavgpool_mean/n3_c5_9x13_k6", lib(t))
+  t.eq(table.concat(task.plain(tr.buffers.w.shape), ","), "5,6,3,3")
+  -- (9 - 1)·2 - 2 + 3 + 1 = 18 rows, 26 columns; two means make one value.
+  t.eq(table.concat(task.plain(tr.baseline.prologue.spec.tensors.T.dims), ","), "3,6,18,26")
+  t.eq(table.concat(task.plain(tr.buffers.y.shape), ","), "3,6,1")
+  t.eq(tr.baseline.prologue.spec.ops[1].op, "conv_bwd_data")
+  local d3 = task.get("convtranspose3d_clamp_min_divide/n2_c3_4x5x7_k4", lib(t))
+  t.eq(table.concat(task.plain(d3.buffers.y.shape), ","), "2,4,7,9,13")
+end
+
+-- A pooling of the plane (MaxPool2d, AvgPool3d): windows per axis, the
+-- tails dropped; chain.cu reads the plane's extents from b, which the plan
+-- computes per variant.
+function T.a_pool_shrinks_the_plane(t)
+  local x = task.get("conv2d_subtract_hardswish_maxpool_mish/n3_c5_17x23_k6", lib(t))
+  -- 15 x 21 by windows of 2: 7 x 10.
+  t.eq(table.concat(task.plain(x.buffers.y.shape), ","), "3,6,7,10")
+  t.eq(x.units.y, 70)
+  local pool = compose.CODES.chain.plane_max
+  t.match(x.reference.plan, ("i32%%(%d%%), f64%%(2%%), f64%%(2 %%* 4398046511104 %%+ %%(H%%-2%%) %%* 2097152 %%+ %%(W%%-2%%)%%)")
+    :format(pool), "b is nd·2^42 + OH·2^21 + OW")
+  -- sub, hardswish and the pool read 15 x 21; mish reads 7 x 10.
+  t.eq(x.flops, 2 * 3 * 6 * 5 * 9 * 15 * 21 + (1 + 5 + 1) * 3 * 6 * 15 * 21 + 6 * 3 * 6 * 70)
+  local v = task.get("convtranspose3d_scaling_avgpool_biasadd_scaling/n2_c3_4x5x7_k4", lib(t))
+  t.eq(table.concat(task.plain(v.buffers.y.shape), ","), "2,4,3,4,6")
+  local cu = assert(io.open(t.root .. "/tasks/fused/chain.cu")):read("a")
+  t.match(cu, "nd = %(u32%)%(shape >> 42%), IH = %(u32%)%(%(shape >> 21%) & 0x1FFFFF%), IW = %(u32%)%(shape & 0x1FFFFF%)",
+    "chain.cu decodes b as compose encodes it")
+end
+
+function T.a_convolution_chain_refuses_what_needs_a_linear_row(t)
+  local function conv_file(body)
+    local dir = t.tmpdir() .. "/cv"
+    require("klab.sys").mkdir(dir)
+    local path = dir .. "/c.lua"
+    local f = assert(io.open(path, "w"))
+    f:write('name = "c"\nvariants = { { N = 2, C = 3, H = 8, W = 9, K = 4 } }\n' .. body .. "\n")
+    f:close()
+    return path
+  end
+  local ok, d = pcall(task.load, conv_file("compose = { ops.conv2d{ kernel = 3 }, ops.sub_vec{ name = 's' } }"),
+    { reload = true })
+  t.ok(ok, tostring(d))
+  if ok then
+    t.eq(table.concat(task.plain(d.tasks[1].buffers.s.shape), ","), "4")
+    t.match(d.tasks[1].reference.plan, ("i32%%(%d%%), f64%%(0%%), f64%%(1%%)"):format(compose.CODES.chain.chan_add),
+      "sub_vec after a convolution subtracts per channel")
+  end
+  local e = load_err(conv_file("compose = { ops.conv2d{ kernel = 3 }, ops.maxpool3d{ 2 } }"))
+  t.ok(e and e:find("maxpool3d needs the plane of a 3-D convolution before it", 1, true), e)
+  e = load_err(conv_file("compose = { ops.conv2d{ kernel = 3 }, ops.mean{}, ops.avgpool2d{ 2 } }"))
+  t.ok(e and e:find("avgpool2d needs the plane of a 2-D convolution", 1, true), e)
+  e = load_err(conv_file("compose = { ops.conv2d{ kernel = 3 }, ops.maxpool{ 2 } }"))
+  t.ok(e and e:find("compose[2]': maxpool does not follow a convolution", 1, true), e)
+  e = load_err(conv_file("compose = { ops.conv2d{ kernel = 3 }, ops.groupnorm{ 2 } }"))
+  t.ok(e and e:find("groupnorm takes 1 group", 1, true), e)
+  e = load_err(conv_file("compose = { ops.conv2d{ kernel = 3, output_padding = 1 }, ops.relu{} }"))
+  t.ok(e and e:find("compose[1].output_padding': only a transposed convolution has one", 1, true), e)
+  e = load_err(conv_file("compose = { ops.conv2d{ kernel = 3, dilation = 2 }, ops.relu{} }"))
+  t.ok(e and e:find("compose[1].dilation': unknown argument of conv2d", 1, true), e)
+  e = load_err(conv_file("compose = { ops.conv2d{}, ops.relu{} }"))
+  t.ok(e and e:find("conv2d needs kernel", 1, true), e)
+  e = load_err(conv_file("compose = { ops.conv2d{ kernel = 3 }, ops.add_vec{ name = 'conv_bias' } }"))
+  t.ok(e and e:find("buffer 'conv_bias' is taken", 1, true), e)
 end
 
 -- sub_vec subtracts its vector (KernelBench Level 2, problem 51): chain.cu's
@@ -123,7 +218,7 @@ function T.mistakes_name_the_file_and_the_op(t)
   local e = load_err(file(t, "compose = { ops.linear{}, ops.relux{} }"))
   t.ok(e and e:find("c.lua: field 'compose[2]': unknown operation 'relux'", 1, true), e)
   e = load_err(file(t, "compose = { ops.relu{}, ops.linear{} }"))
-  t.ok(e and e:find("field 'compose[1]': must be ops.linear{}", 1, true), e)
+  t.ok(e and e:find("field 'compose[1]': must be ops.linear{} or a convolution", 1, true), e)
   e = load_err(file(t, "compose = { ops.linear{}, ops.relu{} }\nbuffers = {}"))
   t.ok(e and e:find("field 'buffers': is set by compose", 1, true), e)
   e = load_err(file(t, "compose = { ops.linear{}, ops.groupnorm{ 5 } }"))

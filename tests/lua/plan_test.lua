@@ -215,8 +215,8 @@ function T.plan_error_reasons(t)
   reason(t, "return { launch = {} }", "unknown field 'launch'")
   reason(t, "return { launches = { { kernel = 'a b', grid = 1, block = 1 } } }", "kernel must be")
   local many = {}
-  for i = 1, 17 do many[i] = "{ kernel = 'k', grid = 1, block = 1 }" end
-  reason(t, "return { launches = { " .. table.concat(many, ", ") .. " } }", "17 launches; at most 16")
+  for i = 1, 65 do many[i] = "{ kernel = 'k', grid = 1, block = 1 }" end
+  reason(t, "return { launches = { " .. table.concat(many, ", ") .. " } }", "65 launches; at most 64")
   reason(t, src(nil, nil, nil, "{ { buffer = 'A' } }", ", workspace = { A = { bytes = 4 } }"), "taken by a task buffer")
   -- errors raised by the plan itself
   t.eq(reason(t, "error('K must be even')", "plan:1: K must be even"), "EPLAN")

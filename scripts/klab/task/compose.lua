@@ -1,12 +1,15 @@
 -- klab.task.compose: a task written as a chain of the library's operations
--- (KernelBench Level 2's fused chains): a linear layer followed by
--- pointwise operations, row reductions, softmax, pooling or GroupNorm.
+-- (KernelBench Level 2's fused chains): a linear layer or a convolution
+-- followed by pointwise operations, row reductions, softmax, pooling or
+-- GroupNorm.
 --
 --   compose = { ops.linear{}, ops.sub{ 2.0 }, ops.scale{ 1.5 }, ops.relu{} }
+--   compose = { ops.conv2d{ kernel = 3 }, ops.relu{}, ops.add_vec{ name = "bias" } }
 --
--- A task file that sets `compose` names its task, its variants (M, N, K)
--- and its tags; everything else follows from the chain (docs/tasks.md,
--- "Composed tasks"):
+-- A task file that sets `compose` names its task, its variants (M, N, K
+-- after a linear layer; N, C, (D,) H, W, K after a convolution) and its
+-- tags; everything else follows from the chain (docs/tasks.md, "Composed
+-- tasks"). After a linear layer:
 --   buffers      X[M,K], W[N,K] (a linear layer's weight, as torch stores
 --                it), bias[N] unless linear{ bias = false }, one [N] input per
 --                add_vec / sub_vec / mul_vec, Y[M, width] in fp32
@@ -20,11 +23,17 @@
 --   tolerance    from the output type and the chain (M.tolerance's reason)
 --   FLOPs        the product's 2·M·N·K plus each op's count per element
 --   description  the chain in words, and the default plan
+-- After a convolution (conv_fields): x, w, conv_bias and y in torch's NCHW
+-- layouts, a row one output channel's plane, vectors one value per channel;
+-- the reference is tasks/conv/reference.cu's fp64 sums then chain_ref, the
+-- baseline cuDNN's convolution (a prologue described per variant) then
+-- chain_baseline_inplace.
 --
 --   compose.SANDBOX                the `ops` constructors task files see
 --   compose.expand(file, fields)   -> the task file's fields, completed; the
---                                  descriptor's compose field ({ops, tolerance, baseline})
---   compose.sources(c)             the reference's and baseline's code (read
+--                                  descriptor's compose field ({ops, tolerance, baseline, sources})
+--   compose.sources(file, which, max_bytes, composed)
+--                                  the reference's or baseline's code (read
 --                                  from the library's tasks/)
 -- Problems raise schema.fail naming the file and compose[i].
 
@@ -51,7 +60,7 @@ return ops
 local ACT = { relu = 0, gelu_tanh = 1, gelu = 2, silu = 3, sigmoid = 4, tanh = 5, softplus = 6, elu = 7,
   leaky_relu = 8, hardsigmoid = 10, softsign = 11, selu = 12, scale = 13, mish = 14 }
 local CH = { add = 100, div = 101, min = 102, max = 103, clamp = 104, vec_add = 105, vec_mul = 106, residual = 107,
-  mat_add = 108, mat_mul = 109, mish_gate = 110, add_x = 130, sum = 120, mean = 121, row_max = 122, row_min = 123, logsumexp = 124, center = 125, softmax = 126,
+  mat_add = 108, mat_mul = 109, mish_gate = 110, chan_add = 111, chan_mul = 112, hardswish = 113, add_x = 130, plane_max = 131, plane_avg = 132, sum = 120, mean = 121, row_max = 122, row_min = 123, logsumexp = 124, center = 125, softmax = 126,
   maxpool = 127, avgpool = 128, groupnorm = 129 }
 
 -- The codes by name, for the test that holds them equal to the CUDA enums.
@@ -119,6 +128,9 @@ local function op_of(file, i, o)
   elseif name == "residual" then
     return { code = CH.residual, a = 0, b = 0, text = "residual: x = x + the product's own value (y0 + bias) at the " ..
       "same place", flops = 1, kind = "point", full_width = true }
+  elseif name == "hardswish" then
+    return { code = CH.hardswish, a = 0, b = 0, text = "hardswish: x = x·min(max(x + 3, 0), 6)/6", flops = 5,
+      kind = "point" }
   elseif name == "mish_gate" then
     return { code = CH.mish_gate, a = 0, b = 0, text = "mish_gate: x = x·mish(x) = x·x·tanh(log(1 + exp(x)))",
       flops = 7, kind = "point" }
@@ -155,6 +167,15 @@ local function op_of(file, i, o)
     return { code = CH[name], a = k, b = 0, text = ("%s: windows of %d along the row, stride %d, the tail dropped " ..
       "(torch's %s1d)"):format(name, k, k, name == "maxpool" and "MaxPool" or "AvgPool"), flops = 1, kind = "row",
       width = function(w) return "(" .. w .. ")//" .. k end, divides = k }
+  elseif name == "maxpool2d" or name == "avgpool2d" or name == "maxpool3d" or name == "avgpool3d" then
+    local k = math.tointeger(o[1] or o.kernel)
+    if not k or k < 1 then fail(file, where .. "[1]", name .. " needs its window, a positive integer") end
+    local nd = tonumber(name:sub(-2, -2))
+    local max = name:sub(1, 3) == "max"
+    local win = nd == 3 and ("%d x %d x %d"):format(k, k, k) or ("%d x %d"):format(k, k)
+    return { code = max and CH.plane_max or CH.plane_avg, a = k, b = 0, kind = "row", pool = { nd = nd, k = k },
+      text = ("%s: windows of %s over the channel's plane, stride %d, the tails dropped (torch's %s(%d))"):format(
+        name, win, k, (max and "MaxPool" or "AvgPool") .. nd .. "d", k), flops = 1 }
   elseif name == "groupnorm" then
     local g = math.tointeger(o[1] or o.groups)
     if not g or g < 1 then fail(file, where .. "[1]", "groupnorm needs its number of groups, a positive integer") end
@@ -165,36 +186,130 @@ local function op_of(file, i, o)
   end
   fail(file, where, ("unknown operation '%s' (known: %s)"):format(tostring(name),
     "linear, relu, gelu, gelu_tanh, sigmoid, tanh, silu, mish, softplus, elu, selu, hardsigmoid, softsign, " ..
-    "leaky_relu, scale, mul, div, add, sub, min, max, clamp, hardtanh, mish_gate, residual, add_vec, sub_vec, mul_vec, " ..
-    "add_mat, mul_mat, sum, mean, row_max, row_min, logsumexp, center, softmax, maxpool, avgpool, groupnorm, add_x"))
+    "leaky_relu, scale, mul, div, add, sub, min, max, clamp, hardtanh, hardswish, mish_gate, residual, add_vec, sub_vec, mul_vec, " ..
+    "add_mat, mul_mat, sum, mean, row_max, row_min, logsumexp, center, softmax, maxpool, avgpool, groupnorm, add_x, " ..
+    "maxpool2d, avgpool2d, maxpool3d, avgpool3d; " ..
+    "first: linear, conv2d, conv3d, conv_transpose2d, conv_transpose3d"))
 end
 
 M.MAX_OPS = 8
 
--- The chain, checked: {bias = bool, steps = {op...}, width = expression of
--- the output row's width, vectors = {name...}, names = {op names}}.
-local function chain_of(file, list)
-  if type(list) ~= "table" or #list < 2 then
-    fail(file, "compose", "needs a list of operations: a linear layer, then at least one more")
+-- The convolutions a chain may start with (torch's nn.Conv2d, nn.Conv3d,
+-- nn.ConvTranspose2d, nn.ConvTranspose3d): nd spatial axes, transposed or
+-- not. Their constants are the op's (as the module's constructor takes
+-- them); the sizes are the variant's: N, C, (D,) H, W and K channels out.
+local CONV = { conv2d = { nd = 2 }, conv3d = { nd = 3 }, conv_transpose2d = { nd = 2, transposed = true },
+  conv_transpose3d = { nd = 3, transposed = true } }
+M.CONV = CONV
+
+-- The ops whose meaning needs a linear layer's row (a column index j, the
+-- product's input X or a 1-D window along the row).
+local LINEAR_ONLY = { residual = true, add_mat = true, mul_mat = true, add_x = true, maxpool = true, avgpool = true }
+
+-- A convolution's geometry from ops.conv2d{ kernel =, stride =, padding =,
+-- output_padding =, bias = }: {nd, transposed, k, s, p, op, bias, axes =
+-- {input name, output extent expression}..., plane = expression}.
+local function conv_of(file, o)
+  local kind = CONV[o.op]
+  local g = { nd = kind.nd, transposed = kind.transposed == true, name = o.op }
+  local function int(key, default, least)
+    local v = o[key]
+    if v == nil then v = default end
+    if math.type(v) ~= "integer" or v < least then
+      fail(file, "compose[1]." .. key, ("%s needs %s, an integer of at least %d"):format(o.op, key, least))
+    end
+    return v
   end
-  local first = list[1]
-  if type(first) ~= "table" or first.op ~= "linear" then
-    fail(file, "compose[1]", "must be ops.linear{} (composed tasks start with a linear layer)")
-  end
-  local bias = first.bias
+  g.k, g.s, g.p = int("kernel", nil, 1), int("stride", 1, 1), int("padding", 0, 0)
+  g.op = int("output_padding", 0, 0)
+  if g.op > 0 and not g.transposed then fail(file, "compose[1].output_padding", "only a transposed convolution has one") end
+  if g.op >= g.s and g.op > 0 then fail(file, "compose[1].output_padding", "must be below the stride (torch's rule)") end
+  local bias = o.bias
   if bias == nil then bias = true end
   if type(bias) ~= "boolean" then fail(file, "compose[1].bias", "must be true or false") end
-  local ch = { bias = bias, steps = {}, width = "N", vectors = {}, shapes = {}, names = { bias and "linear" or "linear_nobias" } }
+  g.bias = bias
+  for k in pairs(o) do
+    if not ({ op = true, kernel = true, stride = true, padding = true, output_padding = true, bias = true })[k] then
+      fail(file, "compose[1]." .. tostring(k), "unknown argument of " .. o.op ..
+        " (kernel, stride, padding, output_padding, bias)")
+    end
+  end
+  g.axes = {}
+  local names = g.nd == 3 and { "D", "H", "W" } or { "H", "W" }
+  local outs = {}
+  -- n + c with the constant's sign, nothing for 0.
+  local function plus(c) return c == 0 and "" or c > 0 and "+" .. c or tostring(c) end
+  for i, n in ipairs(names) do
+    local e
+    if g.transposed then
+      e = g.s == 1 and n .. plus(g.k + g.op - 1 - 2 * g.p) or ("(%s-1)*%d%s"):format(n, g.s, plus(g.k + g.op - 2 * g.p))
+    else
+      e = g.s == 1 and n .. plus(2 * g.p - g.k + 1) or ("(%s%s)//%d+1"):format(n, plus(2 * g.p - g.k), g.s)
+    end
+    g.axes[i] = { n, e }
+    outs[i] = "(" .. e .. ")"
+  end
+  g.plane = table.concat(outs, "*")
+  return g
+end
+
+local function lua_width(w) return (w:gsub("//", " // ")) end
+
+-- The chain, checked: {bias = bool, steps = {op...}, width = expression of
+-- the output row's width, vectors = {name...}, names = {op names}, conv =
+-- the convolution's geometry or nil}.
+local function chain_of(file, list)
+  if type(list) ~= "table" or #list < 2 then
+    fail(file, "compose", "needs a list of operations: a linear layer or a convolution, then at least one more")
+  end
+  local first = list[1]
+  if type(first) ~= "table" or (first.op ~= "linear" and not CONV[first.op]) then
+    fail(file, "compose[1]", "must be ops.linear{} or a convolution (ops.conv2d{}, ops.conv3d{}, " ..
+      "ops.conv_transpose2d{}, ops.conv_transpose3d{})")
+  end
+  local ch = { steps = {}, vectors = {}, shapes = {} }
+  if first.op == "linear" then
+    local bias = first.bias
+    if bias == nil then bias = true end
+    if type(bias) ~= "boolean" then fail(file, "compose[1].bias", "must be true or false") end
+    ch.bias, ch.width, ch.names = bias, "N", { bias and "linear" or "linear_nobias" }
+    ch.taken = { X = true, W = true, Y = true, bias = bias }
+  else
+    ch.conv = conv_of(file, first)
+    ch.bias, ch.width, ch.names = ch.conv.bias, ch.conv.plane, { first.op }
+    -- The plane's extents, as expressions (nil once a reduction made it one value).
+    ch.dims = {}
+    for i, a in ipairs(ch.conv.axes) do ch.dims[i] = a[2] end
+    ch.taken = { x = true, w = true, y = true, conv_bias = true }
+  end
+  ch.full = ch.width
   if #list - 1 > M.MAX_OPS then
-    fail(file, "compose", ("at most %d operations after the linear layer, got %d"):format(M.MAX_OPS, #list - 1))
+    fail(file, "compose", ("at most %d operations after the %s, got %d"):format(M.MAX_OPS,
+      ch.conv and "convolution" or "linear layer", #list - 1))
   end
   local seen = {}
   for i = 2, #list do
     local o = list[i]
     if type(o) ~= "table" or type(o.op) ~= "string" then fail(file, ("compose[%d]"):format(i), "must be an ops.NAME{} value") end
+    if ch.conv and LINEAR_ONLY[o.op] then
+      fail(file, ("compose[%d]"):format(i), o.op .. " does not follow a convolution (it reads a linear layer's row; " ..
+        "a convolution's row is one channel's plane)")
+    end
     local s = op_of(file, i, o)
-    if s.full_width and ch.width ~= "N" then
-      fail(file, ("compose[%d]"):format(i), o.op .. " needs the full row (N values); an earlier op narrowed it")
+    if ch.conv and s.groups and s.groups ~= 1 then
+      fail(file, ("compose[%d]"):format(i), "after a convolution, groupnorm takes 1 group (InstanceNorm over a " ..
+        "channel's plane); groups across channels are not composable yet")
+    end
+    if ch.conv and (s.code == CH.vec_add or s.code == CH.vec_mul) then
+      -- After a convolution a vector holds one value per output channel
+      -- (torch's parameter of shape [K, 1, 1]).
+      s.code = s.code == CH.vec_add and CH.chan_add or CH.chan_mul
+      s.shape, s.full_width = { "K" }, false
+      s.text = ("%s: x = x %s %s[k]  (%s[K], one value per output channel k: torch's parameter of shape [K, 1, 1])")
+        :format(o.op, o.op == "sub_vec" and "-" or o.op == "mul_vec" and "·" or "+", s.vector, s.vector)
+    end
+    if s.full_width and ch.width ~= ch.full then
+      fail(file, ("compose[%d]"):format(i), o.op .. " needs the full row (" .. ch.full .. " values); an earlier op narrowed it")
     end
     if s.needs_one and ch.width ~= "1" then
       fail(file, ("compose[%d]"):format(i), o.op .. " needs a row of one value (after a reduction)")
@@ -203,8 +318,7 @@ local function chain_of(file, list)
     if s.vector then
       -- A second op on the same input (x + y, then x · y) reads the same buffer.
       local known = seen[s.vector]
-      if (known and #ch.shapes[s.vector] ~= #s.shape) or s.vector == "X" or s.vector == "W" or s.vector == "Y"
-          or (ch.bias and s.vector == "bias") then
+      if (known and #ch.shapes[s.vector] ~= #s.shape) or ch.taken[s.vector] then
         fail(file, ("compose[%d].name"):format(i), "buffer '" .. s.vector .. "' is taken")
       end
       if not known then
@@ -216,7 +330,27 @@ local function chain_of(file, list)
       s.a = seen[s.vector]
     end
     s.width_before = ch.width
-    if s.width then ch.width = s.width(ch.width) end
+    if s.pool then
+      if not (ch.conv and ch.dims and s.pool.nd == ch.conv.nd) then
+        fail(file, ("compose[%d]"):format(i), o.op .. " needs the plane of a " .. s.pool.nd .. "-D convolution before it")
+      end
+      -- chain.cu reads the plane's last two extents from b (2^21 each, the
+      -- dimensionality above them); they differ per variant, so b is an
+      -- expression of the plan's dimensions.
+      local n = #ch.dims
+      s.b_expr = ("%d * 4398046511104 + (%s) * 2097152 + (%s)"):format(s.pool.nd, lua_width(ch.dims[n - 1]),
+        lua_width(ch.dims[n]))
+      local pooled, outs = {}, {}
+      for d, e in ipairs(ch.dims) do
+        pooled[d] = ("(%s)//%d"):format(e, s.pool.k)
+        outs[d] = "(" .. pooled[d] .. ")"
+      end
+      ch.dims = pooled
+      ch.width = table.concat(outs, "*")
+    elseif s.width then
+      ch.width = s.width(ch.width)
+      ch.dims = nil
+    end
     ch.steps[#ch.steps + 1] = s
     ch.names[#ch.names + 1] = o.op
   end
@@ -246,7 +380,8 @@ local function program_args(ch)
   local parts = { ("i32(%d)"):format(#ch.steps) }
   for i = 1, M.MAX_OPS do
     local s = ch.steps[i]
-    parts[#parts + 1] = s and ("i32(%d), f64(%.17g), f64(%.17g)"):format(s.code, s.a, s.b) or "i32(0), f64(0), f64(0)"
+    parts[#parts + 1] = s and ("i32(%d), f64(%.17g), f64(%s)"):format(s.code, s.a, s.b_expr or ("%.17g"):format(s.b))
+      or "i32(0), f64(0), f64(0)"
   end
   return table.concat(parts, ", ")
 end
@@ -295,7 +430,40 @@ return { workspace = { T = { bytes = 4 * M * N } }, launches = { { kernel = "cha
   args = { workspace("T"), u32(N), buffer("Y"), u32(wout), buffer("X"), u32(K), %s, %s } } } }
 ]]
 
-local function lua_width(w) return (w:gsub("//", " // ")) end
+
+-- The chain's FLOPs after its first step: each op's count per element it
+-- reads, over rows of w values (K: add_x's width).
+local function chain_flops(steps, rows, w, K)
+  local n = 0
+  for _, s in ipairs(steps) do
+    n = n + s.flops * rows * w
+    if s.width then w = s.divides and w // s.divides or s.code == CH.add_x and K or 1 end
+  end
+  return n
+end
+
+local linear_fields, conv_fields
+
+-- The inputs after the first step's operands, in out: its bias (bias_name
+-- [width], ~ N(0, 0.1²)) and the chain's vectors (~ N(0, 1), as
+-- KernelBench's torch.randn parameters); and the suite: two trials of the
+-- base draw (named base), of x3 (the input x drawn three times as wide,
+-- atol three times as wide) and of the spiky mix on x.
+local function params_and_suite(out, ch, bias_name, width, base, x, x3)
+  if ch.bias then
+    out.buffers[bias_name] = { role = "input", dtype = "f32", shape = { width } }
+    out.inputs[bias_name] = { dist = "normal", mean = 0, std = 0.1 }
+  end
+  for _, v in ipairs(ch.vectors) do
+    out.buffers[v] = { role = "input", dtype = "f32", shape = ch.shapes[v] }
+    out.inputs[v] = { dist = "normal", mean = 0, std = 1 }
+  end
+  out.distributions = {
+    { name = base },
+    { name = "x3", inputs = { [x] = x3 }, tol_scale = 3 },
+    { name = "spiky", inputs = { [x] = { dist = "spiky", std = 1, spike_std = 10, p = 0.001 } } },
+  }
+end
 
 function M.expand(file, f)
   for _, k in ipairs { "dims", "buffers", "inputs", "reference", "baseline", "tolerance", "flops", "bytes", "plan",
@@ -309,10 +477,27 @@ function M.expand(file, f)
   local kernel = f.kernel or "fused"
   out.kernel = kernel
   out.family = f.family or "fused"
-  out.dims = { "M", "N", "K" }
   local tags = { "fused", "f32", "composed" }
   for _, t in ipairs(type(f.tags) == "table" and f.tags or {}) do tags[#tags + 1] = t end
   out.tags = tags
+  out.trials = 2
+  local tol, why = M.tolerance(ch)
+  out.tolerance = tol
+  local lines = {}
+  for i, s in ipairs(ch.steps) do lines[i] = ("  %d. %s"):format(i + 1, s.text) end
+  local info
+  if ch.conv then
+    info = conv_fields(out, ch, f, kernel, table.concat(lines, "\n"))
+  else
+    info = linear_fields(file, out, ch, f, kernel, table.concat(lines, "\n"))
+  end
+  info.ops, info.tolerance = ch.names, why
+  return out, info
+end
+
+-- The fields of a chain that starts with a linear layer.
+linear_fields = function(file, out, ch, f, kernel, lines)
+  out.dims = { "M", "N", "K" }
   out.buffers = {
     X = { role = "input", dtype = "f32", shape = { "M", "K" } },
     W = { role = "input", dtype = "f32", shape = { "N", "K" } },
@@ -323,20 +508,7 @@ function M.expand(file, f)
   -- near 0.6) and the ops after it see values where they bend; the biases
   -- and vectors ~ N(0, 1), as KernelBench's torch.randn parameters.
   out.inputs = { X = { dist = "normal", mean = 0, std = 1 }, W = { dist = "normal", mean = 0, std = 0.01 } }
-  if ch.bias then
-    out.buffers.bias = { role = "input", dtype = "f32", shape = { "N" } }
-    out.inputs.bias = { dist = "normal", mean = 0, std = 0.1 }
-  end
-  for _, v in ipairs(ch.vectors) do
-    out.buffers[v] = { role = "input", dtype = "f32", shape = ch.shapes[v] }
-    out.inputs[v] = { dist = "normal", mean = 0, std = 1 }
-  end
-  out.trials = 2
-  out.distributions = {
-    { name = "randn" },
-    { name = "x3", inputs = { X = { dist = "normal", mean = 0, std = 3 } }, tol_scale = 3 },
-    { name = "spiky", inputs = { X = { dist = "spiky", std = 1, spike_std = 10, p = 0.001 } } },
-  }
+  params_and_suite(out, ch, "bias", "N", "randn", "X", { dist = "normal", mean = 0, std = 3 })
   local bias_arg = ch.bias and 'buffer("bias")' or "u64(0)"
   local wl = lua_width(ch.width)
   local ustride = ch.add_x and "math.max(N, K)" or "N"
@@ -346,18 +518,8 @@ function M.expand(file, f)
     plan = BASELINE_PLAN:format(wl, ustride, vector_args(ch), program_args(ch)),
     prologue = { lib = "cublaslt", op = "matmul", a = "X", b = "W", c = "T", modes = { "fp32" },
       spec = ch.bias and { epilogue = "bias", bias = "bias", bias_dtype = "f32" } or { epilogue = "none" } } }
-  local tol, why = M.tolerance(ch)
-  out.tolerance = tol
   local steps = ch.steps
-  out.flops = function(d)
-    local n = 2 * d.M * d.N * d.K
-    local w = d.N
-    for _, s in ipairs(steps) do
-      n = n + s.flops * d.M * w
-      if s.width then w = s.divides and w // s.divides or s.code == CH.add_x and d.K or 1 end
-    end
-    return n
-  end
+  out.flops = function(d) return 2 * d.M * d.N * d.K + chain_flops(steps, d.M, d.N, d.K) end
   out.targets = { sm_90a = { "tma" }, sm_100a = { "tma" } }
   out.work = 0.9
   for _, s in ipairs(steps) do
@@ -379,8 +541,6 @@ function M.expand(file, f)
 return { launches = { { kernel = "%s", grid = { cdiv(M, 128), 1, 1 }, block = { 256, 1, 1 }, shared = 0,
   args = { %s, u32(M), u32(N), u32(K) } } } }
 ]]):format(kernel, kernel, table.concat(args, ", "))
-  local lines = {}
-  for i, s in ipairs(steps) do lines[i] = ("  %d. %s"):format(i + 1, s.text) end
   out.description = ([[
 Write a CUDA kernel named `%s` that computes, in one pass, a linear layer
 followed by a chain of operations, in fp32 (as accurate as fp32 allows: no
@@ -395,20 +555,224 @@ With the default launch plan the kernel is
 launched with a grid of ceil(M/128) blocks of 256 threads and no dynamic
 shared memory: block i owns rows 128*i .. 128*i+127 of Y. Send your own plan
 to change any of this (tiles over N, several launches, workspace).]]):format(kernel,
-    ch.bias and " + bias" or "", ch.bias and " + bias[n]" or "", table.concat(lines, "\n"), ch.width, kernel,
+    ch.bias and " + bias" or "", ch.bias and " + bias[n]" or "", lines, ch.width, kernel,
     table.concat(decl, ", "))
-  local info = { ops = ch.names, tolerance = why, baseline = "sequence: cuBLASLt matmul (" ..
+  return { sources = "linear", baseline = "sequence: cuBLASLt matmul (" ..
     (ch.bias and "bias epilogue" or "no epilogue") .. "), then chain_baseline (tasks/fused/chain.cu) for the rest" }
-  return out, info
+end
+
+-- A chain after a convolution. The reference: the convolution's sums in
+-- fp64 (every element, or the sampled rows' elements, workspace E) into T,
+-- then the chain in fp64, one block per row (one channel's plane).
+local CONV_REFERENCE_PLAN = [[
+local OD, OH, OW = %s, %s, %s
+local P = OD * OH * OW
+local wout = %s
+local rows = nsample > 0 and nsample or N * K
+local ws = { T = { bytes = 8 * rows * P }, U = { bytes = 8 * rows * P } }
+local launches, at = {}, buffer("positions")
+if nsample > 0 then
+  ws.E = { bytes = 8 * rows * P }
+  launches[1] = { kernel = "chain_row_units", grid = { math.min(cdiv(rows * P, 256), 65536), 1, 1 },
+    block = { 256, 1, 1 }, args = { buffer("positions"), u64(rows), u32(P), workspace("E") } }
+  at = workspace("E")
+end
+launches[#launches + 1] = { kernel = "conv_ncdhw_ref64", grid = { cdiv(rows * P, 256), 1, 1 }, block = { 256, 1, 1 },
+  args = { buffer("x"), buffer("w"), %s, at, u64(rows * P), workspace("T"), i32(%d), %s } }
+launches[#launches + 1] = { kernel = "chain_ref", grid = { rows, 1, 1 }, block = { 256, 1, 1 },
+  args = { workspace("T"), workspace("U"), u32(P), u32(P), buffer("y"), u32(wout), buffer("positions"), u64(0),
+           u32(K), %s, %s } }
+return { workspace = ws, launches = launches }
+]]
+
+-- The baseline's chain after cuDNN's convolution (into the workspace T):
+-- the convolution's bias and the chain, in place, one block per row.
+local CONV_BASELINE_PLAN = [[
+local P = %s
+local wout = %s
+return { workspace = { T = { bytes = 4 * N * K * P } }, launches = { { kernel = "chain_baseline_inplace",
+  grid = { N * K, 1, 1 }, block = { 256, 1, 1 }, shared = 0,
+  args = { workspace("T"), u32(P), buffer("y"), u32(wout), u32(K), %s, %s, %s } } } }
+]]
+
+-- A convolution's output extent on an axis of n.
+local function out_extent(g, n)
+  if g.transposed then return (n - 1) * g.s - 2 * g.p + g.k + g.op end
+  return (n + 2 * g.p - g.k) // g.s + 1
+end
+
+-- A chain after a convolution in words: the convolution, the steps
+-- (lines), y's shape and the default plan's signature.
+local function conv_description(g, ch, kernel, lines, y, decl, dims_decl, here)
+  local sp_x, sp_o, outs = {}, {}, {}
+  local letters = g.nd == 3 and { "d", "h", "w" } or { "h", "w" }
+  for i, a in ipairs(g.axes) do
+    sp_x[i] = a[1]
+    sp_o[i] = "O" .. a[1]
+    outs[i] = ("O%s = %s"):format(a[1], a[2])
+  end
+  local what = g.transposed and ("transposed %d-D convolution (torch.nn.functional.conv_transpose%dd)"):format(g.nd, g.nd)
+    or ("%d-D convolution (cross-correlation, torch.nn.functional.conv%dd)"):format(g.nd, g.nd)
+  -- Coordinate o·stride - padding + tap, the trivial terms left out.
+  local function at(o, l)
+    return (g.s == 1 and o or o .. "·" .. g.s) .. (g.p == 0 and "" or " - " .. g.p) .. " + t" .. l
+  end
+  local formula
+  if g.transposed then
+    local place = {}
+    for i, l in ipairs(letters) do place[i] = at(l, l) end
+    formula = ("every x[n, c, %s] adds x[n, c, %s]·w[c, k, %s] to x'[n, k, %s]\n     (places outside the output " ..
+      "dropped)"):format(table.concat(letters, ", "), table.concat(letters, ", "),
+      "t" .. table.concat(letters, ", t"), table.concat(place, ", "))
+  else
+    local place = {}
+    for i, l in ipairs(letters) do place[i] = at("o" .. l, l) end
+    formula = ("x'[n, k, o%s] = sum over c < C and taps t of x[n, c, %s]·w[k, c, t%s]\n     (x is 0 " ..
+      "outside)"):format(table.concat(letters, ", o"), table.concat(place, ", "), table.concat(letters, ", t"))
+  end
+  local wdesc = g.transposed and "w[C, K, " or "w[K, C, "
+  local kk = {}
+  for i = 1, g.nd do kk[i] = tostring(g.k) end
+  return ([[
+Write a CUDA kernel named `%s` that computes, in one pass, a %s
+followed by a chain of operations, in fp32 (as accurate as fp32 allows: no
+narrower intermediate; TF32 tensor cores alone are not):
+  1. the convolution of x[N, C, %s] by %s%s] (torch's layouts, row-major,
+     kernel %d, stride %d, zero padding %d%s)%s:
+     %s,
+     with %s. Each step after it runs on
+     one row: the plane of one output channel k of one image n (row n*K + k
+     of %s values)
+%s
+and writes y[%s] (row-major) in fp32. Here %s.
+With the default launch plan the kernel is
+  extern "C" __global__ void %s(%s,
+      %s)
+launched with a grid of N*K blocks of 256 threads and no dynamic shared
+memory: block r owns row r of y. Send your own plan to change any of this.]]):format(kernel, what,
+    table.concat(sp_x, ", "), wdesc, table.concat(kk, ", "), g.k, g.s, g.p,
+    g.op > 0 and (", output padding %d"):format(g.op) or "",
+    ch.bias and " plus conv_bias[k] on\n     every output of channel k" or ", no bias", formula,
+    table.concat(outs, ", "), table.concat(sp_o, "*"), lines,
+    table.concat(y, ", "), table.concat(here, ", "), kernel, table.concat(decl, ", "), table.concat(dims_decl, ", "))
+end
+
+conv_fields = function(out, ch, f, kernel, lines)
+  local g = ch.conv
+  local sp = {}
+  for i, a in ipairs(g.axes) do sp[i] = a[1] end
+  out.dims = { "N", "C", table.unpack(sp) }
+  out.dims[#out.dims + 1] = "K"
+  local x, w, y = { "N", "C" }, g.transposed and { "C", "K" } or { "K", "C" }, { "N", "K" }
+  for _, a in ipairs(g.axes) do x[#x + 1], w[#w + 1] = a[1], g.k end
+  if ch.dims then
+    for _, e in ipairs(ch.dims) do y[#y + 1] = e end
+  else
+    y[#y + 1] = ch.width
+  end
+  out.buffers = {
+    x = { role = "input", dtype = "f32", shape = x },
+    w = { role = "input", dtype = "f32", shape = w },
+    y = { role = "output", dtype = "f32", shape = y },
+  }
+  -- x ~ U(0, 1), as KernelBench's torch.rand; w ~ N(0, 3/fan) for the fan
+  -- in of the first variant (C·k^nd taps, a transposed convolution's
+  -- divided by stride^nd), so that the convolution's outputs have a
+  -- standard deviation near 1 and the ops after it see values where they
+  -- bend; the bias ~ N(0, 0.1²) and the vectors ~ N(0, 1) (torch.randn).
+  local v1 = type(f.variants) == "table" and f.variants[1] or {}
+  local fan = (math.type(v1.C) == "integer" and v1.C or 1) * g.k ^ g.nd / (g.transposed and g.s ^ g.nd or 1)
+  out.inputs = { x = { dist = "uniform", lo = 0, hi = 1 }, w = { dist = "normal", mean = 0, std = math.sqrt(3 / fan) } }
+  params_and_suite(out, ch, "conv_bias", "K", "rand", "x", { dist = "uniform", lo = 0, hi = 3 })
+  local ext = {}
+  for i, a in ipairs(g.axes) do ext[i] = lua_width(a[2]) end
+  if g.nd == 2 then table.insert(ext, 1, "1") end
+  local geo = ("u32(C), u32(%s), u32(H), u32(W), u32(K), u32(%d), u32(%d), u32(%d), u32(%d), u32(%d), u32(%d), " ..
+    "u32(%d), u32(%d), u32(%d), u32(1), u32(1), u32(1), u32(1), u32(OD), u32(OH), u32(OW)"):format(
+    g.nd == 3 and "D" or "1", g.nd == 3 and g.k or 1, g.k, g.k, g.nd == 3 and g.p or 0, g.p, g.p,
+    g.nd == 3 and g.s or 1, g.s, g.s)
+  local bias_arg = ch.bias and 'buffer("conv_bias")' or "u64(0)"
+  local wl = ch.width == ch.full and "P" or lua_width(ch.width)
+  out.reference = { source = "chain.cu", accumulate = "f64", units = { y = ch.width }, sample = 16,
+    plan = CONV_REFERENCE_PLAN:format(ext[1], ext[2], ext[3], wl, bias_arg, g.transposed and 1 or 0, geo,
+      vector_args(ch), program_args(ch)) }
+  local plane = lua_width(g.plane)
+  out.baseline = { source = "chain.cu", name = "cuDNN's fp32 convolution, then the chain in one fp32 kernel",
+    plan = CONV_BASELINE_PLAN:format(plane, ch.width == ch.full and "P" or lua_width(ch.width), bias_arg,
+      vector_args(ch), program_args(ch)),
+    prologue = { lib = "cudnn", op = "graph", c = "T", modes = { "fp32" }, spec = function(d)
+      local xd, yd = { d.N, d.C }, { d.N, d.K }
+      local wd = g.transposed and { d.C, d.K } or { d.K, d.C }
+      local pad, stride, dil = {}, {}, {}
+      for i, a in ipairs(g.axes) do
+        xd[#xd + 1], yd[#yd + 1], wd[#wd + 1] = d[a[1]], out_extent(g, d[a[1]]), g.k
+        pad[i], stride[i], dil[i] = g.p, g.s, 1
+      end
+      local op = g.transposed and { op = "conv_bwd_data", inputs = { dy = "x", w = "w" }, outputs = { dx = "T" } }
+        or { op = "conv_fwd", inputs = { x = "x", w = "w" }, outputs = { y = "T" } }
+      op.padding, op.stride, op.dilation = pad, stride, dil
+      return { tensors = { x = { dtype = "f32", dims = xd }, w = { dtype = "f32", dims = wd },
+        T = { dtype = "f32", dims = yd } }, ops = { op }, compute = "f32" }
+    end } }
+  local steps = ch.steps
+  -- Two FLOPs per multiply-add of the direct (forward or scattering)
+  -- convolution, padding taps included, then the chain's: each op's count
+  -- per element it reads (a pooling reads the plane and leaves its windows).
+  out.flops = function(d)
+    local inner, outer, dims = 1, 1, {}
+    for i, a in ipairs(g.axes) do
+      dims[i] = out_extent(g, d[a[1]])
+      inner, outer = inner * d[a[1]], outer * dims[i]
+    end
+    local n = math.tointeger(2 * d.N * d.K * d.C * g.k ^ g.nd * (g.transposed and inner or outer))
+    local w = outer
+    for _, s in ipairs(steps) do
+      n = n + s.flops * d.N * d.K * w
+      if s.pool then
+        w = 1
+        for i = 1, #dims do
+          dims[i] = dims[i] // s.pool.k
+          w = w * dims[i]
+        end
+      elseif s.width then
+        w = 1
+      end
+    end
+    return n
+  end
+  out.targets = {}
+  local args = { 'buffer("x")', 'buffer("w")' }
+  local decl = { "const float *x", "const float *w" }
+  if ch.bias then args[#args + 1], decl[#decl + 1] = 'buffer("conv_bias")', "const float *conv_bias" end
+  for _, v in ipairs(ch.vectors) do args[#args + 1], decl[#decl + 1] = ('buffer("%s")'):format(v), "const float *" .. v end
+  args[#args + 1], decl[#decl + 1] = 'buffer("y")', "float *y"
+  local dims_u, dims_decl, here = {}, {}, {}
+  for _, d in ipairs(out.dims) do
+    dims_u[#dims_u + 1], dims_decl[#dims_decl + 1], here[#here + 1] = "u32(" .. d .. ")", "unsigned " .. d,
+      d .. "=${" .. d .. "}"
+  end
+  out.plan = ([[
+-- Default plan: one launch of `%s`, a block of 256 threads per row of y
+-- (one output channel's plane of one image).
+return { launches = { { kernel = "%s", grid = { N * K, 1, 1 }, block = { 256, 1, 1 }, shared = 0,
+  args = { %s, %s } } } }
+]]):format(kernel, kernel, table.concat(args, ", "), table.concat(dims_u, ", "))
+  out.description = conv_description(g, ch, kernel, lines, y, decl, dims_decl, here)
+  return { sources = "conv", baseline = "sequence: cuDNN's convolution graph (fp32), then chain_baseline_inplace " ..
+    "(tasks/fused/chain.cu) for the bias and the rest" }
 end
 
 -- The sources a composed task compiles, from the library's own tasks/.
 local SOURCES = {
   reference = { "activation/reference.cu", "matmul/reference.cu", "fused/chain.cu" },
   baseline = { "activation/reference.cu", "fused/chain.cu" },
+  conv_reference = { "activation/reference.cu", "conv/reference.cu", "fused/chain.cu" },
 }
 
-function M.sources(file, which, max_bytes)
+-- which: "reference" or "baseline"; composed: expand's info (a chain after a
+-- convolution compiles the convolution family's reference).
+function M.sources(file, which, max_bytes, composed)
+  if composed and composed.sources == "conv" and which == "reference" then which = "conv_reference" end
   local fs = require("klab.fs")
   local root = require("klab.task.search").default_root()
   local parts = {}

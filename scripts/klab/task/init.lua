@@ -122,8 +122,8 @@ local function load_file(path)
     if f.compose ~= nil then f, composed = compose.expand(path, f) end
     local c = schema.check(path, f)
     if composed then
-      c.reference.code, c.reference.path = compose.sources(path, "reference", M.MAX_FILE_BYTES)
-      c.baseline.code, c.baseline.path = compose.sources(path, "baseline", M.MAX_FILE_BYTES)
+      c.reference.code, c.reference.path = compose.sources(path, "reference", M.MAX_FILE_BYTES, composed)
+      c.baseline.code, c.baseline.path = compose.sources(path, "baseline", M.MAX_FILE_BYTES, composed)
     else
       c.reference.code, c.reference.path = file.read_beside(path, c.reference.source, "reference.source", M.MAX_FILE_BYTES)
       if c.baseline.kind == "shipped" then

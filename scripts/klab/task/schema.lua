@@ -616,6 +616,34 @@ function M.variant(file, c, f, v)
     b.spec = M.plain(spec)
     t.baseline = b
   end
+  -- A shipped baseline's library calls described per variant (a composed
+  -- task's cuDNN convolution, an MLP's layers): the same, for each call of
+  -- baseline.prologue (one call or a list).
+  local pro = c.baseline.prologue
+  if type(pro) == "table" then
+    local calls = pro.lib ~= nil and { pro } or pro
+    local done, any = {}, false
+    for i, call in ipairs(calls) do
+      local where = pro.lib ~= nil and "baseline.prologue.spec" or ("baseline.prologue[%d].spec"):format(i)
+      local p = {}
+      for k, x in pairs(call) do p[k] = x end
+      if type(call.spec) == "function" then
+        local dd = {}
+        for k, x in pairs(v.dims) do dd[k] = x end
+        local ok, spec = pcall(call.spec, dd)
+        if not ok then fail(file, where, "raised: " .. tostring(spec), v.name) end
+        if type(spec) ~= "table" then fail(file, where, "must return a table, got " .. type(spec), v.name) end
+        p.spec, any = M.plain(spec), true
+      end
+      done[i] = p
+    end
+    if any then
+      local b = {}
+      for k, x in pairs(t.baseline) do b[k] = x end
+      b.prologue = pro.lib ~= nil and done[1] or done
+      t.baseline = b
+    end
+  end
   -- The reference's units per output, in elements, for this variant.
   t.units = {}
   for bname, u in pairs(c.reference.units) do

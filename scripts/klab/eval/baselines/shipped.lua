@@ -3,8 +3,9 @@
 -- library offers. Compiled and planned by the caller like the reference, run
 -- here like a candidate, and recorded as a shipped baseline in every result.
 -- baseline.prologue (a library baseline's table: a composed task's cuBLASLt
--- product) runs first, into the kernel's workspace; its info is recorded
--- as info.prologue.
+-- product or cuDNN convolution; or a list of them: an MLP's layers) runs
+-- first, into the kernel's workspace; its info is recorded as
+-- info.prologue (a list for a list).
 --
 --   check(task) -> true | nil, message, field: its prologue's check, without a GPU
 --   prepare(W, task, io, opts) -> runner | nil, reason
@@ -13,17 +14,34 @@ local M = {}
 
 M.title = "shipped kernel"
 
--- The task as its prologue's library sees it.
-local function prologue_view(task, p) return { name = task.name, dims = task.dims, buffers = task.buffers, baseline = p } end
+-- The calls of a prologue: one call or a list.
+local function steps_of(p)
+  return p and (p.lib and { p } or p) or {}
+end
+
+-- The task as a prologue step's library sees it: the task's buffers by
+-- name, and the kernel's workspaces, which hold fp32 values between steps
+-- (ws: name -> anything; without it, as offline, any other name is one).
+local function step_view(task, p, ws)
+  local by_name = {}
+  for key, x in pairs(task.buffers or {}) do by_name[type(key) == "string" and key or x.name] = x end
+  for name in pairs(ws or {}) do by_name[name] = by_name[name] or { name = name, dtype = "f32" } end
+  if not ws then setmetatable(by_name, { __index = function(_, name) return { name = name, dtype = "f32" } end }) end
+  return { name = task.name, dims = task.dims, buffers = task.buffers, buffer_by_name = by_name, baseline = p }
+end
 
 function M.check(task)
-  local p = task.baseline.prologue
-  if not p then return true end
-  local lib, why = require("klab.eval.baselines").get(p.lib)
-  if not lib then return nil, why, "baseline.prologue" end
-  if not lib.check then return true end
-  local ok, err = lib.check(prologue_view(task, p))
-  if not ok then return nil, err, "baseline.prologue" end
+  local pro = task.baseline.prologue
+  local steps = steps_of(pro)
+  for i, p in ipairs(steps) do
+    local field = pro.lib and "baseline.prologue" or ("baseline.prologue[%d]"):format(i)
+    local lib, why = require("klab.eval.baselines").get(p.lib)
+    if not lib then return nil, why, field end
+    if lib.check then
+      local ok, err = lib.check(step_view(task, p))
+      if not ok then return nil, err, field end
+    end
+  end
   return true
 end
 
@@ -39,20 +57,32 @@ function M.prepare(W, task, io, opts)
     if not buf then return nil, aerr end
     ws[name] = buf
   end
-  -- A library call before the kernel (a composed task's cuBLASLt product,
-  -- written into the kernel's workspace buffer named by prologue.c).
-  local pre
-  if b.prologue then
-    local p = b.prologue
+  -- Library calls before the kernel (a composed task's cuBLASLt product or
+  -- cuDNN convolution; an MLP's layers), in order: prologue is one call or a
+  -- list. A call's c names a workspace buffer of the kernel's; its operands
+  -- name the task's inputs or an earlier call's workspace.
+  local steps = steps_of(b.prologue)
+  local pres = {}
+  for i, p in ipairs(steps) do
     local into = ws[p.c]
     if not into then return nil, "the task's baseline kernel has no workspace '" .. tostring(p.c) .. "' for its " ..
       tostring(p.lib) .. " step" end
     local lib, why = require("klab.eval.baselines").get(p.lib)
     if not lib then return nil, why end
+    -- The step's operands on the given inputs: those, and the workspaces.
+    local function operands(inputs)
+      local v = {}
+      for name, g in pairs(inputs) do v[name] = g end
+      for name, buf in pairs(ws) do
+        if name ~= p.c then v[name] = { buf = buf, off = 0, ptr = buf:ptr(), bytes = k.workspace[name].bytes, name = name } end
+      end
+      return v
+    end
     local view = { buf = into, off = 0, ptr = into:ptr(), bytes = k.workspace[p.c].bytes, name = p.c }
-    local perr
-    pre, perr = lib.prepare(W, prologue_view(task, p), { inputs = io.inputs, outputs = { [p.c] = view } }, opts)
-    if not pre then return nil, perr end
+    local pre, perr = lib.prepare(W, step_view(task, p, ws), { inputs = operands(io.inputs), outputs = { [p.c] = view } },
+      opts)
+    if not pre then return nil, #steps > 1 and ("step %d: %s"):format(i, tostring(perr)) or perr end
+    pres[i] = { runner = pre, operands = operands }
   end
   local function binder(inputs)
     return function(name, kind)
@@ -73,13 +103,15 @@ function M.prepare(W, task, io, opts)
       b = binder(inputs)
       tm = assert(W.encode_tmaps(k.tensormaps, b))
     end
-    if pre then pre.run(inputs) end
+    for _, pre in ipairs(pres) do pre.runner.run(inputs and pre.operands(inputs)) end
     local ok, lerr = W.launch_plan(m.funcs, k, b, tm)
     if not ok then error(lerr) end
-    return pre and -1 or #k.launches
+    return #pres > 0 and -1 or #k.launches
   end
+  local infos = {}
+  for i, pre in ipairs(pres) do infos[i] = pre.runner.info end
   runner.info = { lib = "shipped", kind = "shipped baseline kernel", source = b.source, name = b.name,
-    prologue = pre and pre.info or nil }
+    prologue = #infos > 1 and infos or infos[1] }
   return runner
 end
 
