@@ -1,6 +1,6 @@
 -- triton_security_test.lua: what a Triton candidate's Python can reach,
 -- tried as an attacker would (no GPU needed). The child that runs it
--- (host/lang/triton.h) must refuse or contain each attack with one line,
+-- (host/lang/pychild.h) must refuse or contain each attack with one line,
 -- and a marker file must never appear. Run with Landlock and with it taken
 -- away (tests/c/helper_nolandlock): then the child is refused unless the
 -- explicit opt-in is given, and with it the seccomp walls still hold.
@@ -35,18 +35,18 @@ def copy(X, Y, n, BLOCK: tl.constexpr):
 local REQUEST = '{"name":"DIR/kernel.py","kernel":"copy","signature":["*fp32","*fp32","i32"],'
   .. '"constexprs":{"BLOCK":256},"num_warps":4,"num_stages":3,"cc":90,"cuda":"13.0"}'
 
--- A script that runs each attack through klab.triton.ptx in its own klab
+-- A script that runs each attack through klab.pychild.ptx in its own klab
 -- process (so that the test can take Landlock away from it) and prints
 -- {name = {ok=, err=, code=, answer=, log=}} as JSON.
 local DRIVER = [[
-local triton, cjson = require "klab.triton", require "cjson"
+local pychild, cjson = require "klab.pychild", require "cjson"
 local venv, dir = arg[1], arg[2]
 local out = {}
 for _, name in ipairs { table.unpack(arg, 3) } do
   local f = assert(io.open(dir .. "/" .. name .. ".py"))
   local src = f:read("a")
   f:close()
-  local r, err, code = triton.ptx { venv = venv, source = src, name = "DIR/kernel.py", request = %q,
+  local r, err, code = pychild.ptx { lang = "triton", venv = venv, source = src, name = "DIR/kernel.py", request = %q,
     limits = { memory = 1 << 30, cpu = 2 }, timeout = 6 }
   out[name] = r and { ok = true, answer = r.answer, log = r.log, exit_code = r.exit_code,
     confinement = r.confinement } or { ok = false, err = err, code = code }
@@ -241,7 +241,7 @@ end
 -- An honest kernel compiles in the same child: the walls do not stop Triton.
 function T.honest_kernel_compiles_confined(t)
   local venv = need_triton(t)
-  local r, err = require("klab.triton").ptx { venv = venv, source = KERNEL, name = "k/kernel.py", request = REQUEST }
+  local r, err = require("klab.pychild").ptx { lang = "triton", venv = venv, source = KERNEL, name = "k/kernel.py", request = REQUEST }
   t.ok(r, err)
   local a = cjson.decode(r.answer)
   t.eq(a.error, nil, tostring(a.error) .. "\n" .. r.log)
@@ -255,7 +255,7 @@ function T.child_sees_no_environment(t)
   local venv = need_triton(t)
   local src = 'import os\nprint(sorted(os.environ))\n' .. KERNEL
   local code, out, err = t.sh(("KLAB_TEST_TOKEN=%s %s -e %s"):format(SECRET, q(t.klab), q(([[
-    local r = require("klab.triton").ptx { venv = %q, source = %q, name = "k.py", request = %q }
+    local r = require("klab.pychild").ptx { lang = "triton", venv = %q, source = %q, name = "k.py", request = %q }
     io.write(r.log)]]):format(venv, src, REQUEST))))
   t.eq(code, 0, err)
   t.eq(out:match("%[.-%]"), "['HOME', 'LC_ALL', 'TMPDIR', 'TRITON_CACHE_DIR']", out)

@@ -5,7 +5,7 @@
 --                          or a file
 --   candidate.new{code=, lang=, plan=, name=}
 --
--- Returns {name=, lang="cuda"|"ptx"|"triton", code=, plan=<string or nil>, hash=,
+-- Returns {name=, lang="cuda"|"ptx"|"triton"|"cute_dsl", code=, plan=<string or nil>, hash=,
 -- file=, plan_file=} (file and plan_file: the paths read, for messages that
 -- name the user's files). The hash covers the language, the code and the
 -- plan, so the same candidate sent twice is stored once.
@@ -57,10 +57,10 @@ end
 function M.new(c)
   assert(type(c) == "table", "candidate.new expects a table")
   if type(c.code) ~= "string" or c.code == "" then return nil, "candidate has no device code" end
-  if c.lang ~= "cuda" and c.lang ~= "ptx" and c.lang ~= "triton" then
-    return nil, "candidate language must be 'cuda', 'ptx' or 'triton', got " .. tostring(c.lang)
+  if c.lang ~= "cuda" and c.lang ~= "ptx" and c.lang ~= "triton" and c.lang ~= "cute_dsl" then
+    return nil, "candidate language must be 'cuda', 'ptx', 'triton' or 'cute_dsl', got " .. tostring(c.lang)
   end
-  local out = { name = c.name or "candidate", lang = c.lang, code = c.code, plan = c.plan, source = c.source,
+  local out = { name = c.name or "candidate", lang = require("klab.lang").refine(c.lang, c.code), code = c.code, plan = c.plan, source = c.source,
     file = c.file, plan_file = c.plan_file }
   out.hash = M.hash(out)
   return out

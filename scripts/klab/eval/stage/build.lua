@@ -60,7 +60,7 @@ local function build_candidate(run)
   r.stages.build = {
     ok = true, kernels = res.kernels, census = res.census, compile_ms = res.compile_ms, cached = res.cached,
     hash = res.hash, cubin_hash = res.cubin_hash, log = res.log, compiler = res.compiler,
-    confinement = res.confinement, language = c.lang, triton = res.triton, cutlass = res.cutlass,
+    confinement = res.confinement, language = c.lang, triton = res.triton, cute_dsl = res.cute_dsl, cutlass = res.cutlass,
   }
   -- A CPU worker leaves the census to the process that schedules the GPU
   -- stages, so that it runs while they do rather than before them.
