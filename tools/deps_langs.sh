@@ -3,6 +3,8 @@
 # PyPI, into klab's language folder ($KLAB_LANG_DIR, default
 # ${XDG_CACHE_HOME:-$HOME/.cache}/klab/lang), keyed by version:
 #   triton-VERSION/           a virtual environment with triton (Triton candidates)
+#   cutlass_dsl-VERSION/      a virtual environment with nvidia-cutlass-dsl
+#                             (CuTe DSL candidates)
 #   cutlass-VERSION/include/  CUTLASS's and CuTe's C++ headers, from the
 #                             nvidia-cutlass wheel (cutlass_library/source/include)
 # The versions are pinned in scripts/klab/lang/versions.lua. A user's own
@@ -14,26 +16,33 @@ here=$(dirname "$0")
 pin() { sed -n "s/^ *$1 = \"\\([^\"]*\\)\",*\$/\\1/p" "$here/../scripts/klab/lang/versions.lua"; }
 TRITON=$(pin triton)
 CUTLASS=$(pin cutlass)
+CUTLASS_DSL=$(pin cutlass_dsl)
 dir=${KLAB_LANG_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/klab/lang}
 say() { echo "deps: $*" >&2; }
-command -v python3 >/dev/null 2>&1 || { say "python3 is missing: Triton and CuTe candidates will be refused"; exit 0; }
+command -v python3 >/dev/null 2>&1 || { say "python3 is missing: Triton, CuTe and CuTe DSL candidates will be refused"; exit 0; }
 mkdir -p "$dir"
 
-venv="$dir/triton-$TRITON"
-if [ -x "$venv/bin/python3" ] && "$venv/bin/python3" -c 'import triton' 2>/dev/null; then
-    :
-else
-    # Made in place (a venv's scripts name its folder); "import triton"
-    # is the mark of a finished install.
+# A virtual environment with one pinned package, made in place (a venv's
+# scripts name its folder); importing MODULE is the mark of a finished
+# install. Without python3-venv or PyPI it says so, leaves nothing behind
+# and goes on: that language's candidates are then refused with the reason.
+venv_with() { # FOLDER PACKAGE==VERSION MODULE TITLE
+    venv="$dir/$1"
+    if [ -x "$venv/bin/python3" ] && "$venv/bin/python3" -c "import $3" 2>/dev/null; then
+        return 0
+    fi
     rm -rf "$venv"
     if ! python3 -m venv "$venv" >/dev/null 2>&1; then
         rm -rf "$venv"
-        say "python3 -m venv failed (python3-venv missing?): Triton candidates will be refused"
-    elif ! "$venv/bin/python3" -m pip install -q --timeout 30 --retries 2 "triton==$TRITON" >"$dir/triton-install.log" 2>&1; then
+        say "python3 -m venv failed (python3-venv missing?): $4 candidates will be refused"
+    elif ! "$venv/bin/python3" -m pip install -q --timeout 30 --retries 2 "$2" >"$dir/$1.install.log" 2>&1; then
         rm -rf "$venv"
-        say "PyPI not reachable: pip install triton==$TRITON failed ($(tail -n 1 "$dir/triton-install.log")): Triton candidates will be refused"
+        say "PyPI not reachable: pip install $2 failed ($(tail -n 1 "$dir/$1.install.log")): $4 candidates will be refused"
     fi
-fi
+}
+
+venv_with "triton-$TRITON" "triton==$TRITON" triton Triton
+venv_with "cutlass_dsl-$CUTLASS_DSL" "nvidia-cutlass-dsl==$CUTLASS_DSL" nvidia_cutlass_dsl "CuTe DSL"
 
 inc="$dir/cutlass-$CUTLASS/include"
 if [ ! -f "$inc/cutlass/version.h" ]; then

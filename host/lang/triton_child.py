@@ -1,78 +1,16 @@
-# klab's Triton child: turns a candidate's kernel.py into PTX, nothing more.
+# klab's Triton driver: the part of the Python child's program
+# (host/lang/pychild.py comes first, with the filter, serve and the errors)
+# that compiles a Triton kernel.py to PTX.
 #
-# klab runs this text with `PYTHON -I -S -B -c TEXT FILTER SITE REQUEST`
-# in a confined child (host/lang/triton.h). Its first act, before any byte
-# of the candidate is read, is to install FILTER, a seccomp program klab
-# built (hex): from then on no program can be run, whatever the candidate
-# does. Until then only the interpreter's own start-up has run (-I -S: no
-# environment, no site, no .pth file, no user folder).
-#
-# The candidate's file is kernel.py in the scratch folder, the working one.
 # REQUEST (JSON): {"name": its name for messages, "kernel": the function (or null: the only
 # @triton.jit one), "signature": the types of its other parameters in
 # order, "constexprs": {name: value}, "num_warps", "num_stages", "cc",
 # "cuda": the CUDA version klab's ptxas has (the PTX ISA follows from it)}.
-# It stops at PTX: Triton never runs ptxas. The answer is one JSON object
-# on the first descriptor, written at the end: {"ptx", "name", "num_warps",
-# "shared", "global_scratch", "profile_scratch"} or {"error": one line}.
-# What the candidate prints goes to the second descriptor.
-import sys
+# It stops at PTX: Triton never runs ptxas. The answer: {"ptx", "name",
+# "num_warps", "shared", "global_scratch", "profile_scratch"}.
 
-
-def install_filter(hexprog):
-    import ctypes
-    prog = bytes.fromhex(hexprog)
-
-    class Fprog(ctypes.Structure):
-        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
-
-    buf = ctypes.create_string_buffer(prog, len(prog))
-    fp = Fprog(len(prog) // 8, ctypes.addressof(buf))
-    libc = ctypes.CDLL(None, use_errno=True)
-    PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
-    if libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fp), 0, 0) != 0:
-        raise SystemExit("klab's Triton child: the seccomp filter could not be installed (errno %d)" % ctypes.get_errno())
-
-
-install_filter(sys.argv[1])
-
-import json
-import os
-
-answer = os.fdopen(os.dup(1), "w")
-os.dup2(2, 1)                   # the candidate's prints are its log
-sys.stdout = sys.stderr
-sys.path.append(sys.argv[2])
-
-
-def reply(obj):
-    answer.write(json.dumps(obj))
-    answer.flush()
-
-
-def where(req, exc):
-    """The candidate's line an exception came from, as "NAME:LINE"."""
-    import traceback
-    line = getattr(exc, "lineno", None) if isinstance(exc, SyntaxError) else None
-    for fr in traceback.extract_tb(exc.__traceback__):
-        if fr.filename == req["file"]:
-            line = fr.lineno
-    return "%s:%s" % (req["name"], line) if line else req["name"]
-
-
-def one_line(exc):
-    text = str(exc).strip().splitlines()
-    text = [t for t in text if t.strip()]
-    return (type(exc).__name__ + (": " + text[-1].strip() if text else ""))[:300]
-
-
-def load(req):
-    import importlib.util
-    spec = importlib.util.spec_from_file_location("kernel", req["file"])
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["kernel"] = mod
-    spec.loader.exec_module(mod)
-    return mod
+# Triton's cache, in the scratch folder, before the candidate imports triton.
+os.environ["TRITON_CACHE_DIR"] = os.path.join(SCRATCH, ".triton")
 
 
 def pick(req, mod):
@@ -135,20 +73,4 @@ def compile_ptx(req, fn):
             "profile_scratch": metadata.get("profile_scratch_size", 0)}
 
 
-def main():
-    req = json.loads(sys.argv[3])
-    req["file"] = os.path.join(os.getcwd(), "kernel.py")
-    try:
-        mod = load(req)
-    except BaseException as e:
-        reply({"error": "%s: %s" % (where(req, e), one_line(e))})
-        return 1
-    try:
-        reply(compile_ptx(req, pick(req, mod)))
-        return 0
-    except BaseException as e:
-        reply({"error": "%s: %s" % (where(req, e), one_line(e))})
-        return 1
-
-
-sys.exit(main())
+serve(lambda req, mod: compile_ptx(req, pick(req, mod)))

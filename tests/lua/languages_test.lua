@@ -25,6 +25,10 @@ function T.deps_without_pypi_says_so(t)
   t.eq(code, 0, out .. err)
   t.match(err, "deps: PyPI not reachable: pip install triton==[%d.]+ failed %(.-%): Triton candidates will be refused")
   t.match(err, "deps: PyPI not reachable: pip download nvidia%-cutlass==[%d.]+ failed")
+  t.match(err, "deps: PyPI not reachable: pip install nvidia%-cutlass%-dsl==[%d.]+ failed %(.-%): CuTe DSL candidates "
+    .. "will be refused")
+  t.eq(require("klab.fs").type(dir .. "/lang/cutlass_dsl-" .. require("klab.lang.versions").cutlass_dsl), nil,
+    "no half-made CuTe DSL environment is left")
   t.eq(require("klab.fs").type(dir .. "/lang/triton-" .. require("klab.lang.versions").triton), nil,
     "no half-made environment is left")
   -- klab then refuses a Triton candidate with that reason, as the machine's.
@@ -36,7 +40,9 @@ end
 
 local function need(t, mod)
   local ok, why
-  if mod == "triton" then ok, why = require("klab.lang.triton").venv() else ok, why = require("klab.lang.cutlass").include_dir() end
+  if mod == "triton" then ok, why = require("klab.lang.triton").venv()
+  elseif mod == "cute_dsl" then ok, why = require("klab.lang.cute_dsl").venv()
+  else ok, why = require("klab.lang.cutlass").include_dir() end
   if not ok then t.skip(why) end
 end
 
@@ -90,7 +96,8 @@ function T.triton_is_told_which_arguments_are_multiples_of_16(t)
   local json = require "klab.json"
   local function ptx(n)
     local s, _, d = triton.signature(task, plan(n))
-    local out = assert(require("klab.triton").ptx { venv = assert(triton.venv()), source = src, name = "kernel.py",
+    local out = assert(require("klab.pychild").ptx { lang = "triton", venv = assert(triton.venv()), source = src,
+      name = "kernel.py",
       request = json.encode { name = "kernel.py", kernel = "twice", signature = s, divisible_by_16 = d,
         constexprs = { BLOCK = 1024 }, num_warps = 4, num_stages = 3, cc = 90, cuda = "13.0" } })
     local answer = json.decode(out.answer)
@@ -155,6 +162,84 @@ function T.cute_sample_compiles_offline(t)
   r = eval_json(t, "relu_f32/999x1021", dir, "KLAB_LANG_DIR=/nonexistent KLAB_CUTLASS_INCLUDE=")
   t.eq(r.verdict, "unknown")
   t.match(r.reason or "", "cute_relu/kernel%.cu: CUTLASS [%d.]+ is not installed")
+end
+
+-- ---- CuTe DSL ----------------------------------------------------------
+
+local CUTE_SAMPLE = "tasks/activation/samples/cute_dsl_relu"
+
+-- A kernel.py is CuTe DSL's when it imports cutlass, else Triton's.
+function T.cute_dsl_is_told_from_triton_by_its_imports(t)
+  local candidate = require "klab.eval.candidate"
+  local c = assert(candidate.load(t.root .. "/" .. CUTE_SAMPLE))
+  t.eq(c.lang, "cute_dsl")
+  c = assert(candidate.load(t.root .. "/tasks/reduce/samples/triton_sum_last"))
+  t.eq(c.lang, "triton")
+  local claims = require("klab.lang.cute_dsl").claims
+  t.ok(claims("import cutlass\n"), "import cutlass")
+  t.ok(claims("import os\nfrom cutlass import cute\n"), "from cutlass import")
+  t.ok(claims("  import cutlass.cute as cute\n"), "import cutlass.cute")
+  t.ok(not claims("import cutlass_tools\nimport triton\n"), "another package")
+  t.ok(not claims("# import cutlass\nimport triton\n"), "a comment")
+end
+
+-- The sample compiles offline: the DSL's PTX, its entry renamed to the
+-- @cute.jit function, assembled by klab's ptxas, planned with the block
+-- from its .reqntid; the result records the version and the confinement.
+function T.cute_dsl_sample_compiles_offline(t)
+  need(t, "cute_dsl")
+  local r = eval_json(t, "relu_f32/999x1021", t.root .. "/" .. CUTE_SAMPLE)
+  local b = r.stages and r.stages.build or {}
+  t.eq(b.ok, true, tostring(r.reason))
+  t.eq(b.language, "cute_dsl")
+  t.eq(b.cute_dsl and b.cute_dsl.version, require("klab.lang.versions").cutlass_dsl)
+  t.match(b.cute_dsl and b.cute_dsl.confinement or "", "seccomp")
+  t.eq(b.cute_dsl and ("%d,%d,%d"):format(table.unpack(b.cute_dsl.block)), "256,1,1")
+  t.match(b.compiler or "", "^ptxas ", "klab's ptxas assembles the DSL's PTX")
+  t.eq(b.kernels and b.kernels[1].name, "relu")
+  t.eq(b.kernels and #b.kernels[1].params, 2, "one pointer per tensor")
+  t.eq(r.stages.plan and r.stages.plan.launches, 1, "planned")
+  t.eq(r.verdict, "unknown")
+end
+
+local function cute_case(t, plan, code)
+  local dir = t.tmpdir()
+  local fs = require "klab.fs"
+  assert(fs.write(dir .. "/kernel.py", code or t.read(t.root .. "/" .. CUTE_SAMPLE .. "/kernel.py")))
+  if plan then assert(fs.write(dir .. "/plan.lua", plan)) end
+  return eval_json(t, "relu_f32/999x1021", dir)
+end
+
+-- A plan that names another block than the kernel's, or more than one
+-- launch, is a plan_error; a Python error is a one-line compile_error.
+function T.cute_dsl_plan_and_code_errors(t)
+  local r = cute_case(t, 'return { launches = { { kernel = "relu", grid = cdiv(R * C, 256), args = { "X", "Y" } }, '
+    .. '{ kernel = "relu", grid = cdiv(R * C, 256), args = { "X", "Y" } } } }')
+  t.eq(r.verdict, "plan_error", tostring(r.reason))
+  t.match(r.reason or "", "a CuTe DSL plan has one launch")
+  r = cute_case(t)
+  t.eq(r.verdict, "plan_error", tostring(r.reason))
+  t.match(r.reason or "", "a CuTe DSL candidate brings its plan%.lua")
+  need(t, "cute_dsl")
+  r = cute_case(t, 'return { launches = { { kernel = "relu", grid = cdiv(R * C, 128), block = 128, args = { "X", "Y" } } } }')
+  t.eq(r.verdict, "plan_error", tostring(r.reason))
+  t.match(r.reason or "", "the plan's block is not the kernel's: its host function launches {256, 1, 1}")
+  r = cute_case(t, 'return { launches = { { kernel = "relu", grid = cdiv(R * C, 256), args = { "X", "Y" } } } }',
+    "import cutlass\nundefined_name\n")
+  t.eq(r.verdict, "compile_error", tostring(r.reason))
+  t.match(r.reason or "", "kernel%.py:2: NameError: name 'undefined_name' is not defined")
+  r = cute_case(t, 'return { launches = { { kernel = "relu2", grid = cdiv(R * C, 256), args = { "X", "Y" } } } }')
+  t.match(r.reason or "", "no @cute%.jit function named relu2 %(it has: relu%)")
+end
+
+-- Without the environment the machine cannot build it: unknown, naming
+-- the way out.
+function T.cute_dsl_without_its_environment(t)
+  local r = eval_json(t, "relu_f32/999x1021", t.root .. "/" .. CUTE_SAMPLE, "KLAB_LANG_DIR=/nonexistent")
+  t.eq(r.verdict, "unknown", tostring(r.reason))
+  t.eq(r.stages and r.stages.build and r.stages.build.code, "EUNSUPPORTED")
+  t.match(r.reason or "", "cute_dsl_relu/kernel%.py: CuTe DSL %(nvidia%-cutlass%-dsl%) [%d.]+ is not installed in "
+    .. "/nonexistent/cutlass_dsl%-[%d.]+ %(make deps installs it from PyPI%)")
 end
 
 return T

@@ -154,10 +154,11 @@ function T.samples_and_bad_kernels_prepare(t)
             local x = e.variant and task.get(base .. "/" .. e.variant) or tf.tasks[1]
             local c, err = candidate.load("tasks/" .. fam .. "/" .. kind .. "/" .. e.name)
             t.ok(c, list .. ": " .. e.name .. ": " .. tostring(err))
-            -- Triton and CuTe samples need the pinned triton and CUTLASS
-            -- (make deps installs them).
+            -- Triton, CuTe and CuTe DSL samples need the pinned triton,
+            -- CUTLASS and nvidia-cutlass-dsl (make deps installs them).
             local cutlass = require "klab.lang.cutlass"
             local missing = c and (c.lang == "triton" and select(2, require("klab.lang.triton").venv())
+              or c.lang == "cute_dsl" and select(2, require("klab.lang.cute_dsl").venv())
               or c.lang == "cuda" and cutlass.wanted(c.code) and select(2, cutlass.include_dir()))
             if missing then
               print("  " .. fam .. "/" .. kind .. "/" .. e.name .. " not built: " .. missing)

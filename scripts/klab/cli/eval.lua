@@ -12,7 +12,7 @@ TASK is a task name as `klab tasks` lists it (gemm_bf16/8192x7168x5120), or
 the name of a task with a single variant; a task file outside tasks/ is
 found with --tasks DIR (TASK is a name, never a path). CANDIDATE is a folder holding the device
 code (kernel.cu or kernel.ptx) and optionally plan.lua, or a .cu/.ptx file
-(the task's default plan is used); a Triton kernel.py with its plan.lua
+(the task's default plan is used); a Triton or CuTe DSL kernel.py with its plan.lua
 (docs/languages.md).
 
 The build and the plan check run here; the GPU stages (correctness trials,

@@ -29,9 +29,16 @@ M.MAX_BYTES = 4 * 1024 * 1024
 local lang_of = lang.of_file
 
 -- Each registered language's f(language module) (its file, its suffix, ...).
+-- f of every language, each value once (languages may share a file name).
 local function each(f)
-  local out = {}
-  for i, n in ipairs(lang.NAMES) do out[i] = f(lang.get(n), n) end
+  local out, seen = {}, {}
+  for _, n in ipairs(lang.NAMES) do
+    local v = f(lang.get(n), n)
+    if not seen[v] then
+      seen[v] = true
+      out[#out + 1] = v
+    end
+  end
   return out
 end
 
@@ -66,8 +73,8 @@ function M.new(c)
     return nil, "candidate language must be " .. one_of(each(function(_, n) return "'" .. n .. "'" end)) .. ", got "
       .. tostring(c.lang)
   end
-  local out = { name = c.name or "candidate", lang = c.lang, code = c.code, plan = c.plan, source = c.source,
-    file = c.file, plan_file = c.plan_file }
+  local out = { name = c.name or "candidate", lang = lang.refine(c.lang, c.code), code = c.code, plan = c.plan,
+    source = c.source, file = c.file, plan_file = c.plan_file }
   out.hash = M.hash(out)
   return out
 end
@@ -118,7 +125,7 @@ local function load_folder(path)
     plan_src, err = read_member(dir, real, plan)
     if not plan_src then return nil, err end
   end
-  return M.new { name = dir:match("([^/]+)$") or dir, lang = lang_of(chosen), code = code, plan = plan_src,
+  return M.new { name = dir:match("([^/]+)$") or dir, lang = lang_of(chosen, code), code = code, plan = plan_src,
     source = path, file = dir .. "/" .. chosen, plan_file = plan and (dir .. "/plan.lua") or nil }
 end
 

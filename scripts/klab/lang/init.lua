@@ -6,12 +6,16 @@
 --   lang.NAMES                  the names, in the order messages list them
 --   lang.names()                -> a copy of NAMES
 --   lang.get(name)              -> the language's module | nil for a name not registered
---   lang.of_file(filename)      -> the name of the language whose suffix ends filename | nil
+--   lang.of_file(filename, code) -> the name of the language whose suffix ends filename; where
+--                                  several share the suffix (kernel.py), the one whose `claims`
+--                                  knows the code, else the first without `claims` | nil
 --   lang.of_fence(tag, code [, among])
 --                               -> the language of a reply's fenced block: the one whose tags
 --                                  hold tag, or for an untagged block the first whose `untagged`
 --                                  knows the text; among (a list of names) limits the answer
 --                                  (default: every language) | nil
+--   lang.refine(name, code)     -> the language of code named `name` before it was read: where
+--                                  name's suffix is shared, the one that claims the code
 --   lang.having(field)          -> the names whose module sets field ("jit": those klab.jit
 --                                  compiles as they are; "reply_default": those a reply is read
 --                                  for when its caller names none)
@@ -26,6 +30,8 @@
 --   suffixes        the endings of its files, the first one the one messages name (".cu")
 --   fences          the info tags of a reply's block in it, named in an extraction error
 --   more_fences     (optional) tags read as well, not named
+--   claims(code)    (optional) whether a file of a suffix it shares is in it (CuTe DSL's
+--                   kernel.py imports cutlass; a Triton one does not)
 --   untagged(code)  (optional) whether an untagged block's text is in it
 --   kernel(code)    whether a block defines a kernel; kernel_hint says how, for a message
 --   reply_default   whether a reply is read for it when the caller names no languages
@@ -38,7 +44,7 @@
 
 local M = {}
 
-M.NAMES = { "cuda", "ptx", "triton" }
+M.NAMES = { "cuda", "ptx", "triton", "cute_dsl" }
 
 function M.names() return { table.unpack(M.NAMES) } end
 
@@ -50,13 +56,30 @@ function M.get(name)
   return nil
 end
 
-function M.of_file(filename)
+function M.of_file(filename, code)
+  local plain
   for _, n in ipairs(M.NAMES) do
-    for _, suffix in ipairs(M.get(n).suffixes) do
-      if filename:sub(-#suffix) == suffix then return n end
+    local l = M.get(n)
+    for _, suffix in ipairs(l.suffixes) do
+      if filename:sub(-#suffix) == suffix then
+        if not l.claims then
+          plain = plain or n
+        elseif code and l.claims(code) then
+          return n
+        end
+      end
     end
   end
-  return nil
+  return plain
+end
+
+-- A language named before its code was read (a file's suffix, a caller's
+-- word): where its suffix is shared, the language that claims the code.
+-- A language that claims its files is kept as named.
+function M.refine(name, code)
+  local l = M.get(name)
+  if not l or l.claims or type(code) ~= "string" then return name end
+  return M.of_file("kernel" .. l.suffixes[1], code) or name
 end
 
 local function holds(list, x)

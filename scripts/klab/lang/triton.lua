@@ -19,17 +19,17 @@
 -- other parameters get their types from the arguments: a task buffer
 -- its dtype (*fp32, *bf16, ...), a scalar its type.
 --
--- The child that runs the candidate's Python is held as host/lang/triton.h
--- says; its PTX is assembled by klab.jit like any PTX, under the same limits.
+-- The child that runs the candidate's Python is held as host/lang/pychild.h
+-- says (klab.lang.pychild); its PTX is assembled by klab.jit like any PTX,
+-- under the same limits.
 --
 -- The language's fields are klab.lang's (scripts/klab/lang/init.lua). A
 -- model's reply is read for Triton only when its caller asks for it
 -- (klab.experiment.extract's opts.languages): a reply in CUDA C++ may carry
 -- Python beside its kernel.
 
-local fs = require "klab.fs"
 local jit = require "klab.jit"
-local json = require "klab.json"
+local pychild = require "klab.lang.pychild"
 local versions = require "klab.lang.versions"
 
 local M = {}
@@ -49,13 +49,7 @@ function M.kernel(code) return code:find("@triton%.jit") ~= nil end
 M.untagged = M.kernel
 
 function M.venv()
-  local dir = versions.dir()
-  local venv = dir and (dir .. "/triton-" .. M.version)
-  if not venv or not fs.type(venv .. "/bin/python3") then
-    return nil, string.format("Triton %s is not installed%s (make deps installs it from PyPI)", M.version,
-      venv and (" in " .. venv) or "")
-  end
-  return venv
+  return pychild.venv("triton-" .. M.version, "Triton", M.version, "it")
 end
 
 local POINTEE = { f32 = "fp32", f16 = "fp16", bf16 = "bf16", f64 = "fp64", i8 = "i8", u8 = "u8", i16 = "i16",
@@ -201,10 +195,6 @@ local function cuda_version()
   return v.ok and v.version:match("^(%d+%.%d+)") or nil, v.error
 end
 
-local function first_line(s)
-  return (s or ""):match("[^\n]+")
-end
-
 function M.compile(o)
   local venv, why = M.venv()
   if not venv then return nil, o.name .. ": " .. why, "EUNSUPPORTED" end
@@ -214,35 +204,17 @@ function M.compile(o)
   local cfg = M.config(o.plan_value)
   local sig, serr, div16 = M.signature(o.task, o.plan)
   if not sig then return nil, o.name .. ": " .. serr, "EPLAN" end
-  local request = json.encode { name = o.name, kernel = cfg.kernel, signature = sig, divisible_by_16 = div16,
-    constexprs = cfg.constexprs, num_warps = cfg.num_warps,
-    num_stages = cfg.num_stages, cc = cc, cuda = cuda }
-  local out, err, code = require("klab.triton").ptx { venv = venv, source = o.code, name = o.name, request = request }
-  if not out then return nil, err, code end
-  local ok, answer = pcall(json.decode, out.answer)
-  if not ok or type(answer) ~= "table" then
-    local msg = first_line(out.log:match("(%w*Error[^\n]*)%s*$")) or ("the Triton compiler exited with status "
-      .. tostring(out.exit_code) .. " without a result")
-    return nil, o.name .. ": " .. msg, "ECOMPILE"
-  end
-  if answer.error then
-    local msg = tostring(answer.error)
-    if msg:find("MemoryError", 1, true) then
-      msg = ("%s: the Triton compiler exceeded its %d GiB memory limit"):format(o.name, out.limits.memory >> 30)
+  local request = { name = o.name, kernel = cfg.kernel, signature = sig, divisible_by_16 = div16,
+    constexprs = cfg.constexprs, num_warps = cfg.num_warps, num_stages = cfg.num_stages, cc = cc, cuda = cuda }
+  o.venv = venv
+  local res, answer, out, partial = pychild.compile("triton", "Triton", o, request, function(a)
+    if (a.profile_scratch or 0) > 0 then
+      return ("the kernel needs %d bytes of Triton profile scratch memory (its instrumentation), which klab does not "
+        .. "provide"):format(a.profile_scratch), "EREJECT"
     end
-    -- The child's one line, not the candidate's prints (its log).
-    return nil, msg, "ECOMPILE"
-  end
-  if (answer.profile_scratch or 0) > 0 then
-    return nil, ("%s: the kernel needs %d bytes of Triton profile scratch memory (its instrumentation), which klab "
-      .. "does not provide"):format(o.name, answer.profile_scratch), "EREJECT"
-  end
-  if type(answer.ptx) ~= "string" or answer.name ~= cfg.kernel then
-    return nil, o.name .. ": the Triton compiler's answer has no PTX for " .. tostring(cfg.kernel), "ECOMPILE"
-  end
-  local res, jerr, jcode, partial = jit.compile { source = answer.ptx, lang = "ptx", arch = o.arch, name = o.name,
-    cache = o.cache }
-  if not res then return nil, jerr, jcode, partial end
+    if a.name ~= cfg.kernel then return "the Triton compiler's answer has no PTX for " .. tostring(cfg.kernel) end
+  end)
+  if not res then return nil, answer, out, partial end
   res.triton = { version = M.version, confinement = out.confinement, seconds = out.seconds,
     shared = answer.shared, num_warps = answer.num_warps, global_scratch = answer.global_scratch or 0 }
   res.lang = "triton"
@@ -254,23 +226,8 @@ end
 -- run.complete_plan is left for the plan stage. Same returns as compile;
 -- code "EPLAN" for a plan that cannot be used.
 function M.build(run)
-  local c, task = run.cand, run.task
-  local name = c.file or c.name
-  if not c.plan then
-    return nil, name .. ": a Triton candidate brings its plan.lua (kernel, grid, args, constexprs, num_warps)", "EPLAN"
-  end
-  local plan_mod = require "klab.eval.plan"
-  local raw
-  local plan, perr = plan_mod.run(task, c.plan, { arch = run.arch, name = c.plan_file,
-    complete = function(v) raw = v; return M.shape(task, v, nil) end })
-  if not plan then return nil, perr, "EPLAN" end
-  local res, err, code, partial = M.compile { code = c.code, name = name, arch = run.arch, task = task, plan = plan,
-    plan_value = raw, cache = run.opts.cache }
-  if res then
-    local meta = res.triton
-    run.complete_plan = function(v) return M.shape(task, v, meta) end
-  end
-  return res, err, code, partial
+  return pychild.build(run, { title = "Triton", plan_hint = "kernel, grid, args, constexprs, num_warps",
+    shape = M.shape, compile = M.compile, meta = function(res) return res.triton end })
 end
 
 return M

@@ -6,6 +6,7 @@
 local M = {
   triton = "3.6.0",
   cutlass = "4.2.0.0",
+  cutlass_dsl = "4.8.1",
 }
 
 -- $KLAB_LANG_DIR, else ${XDG_CACHE_HOME:-$HOME/.cache}/klab/lang (tools/deps_langs.sh).

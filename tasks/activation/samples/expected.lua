@@ -7,4 +7,6 @@ return {
     why = "one thread per element, fp32 arithmetic with tanhf, one rounding to bf16: correct and plain" },
   { name = "cute_relu", task = "relu_f32", verdict = "passed",
     why = "CuTe: X and Y as global tensors, a 256-element tile per block (local_tile), one element per thread" },
+  { name = "cute_dsl_relu", task = "relu_f32", verdict = "passed",
+    why = "CuTe DSL: X and Y as flat tensors, one element per thread, the last block's extra threads idle" },
 }

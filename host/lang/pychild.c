@@ -1,5 +1,5 @@
-/* triton.c: a Triton candidate to PTX in a confined Python child (see triton.h). */
-#include "lang/triton.h"
+/* pychild.c: a Python language's candidate to PTX in a confined child (see pychild.h). */
+#include "lang/pychild.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -19,14 +19,21 @@
 #include "proc/seccomp.h"
 #include "proc/spawn.h"
 
+extern const char klab_py_pychild[];
 extern const char klab_py_triton_child[];
+extern const char klab_py_cute_dsl_child[];
+
+static const pychild_lang LANGS[] = {
+    {"triton", "Triton", klab_py_triton_child},
+    {"cute_dsl", "CuTe DSL", klab_py_cute_dsl_child},
+};
 
 #if defined(__x86_64__)
 #define SYSTEM_LOADER "/lib64/ld-linux-x86-64.so.2"
 #elif defined(__aarch64__)
 #define SYSTEM_LOADER "/lib/ld-linux-aarch64.so.1"
 #else
-#error "triton.c: name this architecture's program loader"
+#error "pychild.c: name this architecture's program loader"
 #endif
 
 #define OPT_IN "KLAB_ALLOW_UNCONFINED_COMPILER"
@@ -45,7 +52,7 @@ typedef struct child_plan {
     int landlock;               /* apply Landlock (else opted out) */
     long long limit_memory;
     const char *argv[10];
-    const char *envp[6];
+    const char *envp[4];
 } child_plan;
 
 /* Writes "klab: MSG" to stderr and exits with CHILD_NOT_STARTED. */
@@ -60,7 +67,7 @@ static void child_fail(const char *what, int err)
     _exit(CHILD_NOT_STARTED);
 }
 
-/* The seccomp rules of the child before exec (see triton.h); fills out
+/* The seccomp rules of the child before exec (see pychild.h); fills out
  * (room for 48) and returns how many. exec_fd: the one descriptor execveat
  * may run; pid: this process, the only one it may signal. */
 static int child_rules(seccomp_rule *out, int exec_fd, pid_t pid)
@@ -109,7 +116,7 @@ static int child_main(void *arg)
         child_fail("getrlimit", errno);
     rlim_t top = nof.rlim_cur > 1024 ? 1024 : nof.rlim_cur;
     if (top < 65)
-        child_fail("the descriptor limit is too low for the Triton child (at least 65)", 0);
+        child_fail("the descriptor limit is too low for the Python child (at least 65)", 0);
     int exec_fd = fcntl(fd, F_DUPFD_CLOEXEC, (int)top - 1);
     if (exec_fd != (int)top - 1)
         child_fail("cannot place the interpreter's descriptor", errno);
@@ -171,7 +178,15 @@ static void hex(const unsigned char *p, size_t n, char *out)
     out[2 * n] = '\0';
 }
 
-void triton_outcome_free(triton_outcome *o)
+const pychild_lang *pychild_find(const char *name)
+{
+    for (size_t i = 0; name && i < sizeof LANGS / sizeof LANGS[0]; i++)
+        if (!strcmp(LANGS[i].name, name))
+            return &LANGS[i];
+    return NULL;
+}
+
+void pychild_outcome_free(pychild_outcome *o)
 {
     if (!o)
         return;
@@ -180,17 +195,18 @@ void triton_outcome_free(triton_outcome *o)
     o->answer = o->log = NULL;
 }
 
-int triton_compile_ptx(const triton_request *req, triton_outcome *out, ks_status *st)
+int pychild_run(const pychild_request *req, pychild_outcome *out, ks_status *st)
 {
     memset(out, 0, sizeof *out);
     const char *name = req->name && *req->name ? req->name : "kernel.py";
+    const char *title = req->lang->title;
     child_plan *p = calloc(1, sizeof *p);
     if (!p)
         return ks_fail(st, KS_ENOMEM, 0, "out of memory");
     int rc = KS_OK;
     char *site = malloc(PATH_MAX), *prefix_lib = malloc(PATH_MAX), *loader = malloc(PATH_MAX),
-         *libdir = malloc(PATH_MAX), *filter_hex = NULL, *venv = malloc(PATH_MAX);
-    char cache_env[PATH_MAX + 32], home_env[PATH_MAX + 8], tmp_env[PATH_MAX + 8];
+         *libdir = malloc(PATH_MAX), *filter_hex = NULL, *venv = malloc(PATH_MAX), *program = NULL;
+    char home_env[PATH_MAX + 8], tmp_env[PATH_MAX + 8];
     unsigned char *filter = NULL;
     size_t filter_len = 0;
     if (!site || !prefix_lib || !loader || !libdir || !venv) {
@@ -202,8 +218,8 @@ int triton_compile_ptx(const triton_request *req, triton_outcome *out, ks_status
     if (!req->venv || fs_realpath(req->venv, venv, PATH_MAX, &ignored) != KS_OK ||
         snprintf(p->venv_python, sizeof p->venv_python, "%s/bin/python3", venv) >= (int)sizeof p->venv_python ||
         !realpath(p->venv_python, p->python) || find_site(venv, site, PATH_MAX) != 0) {
-        rc = ks_fail(st, KS_EUNSUPPORTED, 0, "%s: no Triton environment at %s (run make deps, which installs it)",
-                     name, req->venv ? req->venv : "(none)");
+        rc = ks_fail(st, KS_EUNSUPPORTED, 0, "%s: no %s environment at %s (run make deps, which installs it)",
+                     name, title, req->venv ? req->venv : "(none)");
         goto out;
     }
     snprintf(prefix_lib, PATH_MAX, "%s", p->python);
@@ -221,19 +237,20 @@ int triton_compile_ptx(const triton_request *req, triton_outcome *out, ks_status
     const char *opt = getenv(OPT_IN);
     if (!p->landlock && !(opt && !strcmp(opt, "1"))) {
         rc = ks_fail(st, KS_EUNSUPPORTED, 0,
-                     "%s: the Triton compiler cannot be confined here (this kernel has no Landlock): set "
-                     OPT_IN "=1 to compile Triton candidates unconfined, which each result records", name);
+                     "%s: the %s compiler cannot be confined here (this kernel has no Landlock): set "
+                     OPT_IN "=1 to compile %s candidates unconfined, which each result records", name, title,
+                     title);
         goto out;
     }
     snprintf(out->confinement, sizeof out->confinement, "%s, seccomp",
              p->landlock ? "Landlock" : "unconfined (" OPT_IN "=1)");
-    if ((rc = fs_mkdtemp("klab-triton-", p->scratch, sizeof p->scratch, st)))
+    if ((rc = fs_mkdtemp("klab-py-", p->scratch, sizeof p->scratch, st)))
         goto out;
     char file[PATH_MAX + 16];
     snprintf(file, sizeof file, "%s/kernel.py", p->scratch);
     if ((rc = fs_write(file, req->source, req->source_len, st)))
         goto out;
-    /* What the child may reach (see triton.h). */
+    /* What the child may reach (see pychild.h). */
     const landlock_path paths[] = {
         {venv, LANDLOCK_READ},
         {prefix_lib, LANDLOCK_READ},
@@ -257,26 +274,33 @@ int triton_compile_ptx(const triton_request *req, triton_outcome *out, ks_status
         goto out;
     }
     hex(filter, filter_len, filter_hex);
+    /* klab's program: what every language shares, then the language's driver. */
+    size_t common_len = strlen(klab_py_pychild), driver_len = strlen(req->lang->driver);
+    if (!(program = malloc(common_len + driver_len + 2))) {
+        rc = ks_fail(st, KS_ENOMEM, 0, "out of memory");
+        goto out;
+    }
+    memcpy(program, klab_py_pychild, common_len);
+    program[common_len] = '\n';
+    memcpy(program + common_len + 1, req->lang->driver, driver_len + 1);
     int k = 0;
     p->argv[k++] = p->venv_python;
     p->argv[k++] = "-I";
     p->argv[k++] = "-S";
     p->argv[k++] = "-B";
     p->argv[k++] = "-c";
-    p->argv[k++] = klab_py_triton_child;
+    p->argv[k++] = program;
     p->argv[k++] = filter_hex;
     p->argv[k++] = site;
     p->argv[k++] = req->request_json ? req->request_json : "{}";
     p->argv[k] = NULL;
     snprintf(home_env, sizeof home_env, "HOME=%s", p->scratch);
     snprintf(tmp_env, sizeof tmp_env, "TMPDIR=%s", p->scratch);
-    snprintf(cache_env, sizeof cache_env, "TRITON_CACHE_DIR=%s/.triton", p->scratch);
     p->envp[0] = home_env;
     p->envp[1] = tmp_env;
-    p->envp[2] = cache_env;
-    p->envp[3] = "LC_ALL=C.UTF-8";
-    p->envp[4] = NULL;
-    p->limit_memory = req->limit_memory > 0 ? req->limit_memory : TRITON_LIMIT_MEMORY;
+    p->envp[2] = "LC_ALL=C.UTF-8";
+    p->envp[3] = NULL;
+    p->limit_memory = req->limit_memory > 0 ? req->limit_memory : PYCHILD_LIMIT_MEMORY;
 
     spawn_opts o;
     memset(&o, 0, sizeof o);
@@ -285,10 +309,10 @@ int triton_compile_ptx(const triton_request *req, triton_outcome *out, ks_status
     o.out = SPAWN_CAPTURE;
     o.err = SPAWN_CAPTURE;
     o.capture_max = MAX_ANSWER;
-    int cpu = req->limit_cpu_s > 0 ? req->limit_cpu_s : TRITON_LIMIT_CPU_S;
-    int ms = req->timeout_ms > 0 ? req->timeout_ms : TRITON_TIMEOUT_MS;
+    int cpu = req->limit_cpu_s > 0 ? req->limit_cpu_s : PYCHILD_LIMIT_CPU_S;
+    int ms = req->timeout_ms > 0 ? req->timeout_ms : PYCHILD_TIMEOUT_MS;
     o.limit_cpu = cpu;
-    o.limit_fsize = TRITON_LIMIT_FILE;
+    o.limit_fsize = PYCHILD_LIMIT_FILE;
     o.watch_rss = p->limit_memory;
     o.timeout_s = ms / 1000.0;
     spawn_result sr;
@@ -304,24 +328,24 @@ int triton_compile_ptx(const triton_request *req, triton_outcome *out, ks_status
     char lim[64];
     spawn_format_bytes(p->limit_memory, lim, sizeof lim);
     if (sr.end == SPAWN_TIMED_OUT)
-        rc = ks_fail(st, KS_ETIMEOUT, 0, "%s: the Triton compiler took longer than %d s and was killed", name,
+        rc = ks_fail(st, KS_ETIMEOUT, 0, "%s: the %s compiler took longer than %d s and was killed", name, title,
                      ms / 1000);
     else if (sr.end == SPAWN_OVER_MEMORY)
-        rc = ks_fail(st, KS_ECOMPILE, 0, "%s: the Triton compiler exceeded its %s memory limit", name, lim);
+        rc = ks_fail(st, KS_ECOMPILE, 0, "%s: the %s compiler exceeded its %s memory limit", name, title, lim);
     else if (sr.signal == SIGXCPU || (sr.signal == SIGKILL && sr.seconds >= cpu))
-        rc = ks_fail(st, KS_ECOMPILE, 0, "%s: the Triton compiler exceeded its %d s CPU limit", name, cpu);
+        rc = ks_fail(st, KS_ECOMPILE, 0, "%s: the %s compiler exceeded its %d s CPU limit", name, title, cpu);
     else if (sr.signal == SIGXFSZ) {
         char fl[64];
-        spawn_format_bytes(TRITON_LIMIT_FILE, fl, sizeof fl);
-        rc = ks_fail(st, KS_ECOMPILE, 0, "%s: the Triton compiler wrote a file past its %s limit", name, fl);
+        spawn_format_bytes(PYCHILD_LIMIT_FILE, fl, sizeof fl);
+        rc = ks_fail(st, KS_ECOMPILE, 0, "%s: the %s compiler wrote a file past its %s limit", name, title, fl);
     } else if (sr.exited && sr.exit_code == CHILD_NOT_STARTED && out->log && !strncmp(out->log, "klab: ", 6)) {
         size_t l = strcspn(out->log + 6, "\n");
-        rc = ks_fail(st, KS_EUNSUPPORTED, 0, "%s: the Triton compiler could not be confined: %.*s", name,
+        rc = ks_fail(st, KS_EUNSUPPORTED, 0, "%s: the %s compiler could not be confined: %.*s", name, title,
                      (int)(l > 300 ? 300 : l), out->log + 6);
     }
     spawn_result_free(&sr);
     if (rc)
-        triton_outcome_free(out);
+        pychild_outcome_free(out);
 out:
     if (p->scratch[0]) {
         ks_status rst;
@@ -329,6 +353,7 @@ out:
     }
     free(filter);
     free(filter_hex);
+    free(program);
     free(site);
     free(prefix_lib);
     free(loader);

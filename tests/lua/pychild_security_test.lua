@@ -1,10 +1,11 @@
--- triton_security_test.lua: what a Triton candidate's Python can reach,
--- tried as an attacker would (no GPU needed). The child that runs it
--- (host/lang/triton.h) must refuse or contain each attack with one line,
--- and a marker file must never appear. Run with Landlock and with it taken
--- away (tests/c/helper_nolandlock): then the child is refused unless the
--- explicit opt-in is given, and with it the seccomp walls still hold.
--- Skipped, with the reason, where the pinned triton is not installed.
+-- pychild_security_test.lua: what a Python candidate (Triton, CuTe DSL)
+-- can reach, tried as an attacker would (no GPU needed). The child that
+-- runs it (host/lang/pychild.h) must refuse or contain each attack with one
+-- line, and a marker file must never appear. Run with Landlock and with it
+-- taken away (tests/c/helper_nolandlock): then the child is refused unless
+-- the explicit opt-in is given, and with it the seccomp walls still hold.
+-- Each language's tests skip, with the reason, where its pinned package is
+-- not installed.
 local cjson = require "cjson"
 
 local T = {}
@@ -15,13 +16,13 @@ local function write(path, text) assert(require("klab.fs").write(path, text)) en
 
 local function q(s) return require("klab.command").shell_quote(s) end
 
-local function need_triton(t)
-  local venv, why = require("klab.lang.triton").venv()
-  if not venv then t.skip(why) end
-  return venv
-end
-
-local KERNEL = [[
+-- Each language: its front end, an honest copy kernel, the driver's
+-- request for it, its package (PKG in the attacks) and a program of its
+-- environment (PROGRAM: Triton's bundled ptxas, the environment's Python).
+local LANGS = {
+  triton = { title = "Triton", front = "klab.lang.triton", pkg = "triton",
+    program = 'os.path.join(triton.__path__[0], "backends/nvidia/bin/ptxas")',
+    kernel = [[
 import triton
 import triton.language as tl
 
@@ -30,24 +31,58 @@ import triton.language as tl
 def copy(X, Y, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     tl.store(Y + offs, tl.load(X + offs, mask=offs < n), mask=offs < n)
-]]
+]],
+    request = '{"name":"DIR/kernel.py","kernel":"copy","signature":["*fp32","*fp32","i32"],'
+      .. '"constexprs":{"BLOCK":256},"num_warps":4,"num_stages":3,"cc":90,"cuda":"13.0"}',
+    entry = "%.entry copy%(",
+    env = "['HOME', 'LC_ALL', 'TMPDIR', 'TRITON_CACHE_DIR']" },
+  cute_dsl = { title = "CuTe DSL", front = "klab.lang.cute_dsl", pkg = "nvidia_cutlass_dsl",
+    program = "sys.executable",
+    kernel = [[
+import cutlass
+import cutlass.cute as cute
 
-local REQUEST = '{"name":"DIR/kernel.py","kernel":"copy","signature":["*fp32","*fp32","i32"],'
-  .. '"constexprs":{"BLOCK":256},"num_warps":4,"num_stages":3,"cc":90,"cuda":"13.0"}'
 
--- A script that runs each attack through klab.triton.ptx in its own klab
+@cute.kernel
+def copy_kernel(gX: cute.Tensor, gY: cute.Tensor):
+    tidx, _, _ = cute.arch.thread_idx()
+    bidx, _, _ = cute.arch.block_idx()
+    i = bidx * 128 + tidx
+    if i < cute.size(gX):
+        gY[i] = gX[i]
+
+
+@cute.jit
+def copy(mX: cute.Tensor, mY: cute.Tensor):
+    copy_kernel(mX, mY).launch(grid=[cute.ceil_div(cute.size(mX), 128), 1, 1], block=[128, 1, 1])
+]],
+    request = '{"name":"DIR/kernel.py","kernel":"copy","arch":"sm_90a","args":['
+      .. '{"tensor":{"dtype":"Float32","shape":[1000],"strides":[1]}},'
+      .. '{"tensor":{"dtype":"Float32","shape":[1000],"strides":[1]}}]}',
+    entry = "%.visible %.entry copy%(",
+    env = "['CUTE_DSL_ARCH', 'CUTE_DSL_CACHE_DIR', 'CUTE_DSL_DISABLE_FILE_CACHING', 'CUTE_DSL_DUMP_DIR', "
+      .. "'CUTE_DSL_KEEP', 'HOME', 'LC_ALL', 'TMPDIR']" },
+}
+
+local function need(t, lang)
+  local venv, why = require(LANGS[lang].front).venv()
+  if not venv then t.skip(why) end
+  return venv
+end
+
+-- A script that runs each attack through klab.pychild.ptx in its own klab
 -- process (so that the test can take Landlock away from it) and prints
 -- {name = {ok=, err=, code=, answer=, log=}} as JSON.
 local DRIVER = [[
-local triton, cjson = require "klab.triton", require "cjson"
-local venv, dir = arg[1], arg[2]
+local pychild, cjson = require "klab.pychild", require "cjson"
+local lang, venv, dir = arg[1], arg[2], arg[3]
 local out = {}
-for _, name in ipairs { table.unpack(arg, 3) } do
+for _, name in ipairs { table.unpack(arg, 4) } do
   local f = assert(io.open(dir .. "/" .. name .. ".py"))
   local src = f:read("a")
   f:close()
-  local r, err, code = triton.ptx { venv = venv, source = src, name = "DIR/kernel.py", request = %q,
-    limits = { memory = 1 << 30, cpu = 2 }, timeout = 6 }
+  local r, err, code = pychild.ptx { lang = lang, venv = venv, source = src, name = "DIR/kernel.py", request = %q,
+    limits = { memory = 1 << 30, cpu = 2 }, timeout = name == "spin" and 60 or 6 }
   out[name] = r and { ok = true, answer = r.answer, log = r.log, exit_code = r.exit_code,
     confinement = r.confinement } or { ok = false, err = err, code = code }
 end
@@ -56,7 +91,7 @@ print(cjson.encode(out))
 
 -- Each attack: Python run at the top of kernel.py, before the kernel; want:
 -- what the one-line answer must say. MARKER, SECRET_FILE and OUT are
--- replaced by paths of the test's own.
+-- replaced by paths of the test's own, PKG and PROGRAM by the language's.
 local ATTACKS = {
   read_host = { code = [[raise SystemExit(open("SECRET_FILE").read())]], want = "PermissionError" },
   passwd = { code = [[print(open("/etc/passwd").read())]], want = "PermissionError" },
@@ -65,9 +100,8 @@ if any("KLAB_TEST_TOKEN" in k for k in os.environ): raise ValueError(os.environ[
 open("MARKER", "w")]], want = "PermissionError" },
   subprocess = { code = [[import subprocess
 subprocess.run(["/usr/bin/touch", "MARKER"])]], want = "PermissionError" },
-  venv_ptxas = { code = [[import os, triton
-os.execv(os.path.join(os.path.dirname(triton.__file__), "backends/nvidia/bin/ptxas"), ["ptxas", "--version"])]],
-    want = "PermissionError" },
+  venv_program = { code = [[import os, sys, PKG
+os.execv(PROGRAM, ["program", "--version"])]], want = "PermissionError" },
   socket = { code = [[import socket
 socket.socket(socket.AF_INET, socket.SOCK_STREAM).connect(("127.0.0.1", 9))]], want = "PermissionError" },
   unix_socket = { code = [[import socket
@@ -102,17 +136,19 @@ info = (ctypes.c_int * 32)(9, 0, -1)
 r = libc.syscall(129, os.getppid(), 9, info)
 raise OSError(ctypes.get_errno(), "raw rt_sigqueueinfo returned %d" % r)]], want = "PermissionError: %[Errno 1%] raw" },
   write_outside = { code = [[open("OUT/written", "w").write("x")]], want = "PermissionError" },
-  write_venv = { code = [[import triton, os
-open(os.path.join(os.path.dirname(triton.__file__), "klab-was-here"), "w")]], want = "PermissionError" },
+  write_venv = { code = [[import PKG, os
+open(os.path.join(PKG.__path__[0], "klab-was-here"), "w")]], want = "PermissionError" },
   memory = { code = [[x = bytearray(100 * 2**30)]], want = "MemoryError" },
   fill_disk = { code = [[f = open("big", "wb")
 while True: f.write(b"x" * (1 << 20))]], want = "File too large" },
+  -- (its deadline is 60 s, so that a busy machine reaches the CPU limit first)
   spin = { code = [[while True: pass]], want = "exceeded its 2 s CPU limit" },
   sleep = { code = [[import time
 time.sleep(3600)]], want = "took longer than 6 s" },
 }
 
-local function prepare(t, dir)
+local function prepare(t, dir, lang)
+  local L = LANGS[lang]
   local marker = dir .. "/MARKER-" .. ("%08x"):format(math.random(0, 0x7fffffff))
   local secret_file = dir .. "/secret.txt"
   write(secret_file, SECRET .. "-file\n")
@@ -120,11 +156,12 @@ local function prepare(t, dir)
   local names = {}
   for name, a in pairs(ATTACKS) do
     local code = a.code:gsub("MARKER", marker):gsub("SECRET_FILE", secret_file):gsub("OUT", dir .. "/out")
-    write(dir .. "/" .. name .. ".py", code .. "\n" .. KERNEL)
+      :gsub("PROGRAM", L.program):gsub("PKG", L.pkg)
+    write(dir .. "/" .. name .. ".py", code .. "\n" .. L.kernel)
     names[#names + 1] = name
   end
   table.sort(names)
-  write(dir .. "/driver.lua", DRIVER:format(REQUEST))
+  write(dir .. "/driver.lua", DRIVER:format(L.request))
   return marker, names
 end
 
@@ -137,19 +174,19 @@ local function said(r)
   return "no error: " .. tostring(r.answer):sub(1, 200)
 end
 
-local function run_driver(t, venv, dir, names, prefix, env)
-  local code, out, err = t.sh(("%s KLAB_TEST_TOKEN=%s %s%s %s %s %s %s"):format(env or "", SECRET, prefix,
-    q(t.klab), q(dir .. "/driver.lua"), q(venv), q(dir), table.concat(names, " ")))
+local function run_driver(t, lang, venv, dir, names, prefix, env)
+  local code, out, err = t.sh(("%s KLAB_TEST_TOKEN=%s %s%s %s %s %s %s %s"):format(env or "", SECRET, prefix,
+    q(t.klab), q(dir .. "/driver.lua"), lang, q(venv), q(dir), table.concat(names, " ")))
   t.eq(code, 0, "driver: " .. err)
   return cjson.decode(out), out .. err
 end
 
-function T.every_attack_is_refused_with_landlock(t)
-  local venv = need_triton(t)
+local function every_attack_is_refused_with_landlock(t, lang)
+  local venv = need(t, lang)
   if require("klab.sys").landlock_abi() < 1 then t.skip("this kernel has no Landlock") end
   local dir = t.tmpdir()
-  local marker, names = prepare(t, dir)
-  local res, all = run_driver(t, venv, dir, names, "")
+  local marker, names = prepare(t, dir, lang)
+  local res, all = run_driver(t, lang, venv, dir, names, "")
   for _, name in ipairs(names) do
     local r = res[name]
     local line = said(r)
@@ -162,29 +199,28 @@ function T.every_attack_is_refused_with_landlock(t)
   t.eq(require("klab.fs").type(dir .. "/out/written"), nil, "nothing is written outside the scratch folder")
   t.ok(not all:find(SECRET, 1, true), "neither the secret variable nor the secret file reaches any output")
   t.ok(not all:find("root:x:0:0", 1, true), "no line of /etc/passwd reaches any output")
-  local triton_dir = venv .. "/lib"
-  local found = t.sh("find " .. q(triton_dir) .. " -name klab-was-here | grep -q .")
+  local found = t.sh("find " .. q(venv .. "/lib") .. " -name klab-was-here | grep -q .")
   t.ok(found ~= 0, "nothing is written into the environment")
 end
 
 -- Without Landlock the child is refused in one line naming the opt-in;
 -- with the opt-in, the seccomp walls (no program, no socket, no process)
 -- and the limits still hold, and the result says it ran unconfined.
-function T.without_landlock_refused_unless_opted_in(t)
-  local venv = need_triton(t)
+local function without_landlock_refused_unless_opted_in(t, lang)
+  local venv = need(t, lang)
   local helper = q(t.klab:match("^(.*)/[^/]+$") .. "/tests/helper_nolandlock") .. " "
   local dir = t.tmpdir()
-  local marker, names = prepare(t, dir)
-  local res, all = run_driver(t, venv, dir, names, helper)
+  local marker, names = prepare(t, dir, lang)
+  local res, all = run_driver(t, lang, venv, dir, names, helper)
   for _, name in ipairs(names) do
     t.eq(res[name].code, "EUNSUPPORTED", name)
-    t.match(said(res[name]), "^DIR/kernel%.py: the Triton compiler cannot be confined here %(this kernel has no "
-      .. "Landlock%): set KLAB_ALLOW_UNCONFINED_COMPILER=1", name)
+    t.match(said(res[name]), "^DIR/kernel%.py: the " .. LANGS[lang].title .. " compiler cannot be confined here "
+      .. "%(this kernel has no Landlock%): set KLAB_ALLOW_UNCONFINED_COMPILER=1", name)
   end
-  local walls = { "subprocess", "venv_ptxas", "socket", "unix_socket", "ctypes_execve", "ctypes_execveat",
+  local walls = { "subprocess", "venv_program", "socket", "unix_socket", "ctypes_execve", "ctypes_execveat",
     "ctypes_fork", "fork",
     "kill_parent", "sigqueue_parent", "memory", "spin", "sleep" }
-  res, all = run_driver(t, venv, dir, walls, helper, "KLAB_ALLOW_UNCONFINED_COMPILER=1")
+  res, all = run_driver(t, lang, venv, dir, walls, helper, "KLAB_ALLOW_UNCONFINED_COMPILER=1")
   for _, name in ipairs(walls) do
     local line = said(res[name])
     t.match(line, ATTACKS[name].want, name .. " (opted in): " .. line)
@@ -198,7 +234,8 @@ end
 -- compile_error naming its file, and neither the file nor the environment
 -- reaches the output or the store; its plan's mistakes are plan_errors.
 function T.eval_of_a_hostile_candidate(t)
-  need_triton(t)
+  need(t, "triton")
+  local KERNEL = LANGS.triton.kernel
   local dir = t.tmpdir()
   local marker = "klab-marker-" .. ("%08x"):format(math.random(0, 0x7fffffff))
   write(dir .. "/marker.txt", marker .. "\n")
@@ -238,27 +275,51 @@ function T.eval_of_a_hostile_candidate(t)
   end
 end
 
--- An honest kernel compiles in the same child: the walls do not stop Triton.
-function T.honest_kernel_compiles_confined(t)
-  local venv = need_triton(t)
-  local r, err = require("klab.triton").ptx { venv = venv, source = KERNEL, name = "k/kernel.py", request = REQUEST }
+-- An honest kernel compiles in the same child: the walls do not stop the
+-- language's compiler.
+local function honest_kernel_compiles_confined(t, lang)
+  local L = LANGS[lang]
+  local venv = need(t, lang)
+  local r, err = require("klab.pychild").ptx { lang = lang, venv = venv, source = L.kernel, name = "k/kernel.py",
+    request = L.request }
   t.ok(r, err)
   local a = cjson.decode(r.answer)
   t.eq(a.error, nil, tostring(a.error) .. "\n" .. r.log)
-  t.match(a.ptx, "%.entry copy%(")
+  t.match(a.ptx, L.entry)
   t.eq(a.name, "copy")
-  t.eq(a.num_warps, 4)
+  return a
 end
 
--- The child sees only the variables klab gives it.
-function T.child_sees_no_environment(t)
-  local venv = need_triton(t)
-  local src = 'import os\nprint(sorted(os.environ))\n' .. KERNEL
+-- The child sees only the variables klab gives it, and those its driver
+-- sets for its language (inside the scratch folder).
+local function child_sees_no_environment(t, lang)
+  local L = LANGS[lang]
+  local venv = need(t, lang)
+  local src = 'import os\nprint(sorted(os.environ))\n' .. L.kernel
   local code, out, err = t.sh(("KLAB_TEST_TOKEN=%s %s -e %s"):format(SECRET, q(t.klab), q(([[
-    local r = require("klab.triton").ptx { venv = %q, source = %q, name = "k.py", request = %q }
-    io.write(r.log)]]):format(venv, src, REQUEST))))
+    local r = require("klab.pychild").ptx { lang = %q, venv = %q, source = %q, name = "k.py", request = %q }
+    io.write(r.log)]]):format(lang, venv, src, L.request))))
   t.eq(code, 0, err)
-  t.eq(out:match("%[.-%]"), "['HOME', 'LC_ALL', 'TMPDIR', 'TRITON_CACHE_DIR']", out)
+  t.eq(out:match("%[.-%]"), L.env, out)
+end
+
+for lang in pairs(LANGS) do
+  T[lang .. "_every_attack_is_refused_with_landlock"] = function(t) every_attack_is_refused_with_landlock(t, lang) end
+  T[lang .. "_without_landlock_refused_unless_opted_in"] = function(t) without_landlock_refused_unless_opted_in(t, lang) end
+  T[lang .. "_child_sees_no_environment"] = function(t) child_sees_no_environment(t, lang) end
+end
+
+function T.triton_honest_kernel_compiles_confined(t)
+  t.eq(honest_kernel_compiles_confined(t, "triton").num_warps, 4)
+end
+
+-- The CuTe DSL entry, renamed to the @cute.jit function, keeps the block
+-- its host function launches (.reqntid).
+function T.cute_dsl_honest_kernel_compiles_confined(t)
+  local a = honest_kernel_compiles_confined(t, "cute_dsl")
+  t.eq(cjson.encode(a.block), "[128,1,1]")
+  t.match(a.ptx, "%.reqntid 128, 1, 1")
+  t.ok(not a.ptx:find("kernel_cutlass_", 1, true), "the DSL's own name for the entry is gone")
 end
 
 return T
