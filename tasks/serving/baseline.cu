@@ -669,3 +669,102 @@ gemm_bs_baseline(const unsigned char *A, const unsigned char *B, const float *sf
                 C[(u64)m * N + n] = __float2bfloat16_rn(acc[i][j]);
         }
 }
+
+// ---------------------------------------------------------------- prefill attention
+//
+// Causal GQA prefill over packed queries (layout 0: keys packed through
+// kvp; 2: keys in pages through bt, lens keys). Block (x, h, b): query rows
+// 16x .. 16x+15 of sequence b, head h. Four warps of four rows; 32-key tiles
+// of K and V in shared memory (K rows padded to D + 1 floats); lane j scores
+// key j of the tile, the row's online softmax by warp shuffles, and lane l
+// keeps output columns l, l + 32, ... of its warp's rows. fp32 throughout.
+template <int D>
+static __device__ void prefill_flash(const bf16 *Q, const bf16 *K, const bf16 *V, const int *qo, const int *kvp,
+                                     const int *bt, const int *lens, bf16 *O, float *LSE, u32 layout, u32 Hq, u32 Hk,
+                                     u32 PS, u32 MAXP, float scale)
+{
+    enum { BQ = 16, BK = 32, C = D / 32 };
+    extern __shared__ float sm[];
+    float *qs = sm, *ks = qs + BQ * D, *vs = ks + BK * (D + 1);
+    const u32 b = blockIdx.z, h = blockIdx.y, kvh = h / (Hq / Hk), warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const u32 q0 = (u32)qo[b], qlen = (u32)qo[b + 1] - q0, i0 = blockIdx.x * BQ;
+    if (i0 >= qlen)
+        return;
+    const u32 kvlen = layout == 0 ? (u32)(kvp[b + 1] - kvp[b]) : (u32)lens[b];
+    const u32 rows = min(BQ, qlen - i0), shift = kvlen - qlen, kend = shift + i0 + rows;
+    for (u32 x = threadIdx.x; x < BQ * D; x += blockDim.x) {
+        const u32 r = x / D;
+        qs[x] = r < rows ? __bfloat162float(Q[((u64)(q0 + i0 + r) * Hq + h) * D + x % D]) * scale : 0.0f;
+    }
+    float m[4], l[4], acc[4][C];
+    for (int r = 0; r < 4; r++) {
+        m[r] = -1e30f;
+        l[r] = 0.0f;
+        for (int c = 0; c < C; c++)
+            acc[r][c] = 0.0f;
+    }
+    for (u32 j0 = 0; j0 < kend; j0 += BK) {
+        __syncthreads();
+        for (u32 x = threadIdx.x; x < BK * D; x += blockDim.x) {
+            const u32 t = x / D, d = x % D, j = j0 + t;
+            float kv = 0.0f, vv = 0.0f;
+            if (j < kend) {
+                const u64 row = layout == 0 ? (u64)kvp[b] + j : (u64)bt[(u64)b * MAXP + j / PS] * PS + j % PS;
+                kv = __bfloat162float(K[(row * Hk + kvh) * D + d]);
+                vv = __bfloat162float(V[(row * Hk + kvh) * D + d]);
+            }
+            ks[t * (D + 1) + d] = kv;
+            vs[t * D + d] = vv;
+        }
+        __syncthreads();
+        for (int rr = 0; rr < 4; rr++) {
+            const u32 r = warp * 4 + rr, j = j0 + lane;
+            const bool seen = r < rows && j <= shift + i0 + r;
+            float s = -3.0e38f; // below every score; the row's m starts at -1e30
+            if (seen) {
+                s = 0.0f;
+                for (int d = 0; d < D; d++)
+                    s += qs[r * D + d] * ks[lane * (D + 1) + d];
+            }
+            float mx = s;
+            for (int o = 16; o > 0; o >>= 1)
+                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+            const float mn = fmaxf(m[rr], mx), alpha = __expf(m[rr] - mn);
+            const float p = seen ? __expf(s - mn) : 0.0f;
+            float ps = p;
+            for (int o = 16; o > 0; o >>= 1)
+                ps += __shfl_xor_sync(0xffffffffu, ps, o);
+            l[rr] = l[rr] * alpha + ps;
+            m[rr] = mn;
+            for (int c = 0; c < C; c++)
+                acc[rr][c] *= alpha;
+            for (int t = 0; t < BK; t++) {
+                const float pt = __shfl_sync(0xffffffffu, p, t);
+                for (int c = 0; c < C; c++)
+                    acc[rr][c] += pt * vs[t * D + lane + 32 * c];
+            }
+        }
+    }
+    for (int rr = 0; rr < 4; rr++) {
+        const u32 r = warp * 4 + rr;
+        if (r >= rows)
+            continue;
+        const u64 row = (u64)(q0 + i0 + r) * Hq + h;
+        for (int c = 0; c < C; c++)
+            O[row * D + lane + 32 * c] = __float2bfloat16_rn(acc[rr][c] / l[rr]);
+        if (lane == 0)
+            LSE[row] = m[rr] + logf(l[rr]);
+    }
+}
+
+#define PREFILL_FLASH(DIM)                                                                                           \
+    extern "C" __global__ void __launch_bounds__(128)                                                                \
+        prefill_flash_d##DIM(const bf16 *Q, const bf16 *K, const bf16 *V, const int *qo, const int *kvp,             \
+                             const int *bt, const int *lens, bf16 *O, float *LSE, u32 layout, u32 Hq, u32 Hk, u32 PS, \
+                             u32 MAXP, float scale)                                                                  \
+    {                                                                                                                \
+        prefill_flash<DIM>(Q, K, V, qo, kvp, bt, lens, O, LSE, layout, Hq, Hk, PS, MAXP, scale);                    \
+    }
+PREFILL_FLASH(64)
+PREFILL_FLASH(128)
+PREFILL_FLASH(256)

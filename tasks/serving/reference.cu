@@ -264,70 +264,189 @@ extern "C" __global__ void rope_partial_ref(const i64 *pos, const __nv_bfloat16 
     }
 }
 
-// ---------------------------------------------------------------- paged decode attention
+// ---------------------------------------------------------------- attention rows
 //
-// One query per sequence, grouped heads: query head h reads KV head
-// h / (Hq / Hk). Token j of sequence b lives in page bt[b, j / PS], slot
-// j % PS, of k_cache and v_cache [NP, PS, Hk, D]; the sequence has
-// lens[b] tokens. A block per (b, h) unit, two passes over the tokens in
-// chunks of SR: the maximum score, then p = exp(s - max), its sum and
-// sum p v. out[unit] = sum p v / sum p; lse[unit] = max + log(sum p).
-static __device__ double gqa_ref_score(const __nv_bfloat16 *q, const __nv_bfloat16 *kc, const int *bt, u64 b,
-                                       u32 j, u32 kvh, u32 Hk, u32 D, u32 PS, u32 MAXP, double scale)
+// Attention of one query row per unit, fp64, for every layout of the
+// serving attention tasks. Query head h reads KV head h / (Hq / Hk). A unit
+// is a row of q and of out (D elements) and one element of lse, so unit u's
+// query is row u of q in every layout:
+//   ATT_RAGGED  q [TQ, Hq, D], k and v [TKV, Hk, D]; sequence b owns query
+//               tokens qo[b] .. qo[b+1]-1 and key tokens kvp[b] .. kvp[b+1]-1;
+//               u = t * Hq + h.
+//   ATT_DENSE   q, k, v [B, Hq, S, D] (Hk == Hq, every sequence S long);
+//               u = (b * Hq + h) * S + i.
+//   ATT_PAGED   q as ATT_RAGGED; key j of sequence b in page bt[b, j / PS],
+//               slot j % PS, of k and v [NP, PS, Hk, D]; lens[b] keys.
+//   ATT_DECODE  q [B, Hq, D], one query per sequence; keys as ATT_PAGED.
+// Causal masks are bottom-right aligned (FlashInfer's): query i of a
+// sequence of qlen queries and kvlen keys sees keys j <= kvlen - qlen + i.
+// Element type dt (bf16, or e4m3 with the scales sq, sk, sv: a null scale
+// is 1). Two passes over the keys in chunks of SR: the maximum score, then
+// p = exp(s - max), its sum and sum p v; out = sum p v / sum p, lse =
+// max + log(sum p).
+enum { ATT_RAGGED = 0, ATT_DENSE = 1, ATT_PAGED = 2, ATT_DECODE = 3 };
+
+struct att_row {
+    u64 b;     // the sequence
+    u32 kvh;   // the KV head
+    u32 nkeys; // the keys the query sees
+};
+
+// The sequence whose query tokens hold token t: the largest b with
+// qo[b] <= t (empty sequences have qo[b] == qo[b+1]).
+static __device__ u64 att_sequence(const int *qo, u32 B, u64 t)
 {
-    const u64 page = (u64)bt[b * MAXP + j / PS];
-    const __nv_bfloat16 *k = kc + ((page * PS + j % PS) * Hk + kvh) * D;
-    double s = 0.0;
-    for (u32 d = 0; d < D; d++)
-        s += (double)__bfloat162float(q[d]) * (double)__bfloat162float(k[d]);
-    return s * scale;
+    u32 lo = 0, hi = B - 1;
+    while (lo < hi) {
+        const u32 mid = (lo + hi + 1) / 2;
+        if ((u64)qo[mid] <= t)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return lo;
 }
 
+static __device__ att_row att_locate(u64 u, u32 layout, const int *qo, const int *kvp, const int *lens, u32 B,
+                                     u32 Hq, u32 Hk, u32 S, u32 causal)
+{
+    att_row r;
+    const u32 h = (u32)(u % Hq);
+    r.kvh = h / (Hq / Hk);
+    u64 qlen = 1, kvlen, i = 0;
+    if (layout == ATT_DENSE) {
+        r.b = u / ((u64)Hq * S);
+        i = u % S;
+        qlen = kvlen = S;
+    } else if (layout == ATT_DECODE) {
+        r.b = u / Hq;
+        kvlen = (u64)lens[r.b];
+    } else {
+        const u64 t = u / Hq;
+        r.b = att_sequence(qo, B, t);
+        i = t - (u64)qo[r.b];
+        qlen = (u64)(qo[r.b + 1] - qo[r.b]);
+        kvlen = layout == ATT_RAGGED ? (u64)(kvp[r.b + 1] - kvp[r.b]) : (u64)lens[r.b];
+    }
+    r.nkeys = (u32)(causal ? min(kvlen, kvlen - qlen + i + 1) : kvlen);
+    return r;
+}
+
+// The element offset of key (or value) row j of the unit's sequence.
+static __device__ u64 att_key(const att_row &r, u32 j, u32 layout, const int *kvp, const int *bt, u32 Hq, u32 Hk,
+                              u32 D, u32 S, u32 PS, u32 MAXP)
+{
+    if (layout == ATT_DENSE)
+        return ((r.b * Hq + r.kvh) * S + j) * D;
+    if (layout == ATT_RAGGED)
+        return (((u64)kvp[r.b] + j) * Hk + r.kvh) * D;
+    const u64 page = (u64)bt[r.b * MAXP + j / PS];
+    return ((page * PS + j % PS) * Hk + r.kvh) * D;
+}
+
+static __device__ double att_scale(const float *s) { return s ? (double)*s : 1.0; }
+
 extern "C" __global__ void __launch_bounds__(SR)
-gqa_paged_decode_ref(const __nv_bfloat16 *Q, const __nv_bfloat16 *kc, const __nv_bfloat16 *vc, const int *bt,
-                     const int *lens, const u64 *positions, u64 n, float *O, float *LSE, u32 Hq, u32 Hk, u32 D,
-                     u32 PS, u32 MAXP)
+attn_rows_ref(const void *Q, const void *Kc, const void *Vc, const float *sq, const float *sk, const float *sv,
+              const int *qo, const int *kvp, const int *bt, const int *lens, const u64 *positions, u64 n, float *O,
+              float *LSE, u32 layout, u32 dt, u32 B, u32 Hq, u32 Hk, u32 D, u32 S, u32 PS, u32 MAXP, u32 causal)
 {
     __shared__ double red[SR];
     __shared__ double p[SR];
     __shared__ double acc[256];
+    __shared__ double qs[256];
     const u64 slot = blockIdx.x;
-    const u64 unit = klab_unit(positions, slot);
-    const u64 b = unit / Hq;
-    const u32 h = (u32)(unit % Hq), kvh = h / (Hq / Hk);
-    const u32 len = (u32)lens[b];
-    const __nv_bfloat16 *q = Q + unit * D;
-    const double scale = 1.0 / sqrt((double)D);
-    double m = -1e308;
-    for (u32 j = threadIdx.x; j < len; j += blockDim.x)
-        m = fmax(m, gqa_ref_score(q, kc, bt, b, j, kvh, Hk, D, PS, MAXP, scale));
-    m = ref_block_max(m, red);
-    for (u32 d = threadIdx.x; d < D; d += blockDim.x)
+    const u64 u = klab_unit(positions, slot);
+    const att_row r = att_locate(u, layout, qo, kvp, lens, B, Hq, Hk, S, causal);
+    const double scale = att_scale(sq) * att_scale(sk) / sqrt((double)D), vscale = att_scale(sv);
+    for (u32 d = threadIdx.x; d < D; d += blockDim.x) {
+        qs[d] = klab_load(Q, u * D + d, dt) * scale;
         acc[d] = 0.0;
+    }
+    __syncthreads();
+    double m = -1e308;
+    for (u32 j = threadIdx.x; j < r.nkeys; j += blockDim.x) {
+        const u64 k = att_key(r, j, layout, kvp, bt, Hq, Hk, D, S, PS, MAXP);
+        double s = 0.0;
+        for (u32 d = 0; d < D; d++)
+            s += qs[d] * klab_load(Kc, k + d, dt);
+        m = fmax(m, s);
+    }
+    m = ref_block_max(m, red);
     double l = 0.0;
-    for (u32 j0 = 0; j0 < len; j0 += blockDim.x) {
+    for (u32 j0 = 0; j0 < r.nkeys; j0 += blockDim.x) {
         const u32 j = j0 + threadIdx.x;
-        const double e = j < len ? exp(gqa_ref_score(q, kc, bt, b, j, kvh, Hk, D, PS, MAXP, scale) - m) : 0.0;
+        double e = 0.0;
+        if (j < r.nkeys) {
+            const u64 k = att_key(r, j, layout, kvp, bt, Hq, Hk, D, S, PS, MAXP);
+            double s = 0.0;
+            for (u32 d = 0; d < D; d++)
+                s += qs[d] * klab_load(Kc, k + d, dt);
+            e = exp(s - m);
+        }
         l += e;
         __syncthreads();
         p[threadIdx.x] = e;
         __syncthreads();
-        const u32 count = min(blockDim.x, len - j0);
+        const u32 count = min(blockDim.x, r.nkeys - j0);
         for (u32 d = threadIdx.x; d < D; d += blockDim.x) {
             double s = 0.0;
-            for (u32 t = 0; t < count; t++) {
-                const u32 jj = j0 + t;
-                const u64 page = (u64)bt[b * MAXP + jj / PS];
-                s += p[t] * (double)__bfloat162float(vc[((page * PS + jj % PS) * Hk + kvh) * D + d]);
-            }
+            for (u32 t = 0; t < count; t++)
+                s += p[t] * klab_load(Vc, att_key(r, j0 + t, layout, kvp, bt, Hq, Hk, D, S, PS, MAXP) + d, dt);
             acc[d] += s;
         }
     }
     l = ref_block_sum(l, red);
     for (u32 d = threadIdx.x; d < D; d += blockDim.x)
-        O[slot * D + d] = (float)(acc[d] / l);
+        O[slot * D + d] = (float)(acc[d] / l * vscale);
     if (threadIdx.x == 0)
         LSE[slot] = (float)(m + log(l));
+}
+
+// Derive for the ragged layouts, one block: the drawn qo (B + 1 large
+// non-negative integers) become query offsets: entries 1 .. B-1 folded to
+// cut points in [0, TQ] and sorted, qo[0] = 0, qo[B] = TQ (draws near 0
+// give one sequence nearly every query and others none). Each sequence's
+// keys are its queries plus a prefix of pre[b] mod (P + 1) cached tokens:
+// written as offsets into kvp (B + 1 entries) when kvp is not null, as
+// lengths into lens (B entries) when lens is not null. pre may be kvp or
+// lens itself: every draw is read before anything is written. A page table
+// bt of nbt entries (may be null) is folded mod NP. B <= 1024.
+extern "C" __global__ void attn_make_ragged(int *qo, const int *pre, int *kvp, int *lens, int *bt, u64 nbt, u32 NP,
+                                            u32 B, u32 TQ, u32 P)
+{
+    __shared__ u32 cut[1024], sorted[1024], extra[1024];
+    for (u64 i = threadIdx.x; i < nbt; i += blockDim.x)
+        bt[i] = (int)((u32)bt[i] % NP);
+    for (u32 i = threadIdx.x; i < B; i += blockDim.x) {
+        cut[i] = (u32)qo[i] % (TQ + 1);
+        extra[i] = (u32)pre[i] % (P + 1);
+    }
+    __syncthreads();
+    for (u32 i = 1 + threadIdx.x; i < B; i += blockDim.x) {
+        u32 rank = 0;
+        for (u32 j = 1; j < B; j++)
+            rank += cut[j] < cut[i] || (cut[j] == cut[i] && j < i);
+        sorted[rank] = cut[i];
+    }
+    __syncthreads();
+    if (threadIdx.x != 0)
+        return;
+    qo[0] = 0;
+    for (u32 i = 1; i < B; i++)
+        qo[i] = (int)sorted[i - 1];
+    qo[B] = (int)TQ;
+    u32 run = 0;
+    if (kvp)
+        kvp[0] = 0;
+    for (u32 b = 0; b < B; b++) {
+        const u32 len = (u32)(qo[b + 1] - qo[b]) + extra[b];
+        run += len;
+        if (kvp)
+            kvp[b + 1] = (int)run;
+        if (lens)
+            lens[b] = (int)len;
+    }
 }
 
 // Derive: the drawn page table and lengths (large non-negative integers)

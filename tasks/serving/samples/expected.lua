@@ -23,4 +23,8 @@ return {
     why = "a thread per element of C, fp32 sums of each 128-value block scaled and added: correct, no tensor cores" },
   { name = "naive_gemm_fp8_blockscale", task = "gemm_fp8_1d1d", verdict = "target_not_executed",
     why = "the same kernel file's 1D1D entry" },
+  { name = "naive_prefill", task = "gqa_ragged_prefill_bf16", verdict = "passed",
+    why = "a block per (token, head): its sequence by binary search, the keys it sees (bottom-right causal), two passes, fp32" },
+  { name = "naive_prefill", task = "gqa_paged_prefill_bf16", verdict = "passed",
+    why = "the same kernel file's paged entry: keys through the page table" },
 }
