@@ -35,7 +35,7 @@ Key j of sequence b is k[kv_indptr[b] + j].]],
     base_args = [[buffer("q"), buffer("k"), buffer("v"), buffer("qo_indptr"), buffer("kv_indptr"), u64(0), u64(0)]],
     derived = { "qo_indptr", "kv_indptr" },
     derive = [[
-return { launches = { { kernel = "attn_make_ragged", grid = { 1, 1, 1 }, block = { 256, 1, 1 },
+return { launches = { { kernel = "make_ragged_offsets", grid = { 1, 1, 1 }, block = { 256, 1, 1 },
   args = { buffer("qo_indptr"), buffer("kv_indptr"), buffer("kv_indptr"), u64(0), u64(0), u64(0), u32(1),
            u32(B), u32(TQ), u32(P) } } } }
 ]],
@@ -71,7 +71,7 @@ MAXP*PS >= TQ + P).]],
     derived = { "qo_indptr", "seq_lens", "block_table" },
     derive = [[
 assert(MAXP * PS >= TQ + P, "MAXP*PS must hold the longest sequence, TQ + P tokens")
-return { launches = { { kernel = "attn_make_ragged", grid = { 1, 1, 1 }, block = { 256, 1, 1 },
+return { launches = { { kernel = "make_ragged_offsets", grid = { 1, 1, 1 }, block = { 256, 1, 1 },
   args = { buffer("qo_indptr"), buffer("seq_lens"), u64(0), buffer("seq_lens"), buffer("block_table"), u64(B * MAXP),
            u32(NP), u32(B), u32(TQ), u32(P) } } } }
 ]],
@@ -125,7 +125,7 @@ memory. Send your own plan to change any of this.]]):format(kernel, kv.text, ker
   for k, b in pairs(kv.buffers) do env.buffers[k] = b end
 
   -- The offsets, lengths and page table are drawn as large integers and
-  -- folded by derive (reference.cu's attn_make_ragged): the query cut
+  -- folded by derive (reference.cu's make_ragged_offsets): the query cut
   -- points uniform on [0, TQ] and sorted (uneven lengths, some empty), the
   -- prefixes uniform on [0, P], pages at random from the pool.
   local N01 = { dist = "normal", mean = 0, std = 1 }

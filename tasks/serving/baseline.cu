@@ -768,3 +768,46 @@ static __device__ void prefill_flash(const bf16 *Q, const bf16 *K, const bf16 *V
 PREFILL_FLASH(64)
 PREFILL_FLASH(128)
 PREFILL_FLASH(256)
+
+// ---------------------------------------------------------------- MoE grouped GEMM
+//
+// Y = X_e · W_eᵀ over each expert's rows off[e] .. off[e+1]-1. Block
+// (x, y, e): the 64x64 tile (y, x) of expert e's rows (blocks past them
+// return); 256 threads of 4x4 outputs, K in chunks of 32 through shared
+// memory, fp32 sums on the SIMT pipes.
+extern "C" __global__ void __launch_bounds__(256)
+moe_gemm_baseline(const bf16 *X, const bf16 *W, const int *off, bf16 *Y, u32 N, u32 K)
+{
+    __shared__ float As[32][64 + 4], Bs[32][64 + 4];
+    const u32 e = blockIdx.z, r0 = (u32)off[e], rows = (u32)off[e + 1] - r0;
+    const u32 tx = threadIdx.x % 16, ty = threadIdx.x / 16, m0 = blockIdx.y * 64, n0 = blockIdx.x * 64;
+    if (m0 >= rows)
+        return;
+    const bf16 *We = W + (u64)e * N * K;
+    float acc[4][4] = {};
+    for (u32 k0 = 0; k0 < K; k0 += 32) {
+        for (u32 i = threadIdx.x; i < 64 * 32; i += blockDim.x) {
+            const u32 r = i / 32, c = i % 32, m = m0 + r, n = n0 + r, k = k0 + c;
+            As[c][r] = m < rows && k < K ? __bfloat162float(X[(u64)(r0 + m) * K + k]) : 0.0f;
+            Bs[c][r] = n < N && k < K ? __bfloat162float(We[(u64)n * K + k]) : 0.0f;
+        }
+        __syncthreads();
+        for (u32 c = 0; c < 32; c++) {
+            float a[4], b[4];
+            for (int i = 0; i < 4; i++) {
+                a[i] = As[c][ty * 4 + i];
+                b[i] = Bs[c][tx * 4 + i];
+            }
+            for (int i = 0; i < 4; i++)
+                for (int j = 0; j < 4; j++)
+                    acc[i][j] += a[i] * b[j];
+        }
+        __syncthreads();
+    }
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 4; j++) {
+            const u32 m = m0 + ty * 4 + i, n = n0 + tx * 4 + j;
+            if (m < rows && n < N)
+                Y[(u64)(r0 + m) * N + n] = __float2bfloat16_rn(acc[i][j]);
+        }
+}

@@ -292,9 +292,10 @@ struct att_row {
     u32 nkeys; // the keys the query sees
 };
 
-// The sequence whose query tokens hold token t: the largest b with
-// qo[b] <= t (empty sequences have qo[b] == qo[b+1]).
-static __device__ u64 att_sequence(const int *qo, u32 B, u64 t)
+// The owner of row t of a ragged array of B parts with offsets qo[0..B]
+// (the sequence of a query token, the expert of a MoE row): the largest b
+// with qo[b] <= t (empty parts have qo[b] == qo[b+1]).
+static __device__ u64 ragged_owner(const int *qo, u32 B, u64 t)
 {
     u32 lo = 0, hi = B - 1;
     while (lo < hi) {
@@ -323,7 +324,7 @@ static __device__ att_row att_locate(u64 u, u32 layout, const int *qo, const int
         kvlen = (u64)lens[r.b];
     } else {
         const u64 t = u / Hq;
-        r.b = att_sequence(qo, B, t);
+        r.b = ragged_owner(qo, B, t);
         i = t - (u64)qo[r.b];
         qlen = (u64)(qo[r.b + 1] - qo[r.b]);
         kvlen = layout == ATT_RAGGED ? (u64)(kvp[r.b + 1] - kvp[r.b]) : (u64)lens[r.b];
@@ -403,16 +404,17 @@ attn_rows_ref(const void *Q, const void *Kc, const void *Vc, const float *sq, co
         LSE[slot] = (float)(m + log(l));
 }
 
-// Derive for the ragged layouts, one block: the drawn qo (B + 1 large
-// non-negative integers) become query offsets: entries 1 .. B-1 folded to
-// cut points in [0, TQ] and sorted, qo[0] = 0, qo[B] = TQ (draws near 0
-// give one sequence nearly every query and others none). Each sequence's
+// Derive for the ragged layouts (packed queries, and the MoE GEMM's rows
+// per expert), one block: the drawn qo (B + 1 large non-negative integers)
+// become offsets: entries 1 .. B-1 folded to cut points in [0, TQ] and
+// sorted, qo[0] = 0, qo[B] = TQ (draws near 0 give one sequence, or
+// expert, nearly every row and others none). Each sequence's
 // keys are its queries plus a prefix of pre[b] mod (P + 1) cached tokens:
 // written as offsets into kvp (B + 1 entries) when kvp is not null, as
 // lengths into lens (B entries) when lens is not null. pre may be kvp or
 // lens itself: every draw is read before anything is written. A page table
 // bt of nbt entries (may be null) is folded mod NP. B <= 1024.
-extern "C" __global__ void attn_make_ragged(int *qo, const int *pre, int *kvp, int *lens, int *bt, u64 nbt, u32 NP,
+extern "C" __global__ void make_ragged_offsets(int *qo, const int *pre, int *kvp, int *lens, int *bt, u64 nbt, u32 NP,
                                             u32 B, u32 TQ, u32 P)
 {
     __shared__ u32 cut[1024], sorted[1024], extra[1024];
@@ -670,4 +672,44 @@ extern "C" __global__ void gemm_bs_ref_units(const unsigned char *A, const unsig
         acc += __shfl_xor_sync(0xffffffffu, acc, off);
     if (lane == 0)
         C[slot] = (float)acc;
+}
+
+// ---------------------------------------------------------------- MoE grouped GEMM
+//
+// Y[r, n] = sum_k X[r, k] W[e, n, k] for the rows r of expert e,
+// off[e] <= r < off[e + 1]; X [M, K], W [E, N, K], Y [M, N].
+
+// The whole of Y: block (x, y, e) is the 64x64 tile (y, x) of expert e's
+// rows (klab_gemm_tile, fp64 sums); tiles past the expert's rows return.
+extern "C" __global__ void __launch_bounds__(256)
+moe_gemm_ref(const __nv_bfloat16 *X, const __nv_bfloat16 *W, const int *off, float *Y, u32 N, u32 K)
+{
+    const u32 e = blockIdx.z, r0 = (u32)off[e], rows = (u32)off[e + 1] - r0;
+    if (blockIdx.y * KLAB_GB >= rows)
+        return;
+    const __nv_bfloat16 *We = W + (u64)e * N * K;
+    klab_gemm_tile(
+        rows, N, K, [=](u32 m, u32 k) { return (double)__bfloat162float(X[(u64)(r0 + m) * K + k]); },
+        [=](u32 n, u32 k) { return (double)__bfloat162float(We[(u64)n * K + k]); },
+        [=](u32 m, u32 n, double v) { Y[(u64)(r0 + m) * N + n] = (float)v; });
+}
+
+// Units positions[0..n) into Y[0..n): a warp per element, its lanes
+// splitting K, the partial sums added in a fixed tree.
+extern "C" __global__ void moe_gemm_ref_units(const __nv_bfloat16 *X, const __nv_bfloat16 *W, const int *off,
+                                              const u64 *positions, u64 n, float *Y, u32 E, u32 N, u32 K)
+{
+    const u64 slot = ((u64)blockIdx.x * blockDim.x + threadIdx.x) / 32;
+    const u32 lane = threadIdx.x & 31;
+    if (slot >= n)
+        return;
+    const u64 u = klab_unit(positions, slot), r = u / N, col = u % N;
+    const __nv_bfloat16 *w = W + (ragged_owner(off, E, r) * N + col) * K, *x = X + r * K;
+    double acc = 0.0;
+    for (u32 k = lane; k < K; k += 32)
+        acc += (double)__bfloat162float(x[k]) * (double)__bfloat162float(w[k]);
+    for (int o = 16; o > 0; o >>= 1)
+        acc += __shfl_xor_sync(0xffffffffu, acc, o);
+    if (lane == 0)
+        Y[slot] = (float)acc;
 }

@@ -15,4 +15,6 @@ return {
   { name = "prefill_top_left_causal", task = "gqa_ragged_prefill_bf16", verdict = "incorrect",
     why = "the causal mask aligned top-left (query i sees keys j <= i), ignoring the cached prefix: "
        .. "wrong for every query of a sequence with a prefix" },
+  { name = "moe_gemm_drops_tail", task = "moe_grouped_gemm_bf16", verdict = "incorrect",
+    why = "computes whole 16-row tiles of each expert only: the last count % 16 rows of every expert are never written" },
 }

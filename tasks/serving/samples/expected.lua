@@ -27,4 +27,6 @@ return {
     why = "a block per (token, head): its sequence by binary search, the keys it sees (bottom-right causal), two passes, fp32" },
   { name = "naive_prefill", task = "gqa_paged_prefill_bf16", verdict = "passed",
     why = "the same kernel file's paged entry: keys through the page table" },
+  { name = "naive_moe_gemm", task = "moe_grouped_gemm_bf16", verdict = "target_not_executed",
+    why = "a thread per element of Y, the row's expert by binary search, an fp32 dot product: correct, no tensor cores" },
 }
