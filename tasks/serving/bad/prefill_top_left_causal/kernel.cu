@@ -1,4 +1,4 @@
-// Known-bad: the plain prefill of samples/naive_prefill with the causal
+// Known-bad: the plain prefill of samples/naive_attention with the causal
 // mask aligned top-left (query i sees keys j <= i) as in a square
 // self-attention, ignoring each sequence's cached prefix: every query of a
 // sequence with a prefix misses the keys it should see. Right only where

@@ -1,10 +1,12 @@
-// A plain causal prefill over packed queries: a block of 128 threads per
-// (query token, query head). The token's sequence by binary search over
-// qo_indptr; pass 1 scores every key the query sees (fp32 dot products)
-// for the maximum; pass 2, 128 keys at a time, each thread's
-// exp(s - max) to shared memory, then the threads add sum_t p_t v_t over
-// the output's columns. The keys are packed (gqa_ragged_prefill) or paged
-// (gqa_paged_prefill). D <= 256.
+// Plain attention, a query row at a time: pass 1 scores every key the
+// query sees (fp32 dot products) for the maximum; pass 2, 128 keys at a
+// time, each thread's exp(s - max) to shared memory, then the threads add
+// sum_t p_t v_t over the output's columns. Causal prefill over packed
+// queries (gqa_ragged_prefill with packed keys, gqa_paged_prefill with
+// paged ones) takes a block of 128 threads per (query token, query head),
+// the token's sequence by binary search over qo_indptr; dense attention
+// (attention_fwd, [B, H, S, D]) takes the 64 query rows of the default
+// plan's block one after another. D <= 256.
 #include <cuda_bf16.h>
 
 #define NT 128
@@ -23,6 +25,12 @@ struct paged_keys {
         const size_t page = (size_t)block_table[(size_t)b * MAXP + j / PS];
         return ((page * PS + j % PS) * Hk + kvh) * D;
     }
+};
+
+struct dense_keys {
+    size_t base;
+    unsigned D;
+    __device__ size_t row(unsigned j) const { return base + (size_t)j * D; }
 };
 
 static __device__ unsigned sequence_of(const int *qo_indptr, unsigned B, unsigned t)
@@ -122,4 +130,14 @@ gqa_paged_prefill(const __nv_bfloat16 *q, const __nv_bfloat16 *k_cache, const __
     const paged_keys keys = { block_table, b, Hk, h / (Hq / Hk), D, PS, MAXP };
     const size_t row = (size_t)t * Hq + h;
     attend(q + row * D, k_cache, v_cache, keys, visible, D, scale, out + row * D, lse + row);
+}
+
+extern "C" __global__ void __launch_bounds__(NT)
+attention_fwd(const __nv_bfloat16 *Q, const __nv_bfloat16 *K, const __nv_bfloat16 *V, __nv_bfloat16 *O, float *LSE,
+              unsigned BH, unsigned S, unsigned D, float scale, unsigned causal)
+{
+    const size_t base = (size_t)blockIdx.y * S;
+    const dense_keys keys = { base * D, D };
+    for (unsigned i = blockIdx.x * 64; i < S && i < blockIdx.x * 64 + 64; i++)
+        attend(Q + (base + i) * D, K, V, keys, causal ? i + 1 : S, D, scale, O + (base + i) * D, LSE + base + i);
 }
