@@ -27,11 +27,12 @@ function F.variants(D, problem)
   return out
 end
 
--- The description. t.types: the text that says Q, K, V's element type and
--- their scales; t.sig: the kernel's input pointers.
+-- The description. t.kernel: the kernel's name; t.types: the text that
+-- says Q, K, V's element type and their scales; t.score, t.vscale: the
+-- score's product and O's factor; t.sig: the kernel's input pointers.
 function F.description(t)
   return ([[
-Write a CUDA kernel named `attention_fwd`: scaled dot-product attention
+Write a CUDA kernel named `%s`: scaled dot-product attention
 forward with log-sum-exp, %s
 Q, K, V are [B, H, S, D] row-major (D contiguous), B=${B}, H=${H}, S=${S},
 D=${D}, causal=${causal}. For each (batch, head) and query row i:
@@ -41,23 +42,23 @@ over every key j when causal = 0, over the keys j <= i when causal = 1.
 Write O as bf16 [B, H, S, D] (round to nearest even) and LSE as fp32
 [B, H, S]. Inputs must not be modified.
 With the default launch plan the kernel is
-  extern "C" __global__ void attention_fwd(%s, __nv_bfloat16 *O, float *LSE,
+  extern "C" __global__ void %s(%s, __nv_bfloat16 *O, float *LSE,
       unsigned BH, unsigned S, unsigned D, float scale, unsigned causal)
 with scale = 1/sqrt(D), launched with a grid of (ceil(S/64), B*H, 1) blocks
 of 128 threads and no dynamic shared memory: block (x, y) owns query rows
-64*x.. of (batch, head) y. Send your own plan to change any of this.]]):format(t.types, t.score, t.vscale, t.sig)
+64*x.. of (batch, head) y. Send your own plan to change any of this.]]):format(t.kernel, t.types, t.score, t.vscale, t.kernel, t.sig)
 end
 
 local BHSD = { "B", "H", "S", "D" }
 
 -- Sets the fields the tasks share in env; the task file sets its name,
 -- description, buffers, inputs, distributions, tolerance, baseline and
--- reference arguments. t = { variants, ref_args (the reference's first
--- six arguments), dt (the element type code), args (the default plan's
--- input arguments) }.
+-- reference arguments. t = { kernel, variants, ref_args (the reference's
+-- first six arguments), dt (the element type code), args (the default
+-- plan's input arguments) }.
 function F.define(env, t)
   env.family = "serving"
-  env.kernel = "attention_fwd"
+  env.kernel = t.kernel
   env.dims = { "B", "H", "S", "D", "causal" }
   env.zero_dims = { "causal" }
   env.variants = t.variants
@@ -82,11 +83,11 @@ return { launches = { { kernel = "attn_rows_ref", grid = { units, 1, 1 }, block 
     sm_100a = { "tcgen05.mma", "tcgen05.tmem", "tma" },
   }
   env.plan = ([[
--- Default plan: one launch of attention_fwd, 128 threads per 64 query rows
+-- Default plan: one launch of the kernel, 128 threads per 64 query rows
 -- of one (batch, head).
-return { launches = { { kernel = "attention_fwd", grid = { cdiv(S, 64), B * H, 1 }, block = { 128, 1, 1 }, shared = 0,
+return { launches = { { kernel = "%s", grid = { cdiv(S, 64), B * H, 1 }, block = { 128, 1, 1 }, shared = 0,
   args = { %s, buffer("O"), buffer("LSE"), u32(B * H), u32(S), u32(D), f32(1 / math.sqrt(D)), u32(causal) } } } }
-]]):format(t.args)
+]]):format(t.kernel, t.args)
   env.buffers = {
     O = { role = "output", dtype = "bf16", shape = BHSD },
     LSE = { role = "output", dtype = "f32", shape = { "B", "H", "S" } },

@@ -32,7 +32,6 @@ Key j of sequence b is k[kv_indptr[b] + j].]],
     layout = 0,
     ref_args = [[buffer("q"), buffer("k"), buffer("v"), u64(0), u64(0), u64(0), buffer("qo_indptr"), buffer("kv_indptr"),
            u64(0), u64(0)]],
-    base_args = [[buffer("q"), buffer("k"), buffer("v"), buffer("qo_indptr"), buffer("kv_indptr"), u64(0), u64(0)]],
     derived = { "qo_indptr", "kv_indptr" },
     derive = [[
 return { launches = { { kernel = "make_ragged_offsets", grid = { 1, 1, 1 }, block = { 256, 1, 1 },
@@ -66,8 +65,6 @@ MAXP*PS >= TQ + P).]],
     layout = 2,
     ref_args = [[buffer("q"), buffer("k_cache"), buffer("v_cache"), u64(0), u64(0), u64(0), buffer("qo_indptr"), u64(0),
            buffer("block_table"), buffer("seq_lens")]],
-    base_args = [[buffer("q"), buffer("k_cache"), buffer("v_cache"), buffer("qo_indptr"), u64(0), buffer("block_table"),
-           buffer("seq_lens")]],
     derived = { "qo_indptr", "seq_lens", "block_table" },
     derive = [[
 assert(MAXP * PS >= TQ + P, "MAXP*PS must hold the longest sequence, TQ + P tokens")
@@ -179,11 +176,11 @@ return { launches = { { kernel = "attn_rows_ref", grid = { units, 1, 1 }, block 
     source = "baseline.cu", name = "SIMT flash prefill",
     plan = ([[
 assert(D == 64 or D == 128 or D == 256, "the shipped prefill kernel has D = 64, 128 and 256")
-return { launches = { { kernel = "prefill_flash_d" .. D, grid = { cdiv(TQ, 16), Hq, B }, block = { 128, 1, 1 },
+return { launches = { { kernel = "flash_bf16_d" .. D, grid = { cdiv(TQ, 16), Hq, B }, block = { 128, 1, 1 },
   shared = 4 * (16 * D + 32 * (D + 1) + 32 * D),
-  args = { %s, buffer("out"), buffer("lse"), u32(%d), u32(Hq), u32(Hk), u32(dims.PS or 1), u32(dims.MAXP or 1),
-           f32(1 / math.sqrt(D)) } } } }
-]]):format(kv.base_args, kv.layout),
+  args = { %s, buffer("out"), buffer("lse"), u32(%d), u32(Hq), u32(Hk), u32(1), u32(dims.PS or 1),
+           u32(dims.MAXP or 1), u32(1), f32(1 / math.sqrt(D)) } } } }
+]]):format(kv.ref_args, kv.layout),
     floor_note = "the shipped kernel computes scores and products on the SIMT pipes in fp32 (no tensor cores) "
       .. "and launches a block per 16 rows of every sequence's longest possible span; not measured on a GPU yet",
   }

@@ -670,31 +670,52 @@ gemm_bs_baseline(const unsigned char *A, const unsigned char *B, const float *sf
         }
 }
 
-// ---------------------------------------------------------------- prefill attention
+// ---------------------------------------------------------------- flash attention
 //
-// Causal GQA prefill over packed queries (layout 0: keys packed through
-// kvp; 2: keys in pages through bt, lens keys). Block (x, h, b): query rows
-// 16x .. 16x+15 of sequence b, head h. Four warps of four rows; 32-key tiles
-// of K and V in shared memory (K rows padded to D + 1 floats); lane j scores
-// key j of the tile, the row's online softmax by warp shuffles, and lane l
-// keeps output columns l, l + 32, ... of its warp's rows. fp32 throughout.
-template <int D>
-static __device__ void prefill_flash(const bf16 *Q, const bf16 *K, const bf16 *V, const int *qo, const int *kvp,
-                                     const int *bt, const int *lens, bf16 *O, float *LSE, u32 layout, u32 Hq, u32 Hk,
-                                     u32 PS, u32 MAXP, float scale)
+// Attention forward over the layouts of the serving attention tasks:
+// layout 0 and 2, causal GQA prefill over packed queries q [TQ, Hq, D]
+// (0: keys packed through kvp; 2: keys in pages through bt, lens keys);
+// layout 1, dense [B, H, S, D] (Hk == Hq, S queries and keys, causal or
+// not). Elements bf16, or e4m3 with the scales sq, sk, sv. Block (x, h, b):
+// query rows 16x .. 16x+15 of sequence b, head h. Four warps of four rows;
+// 32-key tiles of K and V in shared memory (K rows padded to D + 1 floats);
+// lane j scores key j of the tile, the row's online softmax by warp
+// shuffles, and lane l keeps output columns l, l + 32, ... of its warp's
+// rows. fp32 throughout. Bottom-right causal mask: query i sees keys
+// j <= kvlen - qlen + i.
+static __device__ __forceinline__ float fa_load(const bf16 *p, u64 i) { return __bfloat162float(p[i]); }
+static __device__ __forceinline__ float fa_load(const unsigned char *p, u64 i) { return bs_e4m3(p[i]); }
+
+template <int D, class T>
+static __device__ void flash_attention(const T *Q, const T *K, const T *V, const float *sq, const float *sk,
+                                       const float *sv, const int *qo, const int *kvp, const int *bt, const int *lens,
+                                       bf16 *O, float *LSE, u32 layout, u32 Hq, u32 Hk, u32 S, u32 PS, u32 MAXP,
+                                       u32 causal, float scale)
 {
     enum { BQ = 16, BK = 32, C = D / 32 };
     extern __shared__ float sm[];
     float *qs = sm, *ks = qs + BQ * D, *vs = ks + BK * (D + 1);
     const u32 b = blockIdx.z, h = blockIdx.y, kvh = h / (Hq / Hk), warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    const u32 q0 = (u32)qo[b], qlen = (u32)qo[b + 1] - q0, i0 = blockIdx.x * BQ;
+    const bool dense = layout == 1;
+    const u32 q0 = dense ? 0 : (u32)qo[b], qlen = dense ? S : (u32)qo[b + 1] - q0, i0 = blockIdx.x * BQ;
     if (i0 >= qlen)
         return;
-    const u32 kvlen = layout == 0 ? (u32)(kvp[b + 1] - kvp[b]) : (u32)lens[b];
-    const u32 rows = min(BQ, qlen - i0), shift = kvlen - qlen, kend = shift + i0 + rows;
+    const u32 kvlen = dense ? S : layout == 0 ? (u32)(kvp[b + 1] - kvp[b]) : (u32)lens[b];
+    const u32 rows = min(BQ, qlen - i0), shift = kvlen - qlen, kend = causal ? shift + i0 + rows : kvlen;
+    const u64 head = ((u64)b * Hq + h) * S; // dense: the (batch, head)'s first row
+    // The output row (of q, O and LSE) of query i, the key row of key j.
+    auto qrow = [&](u32 i) { return dense ? head + i : (u64)(q0 + i) * Hq + h; };
+    auto krow = [&](u32 j) {
+        if (dense)
+            return head + j;
+        const u64 t = layout == 0 ? (u64)kvp[b] + j : (u64)bt[(u64)b * MAXP + j / PS] * PS + j % PS;
+        return t * Hk + kvh;
+    };
+    scale *= (sq ? *sq : 1.0f) * (sk ? *sk : 1.0f);
+    const float vscale = sv ? *sv : 1.0f;
     for (u32 x = threadIdx.x; x < BQ * D; x += blockDim.x) {
         const u32 r = x / D;
-        qs[x] = r < rows ? __bfloat162float(Q[((u64)(q0 + i0 + r) * Hq + h) * D + x % D]) * scale : 0.0f;
+        qs[x] = r < rows ? fa_load(Q, qrow(i0 + r) * D + x % D) * scale : 0.0f;
     }
     float m[4], l[4], acc[4][C];
     for (int r = 0; r < 4; r++) {
@@ -709,9 +730,9 @@ static __device__ void prefill_flash(const bf16 *Q, const bf16 *K, const bf16 *V
             const u32 t = x / D, d = x % D, j = j0 + t;
             float kv = 0.0f, vv = 0.0f;
             if (j < kend) {
-                const u64 row = layout == 0 ? (u64)kvp[b] + j : (u64)bt[(u64)b * MAXP + j / PS] * PS + j % PS;
-                kv = __bfloat162float(K[(row * Hk + kvh) * D + d]);
-                vv = __bfloat162float(V[(row * Hk + kvh) * D + d]);
+                const u64 row = krow(j);
+                kv = fa_load(K, row * D + d);
+                vv = fa_load(V, row * D + d);
             }
             ks[t * (D + 1) + d] = kv;
             vs[t * D + d] = vv;
@@ -719,7 +740,7 @@ static __device__ void prefill_flash(const bf16 *Q, const bf16 *K, const bf16 *V
         __syncthreads();
         for (int rr = 0; rr < 4; rr++) {
             const u32 r = warp * 4 + rr, j = j0 + lane;
-            const bool seen = r < rows && j <= shift + i0 + r;
+            const bool seen = r < rows && j < kend && (!causal || j <= shift + i0 + r);
             float s = -3.0e38f; // below every score; the row's m starts at -1e30
             if (seen) {
                 s = 0.0f;
@@ -749,25 +770,33 @@ static __device__ void prefill_flash(const bf16 *Q, const bf16 *K, const bf16 *V
         const u32 r = warp * 4 + rr;
         if (r >= rows)
             continue;
-        const u64 row = (u64)(q0 + i0 + r) * Hq + h;
+        const u64 row = qrow(i0 + r);
         for (int c = 0; c < C; c++)
-            O[row * D + lane + 32 * c] = __float2bfloat16_rn(acc[rr][c] / l[rr]);
+            O[row * D + lane + 32 * c] = __float2bfloat16_rn(acc[rr][c] / l[rr] * vscale);
         if (lane == 0)
             LSE[row] = m[rr] + logf(l[rr]);
     }
 }
 
-#define PREFILL_FLASH(DIM)                                                                                           \
+// Entries flash_<type>_d<D>, launched with a grid of (ceil(max query
+// rows / 16), heads, sequences) blocks of 128 threads and
+// 4 * (16 * D + 32 * (D + 1) + 32 * D) bytes of dynamic shared memory.
+#define FLASH_ENTRY(NAME, T, DIM)                                                                                    \
     extern "C" __global__ void __launch_bounds__(128)                                                                \
-        prefill_flash_d##DIM(const bf16 *Q, const bf16 *K, const bf16 *V, const int *qo, const int *kvp,             \
-                             const int *bt, const int *lens, bf16 *O, float *LSE, u32 layout, u32 Hq, u32 Hk, u32 PS, \
-                             u32 MAXP, float scale)                                                                  \
+        NAME##_d##DIM(const T *Q, const T *K, const T *V, const float *sq, const float *sk, const float *sv,         \
+                      const int *qo, const int *kvp, const int *bt, const int *lens, bf16 *O, float *LSE, u32 layout, \
+                      u32 Hq, u32 Hk, u32 S, u32 PS, u32 MAXP, u32 causal, float scale)                               \
     {                                                                                                                \
-        prefill_flash<DIM>(Q, K, V, qo, kvp, bt, lens, O, LSE, layout, Hq, Hk, PS, MAXP, scale);                    \
+        flash_attention<DIM>(Q, K, V, sq, sk, sv, qo, kvp, bt, lens, O, LSE, layout, Hq, Hk, S, PS, MAXP, causal,    \
+                             scale);                                                                                 \
     }
-PREFILL_FLASH(64)
-PREFILL_FLASH(128)
-PREFILL_FLASH(256)
+FLASH_ENTRY(flash_bf16, bf16, 64)
+FLASH_ENTRY(flash_bf16, bf16, 128)
+FLASH_ENTRY(flash_bf16, bf16, 256)
+FLASH_ENTRY(flash_e4m3, unsigned char, 64)
+FLASH_ENTRY(flash_e4m3, unsigned char, 96)
+FLASH_ENTRY(flash_e4m3, unsigned char, 128)
+FLASH_ENTRY(flash_e4m3, unsigned char, 256)
 
 // ---------------------------------------------------------------- MoE grouped GEMM
 //

@@ -6,12 +6,14 @@ local F = include "_mha.lua"
 name = "mha_fwd_d256_bf16"
 tags = { "serving", "attention", "bf16", "fwd", "ptxbench" }
 description = F.description({
+  kernel = "attention_fwd",
   types = "bf16 in and out, fp32 accumulation.",
   score = "(q_i . k_j)",
   vscale = "",
   sig = "const __nv_bfloat16 *Q, const __nv_bfloat16 *K,\n      const __nv_bfloat16 *V",
 })
 F.define(_ENV, {
+  kernel = "attention_fwd",
   variants = F.variants(256, "mha_with_lse_d256"),
   ref_args = [[buffer("Q"), buffer("K"), buffer("V"), u64(0), u64(0), u64(0)]],
   dt = 2,
