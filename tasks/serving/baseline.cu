@@ -670,6 +670,118 @@ gemm_bs_baseline(const unsigned char *A, const unsigned char *B, const float *sf
         }
 }
 
+// ---------------------------------------------------------------- MLA decode
+//
+// Split-KV MLA decoding (absorbed form: every head attends to the shared
+// compressed cache). mla_decode_split: a block of 256 threads per (split,
+// sequence, group of up to 16 heads) takes `chunk` tokens, 16 at a time:
+// the tile's ckv and kpe rows gathered through the page table into shared
+// memory, the G x 16 scores (a thread each), an online softmax per head,
+// and the unnormalized sums of p ckv (thread t keeps entries t + 256 k of
+// the G x C outputs). It writes each head's (max, sum, acc[C]) in
+// gqa_decode_combine's layout, which merges the splits. Needs C <= 512.
+#define MLA_TILE 16
+#define MLA_THREADS 256
+#define MLA_ACC 32
+
+extern "C" __global__ void __launch_bounds__(MLA_THREADS)
+mla_decode_split(const bf16 *qn, const bf16 *qp, const bf16 *ckv, const bf16 *kpe, const int *bt, const int *lens,
+                 float *ws_m, float *ws_l, float *ws_acc, u32 H, u32 C, u32 R, u32 PS, u32 MAXP, u32 chunk, u32 NS,
+                 float scale)
+{
+    extern __shared__ float sm[];
+    const u32 sp = blockIdx.x, b = blockIdx.y, tid = threadIdx.x, W = C + R + 1; // padded rows
+    const u32 G = min(16u, H - blockIdx.z * 16);
+    float *qs = sm;                   // [G][C + R], scaled
+    float *ks = qs + 16 * (C + R);    // [TILE][C + R + 1]: ckv then kpe
+    float *ps = ks + MLA_TILE * W;    // [G][TILE]
+    float *hm = ps + 16 * MLA_TILE;   // [G] running max
+    float *hl = hm + 16;              // [G] running sum
+    float *hc = hl + 16;              // [G] this tile's correction
+    const u32 len = (u32)lens[b], start = sp * chunk, end = min(len, start + chunk);
+    const u64 head0 = (u64)b * H + blockIdx.z * 16;
+    if (start >= len) {
+        for (u32 hh = tid; hh < G; hh += blockDim.x) {
+            ws_m[(head0 + hh) * NS + sp] = -1e30f;
+            ws_l[(head0 + hh) * NS + sp] = 0.0f;
+        }
+        return;
+    }
+    for (u32 i = tid; i < G * (C + R); i += blockDim.x) {
+        const u32 hh = i / (C + R), d = i % (C + R);
+        qs[i] = __bfloat162float(d < C ? qn[(head0 + hh) * C + d] : qp[(head0 + hh) * R + d - C]) * scale;
+    }
+    for (u32 hh = tid; hh < G; hh += blockDim.x) {
+        hm[hh] = -1e30f;
+        hl[hh] = 0.0f;
+    }
+    float acc[MLA_ACC];
+    for (int k = 0; k < MLA_ACC; k++)
+        acc[k] = 0.0f;
+    for (u32 t0 = start; t0 < end; t0 += MLA_TILE) {
+        __syncthreads();
+        for (u32 i = tid; i < MLA_TILE * (C + R); i += blockDim.x) {
+            const u32 tt = i / (C + R), d = i % (C + R), tok = t0 + tt;
+            float x = 0.0f;
+            if (tok < end) {
+                const u64 at = (u64)bt[(u64)b * MAXP + tok / PS] * PS + tok % PS;
+                x = __bfloat162float(d < C ? ckv[at * C + d] : kpe[at * R + d - C]);
+            }
+            ks[tt * W + d] = x;
+        }
+        __syncthreads();
+        for (u32 i = tid; i < G * MLA_TILE; i += blockDim.x) {
+            const u32 hh = i / MLA_TILE, tt = i % MLA_TILE;
+            float s = -1e30f;
+            if (t0 + tt < end) {
+                s = 0.0f;
+                for (u32 d = 0; d < C + R; d++)
+                    s += qs[hh * (C + R) + d] * ks[tt * W + d];
+            }
+            ps[i] = s;
+        }
+        __syncthreads();
+        for (u32 hh = tid; hh < G; hh += blockDim.x) {
+            float mx = hm[hh];
+            for (u32 tt = 0; tt < MLA_TILE; tt++)
+                mx = fmaxf(mx, ps[hh * MLA_TILE + tt]);
+            float sum = 0.0f;
+            for (u32 tt = 0; tt < MLA_TILE; tt++) {
+                const float e = t0 + tt < end ? expf(ps[hh * MLA_TILE + tt] - mx) : 0.0f;
+                ps[hh * MLA_TILE + tt] = e;
+                sum += e;
+            }
+            const float corr = expf(hm[hh] - mx);
+            hl[hh] = hl[hh] * corr + sum;
+            hm[hh] = mx;
+            hc[hh] = corr;
+        }
+        __syncthreads();
+        for (int k = 0; k < MLA_ACC; k++) {
+            const u32 i = tid + k * MLA_THREADS;
+            if (i < G * C) {
+                const u32 hh = i / C, d = i % C;
+                float s = acc[k] * hc[hh];
+                for (u32 tt = 0; tt < MLA_TILE; tt++)
+                    s += ps[hh * MLA_TILE + tt] * ks[tt * W + d];
+                acc[k] = s;
+            }
+        }
+    }
+    __syncthreads();
+    for (int k = 0; k < MLA_ACC; k++) {
+        const u32 i = tid + k * MLA_THREADS;
+        if (i < G * C) {
+            const u32 hh = i / C, d = i % C;
+            ws_acc[((head0 + hh) * NS + sp) * C + d] = acc[k];
+        }
+    }
+    for (u32 hh = tid; hh < G; hh += blockDim.x) {
+        ws_m[(head0 + hh) * NS + sp] = hm[hh];
+        ws_l[(head0 + hh) * NS + sp] = hl[hh];
+    }
+}
+
 // ---------------------------------------------------------------- flash attention
 //
 // Attention forward over the layouts of the serving attention tasks:

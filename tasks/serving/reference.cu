@@ -404,6 +404,66 @@ attn_rows_ref(const void *Q, const void *Kc, const void *Vc, const float *sq, co
         LSE[slot] = (float)(m + log(l));
 }
 
+// Multi-head latent attention decode (DeepSeek's MLA, absorbed form): one
+// query per sequence, every head attending to the sequence's compressed KV
+// cache. Token j of sequence b lives in page bt[b, j / PS], slot j % PS, of
+// ckv [NP, PS, C] and kpe [NP, PS, R]; the score of head h is
+// (qn[b, h] . ckv_j + qp[b, h] . kpe_j) * scale and the values are ckv_j.
+// A block per (b, h) unit, two passes as attn_rows_ref; out [.., C] rows.
+extern "C" __global__ void __launch_bounds__(SR)
+mla_decode_ref(const __nv_bfloat16 *qn, const __nv_bfloat16 *qp, const __nv_bfloat16 *ckv,
+               const __nv_bfloat16 *kpe, const int *bt, const int *lens, const u64 *positions, u64 n, float *O,
+               float *LSE, u32 H, u32 C, u32 R, u32 PS, u32 MAXP, double scale)
+{
+    __shared__ double red[SR];
+    __shared__ double p[SR];
+    __shared__ double acc[1024];
+    __shared__ double qs[1024 + 128];
+    const u64 slot = blockIdx.x;
+    const u64 u = klab_unit(positions, slot), b = u / H;
+    const u32 len = (u32)lens[b];
+    for (u32 d = threadIdx.x; d < C + R; d += blockDim.x)
+        qs[d] = (d < C ? (double)__bfloat162float(qn[u * C + d]) : (double)__bfloat162float(qp[u * R + d - C])) * scale;
+    for (u32 d = threadIdx.x; d < C; d += blockDim.x)
+        acc[d] = 0.0;
+    __syncthreads();
+    auto slot_of = [&](u32 j) { return (u64)bt[b * MAXP + j / PS] * PS + j % PS; };
+    auto score = [&](u32 j) {
+        const u64 t = slot_of(j);
+        double s = 0.0;
+        for (u32 d = 0; d < C; d++)
+            s += qs[d] * (double)__bfloat162float(ckv[t * C + d]);
+        for (u32 d = 0; d < R; d++)
+            s += qs[C + d] * (double)__bfloat162float(kpe[t * R + d]);
+        return s;
+    };
+    double m = -1e308;
+    for (u32 j = threadIdx.x; j < len; j += blockDim.x)
+        m = fmax(m, score(j));
+    m = ref_block_max(m, red);
+    double l = 0.0;
+    for (u32 j0 = 0; j0 < len; j0 += blockDim.x) {
+        const u32 j = j0 + threadIdx.x;
+        const double e = j < len ? exp(score(j) - m) : 0.0;
+        l += e;
+        __syncthreads();
+        p[threadIdx.x] = e;
+        __syncthreads();
+        const u32 count = min(blockDim.x, len - j0);
+        for (u32 d = threadIdx.x; d < C; d += blockDim.x) {
+            double s = 0.0;
+            for (u32 t = 0; t < count; t++)
+                s += p[t] * (double)__bfloat162float(ckv[slot_of(j0 + t) * C + d]);
+            acc[d] += s;
+        }
+    }
+    l = ref_block_sum(l, red);
+    for (u32 d = threadIdx.x; d < C; d += blockDim.x)
+        O[slot * C + d] = (float)(acc[d] / l);
+    if (threadIdx.x == 0)
+        LSE[slot] = (float)(m + log(l));
+}
+
 // Derive for the ragged layouts (packed queries, and the MoE GEMM's rows
 // per expert), one block: the drawn qo (B + 1 large non-negative integers)
 // become offsets: entries 1 .. B-1 folded to cut points in [0, TQ] and

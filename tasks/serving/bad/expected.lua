@@ -21,4 +21,6 @@ return {
     why = "a thread per output column with 128 threads (a D <= 128 kernel): columns 128 .. 255 of O are never written" },
   { name = "mha_fp8_no_v_scale", task = "mha_fwd_fp8", verdict = "incorrect",
     why = "ignores v_scale: every element of O off by that factor (0.5)" },
+  { name = "mla_no_rope", task = "mla_paged_decode_bf16", verdict = "incorrect",
+    why = "scores with q_nope . ckv only, dropping q_pe . kpe: every score, so every output, is wrong" },
 }

@@ -33,4 +33,6 @@ return {
     why = "the same kernel file's dense entry: the default plan's 64 rows one after another, fp32, no tensor cores" },
   { name = "naive_attention", task = "mha_fwd_fp8", verdict = "target_not_executed",
     why = "the same kernel file's fp8 entry: e4m3 read as fp32, the scores times q_scale * k_scale, O times v_scale" },
+  { name = "naive_mla", task = "mla_paged_decode_bf16", verdict = "passed",
+    why = "a block per (head, sequence): latent and rotary scores through the page table, two passes, fp32" },
 }
