@@ -952,3 +952,49 @@ moe_gemm_baseline(const bf16 *X, const bf16 *W, const int *off, bf16 *Y, u32 N, 
                 Y[(u64)(r0 + m) * N + n] = __float2bfloat16_rn(acc[i][j]);
         }
 }
+
+// ---------------------------------------------------------------- gated delta net
+//
+// One decode step of the gated delta rule, k-last state [B, HV, V, K]. A
+// block of 256 threads per (value head, sequence): q and k in shared
+// memory, the gate and beta once; a warp per state row (rows warp, warp +
+// 8, ...), its lanes over K (coalesced): the row's decayed dot with k by
+// shuffles, the new row written, its dot with q. fp32. K <= 256.
+extern "C" __global__ void __launch_bounds__(256)
+gdn_decode_baseline(const bf16 *q, const bf16 *k, const bf16 *v, const float *state, const float *A_log,
+                    const bf16 *a, const float *dt_bias, const bf16 *bg, bf16 *out, float *new_state, u32 HQ, u32 HV,
+                    u32 K, u32 V, float scale)
+{
+    __shared__ float qs[256], ks[256];
+    const u32 h = blockIdx.x, b = blockIdx.y, qk = h / (HV / HQ), warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const u64 bh = (u64)b * HV + h;
+    for (u32 j = threadIdx.x; j < K; j += blockDim.x) {
+        qs[j] = __bfloat162float(q[((u64)b * HQ + qk) * K + j]);
+        ks[j] = __bfloat162float(k[((u64)b * HQ + qk) * K + j]);
+    }
+    __syncthreads();
+    const float x = __bfloat162float(a[bh]) + dt_bias[h];
+    const float g = expf(-expf(A_log[h]) * (x > 20.0f ? x : log1pf(expf(x))));
+    const float beta = 1.0f / (1.0f + expf(-__bfloat162float(bg[bh])));
+    for (u32 i = warp; i < V; i += blockDim.x / 32) {
+        const float *row = state + (bh * V + i) * K;
+        float *nrow = new_state + (bh * V + i) * K;
+        float sk = 0.0f;
+        for (u32 j = lane; j < K; j += 32)
+            sk += row[j] * ks[j];
+        for (int o = 16; o > 0; o >>= 1)
+            sk += __shfl_xor_sync(0xffffffffu, sk, o);
+        const float delta = beta * (__bfloat162float(v[bh * V + i]) - g * sk);
+        float oq = 0.0f;
+        for (u32 j = lane; j < K; j += 32) {
+            const float s = g * row[j] + delta * ks[j];
+            nrow[j] = s;
+            oq += s * qs[j];
+        }
+        for (int o = 16; o > 0; o >>= 1)
+            oq += __shfl_xor_sync(0xffffffffu, oq, o);
+        if (lane == 0)
+            out[bh * V + i] = __float2bfloat16_rn(oq * scale);
+    }
+}
+

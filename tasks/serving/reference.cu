@@ -773,3 +773,42 @@ extern "C" __global__ void moe_gemm_ref_units(const __nv_bfloat16 *X, const __nv
     if (lane == 0)
         Y[slot] = (float)acc;
 }
+
+// ---------------------------------------------------------------- gated delta net
+//
+// One decode step of the gated delta rule (Qwen3-Next's linear attention),
+// the state k-last: S [B, HV, V, K]. For sequence b and value head h (query
+// and key head h / (HV / HQ)): g = exp(-exp(A_log[h]) * softplus(a[b, h] +
+// dt_bias[h])), beta = sigmoid(b[b, h]); S' = g S; row i of the new state
+// is S'[i] + beta (v[i] - S'[i] . k) k, and out[i] = scale (new row i . q).
+// A thread per (b, h, i) unit: K elements of new_state, one of out; fp64.
+extern "C" __global__ void gdn_decode_ref(const __nv_bfloat16 *q, const __nv_bfloat16 *k, const __nv_bfloat16 *v,
+                                          const float *state, const float *A_log, const __nv_bfloat16 *a,
+                                          const float *dt_bias, const __nv_bfloat16 *bg, const u64 *positions, u64 n,
+                                          u64 units, float *out, float *new_state, u32 HQ, u32 HV, u32 K, u32 V,
+                                          double scale)
+{
+    const u64 slot = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (slot >= (n ? n : units))
+        return;
+    const u64 u = klab_unit(positions, slot), bh = u / V, b = bh / HV;
+    const u32 h = (u32)(bh % HV), qk = h / (HV / HQ);
+    const double x = (double)__bfloat162float(a[bh]) + (double)dt_bias[h];
+    const double softplus = x > 20.0 ? x : log1p(exp(x));
+    const double g = exp(-exp((double)A_log[h]) * softplus);
+    const double beta = 1.0 / (1.0 + exp(-(double)__bfloat162float(bg[bh])));
+    const float *row = state + u * K;
+    const __nv_bfloat16 *kr = k + (b * HQ + qk) * K, *qr = q + (b * HQ + qk) * K;
+    double sk = 0.0;
+    for (u32 j = 0; j < K; j++)
+        sk += g * (double)row[j] * (double)__bfloat162float(kr[j]);
+    const double delta = beta * ((double)__bfloat162float(v[u]) - sk);
+    double o = 0.0;
+    for (u32 j = 0; j < K; j++) {
+        const double s = g * (double)row[j] + delta * (double)__bfloat162float(kr[j]);
+        new_state[slot * K + j] = (float)s;
+        o += s * (double)__bfloat162float(qr[j]);
+    }
+    out[slot] = (float)(o * scale);
+}
+

@@ -23,4 +23,6 @@ return {
     why = "ignores v_scale: every element of O off by that factor (0.5)" },
   { name = "mla_no_rope", task = "mla_paged_decode_bf16", verdict = "incorrect",
     why = "scores with q_nope . ckv only, dropping q_pe . kpe: every score, so every output, is wrong" },
+  { name = "gdn_state_v_last", task = "gdn_decode_bf16", verdict = "incorrect",
+    why = "reads the state v-last ([K, V]) where it is k-last: every row read is a column of the true state" },
 }

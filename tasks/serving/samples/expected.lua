@@ -35,4 +35,6 @@ return {
     why = "the same kernel file's fp8 entry: e4m3 read as fp32, the scores times q_scale * k_scale, O times v_scale" },
   { name = "naive_mla", task = "mla_paged_decode_bf16", verdict = "passed",
     why = "a block per (head, sequence): latent and rotary scores through the page table, two passes, fp32" },
+  { name = "naive_gdn", task = "gdn_decode_bf16", verdict = "passed",
+    why = "a thread per state row: the decayed dot with k, the delta update, the dot with q, in fp32" },
 }
