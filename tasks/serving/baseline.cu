@@ -278,6 +278,79 @@ rope_partial_baseline(const i64 *pos, const bf16 *Q, const bf16 *K, const float 
 // gqa_decode_combine merges the splits of a (sequence, head): out and lse.
 // Needs D % 8 == 0, G * D <= 16 * 128 and G <= 32.
 
+// What the split-KV decode kernels share (gqa_decode_split,
+// mla_decode_split): each block keeps, for its G heads, a running max hm,
+// a running sum hl and unnormalized sums acc over the tokens of its split,
+// a tile at a time, and writes them to the workspace for a combine kernel:
+// ws_m, ws_l [heads, NS] and ws_acc [heads, NS, D].
+
+// A split with no tokens: its heads' sums are empty.
+static __device__ void split_empty(float *ws_m, float *ws_l, u64 head0, u32 G, u32 NS, u32 sp)
+{
+    for (u32 hh = threadIdx.x; hh < G; hh += blockDim.x) {
+        ws_m[(head0 + hh) * NS + sp] = -1e30f;
+        ws_l[(head0 + hh) * NS + sp] = 0.0f;
+    }
+}
+
+// The online softmax of a tile, a thread per head: the scores ps[G][tile]
+// become exp(s - max) (0 past the tile's `valid` tokens); hm and hl move
+// on, and hc gets the factor the earlier sums take.
+static __device__ void split_tile_softmax(float *ps, float *hm, float *hl, float *hc, u32 G, u32 tile, u32 valid)
+{
+    for (u32 hh = threadIdx.x; hh < G; hh += blockDim.x) {
+        float mx = hm[hh];
+        for (u32 tt = 0; tt < tile; tt++)
+            mx = fmaxf(mx, ps[hh * tile + tt]);
+        float sum = 0.0f;
+        for (u32 tt = 0; tt < tile; tt++) {
+            const float e = tt < valid ? expf(ps[hh * tile + tt] - mx) : 0.0f;
+            ps[hh * tile + tt] = e;
+            sum += e;
+        }
+        const float corr = expf(hm[hh] - mx);
+        hl[hh] = hl[hh] * corr + sum;
+        hm[hh] = mx;
+        hc[hh] = corr;
+    }
+}
+
+// The tile's p v added to acc: thread t keeps entries t + THREADS k of the
+// G x D sums; the tile's value rows are vals[tt * vstride ..].
+template <int ACC, int THREADS>
+static __device__ void split_tile_accumulate(float (&acc)[ACC], const float *ps, const float *hc, const float *vals,
+                                             u32 vstride, u32 G, u32 D, u32 tile)
+{
+    for (int k = 0; k < ACC; k++) {
+        const u32 i = threadIdx.x + k * THREADS;
+        if (i < G * D) {
+            const u32 hh = i / D, d = i % D;
+            float s = acc[k] * hc[hh];
+            for (u32 tt = 0; tt < tile; tt++)
+                s += ps[hh * tile + tt] * vals[tt * vstride + d];
+            acc[k] = s;
+        }
+    }
+}
+
+// The block's sums to the workspace.
+template <int ACC, int THREADS>
+static __device__ void split_store(const float (&acc)[ACC], const float *hm, const float *hl, float *ws_m, float *ws_l,
+                                   float *ws_acc, u64 head0, u32 G, u32 D, u32 NS, u32 sp)
+{
+    for (int k = 0; k < ACC; k++) {
+        const u32 i = threadIdx.x + k * THREADS;
+        if (i < G * D) {
+            const u32 hh = i / D, d = i % D;
+            ws_acc[((head0 + hh) * NS + sp) * D + d] = acc[k];
+        }
+    }
+    for (u32 hh = threadIdx.x; hh < G; hh += blockDim.x) {
+        ws_m[(head0 + hh) * NS + sp] = hm[hh];
+        ws_l[(head0 + hh) * NS + sp] = hl[hh];
+    }
+}
+
 #define GQA_TILE 32
 #define GQA_THREADS 128
 #define GQA_ACC 16 // outputs (head, d) per thread: G * D <= 16 * 128
@@ -299,10 +372,7 @@ gqa_decode_split(const bf16 *Q, const bf16 *kc, const bf16 *vc, const int *bt, c
     const u32 len = (u32)lens[b], start = sp * chunk, end = min(len, start + chunk);
     const u64 head0 = (u64)b * Hq + (u64)kvh * G; // this block's first query head
     if (start >= len) {
-        for (u32 hh = tid; hh < G; hh += blockDim.x) {
-            ws_m[(head0 + hh) * NS + sp] = -1e30f;
-            ws_l[(head0 + hh) * NS + sp] = 0.0f;
-        }
+        split_empty(ws_m, ws_l, head0, G, NS, sp);
         return;
     }
     for (u32 i = tid; i < G * D; i += blockDim.x)
@@ -354,45 +424,12 @@ gqa_decode_split(const bf16 *Q, const bf16 *kc, const bf16 *vc, const int *bt, c
             ps[i] = s;
         }
         __syncthreads();
-        for (u32 hh = tid; hh < G; hh += blockDim.x) {
-            float mx = hm[hh];
-            for (u32 tt = 0; tt < GQA_TILE; tt++)
-                mx = fmaxf(mx, ps[hh * GQA_TILE + tt]);
-            float sum = 0.0f;
-            for (u32 tt = 0; tt < GQA_TILE; tt++) {
-                const float e = t0 + tt < end ? expf(ps[hh * GQA_TILE + tt] - mx) : 0.0f;
-                ps[hh * GQA_TILE + tt] = e;
-                sum += e;
-            }
-            const float corr = expf(hm[hh] - mx);
-            hl[hh] = hl[hh] * corr + sum;
-            hm[hh] = mx;
-            hc[hh] = corr;
-        }
+        split_tile_softmax(ps, hm, hl, hc, G, GQA_TILE, end - t0);
         __syncthreads();
-        for (int k = 0; k < GQA_ACC; k++) {
-            const u32 i = tid + k * GQA_THREADS;
-            if (i < G * D) {
-                const u32 hh = i / D, d = i % D;
-                float s = acc[k] * hc[hh];
-                for (u32 tt = 0; tt < GQA_TILE; tt++)
-                    s += ps[hh * GQA_TILE + tt] * vs[tt * D + d];
-                acc[k] = s;
-            }
-        }
+        split_tile_accumulate<GQA_ACC, GQA_THREADS>(acc, ps, hc, vs, D, G, D, GQA_TILE);
     }
     __syncthreads();
-    for (int k = 0; k < GQA_ACC; k++) {
-        const u32 i = tid + k * GQA_THREADS;
-        if (i < G * D) {
-            const u32 hh = i / D, d = i % D;
-            ws_acc[((head0 + hh) * NS + sp) * D + d] = acc[k];
-        }
-    }
-    for (u32 hh = tid; hh < G; hh += blockDim.x) {
-        ws_m[(head0 + hh) * NS + sp] = hm[hh];
-        ws_l[(head0 + hh) * NS + sp] = hl[hh];
-    }
+    split_store<GQA_ACC, GQA_THREADS>(acc, hm, hl, ws_m, ws_l, ws_acc, head0, G, D, NS, sp);
 }
 
 // A block of D threads per (sequence, query head): the splits merged.
@@ -701,10 +738,7 @@ mla_decode_split(const bf16 *qn, const bf16 *qp, const bf16 *ckv, const bf16 *kp
     const u32 len = (u32)lens[b], start = sp * chunk, end = min(len, start + chunk);
     const u64 head0 = (u64)b * H + blockIdx.z * 16;
     if (start >= len) {
-        for (u32 hh = tid; hh < G; hh += blockDim.x) {
-            ws_m[(head0 + hh) * NS + sp] = -1e30f;
-            ws_l[(head0 + hh) * NS + sp] = 0.0f;
-        }
+        split_empty(ws_m, ws_l, head0, G, NS, sp);
         return;
     }
     for (u32 i = tid; i < G * (C + R); i += blockDim.x) {
@@ -741,45 +775,12 @@ mla_decode_split(const bf16 *qn, const bf16 *qp, const bf16 *ckv, const bf16 *kp
             ps[i] = s;
         }
         __syncthreads();
-        for (u32 hh = tid; hh < G; hh += blockDim.x) {
-            float mx = hm[hh];
-            for (u32 tt = 0; tt < MLA_TILE; tt++)
-                mx = fmaxf(mx, ps[hh * MLA_TILE + tt]);
-            float sum = 0.0f;
-            for (u32 tt = 0; tt < MLA_TILE; tt++) {
-                const float e = t0 + tt < end ? expf(ps[hh * MLA_TILE + tt] - mx) : 0.0f;
-                ps[hh * MLA_TILE + tt] = e;
-                sum += e;
-            }
-            const float corr = expf(hm[hh] - mx);
-            hl[hh] = hl[hh] * corr + sum;
-            hm[hh] = mx;
-            hc[hh] = corr;
-        }
+        split_tile_softmax(ps, hm, hl, hc, G, MLA_TILE, end - t0);
         __syncthreads();
-        for (int k = 0; k < MLA_ACC; k++) {
-            const u32 i = tid + k * MLA_THREADS;
-            if (i < G * C) {
-                const u32 hh = i / C, d = i % C;
-                float s = acc[k] * hc[hh];
-                for (u32 tt = 0; tt < MLA_TILE; tt++)
-                    s += ps[hh * MLA_TILE + tt] * ks[tt * W + d];
-                acc[k] = s;
-            }
-        }
+        split_tile_accumulate<MLA_ACC, MLA_THREADS>(acc, ps, hc, ks, W, G, C, MLA_TILE);
     }
     __syncthreads();
-    for (int k = 0; k < MLA_ACC; k++) {
-        const u32 i = tid + k * MLA_THREADS;
-        if (i < G * C) {
-            const u32 hh = i / C, d = i % C;
-            ws_acc[((head0 + hh) * NS + sp) * C + d] = acc[k];
-        }
-    }
-    for (u32 hh = tid; hh < G; hh += blockDim.x) {
-        ws_m[(head0 + hh) * NS + sp] = hm[hh];
-        ws_l[(head0 + hh) * NS + sp] = hl[hh];
-    }
+    split_store<MLA_ACC, MLA_THREADS>(acc, hm, hl, ws_m, ws_l, ws_acc, head0, G, C, NS, sp);
 }
 
 // ---------------------------------------------------------------- flash attention

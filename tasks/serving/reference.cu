@@ -312,7 +312,7 @@ static __device__ att_row att_locate(u64 u, u32 layout, const int *qo, const int
                                      u32 Hq, u32 Hk, u32 S, u32 causal)
 {
     att_row r;
-    const u32 h = (u32)(u % Hq);
+    const u32 h = (u32)(layout == ATT_DENSE ? u / S % Hq : u % Hq);
     r.kvh = h / (Hq / Hk);
     u64 qlen = 1, kvlen, i = 0;
     if (layout == ATT_DENSE) {
