@@ -49,11 +49,11 @@ return { launches = { { kernel = "make_ragged_offsets", grid = { 1, 1, 1 }, bloc
       seq_lens = { role = "input", dtype = "i32", shape = { "B" } },
     },
     text = [[
-k_cache and v_cache are bf16 [NP, PS, Hk, D] (NP pages of PS=${PS}
+k_cache and v_cache are bf16 [NP, PS, Hk, D] (NP=${NP} pages of PS=${PS}
 tokens; row-major, D contiguous). Sequence b has kvlen_b = seq_lens[b]
 keys (int32 [B]): a cached prefix of kvlen_b - qlen_b <= P tokens, then
 its own qlen_b new tokens; its key j is in page block_table[b, j / PS],
-slot j % PS, where block_table is int32 [B, MAXP] (row-major; pages in no
+slot j % PS, where block_table is int32 [B, MAXP], MAXP=${MAXP} (row-major; pages in no
 particular order and sometimes shared between sequences; entries past the
 sequence's last page are valid page numbers that belong to it no more;
 MAXP*PS >= TQ + P).]],
