@@ -5,7 +5,7 @@
 name = "gdn_decode_bf16"
 family = "serving"
 kernel = "gdn_decode"
-tags = { "serving", "gdn", "linear-attention", "decode", "bf16", "memory-bound", "flashinfer-bench", "ptxbench" }
+tags = { "serving", "gdn", "linear-attention", "decode", "bf16", "memory-bound", "flashinfer-bench" }
 
 description = [[
 Write a CUDA kernel named `gdn_decode`: one decode step of the gated delta

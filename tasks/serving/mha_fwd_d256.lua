@@ -4,7 +4,7 @@
 local F = include "_mha.lua"
 
 name = "mha_fwd_d256_bf16"
-tags = { "serving", "attention", "bf16", "fwd", "ptxbench" }
+tags = { "serving", "attention", "bf16", "fwd" }
 description = F.description({
   kernel = "attention_fwd",
   types = "bf16 in and out, fp32 accumulation.",
