@@ -278,6 +278,79 @@ rope_partial_baseline(const i64 *pos, const bf16 *Q, const bf16 *K, const float 
 // gqa_decode_combine merges the splits of a (sequence, head): out and lse.
 // Needs D % 8 == 0, G * D <= 16 * 128 and G <= 32.
 
+// What the split-KV decode kernels share (gqa_decode_split,
+// mla_decode_split): each block keeps, for its G heads, a running max hm,
+// a running sum hl and unnormalized sums acc over the tokens of its split,
+// a tile at a time, and writes them to the workspace for a combine kernel:
+// ws_m, ws_l [heads, NS] and ws_acc [heads, NS, D].
+
+// A split with no tokens: its heads' sums are empty.
+static __device__ void split_empty(float *ws_m, float *ws_l, u64 head0, u32 G, u32 NS, u32 sp)
+{
+    for (u32 hh = threadIdx.x; hh < G; hh += blockDim.x) {
+        ws_m[(head0 + hh) * NS + sp] = -1e30f;
+        ws_l[(head0 + hh) * NS + sp] = 0.0f;
+    }
+}
+
+// The online softmax of a tile, a thread per head: the scores ps[G][tile]
+// become exp(s - max) (0 past the tile's `valid` tokens); hm and hl move
+// on, and hc gets the factor the earlier sums take.
+static __device__ void split_tile_softmax(float *ps, float *hm, float *hl, float *hc, u32 G, u32 tile, u32 valid)
+{
+    for (u32 hh = threadIdx.x; hh < G; hh += blockDim.x) {
+        float mx = hm[hh];
+        for (u32 tt = 0; tt < tile; tt++)
+            mx = fmaxf(mx, ps[hh * tile + tt]);
+        float sum = 0.0f;
+        for (u32 tt = 0; tt < tile; tt++) {
+            const float e = tt < valid ? expf(ps[hh * tile + tt] - mx) : 0.0f;
+            ps[hh * tile + tt] = e;
+            sum += e;
+        }
+        const float corr = expf(hm[hh] - mx);
+        hl[hh] = hl[hh] * corr + sum;
+        hm[hh] = mx;
+        hc[hh] = corr;
+    }
+}
+
+// The tile's p v added to acc: thread t keeps entries t + THREADS k of the
+// G x D sums; the tile's value rows are vals[tt * vstride ..].
+template <int ACC, int THREADS>
+static __device__ void split_tile_accumulate(float (&acc)[ACC], const float *ps, const float *hc, const float *vals,
+                                             u32 vstride, u32 G, u32 D, u32 tile)
+{
+    for (int k = 0; k < ACC; k++) {
+        const u32 i = threadIdx.x + k * THREADS;
+        if (i < G * D) {
+            const u32 hh = i / D, d = i % D;
+            float s = acc[k] * hc[hh];
+            for (u32 tt = 0; tt < tile; tt++)
+                s += ps[hh * tile + tt] * vals[tt * vstride + d];
+            acc[k] = s;
+        }
+    }
+}
+
+// The block's sums to the workspace.
+template <int ACC, int THREADS>
+static __device__ void split_store(const float (&acc)[ACC], const float *hm, const float *hl, float *ws_m, float *ws_l,
+                                   float *ws_acc, u64 head0, u32 G, u32 D, u32 NS, u32 sp)
+{
+    for (int k = 0; k < ACC; k++) {
+        const u32 i = threadIdx.x + k * THREADS;
+        if (i < G * D) {
+            const u32 hh = i / D, d = i % D;
+            ws_acc[((head0 + hh) * NS + sp) * D + d] = acc[k];
+        }
+    }
+    for (u32 hh = threadIdx.x; hh < G; hh += blockDim.x) {
+        ws_m[(head0 + hh) * NS + sp] = hm[hh];
+        ws_l[(head0 + hh) * NS + sp] = hl[hh];
+    }
+}
+
 #define GQA_TILE 32
 #define GQA_THREADS 128
 #define GQA_ACC 16 // outputs (head, d) per thread: G * D <= 16 * 128
@@ -299,10 +372,7 @@ gqa_decode_split(const bf16 *Q, const bf16 *kc, const bf16 *vc, const int *bt, c
     const u32 len = (u32)lens[b], start = sp * chunk, end = min(len, start + chunk);
     const u64 head0 = (u64)b * Hq + (u64)kvh * G; // this block's first query head
     if (start >= len) {
-        for (u32 hh = tid; hh < G; hh += blockDim.x) {
-            ws_m[(head0 + hh) * NS + sp] = -1e30f;
-            ws_l[(head0 + hh) * NS + sp] = 0.0f;
-        }
+        split_empty(ws_m, ws_l, head0, G, NS, sp);
         return;
     }
     for (u32 i = tid; i < G * D; i += blockDim.x)
@@ -354,45 +424,12 @@ gqa_decode_split(const bf16 *Q, const bf16 *kc, const bf16 *vc, const int *bt, c
             ps[i] = s;
         }
         __syncthreads();
-        for (u32 hh = tid; hh < G; hh += blockDim.x) {
-            float mx = hm[hh];
-            for (u32 tt = 0; tt < GQA_TILE; tt++)
-                mx = fmaxf(mx, ps[hh * GQA_TILE + tt]);
-            float sum = 0.0f;
-            for (u32 tt = 0; tt < GQA_TILE; tt++) {
-                const float e = t0 + tt < end ? expf(ps[hh * GQA_TILE + tt] - mx) : 0.0f;
-                ps[hh * GQA_TILE + tt] = e;
-                sum += e;
-            }
-            const float corr = expf(hm[hh] - mx);
-            hl[hh] = hl[hh] * corr + sum;
-            hm[hh] = mx;
-            hc[hh] = corr;
-        }
+        split_tile_softmax(ps, hm, hl, hc, G, GQA_TILE, end - t0);
         __syncthreads();
-        for (int k = 0; k < GQA_ACC; k++) {
-            const u32 i = tid + k * GQA_THREADS;
-            if (i < G * D) {
-                const u32 hh = i / D, d = i % D;
-                float s = acc[k] * hc[hh];
-                for (u32 tt = 0; tt < GQA_TILE; tt++)
-                    s += ps[hh * GQA_TILE + tt] * vs[tt * D + d];
-                acc[k] = s;
-            }
-        }
+        split_tile_accumulate<GQA_ACC, GQA_THREADS>(acc, ps, hc, vs, D, G, D, GQA_TILE);
     }
     __syncthreads();
-    for (int k = 0; k < GQA_ACC; k++) {
-        const u32 i = tid + k * GQA_THREADS;
-        if (i < G * D) {
-            const u32 hh = i / D, d = i % D;
-            ws_acc[((head0 + hh) * NS + sp) * D + d] = acc[k];
-        }
-    }
-    for (u32 hh = tid; hh < G; hh += blockDim.x) {
-        ws_m[(head0 + hh) * NS + sp] = hm[hh];
-        ws_l[(head0 + hh) * NS + sp] = hl[hh];
-    }
+    split_store<GQA_ACC, GQA_THREADS>(acc, hm, hl, ws_m, ws_l, ws_acc, head0, G, D, NS, sp);
 }
 
 // A block of D threads per (sequence, query head): the splits merged.
@@ -669,3 +706,296 @@ gemm_bs_baseline(const unsigned char *A, const unsigned char *B, const float *sf
                 C[(u64)m * N + n] = __float2bfloat16_rn(acc[i][j]);
         }
 }
+
+// ---------------------------------------------------------------- MLA decode
+//
+// Split-KV MLA decoding (absorbed form: every head attends to the shared
+// compressed cache). mla_decode_split: a block of 256 threads per (split,
+// sequence, group of up to 16 heads) takes `chunk` tokens, 16 at a time:
+// the tile's ckv and kpe rows gathered through the page table into shared
+// memory, the G x 16 scores (a thread each), an online softmax per head,
+// and the unnormalized sums of p ckv (thread t keeps entries t + 256 k of
+// the G x C outputs). It writes each head's (max, sum, acc[C]) in
+// gqa_decode_combine's layout, which merges the splits. Needs C <= 512.
+#define MLA_TILE 16
+#define MLA_THREADS 256
+#define MLA_ACC 32
+
+extern "C" __global__ void __launch_bounds__(MLA_THREADS)
+mla_decode_split(const bf16 *qn, const bf16 *qp, const bf16 *ckv, const bf16 *kpe, const int *bt, const int *lens,
+                 float *ws_m, float *ws_l, float *ws_acc, u32 H, u32 C, u32 R, u32 PS, u32 MAXP, u32 chunk, u32 NS,
+                 float scale)
+{
+    extern __shared__ float sm[];
+    const u32 sp = blockIdx.x, b = blockIdx.y, tid = threadIdx.x, W = C + R + 1; // padded rows
+    const u32 G = min(16u, H - blockIdx.z * 16);
+    float *qs = sm;                   // [G][C + R], scaled
+    float *ks = qs + 16 * (C + R);    // [TILE][C + R + 1]: ckv then kpe
+    float *ps = ks + MLA_TILE * W;    // [G][TILE]
+    float *hm = ps + 16 * MLA_TILE;   // [G] running max
+    float *hl = hm + 16;              // [G] running sum
+    float *hc = hl + 16;              // [G] this tile's correction
+    const u32 len = (u32)lens[b], start = sp * chunk, end = min(len, start + chunk);
+    const u64 head0 = (u64)b * H + blockIdx.z * 16;
+    if (start >= len) {
+        split_empty(ws_m, ws_l, head0, G, NS, sp);
+        return;
+    }
+    for (u32 i = tid; i < G * (C + R); i += blockDim.x) {
+        const u32 hh = i / (C + R), d = i % (C + R);
+        qs[i] = __bfloat162float(d < C ? qn[(head0 + hh) * C + d] : qp[(head0 + hh) * R + d - C]) * scale;
+    }
+    for (u32 hh = tid; hh < G; hh += blockDim.x) {
+        hm[hh] = -1e30f;
+        hl[hh] = 0.0f;
+    }
+    float acc[MLA_ACC];
+    for (int k = 0; k < MLA_ACC; k++)
+        acc[k] = 0.0f;
+    for (u32 t0 = start; t0 < end; t0 += MLA_TILE) {
+        __syncthreads();
+        for (u32 i = tid; i < MLA_TILE * (C + R); i += blockDim.x) {
+            const u32 tt = i / (C + R), d = i % (C + R), tok = t0 + tt;
+            float x = 0.0f;
+            if (tok < end) {
+                const u64 at = (u64)bt[(u64)b * MAXP + tok / PS] * PS + tok % PS;
+                x = __bfloat162float(d < C ? ckv[at * C + d] : kpe[at * R + d - C]);
+            }
+            ks[tt * W + d] = x;
+        }
+        __syncthreads();
+        for (u32 i = tid; i < G * MLA_TILE; i += blockDim.x) {
+            const u32 hh = i / MLA_TILE, tt = i % MLA_TILE;
+            float s = -1e30f;
+            if (t0 + tt < end) {
+                s = 0.0f;
+                for (u32 d = 0; d < C + R; d++)
+                    s += qs[hh * (C + R) + d] * ks[tt * W + d];
+            }
+            ps[i] = s;
+        }
+        __syncthreads();
+        split_tile_softmax(ps, hm, hl, hc, G, MLA_TILE, end - t0);
+        __syncthreads();
+        split_tile_accumulate<MLA_ACC, MLA_THREADS>(acc, ps, hc, ks, W, G, C, MLA_TILE);
+    }
+    __syncthreads();
+    split_store<MLA_ACC, MLA_THREADS>(acc, hm, hl, ws_m, ws_l, ws_acc, head0, G, C, NS, sp);
+}
+
+// ---------------------------------------------------------------- flash attention
+//
+// Attention forward over the layouts of the serving attention tasks:
+// layout 0 and 2, causal GQA prefill over packed queries q [TQ, Hq, D]
+// (0: keys packed through kvp; 2: keys in pages through bt, lens keys);
+// layout 1, dense [B, H, S, D] (Hk == Hq, S queries and keys, causal or
+// not). Elements bf16, or e4m3 with the scales sq, sk, sv. Block (x, h, b):
+// query rows 16x .. 16x+15 of sequence b, head h. Four warps of four rows;
+// 32-key tiles of K and V in shared memory (K rows padded to D + 1 floats);
+// lane j scores key j of the tile, the row's online softmax by warp
+// shuffles, and lane l keeps output columns l, l + 32, ... of its warp's
+// rows. fp32 throughout. Bottom-right causal mask: query i sees keys
+// j <= kvlen - qlen + i.
+static __device__ __forceinline__ float fa_load(const bf16 *p, u64 i) { return __bfloat162float(p[i]); }
+static __device__ __forceinline__ float fa_load(const unsigned char *p, u64 i) { return bs_e4m3(p[i]); }
+
+template <int D, class T>
+static __device__ void flash_attention(const T *Q, const T *K, const T *V, const float *sq, const float *sk,
+                                       const float *sv, const int *qo, const int *kvp, const int *bt, const int *lens,
+                                       bf16 *O, float *LSE, u32 layout, u32 Hq, u32 Hk, u32 S, u32 PS, u32 MAXP,
+                                       u32 causal, float scale)
+{
+    enum { BQ = 16, BK = 32, C = D / 32 };
+    extern __shared__ float sm[];
+    float *qs = sm, *ks = qs + BQ * D, *vs = ks + BK * (D + 1);
+    const u32 b = blockIdx.z, h = blockIdx.y, kvh = h / (Hq / Hk), warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const bool dense = layout == 1;
+    const u32 q0 = dense ? 0 : (u32)qo[b], qlen = dense ? S : (u32)qo[b + 1] - q0, i0 = blockIdx.x * BQ;
+    if (i0 >= qlen)
+        return;
+    const u32 kvlen = dense ? S : layout == 0 ? (u32)(kvp[b + 1] - kvp[b]) : (u32)lens[b];
+    const u32 rows = min(BQ, qlen - i0), shift = kvlen - qlen, kend = causal ? shift + i0 + rows : kvlen;
+    const u64 head = ((u64)b * Hq + h) * S; // dense: the (batch, head)'s first row
+    // The output row (of q, O and LSE) of query i, the key row of key j.
+    auto qrow = [&](u32 i) { return dense ? head + i : (u64)(q0 + i) * Hq + h; };
+    auto krow = [&](u32 j) {
+        if (dense)
+            return head + j;
+        const u64 t = layout == 0 ? (u64)kvp[b] + j : (u64)bt[(u64)b * MAXP + j / PS] * PS + j % PS;
+        return t * Hk + kvh;
+    };
+    scale *= (sq ? *sq : 1.0f) * (sk ? *sk : 1.0f);
+    const float vscale = sv ? *sv : 1.0f;
+    for (u32 x = threadIdx.x; x < BQ * D; x += blockDim.x) {
+        const u32 r = x / D;
+        qs[x] = r < rows ? fa_load(Q, qrow(i0 + r) * D + x % D) * scale : 0.0f;
+    }
+    float m[4], l[4], acc[4][C];
+    for (int r = 0; r < 4; r++) {
+        m[r] = -1e30f;
+        l[r] = 0.0f;
+        for (int c = 0; c < C; c++)
+            acc[r][c] = 0.0f;
+    }
+    for (u32 j0 = 0; j0 < kend; j0 += BK) {
+        __syncthreads();
+        for (u32 x = threadIdx.x; x < BK * D; x += blockDim.x) {
+            const u32 t = x / D, d = x % D, j = j0 + t;
+            float kv = 0.0f, vv = 0.0f;
+            if (j < kend) {
+                const u64 row = krow(j);
+                kv = fa_load(K, row * D + d);
+                vv = fa_load(V, row * D + d);
+            }
+            ks[t * (D + 1) + d] = kv;
+            vs[t * D + d] = vv;
+        }
+        __syncthreads();
+        for (int rr = 0; rr < 4; rr++) {
+            const u32 r = warp * 4 + rr, j = j0 + lane;
+            const bool seen = r < rows && j < kend && (!causal || j <= shift + i0 + r);
+            float s = -3.0e38f; // below every score; the row's m starts at -1e30
+            if (seen) {
+                s = 0.0f;
+                for (int d = 0; d < D; d++)
+                    s += qs[r * D + d] * ks[lane * (D + 1) + d];
+            }
+            float mx = s;
+            for (int o = 16; o > 0; o >>= 1)
+                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+            const float mn = fmaxf(m[rr], mx), alpha = __expf(m[rr] - mn);
+            const float p = seen ? __expf(s - mn) : 0.0f;
+            float ps = p;
+            for (int o = 16; o > 0; o >>= 1)
+                ps += __shfl_xor_sync(0xffffffffu, ps, o);
+            l[rr] = l[rr] * alpha + ps;
+            m[rr] = mn;
+            for (int c = 0; c < C; c++)
+                acc[rr][c] *= alpha;
+            for (int t = 0; t < BK; t++) {
+                const float pt = __shfl_sync(0xffffffffu, p, t);
+                for (int c = 0; c < C; c++)
+                    acc[rr][c] += pt * vs[t * D + lane + 32 * c];
+            }
+        }
+    }
+    for (int rr = 0; rr < 4; rr++) {
+        const u32 r = warp * 4 + rr;
+        if (r >= rows)
+            continue;
+        const u64 row = qrow(i0 + r);
+        for (int c = 0; c < C; c++)
+            O[row * D + lane + 32 * c] = __float2bfloat16_rn(acc[rr][c] / l[rr] * vscale);
+        if (lane == 0)
+            LSE[row] = m[rr] + logf(l[rr]);
+    }
+}
+
+// Entries flash_<type>_d<D>, launched with a grid of (ceil(max query
+// rows / 16), heads, sequences) blocks of 128 threads and
+// 4 * (16 * D + 32 * (D + 1) + 32 * D) bytes of dynamic shared memory.
+#define FLASH_ENTRY(NAME, T, DIM)                                                                                    \
+    extern "C" __global__ void __launch_bounds__(128)                                                                \
+        NAME##_d##DIM(const T *Q, const T *K, const T *V, const float *sq, const float *sk, const float *sv,         \
+                      const int *qo, const int *kvp, const int *bt, const int *lens, bf16 *O, float *LSE, u32 layout, \
+                      u32 Hq, u32 Hk, u32 S, u32 PS, u32 MAXP, u32 causal, float scale)                               \
+    {                                                                                                                \
+        flash_attention<DIM>(Q, K, V, sq, sk, sv, qo, kvp, bt, lens, O, LSE, layout, Hq, Hk, S, PS, MAXP, causal,    \
+                             scale);                                                                                 \
+    }
+FLASH_ENTRY(flash_bf16, bf16, 64)
+FLASH_ENTRY(flash_bf16, bf16, 128)
+FLASH_ENTRY(flash_bf16, bf16, 256)
+FLASH_ENTRY(flash_e4m3, unsigned char, 64)
+FLASH_ENTRY(flash_e4m3, unsigned char, 96)
+FLASH_ENTRY(flash_e4m3, unsigned char, 128)
+FLASH_ENTRY(flash_e4m3, unsigned char, 256)
+
+// ---------------------------------------------------------------- MoE grouped GEMM
+//
+// Y = X_e · W_eᵀ over each expert's rows off[e] .. off[e+1]-1. Block
+// (x, y, e): the 64x64 tile (y, x) of expert e's rows (blocks past them
+// return); 256 threads of 4x4 outputs, K in chunks of 32 through shared
+// memory, fp32 sums on the SIMT pipes.
+extern "C" __global__ void __launch_bounds__(256)
+moe_gemm_baseline(const bf16 *X, const bf16 *W, const int *off, bf16 *Y, u32 N, u32 K)
+{
+    __shared__ float As[32][64 + 4], Bs[32][64 + 4];
+    const u32 e = blockIdx.z, r0 = (u32)off[e], rows = (u32)off[e + 1] - r0;
+    const u32 tx = threadIdx.x % 16, ty = threadIdx.x / 16, m0 = blockIdx.y * 64, n0 = blockIdx.x * 64;
+    if (m0 >= rows)
+        return;
+    const bf16 *We = W + (u64)e * N * K;
+    float acc[4][4] = {};
+    for (u32 k0 = 0; k0 < K; k0 += 32) {
+        for (u32 i = threadIdx.x; i < 64 * 32; i += blockDim.x) {
+            const u32 r = i / 32, c = i % 32, m = m0 + r, n = n0 + r, k = k0 + c;
+            As[c][r] = m < rows && k < K ? __bfloat162float(X[(u64)(r0 + m) * K + k]) : 0.0f;
+            Bs[c][r] = n < N && k < K ? __bfloat162float(We[(u64)n * K + k]) : 0.0f;
+        }
+        __syncthreads();
+        for (u32 c = 0; c < 32; c++) {
+            float a[4], b[4];
+            for (int i = 0; i < 4; i++) {
+                a[i] = As[c][ty * 4 + i];
+                b[i] = Bs[c][tx * 4 + i];
+            }
+            for (int i = 0; i < 4; i++)
+                for (int j = 0; j < 4; j++)
+                    acc[i][j] += a[i] * b[j];
+        }
+        __syncthreads();
+    }
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 4; j++) {
+            const u32 m = m0 + ty * 4 + i, n = n0 + tx * 4 + j;
+            if (m < rows && n < N)
+                Y[(u64)(r0 + m) * N + n] = __float2bfloat16_rn(acc[i][j]);
+        }
+}
+
+// ---------------------------------------------------------------- gated delta net
+//
+// One decode step of the gated delta rule, k-last state [B, HV, V, K]. A
+// block of 256 threads per (value head, sequence): q and k in shared
+// memory, the gate and beta once; a warp per state row (rows warp, warp +
+// 8, ...), its lanes over K (coalesced): the row's decayed dot with k by
+// shuffles, the new row written, its dot with q. fp32. K <= 256.
+extern "C" __global__ void __launch_bounds__(256)
+gdn_decode_baseline(const bf16 *q, const bf16 *k, const bf16 *v, const float *state, const float *A_log,
+                    const bf16 *a, const float *dt_bias, const bf16 *bg, bf16 *out, float *new_state, u32 HQ, u32 HV,
+                    u32 K, u32 V, float scale)
+{
+    __shared__ float qs[256], ks[256];
+    const u32 h = blockIdx.x, b = blockIdx.y, qk = h / (HV / HQ), warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const u64 bh = (u64)b * HV + h;
+    for (u32 j = threadIdx.x; j < K; j += blockDim.x) {
+        qs[j] = __bfloat162float(q[((u64)b * HQ + qk) * K + j]);
+        ks[j] = __bfloat162float(k[((u64)b * HQ + qk) * K + j]);
+    }
+    __syncthreads();
+    const float x = __bfloat162float(a[bh]) + dt_bias[h];
+    const float g = expf(-expf(A_log[h]) * (x > 20.0f ? x : log1pf(expf(x))));
+    const float beta = 1.0f / (1.0f + expf(-__bfloat162float(bg[bh])));
+    for (u32 i = warp; i < V; i += blockDim.x / 32) {
+        const float *row = state + (bh * V + i) * K;
+        float *nrow = new_state + (bh * V + i) * K;
+        float sk = 0.0f;
+        for (u32 j = lane; j < K; j += 32)
+            sk += row[j] * ks[j];
+        for (int o = 16; o > 0; o >>= 1)
+            sk += __shfl_xor_sync(0xffffffffu, sk, o);
+        const float delta = beta * (__bfloat162float(v[bh * V + i]) - g * sk);
+        float oq = 0.0f;
+        for (u32 j = lane; j < K; j += 32) {
+            const float s = g * row[j] + delta * ks[j];
+            nrow[j] = s;
+            oq += s * qs[j];
+        }
+        for (int o = 16; o > 0; o >>= 1)
+            oq += __shfl_xor_sync(0xffffffffu, oq, o);
+        if (lane == 0)
+            out[bh * V + i] = __float2bfloat16_rn(oq * scale);
+    }
+}
+

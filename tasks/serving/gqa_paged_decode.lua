@@ -97,8 +97,9 @@ tolerance = {
   f32 = { atol = 1e-3, rtol = 1e-3, matched = 1.0 },
 }
 
--- The reference (reference.cu): a block per (sequence, head) unit, fp64,
--- two passes over the sequence's tokens. A unit is D elements of out and
+-- The reference (reference.cu's attn_rows_ref in its decode layout, 3;
+-- element type 2, bf16): a block per (sequence, head) unit, fp64, two
+-- passes over the sequence's tokens. A unit is D elements of out and
 -- one of lse; a timed run's check recomputes 256 units (each up to a whole
 -- sequence's K and V).
 reference = {
@@ -111,10 +112,10 @@ return { launches = { { kernel = "gqa_make_tables", grid = { cdiv(B * MAXP, 256)
   plan = [[
 assert(D <= 256, "the reference keeps D <= 256 sums in shared memory")
 local units = nsample > 0 and nsample or B * Hq
-return { launches = { { kernel = "gqa_paged_decode_ref", grid = { units, 1, 1 }, block = { 256, 1, 1 },
-  args = { buffer("q"), buffer("k_cache"), buffer("v_cache"), buffer("block_table"), buffer("seq_lens"),
-           buffer("positions"), u64(nsample), buffer("out"), buffer("lse"),
-           u32(Hq), u32(Hk), u32(D), u32(PS), u32(MAXP) } } } }
+return { launches = { { kernel = "attn_rows_ref", grid = { units, 1, 1 }, block = { 256, 1, 1 },
+  args = { buffer("q"), buffer("k_cache"), buffer("v_cache"), u64(0), u64(0), u64(0), u64(0), u64(0),
+           buffer("block_table"), buffer("seq_lens"), buffer("positions"), u64(nsample), buffer("out"), buffer("lse"),
+           u32(3), u32(2), u32(B), u32(Hq), u32(Hk), u32(D), u32(1), u32(PS), u32(MAXP), u32(0) } } } }
 ]],
 }
 

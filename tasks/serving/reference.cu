@@ -264,70 +264,251 @@ extern "C" __global__ void rope_partial_ref(const i64 *pos, const __nv_bfloat16 
     }
 }
 
-// ---------------------------------------------------------------- paged decode attention
+// ---------------------------------------------------------------- attention rows
 //
-// One query per sequence, grouped heads: query head h reads KV head
-// h / (Hq / Hk). Token j of sequence b lives in page bt[b, j / PS], slot
-// j % PS, of k_cache and v_cache [NP, PS, Hk, D]; the sequence has
-// lens[b] tokens. A block per (b, h) unit, two passes over the tokens in
-// chunks of SR: the maximum score, then p = exp(s - max), its sum and
-// sum p v. out[unit] = sum p v / sum p; lse[unit] = max + log(sum p).
-static __device__ double gqa_ref_score(const __nv_bfloat16 *q, const __nv_bfloat16 *kc, const int *bt, u64 b,
-                                       u32 j, u32 kvh, u32 Hk, u32 D, u32 PS, u32 MAXP, double scale)
+// Attention of one query row per unit, fp64, for every layout of the
+// serving attention tasks. Query head h reads KV head h / (Hq / Hk). A unit
+// is a row of q and of out (D elements) and one element of lse, so unit u's
+// query is row u of q in every layout:
+//   ATT_RAGGED  q [TQ, Hq, D], k and v [TKV, Hk, D]; sequence b owns query
+//               tokens qo[b] .. qo[b+1]-1 and key tokens kvp[b] .. kvp[b+1]-1;
+//               u = t * Hq + h.
+//   ATT_DENSE   q, k, v [B, Hq, S, D] (Hk == Hq, every sequence S long);
+//               u = (b * Hq + h) * S + i.
+//   ATT_PAGED   q as ATT_RAGGED; key j of sequence b in page bt[b, j / PS],
+//               slot j % PS, of k and v [NP, PS, Hk, D]; lens[b] keys.
+//   ATT_DECODE  q [B, Hq, D], one query per sequence; keys as ATT_PAGED.
+// Causal masks are bottom-right aligned (FlashInfer's): query i of a
+// sequence of qlen queries and kvlen keys sees keys j <= kvlen - qlen + i.
+// Element type dt (bf16, or e4m3 with the scales sq, sk, sv: a null scale
+// is 1). Two passes over the keys in chunks of SR: the maximum score, then
+// p = exp(s - max), its sum and sum p v; out = sum p v / sum p, lse =
+// max + log(sum p).
+enum { ATT_RAGGED = 0, ATT_DENSE = 1, ATT_PAGED = 2, ATT_DECODE = 3 };
+
+struct att_row {
+    u64 b;     // the sequence
+    u32 kvh;   // the KV head
+    u32 nkeys; // the keys the query sees
+};
+
+// The owner of row t of a ragged array of B parts with offsets qo[0..B]
+// (the sequence of a query token, the expert of a MoE row): the largest b
+// with qo[b] <= t (empty parts have qo[b] == qo[b+1]).
+static __device__ u64 ragged_owner(const int *qo, u32 B, u64 t)
 {
-    const u64 page = (u64)bt[b * MAXP + j / PS];
-    const __nv_bfloat16 *k = kc + ((page * PS + j % PS) * Hk + kvh) * D;
-    double s = 0.0;
-    for (u32 d = 0; d < D; d++)
-        s += (double)__bfloat162float(q[d]) * (double)__bfloat162float(k[d]);
-    return s * scale;
+    u32 lo = 0, hi = B - 1;
+    while (lo < hi) {
+        const u32 mid = (lo + hi + 1) / 2;
+        if ((u64)qo[mid] <= t)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return lo;
 }
 
+static __device__ att_row att_locate(u64 u, u32 layout, const int *qo, const int *kvp, const int *lens, u32 B,
+                                     u32 Hq, u32 Hk, u32 S, u32 causal)
+{
+    att_row r;
+    const u32 h = (u32)(layout == ATT_DENSE ? u / S % Hq : u % Hq);
+    r.kvh = h / (Hq / Hk);
+    u64 qlen = 1, kvlen, i = 0;
+    if (layout == ATT_DENSE) {
+        r.b = u / ((u64)Hq * S);
+        i = u % S;
+        qlen = kvlen = S;
+    } else if (layout == ATT_DECODE) {
+        r.b = u / Hq;
+        kvlen = (u64)lens[r.b];
+    } else {
+        const u64 t = u / Hq;
+        r.b = ragged_owner(qo, B, t);
+        i = t - (u64)qo[r.b];
+        qlen = (u64)(qo[r.b + 1] - qo[r.b]);
+        kvlen = layout == ATT_RAGGED ? (u64)(kvp[r.b + 1] - kvp[r.b]) : (u64)lens[r.b];
+    }
+    r.nkeys = (u32)(causal ? min(kvlen, kvlen - qlen + i + 1) : kvlen);
+    return r;
+}
+
+// The element offset of key (or value) row j of the unit's sequence.
+static __device__ u64 att_key(const att_row &r, u32 j, u32 layout, const int *kvp, const int *bt, u32 Hq, u32 Hk,
+                              u32 D, u32 S, u32 PS, u32 MAXP)
+{
+    if (layout == ATT_DENSE)
+        return ((r.b * Hq + r.kvh) * S + j) * D;
+    if (layout == ATT_RAGGED)
+        return (((u64)kvp[r.b] + j) * Hk + r.kvh) * D;
+    const u64 page = (u64)bt[r.b * MAXP + j / PS];
+    return ((page * PS + j % PS) * Hk + r.kvh) * D;
+}
+
+static __device__ double att_scale(const float *s) { return s ? (double)*s : 1.0; }
+
 extern "C" __global__ void __launch_bounds__(SR)
-gqa_paged_decode_ref(const __nv_bfloat16 *Q, const __nv_bfloat16 *kc, const __nv_bfloat16 *vc, const int *bt,
-                     const int *lens, const u64 *positions, u64 n, float *O, float *LSE, u32 Hq, u32 Hk, u32 D,
-                     u32 PS, u32 MAXP)
+attn_rows_ref(const void *Q, const void *Kc, const void *Vc, const float *sq, const float *sk, const float *sv,
+              const int *qo, const int *kvp, const int *bt, const int *lens, const u64 *positions, u64 n, float *O,
+              float *LSE, u32 layout, u32 dt, u32 B, u32 Hq, u32 Hk, u32 D, u32 S, u32 PS, u32 MAXP, u32 causal)
 {
     __shared__ double red[SR];
     __shared__ double p[SR];
     __shared__ double acc[256];
+    __shared__ double qs[256];
     const u64 slot = blockIdx.x;
-    const u64 unit = klab_unit(positions, slot);
-    const u64 b = unit / Hq;
-    const u32 h = (u32)(unit % Hq), kvh = h / (Hq / Hk);
-    const u32 len = (u32)lens[b];
-    const __nv_bfloat16 *q = Q + unit * D;
-    const double scale = 1.0 / sqrt((double)D);
-    double m = -1e308;
-    for (u32 j = threadIdx.x; j < len; j += blockDim.x)
-        m = fmax(m, gqa_ref_score(q, kc, bt, b, j, kvh, Hk, D, PS, MAXP, scale));
-    m = ref_block_max(m, red);
-    for (u32 d = threadIdx.x; d < D; d += blockDim.x)
+    const u64 u = klab_unit(positions, slot);
+    const att_row r = att_locate(u, layout, qo, kvp, lens, B, Hq, Hk, S, causal);
+    const double scale = att_scale(sq) * att_scale(sk) / sqrt((double)D), vscale = att_scale(sv);
+    for (u32 d = threadIdx.x; d < D; d += blockDim.x) {
+        qs[d] = klab_load(Q, u * D + d, dt) * scale;
         acc[d] = 0.0;
+    }
+    __syncthreads();
+    double m = -1e308;
+    for (u32 j = threadIdx.x; j < r.nkeys; j += blockDim.x) {
+        const u64 k = att_key(r, j, layout, kvp, bt, Hq, Hk, D, S, PS, MAXP);
+        double s = 0.0;
+        for (u32 d = 0; d < D; d++)
+            s += qs[d] * klab_load(Kc, k + d, dt);
+        m = fmax(m, s);
+    }
+    m = ref_block_max(m, red);
     double l = 0.0;
-    for (u32 j0 = 0; j0 < len; j0 += blockDim.x) {
+    for (u32 j0 = 0; j0 < r.nkeys; j0 += blockDim.x) {
         const u32 j = j0 + threadIdx.x;
-        const double e = j < len ? exp(gqa_ref_score(q, kc, bt, b, j, kvh, Hk, D, PS, MAXP, scale) - m) : 0.0;
+        double e = 0.0;
+        if (j < r.nkeys) {
+            const u64 k = att_key(r, j, layout, kvp, bt, Hq, Hk, D, S, PS, MAXP);
+            double s = 0.0;
+            for (u32 d = 0; d < D; d++)
+                s += qs[d] * klab_load(Kc, k + d, dt);
+            e = exp(s - m);
+        }
         l += e;
         __syncthreads();
         p[threadIdx.x] = e;
         __syncthreads();
-        const u32 count = min(blockDim.x, len - j0);
+        const u32 count = min(blockDim.x, r.nkeys - j0);
         for (u32 d = threadIdx.x; d < D; d += blockDim.x) {
             double s = 0.0;
-            for (u32 t = 0; t < count; t++) {
-                const u32 jj = j0 + t;
-                const u64 page = (u64)bt[b * MAXP + jj / PS];
-                s += p[t] * (double)__bfloat162float(vc[((page * PS + jj % PS) * Hk + kvh) * D + d]);
-            }
+            for (u32 t = 0; t < count; t++)
+                s += p[t] * klab_load(Vc, att_key(r, j0 + t, layout, kvp, bt, Hq, Hk, D, S, PS, MAXP) + d, dt);
             acc[d] += s;
         }
     }
     l = ref_block_sum(l, red);
     for (u32 d = threadIdx.x; d < D; d += blockDim.x)
-        O[slot * D + d] = (float)(acc[d] / l);
+        O[slot * D + d] = (float)(acc[d] / l * vscale);
     if (threadIdx.x == 0)
         LSE[slot] = (float)(m + log(l));
+}
+
+// Multi-head latent attention decode (DeepSeek's MLA, absorbed form): one
+// query per sequence, every head attending to the sequence's compressed KV
+// cache. Token j of sequence b lives in page bt[b, j / PS], slot j % PS, of
+// ckv [NP, PS, C] and kpe [NP, PS, R]; the score of head h is
+// (qn[b, h] . ckv_j + qp[b, h] . kpe_j) * scale and the values are ckv_j.
+// A block per (b, h) unit, two passes as attn_rows_ref; out [.., C] rows.
+extern "C" __global__ void __launch_bounds__(SR)
+mla_decode_ref(const __nv_bfloat16 *qn, const __nv_bfloat16 *qp, const __nv_bfloat16 *ckv,
+               const __nv_bfloat16 *kpe, const int *bt, const int *lens, const u64 *positions, u64 n, float *O,
+               float *LSE, u32 H, u32 C, u32 R, u32 PS, u32 MAXP, double scale)
+{
+    __shared__ double red[SR];
+    __shared__ double p[SR];
+    __shared__ double acc[1024];
+    __shared__ double qs[1024 + 128];
+    const u64 slot = blockIdx.x;
+    const u64 u = klab_unit(positions, slot), b = u / H;
+    const u32 len = (u32)lens[b];
+    for (u32 d = threadIdx.x; d < C + R; d += blockDim.x)
+        qs[d] = (d < C ? (double)__bfloat162float(qn[u * C + d]) : (double)__bfloat162float(qp[u * R + d - C])) * scale;
+    for (u32 d = threadIdx.x; d < C; d += blockDim.x)
+        acc[d] = 0.0;
+    __syncthreads();
+    auto slot_of = [&](u32 j) { return (u64)bt[b * MAXP + j / PS] * PS + j % PS; };
+    auto score = [&](u32 j) {
+        const u64 t = slot_of(j);
+        double s = 0.0;
+        for (u32 d = 0; d < C; d++)
+            s += qs[d] * (double)__bfloat162float(ckv[t * C + d]);
+        for (u32 d = 0; d < R; d++)
+            s += qs[C + d] * (double)__bfloat162float(kpe[t * R + d]);
+        return s;
+    };
+    double m = -1e308;
+    for (u32 j = threadIdx.x; j < len; j += blockDim.x)
+        m = fmax(m, score(j));
+    m = ref_block_max(m, red);
+    double l = 0.0;
+    for (u32 j0 = 0; j0 < len; j0 += blockDim.x) {
+        const u32 j = j0 + threadIdx.x;
+        const double e = j < len ? exp(score(j) - m) : 0.0;
+        l += e;
+        __syncthreads();
+        p[threadIdx.x] = e;
+        __syncthreads();
+        const u32 count = min(blockDim.x, len - j0);
+        for (u32 d = threadIdx.x; d < C; d += blockDim.x) {
+            double s = 0.0;
+            for (u32 t = 0; t < count; t++)
+                s += p[t] * (double)__bfloat162float(ckv[slot_of(j0 + t) * C + d]);
+            acc[d] += s;
+        }
+    }
+    l = ref_block_sum(l, red);
+    for (u32 d = threadIdx.x; d < C; d += blockDim.x)
+        O[slot * C + d] = (float)(acc[d] / l);
+    if (threadIdx.x == 0)
+        LSE[slot] = (float)(m + log(l));
+}
+
+// Derive for the ragged layouts (packed queries, and the MoE GEMM's rows
+// per expert), one block: the drawn qo (B + 1 large non-negative integers)
+// become offsets: entries 1 .. B-1 folded to cut points in [0, TQ] and
+// sorted, qo[0] = 0, qo[B] = TQ (draws near 0 give one sequence, or
+// expert, nearly every row and others none). Each sequence's
+// keys are its queries plus a prefix of pre[b] mod (P + 1) cached tokens:
+// written as offsets into kvp (B + 1 entries) when kvp is not null, as
+// lengths into lens (B entries) when lens is not null. pre may be kvp or
+// lens itself: every draw is read before anything is written. A page table
+// bt of nbt entries (may be null) is folded mod NP. B <= 1024.
+extern "C" __global__ void make_ragged_offsets(int *qo, const int *pre, int *kvp, int *lens, int *bt, u64 nbt, u32 NP,
+                                            u32 B, u32 TQ, u32 P)
+{
+    __shared__ u32 cut[1024], sorted[1024], extra[1024];
+    for (u64 i = threadIdx.x; i < nbt; i += blockDim.x)
+        bt[i] = (int)((u32)bt[i] % NP);
+    for (u32 i = threadIdx.x; i < B; i += blockDim.x) {
+        cut[i] = (u32)qo[i] % (TQ + 1);
+        extra[i] = (u32)pre[i] % (P + 1);
+    }
+    __syncthreads();
+    for (u32 i = 1 + threadIdx.x; i < B; i += blockDim.x) {
+        u32 rank = 0;
+        for (u32 j = 1; j < B; j++)
+            rank += cut[j] < cut[i] || (cut[j] == cut[i] && j < i);
+        sorted[rank] = cut[i];
+    }
+    __syncthreads();
+    if (threadIdx.x != 0)
+        return;
+    qo[0] = 0;
+    for (u32 i = 1; i < B; i++)
+        qo[i] = (int)sorted[i - 1];
+    qo[B] = (int)TQ;
+    u32 run = 0;
+    if (kvp)
+        kvp[0] = 0;
+    for (u32 b = 0; b < B; b++) {
+        const u32 len = (u32)(qo[b + 1] - qo[b]) + extra[b];
+        run += len;
+        if (kvp)
+            kvp[b + 1] = (int)run;
+        if (lens)
+            lens[b] = (int)len;
+    }
 }
 
 // Derive: the drawn page table and lengths (large non-negative integers)
@@ -552,3 +733,82 @@ extern "C" __global__ void gemm_bs_ref_units(const unsigned char *A, const unsig
     if (lane == 0)
         C[slot] = (float)acc;
 }
+
+// ---------------------------------------------------------------- MoE grouped GEMM
+//
+// Y[r, n] = sum_k X[r, k] W[e, n, k] for the rows r of expert e,
+// off[e] <= r < off[e + 1]; X [M, K], W [E, N, K], Y [M, N].
+
+// The whole of Y: block (x, y, e) is the 64x64 tile (y, x) of expert e's
+// rows (klab_gemm_tile, fp64 sums); tiles past the expert's rows return.
+extern "C" __global__ void __launch_bounds__(256)
+moe_gemm_ref(const __nv_bfloat16 *X, const __nv_bfloat16 *W, const int *off, float *Y, u32 N, u32 K)
+{
+    const u32 e = blockIdx.z, r0 = (u32)off[e], rows = (u32)off[e + 1] - r0;
+    if (blockIdx.y * KLAB_GB >= rows)
+        return;
+    const __nv_bfloat16 *We = W + (u64)e * N * K;
+    klab_gemm_tile(
+        rows, N, K, [=](u32 m, u32 k) { return (double)__bfloat162float(X[(u64)(r0 + m) * K + k]); },
+        [=](u32 n, u32 k) { return (double)__bfloat162float(We[(u64)n * K + k]); },
+        [=](u32 m, u32 n, double v) { Y[(u64)(r0 + m) * N + n] = (float)v; });
+}
+
+// Units positions[0..n) into Y[0..n): a warp per element, its lanes
+// splitting K, the partial sums added in a fixed tree.
+extern "C" __global__ void moe_gemm_ref_units(const __nv_bfloat16 *X, const __nv_bfloat16 *W, const int *off,
+                                              const u64 *positions, u64 n, float *Y, u32 E, u32 N, u32 K)
+{
+    const u64 slot = ((u64)blockIdx.x * blockDim.x + threadIdx.x) / 32;
+    const u32 lane = threadIdx.x & 31;
+    if (slot >= n)
+        return;
+    const u64 u = klab_unit(positions, slot), r = u / N, col = u % N;
+    const __nv_bfloat16 *w = W + (ragged_owner(off, E, r) * N + col) * K, *x = X + r * K;
+    double acc = 0.0;
+    for (u32 k = lane; k < K; k += 32)
+        acc += (double)__bfloat162float(x[k]) * (double)__bfloat162float(w[k]);
+    for (int o = 16; o > 0; o >>= 1)
+        acc += __shfl_xor_sync(0xffffffffu, acc, o);
+    if (lane == 0)
+        Y[slot] = (float)acc;
+}
+
+// ---------------------------------------------------------------- gated delta net
+//
+// One decode step of the gated delta rule (Qwen3-Next's linear attention),
+// the state k-last: S [B, HV, V, K]. For sequence b and value head h (query
+// and key head h / (HV / HQ)): g = exp(-exp(A_log[h]) * softplus(a[b, h] +
+// dt_bias[h])), beta = sigmoid(b[b, h]); S' = g S; row i of the new state
+// is S'[i] + beta (v[i] - S'[i] . k) k, and out[i] = scale (new row i . q).
+// A thread per (b, h, i) unit: K elements of new_state, one of out; fp64.
+extern "C" __global__ void gdn_decode_ref(const __nv_bfloat16 *q, const __nv_bfloat16 *k, const __nv_bfloat16 *v,
+                                          const float *state, const float *A_log, const __nv_bfloat16 *a,
+                                          const float *dt_bias, const __nv_bfloat16 *bg, const u64 *positions, u64 n,
+                                          u64 units, float *out, float *new_state, u32 HQ, u32 HV, u32 K, u32 V,
+                                          double scale)
+{
+    const u64 slot = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (slot >= (n ? n : units))
+        return;
+    const u64 u = klab_unit(positions, slot), bh = u / V, b = bh / HV;
+    const u32 h = (u32)(bh % HV), qk = h / (HV / HQ);
+    const double x = (double)__bfloat162float(a[bh]) + (double)dt_bias[h];
+    const double softplus = x > 20.0 ? x : log1p(exp(x));
+    const double g = exp(-exp((double)A_log[h]) * softplus);
+    const double beta = 1.0 / (1.0 + exp(-(double)__bfloat162float(bg[bh])));
+    const float *row = state + u * K;
+    const __nv_bfloat16 *kr = k + (b * HQ + qk) * K, *qr = q + (b * HQ + qk) * K;
+    double sk = 0.0;
+    for (u32 j = 0; j < K; j++)
+        sk += g * (double)row[j] * (double)__bfloat162float(kr[j]);
+    const double delta = beta * ((double)__bfloat162float(v[u]) - sk);
+    double o = 0.0;
+    for (u32 j = 0; j < K; j++) {
+        const double s = g * (double)row[j] + delta * (double)__bfloat162float(kr[j]);
+        new_state[slot * K + j] = (float)s;
+        o += s * (double)__bfloat162float(qr[j]);
+    }
+    out[slot] = (float)(o * scale);
+}
+
