@@ -1,8 +1,10 @@
 -- klab.experiment.extract: from a model's reply to a candidate.
 --
 --   extract.blocks(text)            -> list of {lang=, info=, code=, line=, closed=}
---   extract.candidate(text [, opts]) -> {code=, lang="cuda"|"ptx", plan=, kernel_block=, plan_block=,
+--   extract.candidate(text [, opts]) -> {code=, lang="cuda"|"ptx"|"triton", plan=, kernel_block=, plan_block=,
 --                                        blocks=}  or  nil, reason
+--       opts.language: the study's language (klab.experiment.languages): only
+--       its code blocks are candidates, and the reasons name its block
 --   extract.verdict(reason)         -> {verdict="extraction_error", reason=...}
 --
 -- A reply carries device code in fenced code blocks (``` or ~~~, three or
@@ -10,9 +12,9 @@
 -- plan in a ```lua block. The rules, in order:
 --
 --   1. Device code is a block tagged cuda, cu, cuh, c++, cpp, cxx, cc, c or
---      h (CUDA C++) or ptx. An untagged block counts when its text shows the
---      language: ".entry"/".visible" with ".target" is PTX, "__global__" is
---      CUDA.
+--      h (CUDA C++) or ptx; for a Triton study, python or py. An untagged
+--      block counts when its text shows the language: ".entry"/".visible"
+--      with ".target" is PTX, "__global__" is CUDA, "@triton.jit" Triton.
 --   2. Among device-code blocks, those that define a kernel (__global__ in
 --      CUDA, .entry in PTX) win over those that do not (snippets, helpers);
 --      among those, the LAST one is the candidate (models revise as they
@@ -31,16 +33,19 @@ local M = {}
 local CUDA_TAGS = { cuda = true, cu = true, cuh = true, ["c++"] = true, cpp = true, cxx = true, cc = true,
                     c = true, h = true, hpp = true }
 
+-- The language of a block and its tag (the info string's first word).
 local function lang_of(info, code)
   local tag = (info or ""):match("^%s*([%w_%+%-%.]+)")
   tag = tag and tag:lower() or ""
-  if CUDA_TAGS[tag] then return "cuda" end
-  if tag == "ptx" then return "ptx" end
-  if tag == "lua" then return "lua" end
+  if CUDA_TAGS[tag] then return "cuda", tag end
+  if tag == "ptx" then return "ptx", tag end
+  if tag == "lua" then return "lua", tag end
+  if tag == "python" or tag == "py" then return "triton", tag end
   if tag == "" then
-    if code:find("%.target%s") and (code:find("%.entry") or code:find("%.visible")) then return "ptx" end
-    if code:find("__global__") then return "cuda" end
-    if code:find("^%s*%-%-") and code:find("launches") then return "lua" end
+    if code:find("%.target%s") and (code:find("%.entry") or code:find("%.visible")) then return "ptx", tag end
+    if code:find("__global__") then return "cuda", tag end
+    if code:find("@triton%.jit") then return "triton", tag end
+    if code:find("^%s*%-%-") and code:find("launches") then return "lua", tag end
   end
   return nil, tag
 end
@@ -94,6 +99,7 @@ end
 local function defines_kernel(b)
   if b.lang == "cuda" then return b.code:find("__global__") ~= nil end
   if b.lang == "ptx" then return b.code:find("%.entry") ~= nil end
+  if b.lang == "triton" then return b.code:find("@triton%.jit") ~= nil end
   return false
 end
 
@@ -101,21 +107,37 @@ function M.verdict(reason)
   return require("klab.eval.verdict").make("extraction_error", { message = reason })
 end
 
+-- What a reply's code must be when no language is named: CUDA C++ or PTX.
+local ANY = { accepts = { cuda = true, ptx = true }, fence = "cuda" }
+
+-- The words of a reason: where the kernel goes, which blocks were looked
+-- for, and what defines a kernel, for the language's fence.
+local WORDS = {
+  cuda = { put = "a ```cuda (or ```ptx) block", looked = "cuda, cu, c++, cpp or ptx",
+    kernel = "a __global__ function in CUDA, an .entry in PTX" },
+  python = { put = "a ```python block", looked = "python or py", kernel = "a @triton.jit function" },
+}
+
 function M.candidate(text, opts)
   opts = opts or {}
+  local language = opts.language or ANY
+  local words = WORDS[language.fence]
   if type(text) ~= "string" or text:find("^%s*$") then
     return nil, "the reply is empty"
   end
   local blocks = M.blocks(text)
   if #blocks == 0 then
-    return nil, "the reply has no fenced code block; put the kernel in a ```cuda (or ```ptx) block"
+    return nil, "the reply has no fenced code block; put the kernel in " .. words.put
   end
   local code_blocks, kernels, plans, others = {}, {}, {}, {}
+  local refused
   for i, b in ipairs(blocks) do
     b.index = i
-    if b.lang == "cuda" or b.lang == "ptx" then
+    if language.accepts[b.lang] then
       code_blocks[#code_blocks + 1] = b
-      if defines_kernel(b) then kernels[#kernels + 1] = b end
+      local why = defines_kernel(b) and language.requires and select(2, language.requires(b.code))
+      if why then refused = refused or why
+      elseif defines_kernel(b) then kernels[#kernels + 1] = b end
     elseif b.lang == "lua" then
       if b.code:find("return") and b.closed then plans[#plans + 1] = b end
     else
@@ -124,11 +146,10 @@ function M.candidate(text, opts)
   end
   if #code_blocks == 0 then
     local seen = #others > 0 and (" (found: " .. table.concat(others, ", ") .. ")") or ""
-    return nil, "no code block in cuda, cu, c++, cpp or ptx" .. seen ..
-      "; put the kernel in a ```cuda (or ```ptx) block"
+    return nil, "no code block in " .. words.looked .. seen .. "; put the kernel in " .. words.put
   end
   if #kernels == 0 then
-    return nil, "no code block defines a kernel (a __global__ function in CUDA, an .entry in PTX)"
+    return nil, refused or ("no code block defines a kernel (" .. words.kernel .. ")")
   end
   local closed = {}
   for _, b in ipairs(kernels) do if b.closed then closed[#closed + 1] = b end end

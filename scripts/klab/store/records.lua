@@ -327,15 +327,15 @@ end
 
 -- ---- what reports read ----------------------------------------------------
 
--- The trajectories a report reads (with their experiment's name, arch and
--- turn limit), of one experiment or all.
+-- The trajectories a report reads (with their language, their experiment's
+-- name, arch and turn limit), of one experiment or all.
 function M.report_trajectories(db, experiment)
   return checked(db, "trajectories", query(db, [[SELECT t.id, t.model, t.task, t.tag, t.replica, t.state,
-      t.turns AS nturns, e.name AS experiment, json_extract(e.config, '$.arch') AS arch,
+      t.language, t.turns AS nturns, e.name AS experiment, json_extract(e.config, '$.arch') AS arch,
       json_extract(e.config, '$.turns') AS max_turns
       FROM trajectories t JOIN experiments e ON e.id = t.experiment_id
       WHERE (? IS NULL OR e.name = ?)]], experiment, experiment),
-    kinds("trajectories", "id model task tag replica state", { experiment = "string", arch = "string?" }))
+    kinds("trajectories", "id model task tag replica state language", { experiment = "string", arch = "string?" }))
 end
 
 -- Every turn's outcome, by trajectory and turn.

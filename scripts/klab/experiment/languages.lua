@@ -1,0 +1,80 @@
+-- klab.experiment.languages: the languages a study may ask its kernels in,
+-- a condition of the sweep (an experiment's `languages`, crossed with its
+-- models, tasks, tags and replicas).
+--
+--   languages.DEFAULT          "cuda": a study that names no language
+--   languages.names()          -> {"cuda", "cute", "triton"}
+--   languages.get(name)        -> the language (below) | nil, why (with did-you-mean)
+--   languages.check(list)      -> nil | why: a list of known names, none twice
+--   languages.vars()           -> the prompt variables a language's template may use
+--
+-- A language is {name=, about=, file= (the candidate file it is judged as),
+-- fence= (the code block a reply puts it in), accepts= (the candidate
+-- languages, klab.eval.candidate's, a reply's code block may be in),
+-- requires= (nil, or function(code) -> true | nil, why: what makes a block
+-- of an accepted language one of this language's)}. Its prompt variant is
+-- prompts/languages/NAME.md (klab.experiment.prompt); the reply's code is
+-- taken by klab.experiment.extract.
+--
+-- The list of the languages klab knows, their files and fence tags belongs
+-- to klab.lang; until that registry lists them this module names the ones a
+-- study can ask for.
+
+local errors = require "klab.errors"
+local versions = require "klab.lang.versions"
+
+local M = {}
+
+M.DEFAULT = "cuda"
+
+local function uses_cute(code)
+  if require("klab.lang.cutlass").wanted(code) then return true end
+  return nil, "the kernel includes no CuTe or CUTLASS header (#include <cute/tensor.hpp>); this study asks for a "
+    .. "kernel written with CuTe"
+end
+
+local LIST = {
+  -- What studies asked for before languages were a condition, unchanged:
+  -- CUDA C++, or a PTX block.
+  { name = "cuda", about = "CUDA C++ (or PTX)", file = "kernel.cu", fence = "cuda", accepts = { cuda = true, ptx = true } },
+  { name = "cute", about = "CuTe / CUTLASS C++", file = "kernel.cu", fence = "cuda", accepts = { cuda = true },
+    requires = uses_cute },
+  { name = "triton", about = "Triton", file = "kernel.py", fence = "python", accepts = { triton = true } },
+}
+local BY_NAME = {}
+for _, l in ipairs(LIST) do BY_NAME[l.name] = l end
+
+function M.names()
+  local out = {}
+  for i, l in ipairs(LIST) do out[i] = l.name end
+  return out
+end
+
+function M.get(name)
+  local l = BY_NAME[name]
+  if l then return l end
+  return nil, ("unknown language '%s'%s (known: %s)"):format(tostring(name), errors.did_you_mean(tostring(name),
+    M.names()), table.concat(M.names(), ", "))
+end
+
+function M.check(list)
+  if type(list) ~= "table" or #list == 0 then
+    return "languages must be a non-empty list of language names (known: " .. table.concat(M.names(), ", ") .. ")"
+  end
+  local seen = {}
+  for _, name in ipairs(list) do
+    local _, why = M.get(name)
+    if why then return why end
+    if seen[name] then return ("language '%s' is named twice"):format(name) end
+    seen[name] = true
+  end
+  return nil
+end
+
+-- The pinned versions, as the prompt names them (the same text on every
+-- machine: a prompt is part of a request's key).
+function M.vars()
+  return { triton_version = versions.triton, cutlass_version = (versions.cutlass:gsub("%.0$", "")) }
+end
+
+return M
