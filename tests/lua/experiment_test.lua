@@ -673,6 +673,10 @@ T.sweep_in_two_languages = function(t)
     code, _, err = t.sh(sq(t.klab) .. " report " .. sq(path) .. " --by languages --out " .. sq(dir .. "/bad"))
     t.eq(code, 2)
     t.match(err, "did you mean 'language'%?")
+    -- --help says so, from the list the report checks names against.
+    local _, help = t.sh(sq(t.klab) .. " report --help")
+    for _, var in ipairs(require("klab.report.conditions").BUILTIN) do t.match(help, var, "--help names " .. var) end
+    t.match(help, "language %(the language\n +a study asked the trajectory's kernels in: cuda, cute,\n +triton%)")
   end)
 end
 
