@@ -459,10 +459,12 @@ end
 -- The GPU stages are faked by a session whose verdicts depend on the code:
 -- "FAST" passes at 1.5x with the target instructions executed, "SLOW" passes
 -- at 0.7x without them. This drives early stop, the feedback of passed
--- turns, verification and the paired gate without a GPU.
-local function fake_session(calls)
+-- turns, verification and the paired gate without a GPU. langs, when
+-- given, gets each evaluated candidate's language.
+local function fake_session(calls, langs)
   local function evaluate(_, name, c, opts)
     calls[#calls + 1] = name
+    if langs then langs[#langs + 1] = c.lang end
     local fast = c.code:find("FAST", 1, true) ~= nil
     return {
       verdict = "passed", reason = "passed: correct",
@@ -617,22 +619,27 @@ T.sweep_in_two_languages = function(t)
       .. "```\n"
     s:script { { reply = reply }, { reply = reply } }
     local calls, seen = {}, {}
-    local session = fake_session(calls)
-    local submit = session.submit
-    session.submit = function(self, name, c, opts)
-      seen[#seen + 1] = c.lang
-      return submit(self, name, c, opts)
-    end
+    local session = fake_session(calls, seen)
     local spec = { name = "langs", db = path, models = { oa_model(s, { concurrency = 1 }) }, tasks = { TASK },
       turns = 1, progress = false, session = session }
     local first <close> = experiment.new(spec)
     t.eq(first:run().new_turns, 1)
+    local first_table = first:table()
     first:close()
     spec.languages = { "cuda", "triton" }
     local exp <close> = experiment.new(spec)
     local sum = exp:run()
     t.eq(sum.trajectories, 2)
     t.eq(sum.new_turns, 1, "the CUDA C++ trajectory was already there: only the Triton one is asked")
+    local tbl = exp:table()
+    -- PTXBench's cells and best-of-N: one per model, language and task.
+    local cells = exp:cells()
+    t.eq(#cells, 2)
+    t.eq(cells[1].model .. "," .. cells[2].model, "oa / cuda,oa / triton")
+    local best = exp:select("fastest_correct")
+    t.eq(#best, 2)
+    t.eq(best[1].language .. "," .. best[2].language, "cuda,triton")
+    t.eq(best[1].n + best[2].n, 2)
     exp:close()
     local log = s:log()
     t.eq(#log, 2)
@@ -641,6 +648,10 @@ T.sweep_in_two_languages = function(t)
     t.ok(log[2].body:find("in one ```python block", 1, true), "the Triton prompt")
     t.ok(not log[2].body:find("in one ```cuda block", 1, true))
     t.eq(table.concat(seen, ","), "cuda,triton", "each evaluated as its language's candidate")
+    t.match(tbl, "^task +model +tag +language +rep")
+    t.match(tbl, "\n" .. TASK:gsub("%p", "%%%0") .. " +oa +none +cuda +1 ")
+    t.match(tbl, "\n" .. TASK:gsub("%p", "%%%0") .. " +oa +none +triton +1 ")
+    t.ok(not first_table:find("language", 1, true), "a study in cuda alone has the table it always had")
     local db <close> = assert(store.open(path))
     local rows = db:query([[SELECT t.language AS tl, u.language AS ul, c.language AS cl, c.code, t.messages
       FROM trajectories t JOIN turns u ON u.trajectory_id = t.id JOIN candidates c ON c.hash = u.candidate
@@ -694,12 +705,7 @@ T.reply_files_per_language = function(t)
   put(base .. "r1/turn1.md", "```cuda\n" .. NAIVE_CODE .. "```\n")
   put(base .. "triton/r1/turn1.md", "```python\nimport triton\n@triton.jit\ndef gemm(A):\n    pass\n```\n")
   local calls, seen = {}, {}
-  local session = fake_session(calls)
-  local submit = session.submit
-  session.submit = function(self, name, c, opts)
-    seen[#seen + 1] = c.lang
-    return submit(self, name, c, opts)
-  end
+  local session = fake_session(calls, seen)
   local no_net = { submit = function() error("the network was used in replay mode") end }
   local exp <close> = experiment.new { name = "files", db = dir .. "/files.db", models = { { name = "oa",
     provider = "openai", model = "m", base_url = "http://127.0.0.1:9/v1" } }, tasks = { TASK },

@@ -1,4 +1,4 @@
--- klab.experiment: sweeps of models x tasks x prompt tags x replicas, with
+-- klab.experiment: sweeps of models x tasks x languages x prompt tags x replicas, with
 -- multi-turn trajectories, early stop, best-of-N, selection policies,
 -- concurrency between model calls and GPU evaluation, and resume.
 --
@@ -13,7 +13,9 @@
 --   print(exp:table())
 --
 -- Spec fields (defaults in brackets): name (required), db (a path or an open
--- store), models (model specs or model.new results), tasks, tags [{"none"}],
+-- store), models (model specs or model.new results), tasks, languages
+-- [{"cuda"}] (klab.experiment.languages: each a condition of the sweep, with
+-- its prompt variant and its code block), tags [{"none"}],
 -- replicas [1], turns [1], target_speedup [none: no early stop], mode
 -- ["record-missing"], responses_dir, arch ["sm_90a"], eval (options for
 -- eval:evaluate, e.g. {timing = true, trials = ..., deadline = ...}),
@@ -70,14 +72,7 @@ local judge_mod = require "klab.experiment.judge"
 local spec_mod = require "klab.experiment.spec"
 local results_mod = require "klab.experiment.results"
 local languages_mod = require "klab.experiment.languages"
-
--- A language other than the default: part of a request's key and of its
--- reply's file under responses_dir (the default's keys and files are the
--- ones studies had before languages were a condition).
-local function other_language(l)
-  if l ~= languages_mod.DEFAULT then return l end
-  return nil
-end
+local other_language = languages_mod.other
 
 local M = {}
 
@@ -314,12 +309,8 @@ function Exp:_templates()
 end
 
 -- Whether the study asks for kernels in other languages than the default
--- alone: only then does its config list them (a store written before
--- languages were a condition, and the shards of one made by a klab from
--- before, merge with one made now).
-function Exp:_other_languages()
-  return not (#self.languages == 1 and self.languages[1] == languages_mod.DEFAULT)
-end
+-- alone (languages.others).
+function Exp:_other_languages() return languages_mod.others(self.languages) end
 
 -- The experiment name holds in db, rebuilt from its stored config as data
 -- (klab.experiment.stored.experiment says how, and what fields may hold).

@@ -7,6 +7,8 @@
 --   languages.get(name)        -> the language (below) | nil, why (with did-you-mean)
 --   languages.check(list)      -> nil | why: a list of known names, none twice
 --   languages.vars()           -> the prompt variables a language's template may use
+--   languages.other(name)      -> name, or nil for the default
+--   languages.others(list)     -> whether list names more than the default alone
 --
 -- A language is {name=, about=, file= (the candidate file it is judged as),
 -- fence= (the code block a reply puts it in), accepts= (the candidate
@@ -69,6 +71,21 @@ function M.check(list)
     seen[name] = true
   end
   return nil
+end
+
+-- A language other than the default is part of a request's key, of its
+-- reply's file under responses_dir and of a trajectory's key; the
+-- default's are the ones studies had before languages were a condition.
+function M.other(name)
+  if name ~= M.DEFAULT then return name end
+  return nil
+end
+
+-- Only a study in more than the default alone lists its languages in its
+-- config (so a store written before languages were a condition, and the
+-- shards of one made by a klab from before, merge with one made now).
+function M.others(list)
+  return not (#list == 1 and list[1] == M.DEFAULT)
 end
 
 -- The pinned versions, as the prompt names them (the same text on every

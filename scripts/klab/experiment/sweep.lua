@@ -17,7 +17,7 @@ local M = {}
 -- languages were a condition, or one that adds languages to its CUDA C++
 -- sweep, finds its CUDA C++ trajectories where they were.
 function M.key(name, m, g, tag, r, language)
-  if language == nil or language == languages.DEFAULT then
+  if languages.other(language) == nil then
     return store_mod.hash("klab.trajectory.1", name, m.name, g.name, tag, tostring(r))
   end
   return store_mod.hash("klab.trajectory.1", name, m.name, g.name, tag, tostring(r), language)

@@ -313,9 +313,11 @@ function M.turn_costs(db, trajectory_id)
       WHERE trajectory_id = ? ORDER BY turn]], trajectory_id), kinds("turns", "turn verdict input_tokens output_tokens cost_usd"))
 end
 
--- Every turn of the experiment with its trajectory's model, task, tag and replica.
+-- Every turn of the experiment with its trajectory's model, task, tag, replica
+-- and language (as trajectory_language: a turn has its candidate's own).
 function M.experiment_turns(db, experiment_id)
-  return checked(db, "turns", query(db, [[SELECT turns.*, t.model, t.task, t.tag, t.replica FROM turns
+  return checked(db, "turns", query(db, [[SELECT turns.*, t.model, t.task, t.tag, t.replica,
+      t.language AS trajectory_language FROM turns
       JOIN trajectories t ON t.id = trajectory_id WHERE t.experiment_id = ?
       ORDER BY t.model, t.task, t.tag, t.replica, turns.turn]], experiment_id),
     kinds("turns", "verdict turn", kinds("trajectories", "model task tag replica")))
