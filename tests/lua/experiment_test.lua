@@ -704,16 +704,26 @@ T.reply_files_per_language = function(t)
   local base = dir .. "/replies/oa/" .. TASK .. "/none/"
   put(base .. "r1/turn1.md", "```cuda\n" .. NAIVE_CODE .. "```\n")
   put(base .. "triton/r1/turn1.md", "```python\nimport triton\n@triton.jit\ndef gemm(A):\n    pass\n```\n")
+  -- A CuTe turn whose code includes no CuTe header: no candidate.
+  put(base .. "cute/r1/turn1.md", "```cuda\n" .. NAIVE_CODE .. "```\n")
   local calls, seen = {}, {}
   local session = fake_session(calls, seen)
   local no_net = { submit = function() error("the network was used in replay mode") end }
   local exp <close> = experiment.new { name = "files", db = dir .. "/files.db", models = { { name = "oa",
     provider = "openai", model = "m", base_url = "http://127.0.0.1:9/v1" } }, tasks = { TASK },
-    languages = { "cuda", "triton" }, mode = "replay", responses_dir = dir .. "/replies", http = no_net,
+    languages = { "cuda", "triton", "cute" }, mode = "replay", responses_dir = dir .. "/replies", http = no_net,
     session = session, progress = false }
   local sum = exp:run()
-  t.eq(sum.requests.files, 2)
+  t.eq(sum.requests.files, 3)
   t.eq(table.concat(seen, ","), "cuda,triton")
+  t.match(exp.db:first("SELECT u.reason FROM turns u JOIN trajectories t ON t.id = u.trajectory_id "
+    .. "WHERE t.language = 'cute'").reason, "includes no CuTe or CUTLASS header")
+  -- Best-of-N groups by the trajectory's language (the CuTe turn has no
+  -- candidate, so no candidate language).
+  local got = {}
+  for _, r in ipairs(exp:select("first_correct")) do got[#got + 1] = tostring(r.language) end
+  table.sort(got)
+  t.eq(table.concat(got, ","), "cuda,cute,triton")
   -- A missing reply names the language of the turn that lacks it.
   local more <close> = experiment.new { name = "files_more", db = dir .. "/files.db", models = { { name = "oa",
     provider = "openai", model = "m", base_url = "http://127.0.0.1:9/v1" } }, tasks = { TASK }, tags = { "hopper" },
