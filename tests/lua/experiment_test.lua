@@ -137,6 +137,8 @@ T.extract_takes_the_languages_block = function(t)
   -- CuTe: a CUDA C++ block that includes CuTe's or CUTLASS's headers.
   _, why = extract.candidate(cu, { language = languages.get("cute") })
   t.match(why, "includes no CuTe or CUTLASS header")
+  _, why = extract.candidate("no code", { language = languages.get("cute") })
+  t.match(why, "put the kernel in a ```cuda block$", "CuTe is no PTX")
   local cute = assert(extract.candidate("```cuda\n#include <cute/tensor.hpp>\n" .. cu:sub(9), { language = languages.get("cute") }))
   t.eq(cute.lang, "cuda") t.match(cute.code, "cute/tensor")
   _, why = extract.candidate("```ptx\n.version 8.0\n.target sm_90a\n.visible .entry k() { ret; }\n```",

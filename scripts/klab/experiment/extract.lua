@@ -108,20 +108,21 @@ function M.verdict(reason)
 end
 
 -- What a reply's code must be when no language is named: CUDA C++ or PTX.
-local ANY = { accepts = { cuda = true, ptx = true }, fence = "cuda" }
+local ANY = { name = "cuda", accepts = { cuda = true, ptx = true } }
 
--- The words of a reason: where the kernel goes, which blocks were looked
--- for, and what defines a kernel, for the language's fence.
+-- The words of a reason, by the study's language: where the kernel goes,
+-- which blocks were looked for, and what defines a kernel.
 local WORDS = {
   cuda = { put = "a ```cuda (or ```ptx) block", looked = "cuda, cu, c++, cpp or ptx",
     kernel = "a __global__ function in CUDA, an .entry in PTX" },
-  python = { put = "a ```python block", looked = "python or py", kernel = "a @triton.jit function" },
+  cute = { put = "a ```cuda block", looked = "cuda, cu, c++ or cpp", kernel = "a __global__ function" },
+  triton = { put = "a ```python block", looked = "python or py", kernel = "a @triton.jit function" },
 }
 
 function M.candidate(text, opts)
   opts = opts or {}
   local language = opts.language or ANY
-  local words = WORDS[language.fence]
+  local words = WORDS[language.name]
   if type(text) ~= "string" or text:find("^%s*$") then
     return nil, "the reply is empty"
   end

@@ -300,7 +300,7 @@ function Exp:_templates()
     out.packs[tag] = ok and store_mod.hash("klab.template.1", text) or nil
   end
   -- The languages' variants, for a study in other languages than the
-  -- default alone (one in that has the config it always had).
+  -- default alone (one in cuda alone has the config it always had).
   if self:_other_languages() then
     out.languages = {}
     for _, l in ipairs(self.languages) do out.languages[l] = h(prompt.language_file(l)) end

@@ -10,13 +10,13 @@
 --   languages.other(name)      -> name, or nil for the default
 --   languages.others(list)     -> whether list names more than the default alone
 --
--- A language is {name=, about=, file= (the candidate file it is judged as),
--- fence= (the code block a reply puts it in), accepts= (the candidate
--- languages, klab.eval.candidate's, a reply's code block may be in),
--- requires= (nil, or function(code) -> true | nil, why: what makes a block
--- of an accepted language one of this language's)}. Its prompt variant is
--- prompts/languages/NAME.md (klab.experiment.prompt); the reply's code is
--- taken by klab.experiment.extract.
+-- A language is {name=, accepts= (the candidate languages,
+-- klab.eval.candidate's, that a reply's code block may be in: what it is
+-- judged as), requires= (nil, or function(code) -> true | nil, why: what
+-- makes a block of an accepted language one of this language's)}. Its
+-- prompt variant is prompts/languages/NAME.md (klab.experiment.prompt); the
+-- reply's code is taken by klab.experiment.extract, which names the block
+-- each language's kernel goes in.
 --
 -- The list of the languages klab knows, their files and fence tags belongs
 -- to klab.lang; until that registry lists them this module names the ones a
@@ -38,10 +38,10 @@ end
 local LIST = {
   -- What studies asked for before languages were a condition, unchanged:
   -- CUDA C++, or a PTX block.
-  { name = "cuda", about = "CUDA C++ (or PTX)", file = "kernel.cu", fence = "cuda", accepts = { cuda = true, ptx = true } },
-  { name = "cute", about = "CuTe / CUTLASS C++", file = "kernel.cu", fence = "cuda", accepts = { cuda = true },
-    requires = uses_cute },
-  { name = "triton", about = "Triton", file = "kernel.py", fence = "python", accepts = { triton = true } },
+  { name = "cuda", accepts = { cuda = true, ptx = true } },
+  -- CUDA C++ that includes CuTe's or CUTLASS's headers (kernel.cu).
+  { name = "cute", accepts = { cuda = true }, requires = uses_cute },
+  { name = "triton", accepts = { triton = true } },
 }
 local BY_NAME = {}
 for _, l in ipairs(LIST) do BY_NAME[l.name] = l end
