@@ -3,8 +3,8 @@
 --   extract.blocks(text)            -> list of {lang=, info=, code=, line=, closed=}
 --   extract.candidate(text [, opts]) -> {code=, lang="cuda"|"ptx"|"triton", plan=, kernel_block=, plan_block=,
 --                                        blocks=}  or  nil, reason
---       opts.language: the study's language (klab.experiment.languages): only
---       its code blocks are candidates, and the reasons name its block
+--       opts.languages: the candidate languages the reply is read for
+--       ("cuda", "ptx", "triton"); default CUDA C++ and PTX
 --   extract.verdict(reason)         -> {verdict="extraction_error", reason=...}
 --
 -- A reply carries device code in fenced code blocks (``` or ~~~, three or
@@ -107,22 +107,30 @@ function M.verdict(reason)
   return require("klab.eval.verdict").make("extraction_error", { message = reason })
 end
 
--- What a reply's code must be when no language is named: CUDA C++ or PTX.
-local ANY = { name = "cuda", accepts = { cuda = true, ptx = true } }
-
--- The words of a reason, by the study's language: where the kernel goes,
--- which blocks were looked for, and what defines a kernel.
+-- The words of a reason, by language: its block's tag, the tags looked
+-- for, and what defines a kernel in it.
 local WORDS = {
-  cuda = { put = "a ```cuda (or ```ptx) block", looked = "cuda, cu, c++, cpp or ptx",
-    kernel = "a __global__ function in CUDA, an .entry in PTX" },
-  cute = { put = "a ```cuda block", looked = "cuda, cu, c++ or cpp", kernel = "a __global__ function" },
-  triton = { put = "a ```python block", looked = "python or py", kernel = "a @triton.jit function" },
+  cuda = { fence = "cuda", looked = "cuda, cu, c++, cpp", kernel = "a __global__ function in CUDA" },
+  ptx = { fence = "ptx", looked = "ptx", kernel = "an .entry in PTX" },
+  triton = { fence = "python", looked = "python, py", kernel = "a @triton.jit function in Triton" },
 }
+
+-- The words of a reason for the languages read.
+local function words_of(langs)
+  local fences, looked, kernel = {}, {}, {}
+  for i, n in ipairs(langs) do
+    local w = WORDS[n] or error("extract.candidate: no language " .. tostring(n), 3)
+    fences[i], looked[i], kernel[i] = "```" .. w.fence, w.looked, w.kernel
+  end
+  return { put = "a " .. fences[1] .. (#fences > 1 and (" (or " .. table.concat(fences, ", ", 2) .. ")") or "")
+    .. " block", looked = table.concat(looked, " or "), kernel = table.concat(kernel, ", ") }
+end
 
 function M.candidate(text, opts)
   opts = opts or {}
-  local language = opts.language or ANY
-  local words = WORDS[language.name]
+  local read = {}
+  for _, n in ipairs(opts.languages or { "cuda", "ptx" }) do read[n] = true end
+  local words = words_of(opts.languages or { "cuda", "ptx" })
   if type(text) ~= "string" or text:find("^%s*$") then
     return nil, "the reply is empty"
   end
@@ -131,14 +139,11 @@ function M.candidate(text, opts)
     return nil, "the reply has no fenced code block; put the kernel in " .. words.put
   end
   local code_blocks, kernels, plans, others = {}, {}, {}, {}
-  local refused
   for i, b in ipairs(blocks) do
     b.index = i
-    if language.accepts[b.lang] then
+    if read[b.lang] then
       code_blocks[#code_blocks + 1] = b
-      local why = defines_kernel(b) and language.requires and select(2, language.requires(b.code))
-      if why then refused = refused or why
-      elseif defines_kernel(b) then kernels[#kernels + 1] = b end
+      if defines_kernel(b) then kernels[#kernels + 1] = b end
     elseif b.lang == "lua" then
       if b.code:find("return") and b.closed then plans[#plans + 1] = b end
     else
@@ -150,7 +155,7 @@ function M.candidate(text, opts)
     return nil, "no code block in " .. words.looked .. seen .. "; put the kernel in " .. words.put
   end
   if #kernels == 0 then
-    return nil, refused or ("no code block defines a kernel (" .. words.kernel .. ")")
+    return nil, "no code block defines a kernel (" .. words.kernel .. ")"
   end
   local closed = {}
   for _, b in ipairs(kernels) do if b.closed then closed[#closed + 1] = b end end

@@ -423,7 +423,7 @@ function Exp:_turn(t, o, n)
     verdicts.give(rec, "request_error", { message = tostring(o.error) })
   else
     rec.reply = o.text or ""
-    local c, why = extract.candidate(rec.reply, { language = languages_mod.get(t.language) })
+    local c, why = languages_mod.candidate(rec.reply, t.language)
     if not c then
       local v = extract.verdict(why)
       rec.verdict, rec.reason = v.verdict, v.reason

@@ -9,14 +9,14 @@
 --   languages.vars()           -> the prompt variables a language's template may use
 --   languages.other(name)      -> name, or nil for the default
 --   languages.others(list)     -> whether list names more than the default alone
+--   languages.candidate(reply, name) -> the reply's candidate in that language
+--                                 (klab.experiment.extract's) | nil, why
 --
--- A language is {name=, accepts= (the candidate languages,
--- klab.eval.candidate's, that a reply's code block may be in: what it is
--- judged as), requires= (nil, or function(code) -> true | nil, why: what
--- makes a block of an accepted language one of this language's)}. Its
--- prompt variant is prompts/languages/NAME.md (klab.experiment.prompt); the
--- reply's code is taken by klab.experiment.extract, which names the block
--- each language's kernel goes in.
+-- A language is {name=, reads= (the candidate languages, klab.eval.
+-- candidate's, that a reply is read for: what its code is judged as),
+-- requires= (nil, or function(code) -> true | nil, why: what makes the code
+-- one of this language's)}. Its prompt variant is prompts/languages/NAME.md
+-- (klab.experiment.prompt); klab.experiment.extract takes the code.
 --
 -- The list of the languages klab knows, their files and fence tags belongs
 -- to klab.lang; until that registry lists them this module names the ones a
@@ -38,10 +38,10 @@ end
 local LIST = {
   -- What studies asked for before languages were a condition, unchanged:
   -- CUDA C++, or a PTX block.
-  { name = "cuda", accepts = { cuda = true, ptx = true } },
+  { name = "cuda", reads = { "cuda", "ptx" } },
   -- CUDA C++ that includes CuTe's or CUTLASS's headers (kernel.cu).
-  { name = "cute", accepts = { cuda = true }, requires = uses_cute },
-  { name = "triton", accepts = { triton = true } },
+  { name = "cute", reads = { "cuda" }, requires = uses_cute },
+  { name = "triton", reads = { "triton" } },
 }
 local BY_NAME = {}
 for _, l in ipairs(LIST) do BY_NAME[l.name] = l end
@@ -86,6 +86,16 @@ end
 -- shards of one made by a klab from before, merge with one made now).
 function M.others(list)
   return not (#list == 1 and list[1] == M.DEFAULT)
+end
+
+function M.candidate(reply, name)
+  local l = assert(M.get(name))
+  local c, why = require("klab.experiment.extract").candidate(reply, { languages = l.reads })
+  if c and l.requires then
+    local ok, not_it = l.requires(c.code)
+    if not ok then return nil, not_it end
+  end
+  return c, why
 end
 
 -- The pinned versions, as the prompt names them (the same text on every
