@@ -2,10 +2,10 @@
 --
 --   klab experiments/ptxbench_sweep.lua models=NAME base_url=URL api_key_env=VAR [key=value ...]
 --
--- For each model and task: prompt tags x replicas trajectories (3 x 4 by
--- default) of up to 8 turns. Each turn sends the conversation so far, turns
--- the reply into a candidate (the last ```cuda/```ptx block, a ```lua plan if
--- any), evaluates it on every workload of the task, and answers with
+-- For each model and task: languages x prompt tags x replicas trajectories
+-- (1 x 3 x 4 by default) of up to 8 turns. Each turn sends the conversation so far, turns
+-- the reply into a candidate (the last ```cuda/```ptx block, or ```python for
+-- Triton, a ```lua plan if any), evaluates it on every workload of the task, and answers with
 -- PTXBench's feedback (per workload: PASSED with the speedup and both times,
 -- or the status with the max errors; the compiler log; the INSTRUCTION
 -- WARNING when the target instructions did not run). A trajectory stops
@@ -21,13 +21,15 @@
 local experiment = require "klab.experiment"
 
 local o = experiment.options(experiment.with_model_options {
-  about = "A PTXBench-style sweep: prompt tags x replicas trajectories of repair turns per model and task.",
+  about = "A PTXBench-style sweep: languages x prompt tags x replicas trajectories of repair turns per model and task.",
   { "name", "ptxbench_sweep", "the experiment's name in the store" },
   { "db", "results/ptxbench_sweep.db", "the store (created with its folder; run again to resume)" },
   { "tasks", { "gemm_bf16/8192x7168x5120" }, "tasks or task groups, comma-separated (klab tasks lists them)" },
   { "tags", { "hopper-no-hint", "hopper+cluster_multicast", "hopper+warp_specialization" },
     "prompt tags, comma-separated (prompts/)" },
-  { "replicas", 4, "trajectories per model, task and tag" },
+  { "languages", { "cuda" }, "the languages kernels are asked in, comma-separated: cuda, cute, triton "
+    .. "(docs/languages.md)" },
+  { "replicas", 4, "trajectories per model, task, language and tag" },
   { "turns", 8, "turns per trajectory at most" },
   { "target", 1.2, "stop a trajectory once every workload passes at this speedup" },
   { "arch", "sm_90a", "the compile target" },
@@ -41,6 +43,7 @@ local o = experiment.options(experiment.with_model_options {
 
 local exp <close> = experiment.new {
   name = o.name, db = o.db, models = experiment.models_from(o), tasks = o.tasks, tags = o.tags,
+  languages = o.languages,
   replicas = math.tointeger(o.replicas), turns = math.tointeger(o.turns), target_speedup = o.target,
   arch = o.arch, mode = o.mode, select = o.select, responses_dir = o.responses_dir ~= "" and o.responses_dir or nil,
   feedback = { profile = o.profile, profile_after = math.tointeger(o.profile_after) },

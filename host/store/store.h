@@ -35,7 +35,7 @@
 #include "base/status.h"
 
 /* Version of the schema this build creates and understands. */
-#define STORE_SCHEMA_VERSION 4
+#define STORE_SCHEMA_VERSION 5
 
 /* The largest text or blob klab reads or writes: a larger value in a store
  * (someone else's) is refused, not read. */

@@ -19,6 +19,7 @@ static const store_version versions[] = {
     {2, "experiment tables and the verdicts table"},
     {3, "turns awaiting judgement"},
     {4, "the mark of the machine that wrote an evaluation"},
+    {5, "the candidate language of a trajectory"},
 };
 _Static_assert(N(versions) == STORE_SCHEMA_VERSION, "store.h's STORE_SCHEMA_VERSION is the last version here");
 
@@ -170,6 +171,10 @@ static const store_column trajectories_cols[] = {
     {.name = "messages", .type = "TEXT"},
     CREATED_AT,
     {.name = "finished_at", .type = "TEXT"},
+    /* The language a study asked this trajectory's kernels in (cuda, ptx,
+     * cute, triton: klab.experiment.languages); every trajectory before
+     * the column was CUDA C++ (or PTX), the only language studies had. */
+    {.name = "language", .type = "TEXT", .not_null = 1, .dflt = "'cuda'", .since = 5},
 };
 static const store_index trajectories_idx[] = {{.name = "trajectories_experiment", .columns = "experiment_id"}};
 

@@ -113,6 +113,38 @@ T.extract_errors_say_why = function(t)
   t.eq(v.reason, "no fenced code block")
 end
 
+-- A study's language takes its own block: Triton's ```python (an
+-- @triton.jit function), CuTe's ```cuda that includes CuTe's headers.
+T.extract_takes_the_languages_block = function(t)
+  local languages = require "klab.experiment.languages"
+  local py = "```python\nimport triton\n@triton.jit\ndef k(X):\n    pass\n```\n"
+  local cu = "```cuda\nextern \"C\" __global__ void k() {}\n```\n"
+  local plan = "```lua\nreturn { launches = {} }\n```\n"
+  local both = cu .. py .. plan
+  local tr = assert(languages.candidate(both, "triton"))
+  t.eq(tr.lang, "triton") t.match(tr.code, "@triton%.jit") t.eq(tr.plan, "return { launches = {} }\n")
+  local c = assert(languages.candidate(both, "cuda"))
+  t.eq(c.lang, "cuda") t.match(c.code, "__global__")
+  t.eq(assert(extract.candidate(both)).lang, "cuda", "no language: CUDA C++ or PTX, as always")
+  local untagged = assert(languages.candidate("```\n@triton.jit\ndef k(X):\n    pass\n```", "triton"))
+  t.eq(untagged.lang, "triton", "an untagged block is recognised by @triton.jit")
+  local _, why = languages.candidate(cu, "triton")
+  t.match(why, "%(found: cuda%); put the kernel in a ```python block")
+  _, why = languages.candidate("```python\nprint(1)\n```", "triton")
+  t.match(why, "no code block defines a kernel %(a @triton%.jit function")
+  _, why = extract.candidate(py)
+  t.match(why, "found: python", "a Triton block is no candidate where no language is named")
+  -- CuTe: a CUDA C++ block that includes CuTe's or CUTLASS's headers.
+  _, why = languages.candidate(cu, "cute")
+  t.match(why, "includes no CuTe or CUTLASS header")
+  _, why = languages.candidate("no code", "cute")
+  t.match(why, "put the kernel in a ```cuda block$", "CuTe is no PTX")
+  local cute = assert(languages.candidate("```cuda\n#include <cute/tensor.hpp>\n" .. cu:sub(9), "cute"))
+  t.eq(cute.lang, "cuda") t.match(cute.code, "cute/tensor")
+  _, why = languages.candidate("```ptx\n.version 8.0\n.target sm_90a\n.visible .entry k() { ret; }\n```", "cute")
+  t.match(why, "found: ptx")
+end
+
 -- ---- prompts ------------------------------------------------------------------------
 
 T.prompt_templates_and_packs = function(t)
@@ -128,6 +160,27 @@ T.prompt_templates_and_packs = function(t)
   t.eq(#msgs, 2) t.eq(msgs[1].role, "system")
   t.match(msgs[1].content, "sm_90a") t.match(msgs[1].content, "Hopper %(sm_90a%) notes")
   t.match(msgs[2].content, "M=123, N=457, K=789")
+end
+
+-- A prompt variant per language (prompts/languages/NAME.md): what to
+-- write, in which block, the launch conventions; the default is CUDA C++,
+-- whose messages are the ones studies had before languages were a condition.
+T.prompt_has_a_variant_per_language = function(t)
+  local g = { name = "g", workloads = { TASK } }
+  local function system(language)
+    return prompt.messages { group = g, tag = "none", language = language }[1].content
+  end
+  t.eq(system(nil), system("cuda"), "no language is cuda")
+  t.match(system("cuda"), "in one ```cuda block %(CUDA C%+%+ compiled by NVRTC")
+  local v = require("klab.experiment.languages").vars()
+  local tr = system("triton")
+  t.match(tr, "in one ```python block") t.match(tr, "@triton%.jit")
+  t.match(tr, "Triton " .. v.triton_version:gsub("%.", "%%.") .. " compiles it to PTX for sm_90a")
+  t.match(tr, "constexprs = {BLOCK = 1024}, num_warps = 4")
+  t.ok(not tr:find("```cuda", 1, true), "the Triton variant asks for no CUDA block")
+  local cute = system("cute")
+  t.match(cute, "CUTLASS " .. v.cutlass_version:gsub("%.", "%%.")) t.match(cute, "#include <cute/tensor%.hpp>")
+  t.raises(function() system("trition") end, "unknown language 'trition' %(did you mean 'triton'%?%)")
 end
 
 T.feedback_in_ptxbench_style = function(t)
@@ -407,10 +460,12 @@ end
 -- The GPU stages are faked by a session whose verdicts depend on the code:
 -- "FAST" passes at 1.5x with the target instructions executed, "SLOW" passes
 -- at 0.7x without them. This drives early stop, the feedback of passed
--- turns, verification and the paired gate without a GPU.
-local function fake_session(calls)
+-- turns, verification and the paired gate without a GPU. langs, when
+-- given, gets each evaluated candidate's language.
+local function fake_session(calls, langs)
   local function evaluate(_, name, c, opts)
     calls[#calls + 1] = name
+    if langs then langs[#langs + 1] = c.lang end
     local fast = c.code:find("FAST", 1, true) ~= nil
     return {
       verdict = "passed", reason = "passed: correct",
@@ -547,6 +602,139 @@ T.two_phases_generate_then_judge_then_continue = function(t)
   end)
 end
 
+-- The language is a condition of the sweep: languages = {"cuda", "triton"}
+-- crossed with the models, tasks, tags and replicas. Each trajectory is
+-- asked in its language's prompt, its reply's code is taken from that
+-- language's block, and the store records the language of the trajectory
+-- and of its candidate; klab judge finds them again, and klab report --by
+-- language sets them side by side. The CUDA C++ trajectories of a study
+-- made before it named languages are the same trajectories.
+T.sweep_in_two_languages = function(t)
+  with_server(t, function(s)
+    local dir = t.tmpdir()
+    local path = dir .. "/lang.db"
+    local triton_code = "import triton\nimport triton.language as tl\n\n@triton.jit\ndef gemm(A, B, C, M, N, K):\n"
+      .. "    pass\n"
+    -- Every reply holds both: which one a turn takes is its language's doing.
+    local reply = "```cuda\n" .. NAIVE_CODE .. "```\n\n```python\n" .. triton_code .. "```\n\n```lua\n" .. NAIVE_PLAN
+      .. "```\n"
+    s:script { { reply = reply }, { reply = reply } }
+    local calls, seen = {}, {}
+    local session = fake_session(calls, seen)
+    local spec = { name = "langs", db = path, models = { oa_model(s, { concurrency = 1 }) }, tasks = { TASK },
+      turns = 1, progress = false, session = session }
+    local first <close> = experiment.new(spec)
+    t.eq(first:run().new_turns, 1)
+    local first_table = first:table()
+    first:close()
+    spec.languages = { "cuda", "triton" }
+    local exp <close> = experiment.new(spec)
+    local sum = exp:run()
+    t.eq(sum.trajectories, 2)
+    t.eq(sum.new_turns, 1, "the CUDA C++ trajectory was already there: only the Triton one is asked")
+    local tbl = exp:table()
+    -- PTXBench's cells and best-of-N: one per model, language and task.
+    local cells = exp:cells()
+    t.eq(#cells, 2)
+    t.eq(cells[1].model .. "," .. cells[2].model, "oa / cuda,oa / triton")
+    local best = exp:select("fastest_correct")
+    t.eq(#best, 2)
+    t.eq(best[1].language .. "," .. best[2].language, "cuda,triton")
+    t.eq(best[1].n + best[2].n, 2)
+    exp:close()
+    local log = s:log()
+    t.eq(#log, 2)
+    t.ok(log[1].body:find("in one ```cuda block (CUDA C++", 1, true), "the CUDA C++ prompt")
+    t.ok(not log[1].body:find("```python block", 1, true))
+    t.ok(log[2].body:find("in one ```python block", 1, true), "the Triton prompt")
+    t.ok(not log[2].body:find("in one ```cuda block", 1, true))
+    t.eq(table.concat(seen, ","), "cuda,triton", "each evaluated as its language's candidate")
+    t.match(tbl, "^task +model +tag +language +rep")
+    t.match(tbl, "\n" .. TASK:gsub("%p", "%%%0") .. " +oa +none +cuda +1 ")
+    t.match(tbl, "\n" .. TASK:gsub("%p", "%%%0") .. " +oa +none +triton +1 ")
+    t.ok(not first_table:find("language", 1, true), "a study in cuda alone has the table it always had")
+    local db <close> = assert(store.open(path))
+    local rows = db:query([[SELECT t.language AS tl, u.language AS ul, c.language AS cl, c.code, t.messages
+      FROM trajectories t JOIN turns u ON u.trajectory_id = t.id JOIN candidates c ON c.hash = u.candidate
+      ORDER BY t.id]])
+    t.eq(#rows, 2)
+    t.eq(rows[1].tl, "cuda") t.eq(rows[1].ul, "cuda") t.eq(rows[1].cl, "cuda")
+    t.match(rows[1].code, "__global__") t.ok(not rows[1].code:find("triton", 1, true))
+    t.eq(rows[2].tl, "triton") t.eq(rows[2].ul, "triton") t.eq(rows[2].cl, "triton")
+    t.match(rows[2].code, "^import triton") t.ok(not rows[2].code:find("__global__", 1, true))
+    t.match(rows[2].messages, "```python block")
+    -- The documented key (docs/experiments.md): a CUDA C++ trajectory of a
+    -- store made before languages were a condition is found by it.
+    t.eq(db:first("SELECT key FROM trajectories WHERE language = 'cuda'").key,
+      store.hash("klab.trajectory.1", "langs", "oa", TASK, "none", "1"))
+    t.ok(db:first("SELECT key FROM trajectories WHERE language = 'triton'").key
+      ~= store.hash("klab.trajectory.1", "langs", "oa", TASK, "none", "1"))
+    local config = cjson.decode(db:first("SELECT config FROM experiments WHERE name = 'langs'").config)
+    t.eq(table.concat(config.languages, ","), "cuda,triton")
+    t.ok(config.templates.languages.triton, "the Triton variant's hash is part of the condition")
+    -- klab judge rebuilds the sweep from the store: both languages' turns.
+    local again <close> = experiment.from_store(db, "langs", { session = fake_session(calls), progress = false })
+    t.eq(again:judge { again = true }.judged, 2)
+    -- A row per language in the report.
+    local sq = require("klab.command").shell_quote
+    local code, _, err = t.sh(sq(t.klab) .. " report " .. sq(path) .. " --by language --out " .. sq(dir .. "/report"))
+    t.eq(code, 0, err)
+    local cost = t.read(dir .. "/report/tables/cost.md") or ""
+    t.match(cost, "Condition \\%(language\\%)")
+    t.match(cost, "| cuda | 1 |") t.match(cost, "| triton | 1 |")
+    code, _, err = t.sh(sq(t.klab) .. " report " .. sq(path) .. " --by languages --out " .. sq(dir .. "/bad"))
+    t.eq(code, 2)
+    t.match(err, "did you mean 'language'%?")
+    -- --help says so, from the list the report checks names against.
+    local _, help = t.sh(sq(t.klab) .. " report --help")
+    for _, var in ipairs(require("klab.report.conditions").BUILTIN) do t.match(help, var, "--help names " .. var) end
+    t.match(help, "language %(the language\n +a study asked the trajectory's kernels in: cuda, cute,\n +triton%)")
+  end)
+end
+
+-- Replies in files (responses_dir): a language other than cuda has a
+-- folder of its own under the tag's, so each language's turn reads its own.
+T.reply_files_per_language = function(t)
+  local dir = t.tmpdir()
+  local function put(path, text)
+    assert(os.execute("mkdir -p '" .. path:match("^(.*)/[^/]+$") .. "'"))
+    local f = assert(io.open(path, "w"))
+    f:write(text)
+    f:close()
+  end
+  local base = dir .. "/replies/oa/" .. TASK .. "/none/"
+  put(base .. "r1/turn1.md", "```cuda\n" .. NAIVE_CODE .. "```\n")
+  put(base .. "triton/r1/turn1.md", "```python\nimport triton\n@triton.jit\ndef gemm(A):\n    pass\n```\n")
+  -- A CuTe turn whose code includes no CuTe header: no candidate.
+  put(base .. "cute/r1/turn1.md", "```cuda\n" .. NAIVE_CODE .. "```\n")
+  local calls, seen = {}, {}
+  local session = fake_session(calls, seen)
+  local no_net = { submit = function() error("the network was used in replay mode") end }
+  local exp <close> = experiment.new { name = "files", db = dir .. "/files.db", models = { { name = "oa",
+    provider = "openai", model = "m", base_url = "http://127.0.0.1:9/v1" } }, tasks = { TASK },
+    languages = { "cuda", "triton", "cute" }, mode = "replay", responses_dir = dir .. "/replies", http = no_net,
+    session = session, progress = false }
+  local sum = exp:run()
+  t.eq(sum.requests.files, 3)
+  t.eq(table.concat(seen, ","), "cuda,triton")
+  t.match(exp.db:first("SELECT u.reason FROM turns u JOIN trajectories t ON t.id = u.trajectory_id "
+    .. "WHERE t.language = 'cute'").reason, "includes no CuTe or CUTLASS header")
+  -- Best-of-N groups by the trajectory's language (the CuTe turn has no
+  -- candidate, so no candidate language).
+  local got = {}
+  for _, r in ipairs(exp:select("first_correct")) do got[#got + 1] = tostring(r.language) end
+  table.sort(got)
+  t.eq(table.concat(got, ","), "cuda,cute,triton")
+  -- A missing reply names the language of the turn that lacks it.
+  local more <close> = experiment.new { name = "files_more", db = dir .. "/files.db", models = { { name = "oa",
+    provider = "openai", model = "m", base_url = "http://127.0.0.1:9/v1" } }, tasks = { TASK }, tags = { "hopper" },
+    languages = { "triton" }, mode = "replay", responses_dir = dir .. "/replies", http = no_net,
+    session = fake_session(calls), progress = false }
+  local ok, err = pcall(more.run, more)
+  t.eq(ok, false)
+  t.match(tostring(err), "tag hopper, language triton, replica 1, turn 1 of model oa .* no file .*/hopper/triton/r1/turn1%.md;")
+end
+
 -- Without a GPU, phase auto is the generate phase, and klab judge says it
 -- cannot judge there (exit 3), leaving the turns awaiting.
 T.auto_phase_and_judge_without_a_gpu = function(t)
@@ -599,6 +787,17 @@ T.spec_mistakes_before_anything_is_written = function(t)
   try({ models = { { provider = "openia", model = "x" } } }, "did you mean 'openai'")
   try({ replicas = 0 }, "replicas must be a whole number of at least 1")
   try({ phase = "judge" }, "phase must be generate, full or auto")
+  try({ languages = { "cuda", "trito" } }, "unknown language 'trito' %(did you mean 'triton'%?%) %(known: cuda, cute, triton%)")
+  try({ languages = { "cuda", "cuda" } }, "language 'cuda' is named twice")
+  try({ languages = {} }, "languages must be a non%-empty list")
+  -- A system template of one's own that does not say which language to
+  -- write gives the languages one prompt: no condition, a mistake.
+  local own = dir .. "/own_system.md"
+  local f = assert(io.open(own, "w"))
+  f:write("You write GPU kernels for ${arch}.\n")
+  f:close()
+  try({ languages = { "cuda", "triton" }, prompt = { system = own } },
+    "languages cuda and triton get the same prompt: the system or user template must include %${language_rules}")
 end
 
 -- A sweep that hits errors runs in a child process with a fake key in its

@@ -393,7 +393,8 @@ function T.damaged_stores_are_one_line_mistakes(t)
     { damaged("nulltask", [[PRAGMA foreign_keys = OFF; ALTER TABLE trajectories RENAME TO t_old;
         CREATE TABLE trajectories (id INTEGER PRIMARY KEY, experiment_id INTEGER, key TEXT, model TEXT, task TEXT,
           tag TEXT, replica INTEGER, state TEXT, stop_reason TEXT, turns INTEGER, best_speedup REAL, best_turn INTEGER,
-          selected_turn INTEGER, selected_speedup REAL, selection TEXT, messages TEXT, created_at TEXT, finished_at TEXT);
+          selected_turn INTEGER, selected_speedup REAL, selection TEXT, messages TEXT, created_at TEXT, finished_at TEXT,
+          language TEXT);
         INSERT INTO trajectories SELECT * FROM t_old; UPDATE trajectories SET task = NULL; DROP TABLE t_old;]]),
       "is not the one klab made" },
     { damaged("badjson", [[UPDATE experiments SET config = '{not json']]), "malformed JSON" },

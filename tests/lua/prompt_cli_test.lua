@@ -71,6 +71,25 @@ function T.prompt_prints_what_an_experiment_sends(t)
   t.match(out, "\n  prompt +print the messages a model would be sent")
 end
 
+-- --language: the variant a study of that language sends (an experiment's
+-- languages), made by the same function; a name klab does not know is 2.
+function T.prompt_language(t)
+  local group = { name = "softmax_bf16/1000x1023", workloads = { "softmax_bf16/1000x1023" } }
+  local code, out, err = t.sh(("cd %s && %s prompt softmax_bf16/1000x1023 --language triton --json"):format(q(t.root),
+    q(t.klab)))
+  t.eq(code, 0, err)
+  local got = cjson.decode(out)
+  local want = prompt.messages { group = group, tag = "none", language = "triton" }
+  t.eq(got[1].content, want[1].content, "the Triton study's system message")
+  t.match(got[1].content, "in one ```python block")
+  t.ok(got[1].content ~= prompt.messages { group = group, tag = "none" }[1].content, "not the CUDA C++ one")
+  code, _, err = t.sh(("cd %s && %s prompt softmax_bf16/1000x1023 --language trition"):format(q(t.root), q(t.klab)))
+  t.eq(code, 2)
+  t.match(err, "^klab prompt: unknown language 'trition' %(did you mean 'triton'%?%) %(known: cuda, cute, triton%)\n$")
+  code, out = t.sh(("%s prompt --help"):format(q(t.klab)))
+  t.match(out, "%-%-language L +the language the kernel is asked in")
+end
+
 function T.tasks_json_carries_description_and_plan(t)
   local code, out, err = t.sh(("cd %s && %s tasks --json --family softmax"):format(q(t.root), q(t.klab)))
   t.eq(code, 0, err)

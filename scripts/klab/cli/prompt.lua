@@ -1,8 +1,8 @@
 -- klab prompt: the exact messages a model would be sent for a task, before
 -- a token is paid for.
 --
---   klab prompt TASK [--tag T] [--template F] [--system F] [--arch A]
---                    [--root DIR] [--tasks DIR]... [--json]
+--   klab prompt TASK [--tag T] [--language L] [--template F] [--system F]
+--                    [--arch A] [--root DIR] [--tasks DIR]... [--json]
 --
 -- The messages are built by klab.experiment.prompt.messages, the function
 -- an experiment calls for a trajectory's first turn, with the same
@@ -12,8 +12,8 @@ local M = {}
 M.summary = "print the messages a model would be sent for a task (system, user, knowledge packs)"
 
 local USAGE = [[
-usage: klab prompt TASK [--tag T] [--template F] [--system F] [--arch A]
-                        [--root DIR] [--tasks DIR]... [--json]
+usage: klab prompt TASK [--tag T] [--language L] [--template F] [--system F]
+                        [--arch A] [--root DIR] [--tasks DIR]... [--json]
 
 Prints the messages an experiment sends a model on the first turn of a
 trajectory for TASK (a task and variant, gemm_bf16/8192x7168x5120, or a
@@ -26,6 +26,10 @@ Options:
   --tag T        the condition's tag: names the knowledge packs attached
                  (prompts/packs/<part>.md for each part of T split at '+';
                  none and no-hint attach nothing); default none
+  --language L   the language the kernel is asked in (an experiment's
+                 languages): cuda, cute or triton, whose variant
+                 prompts/languages/L.md says what to write, in which block,
+                 and how it is launched; default cuda
   --template F   the user template (an experiment's prompt.user); default
                  task.md
   --system F     the system template (prompt.system); default system.md
@@ -37,7 +41,8 @@ Options:
   --json         print the messages as a JSON array of {role, content}
   -h, --help     print this help
 
-A task, tag, template or pack that does not exist is 2, with the way out.
+A task, tag, language, template or pack that does not exist is 2, with the
+way out.
 
 ]]
 
@@ -45,7 +50,7 @@ local command = require "klab.command"
 local EXIT = command.EXIT
 USAGE = USAGE .. command.EXIT_TEXT
 
-local OPTIONS = { ["--tag"] = "value", ["--template"] = "value", ["--system"] = "value", ["--arch"] = "value",
+local OPTIONS = { ["--tag"] = "value", ["--language"] = "value", ["--template"] = "value", ["--system"] = "value", ["--arch"] = "value",
   ["--root"] = "value", ["--tasks"] = "list", ["--json"] = "flag" }
 
 local function parse(args)
@@ -73,7 +78,7 @@ function M.main(args)
   end
   if not gok then return command.fail("prompt", task.hint(clean(group)), EXIT.usage) end
   local ok, msgs = pcall(require("klab.experiment.prompt").messages, { group = group, tag = o.tag or "none",
-    arch = o.arch, system = o.system, user = o.template, root = o.root })
+    language = o.language, arch = o.arch, system = o.system, user = o.template, root = o.root })
   if not ok then return command.fail("prompt", (clean(msgs):gsub("^prompt: ", "")), EXIT.usage) end
   if o.json then
     io.write(require("klab.json").encode(msgs), "\n")

@@ -40,10 +40,12 @@ two different configs cannot be, and is refused).
                 rates with Newcombe's interval; the geometric mean of the
                 best-speedup ratio with a bootstrap interval over tasks).
                 VAR: model, tag, task, family, arch, experiment, turns,
-                template, policy (tools or turns), or any field of the
-                experiment's spec that is one value per experiment (mode,
-                select, ...); a list (tags, models, tasks) is refused: use
-                tag, model, task.
+                template, policy (tools or turns), language (the language
+                a study asked the trajectory's kernels in: cuda, cute,
+                triton), or any field of the experiment's spec that is one
+                value per experiment (mode, select, ...); a list (tags,
+                models, tasks, languages) is refused: use tag, model, task,
+                language.
 
 --format F[,F]  the table files written: md (Markdown), tex (LaTeX with
                 booktabs rules, for a paper); default md,tex.

@@ -1,4 +1,4 @@
--- klab.experiment: sweeps of models x tasks x prompt tags x replicas, with
+-- klab.experiment: sweeps of models x tasks x languages x prompt tags x replicas, with
 -- multi-turn trajectories, early stop, best-of-N, selection policies,
 -- concurrency between model calls and GPU evaluation, and resume.
 --
@@ -13,7 +13,9 @@
 --   print(exp:table())
 --
 -- Spec fields (defaults in brackets): name (required), db (a path or an open
--- store), models (model specs or model.new results), tasks, tags [{"none"}],
+-- store), models (model specs or model.new results), tasks, languages
+-- [{"cuda"}] (klab.experiment.languages: each a condition of the sweep, with
+-- its prompt variant and its code block), tags [{"none"}],
 -- replicas [1], turns [1], target_speedup [none: no early stop], mode
 -- ["record-missing"], responses_dir, arch ["sm_90a"], eval (options for
 -- eval:evaluate, e.g. {timing = true, trials = ..., deadline = ...}),
@@ -69,6 +71,8 @@ local term = require("klab.report.escape").terminal
 local judge_mod = require "klab.experiment.judge"
 local spec_mod = require "klab.experiment.spec"
 local results_mod = require "klab.experiment.results"
+local languages_mod = require "klab.experiment.languages"
+local other_language = languages_mod.other
 
 local M = {}
 
@@ -206,6 +210,7 @@ local function new(spec, stored)
   e.models, pol = spec_mod.check(spec, where, e.groups, stored ~= nil)
   if #e.models == 0 then error("experiment.new: at least one model is required", 2) end
   e.tags = spec.tags or { "none" }
+  e.languages = spec.languages or { languages_mod.DEFAULT }
   e.replicas = spec.replicas or 1
   e.turns = spec.turns or 1
   e.target = spec.target_speedup
@@ -262,6 +267,7 @@ function Exp:_config()
   return model_mod.json {
     models = models, tasks = groups, tags = self.tags, replicas = self.replicas, turns = self.turns,
     target_speedup = self.target, arch = self.arch, select = self.policy.name, history = self.history,
+    languages = self:_other_languages() and self.languages or nil,
     mode = self.mode, responses_dir = self.spec.responses_dir, prompt = plain(self.prompt),
     feedback = plain(self.feedback), eval = plain(self.spec.eval), templates = self:_templates(),
     feedback_text = self:_feedback_text(),
@@ -293,8 +299,18 @@ function Exp:_templates()
     local ok, text = pcall(prompt.pack, tag, root)
     out.packs[tag] = ok and store_mod.hash("klab.template.1", text) or nil
   end
+  -- The languages' variants, for a study in other languages than the
+  -- default alone (one in cuda alone has the config it always had).
+  if self:_other_languages() then
+    out.languages = {}
+    for _, l in ipairs(self.languages) do out.languages[l] = h(prompt.language_file(l)) end
+  end
   return out
 end
+
+-- Whether the study asks for kernels in other languages than the default
+-- alone (languages.others).
+function Exp:_other_languages() return languages_mod.others(self.languages) end
 
 -- The experiment name holds in db, rebuilt from its stored config as data
 -- (klab.experiment.stored.experiment says how, and what fields may hold).
@@ -309,7 +325,7 @@ function Exp:_experiment_id()
   return records.save_experiment(db, self.name, self:_config())
 end
 
--- Every trajectory of the sweep in its fixed order: {m, g, tag, r, key}.
+-- Every trajectory of the sweep in its fixed order: {m, g, tag, r, key, language}.
 function Exp:_sweep() return require("klab.experiment.sweep").list(self) end
 
 -- The trajectories of the sweep (of its shard), in order, loaded or created.
@@ -318,7 +334,7 @@ function Exp:_trajectories()
   local list = {}
   for p, s in ipairs(self:_sweep()) do
     if p % 4096 == 0 then self:_check_signal() end
-    local m, g, tag, r, key = s[1], s[2], s[3], s[4], s[5]
+    local m, g, tag, r, key, language = s[1], s[2], s[3], s[4], s[5], s[6]
     local mine = shard_mod.keeps(self.shard, p - 1)
     local row = mine and records.trajectory(db, key) or nil
     -- A rebuilt experiment makes no trajectory (that would read prompt
@@ -328,12 +344,13 @@ function Exp:_trajectories()
       if row then
         messages = row.state ~= "done" and (records.trajectory_messages(db, row.id) or {}) or nil
       else
-        messages = prompt.messages { group = g, tag = tag, arch = self.arch, system = self.prompt.system,
+        messages = prompt.messages { group = g, tag = tag, language = language, arch = self.arch,
+          system = self.prompt.system,
           user = self.prompt.user, vars = self.prompt.vars, root = self.prompt.root }
         row = records.add_trajectory(db, { experiment_id = self.exp_id, key = key, model = m.name,
-          task = g.name, tag = tag, replica = r, messages = model_mod.json(messages) })
+          task = g.name, tag = tag, replica = r, language = language, messages = model_mod.json(messages) })
       end
-      local t = { row = row, id = row.id, key = key, model = m, group = g, tag = tag, replica = r,
+      local t = { row = row, id = row.id, key = key, model = m, group = g, tag = tag, replica = r, language = language,
                   initial = messages, done = row.state == "done", turns = {} }
       -- A finished trajectory needs no replies or feedback: its turns' light
       -- columns only (a reopened store of a big study stays small).
@@ -406,7 +423,7 @@ function Exp:_turn(t, o, n)
     verdicts.give(rec, "request_error", { message = tostring(o.error) })
   else
     rec.reply = o.text or ""
-    local c, why = extract.candidate(rec.reply)
+    local c, why = languages_mod.candidate(rec.reply, t.language)
     if not c then
       local v = extract.verdict(why)
       rec.verdict, rec.reason = v.verdict, v.reason
@@ -637,8 +654,9 @@ function Exp:_run()
         ready[rhead], rhead = nil, rhead + 1
         local n = #t.turns + 1
         local ticket = self.caller:submit(model_mod.for_replica(t.model, t.replica), self:_messages(t), {
-          key = { tag = t.tag, sample = t.replica, turn = n },
-          locator = { model = t.model.name, task = t.group.name, tag = t.tag, replica = t.replica, turn = n },
+          key = { tag = t.tag, sample = t.replica, turn = n, language = other_language(t.language) },
+          locator = { model = t.model.name, task = t.group.name, tag = t.tag, replica = t.replica, turn = n,
+            language = other_language(t.language) },
         })
         t.waiting = ticket
         waiting[ticket] = t

@@ -43,8 +43,9 @@
 -- In replay and record-missing, caller{responses_dir=} is a second store: files
 -- <dir>/<model>/<task>/<tag>/r<replica>/turn<n>.md answer requests whose meta
 -- carries locator = {model=, task=, tag=, replica=, turn=} (the shipped sample
--- responses of experiments/quickstart.lua); leading <!-- ... --> lines are a
--- label, not part of the reply.
+-- responses of experiments/quickstart.lua; with locator.language, a study's
+-- language other than cuda, <tag>/<language>/r<replica>/...); leading
+-- <!-- ... --> lines are a label, not part of the reply.
 --
 -- An outcome: {ticket=, hash=, model=, ok=, text=, reasoning=, finish=, usage={input=, output=,
 -- reasoning=}, cost=, latency_ms=, attempts={{status=, error=, latency=, at=}...}, status=, error=,
@@ -247,8 +248,10 @@ end
 function Caller:_response_path(meta)
   local loc = meta and meta.locator
   if not self.responses_dir or not loc then return nil end
-  return ("%s/%s/%s/%s/r%s/turn%s.md"):format(self.responses_dir, safe_part(loc.model), safe_part(loc.task),
-    safe_part(loc.tag or "none"), tostring(loc.replica or 1), tostring(loc.turn or 1))
+  -- A language other than the default has a folder of its own under the tag's.
+  return ("%s/%s/%s/%s/%sr%s/turn%s.md"):format(self.responses_dir, safe_part(loc.model), safe_part(loc.task),
+    safe_part(loc.tag or "none"), loc.language and (safe_part(loc.language) .. "/") or "", tostring(loc.replica or 1),
+    tostring(loc.turn or 1))
 end
 
 function Caller:_from_files(meta)
@@ -272,8 +275,9 @@ end
 -- out. Raised as a klab.errors mistake (exit status 2).
 function Caller:_replay_miss(m, req, meta)
   local loc = meta and meta.locator
-  local what = loc and ("task %s, tag %s, replica %s, turn %s"):format(tostring(loc.task), tostring(loc.tag or "none"),
-    tostring(loc.replica or 1), tostring(loc.turn or 1)) or ("request " .. req.hash:sub(1, 12))
+  local what = loc and ("task %s, tag %s%s, replica %s, turn %s"):format(tostring(loc.task), tostring(loc.tag or "none"),
+    loc.language and (", language " .. tostring(loc.language)) or "", tostring(loc.replica or 1), tostring(loc.turn or 1))
+    or ("request " .. req.hash:sub(1, 12))
   local path = self:_response_path(meta)
   local where = path and ("not in the store and no file %s"):format(path)
     or "not in the store (and no responses_dir= to look in)"

@@ -6,6 +6,7 @@
 --   prompt.pack(tag [, root])           -> text of the knowledge packs of a tag, list of files
 --   prompt.describe(group)              -> the model-facing text of a task or task group
 --   prompt.messages(opts)               -> {{role="system", content=}, {role="user", content=}}
+--   prompt.language_file(language)      -> "languages/NAME.md", a language's variant (klab.experiment.languages)
 --   prompt.feedback(turn, opts)         -> the feedback message after a turn (PTXBench style)
 --   prompt.status(verdict)              -> PTXBench's status word for a verdict ("COMPILE_ERROR", ...)
 --
@@ -121,24 +122,44 @@ function M.describe(group)
   return text
 end
 
--- opts: {group=, tag=, arch=, system="system.md", user="task.md", vars={}, root=}
+-- The name of a language's prompt variant in the prompts folder: what the
+-- model is told to write, in which block, and its launch conventions
+-- (${language_rules} in a template). Raises for a language klab does not know.
+function M.language_file(language)
+  local l, why = require("klab.experiment.languages").get(language)
+  if not l then error("prompt: " .. why, 3) end
+  return "languages/" .. l.name .. ".md"
+end
+
+-- opts: {group=, tag=, arch=, language="cuda", system="system.md", user="task.md", vars={}, root=}
 function M.messages(opts)
   local root = opts.root or M.root()
   local pack = M.pack(opts.tag, root)
+  local language = opts.language or require("klab.experiment.languages").DEFAULT
   local vars = {
     arch = opts.arch or "sm_90a",
     knowledge = pack ~= "" and ("Reference material:\n\n" .. pack) or "",
     task = M.describe(opts.group),
     task_name = opts.group.name,
     tag = opts.tag or "",
+    language = language,
   }
-  for k, v in pairs(opts.vars or {}) do vars[k] = v end
+  for k, v in pairs(require("klab.experiment.languages").vars()) do vars[k] = v end
   local sys_name, user_name = opts.system or "system.md", opts.user or "task.md"
-  local msgs = {}
-  if sys_name ~= false then
-    msgs[#msgs + 1] = { role = "system", content = M.render(M.read(sys_name, root), vars, sys_name) }
+  local sys_text = sys_name ~= false and M.read(sys_name, root) or nil
+  local user_text = M.read(user_name, root)
+  -- The language's variant, read only where a template uses it (a template
+  -- of one's own need not).
+  local file = M.language_file(language)
+  if (sys_text or ""):find("${language_rules}", 1, true) or user_text:find("${language_rules}", 1, true) then
+    vars.language_rules = (M.render(M.read(file, root), vars, file):gsub("\n$", ""))
   end
-  msgs[#msgs + 1] = { role = "user", content = M.render(M.read(user_name, root), vars, user_name) }
+  for k, v in pairs(opts.vars or {}) do vars[k] = v end
+  local msgs = {}
+  if sys_text then
+    msgs[#msgs + 1] = { role = "system", content = M.render(sys_text, vars, sys_name) }
+  end
+  msgs[#msgs + 1] = { role = "user", content = M.render(user_text, vars, user_name) }
   return msgs
 end
 

@@ -60,29 +60,39 @@ end
 function M.cells(self)
   if not records.experiment(self.db, self.name) then return {} end
   local metrics = require "klab.report.metrics"
-  return metrics.success(metrics.load(self.db, { experiment = self.name }), { limits = {} })
+  local trajs = metrics.load(self.db, { experiment = self.name })
+  -- A study in several languages: a cell per model, language and task.
+  if self:_other_languages() then
+    for _, tr in ipairs(trajs) do tr.model = tr.model .. " / " .. tostring(tr.language) end
+  end
+  return metrics.success(trajs, { limits = {} })
 end
 
 -- Best-of-N and other selections across trajectories: the turns of each
 -- group (trajectories that share the fields in `by`, default model and
--- task) go to the policy. Returns rows {model=, task=, tag=, n=, turn=,
+-- task, and language in a study of several) go to the policy. Returns rows {model=, task=, tag=, n=, turn=,
 -- replica=, verdict=, speedup=, why=}.
 function M.select(self, pol, by)
   pol = policy.resolve(pol)
-  by = by or { "model", "task" }
+  by = by or (self:_other_languages() and { "model", "task", "language" } or { "model", "task" })
   local db = self.db
   local exp = records.experiment(db, self.name)
   if not exp then return {} end
   local groups, order = {}, {}
   local group_of = {}
   for _, g in ipairs(self.groups) do group_of[g.name] = g end
+  -- A turn's language is its candidate's; the condition is its trajectory's.
+  local function field(tr, f)
+    if f == "language" then return tr.trajectory_language end
+    return tr[f]
+  end
   for _, tr in ipairs(records.experiment_turns(db, exp.id)) do
     local parts = {}
-    for _, f in ipairs(by) do parts[#parts + 1] = tostring(tr[f]) end
+    for _, f in ipairs(by) do parts[#parts + 1] = tostring(field(tr, f)) end
     local k = table.concat(parts, "\0")
     if not groups[k] then
       groups[k] = { entries = {}, row = {} }
-      for _, f in ipairs(by) do groups[k].row[f] = tr[f] end
+      for _, f in ipairs(by) do groups[k].row[f] = field(tr, f) end
       order[#order + 1] = k
     end
     local e = M.entry({ id = tr.trajectory_id, model = { name = tr.model }, group = { name = tr.task }, tag = tr.tag,

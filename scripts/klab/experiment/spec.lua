@@ -13,12 +13,13 @@ local model_mod = require "klab.experiment.model"
 local policy = require "klab.experiment.policy"
 local providers = require "klab.experiment.providers"
 local prompt = require "klab.experiment.prompt"
+local languages = require "klab.experiment.languages"
 
 local M = {}
 
 M.FIELDS = { "name", "db", "models", "tasks", "tags", "replicas", "turns", "target_speedup", "mode", "responses_dir",
   "arch", "eval", "select", "prompt", "feedback", "history", "on_turn", "progress", "log", "concurrency", "drain_s",
-  "session", "pool", "shard", "http", "phase" }
+  "session", "pool", "shard", "http", "phase", "languages" }
 local PROMPT_FIELDS = { "system", "user", "vars", "root" }
 local FEEDBACK_FIELDS = { "template", "compile_log", "profile", "profile_after", "log_lines" }
 local POOL_FIELDS = { "gpus", "per_gpu", "cpu" }
@@ -68,6 +69,10 @@ function M.check(s, where, groups, stored)
   if type(s.prompt) == "table" then keys_of(s.prompt, PROMPT_FIELDS, "prompt field", fail) end
   if type(s.feedback) == "table" then keys_of(s.feedback, FEEDBACK_FIELDS, "feedback field", fail) end
   if type(s.pool) == "table" then keys_of(s.pool, POOL_FIELDS, "pool field", fail) end
+  if s.languages ~= nil then
+    local why = languages.check(s.languages)
+    if why then fail(why) end
+  end
   local models = {}
   for i, m in ipairs(s.models or {}) do
     if getmetatable(m) then
@@ -100,11 +105,25 @@ function M.check(s, where, groups, stored)
   if stored then return models, pol end
   local p = type(s.prompt) == "table" and s.prompt or {}
   local tags = s.tags or { "none" }
+  local langs = s.languages or { languages.DEFAULT }
   for _, tag in ipairs(tags) do
     for _, g in ipairs(groups or {}) do
-      local ok, err = pcall(prompt.messages, { group = g, tag = tag, arch = s.arch or "sm_90a", system = p.system,
-        user = p.user, vars = p.vars, root = p.root })
-      if not ok then fail(("tag %s: %s"):format(tostring(tag), clean(err))) end
+      -- The languages of a sweep are its conditions only when their prompts
+      -- differ: a template of one's own must say which language to write.
+      local seen = {}
+      for _, language in ipairs(langs) do
+        local ok, msgs = pcall(prompt.messages, { group = g, tag = tag, language = language, arch = s.arch or "sm_90a",
+          system = p.system, user = p.user, vars = p.vars, root = p.root })
+        if not ok then
+          fail(("tag %s%s: %s"):format(tostring(tag), #langs > 1 and (", language " .. language) or "", clean(msgs)))
+        end
+        local text = require("klab.json").encode(msgs)
+        if seen[text] then
+          fail(("languages %s and %s get the same prompt: the system or user template must include "
+            .. "${language_rules} (prompts/languages/NAME.md)"):format(seen[text], language))
+        end
+        seen[text] = language
+      end
     end
   end
   local fb = type(s.feedback) == "table" and s.feedback or {}

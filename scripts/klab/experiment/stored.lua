@@ -2,7 +2,7 @@
 -- A store is something researchers share; its config says what a study
 -- was, never what the judging machine should do with its secrets, files or
 -- budget. So the spec klab judge rebuilds from it keeps only what is data
--- (task and tag names, the arch, the policy's name, the target, the
+-- (task and tag names, the languages, the arch, the policy's name, the target, the
 -- history, the evaluation's conditions, the models' names), each checked
 -- against limits before anything is built from it; the feedback template
 -- is the text stored when the study ran, never a path opened now. What the
@@ -86,6 +86,12 @@ function M.spec(db, name, row)
   for _, tag in ipairs(tags) do
     if not name_ok(tag) then bad("a tag is not a name of at most %d characters", M.LIMITS.name) end
   end
+  -- The study's languages, names klab knows (nil: the default alone).
+  local langs = list("languages", #require("klab.experiment.languages").names())
+  if langs then
+    local why = require("klab.experiment.languages").check(langs)
+    if why then bad("%s", why) end
+  end
   -- Task names go through the task resolver as the command line's do
   -- (klab.experiment.group: a name, never a path).
   local tasks = {}
@@ -109,7 +115,7 @@ function M.spec(db, name, row)
     if not ok then bad("model %s: %s", m.name, tostring(mm):gsub("^[^:\n]+%.lua:%d+: ", "")) end
     ms[i] = mm
   end
-  local n = #ms * math.max(#tasks, 1) * #tags * (c.replicas or 1)
+  local n = #ms * math.max(#tasks, 1) * #tags * #(langs or { 1 }) * (c.replicas or 1)
   if n > M.LIMITS.trajectories then
     bad("its sweep would be %d trajectories, more than %d", n, M.LIMITS.trajectories)
   end
@@ -141,7 +147,8 @@ function M.spec(db, name, row)
     bad("feedback_text is not a template of at most %d bytes", M.LIMITS.template)
   end
   if fb.template == false then text = false end
-  local spec = { name = name, models = ms, tasks = tasks, tags = tags, replicas = c.replicas, turns = c.turns,
+  local spec = { name = name, models = ms, tasks = tasks, tags = tags, languages = langs, replicas = c.replicas,
+    turns = c.turns,
     target_speedup = c.target_speedup, arch = c.arch, select = c.select, history = c.history, eval = eval,
     feedback = feedback }
   return spec, { feedback_text = text, config = c, where = where }

@@ -35,10 +35,14 @@ M.SHORT = verdicts.SHORT
 
 local function speed(x) return x and ("%.3fx"):format(x) or "-" end
 
--- The summary table (a string): task, model, tag, replica, turns, the verdict of each turn,
+-- The summary table (a string): task, model, tag, the language (for a study in
+-- other languages than cuda alone), replica, turns, the verdict of each turn,
 -- the best speedup, the selected turn, and why the trajectory stopped; then a legend.
 function M.format(rows)
+  local languages = false
+  for _, r in ipairs(rows) do if require("klab.experiment.languages").other(r.language) then languages = true end end
   local head = { "task", "model", "tag", "rep", "turns", "verdicts per turn", "best", "selected", "stop" }
+  if languages then table.insert(head, 4, "language") end
   local lines, used = {}, {}
   for _, r in ipairs(rows) do
     local vs = {}
@@ -50,6 +54,7 @@ function M.format(rows)
     lines[#lines + 1] = { term(r.task), term(r.model), term(r.tag), tostring(r.replica), tostring(#r.verdicts), table.concat(vs, " "),
       speed(r.best_speedup), r.selected_turn and ("t" .. r.selected_turn .. " " .. speed(r.selected_speedup)) or "-",
       term(r.state == "done" and (r.stop_reason or "done") or "running") }
+    if languages then table.insert(lines[#lines], 4, term(r.language)) end
   end
   local out = columns(head, lines)
   local legend = {}

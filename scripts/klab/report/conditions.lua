@@ -9,7 +9,9 @@
 -- family (the task's family in the library, else its name up to the first
 -- "/" or "_"), arch, experiment, turns (the experiment's turn limit),
 -- template (the prompt's user template), policy ("tools" for a tool-calling
--- study, klab.agent.study; "turns" for the turn-based loop), or any field of the experiment's
+-- study, klab.agent.study; "turns" for the turn-based loop), language (the
+-- language the study asked the trajectory's kernels in,
+-- klab.experiment.languages), or any field of the experiment's
 -- spec that is one value per experiment (its stored config: mode, select,
 -- feedback, ...; a table is shown as JSON; a list such as tags or models
 -- is refused, as it names every condition at once). relabel writes the
@@ -22,7 +24,7 @@ local json = require "klab.json"
 
 local M = {}
 
-M.BUILTIN = { "model", "tag", "task", "family", "arch", "experiment", "turns", "template", "policy" }
+M.BUILTIN = { "model", "tag", "task", "family", "arch", "experiment", "turns", "template", "policy", "language" }
 local BUILTIN = {}
 for _, v in ipairs(M.BUILTIN) do BUILTIN[v] = true end
 
@@ -37,7 +39,7 @@ local function family(task)
 end
 
 local function value(tr, var, configs)
-  if var == "model" or var == "tag" or var == "task" or var == "arch" or var == "experiment" then
+  if var == "model" or var == "tag" or var == "task" or var == "arch" or var == "experiment" or var == "language" then
     return tostring(tr[var])
   elseif var == "family" then
     return family(tr.task)

@@ -246,9 +246,11 @@ function M.turn_costs(db, trajectory_id)
       WHERE trajectory_id = ? ORDER BY turn]], trajectory_id), kinds("turns", "turn verdict input_tokens output_tokens cost_usd"))
 end
 
--- Every turn of the experiment with its trajectory's model, task, tag and replica.
+-- Every turn of the experiment with its trajectory's model, task, tag, replica
+-- and language (as trajectory_language: a turn has its candidate's own).
 function M.experiment_turns(db, experiment_id)
-  return checked(db, "turns", query(db, [[SELECT turns.*, t.model, t.task, t.tag, t.replica FROM turns
+  return checked(db, "turns", query(db, [[SELECT turns.*, t.model, t.task, t.tag, t.replica,
+      t.language AS trajectory_language FROM turns
       JOIN trajectories t ON t.id = trajectory_id WHERE t.experiment_id = ?
       ORDER BY t.model, t.task, t.tag, t.replica, turns.turn]], experiment_id),
     kinds("turns", "verdict turn", kinds("trajectories", "model task tag replica")))
@@ -260,15 +262,15 @@ end
 
 -- ---- what reports read ----------------------------------------------------
 
--- The trajectories a report reads (with their experiment's name, arch and
--- turn limit), of one experiment or all.
+-- The trajectories a report reads (with their language, their experiment's
+-- name, arch and turn limit), of one experiment or all.
 function M.report_trajectories(db, experiment)
   return checked(db, "trajectories", query(db, [[SELECT t.id, t.model, t.task, t.tag, t.replica, t.state,
-      t.turns AS nturns, e.name AS experiment, json_extract(e.config, '$.arch') AS arch,
+      t.language, t.turns AS nturns, e.name AS experiment, json_extract(e.config, '$.arch') AS arch,
       json_extract(e.config, '$.turns') AS max_turns
       FROM trajectories t JOIN experiments e ON e.id = t.experiment_id
       WHERE (? IS NULL OR e.name = ?)]], experiment, experiment),
-    kinds("trajectories", "id model task tag replica state", { experiment = "string", arch = "string?" }))
+    kinds("trajectories", "id model task tag replica state language", { experiment = "string", arch = "string?" }))
 end
 
 -- Every turn's outcome, by trajectory and turn.
