@@ -64,7 +64,10 @@ local CH = { add = 100, div = 101, min = 102, max = 103, clamp = 104, vec_add = 
   maxpool = 127, avgpool = 128, groupnorm = 129 }
 
 -- The codes by name, for the test that holds them equal to the CUDA enums.
-M.CODES = { act = ACT, chain = CH }
+-- The reductions across a convolution's channels, as chain.cu's
+-- CH_ACROSS_* codes.
+local ACROSS = { channel_sum = 0, channel_mean = 1, channel_max = 2, channel_min = 3, channel_logsumexp = 4 }
+M.CODES = { act = ACT, chain = CH, across = ACROSS }
 
 -- Each op: its code and parameters (a, b) from its arguments, its formula,
 -- FLOPs per element it reads, and what it does to the row's width. kind:
@@ -156,6 +159,15 @@ local function op_of(file, i, o)
       row_min = "the row's minimum", logsumexp = "log(sum over the row of exp(x))" }
     return { code = CH[name], a = 0, b = 0, text = ("%s: the row becomes one value, %s (dim 1, keepdim)"):format(name,
       what[name]), flops = name == "logsumexp" and 3 or 1, kind = "row", width = function() return "1" end }
+  elseif ACROSS[name] then
+    local what = { channel_sum = "sum", channel_mean = "mean", channel_max = "maximum", channel_min = "minimum",
+      channel_logsumexp = "log of the sum of exp" }
+    local torch = { channel_sum = "torch.sum", channel_mean = "torch.mean", channel_max = "torch.max",
+      channel_min = "torch.min", channel_logsumexp = "torch.logsumexp" }
+    return { across = ACROSS[name], a = 0, b = 0, kind = "channel", flops = name == "channel_logsumexp" and 3 or 1,
+      text = ("%s: each place of the plane becomes the %s over the K channels of its image (%s over dim 1, " ..
+        "keepdim); from here on a row is the one plane left per image n (row n of y)"):format(name, what[name],
+        torch[name]) }
   elseif name == "center" then
     return { code = CH.center, a = 0, b = 0, text = "center: x = x - the row's mean", flops = 2, kind = "row" }
   elseif name == "softmax" then
@@ -188,7 +200,8 @@ local function op_of(file, i, o)
     "linear, relu, gelu, gelu_tanh, sigmoid, tanh, silu, mish, softplus, elu, selu, hardsigmoid, softsign, " ..
     "leaky_relu, scale, mul, div, add, sub, min, max, clamp, hardtanh, hardswish, mish_gate, residual, add_vec, sub_vec, mul_vec, " ..
     "add_mat, mul_mat, sum, mean, row_max, row_min, logsumexp, center, softmax, maxpool, avgpool, groupnorm, add_x, " ..
-    "maxpool2d, avgpool2d, maxpool3d, avgpool3d; " ..
+    "maxpool2d, avgpool2d, maxpool3d, avgpool3d, channel_sum, channel_mean, channel_max, channel_min, " ..
+    "channel_logsumexp; " ..
     "first: linear, conv2d, conv3d, conv_transpose2d, conv_transpose3d"))
 end
 
@@ -314,6 +327,19 @@ local function chain_of(file, list)
     if s.needs_one and ch.width ~= "1" then
       fail(file, ("compose[%d]"):format(i), o.op .. " needs a row of one value (after a reduction)")
     end
+    if s.across then
+      if not ch.conv then
+        fail(file, ("compose[%d]"):format(i), o.op .. " reduces across a convolution's channels: the chain must " ..
+          "start with a convolution")
+      end
+      if ch.across then fail(file, ("compose[%d]"):format(i), "at most one reduction across channels") end
+      -- The steps before it run on every channel's plane, those after it on
+      -- the one plane left per image.
+      ch.across = { how = s.across, at = #ch.steps + 1, width = ch.width }
+    elseif ch.across and s.vector then
+      fail(file, ("compose[%d]"):format(i), o.op .. " reads one value per channel: after " ..
+        ch.names[ch.across.at + 1] .. " one channel is left")
+    end
     if s.code == CH.add_x then ch.add_x = true end
     if s.vector then
       -- A second op on the same input (x + y, then x · y) reads the same buffer.
@@ -376,10 +402,11 @@ function M.tolerance(ch)
 end
 
 -- The program's arguments for chain.cu (8 slots of code, a, b) as plan text.
-local function program_args(ch)
-  local parts = { ("i32(%d)"):format(#ch.steps) }
+local function program_args(ch, steps)
+  steps = steps or ch.steps
+  local parts = { ("i32(%d)"):format(#steps) }
   for i = 1, M.MAX_OPS do
-    local s = ch.steps[i]
+    local s = steps[i]
     parts[#parts + 1] = s and ("i32(%d), f64(%.17g), f64(%s)"):format(s.code, s.a, s.b_expr or ("%.17g"):format(s.b))
       or "i32(0), f64(0), f64(0)"
   end
@@ -595,6 +622,64 @@ return { workspace = { T = { bytes = 4 * N * K * P } }, launches = { { kernel = 
   args = { workspace("T"), u32(P), buffer("y"), u32(wout), u32(K), %s, %s, %s } } } }
 ]]
 
+-- A chain that reduces across the channels. The reference: the
+-- convolution's sums of every plane of the images (or of the sampled
+-- images: workspace E) into T; the steps before the reduction in fp64 on
+-- each plane (their fp64 rows stay in U, S takes the fp32 copy); the
+-- reduction into V, one plane per image; the steps after it on V's planes.
+local CONV_ACROSS_REFERENCE_PLAN = [[
+local OD, OH, OW = %s, %s, %s
+local P = OD * OH * OW
+local P1, wout = %s, %s
+local images = nsample > 0 and nsample or N
+local rows = images * K
+local ws = { T = { bytes = 8 * rows * P }, U = { bytes = 8 * rows * P }, S = { bytes = 4 * rows * P1 },
+  V = { bytes = 8 * images * P1 }, Q = { bytes = 8 * images * P1 } }
+local launches, at = {}, u64(0)
+if nsample > 0 then
+  ws.E = { bytes = 8 * rows * P }
+  launches[1] = { kernel = "chain_image_units", grid = { math.min(cdiv(rows * P, 256), 65536), 1, 1 },
+    block = { 256, 1, 1 }, args = { buffer("positions"), u64(images), u32(K), u32(P), workspace("E") } }
+  at = workspace("E")
+end
+launches[#launches + 1] = { kernel = "conv_ncdhw_ref64", grid = { cdiv(rows * P, 256), 1, 1 }, block = { 256, 1, 1 },
+  args = { buffer("x"), buffer("w"), %s, at, u64(rows * P), workspace("T"), i32(%d), %s } }
+launches[#launches + 1] = { kernel = "chain_ref", grid = { rows, 1, 1 }, block = { 256, 1, 1 },
+  args = { workspace("T"), workspace("U"), u32(P), u32(P), workspace("S"), u32(P1), u64(0), u64(0),
+           u32(K), %s, %s } }
+launches[#launches + 1] = { kernel = "chain_across_ref", grid = { cdiv(images * P1, 256), 1, 1 }, block = { 256, 1, 1 },
+  args = { workspace("U"), u32(P), u32(K), u32(P1), i32(%d), workspace("V"), u64(images) } }
+launches[#launches + 1] = { kernel = "chain_ref", grid = { images, 1, 1 }, block = { 256, 1, 1 },
+  args = { workspace("V"), workspace("Q"), u32(P1), u32(P1), buffer("y"), u32(wout), u64(0), u64(0),
+           u32(1), %s, %s } }
+return { workspace = ws, launches = launches }
+]]
+
+-- The baseline of such a chain after cuDNN's convolution (into T): the
+-- bias and the steps before the reduction in place on every plane (into
+-- S), the reduction into V, the steps after it on V's planes.
+local CONV_ACROSS_BASELINE_PLAN = [[
+local P = %s
+local P1, wout = %s, %s
+return { workspace = { T = { bytes = 4 * N * K * P }, S = { bytes = 4 * N * K * P1 }, V = { bytes = 4 * N * P1 } },
+  launches = {
+    { kernel = "chain_baseline_inplace", grid = { N * K, 1, 1 }, block = { 256, 1, 1 }, shared = 0,
+      args = { workspace("T"), u32(P), workspace("S"), u32(P1), u32(K), %s, %s, %s } },
+    { kernel = "chain_across_baseline", grid = { cdiv(N * P1, 256), 1, 1 }, block = { 256, 1, 1 },
+      args = { workspace("S"), u32(P1), u32(K), u32(P1), i32(%d), workspace("V"), u64(N) } },
+    { kernel = "chain_baseline_inplace", grid = { N, 1, 1 }, block = { 256, 1, 1 }, shared = 0,
+      args = { workspace("V"), u32(P1), buffer("y"), u32(wout), u32(1), u64(0), %s, %s } } } }
+]]
+
+-- The steps before and after a reduction across channels.
+local function split_at_across(ch)
+  local before, after = {}, {}
+  for i, s in ipairs(ch.steps) do
+    if i < ch.across.at then before[#before + 1] = s elseif i > ch.across.at then after[#after + 1] = s end
+  end
+  return before, after
+end
+
 -- A convolution's output extent on an axis of n.
 local function out_extent(g, n)
   if g.transposed then return (n - 1) * g.s - 2 * g.p + g.k + g.op end
@@ -648,13 +733,14 @@ and writes y[%s] (row-major) in fp32. Here %s.
 With the default launch plan the kernel is
   extern "C" __global__ void %s(%s,
       %s)
-launched with a grid of N*K blocks of 256 threads and no dynamic shared
+launched with a grid of %s blocks of 256 threads and no dynamic shared
 memory: block r owns row r of y. Send your own plan to change any of this.]]):format(kernel, what,
     table.concat(sp_x, ", "), wdesc, table.concat(kk, ", "), g.k, g.s, g.p,
     g.op > 0 and (", output padding %d"):format(g.op) or "",
     ch.bias and " plus conv_bias[k] on\n     every output of channel k" or ", no bias", formula,
     table.concat(outs, ", "), table.concat(sp_o, "*"), lines,
-    table.concat(y, ", "), table.concat(here, ", "), kernel, table.concat(decl, ", "), table.concat(dims_decl, ", "))
+    table.concat(y, ", "), table.concat(here, ", "), kernel, table.concat(decl, ", "), table.concat(dims_decl, ", "),
+    ch.across and "N" or "N*K")
 end
 
 conv_fields = function(out, ch, f, kernel, lines)
@@ -663,7 +749,7 @@ conv_fields = function(out, ch, f, kernel, lines)
   for i, a in ipairs(g.axes) do sp[i] = a[1] end
   out.dims = { "N", "C", table.unpack(sp) }
   out.dims[#out.dims + 1] = "K"
-  local x, w, y = { "N", "C" }, g.transposed and { "C", "K" } or { "K", "C" }, { "N", "K" }
+  local x, w, y = { "N", "C" }, g.transposed and { "C", "K" } or { "K", "C" }, { "N", ch.across and "1" or "K" }
   for _, a in ipairs(g.axes) do x[#x + 1], w[#w + 1] = a[1], g.k end
   if ch.dims then
     for _, e in ipairs(ch.dims) do y[#y + 1] = e end
@@ -693,13 +779,29 @@ conv_fields = function(out, ch, f, kernel, lines)
     g.nd == 3 and g.s or 1, g.s, g.s)
   local bias_arg = ch.bias and 'buffer("conv_bias")' or "u64(0)"
   local wl = ch.width == ch.full and "P" or lua_width(ch.width)
-  out.reference = { source = "chain.cu", accumulate = "f64", units = { y = ch.width }, sample = 16,
-    plan = CONV_REFERENCE_PLAN:format(ext[1], ext[2], ext[3], wl, bias_arg, g.transposed and 1 or 0, geo,
-      vector_args(ch), program_args(ch)) }
   local plane = lua_width(g.plane)
-  out.baseline = { source = "chain.cu", name = "cuDNN's fp32 convolution, then the chain in one fp32 kernel",
-    plan = CONV_BASELINE_PLAN:format(plane, ch.width == ch.full and "P" or lua_width(ch.width), bias_arg,
-      vector_args(ch), program_args(ch)),
+  local ref_plan, base_plan
+  if ch.across then
+    local before, after = split_at_across(ch)
+    local p1 = ch.across.width == ch.full and "P" or lua_width(ch.across.width)
+    ref_plan = CONV_ACROSS_REFERENCE_PLAN:format(ext[1], ext[2], ext[3], p1, wl, bias_arg, g.transposed and 1 or 0,
+      geo, vector_args(ch), program_args(ch, before), ch.across.how, vector_args(ch), program_args(ch, after))
+    base_plan = CONV_ACROSS_BASELINE_PLAN:format(plane, p1, wl, bias_arg, vector_args(ch), program_args(ch, before),
+      ch.across.how, vector_args(ch), program_args(ch, after))
+  else
+    ref_plan = CONV_REFERENCE_PLAN:format(ext[1], ext[2], ext[3], wl, bias_arg, g.transposed and 1 or 0, geo,
+      vector_args(ch), program_args(ch))
+    base_plan = CONV_BASELINE_PLAN:format(plane, wl, bias_arg, vector_args(ch), program_args(ch))
+  end
+  -- A unit is a row of y: one channel's plane, or one image's plane after
+  -- a reduction across channels (whose sampled check recomputes all K of
+  -- its planes, hence fewer).
+  out.reference = { source = "chain.cu", accumulate = "f64", units = { y = ch.width }, sample = ch.across and 4 or 16,
+    plan = ref_plan }
+  out.baseline = { source = "chain.cu", name = ch.across
+      and "cuDNN's fp32 convolution, then the chain in fp32 kernels (per plane, across channels, per plane)"
+      or "cuDNN's fp32 convolution, then the chain in one fp32 kernel",
+    plan = base_plan,
     prologue = { lib = "cudnn", op = "graph", c = "T", modes = { "fp32" }, spec = function(d)
       local xd, yd = { d.N, d.C }, { d.N, d.K }
       local wd = g.transposed and { d.C, d.K } or { d.K, d.C }
@@ -717,7 +819,8 @@ conv_fields = function(out, ch, f, kernel, lines)
   local steps = ch.steps
   -- Two FLOPs per multiply-add of the direct (forward or scattering)
   -- convolution, padding taps included, then the chain's: each op's count
-  -- per element it reads (a pooling reads the plane and leaves its windows).
+  -- per element it reads (a pooling reads the plane and leaves its windows;
+  -- a reduction across channels reads every plane and leaves one per image).
   out.flops = function(d)
     local inner, outer, dims = 1, 1, {}
     for i, a in ipairs(g.axes) do
@@ -725,10 +828,12 @@ conv_fields = function(out, ch, f, kernel, lines)
       inner, outer = inner * d[a[1]], outer * dims[i]
     end
     local n = math.tointeger(2 * d.N * d.K * d.C * g.k ^ g.nd * (g.transposed and inner or outer))
-    local w = outer
+    local w, planes = outer, d.N * d.K
     for _, s in ipairs(steps) do
-      n = n + s.flops * d.N * d.K * w
-      if s.pool then
+      n = n + s.flops * planes * w
+      if s.across then
+        planes = d.N
+      elseif s.pool then
         w = 1
         for i = 1, #dims do
           dims[i] = dims[i] // s.pool.k
@@ -753,11 +858,18 @@ conv_fields = function(out, ch, f, kernel, lines)
   end
   out.plan = ([[
 -- Default plan: one launch of `%s`, a block of 256 threads per row of y
--- (one output channel's plane of one image).
-return { launches = { { kernel = "%s", grid = { N * K, 1, 1 }, block = { 256, 1, 1 }, shared = 0,
+-- (%s).
+return { launches = { { kernel = "%s", grid = { %s, 1, 1 }, block = { 256, 1, 1 }, shared = 0,
   args = { %s, %s } } } }
-]]):format(kernel, kernel, table.concat(args, ", "), table.concat(dims_u, ", "))
+]]):format(kernel, ch.across and "the one plane of an image left after the reduction across channels"
+    or "one output channel's plane of one image", kernel, ch.across and "N" or "N * K", table.concat(args, ", "),
+    table.concat(dims_u, ", "))
   out.description = conv_description(g, ch, kernel, lines, y, decl, dims_decl, here)
+  if ch.across then
+    return { sources = "conv", baseline = "sequence: cuDNN's convolution graph (fp32), then chain_baseline_inplace " ..
+      "for the bias and the steps before the reduction across channels, chain_across_baseline, and " ..
+      "chain_baseline_inplace for the steps after it (tasks/fused/chain.cu)" }
+  end
   return { sources = "conv", baseline = "sequence: cuDNN's convolution graph (fp32), then chain_baseline_inplace " ..
     "(tasks/fused/chain.cu) for the bias and the rest" }
 end
