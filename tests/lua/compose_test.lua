@@ -17,6 +17,18 @@ local function file(t, body)
   return path
 end
 
+-- A composed task file after a 2-D convolution in a fresh folder; returns
+-- its path.
+local function conv_file(t, body)
+  local dir = t.tmpdir() .. "/cv"
+  require("klab.sys").mkdir(dir)
+  local path = dir .. "/c.lua"
+  local f = assert(io.open(path, "w"))
+  f:write('name = "c"\nvariants = { { N = 2, C = 3, H = 8, W = 9, K = 4 } }\n' .. body .. "\n")
+  f:close()
+  return path
+end
+
 local function load_err(path)
   local ok, err = pcall(task.load, path, { reload = true })
   return not ok and tostring(err) or nil
@@ -176,34 +188,20 @@ function T.a_chain_reduces_across_channels(t)
 end
 
 function T.a_reduction_across_channels_is_refused_where_it_means_nothing(t)
-  local function conv_file(body)
-    local dir = t.tmpdir() .. "/ac"
-    require("klab.sys").mkdir(dir)
-    local path = dir .. "/c.lua"
-    local f = assert(io.open(path, "w"))
-    f:write('name = "c"\nvariants = { { N = 2, C = 3, H = 8, W = 9, K = 4 } }\n' .. body .. "\n")
-    f:close()
-    return path
+  for _, c in ipairs {
+    { file(t, "compose = { ops.linear{}, ops.channel_sum{} }"), "channel_sum reduces across a convolution's channels" },
+    { conv_file(t, "compose = { ops.conv2d{ kernel = 3 }, ops.channel_max{}, ops.channel_min{} }"),
+      "at most one reduction across channels" },
+    { conv_file(t, "compose = { ops.conv2d{ kernel = 3 }, ops.channel_mean{}, ops.add_vec{ name = 'b' } }"),
+      "add_vec reads one value per channel: after channel_mean one channel is left" },
+  } do
+    local e = load_err(c[1])
+    t.ok(e and e:find(c[2], 1, true), e)
   end
-  local e = load_err(file(t, "compose = { ops.linear{}, ops.channel_sum{} }"))
-  t.ok(e and e:find("channel_sum reduces across a convolution's channels", 1, true), e)
-  e = load_err(conv_file("compose = { ops.conv2d{ kernel = 3 }, ops.channel_max{}, ops.channel_min{} }"))
-  t.ok(e and e:find("at most one reduction across channels", 1, true), e)
-  e = load_err(conv_file("compose = { ops.conv2d{ kernel = 3 }, ops.channel_mean{}, ops.add_vec{ name = 'b' } }"))
-  t.ok(e and e:find("add_vec reads one value per channel: after channel_mean one channel is left", 1, true), e)
 end
 
 function T.a_convolution_chain_refuses_what_needs_a_linear_row(t)
-  local function conv_file(body)
-    local dir = t.tmpdir() .. "/cv"
-    require("klab.sys").mkdir(dir)
-    local path = dir .. "/c.lua"
-    local f = assert(io.open(path, "w"))
-    f:write('name = "c"\nvariants = { { N = 2, C = 3, H = 8, W = 9, K = 4 } }\n' .. body .. "\n")
-    f:close()
-    return path
-  end
-  local ok, d = pcall(task.load, conv_file("compose = { ops.conv2d{ kernel = 3 }, ops.sub_vec{ name = 's' } }"),
+  local ok, d = pcall(task.load, conv_file(t, "compose = { ops.conv2d{ kernel = 3 }, ops.sub_vec{ name = 's' } }"),
     { reload = true })
   t.ok(ok, tostring(d))
   if ok then
@@ -211,21 +209,21 @@ function T.a_convolution_chain_refuses_what_needs_a_linear_row(t)
     t.match(d.tasks[1].reference.plan, ("i32%%(%d%%), f64%%(0%%), f64%%(1%%)"):format(compose.CODES.chain.chan_add),
       "sub_vec after a convolution subtracts per channel")
   end
-  local e = load_err(conv_file("compose = { ops.conv2d{ kernel = 3 }, ops.maxpool3d{ 2 } }"))
+  local e = load_err(conv_file(t, "compose = { ops.conv2d{ kernel = 3 }, ops.maxpool3d{ 2 } }"))
   t.ok(e and e:find("maxpool3d needs the plane of a 3-D convolution before it", 1, true), e)
-  e = load_err(conv_file("compose = { ops.conv2d{ kernel = 3 }, ops.mean{}, ops.avgpool2d{ 2 } }"))
+  e = load_err(conv_file(t, "compose = { ops.conv2d{ kernel = 3 }, ops.mean{}, ops.avgpool2d{ 2 } }"))
   t.ok(e and e:find("avgpool2d needs the plane of a 2-D convolution", 1, true), e)
-  e = load_err(conv_file("compose = { ops.conv2d{ kernel = 3 }, ops.maxpool{ 2 } }"))
+  e = load_err(conv_file(t, "compose = { ops.conv2d{ kernel = 3 }, ops.maxpool{ 2 } }"))
   t.ok(e and e:find("compose[2]': maxpool does not follow a convolution", 1, true), e)
-  e = load_err(conv_file("compose = { ops.conv2d{ kernel = 3 }, ops.groupnorm{ 2 } }"))
+  e = load_err(conv_file(t, "compose = { ops.conv2d{ kernel = 3 }, ops.groupnorm{ 2 } }"))
   t.ok(e and e:find("groupnorm takes 1 group", 1, true), e)
-  e = load_err(conv_file("compose = { ops.conv2d{ kernel = 3, output_padding = 1 }, ops.relu{} }"))
+  e = load_err(conv_file(t, "compose = { ops.conv2d{ kernel = 3, output_padding = 1 }, ops.relu{} }"))
   t.ok(e and e:find("compose[1].output_padding': only a transposed convolution has one", 1, true), e)
-  e = load_err(conv_file("compose = { ops.conv2d{ kernel = 3, dilation = 2 }, ops.relu{} }"))
+  e = load_err(conv_file(t, "compose = { ops.conv2d{ kernel = 3, dilation = 2 }, ops.relu{} }"))
   t.ok(e and e:find("compose[1].dilation': unknown argument of conv2d", 1, true), e)
-  e = load_err(conv_file("compose = { ops.conv2d{}, ops.relu{} }"))
+  e = load_err(conv_file(t, "compose = { ops.conv2d{}, ops.relu{} }"))
   t.ok(e and e:find("conv2d needs kernel", 1, true), e)
-  e = load_err(conv_file("compose = { ops.conv2d{ kernel = 3 }, ops.add_vec{ name = 'conv_bias' } }"))
+  e = load_err(conv_file(t, "compose = { ops.conv2d{ kernel = 3 }, ops.add_vec{ name = 'conv_bias' } }"))
   t.ok(e and e:find("buffer 'conv_bias' is taken", 1, true), e)
 end
 
