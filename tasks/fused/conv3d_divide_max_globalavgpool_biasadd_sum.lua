@@ -19,6 +19,7 @@ tags = { "kernelbench-l2" }
 kernelbench = { level = 2, problem = 8, exact = true }
 
 -- KernelBench's semantics as one PyTorch expression (klab.task.oracle;
--- tests/gpu/oracle_check.lua compares it with the reference).
-oracle = "torch.sum(F.adaptive_avg_pool3d(F.max_pool3d(F.conv3d(x, w, conv_bias) / 2.0, 2), (1, 1, 1)) " ..
+-- tests/gpu/oracle_check.lua compares it with the reference): the global
+-- average pooling written as the mean over the plane (the same values).
+oracle = "torch.sum(torch.mean(F.max_pool3d(F.conv3d(x, w, conv_bias) / 2.0, 2), dim=(2, 3, 4), keepdim=True) " ..
   "+ bias[:, None, None, None], dim=1)"
