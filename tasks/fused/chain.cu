@@ -43,6 +43,11 @@
 //   CH_ADD_X     a row of one value v becomes the K values v + X[i,k]: the
 //                layer's own input added back (torch's broadcast of [M,1]
 //                and [M,K])
+// A chain after a convolution may also reduce across the channels once
+// (klab.task.compose's channel_*): the program before it runs on every
+// channel's plane, chain_across_* reduces the K planes of each image place
+// by place (CH_ACROSS_*), and the program after it runs on the one plane
+// left per image (row n, K = 1).
 // The reference runs the chain in fp64 on the product's exact sums; the
 // baseline runs the same program in fp32 on cuBLASLt's fp32 product, the
 // row staged in shared memory. Every reduction has a fixed order (a
@@ -366,4 +371,58 @@ chain_baseline_inplace(float *T, u32 N, float *Y, u32 wout, u32 K, const float *
     ch_row<float, float>(u, u, r, N, nullptr, K, p, V0, dt0, V1, dt1, red);
     for (u32 j = threadIdx.x; j < wout; j += CH_THREADS)
         Y[r * wout + j] = u[j];
+}
+
+// Across the channels: dst[n][j] = the reduction over k < K of
+// src[(n*K + k)*stride + j] for j < width and the images n < images, one
+// thread per place, the channels in order (so both versions are
+// deterministic): CH_ACROSS_SUM, _MEAN, _MAX, _MIN or _LOGSUMEXP (max + log
+// of the sum of exp(x - max)).
+enum { CH_ACROSS_SUM = 0, CH_ACROSS_MEAN = 1, CH_ACROSS_MAX = 2, CH_ACROSS_MIN = 3, CH_ACROSS_LOGSUMEXP = 4 };
+
+template <typename R>
+static __device__ void ch_across(const R *src, u32 stride, u32 K, u32 width, int how, R *dst, u64 images)
+{
+    const u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= images * width)
+        return;
+    const u64 n = i / width, j = i % width;
+    const R *s = src + n * K * stride + j;
+    const int red = how == CH_ACROSS_MAX || how == CH_ACROSS_LOGSUMEXP ? CH_RED_MAX
+                  : how == CH_ACROSS_MIN                              ? CH_RED_MIN
+                                                                      : CH_RED_SUM;
+    R acc = ch_start<R>(red);
+    for (u32 k = 0; k < K; k++)
+        acc = ch_combine(red, acc, s[(u64)k * stride]);
+    if (how == CH_ACROSS_MEAN)
+        acc = acc / (R)K;
+    if (how == CH_ACROSS_LOGSUMEXP) {
+        R e = 0;
+        for (u32 k = 0; k < K; k++)
+            e += (R)exp(s[(u64)k * stride] - acc);
+        acc = acc + (R)log(e);
+    }
+    dst[i] = acc;
+}
+
+extern "C" __global__ void chain_across_ref(const double *src, u32 stride, u32 K, u32 width, int how, double *dst,
+                                            u64 images)
+{
+    ch_across<double>(src, stride, K, width, how, dst, images);
+}
+
+extern "C" __global__ void chain_across_baseline(const float *src, u32 stride, u32 K, u32 width, int how, float *dst,
+                                                 u64 images)
+{
+    ch_across<float>(src, stride, K, width, how, dst, images);
+}
+
+// The sampled reference's units when a chain reduces across channels: each
+// of the n images in positions becomes the K*P element units of its K
+// channel planes (P places each), for conv_ncdhw_ref64.
+extern "C" __global__ void chain_image_units(const u64 *positions, u64 n, u32 K, u32 P, u64 *units)
+{
+    const u64 per = (u64)K * P, total = n * per;
+    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < total; i += (u64)gridDim.x * blockDim.x)
+        units[i] = klab_unit(positions, i / per) * per + i % per;
 }

@@ -17,6 +17,18 @@ local function file(t, body)
   return path
 end
 
+-- A composed task file after a 2-D convolution in a fresh folder; returns
+-- its path.
+local function conv_file(t, body)
+  local dir = t.tmpdir() .. "/cv"
+  require("klab.sys").mkdir(dir)
+  local path = dir .. "/c.lua"
+  local f = assert(io.open(path, "w"))
+  f:write('name = "c"\nvariants = { { N = 2, C = 3, H = 8, W = 9, K = 4 } }\n' .. body .. "\n")
+  f:close()
+  return path
+end
+
 local function load_err(path)
   local ok, err = pcall(task.load, path, { reload = true })
   return not ok and tostring(err) or nil
@@ -144,17 +156,52 @@ function T.a_pool_shrinks_the_plane(t)
     "chain.cu decodes b as compose encodes it")
 end
 
-function T.a_convolution_chain_refuses_what_needs_a_linear_row(t)
-  local function conv_file(body)
-    local dir = t.tmpdir() .. "/cv"
-    require("klab.sys").mkdir(dir)
-    local path = dir .. "/c.lua"
-    local f = assert(io.open(path, "w"))
-    f:write('name = "c"\nvariants = { { N = 2, C = 3, H = 8, W = 9, K = 4 } }\n' .. body .. "\n")
-    f:close()
-    return path
+-- A reduction across a convolution's channels (torch.min(x, dim=1,
+-- keepdim=True)): the steps before it run per channel plane, those after
+-- it on the one plane left per image; y has one channel, a unit is an
+-- image's plane, and the reference and the baseline reduce in chain.cu.
+function T.a_chain_reduces_across_channels(t)
+  local x = task.get("conv2d_min_tanh_tanh/n3_c5_17x23_k6", lib(t))
+  t.eq(table.concat(task.plain(x.compose.ops), ","), "conv2d,channel_min,tanh,tanh")
+  t.eq(table.concat(task.plain(x.buffers.y.shape), ","), "3,1,15,21")
+  t.eq(x.units.y, 15 * 21)
+  -- The taps over 3 x 6 planes; the minimum reads the 18 planes, each tanh
+  -- the 3 left.
+  t.eq(x.flops, 2 * 3 * 6 * 5 * 9 * 15 * 21 + 18 * 15 * 21 + 2 * 3 * 15 * 21)
+  local min, tanh = compose.CODES.across.channel_min, compose.CODES.act.tanh
+  t.match(x.reference.plan, ('"chain_across_ref".-i32%%(%d%%), workspace%%("V"%%)'):format(min),
+    "the reference reduces by the minimum")
+  t.match(x.baseline.plan, ('"chain_across_baseline".-i32%%(%d%%), workspace%%("V"%%)'):format(min),
+    "the baseline reduces by the minimum")
+  -- No step before the reduction; both tanh after it, on one channel.
+  t.match(x.reference.plan, 'u32%(K%), u64%(0%), i32%(0%), u64%(0%), i32%(0%), i32%(0%)', "no step before it")
+  t.match(x.reference.plan, ('u32%%(1%%), u64%%(0%%), i32%%(0%%), u64%%(0%%), i32%%(0%%), i32%%(2%%), i32%%(%d%%)')
+    :format(tanh), "two tanh after it")
+  t.match(x.plan, "grid = { N, 1, 1 }", "the default plan has a block per image")
+  local cu = assert(io.open(t.root .. "/tasks/fused/chain.cu")):read("a")
+  for name, code in pairs(compose.CODES.across) do
+    t.match(cu, ("CH_ACROSS_%s = %d"):format(name:sub(9):upper(), code), "chain.cu's code of " .. name)
   end
-  local ok, d = pcall(task.load, conv_file("compose = { ops.conv2d{ kernel = 3 }, ops.sub_vec{ name = 's' } }"),
+  local pooled = task.get("convtranspose3d_max_max_sum/kb78", lib(t))
+  -- 63 per axis, then windows of 2 (31) and of 3 (10).
+  t.eq(table.concat(task.plain(pooled.buffers.y.shape), ","), "16,1,10,10,10")
+end
+
+function T.a_reduction_across_channels_is_refused_where_it_means_nothing(t)
+  for _, c in ipairs {
+    { file(t, "compose = { ops.linear{}, ops.channel_sum{} }"), "channel_sum reduces across a convolution's channels" },
+    { conv_file(t, "compose = { ops.conv2d{ kernel = 3 }, ops.channel_max{}, ops.channel_min{} }"),
+      "at most one reduction across channels" },
+    { conv_file(t, "compose = { ops.conv2d{ kernel = 3 }, ops.channel_mean{}, ops.add_vec{ name = 'b' } }"),
+      "add_vec reads one value per channel: after channel_mean one channel is left" },
+  } do
+    local e = load_err(c[1])
+    t.ok(e and e:find(c[2], 1, true), e)
+  end
+end
+
+function T.a_convolution_chain_refuses_what_needs_a_linear_row(t)
+  local ok, d = pcall(task.load, conv_file(t, "compose = { ops.conv2d{ kernel = 3 }, ops.sub_vec{ name = 's' } }"),
     { reload = true })
   t.ok(ok, tostring(d))
   if ok then
@@ -162,21 +209,21 @@ function T.a_convolution_chain_refuses_what_needs_a_linear_row(t)
     t.match(d.tasks[1].reference.plan, ("i32%%(%d%%), f64%%(0%%), f64%%(1%%)"):format(compose.CODES.chain.chan_add),
       "sub_vec after a convolution subtracts per channel")
   end
-  local e = load_err(conv_file("compose = { ops.conv2d{ kernel = 3 }, ops.maxpool3d{ 2 } }"))
+  local e = load_err(conv_file(t, "compose = { ops.conv2d{ kernel = 3 }, ops.maxpool3d{ 2 } }"))
   t.ok(e and e:find("maxpool3d needs the plane of a 3-D convolution before it", 1, true), e)
-  e = load_err(conv_file("compose = { ops.conv2d{ kernel = 3 }, ops.mean{}, ops.avgpool2d{ 2 } }"))
+  e = load_err(conv_file(t, "compose = { ops.conv2d{ kernel = 3 }, ops.mean{}, ops.avgpool2d{ 2 } }"))
   t.ok(e and e:find("avgpool2d needs the plane of a 2-D convolution", 1, true), e)
-  e = load_err(conv_file("compose = { ops.conv2d{ kernel = 3 }, ops.maxpool{ 2 } }"))
+  e = load_err(conv_file(t, "compose = { ops.conv2d{ kernel = 3 }, ops.maxpool{ 2 } }"))
   t.ok(e and e:find("compose[2]': maxpool does not follow a convolution", 1, true), e)
-  e = load_err(conv_file("compose = { ops.conv2d{ kernel = 3 }, ops.groupnorm{ 2 } }"))
+  e = load_err(conv_file(t, "compose = { ops.conv2d{ kernel = 3 }, ops.groupnorm{ 2 } }"))
   t.ok(e and e:find("groupnorm takes 1 group", 1, true), e)
-  e = load_err(conv_file("compose = { ops.conv2d{ kernel = 3, output_padding = 1 }, ops.relu{} }"))
+  e = load_err(conv_file(t, "compose = { ops.conv2d{ kernel = 3, output_padding = 1 }, ops.relu{} }"))
   t.ok(e and e:find("compose[1].output_padding': only a transposed convolution has one", 1, true), e)
-  e = load_err(conv_file("compose = { ops.conv2d{ kernel = 3, dilation = 2 }, ops.relu{} }"))
+  e = load_err(conv_file(t, "compose = { ops.conv2d{ kernel = 3, dilation = 2 }, ops.relu{} }"))
   t.ok(e and e:find("compose[1].dilation': unknown argument of conv2d", 1, true), e)
-  e = load_err(conv_file("compose = { ops.conv2d{}, ops.relu{} }"))
+  e = load_err(conv_file(t, "compose = { ops.conv2d{}, ops.relu{} }"))
   t.ok(e and e:find("conv2d needs kernel", 1, true), e)
-  e = load_err(conv_file("compose = { ops.conv2d{ kernel = 3 }, ops.add_vec{ name = 'conv_bias' } }"))
+  e = load_err(conv_file(t, "compose = { ops.conv2d{ kernel = 3 }, ops.add_vec{ name = 'conv_bias' } }"))
   t.ok(e and e:find("buffer 'conv_bias' is taken", 1, true), e)
 end
 

@@ -23,11 +23,8 @@
 --   tolerance    from the output type and the chain (M.tolerance's reason)
 --   FLOPs        the product's 2·M·N·K plus each op's count per element
 --   description  the chain in words, and the default plan
--- After a convolution (conv_fields): x, w, conv_bias and y in torch's NCHW
--- layouts, a row one output channel's plane, vectors one value per channel;
--- the reference is tasks/conv/reference.cu's fp64 sums then chain_ref, the
--- baseline cuDNN's convolution (a prologue described per variant) then
--- chain_baseline_inplace.
+-- After a convolution: klab.task.compose_conv's fields (torch's NCHW
+-- layouts, cuDNN's convolution then chain.cu's kernels).
 --
 --   compose.SANDBOX                the `ops` constructors task files see
 --   compose.expand(file, fields)   -> the task file's fields, completed; the
@@ -64,7 +61,10 @@ local CH = { add = 100, div = 101, min = 102, max = 103, clamp = 104, vec_add = 
   maxpool = 127, avgpool = 128, groupnorm = 129 }
 
 -- The codes by name, for the test that holds them equal to the CUDA enums.
-M.CODES = { act = ACT, chain = CH }
+-- The reductions across a convolution's channels, as chain.cu's
+-- CH_ACROSS_* codes.
+local ACROSS = { channel_sum = 0, channel_mean = 1, channel_max = 2, channel_min = 3, channel_logsumexp = 4 }
+M.CODES = { act = ACT, chain = CH, across = ACROSS }
 
 -- Each op: its code and parameters (a, b) from its arguments, its formula,
 -- FLOPs per element it reads, and what it does to the row's width. kind:
@@ -156,6 +156,15 @@ local function op_of(file, i, o)
       row_min = "the row's minimum", logsumexp = "log(sum over the row of exp(x))" }
     return { code = CH[name], a = 0, b = 0, text = ("%s: the row becomes one value, %s (dim 1, keepdim)"):format(name,
       what[name]), flops = name == "logsumexp" and 3 or 1, kind = "row", width = function() return "1" end }
+  elseif ACROSS[name] then
+    local what = { channel_sum = "sum", channel_mean = "mean", channel_max = "maximum", channel_min = "minimum",
+      channel_logsumexp = "log of the sum of exp" }
+    local torch = { channel_sum = "torch.sum", channel_mean = "torch.mean", channel_max = "torch.max",
+      channel_min = "torch.min", channel_logsumexp = "torch.logsumexp" }
+    return { across = ACROSS[name], a = 0, b = 0, kind = "channel", flops = name == "channel_logsumexp" and 3 or 1,
+      text = ("%s: each place of the plane becomes the %s over the K channels of its image (%s over dim 1, " ..
+        "keepdim); from here on a row is the one plane left per image n (row n of y)"):format(name, what[name],
+        torch[name]) }
   elseif name == "center" then
     return { code = CH.center, a = 0, b = 0, text = "center: x = x - the row's mean", flops = 2, kind = "row" }
   elseif name == "softmax" then
@@ -188,7 +197,8 @@ local function op_of(file, i, o)
     "linear, relu, gelu, gelu_tanh, sigmoid, tanh, silu, mish, softplus, elu, selu, hardsigmoid, softsign, " ..
     "leaky_relu, scale, mul, div, add, sub, min, max, clamp, hardtanh, hardswish, mish_gate, residual, add_vec, sub_vec, mul_vec, " ..
     "add_mat, mul_mat, sum, mean, row_max, row_min, logsumexp, center, softmax, maxpool, avgpool, groupnorm, add_x, " ..
-    "maxpool2d, avgpool2d, maxpool3d, avgpool3d; " ..
+    "maxpool2d, avgpool2d, maxpool3d, avgpool3d, channel_sum, channel_mean, channel_max, channel_min, " ..
+    "channel_logsumexp; " ..
     "first: linear, conv2d, conv3d, conv_transpose2d, conv_transpose3d"))
 end
 
@@ -314,6 +324,19 @@ local function chain_of(file, list)
     if s.needs_one and ch.width ~= "1" then
       fail(file, ("compose[%d]"):format(i), o.op .. " needs a row of one value (after a reduction)")
     end
+    if s.across then
+      if not ch.conv then
+        fail(file, ("compose[%d]"):format(i), o.op .. " reduces across a convolution's channels: the chain must " ..
+          "start with a convolution")
+      end
+      if ch.across then fail(file, ("compose[%d]"):format(i), "at most one reduction across channels") end
+      -- The steps before it run on every channel's plane, those after it on
+      -- the one plane left per image.
+      ch.across = { how = s.across, at = #ch.steps + 1, width = ch.width }
+    elseif ch.across and s.vector then
+      fail(file, ("compose[%d]"):format(i), o.op .. " reads one value per channel: after " ..
+        ch.names[ch.across.at + 1] .. " one channel is left")
+    end
     if s.code == CH.add_x then ch.add_x = true end
     if s.vector then
       -- A second op on the same input (x + y, then x · y) reads the same buffer.
@@ -376,10 +399,11 @@ function M.tolerance(ch)
 end
 
 -- The program's arguments for chain.cu (8 slots of code, a, b) as plan text.
-local function program_args(ch)
-  local parts = { ("i32(%d)"):format(#ch.steps) }
+local function program_args(ch, steps)
+  steps = steps or ch.steps
+  local parts = { ("i32(%d)"):format(#steps) }
   for i = 1, M.MAX_OPS do
-    local s = ch.steps[i]
+    local s = steps[i]
     parts[#parts + 1] = s and ("i32(%d), f64(%.17g), f64(%s)"):format(s.code, s.a, s.b_expr or ("%.17g"):format(s.b))
       or "i32(0), f64(0), f64(0)"
   end
@@ -442,7 +466,7 @@ local function chain_flops(steps, rows, w, K)
   return n
 end
 
-local linear_fields, conv_fields
+local linear_fields
 
 -- The inputs after the first step's operands, in out: its bias (bias_name
 -- [width], ~ N(0, 0.1²)) and the chain's vectors (~ N(0, 1), as
@@ -487,7 +511,9 @@ function M.expand(file, f)
   for i, s in ipairs(ch.steps) do lines[i] = ("  %d. %s"):format(i + 1, s.text) end
   local info
   if ch.conv then
-    info = conv_fields(out, ch, f, kernel, table.concat(lines, "\n"))
+    info = require("klab.task.compose_conv").fields(out, ch, f, kernel, table.concat(lines, "\n"), {
+      lua_width = lua_width, vector_args = vector_args, program_args = program_args,
+      params_and_suite = params_and_suite })
   else
     info = linear_fields(file, out, ch, f, kernel, table.concat(lines, "\n"))
   end
@@ -559,207 +585,6 @@ to change any of this (tiles over N, several launches, workspace).]]):format(ker
     table.concat(decl, ", "))
   return { sources = "linear", baseline = "sequence: cuBLASLt matmul (" ..
     (ch.bias and "bias epilogue" or "no epilogue") .. "), then chain_baseline (tasks/fused/chain.cu) for the rest" }
-end
-
--- A chain after a convolution. The reference: the convolution's sums in
--- fp64 (every element, or the sampled rows' elements, workspace E) into T,
--- then the chain in fp64, one block per row (one channel's plane).
-local CONV_REFERENCE_PLAN = [[
-local OD, OH, OW = %s, %s, %s
-local P = OD * OH * OW
-local wout = %s
-local rows = nsample > 0 and nsample or N * K
-local ws = { T = { bytes = 8 * rows * P }, U = { bytes = 8 * rows * P } }
-local launches, at = {}, buffer("positions")
-if nsample > 0 then
-  ws.E = { bytes = 8 * rows * P }
-  launches[1] = { kernel = "chain_row_units", grid = { math.min(cdiv(rows * P, 256), 65536), 1, 1 },
-    block = { 256, 1, 1 }, args = { buffer("positions"), u64(rows), u32(P), workspace("E") } }
-  at = workspace("E")
-end
-launches[#launches + 1] = { kernel = "conv_ncdhw_ref64", grid = { cdiv(rows * P, 256), 1, 1 }, block = { 256, 1, 1 },
-  args = { buffer("x"), buffer("w"), %s, at, u64(rows * P), workspace("T"), i32(%d), %s } }
-launches[#launches + 1] = { kernel = "chain_ref", grid = { rows, 1, 1 }, block = { 256, 1, 1 },
-  args = { workspace("T"), workspace("U"), u32(P), u32(P), buffer("y"), u32(wout), buffer("positions"), u64(0),
-           u32(K), %s, %s } }
-return { workspace = ws, launches = launches }
-]]
-
--- The baseline's chain after cuDNN's convolution (into the workspace T):
--- the convolution's bias and the chain, in place, one block per row.
-local CONV_BASELINE_PLAN = [[
-local P = %s
-local wout = %s
-return { workspace = { T = { bytes = 4 * N * K * P } }, launches = { { kernel = "chain_baseline_inplace",
-  grid = { N * K, 1, 1 }, block = { 256, 1, 1 }, shared = 0,
-  args = { workspace("T"), u32(P), buffer("y"), u32(wout), u32(K), %s, %s, %s } } } }
-]]
-
--- A convolution's output extent on an axis of n.
-local function out_extent(g, n)
-  if g.transposed then return (n - 1) * g.s - 2 * g.p + g.k + g.op end
-  return (n + 2 * g.p - g.k) // g.s + 1
-end
-
--- A chain after a convolution in words: the convolution, the steps
--- (lines), y's shape and the default plan's signature.
-local function conv_description(g, ch, kernel, lines, y, decl, dims_decl, here)
-  local sp_x, sp_o, outs = {}, {}, {}
-  local letters = g.nd == 3 and { "d", "h", "w" } or { "h", "w" }
-  for i, a in ipairs(g.axes) do
-    sp_x[i] = a[1]
-    sp_o[i] = "O" .. a[1]
-    outs[i] = ("O%s = %s"):format(a[1], a[2])
-  end
-  local what = g.transposed and ("transposed %d-D convolution (torch.nn.functional.conv_transpose%dd)"):format(g.nd, g.nd)
-    or ("%d-D convolution (cross-correlation, torch.nn.functional.conv%dd)"):format(g.nd, g.nd)
-  -- Coordinate o·stride - padding + tap, the trivial terms left out.
-  local function at(o, l)
-    return (g.s == 1 and o or o .. "·" .. g.s) .. (g.p == 0 and "" or " - " .. g.p) .. " + t" .. l
-  end
-  local formula
-  if g.transposed then
-    local place = {}
-    for i, l in ipairs(letters) do place[i] = at(l, l) end
-    formula = ("every x[n, c, %s] adds x[n, c, %s]·w[c, k, %s] to x'[n, k, %s]\n     (places outside the output " ..
-      "dropped)"):format(table.concat(letters, ", "), table.concat(letters, ", "),
-      "t" .. table.concat(letters, ", t"), table.concat(place, ", "))
-  else
-    local place = {}
-    for i, l in ipairs(letters) do place[i] = at("o" .. l, l) end
-    formula = ("x'[n, k, o%s] = sum over c < C and taps t of x[n, c, %s]·w[k, c, t%s]\n     (x is 0 " ..
-      "outside)"):format(table.concat(letters, ", o"), table.concat(place, ", "), table.concat(letters, ", t"))
-  end
-  local wdesc = g.transposed and "w[C, K, " or "w[K, C, "
-  local kk = {}
-  for i = 1, g.nd do kk[i] = tostring(g.k) end
-  return ([[
-Write a CUDA kernel named `%s` that computes, in one pass, a %s
-followed by a chain of operations, in fp32 (as accurate as fp32 allows: no
-narrower intermediate; TF32 tensor cores alone are not):
-  1. the convolution of x[N, C, %s] by %s%s] (torch's layouts, row-major,
-     kernel %d, stride %d, zero padding %d%s)%s:
-     %s,
-     with %s. Each step after it runs on
-     one row: the plane of one output channel k of one image n (row n*K + k
-     of %s values)
-%s
-and writes y[%s] (row-major) in fp32. Here %s.
-With the default launch plan the kernel is
-  extern "C" __global__ void %s(%s,
-      %s)
-launched with a grid of N*K blocks of 256 threads and no dynamic shared
-memory: block r owns row r of y. Send your own plan to change any of this.]]):format(kernel, what,
-    table.concat(sp_x, ", "), wdesc, table.concat(kk, ", "), g.k, g.s, g.p,
-    g.op > 0 and (", output padding %d"):format(g.op) or "",
-    ch.bias and " plus conv_bias[k] on\n     every output of channel k" or ", no bias", formula,
-    table.concat(outs, ", "), table.concat(sp_o, "*"), lines,
-    table.concat(y, ", "), table.concat(here, ", "), kernel, table.concat(decl, ", "), table.concat(dims_decl, ", "))
-end
-
-conv_fields = function(out, ch, f, kernel, lines)
-  local g = ch.conv
-  local sp = {}
-  for i, a in ipairs(g.axes) do sp[i] = a[1] end
-  out.dims = { "N", "C", table.unpack(sp) }
-  out.dims[#out.dims + 1] = "K"
-  local x, w, y = { "N", "C" }, g.transposed and { "C", "K" } or { "K", "C" }, { "N", "K" }
-  for _, a in ipairs(g.axes) do x[#x + 1], w[#w + 1] = a[1], g.k end
-  if ch.dims then
-    for _, e in ipairs(ch.dims) do y[#y + 1] = e end
-  else
-    y[#y + 1] = ch.width
-  end
-  out.buffers = {
-    x = { role = "input", dtype = "f32", shape = x },
-    w = { role = "input", dtype = "f32", shape = w },
-    y = { role = "output", dtype = "f32", shape = y },
-  }
-  -- x ~ U(0, 1), as KernelBench's torch.rand; w ~ N(0, 3/fan) for the fan
-  -- in of the first variant (C·k^nd taps, a transposed convolution's
-  -- divided by stride^nd), so that the convolution's outputs have a
-  -- standard deviation near 1 and the ops after it see values where they
-  -- bend; the bias ~ N(0, 0.1²) and the vectors ~ N(0, 1) (torch.randn).
-  local v1 = type(f.variants) == "table" and f.variants[1] or {}
-  local fan = (math.type(v1.C) == "integer" and v1.C or 1) * g.k ^ g.nd / (g.transposed and g.s ^ g.nd or 1)
-  out.inputs = { x = { dist = "uniform", lo = 0, hi = 1 }, w = { dist = "normal", mean = 0, std = math.sqrt(3 / fan) } }
-  params_and_suite(out, ch, "conv_bias", "K", "rand", "x", { dist = "uniform", lo = 0, hi = 3 })
-  local ext = {}
-  for i, a in ipairs(g.axes) do ext[i] = lua_width(a[2]) end
-  if g.nd == 2 then table.insert(ext, 1, "1") end
-  local geo = ("u32(C), u32(%s), u32(H), u32(W), u32(K), u32(%d), u32(%d), u32(%d), u32(%d), u32(%d), u32(%d), " ..
-    "u32(%d), u32(%d), u32(%d), u32(1), u32(1), u32(1), u32(1), u32(OD), u32(OH), u32(OW)"):format(
-    g.nd == 3 and "D" or "1", g.nd == 3 and g.k or 1, g.k, g.k, g.nd == 3 and g.p or 0, g.p, g.p,
-    g.nd == 3 and g.s or 1, g.s, g.s)
-  local bias_arg = ch.bias and 'buffer("conv_bias")' or "u64(0)"
-  local wl = ch.width == ch.full and "P" or lua_width(ch.width)
-  out.reference = { source = "chain.cu", accumulate = "f64", units = { y = ch.width }, sample = 16,
-    plan = CONV_REFERENCE_PLAN:format(ext[1], ext[2], ext[3], wl, bias_arg, g.transposed and 1 or 0, geo,
-      vector_args(ch), program_args(ch)) }
-  local plane = lua_width(g.plane)
-  out.baseline = { source = "chain.cu", name = "cuDNN's fp32 convolution, then the chain in one fp32 kernel",
-    plan = CONV_BASELINE_PLAN:format(plane, ch.width == ch.full and "P" or lua_width(ch.width), bias_arg,
-      vector_args(ch), program_args(ch)),
-    prologue = { lib = "cudnn", op = "graph", c = "T", modes = { "fp32" }, spec = function(d)
-      local xd, yd = { d.N, d.C }, { d.N, d.K }
-      local wd = g.transposed and { d.C, d.K } or { d.K, d.C }
-      local pad, stride, dil = {}, {}, {}
-      for i, a in ipairs(g.axes) do
-        xd[#xd + 1], yd[#yd + 1], wd[#wd + 1] = d[a[1]], out_extent(g, d[a[1]]), g.k
-        pad[i], stride[i], dil[i] = g.p, g.s, 1
-      end
-      local op = g.transposed and { op = "conv_bwd_data", inputs = { dy = "x", w = "w" }, outputs = { dx = "T" } }
-        or { op = "conv_fwd", inputs = { x = "x", w = "w" }, outputs = { y = "T" } }
-      op.padding, op.stride, op.dilation = pad, stride, dil
-      return { tensors = { x = { dtype = "f32", dims = xd }, w = { dtype = "f32", dims = wd },
-        T = { dtype = "f32", dims = yd } }, ops = { op }, compute = "f32" }
-    end } }
-  local steps = ch.steps
-  -- Two FLOPs per multiply-add of the direct (forward or scattering)
-  -- convolution, padding taps included, then the chain's: each op's count
-  -- per element it reads (a pooling reads the plane and leaves its windows).
-  out.flops = function(d)
-    local inner, outer, dims = 1, 1, {}
-    for i, a in ipairs(g.axes) do
-      dims[i] = out_extent(g, d[a[1]])
-      inner, outer = inner * d[a[1]], outer * dims[i]
-    end
-    local n = math.tointeger(2 * d.N * d.K * d.C * g.k ^ g.nd * (g.transposed and inner or outer))
-    local w = outer
-    for _, s in ipairs(steps) do
-      n = n + s.flops * d.N * d.K * w
-      if s.pool then
-        w = 1
-        for i = 1, #dims do
-          dims[i] = dims[i] // s.pool.k
-          w = w * dims[i]
-        end
-      elseif s.width then
-        w = 1
-      end
-    end
-    return n
-  end
-  out.targets = {}
-  local args = { 'buffer("x")', 'buffer("w")' }
-  local decl = { "const float *x", "const float *w" }
-  if ch.bias then args[#args + 1], decl[#decl + 1] = 'buffer("conv_bias")', "const float *conv_bias" end
-  for _, v in ipairs(ch.vectors) do args[#args + 1], decl[#decl + 1] = ('buffer("%s")'):format(v), "const float *" .. v end
-  args[#args + 1], decl[#decl + 1] = 'buffer("y")', "float *y"
-  local dims_u, dims_decl, here = {}, {}, {}
-  for _, d in ipairs(out.dims) do
-    dims_u[#dims_u + 1], dims_decl[#dims_decl + 1], here[#here + 1] = "u32(" .. d .. ")", "unsigned " .. d,
-      d .. "=${" .. d .. "}"
-  end
-  out.plan = ([[
--- Default plan: one launch of `%s`, a block of 256 threads per row of y
--- (one output channel's plane of one image).
-return { launches = { { kernel = "%s", grid = { N * K, 1, 1 }, block = { 256, 1, 1 }, shared = 0,
-  args = { %s, %s } } } }
-]]):format(kernel, kernel, table.concat(args, ", "), table.concat(dims_u, ", "))
-  out.description = conv_description(g, ch, kernel, lines, y, decl, dims_decl, here)
-  return { sources = "conv", baseline = "sequence: cuDNN's convolution graph (fp32), then chain_baseline_inplace " ..
-    "(tasks/fused/chain.cu) for the bias and the rest" }
 end
 
 -- The sources a composed task compiles, from the library's own tasks/.
