@@ -33,7 +33,7 @@ M.LIMITS = { models = 64, tasks = 10000, workloads = 1000, tags = 1000, replicas
 -- from klab judge's command line.
 local EVAL_CONDITIONS = { timing = "boolean", profile = "boolean", sanitize = "boolean", sass_executed = "boolean",
   trials = "count", runs = "count", stages = "names", methods = "names" }
-local EVAL_FROM_USER = { deadline = true, stage_deadlines = true, budget_s = true, seed = true }
+local EVAL_USER_GIVES = { deadline = true, stage_deadlines = true, budget_s = true, seed = true }
 
 -- The model fields that make a condition and say where a request goes:
 -- compared with what the user gave before anything is asked; a provider's
@@ -128,7 +128,7 @@ function M.spec(db, name, row)
     elseif kind == "names" and type(v) == "table" and #v <= 64 then
       for _, x in ipairs(v) do if not name_ok(x) then bad("eval.%s holds something that is not a name", k) end end
       eval[k] = v
-    elseif not EVAL_FROM_USER[k] then
+    elseif not EVAL_USER_GIVES[k] then
       bad("eval.%s = %s is not an evaluation setting klab takes from a store", tostring(k), json.encode(v))
     end
   end
